@@ -1,0 +1,43 @@
+"""Where relay_repl keeps its state.
+
+One rule for every part (ledger, REPL history, the lab, the client cache):
+`$RELAY_HOME` if set, else `$XDG_STATE_HOME/relay-repl`, else
+`~/.local/state/relay-repl`. Tests and the lab point `RELAY_HOME` at a
+private directory so nothing of the operator's is touched.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def state_dir(create: bool = True) -> Path:
+    """The state directory, created 0700 on first use."""
+    env = os.environ.get("RELAY_HOME")
+    if env:
+        path = Path(env).expanduser()
+    else:
+        xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        path = Path(xdg).expanduser() / "relay-repl"
+    if create:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def ledger_path() -> Path:
+    return state_dir() / "ledger.sqlite"
+
+
+def history_path() -> Path:
+    return state_dir() / "repl-history"
+
+
+def clients_dir() -> Path:
+    """Cache of the pinned npm clients (`relay lab install`)."""
+    return state_dir() / "clients"
+
+
+def lab_dir() -> Path:
+    """The one lab this state directory owns (`relay lab up`)."""
+    return state_dir() / "lab"

@@ -1,0 +1,219 @@
+"""The object the operator holds: discovery, the gate, sends, the ledger.
+
+Every side effect goes through `_gated()`: the plan is built, shown, logged,
+and only a yes from the injected approver lets the transport act. A no leaves
+nothing on the target and one `answer` event in the ledger.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from .delivery import Delivery, DeliveryState
+from .envelope import Envelope, Want
+from .errors import AmbiguousTarget, LoopHalt, PolicyRefusal, StaleTarget, UnknownTarget, UsageError
+from .gate import ApproveFn, DenyGate
+from .ledger import Ledger
+from .plan import Plan
+from .target import KIND_PREFIX, Me, Target
+from .transports.base import StageLog, Transport
+
+
+class Provider(Protocol):
+    """One agent kind's discovery: lists its targets (live and stale)."""
+
+    kind: str
+
+    async def discover(self) -> list[Target]: ...
+
+
+class StaticProvider:
+    """Targets known in advance (the in-memory demo target, tests)."""
+
+    def __init__(self, kind: str, targets: Sequence[Target]) -> None:
+        self.kind = kind
+        self._targets = list(targets)
+
+    async def discover(self) -> list[Target]:
+        return list(self._targets)
+
+
+def default_me() -> Me:
+    """The operator's address until an inbox is registered: user@host-pid."""
+    import socket
+
+    user = os.environ.get("USER") or "operator"
+    return Me(address=f"{user}.{socket.gethostname().split('.')[0]}.{os.getpid()}")
+
+
+class Session:
+    """What `session` is in the REPL. Async throughout; cheap to refresh."""
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        approve: ApproveFn | None = None,
+        me: Me | None = None,
+        providers: Sequence[Provider] = (),
+        transports: Sequence[Transport] = (),
+        echo: Callable[[str], None] | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.approve: ApproveFn = approve or DenyGate()
+        self.me = me or default_me()
+        self.providers = list(providers)
+        self.transports: dict[str, Transport] = {t.name: t for t in transports}
+        self.deliveries: list[Delivery] = []
+        self.echo = echo
+        self._targets: list[Target] = []
+        self._refreshed = False
+
+    # -- discovery -------------------------------------------------------------
+    async def refresh(self) -> list[Target]:
+        found: list[Target] = []
+        for provider in self.providers:
+            found.extend(await provider.discover())
+        self._targets = found
+        self._refreshed = True
+        return found
+
+    @property
+    def targets(self) -> list[Target]:
+        """The last discovered targets (call `await session.refresh()` to re-read)."""
+        return list(self._targets)
+
+    async def target(self, spec: str | Target) -> Target:
+        """Resolve `claude:alpha`, `codex:<name or uuid>`, `%<pane>`, `fake:inbox`.
+
+        Refuses to guess: unknown, ambiguous and stale each raise a one-line
+        error saying what to do next.
+        """
+        if isinstance(spec, Target):
+            return spec
+        if not self._refreshed:
+            await self.refresh()
+        spec = spec.strip()
+        if not spec:
+            raise UsageError("empty target: name one like claude:alpha, codex:<name or uuid> or %<pane id>")
+        if spec.startswith("%"):
+            hits = [t for t in self._targets if t.pane == spec]
+        else:
+            prefix, sep, name = spec.partition(":")
+            if not sep:
+                raise UsageError(f"target {spec!r} needs a kind: claude:{spec} or codex:{spec} (see `relay targets`)")
+            kinds = [k for k, p in KIND_PREFIX.items() if p == prefix or k == prefix]
+            if not kinds:
+                raise UsageError(f"unknown kind {prefix!r} in {spec!r}: use claude:, codex: or %<pane id>")
+            hits = [t for t in self._targets if t.kind in kinds and (t.name == name or t.address == name)]
+        live = [t for t in hits if t.live]
+        if len(live) == 1:
+            return live[0]
+        if len(live) > 1:
+            cands = "; ".join(t.describe() for t in live)
+            raise AmbiguousTarget(f"{spec} is ambiguous, {len(live)} live sessions match: {cands}. Name one by pid or uuid")
+        if hits:
+            raise StaleTarget(f"{spec} is stale ({hits[0].describe()}): its process is gone; nothing will be sent to it")
+        raise UnknownTarget(f"no target {spec}: run `relay targets` (or `await session.refresh()`) to list live sessions")
+
+    # -- the gate ------------------------------------------------------------------
+    async def _gated(self, plan: Plan, *, delivery: str | None = None) -> bool:
+        self.ledger.event("plan", delivery=delivery, relay_id=plan.relay_id, data=plan.model_dump())
+        try:
+            answer = bool(await self.approve(plan))
+        except BaseException:
+            self.ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data={"approved": False, "why": "prompt aborted"})
+            raise
+        self.ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data={"approved": answer})
+        return answer
+
+    def choose_transport(self, target: Target, requested: str | None) -> tuple[Transport, str]:
+        """The transport and its fallback's name. Ranking proper lives with the transports."""
+        usable = [self.transports[n] for n in target.transports if n in self.transports]
+        if requested:
+            if requested not in self.transports:
+                raise UsageError(f"unknown transport {requested!r}; known: {', '.join(self.transports) or 'none'}")
+            t = self.transports[requested]
+            why = t.refusal(target) if requested in target.transports else f"{target.spec} cannot be reached by {requested}"
+            if why:
+                raise PolicyRefusal(f"{requested} refused: {why}. Not falling back silently; pick another transport")
+            rest = [u.name for u in usable if u.name != requested and not u.refusal(target)]
+            return t, "none (requested explicitly)" if not rest else f"none (requested explicitly; {rest[0]} also possible)"
+        ok = [u for u in usable if not u.refusal(target)]
+        if not ok:
+            raise PolicyRefusal(f"no transport can reach {target.spec}")
+        return ok[0], ok[1].name if len(ok) > 1 else "none"
+
+    # -- sending -------------------------------------------------------------------
+    async def send(
+        self,
+        target: str | Target,
+        body: str,
+        *,
+        want: Want = "none",
+        transport: str | None = None,
+        to_role: str = "peer",
+        timeout: float = 30.0,
+    ) -> Delivery:
+        """Plan, ask, send, confirm. Returns the Delivery with its explicit state."""
+        tgt = await self.target(target)
+        halt = self.ledger.active_halt()
+        if halt:
+            raise LoopHalt(f"relay-halt is in force ({halt.reason}, by {halt.by}): nothing is sent until `session.unhalt()`")
+        chosen, fallback = self.choose_transport(tgt, transport)
+        relay_id = self.ledger.next_id(self.me.address)
+        envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=0, want=want, body=body)
+        return await self._deliver(tgt, envelope, chosen, fallback, timeout)
+
+    async def _deliver(self, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str, timeout: float) -> Delivery:
+        plan = chosen.plan(tgt, envelope, fallback=fallback)
+        d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan)
+        self.deliveries.append(d)
+        if not await self._gated(plan, delivery=d.key):
+            d.state, d.stage, d.reason = DeliveryState.WITHHELD, "gate", "the operator answered No"
+            self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason})
+            return d
+        log = StageLog(d, self.ledger, echo=self.echo)
+        self.ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
+        try:
+            await chosen.send(d, tgt, plan.payload, log)
+            if d.state not in {DeliveryState.FAILED, DeliveryState.REFUSED, DeliveryState.TYPED}:
+                await chosen.confirm(d, tgt, plan.payload, log, timeout)
+        except Exception as exc:  # translate at the seam; the ledger keeps the why
+            log.fail(d.stage, f"{type(exc).__name__}: {exc}")
+        self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason, "stage": d.stage})
+        return d
+
+    # -- halts and history -----------------------------------------------------------
+    def halt(self, reason: str = "operator halt") -> None:
+        self.ledger.halt(reason, by=self.me.sender)
+
+    def unhalt(self) -> int:
+        return self.ledger.clear_halts(by=self.me.sender)
+
+    def why(self, relay_id: str) -> list[Any]:
+        """Every event recorded for one relay id, oldest first."""
+        return self.ledger.events(relay_id=relay_id)
+
+    @property
+    def inbox(self) -> list[Any]:
+        return self.ledger.inbox()
+
+    def __repr__(self) -> str:
+        lines = [f"<Session me={self.me.sender} inbox={self.me.inbox or 'none'}"]
+        if not self._refreshed:
+            lines.append("  targets: not discovered yet (await session.refresh())")
+        elif not self._targets:
+            lines.append("  targets: none found")
+        else:
+            lines.append(f"  targets ({len(self._targets)}):")
+            lines += [f"    {t.describe()}  via {', '.join(t.transports) or '-'}" for t in self._targets]
+        open_ = [d for d in self.deliveries if d.outcome == "pending"]
+        lines.append(f"  deliveries: {len(self.deliveries)} ({len(open_)} open)")
+        lines += [f"    {d!r}" for d in open_]
+        halt = self.ledger.active_halt()
+        if halt:
+            lines.append(f"  HALTED: {halt.reason}")
+        return "\n".join(lines) + ">"

@@ -1,0 +1,63 @@
+"""Targets and addresses: the values discovery produces and the session consumes."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TargetState = Literal["idle", "busy", "waiting", "unknown", "never-idle"]
+
+KIND_PREFIX = {"claude-code": "claude", "codex": "codex", "fake": "fake"}
+
+
+class Target(BaseModel):
+    """A discovered session: who it is, whether it lives, how it can be reached."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str = Field(description="'claude-code', 'codex', or another adapter's kind")
+    name: str
+    address: str = Field(description="How the transports reach it: socket path, thread id, pane id...")
+    pid: int | None = None
+    live: bool = True
+    state: TargetState = "unknown"
+    pane: str | None = Field(default=None, description="Rostered tmux pane id, e.g. '%3', or None")
+    transports: tuple[str, ...] = ()
+    identified_by: str = Field(description="The evidence that resolved it, for the plan")
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def spec(self) -> str:
+        """The string an operator types to name it: `claude:alpha`, `codex:<name>`."""
+        return f"{KIND_PREFIX.get(self.kind, self.kind)}:{self.name}"
+
+    def describe(self) -> str:
+        bits = [self.spec]
+        if self.pid is not None:
+            bits.append(f"pid {self.pid}")
+        if self.pane:
+            bits.append(f"pane {self.pane}")
+        bits.append(self.state if self.live else "STALE")
+        return " ".join(bits[:1]) + " (" + ", ".join(bits[1:]) + ")"
+
+    def __repr__(self) -> str:
+        return f"<Target {self.describe()}>"
+
+
+class Me(BaseModel):
+    """The operator's own address (seed section 1): needed to ask for a reply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str = "operator"
+    agent: str = "relay"
+    address: str
+    inbox: str | None = Field(default=None, description="Where replies land, if an inbox is listening")
+
+    @property
+    def sender(self) -> str:
+        return f"{self.role}:{self.agent}@{self.address}"
+
+    def __repr__(self) -> str:
+        return f"<Me {self.sender} inbox={self.inbox or 'none'}>"

@@ -1,0 +1,106 @@
+"""The transport protocol: declared capabilities, a plan, staged sends, confirmation.
+
+A transport never decides whether to act: the session builds the plan with
+`plan()`, asks the gate, and only then calls `send()` and `confirm()`. Each
+stage records what it read or did through `StageLog`, which appends to the
+delivery and to the ledger's event log, so a stuck delivery can be explained.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ..delivery import Delivery, DeliveryState, Evidence
+from ..envelope import Envelope
+from ..ledger import Ledger
+from ..plan import Plan
+from ..target import Target
+
+
+class Capabilities(BaseModel):
+    """What a transport can promise; ranking compares these, never names."""
+
+    model_config = ConfigDict(frozen=True)
+
+    durable: bool = False        # survives a busy or offline receiver
+    native_reply: bool = False   # the receiver can answer natively without help
+    receipts: bool = False       # some outcomes come back to the sender
+    live_only: bool = False      # needs the receiver running now
+    same_uid_only: bool = False  # only inside the same-uid trust boundary
+    needs_pane: bool = False     # needs a rostered tmux pane
+
+
+class StageLog:
+    """Records each stage's evidence on the delivery and in the ledger."""
+
+    def __init__(self, delivery: Delivery, ledger: Ledger, echo: Any = None) -> None:
+        self.delivery = delivery
+        self.ledger = ledger
+        self.echo = echo
+
+    def __call__(self, stage: str, state: DeliveryState, detail: str, **data: Any) -> Evidence:
+        ev = Evidence(stage=stage, state=state, detail=detail, data=data)
+        self.delivery.evidence.append(ev)
+        self.delivery.stage = stage
+        self.delivery.state = state
+        self.ledger.event(
+            f"stage:{stage}",
+            delivery=self.delivery.key,
+            relay_id=self.delivery.relay_id,
+            data={"state": state.value, "detail": detail, **data},
+        )
+        if self.echo is not None:
+            self.echo(f"  [{stage}] {state.value}: {detail}")
+        return ev
+
+    def fail(self, stage: str, reason: str, **data: Any) -> Evidence:
+        self.delivery.reason = reason
+        return self(stage, DeliveryState.FAILED, reason, **data)
+
+
+class Transport(ABC):
+    name: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+
+    def refusal(self, target: Target) -> str | None:
+        """Why this transport cannot serve this target, or None."""
+        if not target.live:
+            return f"{target.spec} is not live"
+        if self.capabilities.needs_pane and not target.pane:
+            return f"{target.spec} has no rostered tmux pane"
+        return None
+
+    def payload(self, envelope: Envelope) -> str:
+        return envelope.compose()
+
+    @abstractmethod
+    def delivered_when(self, target: Target, envelope: Envelope) -> str:
+        """The receiver evidence that will count as delivered, in words."""
+
+    def plan(self, target: Target, envelope: Envelope, *, fallback: str = "none", notes: tuple[str, ...] = ()) -> Plan:
+        return Plan(
+            action=f"send to {target.spec}",
+            target=target.describe(),
+            identified_by=target.identified_by,
+            transport=self.name,
+            fallback=fallback,
+            payload=self.payload(envelope),
+            delivered_when=self.delivered_when(target, envelope),
+            notes=notes,
+            relay_id=envelope.id,
+        )
+
+    @abstractmethod
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+        """Do the side effect, stage by stage. Called only after the gate said yes."""
+
+    @abstractmethod
+    async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
+        """Read receiver evidence until delivered or the timeout; never re-send."""
+
+    def __repr__(self) -> str:
+        caps = ", ".join(k for k, v in self.capabilities.model_dump().items() if v) or "none"
+        return f"<Transport {self.name} [{caps}]>"
