@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import pytest
+
+from relay_repl.delivery import DeliveryState
+from relay_repl.errors import AmbiguousTarget, LoopHalt, PolicyRefusal, StaleTarget, UnknownTarget, UsageError
+from relay_repl.envelope import Envelope
+from relay_repl.gate import ScriptedGate
+from relay_repl.ledger import Ledger
+from relay_repl.session import Session, StaticProvider
+from relay_repl.target import Me, Target
+from relay_repl.transports.fake import InMemoryTransport, fake_target
+
+pytestmark = pytest.mark.anyio
+
+
+def mk(answers=(), targets=None, tmp_path=None):
+    led = Ledger(tmp_path / "l.sqlite")
+    mem = InMemoryTransport()
+    gate = ScriptedGate(answers)
+    s = Session(
+        ledger=led,
+        approve=gate,
+        me=Me(address="me"),
+        providers=[StaticProvider("fake", targets or [fake_target()])],
+        transports=[mem],
+    )
+    return s, mem, gate, led
+
+
+async def test_no_means_nothing_happens(tmp_path):
+    s, mem, gate, led = mk([False], tmp_path=tmp_path)
+    d = await s.send("fake:inbox", "hello", want="ack")
+    assert d.state is DeliveryState.WITHHELD and d.exit_code == 1
+    assert mem.received == []
+    assert [e.kind for e in led.events(relay_id=d.relay_id)] == ["plan", "answer", "outcome"]
+    assert led.events(kind="answer")[0].data == {"approved": False}
+    assert not led.was_sent(d.relay_id)
+
+
+async def test_yes_delivers_exactly_the_planned_payload(tmp_path):
+    s, mem, gate, led = mk([True], tmp_path=tmp_path)
+    d = await s.send("fake:inbox", "hello", want="ack")
+    assert d.outcome == "delivered" and d.exit_code == 0
+    assert mem.received == [gate.shown[0].payload]
+    env = Envelope.parse(mem.received[0])
+    assert (env.sender, env.id, env.hop, env.want, env.body) == ("operator:relay@me", "me-1", 0, "ack", "hello")
+    kinds = [e.kind for e in led.events(relay_id="me-1")]
+    assert kinds == ["plan", "answer", "stage:write", "stage:confirm", "outcome"]
+    assert led.was_sent("me-1")
+
+
+async def test_each_send_gets_a_new_id(tmp_path):
+    s, mem, gate, led = mk([True, True], tmp_path=tmp_path)
+    await s.send("fake:inbox", "a")
+    await s.send("fake:inbox", "b")
+    assert [Envelope.parse(p).id for p in mem.received] == ["me-1", "me-2"]
+
+
+async def test_halt_blocks_before_the_gate(tmp_path):
+    s, mem, gate, led = mk([True], tmp_path=tmp_path)
+    s.halt("testing")
+    with pytest.raises(LoopHalt, match="relay-halt is in force"):
+        await s.send("fake:inbox", "x")
+    assert gate.shown == [] and mem.received == []
+    s.unhalt()
+    assert (await s.send("fake:inbox", "x")).outcome == "delivered"
+
+
+def _t(name, live=True, pid=1):
+    return Target(kind="claude-code", name=name, address=f"/s/{pid}.sock", pid=pid, live=live, state="idle",
+                  transports=("memory",), identified_by="test")
+
+
+async def test_resolution_errors_are_one_line_and_say_what_to_do(tmp_path):
+    s, *_ = mk(targets=[_t("alpha", pid=1), _t("alpha", pid=2), _t("dead", live=False, pid=3)], tmp_path=tmp_path)
+    cases = [
+        ("claude:alpha", AmbiguousTarget, "ambiguous"),
+        ("claude:dead", StaleTarget, "stale"),
+        ("claude:zeta", UnknownTarget, "relay targets"),
+        ("alpha", UsageError, "needs a kind"),
+        ("cursor:x", UsageError, "unknown kind"),
+        ("", UsageError, "empty target"),
+    ]
+    for spec, exc, text in cases:
+        with pytest.raises(exc, match=text) as err:
+            await s.target(spec)
+        assert "\n" not in str(err.value)
+
+
+async def test_requested_transport_is_never_silently_replaced(tmp_path):
+    s, mem, gate, led = mk([True], tmp_path=tmp_path)
+    with pytest.raises(UsageError, match="unknown transport"):
+        await s.send("fake:inbox", "x", transport="codex-queue")
+    dead = _t("gone", live=False)
+    with pytest.raises(PolicyRefusal, match="not live"):
+        s.choose_transport(dead, "memory")
+    assert gate.shown == []
+
+
+async def test_repr_shows_address_targets_and_open_deliveries(tmp_path):
+    s, *_ = mk(tmp_path=tmp_path)
+    assert "not discovered yet" in repr(s)
+    await s.refresh()
+    r = repr(s)
+    assert "operator:relay@me" in r and "fake:inbox (idle)" in r and "deliveries: 0" in r
