@@ -62,7 +62,57 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("relay_id")
     s.add_argument("--json", action="store_true", help="one JSON object per line")
     s.set_defaults(func=_cmd_why)
+
+    s = sub.add_parser(
+        "whoami",
+        help="show your own address (seed section 1)",
+        description="Your own address, the thing a peer needs to answer you: $CODEX_THREAD_ID inside Codex, the "
+        "session name inside Claude Code, otherwise the operator's address and any running relay inboxes.",
+    )
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=_cmd_whoami)
+
+    s = sub.add_parser(
+        "reply",
+        help="answer a relay message into the operator's inbox",
+        description="Answer the relay message whose id you were given, into the inbox of the relay REPL that sent it. "
+        "This is how a Codex agent (which cannot send natively) replies: run it as one command, e.g.\n"
+        "  relay reply 'root.host.4242-3' 'tests pass on main'\n"
+        "Only ids the operator sent are accepted; the reply carries hop+1 and stops at the hop cap.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("relay_id", help="the id= value of the message you are answering")
+    s.add_argument("text", nargs="+", help="the reply, one line")
+    s.set_defaults(func=_cmd_reply)
     return p
+
+
+def _cmd_whoami(args: argparse.Namespace) -> int:
+    import json
+
+    from .inbox import read_records
+    from .whoami import own_address
+
+    me = own_address()
+    inboxes = [r.model_dump() for r in read_records() if r.live]
+    if args.json:
+        print(json.dumps({"role": me.role, "agent": me.agent, "address": me.address, "sender": me.sender,
+                          "inbox": me.inbox, "relay_inboxes": inboxes}))
+    else:
+        print(f"{me.sender}" + (f"  inbox {me.inbox}" if me.inbox else ""))
+        for r in inboxes:
+            print(f"  relay inbox: pid {r['pid']} {r['sender']} at {r['socket']}")
+        if not inboxes and me.agent == "relay":
+            print("  no relay REPL inbox is running: start `relay` to receive replies")
+    return 0
+
+
+def _cmd_reply(args: argparse.Namespace) -> int:
+    from .reply import reply
+
+    env, path = reply(args.relay_id, " ".join(args.text))
+    print(f"replied to {args.relay_id} as {env.id} (hop {env.hop}) into {path}")
+    return 0
 
 
 def _cmd_repl(args: argparse.Namespace) -> int:

@@ -195,6 +195,11 @@ class Ledger:
     def was_sent(self, relay_id: str) -> bool:
         return bool(self._query("SELECT 1 FROM relay_ids WHERE relay_id=? AND direction='sent'", (relay_id,)))
 
+    def sent_hop(self, relay_id: str) -> int | None:
+        """The hop an id we sent carried, or None if we never sent it."""
+        rows = self._query("SELECT hop FROM relay_ids WHERE relay_id=? AND direction='sent'", (relay_id,))
+        return rows[0][0] if rows else None
+
     def sightings(self, relay_id: str, direction: Literal["sent", "seen"] = "seen") -> int:
         rows = self._query("SELECT count FROM relay_ids WHERE relay_id=? AND direction=?", (relay_id, direction))
         return rows[0][0] if rows else 0

@@ -72,10 +72,18 @@ async def _main(fake: bool) -> None:
         return make_session(fake=fake)
 
     session = LazySession(build)
+    opened: dict[str, Any] = {}
 
     async def prepare() -> None:
+        from .inbox import Inbox, clean_stale
+
         await anyio.sleep(0.05)  # let the prompt draw first
         real = session._get()
+        clean_stale(echo=print)
+        inbox = Inbox(real.ledger, address=real.me.address, sender=real.me.sender, echo=print)
+        await inbox.listen(tg)
+        opened["inbox"] = inbox
+        real.attach_inbox(inbox)
         await real.refresh()
         print(repr(real))
 
@@ -92,6 +100,9 @@ async def _main(fake: bool) -> None:
                 title="relay",
             )
         finally:
+            if "inbox" in opened:  # remove the socket and any registry entry we wrote
+                with anyio.CancelScope(shield=True):
+                    await opened["inbox"].close()
             tg.cancel_scope.cancel()
 
 

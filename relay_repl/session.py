@@ -186,6 +186,34 @@ class Session:
         self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason, "stage": d.stage})
         return d
 
+    # -- the operator's inbox ---------------------------------------------------------
+    def attach_inbox(self, inbox: Any) -> None:
+        """Called by the REPL once its inbox listens: replies now have somewhere to go."""
+        self._inbox = inbox
+        self.me = self.me.model_copy(update={"inbox": str(inbox.path)})
+
+    async def register_inbox(self, name: str = "relay-operator") -> bool:
+        """List the inbox as a Claude peer (gated): ListAgents shows it, SendMessage reaches it."""
+        import anyio
+
+        from .agents.claude_peer import ClaudePeerRegistration
+        from .lab.install import require_verified
+
+        inbox = getattr(self, "_inbox", None)
+        if inbox is None:
+            raise UsageError("no inbox is listening here: only the `relay` REPL runs one")
+        version = await anyio.to_thread.run_sync(require_verified, "claude-code")  # refuses unverified versions
+        reg = ClaudePeerRegistration(name=name, claude_version=version)
+        if not await self._gated(reg.plan()):
+            return False
+        await inbox.listen(path=reg.socket_path)  # listen first: a SendMessage never meets a dead socket
+        reg.write()
+        inbox.own_file(str(reg.record_path))
+        inbox.own_file(str(reg.key_path))
+        self._registration = reg
+        self.ledger.event("inbox-registered", data={"name": reg.name, "record": str(reg.record_path)})
+        return True
+
     # -- halts and history -----------------------------------------------------------
     def halt(self, reason: str = "operator halt") -> None:
         self.ledger.halt(reason, by=self.me.sender)
@@ -199,6 +227,7 @@ class Session:
 
     @property
     def inbox(self) -> list[Any]:
+        """Every message that reached the operator's inbox (kept in the ledger)."""
         return self.ledger.inbox()
 
     def __repr__(self) -> str:
