@@ -129,22 +129,15 @@ class Session:
         self.ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data={"approved": answer})
         return answer
 
-    def choose_transport(self, target: Target, requested: str | None) -> tuple[Transport, str]:
-        """The transport and its fallback's name. Ranking proper lives with the transports."""
-        usable = [self.transports[n] for n in target.transports if n in self.transports]
-        if requested:
-            if requested not in self.transports:
-                raise UsageError(f"unknown transport {requested!r}; known: {', '.join(self.transports) or 'none'}")
-            t = self.transports[requested]
-            why = t.refusal(target) if requested in target.transports else f"{target.spec} cannot be reached by {requested}"
-            if why:
-                raise PolicyRefusal(f"{requested} refused: {why}. Not falling back silently; pick another transport")
-            rest = [u.name for u in usable if u.name != requested and not u.refusal(target)]
-            return t, "none (requested explicitly)" if not rest else f"none (requested explicitly; {rest[0]} also possible)"
-        ok = [u for u in usable if not u.refusal(target)]
-        if not ok:
-            raise PolicyRefusal(f"no transport can reach {target.spec}")
-        return ok[0], ok[1].name if len(ok) > 1 else "none"
+    def choose_transport(self, target: Target, requested: str | None = None, *, durable: bool = False,
+                         native_reply: bool = False) -> Any:
+        """Rank the transports by capability (see transports.ranking)."""
+        from .transports.ranking import Requirements, choose
+
+        if requested is not None and requested not in self.transports:
+            raise UsageError(f"unknown transport {requested!r}; known: {', '.join(self.transports) or 'none'}")
+        return choose(target, list(self.transports.values()), Requirements(durable=durable, native_reply=native_reply),
+                      requested)
 
     # -- sending -------------------------------------------------------------------
     async def send(
@@ -155,20 +148,30 @@ class Session:
         want: Want = "none",
         transport: str | None = None,
         to_role: str = "peer",
+        durable: bool = False,
+        native_reply: bool = False,
         timeout: float = 30.0,
     ) -> Delivery:
-        """Plan, ask, send, confirm. Returns the Delivery with its explicit state."""
+        """Plan, ask, send, confirm. Returns the Delivery with its explicit state.
+
+        `durable=True` requires a durable path (never downgraded to a live-only
+        one); `native_reply=True` requires one the receiver can answer natively.
+        """
         tgt = await self.target(target)
+        self._check_halt()
+        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
+        relay_id = self.ledger.next_id(self.me.address)
+        envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=0, want=want, body=body)
+        return await self._deliver(tgt, envelope, choice.transport, choice.fallback, timeout, choice.notes)
+
+    def _check_halt(self) -> None:
         halt = self.ledger.active_halt()
         if halt:
             raise LoopHalt(f"relay-halt is in force ({halt.reason}, by {halt.by}): nothing is sent until `session.unhalt()`")
-        chosen, fallback = self.choose_transport(tgt, transport)
-        relay_id = self.ledger.next_id(self.me.address)
-        envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=0, want=want, body=body)
-        return await self._deliver(tgt, envelope, chosen, fallback, timeout)
 
-    async def _deliver(self, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str, timeout: float) -> Delivery:
-        plan = chosen.plan(tgt, envelope, fallback=fallback)
+    async def _deliver(self, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str, timeout: float,
+                       notes: tuple[str, ...] = ()) -> Delivery:
+        plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes)
         d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan)
         self.deliveries.append(d)
         if not await self._gated(plan, delivery=d.key):

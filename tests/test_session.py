@@ -95,6 +95,8 @@ async def test_requested_transport_is_never_silently_replaced(tmp_path):
     dead = _t("gone", live=False)
     with pytest.raises(PolicyRefusal, match="not live"):
         s.choose_transport(dead, "memory")
+    with pytest.raises(PolicyRefusal, match="cannot reach"):
+        s.choose_transport(_t("x").model_copy(update={"transports": ()}), "memory")
     assert gate.shown == []
 
 

@@ -56,6 +56,11 @@ class StageLog:
             self.echo(f"  [{stage}] {state.value}: {detail}")
         return ev
 
+    def progress(self, text: str) -> None:
+        """A line for the operator during a long wait; not an event."""
+        if self.echo is not None:
+            self.echo(f"  … {text}")
+
     def fail(self, stage: str, reason: str, **data: Any) -> Evidence:
         self.delivery.reason = reason
         return self(stage, DeliveryState.FAILED, reason, **data)
@@ -80,7 +85,12 @@ class Transport(ABC):
     def delivered_when(self, target: Target, envelope: Envelope) -> str:
         """The receiver evidence that will count as delivered, in words."""
 
+    def plan_notes(self, target: Target) -> tuple[str, ...]:
+        """Warnings specific to this transport and target (goal threads, busy receivers...)."""
+        return ()
+
     def plan(self, target: Target, envelope: Envelope, *, fallback: str = "none", notes: tuple[str, ...] = ()) -> Plan:
+        notes = tuple(notes) + self.plan_notes(target)
         return Plan(
             action=f"send to {target.spec}",
             target=target.describe(),
