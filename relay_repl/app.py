@@ -16,21 +16,44 @@ from .session import Session, StaticProvider
 def make_session(
     *,
     fake: bool = False,
+    discover: bool = True,
     approve: ApproveFn | None = None,
     echo: Callable[[str], None] | None = print,
     ledger: Ledger | None = None,
+    interrupt: bool = False,
 ) -> Session:
-    providers = []
-    transports = []
-    if fake:
-        from .transports.fake import InMemoryTransport, fake_target
+    from .transports.claude_socket import ClaudeMessageTransport, ClaudeSocketTransport
+    from .transports.codex_queue import CodexQueueTransport
 
-        providers.append(StaticProvider("fake", [fake_target()]))
-        transports.append(InMemoryTransport())
-    return Session(
+    providers: list = []
+    if discover:
+        from .agents import default_providers
+
+        providers.extend(default_providers())
+    session = Session(
         ledger=ledger or Ledger.default(),
         approve=approve or TerminalGate(),
         providers=providers,
-        transports=transports,
         echo=echo,
     )
+    inbox = lambda: session.inbox_server  # noqa: E731 - late-bound: the inbox opens after the session exists
+    registration = lambda: session.registration  # noqa: E731
+    transports = [
+        CodexQueueTransport(),
+        ClaudeSocketTransport(inbox, interrupt=interrupt),
+        ClaudeMessageTransport(inbox, registration, interrupt=interrupt),
+    ]
+    try:
+        from .transports.tmux import TmuxTransport
+
+        transports.append(TmuxTransport())
+    except ImportError:
+        pass
+    if fake:
+        from .transports.fake import InMemoryTransport, fake_target
+
+        session.providers.append(StaticProvider("fake", [fake_target()]))
+        transports.append(InMemoryTransport())
+    for t in transports:
+        session.transports[t.name] = t
+    return session

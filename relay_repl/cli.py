@@ -24,7 +24,12 @@ no terminal the answer is No.
 
 EPILOG = """\
 examples:
-  relay                         open the REPL
+  relay                         open the REPL on the agents running on this machine
+  relay --lab                   start the offline lab if needed and open the REPL on it
+  relay targets                 list live (and stale) Claude Code and Codex sessions
+  relay send codex:fix-tests 'please rerun the suite' --want reply
+  relay --lab targets --json    any subcommand, pointed at the lab
+  relay lab up / status / down  manage the offline lab
   relay --fake                  the REPL with an in-memory demo target (fake:inbox)
   relay log                     the newest events in the ledger
   relay why operator.host.42-3  every event recorded for one relay id
@@ -39,10 +44,66 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"relay {__version__}")
     p.add_argument("--fake", action="store_true", help="add the in-memory demo target fake:inbox (no agent needed)")
+    p.add_argument("--lab", action="store_true",
+                   help="point everything at the offline lab (starting it when needed) before running the command")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     s = sub.add_parser("repl", help="open the REPL (the default)", description="Open the async REPL with `session` preloaded.")
     s.set_defaults(func=_cmd_repl)
+
+    s = sub.add_parser(
+        "targets",
+        help="list discovered sessions",
+        description="List every Claude Code and Codex session found in their own registries: live ones with their "
+        "state, pane and possible transports, stale ones marked STALE (never used).",
+    )
+    s.add_argument("--json", action="store_true", help="a JSON array: kind, name, address, pid, live, state, pane, transports, ...")
+    s.set_defaults(func=_cmd_targets)
+
+    s = sub.add_parser(
+        "send",
+        help="send one line to a target (plan, y/N, deliver, confirm)",
+        description="Send MESSAGE to TARGET (claude:NAME, codex:NAME-or-UUID, or %%PANE). The plan is shown and "
+        "you are asked y/N first; without a terminal the answer is No. A whole pasted envelope line as MESSAGE is "
+        "forwarded instead (same id, hop + 1; a duplicate id is dropped).\n\n"
+        "exit codes: 0 delivered (receiver evidence), 3 pending (the stage it stopped at is printed), "
+        "1 refused or failed, 2 usage error",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("target")
+    s.add_argument("message", help="one line; quote it")
+    s.add_argument("--transport", "-t", help="require this transport (codex-queue, claude-code-socket, claude-code-message, tmux)")
+    s.add_argument("--want", "-w", choices=["reply", "ack", "none"], default="none", help="what you ask the receiver for")
+    s.add_argument("--durable", action="store_true", help="require a durable path; refuse rather than downgrade")
+    s.add_argument("--native-reply", action="store_true", help="require a transport the receiver can answer natively")
+    s.add_argument("--interrupt", action="store_true", help="Claude socket only: priority now, aborting the receiver's running call")
+    s.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for receiver evidence (default 30)")
+    s.add_argument("--json", action="store_true", help="print the delivery as JSON")
+    s.set_defaults(func=_cmd_send)
+
+    lab = sub.add_parser(
+        "lab",
+        help="the offline lab: real Claude Code and Codex against stub models",
+        description="Run the REAL pinned Claude Code and Codex CLIs in a private tmux server against stub model "
+        "servers on 127.0.0.1, with isolated homes, so every part of relay can be tried with no accounts.",
+    )
+    lsub = lab.add_subparsers(dest="lab_command", metavar="LABCOMMAND", required=True)
+    x = lsub.add_parser("install", help="install the pinned clients from the npm registry (skips what is present)")
+    x.set_defaults(func=_cmd_lab_install)
+    x = lsub.add_parser("up", help="start the lab and wait until every session is idle")
+    x.add_argument("--claude", type=int, default=1, help="Claude Code sessions (default 1)")
+    x.add_argument("--codex", type=int, default=1, help="Codex sessions (default 1)")
+    x.set_defaults(func=_cmd_lab_up)
+    x = lsub.add_parser("status", help="what runs in the lab")
+    x.add_argument("--json", action="store_true", help="lab directory, tmux socket, and per session kind, name, pid, pane, transcript")
+    x.set_defaults(func=_cmd_lab_status)
+    x = lsub.add_parser("down", help="stop everything the lab started and remove its sockets and registry files")
+    x.set_defaults(func=_cmd_lab_down)
+    x = lsub.add_parser("env", help="print shell exports that point other tools (and plain relay) at the lab")
+    x.set_defaults(func=_cmd_lab_env)
+    x = lsub.add_parser("attach", help="attach your terminal to one lab session's tmux window")
+    x.add_argument("name")
+    x.set_defaults(func=_cmd_lab_attach)
 
     s = sub.add_parser(
         "log",
@@ -85,6 +146,142 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("text", nargs="+", help="the reply, one line")
     s.set_defaults(func=_cmd_reply)
     return p
+
+
+def _cmd_targets(args: argparse.Namespace) -> int:
+    import anyio
+    import json
+
+    from .app import make_session
+
+    async def run() -> list:
+        session = make_session(fake=args.fake, approve=None, echo=None)
+        return await session.refresh()
+
+    targets = anyio.run(run)
+    if args.json:
+        print(json.dumps([_target_json(t) for t in targets], indent=1))
+        return 0
+    print(format_targets(targets))
+    return 0
+
+
+def _target_json(t) -> dict:
+    return {
+        "kind": t.kind, "name": t.name, "spec": t.spec, "address": t.address, "pid": t.pid, "live": t.live,
+        "state": t.state, "pane": t.pane, "transports": list(t.transports), "identified_by": t.identified_by,
+        "detail": t.detail,
+    }
+
+
+def format_targets(targets: list) -> str:
+    if not targets:
+        return "no Claude Code or Codex sessions found (start one, or try `relay --lab targets`)"
+    rows = [("TARGET", "PID", "STATE", "PANE", "TRANSPORTS")]
+    for t in sorted(targets, key=lambda t: (not t.live, t.kind, t.name)):
+        rows.append((t.spec, str(t.pid or "-"), t.state if t.live else "STALE", t.pane or "-",
+                     ", ".join(t.transports) or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def _cmd_send(args: argparse.Namespace) -> int:
+    import anyio
+    import json
+
+    from .app import make_session
+    from .envelope import Envelope
+    from .inbox import Inbox, clean_stale
+
+    async def run():
+        session = make_session(fake=args.fake, interrupt=args.interrupt)
+        async with anyio.create_task_group() as tg:
+            clean_stale()
+            inbox = Inbox(session.ledger, address=session.me.address, sender=session.me.sender, echo=print)
+            await inbox.listen(tg)
+            session.attach_inbox(inbox)
+            try:
+                if Envelope.parse(args.message) is not None:
+                    return await session.forward(args.target, args.message, transport=args.transport, timeout=args.timeout)
+                return await session.send(args.target, args.message, want=args.want, transport=args.transport,
+                                          durable=args.durable, native_reply=args.native_reply, timeout=args.timeout)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await inbox.close()
+                tg.cancel_scope.cancel()
+
+    d = anyio.run(run)
+    if args.json:
+        print(json.dumps({"relay_id": d.relay_id, "outcome": d.outcome, "state": d.state.value, "stage": d.stage,
+                          "reason": d.reason, "target": d.target, "transport": d.transport,
+                          "payload": d.plan.payload if d.plan else None,
+                          "evidence": [e.model_dump(mode="json") for e in d.evidence]}))
+    else:
+        print(d.summary())
+    return d.exit_code
+
+
+def _cmd_lab_install(args: argparse.Namespace) -> int:
+    from .lab.install import install
+
+    install(progress=print)
+    return 0
+
+
+def _cmd_lab_up(args: argparse.Namespace) -> int:
+    from .lab.launcher import up
+
+    state = up(claude=args.claude, codex=args.codex, progress=print)
+    print(state.describe() if hasattr(state, "describe") else state)
+    return 0
+
+
+def _cmd_lab_status(args: argparse.Namespace) -> int:
+    from .lab.launcher import status
+
+    state = status()
+    if args.json:
+        print(state.model_dump_json(indent=1) if state else "null")
+        return 0
+    if state is None:
+        print("no lab running (start one with `relay lab up` or `relay --lab`)")
+        return 0
+    print(state.describe() if hasattr(state, "describe") else state)
+    return 0
+
+
+def _cmd_lab_down(args: argparse.Namespace) -> int:
+    from .lab.launcher import down
+
+    down(progress=print)
+    return 0
+
+
+def _cmd_lab_env(args: argparse.Namespace) -> int:
+    import shlex
+
+    from .lab.launcher import env
+
+    for k, v in env().items():
+        print(f"export {k}={shlex.quote(v)}")
+    return 0
+
+
+def _cmd_lab_attach(args: argparse.Namespace) -> int:
+    from .lab.launcher import attach
+
+    attach(args.name)
+    return 0
+
+
+def _use_lab() -> None:
+    """Start the lab when needed and point this process's environment at it."""
+    import os
+
+    from .lab.launcher import ensure_lab, env
+
+    ensure_lab(progress=lambda s: print(s, flush=True))
+    os.environ.update(env())
 
 
 def _cmd_whoami(args: argparse.Namespace) -> int:
@@ -154,6 +351,19 @@ def _cmd_why(args: argparse.Namespace) -> int:
     return 0
 
 
+def _first_relay_error(group: BaseExceptionGroup):
+    from .errors import RelayError
+
+    for exc in group.exceptions:
+        if isinstance(exc, RelayError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _first_relay_error(exc)
+            if found is not None:
+                return found
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -161,10 +371,18 @@ def main(argv: list[str] | None = None) -> int:
     from .errors import RelayError
 
     try:
+        if args.lab and func not in (_cmd_lab_install, _cmd_lab_down, _cmd_lab_status, _cmd_lab_env, _cmd_lab_attach):
+            _use_lab()
         return int(func(args) or 0)
     except RelayError as exc:
         print(f"relay: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BaseExceptionGroup as group:  # errors raised inside a task group
+        inner = _first_relay_error(group)
+        if inner is None:
+            raise
+        print(f"relay: {inner}", file=sys.stderr)
+        return inner.exit_code
     except KeyboardInterrupt:
         print("relay: interrupted", file=sys.stderr)
         return 130

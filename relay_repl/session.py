@@ -70,6 +70,8 @@ class Session:
         self.echo = echo
         self._targets: list[Target] = []
         self._refreshed = False
+        self.inbox_server: Any = None
+        self.registration: Any = None
 
     # -- discovery -------------------------------------------------------------
     async def refresh(self) -> list[Target]:
@@ -164,6 +166,24 @@ class Session:
         envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=0, want=want, body=body)
         return await self._deliver(tgt, envelope, choice.transport, choice.fallback, timeout, choice.notes)
 
+    async def forward(self, target: str | Target, line: str, *, transport: str | None = None,
+                      timeout: float = 30.0) -> Delivery:
+        """Forward a pasted envelope: same id and sender, hop + 1; a duplicate id is dropped."""
+        env = Envelope.parse(line)
+        if env is None:
+            raise UsageError("that is not a relay envelope line (it must start with '[relay/1 ')")
+        self._check_halt()
+        if env.is_halt:
+            self.ledger.halt(f"relay-halt in a pasted envelope {env.id}", by=env.sender)
+            raise LoopHalt(f"{env.id} carries relay-halt: stopping, not forwarding")
+        if not self.ledger.mark_seen(env.id, env.hop, env.sender):
+            self.ledger.event("duplicate", relay_id=env.id, data={"line": line, "via": "forward"})
+            raise LoopHalt(f"relay id {env.id} was seen before: duplicate dropped, not forwarded")
+        onward = env.next_hop()
+        tgt = await self.target(target)
+        choice = self.choose_transport(tgt, transport)
+        return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout, choice.notes)
+
     def _check_halt(self) -> None:
         halt = self.ledger.active_halt()
         if halt:
@@ -192,7 +212,7 @@ class Session:
     # -- the operator's inbox ---------------------------------------------------------
     def attach_inbox(self, inbox: Any) -> None:
         """Called by the REPL once its inbox listens: replies now have somewhere to go."""
-        self._inbox = inbox
+        self.inbox_server = inbox
         self.me = self.me.model_copy(update={"inbox": str(inbox.path)})
 
     async def register_inbox(self, name: str = "relay-operator") -> bool:
@@ -202,7 +222,7 @@ class Session:
         from .agents.claude_peer import ClaudePeerRegistration
         from .lab.install import require_verified
 
-        inbox = getattr(self, "_inbox", None)
+        inbox = self.inbox_server
         if inbox is None:
             raise UsageError("no inbox is listening here: only the `relay` REPL runs one")
         version = await anyio.to_thread.run_sync(require_verified, "claude-code")  # refuses unverified versions
@@ -213,7 +233,7 @@ class Session:
         reg.write()
         inbox.own_file(str(reg.record_path))
         inbox.own_file(str(reg.key_path))
-        self._registration = reg
+        self.registration = reg
         self.ledger.event("inbox-registered", data={"name": reg.name, "record": str(reg.record_path)})
         return True
 

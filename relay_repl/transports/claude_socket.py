@@ -1,0 +1,300 @@
+"""claude-code-socket and claude-code-message: writing into a Claude session's inbox.
+
+Facts this relies on (claude-code.md sections 2 and 4, verified on 2.1.328):
+- The socket path comes from the session's registry record, never built.
+- Frames are newline-delimited JSON; the inbox never writes back; we
+  half-close and read to EOF. `priority:"now"` would abort the receiver's
+  running model call, so it is used only when the operator asks to interrupt.
+- There is no positive receipt. Receipts for dropped/held/refused/denied come
+  back only to a `from: uds:<path>` socket that the *sending process* listens
+  on, in the target's socket directory; so we send from this process, with our
+  inbox listening there.
+- Delivery is proven by the receiver's transcript: a record whose origin (top
+  level, or `.attachment.origin` when absorbed mid-turn) has our `msg_id` and
+  whose kernel-supplied `verifiedPeerPid`/`verifiedPeerProcStart` are ours.
+
+claude-code-message adds the native `<cross-session-message>` wrapper naming
+the operator's listed inbox, so the receiving model is told to answer with
+SendMessage; it therefore requires the inbox to be registered as a peer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..delivery import Delivery, DeliveryState
+from ..envelope import Envelope
+from ..inbox import peer_cred, proc_start
+from ..target import Target
+from .base import Capabilities, StageLog, Transport
+
+RECEIPT_STATES = {
+    "dropped": DeliveryState.FAILED,
+    "held": DeliveryState.HELD,
+    "denied": DeliveryState.REFUSED,
+    "delivered": DeliveryState.IN_TURN,
+    "expired": DeliveryState.REFUSED,
+}
+
+
+def find_origin_records(transcript: Path, msg_id: str) -> list[dict[str, Any]]:
+    """Every transcript record whose origin (either path) carries msg_id, with its content."""
+    hits = []
+    try:
+        f = open(transcript, encoding="utf-8")
+    except OSError:
+        return hits
+    with f:
+        for line in f:
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            att = d.get("attachment") if isinstance(d.get("attachment"), dict) else {}
+            origin, where = (d.get("origin"), "origin") if isinstance(d.get("origin"), dict) else (att.get("origin"), "attachment.origin")
+            if isinstance(origin, dict) and origin.get("msg_id") == msg_id:
+                content = (d.get("message") or {}).get("content") if isinstance(d.get("message"), dict) else None
+                hits.append({"type": d.get("type"), "where": where, "origin": origin,
+                             "content": content if content is not None else att.get("prompt")})
+    return hits
+
+
+def _config_dir(target: Target) -> Path | None:
+    rec = target.detail.get("record")
+    return Path(rec).parent.parent if rec else None
+
+
+def transcript_path(target: Target) -> Path | None:
+    """Re-derived each time from the live record: sessionId changes on /clear or resume."""
+    from ..agents.claude_code import transcript_path as derive
+
+    rec_file = target.detail.get("record")
+    cfg = _config_dir(target)
+    if rec_file and cfg:
+        try:
+            rec = json.loads(Path(rec_file).read_text())
+            if rec.get("pid") == target.pid:
+                return derive(cfg, rec["cwd"], rec["sessionId"])
+        except (OSError, ValueError, KeyError):
+            pass
+    t = target.detail.get("transcript")
+    return Path(t) if t else None
+
+
+def peer_token(target: Target) -> str | None:
+    """The receiver's peerToken, if its key file is readable (not required on Linux)."""
+    import hashlib
+
+    cfg = _config_dir(target)
+    sock = target.detail.get("socket")
+    if not (cfg and sock):
+        return None
+    h = hashlib.sha256(str(sock).encode()).hexdigest()
+    for f in (cfg / "sessions").glob(f"*.{h}.key"):
+        try:
+            return json.loads(f.read_text())["peerToken"]
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
+
+
+class ClaudeSocketTransport(Transport):
+    name = "claude-code-socket"
+    capabilities = Capabilities(receipts=True, live_only=True, same_uid_only=True)
+
+    def __init__(self, inbox: Callable[[], Any] | None = None, *, interrupt: bool = False) -> None:
+        """`inbox` returns the running Inbox (for receipts) or None."""
+        self._inbox = inbox or (lambda: None)
+        self.interrupt = interrupt
+
+    def refusal(self, target: Target) -> str | None:
+        base = super().refusal(target)
+        if base:
+            return base
+        if target.kind != "claude-code":
+            return f"{target.spec} is not a Claude Code session"
+        sock = target.detail.get("socket")
+        if not sock:
+            return f"{target.spec} publishes no messaging socket in its registry record"
+        try:
+            st = os.stat(sock)
+        except OSError as exc:
+            return f"its socket {sock} is unusable ({exc.strerror})"
+        if st.st_uid != os.getuid():
+            return f"its socket {sock} belongs to uid {st.st_uid}, not us: outside the same-uid trust boundary"
+        return None
+
+    def plan_notes(self, target: Target) -> tuple[str, ...]:
+        notes = []
+        if target.state == "busy":
+            notes.append("target is busy: the message is absorbed at its next tool boundary or runs as the next turn")
+        if target.state == "waiting":
+            notes.append(f"target is waiting ({target.detail.get('waitingFor', 'dialog')}): delivery may wait for the operator there")
+        if self.interrupt:
+            notes.append("priority now: this ABORTS the receiver's running model call")
+        if self._inbox() is None:
+            notes.append("no inbox listening here: hold/drop/refuse receipts cannot come back")
+        return tuple(notes)
+
+    def delivered_when(self, target: Target, envelope: Envelope) -> str:
+        return (
+            f"{target.spec}'s transcript holds a record whose origin (or attachment.origin) has our msg_id and "
+            f"verifiedPeerPid {os.getpid()} (this process); Claude sends no positive receipt"
+        )
+
+    def content(self, payload: str, reply_to: str | None) -> str:
+        return payload
+
+    async def _reply_socket(self, target: Target) -> str | None:
+        """Our listener in the target's socket directory (receipts only go there)."""
+        inbox = self._inbox()
+        if inbox is None:
+            return None
+        want = Path(target.detail["socket"]).parent / f"{os.getpid()}.sock"
+        if want not in inbox.extra_paths:
+            await inbox.listen(path=want)
+        return str(want)
+
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+        import anyio
+        from anyio.abc import SocketAttribute
+
+        sock_path = target.detail["socket"]
+        reply_sock = await self._reply_socket(target)
+        msg_id = str(uuid.uuid4())
+        delivery.extra.update(msg_id=msg_id, sender_pid=os.getpid(), sender_proc_start=proc_start(os.getpid()))
+        frames: list[dict[str, Any]] = []
+        token = peer_token(target)
+        if token:
+            frames.append({"type": "auth", "token": token})
+        frame: dict[str, Any] = {
+            "type": "user",
+            "message": {"role": "user", "content": self.content(payload, reply_sock)},
+            "msg_id": msg_id,
+            "priority": "now" if self.interrupt else "next",
+        }
+        if reply_sock:
+            frame["from"] = f"uds:{reply_sock}"
+        frames.append(frame)
+        data = b"".join(json.dumps(f, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for f in frames)
+        try:
+            with anyio.fail_after(10):
+                stream = await anyio.connect_unix(sock_path)
+                async with stream:
+                    pid, _uid, _gid = peer_cred(stream.extra(SocketAttribute.raw_socket))
+                    if pid != target.pid:
+                        log("connect", DeliveryState.REFUSED, f"socket served by pid {pid}, registry says {target.pid}: not writing")
+                        delivery.reason = "socket owner does not match the registry"
+                        return
+                    await stream.send(data)
+                    await stream.send_eof()
+                    try:
+                        while await stream.receive():
+                            pass
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        pass
+        except ConnectionRefusedError:
+            log.fail("connect", f"{sock_path} refused the connection: the session is gone (stale socket)")
+            return
+        except FileNotFoundError:
+            log.fail("connect", f"{sock_path} does not exist any more: re-discover targets")
+            return
+        except (OSError, TimeoutError) as exc:
+            log.fail("connect", f"could not write to {sock_path}: {exc}")
+            return
+        log("write", DeliveryState.QUEUED, f"{len(data)} bytes written to {sock_path} (msg_id {msg_id})",
+            msg_id=msg_id, socket=sock_path, reply_to=reply_sock, frames=len(frames))
+
+    async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
+        import anyio
+
+        msg_id = delivery.extra.get("msg_id")
+        if not msg_id:
+            return
+        me_pid, me_start = delivery.extra["sender_pid"], delivery.extra["sender_proc_start"]
+        deadline = time.monotonic() + timeout
+        last_report = 0.0
+        seen_receipts = 0
+        while True:
+            inbox = self._inbox()
+            receipts = [r for r in (inbox.receipts if inbox else []) if r.get("orig_msg_id") == msg_id]
+            for r in receipts[seen_receipts:]:
+                status = r.get("status", "?")
+                state = RECEIPT_STATES.get(status, DeliveryState.UNKNOWN)
+                detail = r.get("drop_reason") or r.get("status_detail") or r.get("reason") or ""
+                if state in (DeliveryState.FAILED, DeliveryState.REFUSED):
+                    delivery.reason = f"receiver {status} it{': ' + detail if detail else ''}"
+                log("receipt", state, f"receiver says {status} {detail}".strip(), receipt=r)
+                if state in (DeliveryState.FAILED, DeliveryState.REFUSED):
+                    return
+            seen_receipts = len(receipts)
+            path = transcript_path(target)
+            hits = await anyio.to_thread.run_sync(find_origin_records, path, msg_id) if path else []
+            if hits:
+                ours = [h for h in hits if h["origin"].get("verifiedPeerPid") == me_pid
+                        and str(h["origin"].get("verifiedPeerProcStart")) == str(me_start)]
+                if len(hits) > 1:
+                    log("transcript", DeliveryState.UNKNOWN, f"{len(hits)} records carry msg_id {msg_id}: not unique, not trusting either",
+                        hits=hits)
+                    return
+                if ours:
+                    h = ours[0]
+                    log("transcript", DeliveryState.IN_TURN,
+                        f"transcript record at .{h['where']} has our msg_id and verifiedPeerPid {me_pid}",
+                        transcript=str(path), record=h)
+                else:
+                    log("transcript", DeliveryState.UNKNOWN,
+                        f"a record has our msg_id but verifiedPeerPid {hits[0]['origin'].get('verifiedPeerPid')} is not ours ({me_pid})",
+                        record=hits[0])
+                return
+            now = time.monotonic()
+            if now >= deadline:
+                delivery.reason = (f"written, but no transcript record with msg_id {msg_id} after {timeout:.0f}s "
+                                   "(a busy receiver takes it at its next tool boundary or turn); do not re-send")
+                return
+            if now - last_report > 5:
+                last_report = now
+                log.progress(f"waiting for {target.spec}'s transcript to show msg_id {msg_id[:8]}…")
+            await anyio.sleep(0.1)
+
+
+class ClaudeMessageTransport(ClaudeSocketTransport):
+    """A delivery the receiver can answer natively with SendMessage."""
+
+    name = "claude-code-message"
+    capabilities = Capabilities(native_reply=True, receipts=True, live_only=True, same_uid_only=True)
+
+    def __init__(self, inbox: Callable[[], Any] | None = None, registration: Callable[[], Any] | None = None,
+                 **kw: Any) -> None:
+        super().__init__(inbox, **kw)
+        self._registration = registration or (lambda: None)
+
+    def refusal(self, target: Target) -> str | None:
+        base = super().refusal(target)
+        if base:
+            return base
+        reg = self._registration()
+        if reg is None:
+            return "the operator inbox is not listed as a Claude peer: run `await session.register_inbox()` first"
+        if Path(reg.socket_path).parent != Path(target.detail["socket"]).parent:
+            return "the listed inbox is in another socket directory than the target's: its reply could not reach us"
+        return None
+
+    async def _reply_socket(self, target: Target) -> str | None:
+        reg = self._registration()
+        return str(reg.socket_path) if reg else None
+
+    def content(self, payload: str, reply_to: str | None) -> str:
+        reg = self._registration()
+        name = reg.name if reg else "relay-operator"
+        return (f'<cross-session-message from="uds:{reply_to}" from-name="{name}" from-mode="prompting">\n'
+                f"{payload}\n</cross-session-message>")
+
+    def delivered_when(self, target: Target, envelope: Envelope) -> str:
+        return super().delivered_when(target, envelope) + "; it is wrapped so the receiver can answer with SendMessage"

@@ -1,0 +1,223 @@
+"""codex-queue: Codex's durable queue (`codex queue --thread <uuid> --message <line>`).
+
+Why this shape (codex.md section 3, seed section 7):
+- Always by uuid after resolution: `--thread` also takes names, and a name can
+  be ambiguous or renamed between discovery and send.
+- The CLI prints the item id; we read back *that* row, never "the latest row
+  for the thread", because a backlog would make us confirm someone else's item.
+- The queue file is opened read-only and its schema introspected: the schema
+  has drifted across Codex versions (ANCHORS C.5); a `state` column, where it
+  exists, distinguishes pending from claimed/failed.
+- A row gone proves dequeue, not delivery. Delivery is the rollout's
+  `UserMessage` with our row's `client_id` (or, if the row was consumed before
+  we could read it, our exact payload, which carries a unique relay id) in a
+  turn whose trigger is `queue`.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+from urllib.request import pathname2url
+
+from ..delivery import Delivery, DeliveryState
+from ..envelope import Envelope
+from ..target import Target
+from .base import Capabilities, StageLog, Transport
+
+QUEUED = re.compile(r"Queued message (?P<item>[0-9a-fA-F-]{36}) for thread (?P<thread>[0-9a-fA-F-]{36})\.")
+
+
+def codex_home(target: Target) -> Path:
+    home = target.detail.get("codex_home") or os.environ.get("CODEX_HOME") or Path.home() / ".codex"
+    return Path(home)
+
+
+def read_item(home: Path, item_id: str) -> dict[str, Any] | None:
+    """The queue row with this id (read-only), or None if it is gone."""
+    db = home / "queue_1.sqlite"
+    if not db.exists():
+        return None
+    con = sqlite3.connect(f"file:{pathname2url(str(db))}?mode=ro", uri=True, timeout=2)
+    try:
+        cols = [r[1] for r in con.execute("PRAGMA table_info(queued_items)")]
+        id_col = "id" if "id" in cols else "queued_item_id"
+        payload_col = "payload_json" if "payload_json" in cols else "payload_jsonb"
+        want = [c for c in (id_col, "thread_id", "queue_order", payload_col, "state", "failure_jsonb") if c in cols]
+        row = con.execute(f"SELECT {', '.join(want)} FROM queued_items WHERE {id_col} = ?", (item_id,)).fetchone()
+        if row is None:
+            return None
+        rec = dict(zip(want, row))
+        ahead = con.execute(
+            "SELECT COUNT(*) FROM queued_items WHERE thread_id = ? AND queue_order < ?",
+            (rec["thread_id"], rec["queue_order"]),
+        ).fetchone()[0]
+    finally:
+        con.close()
+    try:
+        payload = json.loads(rec.get(payload_col) or "{}")
+    except (TypeError, ValueError):
+        payload = {}
+    ui = payload.get("UserInput") or {}
+    return {
+        "thread_id": rec["thread_id"],
+        "queue_order": rec["queue_order"],
+        "ahead": ahead,
+        "client_id": ui.get("client_id"),
+        "state": rec.get("state", "pending"),
+        "failure": rec.get("failure_jsonb"),
+    }
+
+
+def rollout_for(home: Path, thread_id: str, hint: str | None) -> Path | None:
+    if hint and Path(hint).exists():
+        return Path(hint)
+    paths = sorted(glob.glob(str(home / "sessions" / "*" / "*" / "*" / f"rollout-*-{thread_id}.jsonl")))
+    return Path(paths[-1]) if paths else None
+
+
+def find_in_rollout(rollout: Path, *, client_id: str | None, text: str) -> dict[str, Any] | None:
+    """The turn that carried our message, matched on client_id, else exact text."""
+    triggers: dict[str, str] = {}
+    try:
+        f = open(rollout, encoding="utf-8")
+    except OSError:
+        return None
+    with f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue  # a line being written right now
+            p = rec.get("payload") or {}
+            if p.get("type") == "task_started":
+                attribution = p.get("turn_attribution") or {}
+                triggers[p.get("turn_id", "")] = attribution.get("turn_trigger", "?")
+            item = p.get("item") or {}
+            if p.get("type") == "item_completed" and item.get("type") == "UserMessage":
+                body = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
+                hit = item.get("client_id") == client_id if client_id else body == text
+                if hit:
+                    turn = p.get("turn_id", "")
+                    return {"turn_id": turn, "turn_trigger": triggers.get(turn), "client_id": item.get("client_id"),
+                            "text": body, "at": rec.get("timestamp")}
+    return None
+
+
+class CodexQueueTransport(Transport):
+    name = "codex-queue"
+    capabilities = Capabilities(durable=True)
+
+    def __init__(self, codex_bin: str | None = None) -> None:
+        self.codex_bin = codex_bin
+
+    def _bin(self) -> str:
+        import shutil
+
+        return self.codex_bin or os.environ.get("RELAY_CODEX_BIN") or shutil.which("codex") or "codex"
+
+    def refusal(self, target: Target) -> str | None:
+        # Durable: a thread that is not loaded still keeps the row until resumed,
+        # so liveness is not required, but the thread must exist with a rollout.
+        if target.kind != "codex":
+            return f"{target.spec} is not a Codex thread"
+        if not re.fullmatch(r"[0-9a-fA-F-]{36}", target.address):
+            return f"{target.spec} has no thread uuid"
+        if target.detail.get("queue_note"):
+            return str(target.detail["queue_note"])
+        return None
+
+    def plan_notes(self, target: Target) -> tuple[str, ...]:
+        notes = []
+        if target.state == "never-idle":
+            notes.append("goal-controller thread: the queue item runs at the next turn boundary, ahead of the goal continuation")
+        if target.detail.get("plan_mode"):
+            notes.append("target is in plan mode: Codex refuses queued input there (item would be marked failed)")
+        if not target.live:
+            notes.append("thread is not loaded: the item waits until it is resumed (`codex resume`)")
+        elif target.state == "busy":
+            notes.append("target is busy: the item waits for its next idle transition (one item per turn)")
+        return tuple(notes)
+
+    def delivered_when(self, target: Target, envelope: Envelope) -> str:
+        return (
+            f"the rollout of thread {target.address} shows a turn with trigger `queue` whose user message is our queue "
+            "item's client_id (exactly this payload); the row leaving queue_1.sqlite only proves dequeue"
+        )
+
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+        import anyio
+
+        home = codex_home(target)
+        cmd = [self._bin(), "queue", "--thread", target.address, "--message", payload]
+        env = {**os.environ, "CODEX_HOME": str(home)}
+        res = await anyio.run_process(cmd, check=False, env=env)
+        out = res.stdout.decode(errors="replace")
+        err = res.stderr.decode(errors="replace")
+        m = QUEUED.search(out)
+        if res.returncode != 0 or not m:
+            first = next((ln for ln in err.splitlines() if ln.startswith("Error:")), err.strip().splitlines()[-1:] or ["?"])
+            reason = first if isinstance(first, str) else first[0]
+            log.fail("enqueue", f"codex queue exited {res.returncode}: {reason}", stderr=err[-2000:])
+            return
+        if m.group("thread").lower() != target.address.lower():
+            log.fail("enqueue", f"codex queue answered for thread {m.group('thread')}, not {target.address}")
+            return
+        delivery.extra["item_id"] = m.group("item")
+        row = read_item(home, m.group("item"))
+        if row:
+            delivery.extra["client_id"] = row["client_id"]
+        log("enqueue", DeliveryState.QUEUED, f"queued as item {m.group('item')}", item_id=m.group("item"),
+            row=row, stdout=out.strip())
+
+    async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
+        import anyio
+
+        home = codex_home(target)
+        item = delivery.extra.get("item_id")
+        if not item:
+            return
+        deadline = time.monotonic() + timeout
+        last_report = 0.0
+        dequeued = False
+        while True:
+            row = await anyio.to_thread.run_sync(read_item, home, item)
+            if row is not None:
+                delivery.extra["client_id"] = row["client_id"] or delivery.extra.get("client_id")
+                if row["state"] == "failed":
+                    log.fail("readback", f"Codex marked queue item {item} failed: {row['failure']}", row=row)
+                    return
+            elif not dequeued:
+                dequeued = True
+                log("readback", DeliveryState.DEQUEUED, f"item {item} left queue_1.sqlite (dequeued, not yet seen in a turn)")
+            if row is None:
+                rollout = rollout_for(home, target.address, target.detail.get("rollout"))
+                hit = rollout and await anyio.to_thread.run_sync(
+                    lambda: find_in_rollout(rollout, client_id=delivery.extra.get("client_id"), text=payload))
+                if hit:
+                    if hit["turn_trigger"] == "queue":
+                        log("turn", DeliveryState.IN_TURN, f"rollout turn {hit['turn_id']} (trigger queue) carries our message",
+                            rollout=str(rollout), **hit)
+                    else:
+                        log("turn", DeliveryState.UNKNOWN,
+                            f"our text is in turn {hit['turn_id']} but its trigger is {hit['turn_trigger']!r}, not queue",
+                            rollout=str(rollout), **hit)
+                    return
+            now = time.monotonic()
+            if now >= deadline:
+                where = (f"still pending in the queue ({row['ahead']} ahead, state {row['state']})" if row
+                         else "dequeued, but no turn carrying it is in the rollout yet")
+                delivery.reason = f"{where} after {timeout:.0f}s; `relay why {delivery.relay_id}` later, never re-send"
+                if row:
+                    log("readback", DeliveryState.QUEUED, where, row=row)
+                return
+            if now - last_report > 5:
+                last_report = now
+                log.progress(f"waiting for Codex to take item {item} ({'in queue, %d ahead' % row['ahead'] if row else 'dequeued'})")
+            await anyio.sleep(0.1)
