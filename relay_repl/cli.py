@@ -231,8 +231,8 @@ def _cmd_lab_install(args: argparse.Namespace) -> int:
 def _cmd_lab_up(args: argparse.Namespace) -> int:
     from .lab.launcher import up
 
-    state = up(claude=args.claude, codex=args.codex, progress=print)
-    print(state.describe() if hasattr(state, "describe") else state)
+    up(claude=args.claude, codex=args.codex, progress=print)
+    print("next: `relay --lab` opens the REPL on it; `relay lab env` points other tools at it")
     return 0
 
 
@@ -246,7 +246,8 @@ def _cmd_lab_status(args: argparse.Namespace) -> int:
     if state is None:
         print("no lab running (start one with `relay lab up` or `relay --lab`)")
         return 0
-    print(state.describe() if hasattr(state, "describe") else state)
+    print(f"lab {state.lab_dir} ({state.phase}), tmux -L {state.tmux_socket}")
+    print("\n".join(state.targets()))
     return 0
 
 

@@ -174,6 +174,11 @@ class Ledger:
             ).fetchone()
         return f"{sender}-{n}"
 
+    def peek_next_id(self, sender: str) -> str:
+        """The id `next_id` would hand out now (for scripting a peer's answer in tests)."""
+        rows = self._query("SELECT n FROM counters WHERE sender=?", (sender,))
+        return f"{sender}-{(rows[0][0] if rows else 0) + 1}"
+
     def record_sent(self, relay_id: str, hop: int, peer: str | None = None) -> None:
         with self._tx() as con:
             con.execute(

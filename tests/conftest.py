@@ -1,6 +1,18 @@
-"""Shared fixtures: every test gets a private RELAY_HOME; async tests run on asyncio."""
+"""Shared fixtures.
+
+- Every test gets a private RELAY_HOME (`relay_home`, autouse).
+- Async tests run on asyncio (`anyio_backend`).
+- `lab`: ONE offline lab (real Claude Code + Codex, stub models) for the whole
+  test session, reused by every live module that does not need its own. Tests
+  that use it see RELAY_HOME and the lab's environment (CLAUDE_CONFIG_DIR,
+  CODEX_HOME, XDG_RUNTIME_DIR, RELAY_TMUX_SOCKET, PATH) so discovery finds the
+  lab's sessions. Tests must leave its sessions idle and named as they found them.
+"""
 
 from __future__ import annotations
+
+import os
+import shutil
 
 import pytest
 
@@ -15,3 +27,44 @@ def relay_home(tmp_path, monkeypatch):
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def lab_home(tmp_path_factory):
+    from relay_repl import paths
+    from relay_repl.errors import LabError
+
+    if not shutil.which("tmux"):
+        pytest.skip("tmux not installed")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RELAY_LAB_CLIENTS", os.environ.get("RELAY_LAB_CLIENTS") or str(paths.clients_dir()))
+    home = tmp_path_factory.mktemp("shared-lab")
+    mp.setenv("RELAY_HOME", str(home))
+    try:
+        from relay_repl.lab.install import install
+
+        install(progress=lambda m: None)
+    except LabError as exc:
+        mp.undo()
+        pytest.skip(f"lab clients unavailable: {exc}")
+    yield home
+    from relay_repl.lab import launcher
+
+    try:
+        launcher.down(progress=lambda m: None)
+    finally:
+        mp.undo()
+        shutil.rmtree(home / "lab" / "cache", ignore_errors=True)  # the ~400 MB Codex daemon copy
+
+
+@pytest.fixture
+def lab(lab_home, monkeypatch):
+    """The shared lab, ready, with this test's environment pointed at it."""
+    from relay_repl.lab import launcher
+
+    monkeypatch.setenv("RELAY_HOME", str(lab_home))
+    monkeypatch.setenv("RELAY_LAB_CLIENTS", os.environ["RELAY_LAB_CLIENTS"])
+    state = launcher.ensure_lab(claude=1, codex=1, progress=lambda m: None)
+    for k, v in launcher.env().items():
+        monkeypatch.setenv(k, v)
+    return state

@@ -1,0 +1,206 @@
+"""Test helpers that put lab sessions into given states (sync, libtmux-based).
+
+These type into lab panes on purpose: they stage the situations relay must cope with
+(a busy session, an unsent draft, a pane in copy mode, a crashed process, a renamed
+thread). They are for the lab only; relay itself never types outside its transports.
+
+Each helper takes a session as a `LabSession` or a lab session name and works on the
+running lab (`launcher.status()`). All are blocking; from async tests call them via
+`anyio.to_thread.run_sync`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+
+import libtmux
+
+from relay_repl.errors import LabError
+
+from . import launcher, procs
+from .layout import CLAUDE, Layout
+from .state import LabSession, LabState, save
+
+SessionRef = LabSession | str
+CLAUDE_PROMPT = "❯\u00a0"
+
+
+def _resolve(session: SessionRef) -> tuple[LabState, LabSession]:
+    state = launcher.status()
+    if state is None:
+        raise LabError("no lab running: start one with `relay lab up`")
+    key = session.tmux_session if isinstance(session, LabSession) else session
+    try:
+        return state, state.session(key)
+    except KeyError:
+        raise LabError(f"no lab session {key!r}") from None
+
+
+def server(state: LabState | None = None) -> libtmux.Server:
+    """The lab's private tmux server (never the default one)."""
+    state = state or launcher.status()
+    if state is None:
+        raise LabError("no lab running: start one with `relay lab up`")
+    return libtmux.Server(socket_path=state.tmux_socket_path)
+
+
+def pane(session: SessionRef) -> libtmux.Pane:
+    state, s = _resolve(session)
+    p = server(state).panes.get(pane_id=s.pane_id, default=None)
+    if p is None:
+        raise LabError(f"{s.name}: pane {s.pane_id} not found")
+    return p
+
+
+def capture(session: SessionRef) -> str:
+    p = pane(session)
+    return "\n".join(p.cmd("capture-pane", "-p").stdout)
+
+
+def _pane_fmt(p: libtmux.Pane, fmt: str) -> str:
+    out = p.cmd("display-message", "-p", fmt).stdout
+    return out[0] if out else ""
+
+
+def claude_status(s: LabSession, state: LabState) -> str | None:
+    try:
+        rec = json.loads((Layout.at(state.lab_dir).claude_config / "sessions" / f"{s.pid}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return rec.get("status")
+
+
+def is_idle(session: SessionRef) -> bool:
+    state, s = _resolve(session)
+    if s.kind == CLAUDE:
+        return claude_status(s, state) == "idle"
+    return launcher._codex_screen(capture(s)) == "idle"
+
+
+def is_busy(session: SessionRef) -> bool:
+    state, s = _resolve(session)
+    if s.kind == CLAUDE:
+        return claude_status(s, state) in ("busy", "shell")
+    return launcher._codex_screen(capture(s)) == "busy"
+
+
+def wait_idle(session: SessionRef, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if is_idle(session):
+            return
+        time.sleep(0.1)
+    raise LabError(f"{session if isinstance(session, str) else session.name}: not idle after {timeout:g}s")
+
+
+def _composer_text(s: LabSession, screen: str) -> str | None:
+    if s.kind == CLAUDE:
+        for ln in reversed(screen.splitlines()):
+            if ln.startswith(CLAUDE_PROMPT):
+                return ln[len(CLAUDE_PROMPT):].rstrip()
+        return None
+    return launcher._codex_composer(screen)
+
+
+def _type(p: libtmux.Pane, text: str) -> None:
+    p.send_keys(text, enter=False, literal=True)
+
+
+def _enter(p: libtmux.Pane) -> None:
+    time.sleep(0.1)  # Codex drops an Enter that arrives in the same burst as the text
+    p.send_keys("Enter", enter=False)
+
+
+def _require_idle_empty(s: LabSession, p: libtmux.Pane, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _pane_fmt(p, "#{pane_in_mode}") == "1":
+            raise LabError(f"{s.name}: pane is in copy mode")
+        if is_idle(s) and int(_pane_fmt(p, "#{cursor_x}") or 0) == 2:
+            return
+        time.sleep(0.1)
+    raise LabError(f"{s.name}: not idle with an empty composer")
+
+
+def make_busy(session: SessionRef, seconds: float = 30.0, timeout: float = 15.0) -> None:
+    """Start a turn the stub holds for `seconds` (types `SLOW<n> ...` into the idle pane)."""
+    _state, s = _resolve(session)
+    p = pane(s)
+    _require_idle_empty(s, p)
+    n = int(seconds) if float(seconds).is_integer() else seconds
+    _type(p, f"SLOW{n} lab helper keeps {s.name} busy for {n}s")
+    _enter(p)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if is_busy(s):
+            return
+        time.sleep(0.05)
+    raise LabError(f"{s.name}: did not turn busy within {timeout:g}s; screen: {launcher._tail(capture(s))}")
+
+
+def put_draft(session: SessionRef, text: str, timeout: float = 5.0) -> None:
+    """Leave `text` typed but unsent in the idle composer."""
+    _state, s = _resolve(session)
+    p = pane(s)
+    _require_idle_empty(s, p)
+    _type(p, text)
+    deadline = time.monotonic() + timeout
+    want = text.strip()[:40]
+    while time.monotonic() < deadline:
+        got = _composer_text(s, capture(s)) or ""
+        if want and want in got:
+            return
+        time.sleep(0.05)
+    raise LabError(f"{s.name}: draft not visible in the composer")
+
+
+def copy_mode(session: SessionRef) -> None:
+    """Put the session's pane into tmux copy mode."""
+    p = pane(session)
+    p.cmd("copy-mode")
+    if _pane_fmt(p, "#{pane_in_mode}") != "1":
+        raise LabError("pane did not enter copy mode")
+
+
+def kill9(session: SessionRef, timeout: float = 5.0) -> int:
+    """SIGKILL the session's client process (Claude: claude pid; Codex: the TUI).
+
+    Claude leaves its registry record, key file and socket behind (stale, as after a
+    crash); the Codex daemon keeps hosting the thread. Returns the pid killed.
+    """
+    _state, s = _resolve(session)
+    if not s.pid or not procs.is_alive(s.pid, s.proc_start):
+        raise LabError(f"{s.name}: process {s.pid} is not running")
+    os.kill(s.pid, signal.SIGKILL)
+    if procs.wait_gone([s.pid], timeout):
+        raise LabError(f"{s.name}: pid {s.pid} survived SIGKILL")
+    return s.pid
+
+
+def rename_codex(session: SessionRef, new_name: str, timeout: float = 15.0) -> str:
+    """Rename a Codex thread from inside its own TUI (`/rename <new_name>`); return the thread id."""
+    state, s = _resolve(session)
+    if s.kind != "codex":
+        raise LabError(f"{s.name} is not a Codex session")
+    if not re.fullmatch(r"[^\s/][^\n]*", new_name):
+        raise LabError(f"bad thread name {new_name!r}")
+    p = pane(s)
+    _require_idle_empty(s, p)
+    lay = Layout.at(state.lab_dir)
+    cmd = f"/rename {new_name}"
+    _type(p, cmd)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and launcher._codex_composer(capture(s)) != cmd:
+        time.sleep(0.05)
+    _enter(p)
+    while time.monotonic() < deadline:
+        if launcher._codex_index(lay).get(s.thread_id or "") == new_name:
+            s.name = new_name
+            save(state, lay.state_file)
+            return s.thread_id or ""
+        time.sleep(0.05)
+    raise LabError(f"{s.name}: rename to {new_name!r} not recorded in session_index.jsonl")

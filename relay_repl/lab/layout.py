@@ -1,0 +1,374 @@
+"""The lab's directory and environment layout: pure functions, no processes.
+
+One lab lives in one directory (`paths.lab_dir()`, i.e. `$RELAY_HOME/lab`):
+
+    <lab>/lab.json              LabState (relay_repl.lab.state), written by `up`
+    <lab>/stub-control.sock     stub server control API (unix socket)
+    <lab>/stubs.json            stub ready file {pid, control}
+    <lab>/home/                 HOME of every lab process (fake home)
+    <lab>/claude/               CLAUDE_CONFIG_DIR shared by all Claude sessions
+    <lab>/codex/                CODEX_HOME shared by all Codex sessions
+    <lab>/tmp/                  TMPDIR
+    <lab>/run/                  XDG_RUNTIME_DIR (Claude sockets: run/cc-socks/<pid>.sock)
+    <lab>/work/<name>/          a `git init`ed working directory per session
+    <lab>/logs/                 stub log, Claude --debug-file logs
+    <lab>/cache/                survives `down`: the Codex daemon's ~400 MB package copy
+
+Everything but `cache/` is runtime state and is removed by `down`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CLAUDE = "claude-code"
+CODEX = "codex"
+KINDS = (CLAUDE, CODEX)
+
+# Greek letters in order; sessions are named alpha, beta, ... (Claude first, then Codex).
+GREEK = (
+    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+    "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi",
+    "chi", "psi", "omega",
+)
+
+# The API key the lab's clients present to the stubs (never a real key).
+LAB_API_KEY = "sk-ant-relay-lab-0000000000000000000000000000"
+# AF_UNIX sun_path holds 108 bytes; Claude falls back to /tmp/cc-socks-<uid> past 103.
+MAX_SOCKET_PATH = 103
+PANE_WIDTH = 160
+PANE_HEIGHT = 45
+CLAUDE_ALLOWED_TOOLS = "Bash SendMessage ListAgents ToolSearch"
+
+
+def session_names(claude: int, codex: int) -> list[tuple[str, str]]:
+    """[(name, kind)]: Claude sessions first, then Codex continuing the letters.
+
+    Past omega the letters repeat with a numeric suffix (alpha2, beta2, ...).
+    """
+    if claude < 0 or codex < 0:
+        raise ValueError("session counts must be >= 0")
+    out: list[tuple[str, str]] = []
+    for i in range(claude + codex):
+        letter, round_ = GREEK[i % len(GREEK)], i // len(GREEK)
+        name = letter if round_ == 0 else f"{letter}{round_ + 1}"
+        out.append((name, CLAUDE if i < claude else CODEX))
+    return out
+
+
+def tmux_socket_name(lab: Path) -> str:
+    """`relay-lab-<10 hex of sha256(abs lab dir)>`: unique per lab directory."""
+    digest = hashlib.sha256(str(Path(lab).absolute()).encode()).hexdigest()[:10]
+    return f"relay-lab-{digest}"
+
+
+def tmux_socket_path(name: str, env: dict[str, str] | None = None, uid: int | None = None) -> Path:
+    """Where `tmux -L name` puts its socket: `${TMUX_TMPDIR:-/tmp}/tmux-<uid>/<name>`."""
+    env = os.environ if env is None else env
+    base = env.get("TMUX_TMPDIR") or "/tmp"
+    return Path(base) / f"tmux-{os.getuid() if uid is None else uid}" / name
+
+
+def _utf16_units(s: str) -> list[int]:
+    b = s.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(b[i : i + 2], "little") for i in range(0, len(b), 2)]
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    for unit in _utf16_units(s):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    if n == 0:
+        return "0"
+    out = []
+    while n:
+        n, r = divmod(n, 36)
+        out.append(digits[r])
+    return "".join(reversed(out))
+
+
+def munge_cwd(cwd: str) -> str:
+    """Claude's project folder name for a cwd (claude-code.md §4.1).
+
+    Every UTF-16 code unit outside [A-Za-z0-9] becomes `-`; a result longer than 200
+    is cut to 200 and gets `-` + base36(|javaHash(cwd)|).
+    """
+    munged = "".join(
+        chr(u) if (0x30 <= u <= 0x39 or 0x41 <= u <= 0x5A or 0x61 <= u <= 0x7A) else "-"
+        for u in _utf16_units(cwd)
+    )
+    if len(munged) <= 200:
+        return munged
+    return munged[:200] + "-" + _base36(abs(java_string_hash(cwd)))
+
+
+def claude_transcript_path(config_dir: Path | str, cwd: str, session_id: str) -> Path:
+    """`$CFG/projects/<munged cwd>/<sessionId>.jsonl`."""
+    return Path(config_dir) / "projects" / munge_cwd(cwd) / f"{session_id}.jsonl"
+
+
+def toml_str(s: str) -> str:
+    """A TOML basic string (JSON escaping is a valid subset for these values)."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def codex_provider_id(name: str) -> str:
+    return f"lab-{name}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Every path of one lab, derived from its directory."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, root: Path | str) -> Layout:
+        return cls(Path(root).absolute())
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / "lab.json"
+
+    @property
+    def stub_control(self) -> Path:
+        return self.root / "stub-control.sock"
+
+    @property
+    def stub_ready(self) -> Path:
+        return self.root / "stubs.json"
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def claude_config(self) -> Path:
+        return self.root / "claude"
+
+    @property
+    def codex_home(self) -> Path:
+        return self.root / "codex"
+
+    @property
+    def tmpdir(self) -> Path:
+        return self.root / "tmp"
+
+    @property
+    def runtime_dir(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    @property
+    def codex_packages(self) -> Path:
+        return self.codex_home / "packages"
+
+    @property
+    def codex_packages_cache(self) -> Path:
+        return self.cache / "codex-packages"
+
+    @property
+    def tmux_socket(self) -> str:
+        return tmux_socket_name(self.root)
+
+    def workdir(self, name: str) -> Path:
+        return self.work / name
+
+    def claude_log(self, name: str) -> Path:
+        return self.logs / f"{name}.claude.log"
+
+    @property
+    def runtime_dirs(self) -> list[Path]:
+        """Directories `up` creates (0700) and `down` removes."""
+        return [self.home, self.claude_config, self.codex_home, self.tmpdir, self.runtime_dir,
+                self.work, self.logs]
+
+    def socket_path_problem(self) -> str | None:
+        """A one-line reason the lab dir is too deep for its unix sockets, or None."""
+        worst = [
+            (str(self.runtime_dir / "cc-socks" / "4194304-ffffffff.sock"), "Claude messaging sockets"),
+            (str(self.stub_control), "the stub control socket"),
+        ]
+        for path, what in worst:
+            if len(path.encode()) > MAX_SOCKET_PATH:
+                return (f"lab directory {self.root} is too deep for {what} ({len(path.encode())} > "
+                        f"{MAX_SOCKET_PATH} bytes); set RELAY_HOME to a shorter path")
+        return None
+
+    # ---- environment -------------------------------------------------------------
+
+    def base_env(self, bin_dir: Path | str, extra_path: list[str] | None = None,
+                 outer: dict[str, str] | None = None) -> dict[str, str]:
+        """The full environment of every lab process (tmux server, TUIs, daemon, stubs).
+
+        Built from scratch (nothing of the operator's leaks in: no real API keys, no
+        proxies); only USER/LOGNAME/LANG/TMUX_TMPDIR are carried over from `outer`.
+        """
+        outer = os.environ if outer is None else outer
+        path = [str(bin_dir), *(extra_path or []), "/usr/local/bin", "/usr/bin", "/bin"]
+        seen: list[str] = []
+        for p in path:
+            if p and p not in seen:
+                seen.append(p)
+        env = {
+            "PATH": ":".join(seen),
+            "HOME": str(self.home),
+            "SHELL": "/bin/bash",
+            "TERM": "xterm-256color",
+            "LANG": outer.get("LANG") if "UTF-8" in outer.get("LANG", "").upper() else "C.UTF-8",
+            "TMPDIR": str(self.tmpdir),
+            "XDG_RUNTIME_DIR": str(self.runtime_dir),
+            "CLAUDE_CONFIG_DIR": str(self.claude_config),
+            "CODEX_HOME": str(self.codex_home),
+            "ANTHROPIC_API_KEY": LAB_API_KEY,
+            "FAKE_API_KEY": LAB_API_KEY,
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "NO_PROXY": "*",
+            "RELAY_LAB_DIR": str(self.root),
+            "RELAY_TMUX_SOCKET": self.tmux_socket,
+        }
+        for key in ("USER", "LOGNAME", "TMUX_TMPDIR"):
+            if outer.get(key):
+                env[key] = outer[key]
+        return env
+
+    def client_env(self, bin_dir: Path | str, outer: dict[str, str] | None = None) -> dict[str, str]:
+        """What `relay lab env` exports: points other tools (and plain `relay`) at the lab."""
+        outer = os.environ if outer is None else outer
+        return {
+            "CLAUDE_CONFIG_DIR": str(self.claude_config),
+            "CODEX_HOME": str(self.codex_home),
+            "XDG_RUNTIME_DIR": str(self.runtime_dir),
+            "TMPDIR": str(self.tmpdir),
+            "RELAY_LAB_DIR": str(self.root),
+            "RELAY_TMUX_SOCKET": self.tmux_socket,
+            "PATH": f"{bin_dir}:{outer.get('PATH', '/usr/bin:/bin')}",
+        }
+
+    # ---- client configuration ---------------------------------------------------------
+
+    def claude_global_config(self, cwds: list[str]) -> dict:
+        """`$CFG/.claude.json`: onboarding done, each cwd trusted, the lab key approved."""
+        return {
+            "hasCompletedOnboarding": True,
+            "lastOnboardingVersion": "2.1.328",
+            "numStartups": 1,
+            "projects": {
+                cwd: {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}
+                for cwd in cwds
+            },
+            "customApiKeyResponses": {"approved": [LAB_API_KEY[-20:]], "rejected": []},
+        }
+
+    def codex_config(self, providers: dict[str, str], workdirs: list[str],
+                     sandbox: str = "danger-full-access", shell_path: str | None = None) -> str:
+        """`$CODEX_HOME/config.toml`. `providers` maps session name -> stub base_url (.../v1).
+
+        One model provider per session (`lab-<name>`), so each thread carries its own
+        stub port even when the shared daemon resumes it headless; each TUI selects its
+        own with `-c model_provider="lab-<name>"`.
+
+        approval_policy "never" means no dialog ever; sandbox "danger-full-access" because
+        the workspace-write sandbox forbids AF_UNIX and loopback TCP (measured: EPERM), so a
+        Codex session could not run `relay` (or `codex queue`) for a reply. The lab's own
+        network namespace is what keeps commands off the network.
+
+        `shell_path`: Codex 0.169.0 rebuilds PATH for the commands it runs (measured:
+        `<daemon>/codex-path:/usr/local/sbin:...`, dropping the inherited one), so the
+        lab sets it explicitly; otherwise a lab agent could not run `relay reply`.
+        """
+        names = list(providers)
+        default = codex_provider_id(names[0]) if names else "lab-none"
+        lines = [
+            'model = "fake-model"',
+            f"model_provider = {toml_str(default)}",
+            'approval_policy = "never"',
+            f"sandbox_mode = {toml_str(sandbox)}",
+            "check_for_update_on_startup = false",
+            "",
+        ]
+        for name, base_url in providers.items():
+            lines += [
+                f"[model_providers.{toml_str(codex_provider_id(name))}]",
+                f"name = {toml_str('relay lab stub ' + name)}",
+                f"base_url = {toml_str(base_url)}",
+                'wire_api = "responses"',
+                'env_key = "FAKE_API_KEY"',
+                "request_max_retries = 0",
+                "stream_max_retries = 0",
+                "stream_idle_timeout_ms = 600000",
+                "",
+            ]
+        for wd in workdirs:
+            lines += [f"[projects.{toml_str(wd)}]", 'trust_level = "trusted"', ""]
+        if shell_path:
+            lines += ["[shell_environment_policy]", 'inherit = "all"',
+                      f"set = {{ PATH = {toml_str(shell_path)} }}", ""]
+        lines += ["[analytics]", "enabled = false", "", "[features]",
+                  "enable_request_compression = false", ""]
+        return "\n".join(lines)
+
+    def claude_command(self, bin_dir: Path | str, name: str) -> list[str]:
+        return [
+            str(Path(bin_dir) / "claude"), "-n", name,
+            "--permission-mode", "acceptEdits",
+            "--allowedTools", CLAUDE_ALLOWED_TOOLS,
+            "--debug-file", str(self.claude_log(name)),
+        ]
+
+    @property
+    def codex_control_socket(self) -> Path:
+        """The daemon's control socket (a symlink into /tmp/codex-daemon-<uid>/)."""
+        return self.codex_home / "app-server-control" / "app-server-control.sock"
+
+    def codex_daemon_targets(self, uid: int | None = None) -> list[Path]:
+        """Where the daemon's socket symlinks point: /tmp/codex-daemon-<uid>/<sha256(link path)>."""
+        base = Path(f"/tmp/codex-daemon-{os.getuid() if uid is None else uid}")
+        links = [self.codex_control_socket, self.codex_home / "app-server-daemon" / "daemon-updater.sock"]
+        return [base / hashlib.sha256(str(link).encode()).hexdigest() for link in links]
+
+    def codex_command(self, bin_dir: Path | str, name: str, first: bool) -> list[str]:
+        """The first Codex TUI runs plain `codex`: it auto-starts the shared daemon, whose
+        default provider (config.toml) is this session's stub port. Later TUIs attach to
+        that daemon with `--remote` and pick their own provider per thread; a plain TUI
+        with any `-c`/`--profile` override would host its thread in-process instead.
+        """
+        exe = str(Path(bin_dir) / "codex")
+        if first:
+            return [exe]
+        return [exe, "--remote", f"unix://{self.codex_control_socket}",
+                "-c", f"model_provider={toml_str(codex_provider_id(name))}"]
+
+
+_VERSION_RE = re.compile(r"(\d+\.\d+\.\d+)")
+
+
+def parse_version(text: str) -> str | None:
+    """`2.1.328 (Claude Code)` / `codex-cli 0.169.0` -> the first x.y.z, or None."""
+    m = _VERSION_RE.search(text or "")
+    return m.group(1) if m else None

@@ -1,0 +1,186 @@
+"""Anthropic Messages API, as much of it as Claude Code 2.1.328 needs from a stub.
+
+Pure functions: read what the client last said, tell the main conversation from Claude's
+side requests, and render a `Reply` as the SSE events of `POST /v1/messages`. The server
+writes `prelude` events, holds, then writes `body` events, so a hold happens after the
+stream has visibly started (Claude shows its spinner) and never before the headers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from .script import LastInput, Reply
+
+SSE = tuple[str, dict[str, Any]]
+PING: SSE = ("ping", {"type": "ping"})
+REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+SIDE_TEXT = "stub side reply"
+
+
+def _block_text(block: Any) -> str:
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, dict):
+        return ""
+    if block.get("type") == "text":
+        return str(block.get("text", ""))
+    if block.get("type") == "tool_result":
+        return _content_text(block.get("content"))
+    return ""
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(t for t in (_block_text(b) for b in content) if t)
+    return ""
+
+
+def last_input(body: dict[str, Any]) -> LastInput:
+    """The last `role:"user"` message (Claude may append `system`-role notes after it).
+
+    Text blocks are joined; `<system-reminder>` blocks are dropped unless nothing else is
+    left, so a rule sees what the human (or the peer) said, not Claude's reminders. A
+    message carrying a `tool_result` block counts as a tool result.
+    """
+    for msg in reversed(body.get("messages") or []):
+        if not isinstance(msg, dict) or msg.get("role") != "user":
+            continue
+        content = msg.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        is_tool = any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks)
+        raw = _content_text(content)
+        clean = REMINDER_RE.sub("", raw).strip()
+        return LastInput(text=clean or raw.strip(), tool_result=is_tool)
+    return LastInput()
+
+
+def side_reason(method: str, path: str, body: Any) -> str | None:
+    """Why a request is NOT the main conversation (None = main).
+
+    Measured on 2.1.328 offline: the main loop always posts `/v1/messages` with a
+    non-empty `tools` list; its helpers (title/topic detection on the small model,
+    quota probes, token counting) and connectivity probes do not.
+    """
+    if method != "POST":
+        return f"{method.lower()} probe"
+    if path.rstrip("/").endswith("/count_tokens"):
+        return "count_tokens"
+    if not path.rstrip("/").endswith("/v1/messages"):
+        return "unknown endpoint"
+    if not isinstance(body, dict):
+        return "no json body"
+    if not body.get("tools"):
+        return "no tools"
+    return None
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_stub{uuid.uuid4().hex[:20]}"
+
+
+def _usage(out_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": 10,
+        "output_tokens": out_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+
+
+def _blocks(reply: Reply) -> list[dict[str, Any]]:
+    """The content blocks of the finished message, each with a stable id."""
+    blocks: list[dict[str, Any]] = []
+    if reply.text or reply.tool is None:
+        blocks.append({"type": "text", "text": reply.text})
+    if reply.tool is not None:
+        blocks.append(
+            {"type": "tool_use", "id": _new_id("toolu"), "name": reply.tool.name, "input": reply.tool.input}
+        )
+    return blocks
+
+
+def _tokens(reply: Reply) -> int:
+    return max(1, len(reply.text.split()) + (5 if reply.tool else 0))
+
+
+def stream(reply: Reply, model: str) -> tuple[list[SSE], list[SSE]]:
+    """Render `reply` as (prelude, body) SSE events; the server holds between the two."""
+    msg_id = _new_id("msg")
+    stop = "tool_use" if reply.tool is not None else "end_turn"
+    prelude: list[SSE] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": _usage(1),
+                },
+            },
+        ),
+        PING,
+    ]
+    body: list[SSE] = []
+    for i, block in enumerate(_blocks(reply)):
+        if block["type"] == "text":
+            body.append(
+                ("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})
+            )
+            for chunk in _chunks(block["text"]):
+                body.append(
+                    ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": chunk}})
+                )
+        else:
+            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            body.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": start}))
+            body.append(
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}},
+                )
+            )
+        body.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    body.append(
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": _tokens(reply)}},
+        )
+    )
+    body.append(("message_stop", {"type": "message_stop"}))
+    return prelude, body
+
+
+def message(reply: Reply, model: str) -> dict[str, Any]:
+    """The same reply as a non-streaming Messages API response (`stream` false)."""
+    return {
+        "id": _new_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _blocks(reply),
+        "stop_reason": "tool_use" if reply.tool is not None else "end_turn",
+        "stop_sequence": None,
+        "usage": _usage(_tokens(reply)),
+    }
+
+
+def _chunks(text: str, size: int = 40) -> list[str]:
+    """Split text into a few deltas, as a real stream would; an empty text is one empty delta."""
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def encode(event: SSE) -> bytes:
+    name, data = event
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()

@@ -1,0 +1,157 @@
+"""OpenAI Responses API, as much of it as Codex 0.169.0 needs from a stub.
+
+Pure functions, mirroring `anthropic.py`: read the last input item, tell Codex's own
+title-generation requests from the thread's turns, and render a `Reply` as the ordered
+SSE events of codex.md section 7. The server holds between `prelude` (response.created)
+and `body`, which is where the real service spends its thinking time too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from .script import LastInput, Reply
+
+SSE = tuple[str, dict[str, Any]]
+SIDE_TEXT = "Stub task title"
+
+
+def _item_text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for part in content or []:
+        if isinstance(part, dict) and part.get("type") in ("input_text", "text", "output_text"):
+            parts.append(str(part.get("text", "")))
+    return "\n".join(parts)
+
+
+def last_input(body: dict[str, Any]) -> LastInput:
+    """The last input item that is a user message or a `function_call_output`.
+
+    Codex sends its AGENTS/environment context as earlier user messages in the first
+    request; the typed prompt (or the queued message, or the tool output) is the last one.
+    """
+    items = body.get("input")
+    if isinstance(items, str):
+        return LastInput(text=items)
+    for item in reversed(items or []):
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        if kind == "function_call_output":
+            out = item.get("output")
+            if isinstance(out, dict | list):
+                out = json.dumps(out)
+            return LastInput(text=str(out or ""), tool_result=True)
+        if kind == "message" and item.get("role") == "user":
+            return LastInput(text=_item_text(item).strip())
+    return LastInput()
+
+
+def side_reason(method: str, path: str, body: Any) -> str | None:
+    """Why a request is NOT a thread turn (None = a turn).
+
+    Codex's title generation posts `/responses` without `tools`; anything that is not a
+    POST to `/responses` is a probe.
+    """
+    if method != "POST":
+        return f"{method.lower()} probe"
+    if not path.rstrip("/").endswith("/responses"):
+        return "unknown endpoint"
+    if not isinstance(body, dict):
+        return "no json body"
+    if not body.get("tools"):
+        return "no tools (title generation)"
+    return None
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_stub{uuid.uuid4().hex[:20]}"
+
+
+def _arguments(reply: Reply) -> str:
+    assert reply.tool is not None
+    args = dict(reply.tool.input)
+    if reply.tool.name == "exec_command":
+        args.setdefault("yield_time_ms", 30000)
+    return json.dumps(args)
+
+
+def output_items(reply: Reply) -> list[dict[str, Any]]:
+    """The finished output items: an assistant message, a function call, or both."""
+    items: list[dict[str, Any]] = []
+    if reply.text or reply.tool is None:
+        items.append(
+            {
+                "type": "message",
+                "id": _new_id("msg"),
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
+        )
+    if reply.tool is not None:
+        items.append(
+            {
+                "type": "function_call",
+                "id": _new_id("fc"),
+                "call_id": _new_id("call"),
+                "name": reply.tool.name,
+                "arguments": _arguments(reply),
+                "status": "completed",
+            }
+        )
+    return items
+
+
+def stream(reply: Reply, model: str) -> tuple[list[SSE], list[SSE]]:
+    """Render `reply` as (prelude, body) events in codex.md section 7's order."""
+    resp_id = _new_id("resp")
+    created = int(time.time())
+    seq = iter(range(1_000_000))
+
+    def ev(kind: str, **fields: Any) -> SSE:
+        return (kind, {"type": kind, "sequence_number": next(seq), **fields})
+
+    def resp(status: str, output: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        return {"id": resp_id, "object": "response", "created_at": created, "status": status, "model": model, "output": output, **extra}
+
+    prelude = [ev("response.created", response=resp("in_progress", []))]
+    body = [ev("response.in_progress", response=resp("in_progress", []))]
+    items = output_items(reply)
+    for idx, item in enumerate(items):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            body.append(ev("response.output_item.added", output_index=idx, item={**item, "status": "in_progress", "content": []}))
+            body.append(
+                ev(
+                    "response.content_part.added",
+                    item_id=item["id"],
+                    output_index=idx,
+                    content_index=0,
+                    part={"type": "output_text", "text": "", "annotations": []},
+                )
+            )
+            body.append(ev("response.output_text.delta", item_id=item["id"], output_index=idx, content_index=0, delta=text))
+            body.append(ev("response.output_text.done", item_id=item["id"], output_index=idx, content_index=0, text=text))
+        body.append(ev("response.output_item.done", output_index=idx, item=item))
+    out_tokens = max(1, len(reply.text.split()) + (5 if reply.tool else 0))
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": out_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 10 + out_tokens,
+    }
+    body.append(ev("response.completed", response=resp("completed", items, usage=usage)))
+    return prelude, body
+
+
+def encode(event: SSE) -> bytes:
+    name, data = event
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()

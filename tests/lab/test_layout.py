@@ -1,0 +1,265 @@
+"""Fast tests of the lab's pure parts: naming, env layout, transcript munging, versions."""
+
+from __future__ import annotations
+
+import stat
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from relay_repl.errors import LabError, PolicyRefusal
+from relay_repl.lab import install, layout
+from relay_repl.lab.layout import (
+    CLAUDE,
+    CODEX,
+    LAB_API_KEY,
+    Layout,
+    claude_transcript_path,
+    java_string_hash,
+    munge_cwd,
+    parse_version,
+    session_names,
+    tmux_socket_name,
+)
+from relay_repl.lab.state import LabSession, LabState, StubInfo, load, save
+
+
+def test_session_names_claude_first_then_codex():
+    assert session_names(1, 1) == [("alpha", CLAUDE), ("beta", CODEX)]
+    assert session_names(2, 3) == [("alpha", CLAUDE), ("beta", CLAUDE), ("gamma", CODEX),
+                                    ("delta", CODEX), ("epsilon", CODEX)]
+    assert session_names(0, 2) == [("alpha", CODEX), ("beta", CODEX)]
+    assert session_names(0, 0) == []
+
+
+def test_session_names_past_omega_get_a_suffix():
+    names = [n for n, _ in session_names(26, 0)]
+    assert names[23] == "omega" and names[24:] == ["alpha2", "beta2"]
+    assert len(set(names)) == 26
+
+
+def test_session_names_reject_negative():
+    with pytest.raises(ValueError):
+        session_names(-1, 1)
+
+
+def test_tmux_socket_name_is_stable_and_unique_per_lab(tmp_path):
+    a, b = tmp_path / "a" / "lab", tmp_path / "b" / "lab"
+    assert tmux_socket_name(a) == tmux_socket_name(a)
+    assert tmux_socket_name(a) != tmux_socket_name(b)
+    assert tmux_socket_name(a).startswith("relay-lab-") and len(tmux_socket_name(a)) == len("relay-lab-") + 10
+    assert Layout.at(a).tmux_socket == tmux_socket_name(a)
+
+
+def test_tmux_socket_path_follows_tmux_tmpdir():
+    assert layout.tmux_socket_path("x", env={}, uid=7) == Path("/tmp/tmux-7/x")
+    assert layout.tmux_socket_path("x", env={"TMUX_TMPDIR": "/run/t"}, uid=7) == Path("/run/t/tmux-7/x")
+
+
+@pytest.mark.parametrize(
+    ("cwd", "munged"),
+    [
+        ("/home/user/proj", "-home-user-proj"),
+        ("/tmp/rl1/lab/work/alpha", "-tmp-rl1-lab-work-alpha"),
+        ("/a b/c_d.e", "-a-b-c-d-e"),
+        ("/é", "--"),  # one UTF-16 unit outside [A-Za-z0-9]
+        ("/😀", "---"),  # a surrogate pair is two units
+    ],
+)
+def test_munge_cwd(cwd, munged):
+    assert munge_cwd(cwd) == munged
+
+
+def test_java_string_hash_matches_java():
+    # Values of java.lang.String#hashCode.
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -2147483648
+    assert java_string_hash("Aa") == java_string_hash("BB") == 2112
+
+
+def test_munge_long_cwd_is_cut_and_hashed():
+    cwd = "/" + "x" * 300
+    m = munge_cwd(cwd)
+    assert m.startswith("-" + "x" * 199 + "-")
+    suffix = m[201:]
+    assert m[200] == "-" and suffix
+    n = abs(java_string_hash(cwd))
+    assert int(suffix, 36) == n
+    assert munge_cwd("/" + "y" * 199) == "-" + "y" * 199  # exactly 200: untouched
+
+
+def test_claude_transcript_path():
+    p = claude_transcript_path("/cfg", "/home/user/proj", "c37a40e5-f601")
+    assert p == Path("/cfg/projects/-home-user-proj/c37a40e5-f601.jsonl")
+
+
+def test_layout_paths_and_runtime_dirs(tmp_path):
+    lay = Layout.at(tmp_path / "lab")
+    assert lay.claude_config == tmp_path / "lab" / "claude"
+    assert lay.codex_home == tmp_path / "lab" / "codex"
+    assert lay.runtime_dir == tmp_path / "lab" / "run"
+    assert lay.workdir("beta") == tmp_path / "lab" / "work" / "beta"
+    assert lay.cache not in lay.runtime_dirs  # survives down
+    assert lay.codex_packages_cache.parent == lay.cache
+
+
+def test_base_env_is_built_from_scratch(tmp_path):
+    lay = Layout.at(tmp_path / "lab")
+    outer = {"ANTHROPIC_API_KEY": "sk-real", "OPENAI_API_KEY": "sk-real", "HTTPS_PROXY": "http://p:1",
+             "PATH": "/home/me/bin:/usr/bin", "USER": "me", "LANG": "de_DE.UTF-8", "TMUX": "/tmp/x,1,0"}
+    env = lay.base_env("/clients/node_modules/.bin", ["/opt/node/bin", "/usr/bin"], outer=outer)
+    assert env["ANTHROPIC_API_KEY"] == LAB_API_KEY and "OPENAI_API_KEY" not in env
+    assert "HTTPS_PROXY" not in env and "TMUX" not in env
+    assert env["PATH"].split(":")[:2] == ["/clients/node_modules/.bin", "/opt/node/bin"]
+    assert env["PATH"].count("/usr/bin") == 1
+    assert env["HOME"] == str(lay.home)
+    assert env["CLAUDE_CONFIG_DIR"] == str(lay.claude_config)
+    assert env["CODEX_HOME"] == str(lay.codex_home)
+    assert env["XDG_RUNTIME_DIR"] == str(lay.runtime_dir)
+    assert env["TMPDIR"] == str(lay.tmpdir)
+    assert env["USER"] == "me" and env["LANG"] == "de_DE.UTF-8"
+    assert lay.base_env("/b", outer={"LANG": "C"})["LANG"] == "C.UTF-8"
+
+
+def test_client_env_points_tools_at_the_lab(tmp_path):
+    lay = Layout.at(tmp_path / "lab")
+    env = lay.client_env("/clients/node_modules/.bin", outer={"PATH": "/usr/bin"})
+    assert set(env) == {"CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_RUNTIME_DIR", "TMPDIR", "RELAY_LAB_DIR",
+                        "RELAY_TMUX_SOCKET", "PATH"}
+    assert env["PATH"] == "/clients/node_modules/.bin:/usr/bin"
+    assert env["RELAY_LAB_DIR"] == str(lay.root)
+    assert env["RELAY_TMUX_SOCKET"] == lay.tmux_socket
+    assert "HOME" not in env  # a shell that sources it is never mistaken for a lab process
+
+
+def test_claude_global_config_trusts_each_cwd_and_the_key(tmp_path):
+    cfg = Layout.at(tmp_path).claude_global_config(["/w/alpha", "/w/beta"])
+    assert cfg["hasCompletedOnboarding"] is True
+    assert set(cfg["projects"]) == {"/w/alpha", "/w/beta"}
+    assert all(p["hasTrustDialogAccepted"] for p in cfg["projects"].values())
+    assert cfg["customApiKeyResponses"]["approved"] == [LAB_API_KEY[-20:]]
+
+
+def test_codex_config_is_valid_toml_with_one_provider_per_session(tmp_path):
+    lay = Layout.at(tmp_path)
+    text = lay.codex_config({"beta": "http://127.0.0.1:4001/v1", "gamma": "http://127.0.0.1:4002/v1"},
+                            ["/w/beta", '/w/odd "dir"'])
+    cfg = tomllib.loads(text)
+    assert cfg["model_provider"] == "lab-beta"
+    assert cfg["approval_policy"] == "never"
+    assert cfg["sandbox_mode"] == "danger-full-access"
+    assert cfg["model_providers"]["lab-gamma"]["base_url"] == "http://127.0.0.1:4002/v1"
+    assert cfg["model_providers"]["lab-beta"]["env_key"] == "FAKE_API_KEY"
+    assert cfg["projects"]['/w/odd "dir"']["trust_level"] == "trusted"
+    assert cfg["analytics"]["enabled"] is False
+    assert tomllib.loads(lay.codex_config({"b": "http://x/v1"}, [], sandbox="workspace-write"))["sandbox_mode"] \
+        == "workspace-write"
+
+
+def test_client_commands(tmp_path):
+    lay = Layout.at(tmp_path)
+    c = lay.claude_command("/bin", "alpha")
+    assert c[:3] == ["/bin/claude", "-n", "alpha"]
+    assert c[c.index("--permission-mode") + 1] == "acceptEdits"
+    assert c[c.index("--allowedTools") + 1] == "Bash SendMessage ListAgents ToolSearch"
+    assert "--dangerously-skip-permissions" not in c
+    assert lay.codex_command("/bin", "beta", first=True) == ["/bin/codex"]
+    later = lay.codex_command("/bin", "gamma", first=False)
+    assert later[1:3] == ["--remote", f"unix://{lay.codex_control_socket}"]
+    assert later[-2:] == ["-c", 'model_provider="lab-gamma"']
+
+
+def test_codex_daemon_targets_are_sha256_of_the_link_path(tmp_path):
+    import hashlib
+
+    lay = Layout.at(tmp_path)
+    targets = lay.codex_daemon_targets(uid=5)
+    assert targets[0] == Path("/tmp/codex-daemon-5") / hashlib.sha256(
+        str(lay.codex_control_socket).encode()).hexdigest()
+    assert len(targets) == 2
+
+
+def test_socket_path_problem(tmp_path):
+    assert Layout.at(tmp_path / "lab").socket_path_problem() is None
+    deep = Layout.at("/" + "d" * 90 + "/lab")
+    problem = deep.socket_path_problem()
+    assert problem and "RELAY_HOME" in problem
+
+
+@pytest.mark.parametrize(("text", "version"), [("2.1.328 (Claude Code)\n", "2.1.328"),
+                                                ("codex-cli 0.169.0\n", "0.169.0"), ("nope", None)])
+def test_parse_version(text, version):
+    assert parse_version(text) == version
+
+
+def _fake_client(tmp_path: Path, name: str, output: str) -> Path:
+    p = tmp_path / name
+    p.write_text(f"#!/bin/sh\necho '{output}'\n")
+    p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    return p
+
+
+def test_require_verified_accepts_only_the_pinned_version(tmp_path):
+    good = _fake_client(tmp_path, "claude", "2.1.328 (Claude Code)")
+    assert install.require_verified(CLAUDE, good) == "2.1.328"
+    bad = _fake_client(tmp_path, "codex", "codex-cli 0.170.0")
+    with pytest.raises(PolicyRefusal, match="0.170.0 is not verified"):
+        install.require_verified(CODEX, bad)
+    with pytest.raises(PolicyRefusal, match="not found"):
+        install.require_verified(CODEX, tmp_path / "missing")
+    with pytest.raises(ValueError):
+        install.require_verified("gemini")
+    assert install.VERIFIED_VERSIONS == {CLAUDE: "2.1.328", CODEX: "0.169.0"}
+
+
+def test_client_version_uses_path(tmp_path, monkeypatch):
+    _fake_client(tmp_path, "codex", "codex-cli 0.169.0")
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    assert install.client_version(CODEX) == "0.169.0"
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert install.client_version(CLAUDE) is None
+
+
+def test_install_without_node_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("RELAY_LAB_CLIENTS", str(tmp_path / "clients"))
+    monkeypatch.setattr(install.shutil, "which", lambda name: None)
+    with pytest.raises(LabError) as exc:
+        install.install(progress=lambda m: None)
+    assert "install Node.js >= 20 and npm, e.g. apt-get install nodejs npm" in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_shipped_lockfile_pins_both_clients_and_names_no_registry():
+    import json
+
+    lock = json.loads(install._shipped("package-lock.json"))
+    pkgs = lock["packages"]
+    assert pkgs["node_modules/@anthropic-ai/claude-code"]["version"] == "2.1.328"
+    assert pkgs["node_modules/@openai/codex"]["version"] == "0.169.0"
+    raw = install._shipped("package-lock.json").decode()
+    assert "resolved" not in raw and "http" not in raw
+
+
+def test_clients_root_override(tmp_path, monkeypatch):
+    monkeypatch.setenv("RELAY_LAB_CLIENTS", str(tmp_path / "c"))
+    assert install.bin_dir() == tmp_path / "c" / "node_modules" / ".bin"
+    monkeypatch.delenv("RELAY_LAB_CLIENTS")
+    assert install.clients_root().name == "clients"
+
+
+def test_lab_state_round_trip(tmp_path):
+    st = LabState(lab_dir=str(tmp_path), tmux_socket="relay-lab-x", tmux_socket_path="/tmp/tmux-0/relay-lab-x",
+                  stub=StubInfo(control="/c.sock", ready_file="/r.json", log="/l"),
+                  sessions=[LabSession(kind=CLAUDE, name="alpha", tmux_session="alpha", cwd="/w/alpha", pid=5),
+                            LabSession(kind=CODEX, name="beta", tmux_session="beta", cwd="/w/beta",
+                                       thread_id="t-1")])
+    path = tmp_path / "lab.json"
+    save(st, path)
+    back = load(path)
+    assert back == st
+    assert back.session("beta").thread_id == "t-1" and back.of_kind(CLAUDE)[0].pid == 5
+    path.write_text("{torn")
+    assert load(path) is None
+    assert load(tmp_path / "absent.json") is None

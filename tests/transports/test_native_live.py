@@ -1,0 +1,171 @@
+"""Live: codex-queue, claude-code-socket and claude-code-message against the real clients in the lab."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+
+from relay_repl.app import make_session
+from relay_repl.delivery import DeliveryState
+from relay_repl.envelope import Envelope
+from relay_repl.errors import PolicyRefusal
+from relay_repl.gate import ScriptedGate
+from relay_repl.inbox import Inbox
+from relay_repl.lab import helpers
+from relay_repl.lab.stubs.client import StubClient, send_message_rule
+
+pytestmark = [pytest.mark.live, pytest.mark.anyio]
+
+CLAUDE, CODEX = "claude:alpha", "codex:beta"
+
+
+@asynccontextmanager
+async def live_session(answers=()):
+    gate = ScriptedGate(answers)
+    lines: list[str] = []
+    s = make_session(approve=gate, echo=lines.append)
+    async with anyio.create_task_group() as tg:
+        inbox = Inbox(s.ledger, address=s.me.address, sender=s.me.sender, echo=lines.append)
+        await inbox.listen(tg)
+        s.attach_inbox(inbox)
+        await s.refresh()
+        try:
+            yield s, gate, inbox
+        finally:
+            with anyio.CancelScope(shield=True):
+                await inbox.close()
+            tg.cancel_scope.cancel()
+
+
+def main_texts(reqs) -> list[str]:
+    return [json.dumps(r.body) for r in reqs if r.kind == "main"]
+
+
+async def wait_idle(name: str) -> None:
+    await anyio.to_thread.run_sync(lambda: helpers.wait_idle(name, timeout=60))
+
+
+async def test_codex_queue_to_an_idle_target(lab):
+    async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, _):
+        await stub.clear_requests("beta")
+        d = await s.send(CODEX, "queue to idle codex", transport="codex-queue", timeout=30)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        assert d.exit_code == 0
+        enq = next(e for e in d.evidence if e.stage == "enqueue")
+        assert enq.data["item_id"] == d.extra["item_id"]
+        turn = next(e for e in d.evidence if e.stage == "turn")
+        assert turn.data["turn_trigger"] == "queue" and turn.data["text"] == gate.shown[0].payload
+        reqs = await stub.requests("beta", kind="main", min_count=1, timeout=20)
+        assert any(gate.shown[0].payload in t for t in main_texts(reqs))
+    await wait_idle("beta")
+
+
+async def test_codex_queue_to_a_busy_target_waits_for_its_turn(lab):
+    await anyio.to_thread.run_sync(lambda: helpers.make_busy("beta", 8))
+    async with live_session([True]) as (s, gate, _):
+        await s.refresh()
+        d = await s.send(CODEX, "queue behind a busy turn", transport="codex-queue", timeout=60)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        enq = next(e for e in d.evidence if e.stage == "enqueue")
+        assert enq.data["row"] is not None, "a busy target must leave the row pending at first read"
+        states = [e.state for e in d.evidence]
+        assert states.index(DeliveryState.QUEUED) < states.index(DeliveryState.IN_TURN)
+    await wait_idle("beta")
+
+
+async def test_claude_socket_to_an_idle_target(lab):
+    async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, _):
+        d = await s.send(CLAUDE, "socket to idle claude", transport="claude-code-socket", timeout=30)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
+        assert rec["origin"]["verifiedPeerPid"] == os.getpid()
+        assert rec["origin"]["msg_id"] == d.extra["msg_id"]
+        reqs = await stub.requests("alpha", kind="main", min_count=1, timeout=20)
+        assert any(gate.shown[0].payload in t for t in main_texts(reqs))
+    await wait_idle("alpha")
+
+
+async def test_claude_socket_to_a_busy_target(lab):
+    await anyio.to_thread.run_sync(lambda: helpers.make_busy("alpha", 6))
+    async with live_session([True]) as (s, gate, _):
+        await s.refresh()
+        target = await s.target(CLAUDE)
+        assert target.state == "busy"
+        d = await s.send(CLAUDE, "socket to busy claude", transport="claude-code-socket", timeout=45)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        assert "busy" in " ".join(gate.shown[0].notes)
+    await wait_idle("alpha")
+
+
+@pytest.mark.parametrize("spec, transport, stubname", [(CLAUDE, "claude-code-socket", "alpha"), (CODEX, "codex-queue", "beta")])
+async def test_answering_no_leaves_no_trace(lab, spec, transport, stubname):
+    async with StubClient(lab.stub.control) as stub, live_session([False]) as (s, gate, _):
+        target = await s.target(spec)
+        before = len(await stub.requests(stubname))
+        transcript = target.detail.get("transcript") or target.detail.get("rollout")
+        size = os.path.getsize(transcript) if transcript and os.path.exists(transcript) else 0
+        screen = helpers.capture(stubname)
+        d = await s.send(spec, "this must never arrive", transport=transport)
+        assert d.state is DeliveryState.WITHHELD and len(gate.shown) == 1
+        await anyio.sleep(3)
+        assert len(await stub.requests(stubname)) == before
+        assert (os.path.getsize(transcript) if transcript and os.path.exists(transcript) else 0) == size
+        assert helpers.capture(stubname) == screen
+        assert [e.kind for e in s.ledger.events(relay_id=d.relay_id)] == ["plan", "answer", "outcome"]
+
+
+async def test_durable_path_to_claude_is_reported_not_downgraded(lab):
+    async with live_session([True]) as (s, gate, _):
+        with pytest.raises(PolicyRefusal, match="no durable transport reaches claude:alpha.*not downgrading"):
+            await s.send(CLAUDE, "needs durability", durable=True)
+        assert gate.shown == []
+
+
+def listed_names() -> dict[str, int]:
+    out = subprocess.run(["claude", "agents", "--json"], capture_output=True, text=True, timeout=30, check=True)
+    return {a["name"]: a["pid"] for a in json.loads(out.stdout)}
+
+
+async def test_listed_inbox_gets_a_native_sendmessage_reply(lab):
+    async with StubClient(lab.stub.control) as stub, live_session([True, True]) as (s, gate, inbox):
+        assert await s.register_inbox() is True
+        name = s.registration.name
+        assert (await anyio.to_thread.run_sync(listed_names)).get(name) == os.getpid()
+        reply = f"[relay/1 from=peer:claude-code@alpha to=operator id=alpha-native-1 hop=1 want=none] got {name}"
+        await stub.add_rule("alpha", send_message_rule(name, reply, match="native reply please"))
+        d = await s.send(CLAUDE, "native reply please", want="reply", native_reply=True, timeout=30)
+        assert d.transport == "claude-code-message" and d.state is DeliveryState.IN_TURN, d.summary()
+        with anyio.fail_after(60):
+            while not inbox.received:
+                await anyio.sleep(0.2)
+        msg = inbox.received[0]
+        assert msg.line == reply and msg.relay_id == "alpha-native-1"
+        assert msg.origin["verifiedPeerPid"] == lab.session("alpha").pid
+        assert msg.origin["claims"].get("from-name") == "alpha"
+    # after the REPL's inbox closes, nothing of it remains in Claude's registry
+    assert name not in await anyio.to_thread.run_sync(listed_names)
+    assert not s.registration.record_path.exists() and not s.registration.key_path.exists()
+    assert not s.registration.socket_path.exists()
+    await wait_idle("alpha")
+
+
+async def test_a_codex_agent_answers_with_relay_reply(lab):
+    async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, inbox):
+        rid = s.ledger.peek_next_id(s.me.address)
+        await stub.tool_call("beta", "exec_command",
+                             {"cmd": f"relay reply '{rid}' 'tests pass, from codex'", "yield_time_ms": 30000},
+                             match="reply by command", then_text="replied")
+        d = await s.send(CODEX, "reply by command please", want="reply", timeout=30)
+        assert d.relay_id == rid and d.outcome == "delivered", d.summary()
+        with anyio.fail_after(60):
+            while not inbox.received:
+                await anyio.sleep(0.2)
+        env = Envelope.parse(inbox.received[0].line)
+        thread = (await s.target(CODEX)).address
+        assert (env.sender, env.hop, env.body) == (f"peer:codex@{thread}", 1, "tests pass, from codex")
+    await wait_idle("beta")
