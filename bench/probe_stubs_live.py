@@ -304,7 +304,9 @@ enable_request_compression = false
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    ap.add_argument("--bin-dir", default="/tmp/clients-probe/node_modules/.bin", type=Path)
+    from relay_repl.lab.install import bin_dir
+
+    ap.add_argument("--bin-dir", default=bin_dir(), type=Path, help="where claude and codex are (default: the lab's client cache)")
     ap.add_argument("--keep", action="store_true", help="keep /tmp/stubprobe-<pid>/ for inspection")
     ap.add_argument("--only", choices=["claude", "codex"])
     args = ap.parse_args()
