@@ -116,8 +116,16 @@ class Session:
         if len(live) > 1:
             cands = "; ".join(t.describe() for t in live)
             raise AmbiguousTarget(f"{spec} is ambiguous, {len(live)} live sessions match: {cands}. Name one by pid or uuid")
+        # Not running, yet still reachable by a durable path (an unloaded Codex thread keeps
+        # queue rows until it is resumed): resolvable, and the plan says it is not loaded.
+        dormant = [t for t in hits if t.transports]
+        if len(dormant) == 1:
+            return dormant[0]
+        if len(dormant) > 1:
+            raise AmbiguousTarget(f"{spec} matches {len(dormant)} sessions that are not running: name one by uuid")
         if hits:
-            raise StaleTarget(f"{spec} is stale ({hits[0].describe()}): its process is gone; nothing will be sent to it")
+            why = hits[0].detail.get("stale_reason") or "its process is gone"
+            raise StaleTarget(f"{spec} is stale ({hits[0].describe()}): {why}; nothing will be sent to it")
         raise UnknownTarget(f"no target {spec}: run `relay targets` (or `await session.refresh()`) to list live sessions")
 
     # -- the gate ------------------------------------------------------------------

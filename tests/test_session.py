@@ -67,9 +67,11 @@ async def test_halt_blocks_before_the_gate(tmp_path):
     assert (await s.send("fake:inbox", "x")).outcome == "delivered"
 
 
-def _t(name, live=True, pid=1):
+def _t(name, live=True, pid=1, transports=None):
+    # as discovery reports them: a stale record offers no transport
     return Target(kind="claude-code", name=name, address=f"/s/{pid}.sock", pid=pid, live=live, state="idle",
-                  transports=("memory",), identified_by="test")
+                  transports=transports if transports is not None else (("memory",) if live else ()),
+                  identified_by="test")
 
 
 async def test_resolution_errors_are_one_line_and_say_what_to_do(tmp_path):
@@ -88,11 +90,19 @@ async def test_resolution_errors_are_one_line_and_say_what_to_do(tmp_path):
         assert "\n" not in str(err.value)
 
 
+async def test_a_dormant_target_with_a_durable_path_resolves(tmp_path):
+    dormant = _t("sleepy", live=False, pid=7, transports=("memory",))
+    s, *_ = mk(targets=[dormant, _t("dead", live=False, pid=3)], tmp_path=tmp_path)
+    assert (await s.target("claude:sleepy")) == dormant
+    with pytest.raises(StaleTarget):
+        await s.target("claude:dead")
+
+
 async def test_requested_transport_is_never_silently_replaced(tmp_path):
     s, mem, gate, led = mk([True], tmp_path=tmp_path)
     with pytest.raises(UsageError, match="unknown transport"):
         await s.send("fake:inbox", "x", transport="codex-queue")
-    dead = _t("gone", live=False)
+    dead = _t("gone", live=False, transports=("memory",))
     with pytest.raises(PolicyRefusal, match="not live"):
         s.choose_transport(dead, "memory")
     with pytest.raises(PolicyRefusal, match="cannot reach"):

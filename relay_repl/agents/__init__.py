@@ -1,0 +1,57 @@
+"""Agent adapters: discovery of Claude Code sessions and Codex threads.
+
+Each agent kind has a Markdown adapter (`adapters/<kind>.md`, validated by
+`load_adapter`) and a provider here that implements the session's `Provider`
+protocol (`kind`, `async discover() -> list[Target]`). Providers only read: registry
+files, /proc, SQLite opened read-only, the Codex daemon's status API and tmux
+listings/captures. They never type into a pane or write a registry.
+
+    from relay_repl.agents import default_providers
+    providers = default_providers()            # from os.environ
+    providers = default_providers(lab.env())   # pointed at the lab
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from ..target import Me
+from .adapter import AdapterError, AdapterSpec, TransportSpec, available_adapters, load_adapter
+from .claude_code import ClaudeProvider, munge_cwd, transcript_path
+from .codex import CodexProvider
+from .panes import Pane, PaneRoster, TmuxServer, tmux_servers
+
+__all__ = [
+    "AdapterError",
+    "AdapterSpec",
+    "ClaudeProvider",
+    "CodexProvider",
+    "Pane",
+    "PaneRoster",
+    "TmuxServer",
+    "TransportSpec",
+    "available_adapters",
+    "default_providers",
+    "detect_me",
+    "load_adapter",
+    "munge_cwd",
+    "tmux_servers",
+    "transcript_path",
+]
+
+
+def default_providers(env: Mapping[str, str] | None = None) -> list[ClaudeProvider | CodexProvider]:
+    """[ClaudeProvider(), CodexProvider()] configured from `env` (default: os.environ).
+
+    Both share one PaneRoster, so a refresh lists each tmux server and scans /proc once.
+    """
+    environ = dict(os.environ if env is None else env)
+    roster = PaneRoster(env=environ)
+    return [ClaudeProvider(env=environ, panes=roster), CodexProvider(env=environ, panes=roster)]
+
+
+def detect_me(env: Mapping[str, str] | None = None) -> Me | None:
+    """Our own address when this process runs inside an agent session (seed §1), else None."""
+    environ = dict(os.environ if env is None else env)
+    return CodexProvider(env=environ).own_address() or ClaudeProvider(env=environ).own_address()

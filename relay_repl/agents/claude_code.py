@@ -1,0 +1,342 @@
+"""Claude Code discovery: `claude agents --json` for the listing, `sessions/<pid>.json` for the rest.
+
+Why this shape (claude-code.md §1, §3; seed §2):
+- The listing is authoritative for *which* sessions are live, so a name is never
+  resolved by scanning the socket directory (it publishes no names, keeps stale
+  sockets and can hold two sockets per conversation).
+- The listing has no socket path and no pane and prints `shell` as `busy`, so the
+  per-pid record supplies the socket, the raw status and the rest.
+- Records of dead processes often persist (the registry sweep is refused in
+  containers), so every record is also checked with the kernel rule — pid alive
+  and `/proc/<pid>/stat` field 22 == `procStart` — and the dead ones are reported
+  as `live=False` with the reason, never used.
+- The pane is the tmux pane whose `#{pane_pid}` is the record's pid; the record's
+  `tmux` field is inherited by child claude processes and is not trusted.
+
+One subprocess per refresh (`claude agents --json`), plus the shared tmux listing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..target import Me, Target
+from .adapter import AdapterSpec, load_adapter
+from .panes import PaneRoster
+from .proc import same_process
+
+KIND = "claude-code"
+
+
+class ListedAgent(BaseModel):
+    """One entry of `claude agents --json` (only the fields discovery uses)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    pid: int
+    name: str | None = None
+    status: str | None = None
+    sessionId: str | None = None
+    cwd: str | None = None
+    kind: str | None = None
+
+
+class SessionRecord(BaseModel):
+    """`$CFG/sessions/<pid>.json` (claude-code.md §1.2). Unknown fields are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    pid: int
+    sessionId: str | None = None
+    cwd: str | None = None
+    procStart: str | int | None = None
+    version: str | None = None
+    kind: str | None = None
+    entrypoint: str | None = None
+    messagingSocketPath: str | None = None
+    name: str | None = None
+    nameSource: str | None = None
+    status: str | None = None
+    waitingFor: str | None = None
+    tmux: str | None = None
+
+
+# -- transcript path (claude-code.md §4.1) -----------------------------------------------
+
+
+def _java_hash(s: str) -> int:
+    """Java/JS 32-bit string hash over UTF-16 code units, as a signed int."""
+    h = 0
+    data = s.encode("utf-16-le")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "little")) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    if n == 0:
+        return "0"
+    out = ""
+    while n:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+    return out
+
+
+def munge_cwd(cwd: str) -> str:
+    """The project directory name Claude derives from a cwd.
+
+    JS `replace(/[^a-zA-Z0-9]/g, "-")` works on UTF-16 code units, so a character
+    outside the BMP becomes two dashes; over 200 units: cut, `-`, base36(|hash|).
+    """
+    units = cwd.encode("utf-16-le")
+    out = []
+    for i in range(0, len(units), 2):
+        u = int.from_bytes(units[i : i + 2], "little")
+        c = chr(u) if u < 0xD800 or u > 0xDFFF else "-"
+        out.append(c if c.isascii() and c.isalnum() else "-")
+    munged = "".join(out)
+    if len(munged) <= 200:
+        return munged
+    return f"{munged[:200]}-{_base36(abs(_java_hash(cwd)))}"
+
+
+def transcript_path(cfg: Path, cwd: str | None, session_id: str | None) -> Path | None:
+    if not cwd or not session_id:
+        return None
+    return cfg / "projects" / munge_cwd(cwd) / f"{session_id}.jsonl"
+
+
+# -- provider ---------------------------------------------------------------------------------
+
+
+def _socket_is_ours(path: str | None) -> tuple[bool, str]:
+    """True if `path` is a Unix socket owned by our uid (the same-uid trust boundary)."""
+    if not path:
+        return False, "record has no messagingSocketPath"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False, f"socket {path} does not exist"
+    except OSError as exc:
+        return False, f"socket {path} unreadable ({exc.strerror})"
+    if not stat.S_ISSOCK(st.st_mode):
+        return False, f"{path} is not a socket"
+    if st.st_uid != os.getuid():
+        return False, f"socket {path} belongs to uid {st.st_uid}, not ours"
+    return True, "socket owned by us"
+
+
+class ClaudeProvider:
+    """Discovers Claude Code sessions for one `$CFG`. `await discover()` is cheap to repeat."""
+
+    kind = KIND
+
+    def __init__(
+        self,
+        *,
+        config_dir: str | os.PathLike[str] | None = None,
+        claude_bin: str | None = None,
+        env: Mapping[str, str] | None = None,
+        panes: PaneRoster | None = None,
+        adapter: AdapterSpec | None = None,
+    ) -> None:
+        self.env: dict[str, str] = dict(os.environ if env is None else env)
+        self.adapter = adapter or load_adapter(KIND)
+        self._cfg_explicit = config_dir is not None or bool(self.env.get("CLAUDE_CONFIG_DIR"))
+        self.config_dir = Path(config_dir) if config_dir is not None else self.adapter.registry.base(self.env)
+        self.claude_bin = claude_bin or self.env.get("RELAY_CLAUDE_BIN") or None
+        self.panes = panes or PaneRoster(env=self.env)
+        self.notes: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"<ClaudeProvider cfg={self.config_dir}>"
+
+    # -- the listing ---------------------------------------------------------------------
+    def _binary(self) -> str | None:
+        if self.claude_bin:
+            return self.claude_bin if os.access(self.claude_bin, os.X_OK) else None
+        return shutil.which("claude", path=self.env.get("PATH"))
+
+    async def list_agents(self) -> tuple[list[ListedAgent] | None, str]:
+        """Run `claude agents --json` once. (None, why) when it cannot be used."""
+        exe = self._binary()
+        if exe is None:
+            wanted = self.claude_bin or "claude on PATH"
+            return None, f"claude binary not found ({wanted})"
+        env = dict(self.env)
+        if self._cfg_explicit:
+            env["CLAUDE_CONFIG_DIR"] = str(self.config_dir)
+        timeout = self.adapter.listing.timeout_seconds if self.adapter.listing else 10.0
+        try:
+            with anyio.fail_after(timeout):
+                cp = await anyio.run_process([exe, "agents", "--json"], check=False, env=env,
+                                             stdin=subprocess.DEVNULL)
+        except TimeoutError:
+            return None, f"`claude agents --json` timed out after {timeout:g}s"
+        except OSError as exc:
+            return None, f"`claude agents --json` failed to start ({exc.strerror or exc})"
+        if cp.returncode != 0:
+            err = cp.stderr.decode("utf-8", "replace").strip().splitlines()
+            return None, f"`claude agents --json` exited {cp.returncode}" + (f": {err[-1][:120]}" if err else "")
+        try:
+            raw = json.loads(cp.stdout)
+            if not isinstance(raw, list):
+                raise ValueError("not a JSON list")
+            return [ListedAgent.model_validate(x) for x in raw], "claude agents --json"
+        except (ValueError, ValidationError) as exc:
+            return None, f"`claude agents --json` printed unparseable output ({str(exc).splitlines()[0][:80]})"
+
+    # -- the registry files ----------------------------------------------------------------
+    def _read_records(self) -> tuple[dict[int, SessionRecord], dict[str, str]]:
+        """Every `sessions/<digits>.json`: parsed records by pid, and unreadable files with why."""
+        sessions = self.config_dir / "sessions"
+        records: dict[int, SessionRecord] = {}
+        broken: dict[str, str] = {}
+        try:
+            names = os.listdir(sessions)
+        except FileNotFoundError:
+            return records, broken
+        except OSError as exc:
+            broken[str(sessions)] = f"cannot list {sessions} ({exc.strerror})"
+            return records, broken
+        for fname in names:
+            stem, dot, ext = fname.partition(".")
+            if ext != "json" or not stem.isdigit():
+                continue
+            path = sessions / fname
+            try:
+                data = json.loads(path.read_bytes())
+                rec = SessionRecord.model_validate(data)
+            except OSError as exc:
+                broken[stem] = f"sessions/{fname} unreadable ({exc.strerror or exc}): fix its permissions or remove it"
+                continue
+            except (ValueError, ValidationError) as exc:
+                first = str(exc).splitlines()[0][:80]
+                broken[stem] = f"sessions/{fname} is not a valid record ({first}): it may be mid-write; refresh, or remove it if it persists"
+                continue
+            if str(rec.pid) != stem:
+                broken[stem] = f"sessions/{fname} names pid {rec.pid}: a record must be named for its pid; ignoring it"
+                continue
+            records[rec.pid] = rec
+        return records, broken
+
+    # -- targets -------------------------------------------------------------------------------
+    def _status(self, rec: SessionRecord) -> str:
+        raw = rec.status or ""
+        return self.adapter.status.get(raw, "unknown")
+
+    def _detail(self, rec: SessionRecord) -> dict[str, Any]:
+        tp = transcript_path(self.config_dir, rec.cwd, rec.sessionId)
+        return {
+            "sessionId": rec.sessionId,
+            "cwd": rec.cwd,
+            "procStart": None if rec.procStart is None else str(rec.procStart),
+            "socket": rec.messagingSocketPath,
+            "transcript": str(tp) if tp else None,
+            "transcript_exists": bool(tp and tp.is_file()),
+            "nameSource": rec.nameSource,
+            "status_raw": rec.status,
+            "waitingFor": rec.waitingFor,
+            "version": rec.version,
+            "version_verified": self.adapter.verified(rec.version),
+            "record_kind": rec.kind,
+            "entrypoint": rec.entrypoint,
+            "record_tmux": rec.tmux,
+            "record": str(self.config_dir / "sessions" / f"{rec.pid}.json"),
+        }
+
+    async def discover(self) -> list[Target]:
+        """Live sessions (listed and kernel-checked) plus stale records, each with its evidence."""
+        if not self.config_dir.is_dir():
+            self.notes = [f"{self.config_dir} does not exist"]
+            return []
+        # Files first, then the listing: a session that starts in between shows up in
+        # the listing and its record is read on demand below.
+        records, broken = self._read_records()
+        listed, how = await self.list_agents()
+        listing_ok = listed is not None
+        self.notes = [how]
+        listed_pids = {a.pid for a in listed or []}
+        for pid in listed_pids - set(records):
+            path = self.config_dir / "sessions" / f"{pid}.json"
+            try:
+                records[pid] = SessionRecord.model_validate(json.loads(path.read_bytes()))
+                broken.pop(str(pid), None)
+            except (OSError, ValueError, ValidationError) as exc:
+                broken.setdefault(str(pid), f"sessions/{pid}.json unreadable for a listed session ({type(exc).__name__}); refresh")
+
+        by_pane_pid = await self.panes.by_pane_pid()
+        targets: list[Target] = []
+        for pid in sorted(records):
+            rec = records[pid]
+            live, why = same_process(rec.pid, rec.procStart)
+            detail = self._detail(rec)
+            name = rec.name or str(rec.pid)
+            rel = f"sessions/{rec.pid}.json"
+            if listing_ok and live and pid not in listed_pids:
+                live, why = False, f"{why}, but `claude agents --json` does not list it (started or exited during the refresh?); refresh"
+            if not live:
+                detail["stale_reason"] = why
+                targets.append(Target(kind=KIND, name=name, address=rec.messagingSocketPath or "", pid=rec.pid,
+                                      live=False, state="unknown", pane=None, transports=(),
+                                      identified_by=f"{rel}: stale, {why}", detail=detail))
+                continue
+            transports: list[str] = []
+            ours, sock_why = _socket_is_ours(rec.messagingSocketPath)
+            if ours:
+                transports += ["claude-code-socket", "claude-code-message"]
+            else:
+                detail["socket_note"] = sock_why
+            panes = by_pane_pid.get(rec.pid, [])
+            pane = panes[0] if len(panes) == 1 else None
+            if pane is not None:
+                transports.append("tmux")
+                detail.update(pane.as_detail())
+            elif len(panes) > 1:
+                detail["pane_note"] = f"{len(panes)} panes on different tmux servers claim pid {rec.pid}; none rostered"
+            state = self._status(rec)
+            source = "claude agents --json" if listing_ok else f"registry files only ({how})"
+            targets.append(Target(
+                kind=KIND, name=name, address=rec.messagingSocketPath or "", pid=rec.pid, live=True,
+                state=state,  # type: ignore[arg-type]
+                pane=pane.pane_id if pane else None, transports=tuple(transports),
+                identified_by=f"{source} + {rel} ({why})" + (f"; pane {pane.pane_id} has pane_pid {rec.pid}" if pane else ""),
+                detail=detail,
+            ))
+        for stem, why in sorted(broken.items()):
+            pid = int(stem) if stem.isdigit() else None
+            targets.append(Target(kind=KIND, name=stem, address="", pid=pid, live=False, state="unknown",
+                                  identified_by=f"unreadable registry record: {why}",
+                                  detail={"stale_reason": why, "unreadable": True}))
+        return targets
+
+    # -- own address (seed §1) --------------------------------------------------------------------
+    def own_address(self) -> Me | None:
+        """This process's address if it runs inside a Claude session, else None.
+
+        The inbox is `$CLAUDE_CODE_MESSAGING_SOCKET`; the name comes from our session's
+        record (`$CLAUDE_PID`), checked with the same liveness rule.
+        """
+        sock = self.env.get("CLAUDE_CODE_MESSAGING_SOCKET")
+        pid = self.env.get("CLAUDE_PID")
+        if not sock or not pid or not pid.isdigit():
+            return None
+        try:
+            rec = SessionRecord.model_validate(json.loads((self.config_dir / "sessions" / f"{pid}.json").read_bytes()))
+        except (OSError, ValueError, ValidationError):
+            return None
+        if not same_process(rec.pid, rec.procStart)[0] or not rec.name:
+            return None
+        return Me(role="agent", agent="claude", address=rec.name, inbox=sock)

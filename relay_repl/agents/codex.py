@@ -1,0 +1,607 @@
+"""Codex discovery: threads under one CODEX_HOME, their locks, names, status, goals and panes.
+
+Why this shape (codex.md §0, §2, §4, §5; seed §2):
+- All state lives under `CODEX_HOME`, resolved once: a non-default home makes live
+  threads look missing, so the provider is bound to one home for its lifetime.
+- A thread is *live* when its `thread-writer-locks/<uuid>.lock` is flocked. The holder
+  pid comes from /proc/locks by inode — one read for all locks, no `fuser` per file.
+  The holder is normally the shared app-server daemon (same pid for every thread);
+  with `--no-daemon` it is the TUI, during `codex exec` the exec process.
+- The lock proves "loaded", not "idle", so live status comes from the daemon's control
+  socket (JSON-RPC in WebSocket frames over a Unix socket): one connection per
+  refresh, all `thread/read` requests pipelined. Without a daemon the state is unknown.
+- A thread with an active goal auto-resumes and is never idle (goals_1.sqlite).
+- No API says which TUI shows which thread, so a pane is rostered only by evidence that
+  needs no typing: the lock holder is a `--no-daemon` TUI in the pane, the pane's captured
+  footer names the thread (unique), or the TUI was started as `codex resume <uuid>`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from ..target import Me, Target
+from .adapter import AdapterSpec, load_adapter
+from .panes import Pane, PaneRoster
+from .proc import (
+    ProcStat,
+    ancestors,
+    children_map,
+    descendants,
+    fuser_holders,
+    lock_holders,
+    pid_alive,
+    proc_start,
+    read_cmdline,
+    read_proc_locks,
+)
+
+KIND = "codex"
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+HELPER_SOURCES = {"thread_title"}
+
+
+# -- registry readers (pure-ish: files only) -------------------------------------------------
+
+
+def read_session_index(path: Path) -> dict[str, dict[str, Any]]:
+    """`session_index.jsonl`: id → its LAST line (the current name). Bad lines are skipped."""
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and isinstance(d.get("id"), str):
+            out[d["id"]] = d
+    return out
+
+
+def _ro_connect(path: Path) -> sqlite3.Connection:
+    """Read-only SQLite connection (never writes rows; WAL readers are fine)."""
+    return sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=1.0)
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+
+
+THREAD_COLUMNS = ("id", "name", "title", "rollout_path", "source", "thread_source", "cwd",
+                  "archived", "updated_at", "cli_version", "model", "preview")
+
+
+def read_threads(path: Path, ids: Sequence[str], recent: int) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """`state_5.sqlite` threads rows: every row in `ids`, plus the `recent` most recent
+    unarchived ones. Columns are introspected (the schema drifts). (rows, error)."""
+    if not path.is_file():
+        return {}, None
+    rows: dict[str, dict[str, Any]] = {}
+    try:
+        con = _ro_connect(path)
+        try:
+            cols = _columns(con, "threads")
+            if "id" not in cols:
+                return {}, "state_5.sqlite has no threads table"
+            sel = [c for c in THREAD_COLUMNS if c in cols]
+            q = f"SELECT {', '.join(sel)} FROM threads"
+            results: list[tuple[Any, ...]] = []
+            for i in range(0, len(ids), 500):
+                chunk = list(ids[i : i + 500])
+                results += con.execute(f"{q} WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+            if recent > 0:
+                where = " WHERE archived = 0" if "archived" in cols else ""
+                order = " ORDER BY updated_at DESC" if "updated_at" in cols else ""
+                results += con.execute(f"{q}{where}{order} LIMIT ?", (recent,)).fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return rows, f"state_5.sqlite unreadable ({exc})"
+    for r in results:
+        d = dict(zip(sel, r))
+        rows[d["id"]] = d
+    return rows, None
+
+
+def read_goals(path: Path) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """`goals_1.sqlite` thread_goals rows by thread id. (rows, error)."""
+    if not path.is_file():
+        return {}, None
+    try:
+        con = _ro_connect(path)
+        try:
+            cols = _columns(con, "thread_goals")
+            if not {"thread_id", "status"} <= cols:
+                return {}, "goals_1.sqlite has no thread_goals(thread_id, status)"
+            sel = [c for c in ("thread_id", "status", "objective", "updated_at_ms") if c in cols]
+            rows = con.execute(f"SELECT {', '.join(sel)} FROM thread_goals").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return {}, f"goals_1.sqlite unreadable ({exc})"
+    return {r[0]: dict(zip(sel, r)) for r in rows}, None
+
+
+def read_daemon_pid(path: Path) -> tuple[int | None, str | None]:
+    """(pid, startTicks) from `app-server-daemon/daemon.pid`, or (None, None)."""
+    try:
+        d = json.loads(path.read_text())
+        pid = int(d["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+    ticks = (d.get("processIdentity") or {}).get("startTicks")
+    return pid, None if ticks is None else str(ticks)
+
+
+def scan_rollouts(sessions: Path, wanted: set[str]) -> dict[str, Path]:
+    """Rollout files for the wanted thread ids, from one walk of `sessions/YYYY/MM/DD`."""
+    found: dict[str, Path] = {}
+    if not wanted or not sessions.is_dir():
+        return found
+    for root, _dirs, files in os.walk(sessions):
+        for f in files:
+            if f.startswith("rollout-") and f.endswith(".jsonl"):
+                tid = f[-len(".jsonl") - 36 : -len(".jsonl")]
+                if tid in wanted:
+                    found[tid] = Path(root) / f
+    return found
+
+
+# -- the daemon control socket (codex.md §2.5) --------------------------------------------------
+
+
+class DaemonError(Exception):
+    pass
+
+
+async def daemon_thread_status(socket_path: Path, thread_ids: Sequence[str], timeout: float = 3.0,
+                               client_name: str = "relay-repl") -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """(loaded thread ids, thread/read result per id) from the daemon, in one connection.
+
+    JSON-RPC over WebSocket text frames over the Unix socket: `initialize` with
+    `experimentalApi`, the `initialized` notification, then `thread/loaded/list` and one
+    `thread/read {includeTurns:false}` per id, pipelined. Notifications are skipped while
+    waiting for response ids. Raises DaemonError with a one-line reason.
+    """
+    from websockets.asyncio.client import unix_connect
+    from websockets.exceptions import WebSocketException
+
+    # The control socket is a symlink into /tmp/codex-daemon-<uid>/ precisely because
+    # sun_path holds only 108 bytes; connect to its target so a deep CODEX_HOME works.
+    target = os.path.realpath(socket_path)
+    try:
+        with anyio.fail_after(timeout):
+            async with unix_connect(target, uri="ws://localhost/", max_size=None,
+                                    open_timeout=timeout, close_timeout=0.5, compression=None) as ws:
+                async def send(obj: dict[str, Any]) -> None:
+                    await ws.send(json.dumps({"jsonrpc": "2.0", **obj}))
+
+                async def collect(ids: set[int]) -> dict[int, dict[str, Any]]:
+                    got: dict[int, dict[str, Any]] = {}
+                    while ids - set(got):
+                        msg = json.loads(await ws.recv())
+                        if isinstance(msg, dict) and msg.get("id") in ids:
+                            got[msg["id"]] = msg
+                    return got
+
+                await send({"id": 0, "method": "initialize", "params": {
+                    "clientInfo": {"name": client_name, "title": "relay_repl discovery", "version": "0.1"},
+                    "capabilities": {"experimentalApi": True}}})
+                init = (await collect({0}))[0]
+                if "error" in init:
+                    raise DaemonError(f"initialize refused: {init['error'].get('message', init['error'])}")
+                await send({"method": "initialized"})
+                await send({"id": 1, "method": "thread/loaded/list", "params": {}})
+                for n, tid in enumerate(thread_ids, start=2):
+                    await send({"id": n, "method": "thread/read", "params": {"threadId": tid, "includeTurns": False}})
+                answers = await collect(set(range(1, len(thread_ids) + 2)))
+    except TimeoutError as exc:
+        raise DaemonError(f"no answer within {timeout:g}s") from exc
+    except (OSError, WebSocketException, ValueError) as exc:
+        raise DaemonError(f"{type(exc).__name__}: {exc}".splitlines()[0][:160]) from exc
+    loaded = [x for x in (answers[1].get("result") or {}).get("data", []) if isinstance(x, str)]
+    reads: dict[str, dict[str, Any]] = {}
+    for n, tid in enumerate(thread_ids, start=2):
+        res = answers[n].get("result")
+        if isinstance(res, dict) and isinstance(res.get("thread"), dict):
+            reads[tid] = res["thread"]
+    return loaded, reads
+
+
+# -- pane mapping ---------------------------------------------------------------------------------
+
+
+@dataclass
+class PaneCodex:
+    """The Codex TUI processes found under one pane."""
+
+    pane: Pane
+    tui_pids: list[int] = field(default_factory=list)
+    no_daemon: bool = False
+    resume_ids: list[str] = field(default_factory=list)
+    footer_name: str | None = None
+
+
+def _is_codex_argv(argv: Sequence[str]) -> bool:
+    if not argv:
+        return False
+    names = [os.path.basename(a) for a in argv[:2]]
+    return any(n in ("codex", "codex.js") for n in names)
+
+
+def codex_panes(panes: Sequence[Pane], table: Mapping[int, ProcStat]) -> dict[tuple[str, str], PaneCodex]:
+    """Panes whose process tree runs a Codex TUI (not an app-server), with argv evidence."""
+    out: dict[tuple[str, str], PaneCodex] = {}
+    children = children_map(dict(table))
+    for pane in panes:
+        if pane.dead:
+            continue
+        pc = PaneCodex(pane)
+        for pid in descendants(pane.pane_pid, dict(table), children):
+            argv = read_cmdline(pid) or []
+            if not _is_codex_argv(argv) or "app-server" in argv:
+                continue
+            pc.tui_pids.append(pid)
+            if "--no-daemon" in argv:
+                pc.no_daemon = True
+            for i, a in enumerate(argv[:-1]):
+                if a == "resume" and UUID_RE.match(argv[i + 1]):
+                    pc.resume_ids.append(argv[i + 1])
+        if pc.tui_pids:
+            out[pane.key] = pc
+    return out
+
+
+def footer_thread_name(screen: str, footer: Sequence[re.Pattern[str]]) -> str | None:
+    """The thread name in the LAST footer line (`<model> <effort> · <cwd> · <name>`), if any."""
+    best: tuple[int, str | None] | None = None
+    for pat in footer:
+        for m in pat.finditer(screen):
+            if best is None or m.start() >= best[0]:
+                best = (m.start(), (m.groupdict().get("thread_name") or None))
+    return best[1].strip() if best and best[1] else None
+
+
+# -- provider ---------------------------------------------------------------------------------------
+
+
+class _Thread(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    lock: str | None = None
+    index_name: str | None = None
+    row: dict[str, Any] | None = None
+    rollout: str | None = None
+
+
+class CodexProvider:
+    """Discovers Codex threads for one CODEX_HOME. `await discover()` is cheap to repeat.
+
+    Reported: every thread with a lock file or a session_index.jsonl line, plus the
+    `recent_unloaded` most recently updated unarchived threads of state_5.sqlite —
+    unloaded threads still take durable `codex queue` items, so they are listed
+    (live=False), but a long history is not dumped into every refresh.
+    `notes` holds what the last refresh could not read (one line each).
+    """
+
+    kind = KIND
+
+    def __init__(
+        self,
+        *,
+        codex_home: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        panes: PaneRoster | None = None,
+        adapter: AdapterSpec | None = None,
+        recent_unloaded: int = 50,
+        daemon_timeout: float = 3.0,
+    ) -> None:
+        self.env: dict[str, str] = dict(os.environ if env is None else env)
+        self.adapter = adapter or load_adapter(KIND)
+        self.home = Path(codex_home) if codex_home is not None else self.adapter.registry.base(self.env)
+        self.panes = panes or PaneRoster(env=self.env)
+        self.recent_unloaded = recent_unloaded
+        self.daemon_timeout = daemon_timeout
+        self.notes: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"<CodexProvider CODEX_HOME={self.home}>"
+
+    def _p(self, key: str) -> Path:
+        return self.home / self.adapter.registry.paths[key]
+
+    # -- own address (seed §1) -----------------------------------------------------------------
+    def own_address(self) -> Me | None:
+        """`$CODEX_THREAD_ID` when this process runs as a Codex tool command, else None."""
+        tid = self.env.get("CODEX_THREAD_ID")
+        return Me(role="agent", agent="codex", address=tid) if tid else None
+
+    # -- holders ------------------------------------------------------------------------------------
+    def _holders(self, locks: dict[str, Path]) -> dict[str, int]:
+        """thread id → holder pid, for locked threads only."""
+        table = read_proc_locks()
+        held: dict[str, int] = {}
+        fallback: list[str] = []
+        for tid, path in locks.items():
+            pids = lock_holders(table, path) if table is not None else []
+            alive = [p for p in pids if pid_alive(p)]
+            if alive:
+                held[tid] = alive[0]
+            elif table is None or pids:  # unreadable /proc/locks, or a holder we cannot see
+                fallback.append(tid)
+        if fallback:
+            self.notes.append(f"fuser used for {len(fallback)} lock(s)")
+            res = fuser_holders([locks[t] for t in fallback])
+            for tid in fallback:
+                pids = [p for p in res.get(str(locks[tid]), []) if pid_alive(p)]
+                if pids:
+                    held[tid] = pids[0]
+        return held
+
+    def _holder_kind(self, pid: int, daemon: tuple[int | None, str | None]) -> str:
+        dpid, ticks = daemon
+        if dpid == pid and (ticks is None or proc_start(pid) == ticks):
+            return "daemon"
+        argv = read_cmdline(pid) or []
+        if "app-server" in argv:
+            return "daemon"
+        if "exec" in argv[1:]:
+            return "exec"
+        return "tui"
+
+    # -- discover -------------------------------------------------------------------------------------
+    async def discover(self) -> list[Target]:
+        self.notes = []
+        if not self.home.is_dir():
+            self.notes.append(f"{self.home} does not exist")
+            return []
+        threads: dict[str, _Thread] = {}
+
+        def get(tid: str) -> _Thread:
+            return threads.setdefault(tid, _Thread(id=tid))
+
+        locks: dict[str, Path] = {}
+        try:
+            for f in os.listdir(self._p("locks_dir")):
+                if f.endswith(".lock") and not f.startswith(".") and UUID_RE.match(f[:-5]):
+                    locks[f[:-5]] = self._p("locks_dir") / f
+                    get(f[:-5]).lock = str(locks[f[:-5]])
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            self.notes.append(f"cannot list thread-writer-locks ({exc.strerror})")
+
+        for tid, line in read_session_index(self._p("session_index")).items():
+            name = line.get("thread_name")
+            if isinstance(name, str) and name:
+                get(tid).index_name = name
+
+        rows, err = read_threads(self._p("state_db"), sorted(threads), self.recent_unloaded)
+        if err:
+            self.notes.append(err)
+        for tid, row in rows.items():
+            if row.get("thread_source") in HELPER_SOURCES and tid not in locks:
+                continue
+            t = get(tid)
+            t.row = row
+            rp = row.get("rollout_path")
+            if rp and os.path.isfile(rp):
+                t.rollout = rp
+        missing = {tid for tid, t in threads.items() if t.rollout is None and t.row is None}
+        for tid, path in scan_rollouts(self.home / "sessions", missing).items():
+            threads[tid].rollout = str(path)
+
+        goals, gerr = read_goals(self._p("goals_db"))
+        if gerr:
+            self.notes.append(gerr)
+
+        held = self._holders(locks)
+        daemon = read_daemon_pid(self._p("daemon_pid"))
+        kinds = {tid: self._holder_kind(pid, daemon) for tid, pid in held.items()}
+
+        # Live status from the daemon, one connection for all daemon-held threads.
+        daemon_ids = sorted(t for t, k in kinds.items() if k == "daemon")
+        reads: dict[str, dict[str, Any]] = {}
+        loaded: list[str] = []
+        daemon_err: str | None = None
+        sock = self._p("control_socket")
+        if daemon_ids:
+            if not os.path.exists(sock):
+                daemon_err = f"control socket {sock} missing"
+            else:
+                try:
+                    loaded, reads = await daemon_thread_status(sock, daemon_ids, self.daemon_timeout)
+                except DaemonError as exc:
+                    daemon_err = str(exc)
+
+        pane_of, pane_why, pane_notes = await self._map_panes(threads, held, kinds, reads)
+
+        targets: list[Target] = []
+        for tid in sorted(threads):
+            t = threads[tid]
+            row = t.row or {}
+            read = reads.get(tid, {})
+            if read.get("ephemeral") or read.get("threadSource") in HELPER_SOURCES or ("path" in read and read["path"] is None):
+                continue  # helper threads (title generation etc.): never targets
+            name = t.index_name or row.get("name") or read.get("name") or row.get("title") or tid
+            if t.index_name:
+                named_by = f"session_index.jsonl thread_name={t.index_name}"
+            elif row.get("name"):
+                named_by = f"state_5.sqlite name={row['name']}"
+            elif row.get("title"):
+                named_by = f"state_5.sqlite title={str(row['title'])[:40]!r} (never renamed)"
+            else:
+                named_by = "unnamed (uuid)"
+            detail: dict[str, Any] = {
+                "thread_id": tid,
+                "codex_home": str(self.home),
+                "lock": t.lock,
+                "rollout": t.rollout,
+                "cwd": row.get("cwd") or read.get("cwd"),
+                "title": row.get("title"),
+                "source": row.get("source") or read.get("source"),
+                "thread_source": row.get("thread_source") or read.get("threadSource"),
+                "cli_version": row.get("cli_version") or read.get("cliVersion"),
+                "archived": bool(row.get("archived")) if row else None,
+            }
+            goal = goals.get(tid)
+            if goal:
+                detail["goal_status"] = goal.get("status")
+                detail["goal_objective"] = goal.get("objective")
+            transports: list[str] = []
+            if t.rollout:
+                transports.append("codex-queue")
+            else:
+                detail["queue_note"] = "no rollout yet: `codex queue` fails until the thread's first turn"
+            evidence = [named_by]
+            pid = held.get(tid)
+            if pid is None:
+                why = "not loaded (lock free)" if t.lock else "not loaded (no lock file)"
+                detail["stale_reason"] = why
+                evidence.append(why)
+                targets.append(Target(kind=KIND, name=name, address=tid, pid=None, live=False, state="unknown",
+                                      transports=tuple(transports), identified_by="; ".join(evidence), detail=detail))
+                continue
+            kind = kinds[tid]
+            detail["holder_pid"] = pid
+            detail["holder_kind"] = kind
+            evidence.append(f"lock held by {kind} pid {pid}")
+            state, source = "unknown", ""
+            if kind == "daemon":
+                if read:
+                    status = read.get("status") or {}
+                    state = self._map_status(status)
+                    detail["status_raw"] = status
+                    source = f"status {status.get('type', '?')} from daemon"
+                    if tid not in loaded:
+                        detail["daemon_note"] = "thread/read answered but thread/loaded/list omits it"
+                else:
+                    source = f"daemon unreachable: {daemon_err}" if daemon_err else "daemon did not report it"
+            else:
+                source = "no daemon: lock only"
+            detail["state_source"] = source
+            evidence.append(source)
+            if goal and goal.get("status") == "active" and state != "waiting":
+                state = "never-idle"
+                evidence.append("goal active (auto-resumes)")
+            pane = pane_of.get(tid)
+            if pane is not None:
+                transports.append("tmux")
+                detail.update(pane.as_detail())
+                evidence.append(f"pane {pane.pane_id}: {pane_why[tid]}")
+            elif tid in pane_notes:
+                detail["pane_note"] = pane_notes[tid]
+            targets.append(Target(kind=KIND, name=name, address=tid, pid=pid, live=True,
+                                  state=state,  # type: ignore[arg-type]
+                                  pane=pane.pane_id if pane else None, transports=tuple(transports),
+                                  identified_by="; ".join(evidence), detail=detail))
+        return targets
+
+    def _map_status(self, status: Mapping[str, Any]) -> str:
+        typ = str(status.get("type", ""))
+        flags = status.get("activeFlags") or []
+        for f in flags:
+            mapped = self.adapter.status.get(f"{typ}+{f}")
+            if mapped:
+                return mapped
+        return self.adapter.status.get(typ, "unknown")
+
+    async def _map_panes(
+        self,
+        threads: Mapping[str, _Thread],
+        held: Mapping[str, int],
+        kinds: Mapping[str, str],
+        reads: Mapping[str, Mapping[str, Any]],
+    ) -> tuple[dict[str, Pane], dict[str, str], dict[str, str]]:
+        """thread id → pane, with the evidence, for live threads only (see module doc)."""
+        if not held:
+            return {}, {}, {}
+        panes = await self.panes.panes()
+        if not panes:
+            return {}, {}, {}
+        table = await self.panes.processes()
+        cands = codex_panes(panes, table)
+        claims: dict[str, list[tuple[Pane, str]]] = {}
+        by_pid = {p.pane_pid: p for p in panes if not p.dead}
+
+        # (a) a --no-daemon TUI (or exec) holding the lock: the pane above the holder.
+        for tid, pid in held.items():
+            if kinds[tid] != "tui":
+                # The daemon may still be the first TUI's child: never walk its ancestry.
+                # An exec run has no composer to type into.
+                continue
+            for anc in ancestors(pid, {p: s.ppid for p, s in table.items()}):
+                if anc in by_pid:
+                    claims.setdefault(tid, []).append((by_pid[anc], f"holder pid {pid} runs in it"))
+                    break
+
+        # (b) a footer that names the thread, unique among panes and among live threads.
+        footer = self.adapter.screen.compiled("footer")
+        shots = await self.panes.capture([pc.pane for pc in cands.values()]) if footer and cands else {}
+        names: dict[str, list[str]] = {}
+        for tid in held:
+            t = threads[tid]
+            nm = t.index_name or (t.row or {}).get("name") or reads.get(tid, {}).get("name")
+            if nm:
+                names.setdefault(nm, []).append(tid)
+        footer_panes: dict[str, list[Pane]] = {}
+        for key, pc in cands.items():
+            pc.footer_name = footer_thread_name(shots.get(key, ""), footer)
+            if pc.footer_name:
+                footer_panes.setdefault(pc.footer_name, []).append(pc.pane)
+        notes: dict[str, str] = {}
+        for nm, tids in names.items():
+            fps = footer_panes.get(nm, [])
+            if not fps:
+                continue
+            if len(tids) == 1 and len(fps) == 1:
+                claims.setdefault(tids[0], []).append((fps[0], f"footer names thread {nm!r}"))
+            else:
+                for tid in tids:
+                    notes[tid] = f"footer name {nm!r} is shared by {len(tids)} thread(s) and {len(fps)} pane(s); no pane rostered"
+
+        # (c) `codex resume <uuid>` in argv, unless the footer names another thread.
+        for pc in cands.values():
+            for rid in pc.resume_ids:
+                if rid not in held:
+                    continue
+                t = threads[rid]
+                mine = t.index_name or (t.row or {}).get("name")
+                if pc.footer_name and pc.footer_name != mine:
+                    continue
+                claims.setdefault(rid, []).append((pc.pane, f"TUI started as `codex resume {rid}`"))
+
+        # Keep only unambiguous claims: one pane per thread and one thread per pane.
+        pane_users: dict[tuple[str, str], set[str]] = {}
+        for tid, cl in claims.items():
+            for pane, _ in cl:
+                pane_users.setdefault(pane.key, set()).add(tid)
+        out: dict[str, Pane] = {}
+        why: dict[str, str] = {}
+        for tid, cl in claims.items():
+            keys = {p.key for p, _ in cl}
+            if len(keys) != 1:
+                notes[tid] = f"{len(keys)} panes claim this thread; none rostered"
+                continue
+            pane = cl[0][0]
+            if len(pane_users[pane.key]) > 1:
+                notes[tid] = f"pane {pane.pane_id} is claimed by {len(pane_users[pane.key])} threads; none rostered"
+                continue
+            out[tid] = pane
+            why[tid] = " and ".join(dict.fromkeys(w for _, w in cl))
+        return out, why, notes

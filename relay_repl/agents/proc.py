@@ -1,0 +1,279 @@
+"""Small, tolerant readers of /proc: process identity, liveness, flock holders.
+
+Why these exist: both agents prove liveness through the kernel, not through their
+own files. Claude's registry record is live when its pid exists *and* the pid's
+start time (field 22 of /proc/<pid>/stat) equals the recorded `procStart`, which
+defeats pid reuse (claude-code.md §1.6). A Codex thread is loaded when its
+`thread-writer-locks/<uuid>.lock` is flocked, and /proc/locks names the holder by
+inode without spawning `fuser` per file (codex.md §2.2).
+
+Every function here tolerates a process that vanishes between two reads: it
+returns None / False / an empty value instead of raising. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+@dataclass(frozen=True, slots=True)
+class ProcStat:
+    """The fields of /proc/<pid>/stat that discovery needs."""
+
+    pid: int
+    comm: str
+    state: str
+    ppid: int
+    start: str  # field 22, clock ticks since boot, kept as the string Claude stores
+
+
+def read_stat(pid: int | str, proc: Path = PROC) -> ProcStat | None:
+    """Parse /proc/<pid>/stat; None if the process is gone or the pid is malformed.
+
+    `comm` may contain spaces and parentheses, so split after the *last* ')'.
+    """
+    try:
+        raw = (proc / str(int(pid)) / "stat").read_text()
+    except (OSError, ValueError, TypeError):
+        return None
+    head, sep, tail = raw.rpartition(")")
+    if not sep:
+        return None
+    fields = tail.split()
+    # tail fields start at field 3 (state); field 22 (starttime) is index 19.
+    if len(fields) < 20:
+        return None
+    try:
+        return ProcStat(
+            pid=int(pid),
+            comm=head.partition("(")[2],
+            state=fields[0],
+            ppid=int(fields[1]),
+            start=fields[19],
+        )
+    except ValueError:
+        return None
+
+
+def proc_start(pid: int | str, proc: Path = PROC) -> str | None:
+    """Field 22 of /proc/<pid>/stat as a string (Claude's `procStart`), or None if gone."""
+    st = read_stat(pid, proc)
+    return st.start if st else None
+
+
+def pid_alive(pid: int | str | None, proc: Path = PROC) -> bool:
+    """True if the pid names a running process (not a zombie).
+
+    `kill(pid, 0)` alone counts zombies as alive; a zombie can never answer a
+    socket or hold a thread, so it is dead for discovery.
+    """
+    try:
+        n = int(pid)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    if n <= 0:
+        return False
+    try:
+        os.kill(n, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    except OSError:
+        return False
+    st = read_stat(n, proc)
+    if st is None:
+        # /proc may be hidden (hidepid); kill(0) said it exists.
+        return not (proc / "self").exists()
+    return st.state not in ("Z", "X", "x")
+
+
+def same_process(pid: int | str | None, start: str | int | None, proc: Path = PROC) -> tuple[bool, str]:
+    """Claude's liveness rule: the pid is alive and its start time equals `start`.
+
+    Returns (live, why) where `why` is a short reason fit for a plan or a report.
+    """
+    if pid is None:
+        return False, "record has no pid"
+    if not pid_alive(pid, proc):
+        return False, f"pid {pid} is not running"
+    actual = proc_start(pid, proc)
+    if start is None or str(start) == "":
+        return False, f"record has no procStart to check pid {pid} against (pid may be reused)"
+    if actual is None:
+        return False, f"cannot read /proc/{pid}/stat to check procStart"
+    if actual != str(start):
+        return False, f"pid {pid} was reused: procStart {start} recorded, {actual} running"
+    return True, f"procStart {actual} matches"
+
+
+def read_cmdline(pid: int | str, proc: Path = PROC) -> list[str] | None:
+    """argv of a process, or None if gone/unreadable (kernel threads give [])."""
+    try:
+        raw = (proc / str(int(pid)) / "cmdline").read_bytes()
+    except (OSError, ValueError, TypeError):
+        return None
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+
+
+def read_environ(pid: int | str, proc: Path = PROC) -> dict[str, str] | None:
+    """The environment a process started with, or None if gone/unreadable."""
+    try:
+        raw = (proc / str(int(pid)) / "environ").read_bytes()
+    except (OSError, ValueError, TypeError):
+        return None
+    env: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        if b"=" in item:
+            k, _, v = item.partition(b"=")
+            env[k.decode("utf-8", "replace")] = v.decode("utf-8", "replace")
+    return env
+
+
+def ancestors(pid: int, parents: dict[int, int] | None = None, proc: Path = PROC, limit: int = 64) -> list[int]:
+    """`pid` and its ancestors, nearest first, stopping at init or a vanished link."""
+    chain: list[int] = []
+    cur = pid
+    while cur > 1 and len(chain) < limit and cur not in chain:
+        chain.append(cur)
+        if parents is not None:
+            nxt = parents.get(cur)
+        else:
+            st = read_stat(cur, proc)
+            nxt = st.ppid if st else None
+        if nxt is None:
+            break
+        cur = nxt
+    return chain
+
+
+def process_table(proc: Path = PROC) -> dict[int, ProcStat]:
+    """Every visible process's stat, read once (a few ms for a few hundred processes)."""
+    table: dict[int, ProcStat] = {}
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        return table
+    for name in entries:
+        if name.isdigit():
+            st = read_stat(name, proc)
+            if st is not None:
+                table[st.pid] = st
+    return table
+
+
+def children_map(table: dict[int, ProcStat]) -> dict[int, list[int]]:
+    """ppid → child pids, built once per process table."""
+    children: dict[int, list[int]] = {}
+    for st in table.values():
+        children.setdefault(st.ppid, []).append(st.pid)
+    return children
+
+
+def descendants(root: int, table: dict[int, ProcStat], children: dict[int, list[int]] | None = None) -> list[int]:
+    """`root` and every process below it in `table` (breadth first)."""
+    if children is None:
+        children = children_map(table)
+    out: list[int] = []
+    todo = [root]
+    while todo:
+        cur = todo.pop(0)
+        if cur in out:
+            continue
+        out.append(cur)
+        todo.extend(children.get(cur, ()))
+    return out
+
+
+# -- flock holders --------------------------------------------------------------------
+
+FileKey = tuple[int, int, int]  # (major, minor, inode)
+
+
+def file_key(path: str | os.PathLike[str]) -> FileKey | None:
+    """(major, minor, inode) of a file, the key /proc/locks uses; None if it vanished."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return os.major(st.st_dev), os.minor(st.st_dev), st.st_ino
+
+
+def parse_proc_locks(text: str) -> dict[FileKey, list[int]]:
+    """Map (major, minor, inode) → holder pids from /proc/locks text.
+
+    Lines look like `1: FLOCK  ADVISORY  WRITE 5805 fe:00:2154819 0 EOF`; blocked
+    waiters carry `->` after the ordinal and are not holders. OFD locks report
+    pid -1 (no owning process); they are kept as -1 so the caller still sees
+    "locked" and can fall back to `fuser` for the pid.
+    """
+    held: dict[FileKey, list[int]] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 6 or parts[1] == "->":
+            continue
+        try:
+            pid = int(parts[4])
+            maj, mnr, ino = parts[5].split(":")
+            key = (int(maj, 16), int(mnr, 16), int(ino))
+        except ValueError:
+            continue
+        pids = held.setdefault(key, [])
+        if pid not in pids:
+            pids.append(pid)
+    return held
+
+
+def read_proc_locks(proc: Path = PROC) -> dict[FileKey, list[int]] | None:
+    """Parsed /proc/locks, or None if it cannot be read (then use `fuser_holders`)."""
+    try:
+        return parse_proc_locks((proc / "locks").read_text())
+    except OSError:
+        return None
+
+
+def lock_holders(keys: dict[FileKey, list[int]], path: str | os.PathLike[str]) -> list[int]:
+    """Holder pids of `path` in a parsed /proc/locks table (inode match; device too when it agrees).
+
+    On overlay filesystems the device in /proc/locks can differ from `stat`'s, so an
+    inode match with a different device is accepted only when no exact match exists.
+    """
+    key = file_key(path)
+    if key is None:
+        return []
+    if key in keys:
+        return list(keys[key])
+    loose = [pids for (maj, mnr, ino), pids in keys.items() if ino == key[2]]
+    return list(loose[0]) if len(loose) == 1 else []
+
+
+def fuser_holders(paths: Iterable[str | os.PathLike[str]], timeout: float = 5.0) -> dict[str, list[int]]:
+    """Fallback when /proc/locks is unusable: ONE `fuser` call for all paths.
+
+    `fuser` lists processes with the file *open*, which for Codex's lock files is
+    the lock holder. Its stderr (`Cannot stat file /proc/1/fd/...`) is discarded.
+    """
+    plist = [str(p) for p in paths]
+    exe = shutil.which("fuser")
+    if not plist or exe is None:
+        return {}
+    try:
+        cp = subprocess.run([exe, *plist], capture_output=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    # stdout holds only pids, grouped in path order; stderr holds "path:" labels.
+    # Re-run per path is what we avoid, so parse the interleaved form conservatively:
+    # with one path the pids are unambiguous; with several, ask per path lazily.
+    if len(plist) == 1:
+        return {plist[0]: [int(x.rstrip("cefFrm")) for x in cp.stdout.decode().split() if x.rstrip("cefFrm").isdigit()]}
+    out: dict[str, list[int]] = {}
+    for p in plist:
+        out.update(fuser_holders([p], timeout))
+    return out

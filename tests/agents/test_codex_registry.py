@@ -1,0 +1,539 @@
+"""Codex discovery over a real CODEX_HOME layout: real flocks held by real processes, real
+SQLite files, a real tmux server, and a WebSocket-over-Unix-socket server speaking the
+daemon's JSON-RPC (standing in for the Codex daemon, which is not what is under test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import libtmux
+import pytest
+from websockets.asyncio.server import unix_serve
+
+from relay_repl.agents import ClaudeProvider, CodexProvider, PaneRoster
+from relay_repl.agents.codex import footer_thread_name, read_session_index
+from relay_repl.agents.adapter import load_adapter
+from relay_repl.agents.proc import file_key, lock_holders, parse_proc_locks, proc_start, read_proc_locks
+
+from .test_claude_registry import real_claude
+
+pytestmark = pytest.mark.anyio
+
+T1 = "01a22c47-30ae-7fe2-a708-ada5f5f7528b"
+T2 = "01a22c47-9a9b-7a32-93e2-e6037fceb54d"
+T3 = "01a22c47-9b07-7921-9dbe-4cd6565cd35e"
+T4 = "01a22c47-aaaa-7921-9dbe-4cd6565cd35e"
+
+HOLDER = """
+import fcntl, sys, time
+files = [open(p, "a") for p in sys.argv[1:] if p.endswith(".lock")]
+for f in files:
+    fcntl.flock(f, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+# -- fixtures: a CODEX_HOME, lock holders, panes, a daemon ------------------------------------------
+
+
+@pytest.fixture
+def home(tmp_path):
+    h = tmp_path / "codex-home"
+    (h / "thread-writer-locks").mkdir(parents=True)
+    (h / "thread-writer-locks" / ".coordination.lock").write_text("")
+    return h
+
+
+def lock(home: Path, tid: str) -> Path:
+    p = home / "thread-writer-locks" / f"{tid}.lock"
+    p.touch()
+    return p
+
+
+def rollout(home: Path, tid: str) -> Path:
+    p = home / "sessions" / "2026" / "11" / "30" / f"rollout-2026-11-30T10-00-00-{tid}.jsonl"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text('{"type":"session_meta"}\n')
+    return p
+
+
+def index(home: Path, *lines: tuple[str, str]) -> None:
+    with open(home / "session_index.jsonl", "a") as f:
+        for tid, name in lines:
+            f.write(json.dumps({"id": tid, "thread_name": name, "updated_at": "2026-11-30T10:28:38Z"}) + "\n")
+
+
+def state_db(home: Path, rows: list[dict[str, Any]], columns: tuple[str, ...] = (
+        "id", "rollout_path", "updated_at", "source", "cwd", "title", "archived", "thread_source", "name")) -> None:
+    con = sqlite3.connect(home / "state_5.sqlite")
+    con.execute("PRAGMA journal_mode=wal")
+    con.execute(f"CREATE TABLE threads ({', '.join(c + (' TEXT PRIMARY KEY' if c == 'id' else '') for c in columns)})")
+    for r in rows:
+        con.execute(f"INSERT INTO threads ({', '.join(r)}) VALUES ({', '.join('?' * len(r))})", list(r.values()))
+    con.commit()
+    con.close()
+
+
+def goals_db(home: Path, rows: list[tuple[str, str, str]]) -> None:
+    con = sqlite3.connect(home / "goals_1.sqlite")
+    con.execute("""CREATE TABLE thread_goals (
+        thread_id TEXT PRIMARY KEY NOT NULL, goal_id TEXT NOT NULL, objective TEXT NOT NULL,
+        status TEXT NOT NULL CHECK(status IN ('active','paused','blocked','usage_limited','budget_limited','complete')),
+        token_budget INTEGER, tokens_used INTEGER NOT NULL DEFAULT 0, time_used_seconds INTEGER NOT NULL DEFAULT 0,
+        created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL)""")
+    for tid, status, objective in rows:
+        con.execute("INSERT INTO thread_goals (thread_id, goal_id, objective, status, created_at_ms, updated_at_ms)"
+                    " VALUES (?, 'g', ?, ?, 0, 0)", (tid, objective, status))
+    con.commit()
+    con.close()
+
+
+@pytest.fixture
+def holders(tmp_path):
+    """Start processes that flock lock files (argv may carry 'exec' to look like `codex exec`)."""
+    started: list[subprocess.Popen[bytes]] = []
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+
+    def hold(*paths: Path, extra: tuple[str, ...] = ()) -> int:
+        p = subprocess.Popen([sys.executable, str(script), *map(str, paths), *extra], stdout=subprocess.PIPE)
+        started.append(p)
+        assert p.stdout is not None and p.stdout.readline().strip() == b"locked"
+        return p.pid
+
+    hold.script = script  # type: ignore[attr-defined]
+    yield hold
+    for p in started:
+        p.kill()
+        p.wait()
+
+
+def mark_daemon(home: Path, pid: int) -> None:
+    d = home / "app-server-daemon"
+    d.mkdir(exist_ok=True)
+    (d / "daemon.pid").write_text(json.dumps({"pid": pid, "processIdentity": {"startTicks": int(proc_start(pid) or 0)}}))
+
+
+class FakeDaemon:
+    """JSON-RPC over WebSocket over a Unix socket, answering like the 0.169.0 daemon (codex.md §2.5)."""
+
+    def __init__(self, statuses: dict[str, dict[str, Any]], extra: dict[str, dict[str, Any]] | None = None) -> None:
+        self.statuses = statuses
+        self.extra = extra or {}
+        self.calls: list[str] = []
+
+    async def handler(self, ws) -> None:
+        async for raw in ws:
+            msg = json.loads(raw)
+            method, mid = msg.get("method"), msg.get("id")
+            self.calls.append(method)
+            if mid is None:
+                continue
+            if method == "initialize":
+                await ws.send(json.dumps({"method": "configWarning", "params": {"summary": "noise"}}))
+                result: Any = {"userAgent": "fake/0.169.0", "codexHome": "x"}
+            elif method == "thread/loaded/list":
+                result = {"data": list(self.statuses), "nextCursor": None}
+            elif method == "thread/read":
+                tid = msg["params"]["threadId"]
+                assert msg["params"].get("includeTurns") is False
+                if tid not in self.statuses:
+                    await ws.send(json.dumps({"id": mid, "error": {"code": -32603, "message": "no thread"}}))
+                    continue
+                result = {"thread": {"id": tid, "status": self.statuses[tid], "ephemeral": False,
+                                     "threadSource": "user", "path": f"/r/{tid}", **self.extra.get(tid, {})}}
+                await ws.send(json.dumps({"method": "thread/status/changed", "params": {}}))
+            else:
+                await ws.send(json.dumps({"id": mid, "error": {"code": -32601, "message": "nope"}}))
+                continue
+            await ws.send(json.dumps({"id": mid, "result": result}))
+
+
+@pytest.fixture
+async def daemon(home):
+    """Serve a FakeDaemon at CODEX_HOME's control socket (a symlink into a short /tmp dir, like Codex)."""
+    short = Path(tempfile.mkdtemp(prefix="cxd-", dir="/tmp"))
+    servers = []
+
+    async def start(statuses: dict[str, dict[str, Any]], extra: dict[str, dict[str, Any]] | None = None) -> FakeDaemon:
+        fake = FakeDaemon(statuses, extra)
+        target = short / "s.sock"
+        server = await unix_serve(fake.handler, str(target))
+        servers.append(server)
+        link_dir = home / "app-server-control"
+        link_dir.mkdir(exist_ok=True)
+        (link_dir / "app-server-control.sock").symlink_to(target)
+        return fake
+
+    yield start
+    for s in servers:
+        s.close()
+        await s.wait_closed()
+    shutil.rmtree(short, ignore_errors=True)
+
+
+@pytest.fixture
+def tmux_server():
+    srv = libtmux.Server(socket_name=f"relay-disc-cx-{os.getpid()}-{time.monotonic_ns() % 10**8}")
+    yield srv
+    try:
+        srv.kill()
+    except Exception:
+        pass
+    # kill-server leaves the socket file behind
+    tmpdir = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+    (tmpdir / (srv.socket_name or "")).unlink(missing_ok=True)
+
+
+def fake_codex_bin(tmp_path: Path) -> Path:
+    """A program named `codex` that draws a Codex footer (`$1` = thread name or -) and waits."""
+    d = tmp_path / "bin"
+    d.mkdir(exist_ok=True)
+    exe = d / "codex"
+    exe.write_text(
+        "#!/bin/sh\n"
+        'name="$1"\n'
+        'if [ "$name" = "-" ]; then tail=""; else tail=" · $name"; fi\n'
+        "printf '\\n› Ask Codex to do anything\\n\\n  fake-model default · /work%s\\n  ← for agents · ? for shortcuts\\n' \"$tail\"\n"
+        "sleep 600\n"
+    )
+    exe.chmod(0o755)
+    return exe
+
+
+def provider(home: Path, tmp_path: Path, tmux: libtmux.Server | None = None, **kw: Any) -> CodexProvider:
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CODEX_HOME": str(home),
+           "TMUX_TMPDIR": os.environ.get("TMUX_TMPDIR", "/tmp")}
+    if tmux is not None:
+        env["RELAY_TMUX_SOCKET"] = tmux.socket_name or ""
+    return CodexProvider(env=env, panes=PaneRoster(env=env, ttl=0), **kw)
+
+
+def by_id(targets):
+    return {t.address: t for t in targets}
+
+
+# -- /proc/locks -------------------------------------------------------------------------------------
+
+
+def test_parse_proc_locks_skips_waiters_and_keeps_ofd():
+    text = ("1: FLOCK  ADVISORY  WRITE 5805 fe:00:2154819 0 EOF\n"
+            "1: -> FLOCK  ADVISORY  WRITE 6000 fe:00:2154819 0 EOF\n"
+            "2: POSIX  ADVISORY  READ 11272 08:01:77 128 128\n"
+            "3: OFDLCK ADVISORY  WRITE -1 08:01:78 0 EOF\n"
+            "garbage\n")
+    assert parse_proc_locks(text) == {(254, 0, 2154819): [5805], (8, 1, 77): [11272], (8, 1, 78): [-1]}
+
+
+def test_lock_holder_found_by_inode(home, holders):
+    held, free = lock(home, T1), lock(home, T2)
+    pid = holders(held)
+    table = read_proc_locks()
+    assert table is not None
+    assert lock_holders(table, held) == [pid]
+    assert lock_holders(table, free) == []
+    assert file_key(home / "missing.lock") is None
+
+
+# -- threads, names, liveness ------------------------------------------------------------------------
+
+
+async def test_union_of_locks_index_and_sqlite_with_names(home, tmp_path, holders):
+    lock(home, T1), lock(home, T2)
+    rollout(home, T1)
+    index(home, (T1, "old-name"), (T2, "relay-b"), (T1, "relay-a"))  # last line per id wins
+    state_db(home, [
+        {"id": T1, "rollout_path": str(rollout(home, T1)), "updated_at": 3, "title": "hello", "name": "relay-a", "archived": 0},
+        {"id": T3, "rollout_path": str(home / "nope.jsonl"), "updated_at": 2, "title": "fix the tests", "archived": 0},
+        {"id": T4, "rollout_path": "", "updated_at": 1, "title": "Generate a title", "archived": 0, "thread_source": "thread_title"},
+    ])
+    holders(home / "thread-writer-locks" / f"{T1}.lock")
+    ts = by_id(await provider(home, tmp_path).discover())
+    assert set(ts) == {T1, T2, T3}  # the helper title thread is filtered
+    assert (ts[T1].name, ts[T1].live) == ("relay-a", True)
+    assert ts[T1].identified_by.startswith("session_index.jsonl thread_name=relay-a; lock held by tui pid ")
+    assert ts[T1].transports == ("codex-queue",)
+    assert (ts[T2].name, ts[T2].live, ts[T2].transports) == ("relay-b", False, ())  # no rollout yet
+    assert ts[T2].detail["stale_reason"] == "not loaded (lock free)"
+    assert "no rollout yet" in ts[T2].detail["queue_note"]
+    assert (ts[T3].name, ts[T3].live) == ("fix the tests", False)  # never renamed: its title
+    assert ts[T3].detail["stale_reason"] == "not loaded (no lock file)"
+
+
+async def test_unnamed_thread_is_named_by_uuid_and_rollout_found_without_sqlite(home, tmp_path, holders):
+    lock(home, T1)
+    rollout(home, T1)
+    holders(home / "thread-writer-locks" / f"{T1}.lock")
+    (t,) = await provider(home, tmp_path).discover()
+    assert t.name == T1 and t.address == T1 and t.live and t.transports == ("codex-queue",)
+    assert t.state == "unknown" and t.detail["state_source"] == "no daemon: lock only"
+
+
+async def test_kill_9_of_holder_leaves_an_unlocked_file_not_live(home, tmp_path, holders):
+    p = lock(home, T1)
+    proc = subprocess.Popen([sys.executable, str(holders.script), str(p)], stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"locked"
+    assert (await provider(home, tmp_path).discover())[0].live
+    proc.kill()
+    proc.wait()
+    (t,) = await provider(home, tmp_path).discover()
+    assert p.exists() and not t.live and t.detail["stale_reason"] == "not loaded (lock free)"
+
+
+async def test_holder_kinds(home, tmp_path, holders):
+    for t in (T1, T2, T3):
+        lock(home, t)
+    dpid = holders(home / "thread-writer-locks" / f"{T1}.lock")
+    mark_daemon(home, dpid)
+    holders(home / "thread-writer-locks" / f"{T2}.lock", extra=("exec",))
+    holders(home / "thread-writer-locks" / f"{T3}.lock", extra=("--no-daemon",))
+    ts = by_id(await provider(home, tmp_path).discover())
+    assert [ts[t].detail["holder_kind"] for t in (T1, T2, T3)] == ["daemon", "exec", "tui"]
+    assert ts[T1].pid == dpid
+    # daemon-held but no control socket: unknown, and said why
+    assert ts[T1].state == "unknown" and "control socket" in ts[T1].detail["state_source"]
+
+
+async def test_daemon_status_mapping_and_helper_filter(home, tmp_path, holders, daemon):
+    tids = [T1, T2, T3, T4]
+    for t in tids:
+        lock(home, t)
+        rollout(home, t)
+    index(home, (T1, "idle-one"), (T2, "busy-one"), (T3, "asks"), (T4, "helper"))
+    dpid = holders(*(home / "thread-writer-locks" / f"{t}.lock" for t in tids))
+    mark_daemon(home, dpid)
+    fake = await daemon({
+        T1: {"type": "idle"},
+        T2: {"type": "active", "activeFlags": []},
+        T3: {"type": "active", "activeFlags": ["waitingOnApproval"]},
+        T4: {"type": "idle"},
+    }, extra={T4: {"ephemeral": True, "threadSource": "thread_title", "path": None}})
+    ts = by_id(await provider(home, tmp_path).discover())
+    assert {t: ts[t].state for t in ts} == {T1: "idle", T2: "busy", T3: "waiting"}
+    assert ts[T1].identified_by == f"session_index.jsonl thread_name=idle-one; lock held by daemon pid {dpid}; status idle from daemon"
+    assert ts[T3].detail["status_raw"] == {"type": "active", "activeFlags": ["waitingOnApproval"]}
+    assert fake.calls[:3] == ["initialize", "initialized", "thread/loaded/list"]
+    assert fake.calls.count("thread/read") == 4
+
+
+async def test_unreachable_daemon_gives_unknown_with_reason(home, tmp_path, holders):
+    lock(home, T1)
+    dpid = holders(home / "thread-writer-locks" / f"{T1}.lock")
+    mark_daemon(home, dpid)
+    (home / "app-server-control").mkdir()
+    (home / "app-server-control" / "app-server-control.sock").symlink_to("/tmp/no-such-codex-daemon.sock")
+    t0 = time.perf_counter()
+    (t,) = await provider(home, tmp_path, daemon_timeout=1.0).discover()
+    assert time.perf_counter() - t0 < 2
+    assert t.live and t.state == "unknown" and t.detail["state_source"].startswith("daemon unreachable:")
+
+
+async def test_active_goal_makes_a_thread_never_idle(home, tmp_path, holders, daemon):
+    for t in (T1, T2, T3):
+        lock(home, t)
+    dpid = holders(*(home / "thread-writer-locks" / f"{t}.lock" for t in (T1, T2, T3)))
+    mark_daemon(home, dpid)
+    goals_db(home, [(T1, "active", "keep the suite green"), (T2, "complete", "done"), (T3, "active", "x")])
+    await daemon({T1: {"type": "idle"}, T2: {"type": "idle"},
+                  T3: {"type": "active", "activeFlags": ["waitingOnUserInput"]}})
+    ts = by_id(await provider(home, tmp_path).discover())
+    assert ts[T1].state == "never-idle" and ts[T1].detail["goal_objective"] == "keep the suite green"
+    assert "goal active (auto-resumes)" in ts[T1].identified_by
+    assert ts[T2].state == "idle" and ts[T2].detail["goal_status"] == "complete"
+    assert ts[T3].state == "waiting"  # waiting on the operator beats the goal loop
+
+
+async def test_unreadable_sqlite_is_tolerated(home, tmp_path, holders):
+    lock(home, T1)
+    (home / "state_5.sqlite").write_text("this is not a database")
+    (home / "goals_1.sqlite").write_text("nor this")
+    index(home, (T1, "relay-a"))
+    holders(home / "thread-writer-locks" / f"{T1}.lock")
+    prov = provider(home, tmp_path)
+    (t,) = await prov.discover()
+    assert t.live and t.name == "relay-a"
+    assert any("state_5.sqlite unreadable" in n for n in prov.notes)
+    assert any("goals_1.sqlite unreadable" in n for n in prov.notes)
+
+
+async def test_missing_codex_home_gives_nothing(tmp_path):
+    assert await provider(tmp_path / "absent", tmp_path).discover() == []
+
+
+def test_session_index_tolerates_bad_lines(tmp_path):
+    p = tmp_path / "session_index.jsonl"
+    p.write_text('{"id":"a","thread_name":"x"}\nnot json\n[1]\n{"id":"a","thread_name":"y"}\n')
+    assert read_session_index(p) == {"a": {"id": "a", "thread_name": "y"}}
+    assert read_session_index(tmp_path / "absent") == {}
+
+
+# -- panes ------------------------------------------------------------------------------------------------
+
+
+def footer_pats():
+    return load_adapter("codex").screen.compiled("footer")
+
+
+def test_footer_name_is_taken_from_the_last_footer():
+    screen = "  m e · /old · stale\n› Ask Codex to do anything\n\n  fake-model default · /w · relay-a\n  ← for agents"
+    assert footer_thread_name(screen, footer_pats()) == "relay-a"
+    assert footer_thread_name("  fake-model default · /w\n", footer_pats()) is None
+
+
+async def test_no_daemon_tui_holder_is_rostered_to_its_pane(home, tmp_path, holders, tmux_server):
+    lock(home, T1)
+    sess = tmux_server.new_session(session_name="nd", attach=False,
+                                   window_command=f"exec {sys.executable} {holders.script} {home}/thread-writer-locks/{T1}.lock --no-daemon")
+    pane = sess.active_window.active_pane
+    for _ in range(100):
+        if (await provider(home, tmp_path).discover())[0].live:
+            break
+        await anyio.sleep(0.05)
+    (t,) = await provider(home, tmp_path, tmux_server).discover()
+    assert t.live and t.pane == pane.pane_id and "tmux" in t.transports
+    assert f"pane {pane.pane_id}: holder pid {t.pid} runs in it" in t.identified_by
+
+
+async def test_daemon_in_a_pane_is_never_rostered_by_ancestry(home, tmp_path, holders, tmux_server):
+    # While the first TUI lives the daemon is its child: its pane is not the thread's pane.
+    lock(home, T1)
+    sess = tmux_server.new_session(session_name="d", attach=False,
+                                   window_command=f"exec {sys.executable} {holders.script} {home}/thread-writer-locks/{T1}.lock")
+    pane_pid = int(sess.active_window.active_pane.pane_pid)
+    mark_daemon(home, pane_pid)
+    for _ in range(100):
+        t = (await provider(home, tmp_path, tmux_server).discover())[0]
+        if t.live:
+            break
+        await anyio.sleep(0.05)
+    assert t.live and t.detail["holder_kind"] == "daemon" and t.pane is None
+
+
+async def wait_screen(pane: libtmux.Pane, text: str) -> None:
+    for _ in range(100):
+        if text in "\n".join(pane.capture_pane()):
+            return
+        await anyio.sleep(0.05)
+    raise AssertionError(f"{text!r} never drawn")
+
+
+async def test_footer_names_the_thread_unique_among_panes(home, tmp_path, holders, daemon, tmux_server):
+    for t in (T1, T2, T3):
+        lock(home, t)
+    index(home, (T1, "relay-a"), (T2, "twin"), (T3, "twin"))
+    dpid = holders(*(home / "thread-writer-locks" / f"{t}.lock" for t in (T1, T2, T3)))
+    mark_daemon(home, dpid)
+    await daemon({T1: {"type": "idle"}, T2: {"type": "idle"}, T3: {"type": "idle"}})
+    codex = fake_codex_bin(tmp_path)
+    a = tmux_server.new_session(session_name="a", attach=False, window_command=f"{codex} relay-a").active_window.active_pane
+    b = tmux_server.new_session(session_name="b", attach=False, window_command=f"{codex} twin").active_window.active_pane
+    plain = tmux_server.new_session(session_name="c", attach=False,
+                                    window_command="printf '  fake-model default · /work · relay-a\\n'; sleep 600").active_window.active_pane
+    for p, name in ((a, "relay-a"), (b, "twin"), (plain, "relay-a")):
+        await wait_screen(p, f"/work · {name}")
+    ts = by_id(await provider(home, tmp_path, tmux_server).discover())
+    assert ts[T1].pane == a.pane_id  # the non-codex pane drawing the same text is not a candidate
+    assert f"pane {a.pane_id}: footer names thread 'relay-a'" in ts[T1].identified_by
+    assert ts[T1].transports == ("tmux",)
+    assert ts[T2].pane is None and ts[T3].pane is None  # one footer, two threads named twin
+    assert "shared by 2 thread(s)" in ts[T2].detail["pane_note"]
+
+
+async def test_two_panes_with_one_footer_roster_neither(home, tmp_path, holders, daemon, tmux_server):
+    lock(home, T1)
+    index(home, (T1, "relay-a"))
+    mark_daemon(home, holders(home / "thread-writer-locks" / f"{T1}.lock"))
+    await daemon({T1: {"type": "idle"}})
+    codex = fake_codex_bin(tmp_path)
+    panes = [tmux_server.new_session(session_name=n, attach=False, window_command=f"{codex} relay-a").active_window.active_pane
+             for n in ("x", "y")]
+    for p in panes:
+        await wait_screen(p, "/work · relay-a")
+    (t,) = await provider(home, tmp_path, tmux_server).discover()
+    assert t.live and t.pane is None and "tmux" not in t.transports
+    assert "1 thread(s) and 2 pane(s)" in t.detail["pane_note"]
+
+
+async def test_resume_uuid_in_argv_rosters_the_pane(home, tmp_path, holders, daemon, tmux_server):
+    lock(home, T1)
+    mark_daemon(home, holders(home / "thread-writer-locks" / f"{T1}.lock"))
+    await daemon({T1: {"type": "idle"}})
+    codex = fake_codex_bin(tmp_path)
+    p = tmux_server.new_session(session_name="r", attach=False, window_command=f"{codex} - resume {T1}").active_window.active_pane
+    await wait_screen(p, "/work")
+    (t,) = await provider(home, tmp_path, tmux_server).discover()
+    assert t.pane == p.pane_id and f"TUI started as `codex resume {T1}`" in t.identified_by
+
+
+async def test_own_address_from_codex_thread_id(tmp_path):
+    env = {"CODEX_HOME": str(tmp_path), "CODEX_THREAD_ID": T1, "HOME": str(tmp_path)}
+    me = CodexProvider(env=env).own_address()
+    assert me is not None and me.address == T1 and me.agent == "codex"
+    assert CodexProvider(env={"HOME": str(tmp_path)}).own_address() is None
+
+
+async def test_codex_home_is_resolved_once(home, tmp_path, monkeypatch):
+    prov = provider(home, tmp_path)
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
+    assert prov.home == home
+    assert CodexProvider(env={"HOME": str(tmp_path)}).home == tmp_path / ".codex"
+
+
+# -- refresh cost -------------------------------------------------------------------------------------------
+
+
+async def test_fifty_plus_fifty_records_refresh_well_under_a_second(home, tmp_path, holders, daemon):
+    live = [f"01a22c47-{i:04x}-7000-8000-000000000000" for i in range(50)]
+    dead = [f"01a22c48-{i:04x}-7000-8000-000000000000" for i in range(50)]
+    for t in live + dead:
+        lock(home, t)
+        rollout(home, t)
+    index(home, *((t, f"cx-{i}") for i, t in enumerate(live + dead)))
+    state_db(home, [{"id": t, "rollout_path": str(rollout(home, t)), "updated_at": i, "title": "t", "archived": 0}
+                    for i, t in enumerate(live + dead)])
+    goals_db(home, [(live[0], "active", "g")])
+    mark_daemon(home, holders(*(home / "thread-writer-locks" / f"{t}.lock" for t in live)))
+    await daemon({t: {"type": "idle"} for t in live})
+
+    cfg = tmp_path / "claude"
+    (cfg / "sessions").mkdir(parents=True)
+    sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(50)]
+    try:
+        for i, p in enumerate(sleepers):
+            (cfg / "sessions" / f"{p.pid}.json").write_text(json.dumps(
+                {"pid": p.pid, "procStart": proc_start(p.pid), "name": f"cc-{i}", "status": "idle", "sessionId": f"s{i}",
+                 "cwd": "/w", "kind": "interactive", "startedAt": 1}))
+        claude = real_claude()  # the real listing CLI when installed (adds ~0.2 s), else files only
+        env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), "CODEX_HOME": str(home),
+               "CLAUDE_CONFIG_DIR": str(cfg), "RELAY_CLAUDE_BIN": claude or str(tmp_path / "absent")}
+        roster = PaneRoster(env=env)
+        providers = [ClaudeProvider(env=env, panes=roster), CodexProvider(env=env, panes=roster)]
+        for p in providers:
+            await p.discover()  # warm
+        roster.invalidate()
+        t0 = time.perf_counter()
+        found = [t for p in providers for t in await p.discover()]
+        elapsed = time.perf_counter() - t0
+    finally:
+        for p in sleepers:
+            p.kill()
+            p.wait()
+    cx = [t for t in found if t.kind == "codex"]
+    assert len(cx) == 100 and sum(t.live for t in cx) == 50 and sum(t.live for t in found) == 100
+    assert by_id(cx)[live[0]].state == "never-idle"
+    assert elapsed < (0.8 if claude else 0.3), f"refresh took {elapsed:.3f}s"
+    how = "with `claude agents --json`" if claude else "registry files only"
+    print(f"refresh of 50 claude ({how}) + 100 codex (50 live, daemon status) records: {elapsed * 1000:.1f} ms",
+          file=sys.stderr)
