@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .agents.proc import proc_start
 from .envelope import Envelope, contains_halt
 from .errors import EnvelopeError, RelayError, TransportError
 from .ledger import InboxMessage, Ledger
@@ -43,16 +44,6 @@ WRAPPER = re.compile(
     r"^<cross-session-message(?P<attrs>[^>]*)>\n?(?P<body>.*?)\n?</cross-session-message>\s*$", re.DOTALL
 )
 ATTR = re.compile(r'([\w-]+)="([^"]*)"')
-
-
-def proc_start(pid: int) -> str | None:
-    """Field 22 of /proc/<pid>/stat (start time in clock ticks), or None if gone."""
-    try:
-        with open(f"/proc/{int(pid)}/stat", encoding="ascii", errors="replace") as f:
-            st = f.read()
-    except (OSError, ValueError):
-        return None
-    return st[st.rfind(")") + 2 :].split(" ")[19]
 
 
 def is_live(pid: int, start: str | None) -> bool:

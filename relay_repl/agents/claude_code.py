@@ -112,10 +112,11 @@ def munge_cwd(cwd: str) -> str:
     return f"{munged[:200]}-{_base36(abs(_java_hash(cwd)))}"
 
 
-def transcript_path(cfg: Path, cwd: str | None, session_id: str | None) -> Path | None:
+def transcript_path(cfg: Path | str, cwd: str | None, session_id: str | None) -> Path | None:
+    """`$CFG/projects/<munged cwd>/<sessionId>.jsonl` (claude-code.md section 4.1)."""
     if not cwd or not session_id:
         return None
-    return cfg / "projects" / munge_cwd(cwd) / f"{session_id}.jsonl"
+    return Path(cfg) / "projects" / munge_cwd(cwd) / f"{session_id}.jsonl"
 
 
 # -- provider ---------------------------------------------------------------------------------

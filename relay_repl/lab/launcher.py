@@ -40,13 +40,14 @@ from relay_repl.errors import LabError
 
 from . import procs
 from .install import VERIFIED_VERSIONS, bin_dir, install
+from relay_repl.agents.claude_code import transcript_path
+
 from .layout import (
     CLAUDE,
     CODEX,
     PANE_HEIGHT,
     PANE_WIDTH,
     Layout,
-    claude_transcript_path,
     codex_provider_id,
     session_names,
     tmux_socket_path,
@@ -599,7 +600,7 @@ def _wait_claude(lay: Layout, state: LabState, s: LabSession, deadline: float, p
             s.proc_start = rec.get("procStart")
             s.session_id = rec.get("sessionId")
             s.messaging_socket = rec.get("messagingSocketPath")
-            s.transcript = str(claude_transcript_path(lay.claude_config, rec.get("cwd") or s.cwd, s.session_id or ""))
+            s.transcript = str(transcript_path(lay.claude_config, rec.get("cwd") or s.cwd, s.session_id or ""))
             s.alive = s.ready = True
             progress(f"  {s.name}: claude pid {pid} registered, idle")
             return
@@ -675,7 +676,7 @@ def _refresh(lay: Layout, state: LabState) -> LabState:
                 s.session_id = rec.get("sessionId") or s.session_id
                 s.messaging_socket = rec.get("messagingSocketPath") or s.messaging_socket
                 if s.session_id:
-                    s.transcript = str(claude_transcript_path(lay.claude_config, rec.get("cwd") or s.cwd,
+                    s.transcript = str(transcript_path(lay.claude_config, rec.get("cwd") or s.cwd,
                                                               s.session_id))
             s.alive = info["dead"] != "1" and procs.is_alive(s.pid, s.proc_start)
         else:

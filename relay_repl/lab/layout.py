@@ -74,50 +74,6 @@ def tmux_socket_path(name: str, env: dict[str, str] | None = None, uid: int | No
     return Path(base) / f"tmux-{os.getuid() if uid is None else uid}" / name
 
 
-def _utf16_units(s: str) -> list[int]:
-    b = s.encode("utf-16-le", "surrogatepass")
-    return [int.from_bytes(b[i : i + 2], "little") for i in range(0, len(b), 2)]
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    for unit in _utf16_units(s):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def _base36(n: int) -> str:
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    if n == 0:
-        return "0"
-    out = []
-    while n:
-        n, r = divmod(n, 36)
-        out.append(digits[r])
-    return "".join(reversed(out))
-
-
-def munge_cwd(cwd: str) -> str:
-    """Claude's project folder name for a cwd (claude-code.md §4.1).
-
-    Every UTF-16 code unit outside [A-Za-z0-9] becomes `-`; a result longer than 200
-    is cut to 200 and gets `-` + base36(|javaHash(cwd)|).
-    """
-    munged = "".join(
-        chr(u) if (0x30 <= u <= 0x39 or 0x41 <= u <= 0x5A or 0x61 <= u <= 0x7A) else "-"
-        for u in _utf16_units(cwd)
-    )
-    if len(munged) <= 200:
-        return munged
-    return munged[:200] + "-" + _base36(abs(java_string_hash(cwd)))
-
-
-def claude_transcript_path(config_dir: Path | str, cwd: str, session_id: str) -> Path:
-    """`$CFG/projects/<munged cwd>/<sessionId>.jsonl`."""
-    return Path(config_dir) / "projects" / munge_cwd(cwd) / f"{session_id}.jsonl"
-
-
 def toml_str(s: str) -> str:
     """A TOML basic string (JSON escaping is a valid subset for these values)."""
     return json.dumps(s, ensure_ascii=False)

@@ -8,16 +8,12 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from relay_repl.agents.proc import proc_start as _proc_start
+
 
 def proc_start(pid: int | None) -> str | None:
     """Field 22 of /proc/<pid>/stat (start time in clock ticks), or None if gone."""
-    if not pid:
-        return None
-    try:
-        st = Path(f"/proc/{int(pid)}/stat").read_text()
-    except (OSError, ValueError):
-        return None
-    return st[st.rfind(")") + 2 :].split(" ")[19]
+    return _proc_start(pid) if pid else None
 
 
 def _stat_fields(pid: int) -> list[str] | None:

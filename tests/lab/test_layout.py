@@ -10,14 +10,13 @@ import pytest
 
 from relay_repl.errors import LabError, PolicyRefusal
 from relay_repl.lab import install, layout
+from relay_repl.agents.claude_code import _java_hash as java_string_hash, munge_cwd
+from relay_repl.agents.claude_code import transcript_path as claude_transcript_path
 from relay_repl.lab.layout import (
     CLAUDE,
     CODEX,
     LAB_API_KEY,
     Layout,
-    claude_transcript_path,
-    java_string_hash,
-    munge_cwd,
     parse_version,
     session_names,
     tmux_socket_name,
