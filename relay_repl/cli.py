@@ -149,14 +149,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_targets(args: argparse.Namespace) -> int:
+    from . import prefetch
+
+    prefetch.start()  # the listing runs while the imports below happen
     import anyio
     import json
 
-    from .app import make_session
+    from .agents import default_providers
+    from .discovery import StaticProvider, discover_all
 
     async def run() -> list:
-        session = make_session(fake=args.fake, approve=None, echo=None)
-        return await session.refresh()
+        # the providers alone: listing needs no gate, transports or ledger (what Session.refresh runs)
+        providers = list(default_providers())
+        if args.fake:
+            from .transports.fake import fake_target
+
+            providers.append(StaticProvider("fake", [fake_target()]))
+        return await discover_all(providers)
 
     targets = anyio.run(run)
     if args.json:
@@ -366,6 +375,11 @@ def _first_relay_error(group: BaseExceptionGroup):
 
 
 def main(argv: list[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    if "targets" in words[:3] and "--help" not in words and "-h" not in words:
+        from . import prefetch
+
+        prefetch.start()  # before anything else: the listing overlaps parsing and imports
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", _cmd_repl)

@@ -18,26 +18,8 @@ from .gate import ApproveFn, DenyGate
 from .ledger import Ledger
 from .plan import Plan
 from .target import KIND_PREFIX, Me, Target
+from .discovery import Provider, StaticProvider, discover_all
 from .transports.base import StageLog, Transport
-
-
-class Provider(Protocol):
-    """One agent kind's discovery: lists its targets (live and stale)."""
-
-    kind: str
-
-    async def discover(self) -> list[Target]: ...
-
-
-class StaticProvider:
-    """Targets known in advance (the in-memory demo target, tests)."""
-
-    def __init__(self, kind: str, targets: Sequence[Target]) -> None:
-        self.kind = kind
-        self._targets = list(targets)
-
-    async def discover(self) -> list[Target]:
-        return list(self._targets)
 
 
 def default_me() -> Me:
@@ -75,9 +57,7 @@ class Session:
 
     # -- discovery -------------------------------------------------------------
     async def refresh(self) -> list[Target]:
-        found: list[Target] = []
-        for provider in self.providers:
-            found.extend(await provider.discover())
+        found = await discover_all(self.providers)
         self._targets = found
         self._refreshed = True
         return found

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -160,15 +160,30 @@ class ClaudeProvider:
         self.claude_bin = claude_bin or self.env.get("RELAY_CLAUDE_BIN") or None
         self.panes = panes or PaneRoster(env=self.env)
         self.notes: list[str] = []
+        self.listing_ttl = 30.0
+        self._listing_cache: tuple[frozenset[tuple[int, str | None]], float, list[ListedAgent]] | None = None
 
     def __repr__(self) -> str:
         return f"<ClaudeProvider cfg={self.config_dir}>"
 
     # -- the listing ---------------------------------------------------------------------
     def _binary(self) -> str | None:
-        if self.claude_bin:
-            return self.claude_bin if os.access(self.claude_bin, os.X_OK) else None
-        return shutil.which("claude", path=self.env.get("PATH"))
+        from ..prefetch import claude_binary
+
+        return claude_binary(self.env, self.claude_bin)
+
+    async def _run_listing(self, exe: str, env: dict[str, str], timeout: float) -> tuple[int, bytes, bytes]:
+        """The listing's exit code and output: a prefetched process (`prefetch.start`) if one
+        matches this binary and config dir, else a fresh run."""
+        from .. import prefetch
+
+        pre = prefetch.take(exe, env.get("CLAUDE_CONFIG_DIR", ""))
+        if pre is not None:
+            out, err = await anyio.to_thread.run_sync(lambda: pre.communicate(timeout=timeout))
+            return pre.returncode, out, err
+        with anyio.fail_after(timeout):
+            cp = await anyio.run_process([exe, "agents", "--json"], check=False, env=env, stdin=subprocess.DEVNULL)
+        return cp.returncode, cp.stdout, cp.stderr
 
     async def list_agents(self) -> tuple[list[ListedAgent] | None, str]:
         """Run `claude agents --json` once. (None, why) when it cannot be used."""
@@ -181,23 +196,40 @@ class ClaudeProvider:
             env["CLAUDE_CONFIG_DIR"] = str(self.config_dir)
         timeout = self.adapter.listing.timeout_seconds if self.adapter.listing else 10.0
         try:
-            with anyio.fail_after(timeout):
-                cp = await anyio.run_process([exe, "agents", "--json"], check=False, env=env,
-                                             stdin=subprocess.DEVNULL)
-        except TimeoutError:
+            code, stdout, stderr = await self._run_listing(exe, env, timeout)
+        except (TimeoutError, subprocess.TimeoutExpired):
             return None, f"`claude agents --json` timed out after {timeout:g}s"
         except OSError as exc:
             return None, f"`claude agents --json` failed to start ({exc.strerror or exc})"
-        if cp.returncode != 0:
-            err = cp.stderr.decode("utf-8", "replace").strip().splitlines()
-            return None, f"`claude agents --json` exited {cp.returncode}" + (f": {err[-1][:120]}" if err else "")
+        if code != 0:
+            err = stderr.decode("utf-8", "replace").strip().splitlines()
+            return None, f"`claude agents --json` exited {code}" + (f": {err[-1][:120]}" if err else "")
         try:
-            raw = json.loads(cp.stdout)
+            raw = json.loads(stdout)
             if not isinstance(raw, list):
                 raise ValueError("not a JSON list")
             return [ListedAgent.model_validate(x) for x in raw], "claude agents --json"
         except (ValueError, ValidationError) as exc:
             return None, f"`claude agents --json` printed unparseable output ({str(exc).splitlines()[0][:80]})"
+
+    async def _listing(self, records: dict[int, SessionRecord]) -> tuple[list[ListedAgent] | None, str]:
+        """The listing, re-run only when it could have changed.
+
+        Membership is what the listing is authoritative for; states and sockets are
+        read from the records on every refresh anyway. So while the set of records
+        that pass the liveness rule (pid + procStart) is the one the last listing saw,
+        and that listing is under `listing_ttl` old, it is reused: a warm refresh
+        spawns no process.
+        """
+        key = frozenset((pid, None if r.procStart is None else str(r.procStart))
+                        for pid, r in records.items() if same_process(r.pid, r.procStart)[0])
+        cache = self._listing_cache
+        now = time.monotonic()
+        if cache is not None and cache[0] == key and now - cache[1] < self.listing_ttl:
+            return cache[2], f"claude agents --json ({now - cache[1]:.0f}s ago; live records unchanged since)"
+        listed, how = await self.list_agents()
+        self._listing_cache = (key, now, listed) if listed is not None else None
+        return listed, how
 
     # -- the registry files ----------------------------------------------------------------
     def _read_records(self) -> tuple[dict[int, SessionRecord], dict[str, str]]:
@@ -266,7 +298,7 @@ class ClaudeProvider:
         # Files first, then the listing: a session that starts in between shows up in
         # the listing and its record is read on demand below.
         records, broken = self._read_records()
-        listed, how = await self.list_agents()
+        listed, how = await self._listing(records)
         listing_ok = listed is not None
         self.notes = [how]
         listed_pids = {a.pid for a in listed or []}

@@ -1,0 +1,137 @@
+"""Discovery cost: `relay targets --json` on 50 Claude records and 50 Codex threads,
+against `claude agents --json` alone on the same records.
+
+    .venv/bin/python -m bench.targets [--runs 10]
+
+Fixture (real files, real processes): 25 live Claude records (pids of running
+`sleep` processes with their real procStart) and 25 stale ones (dead pids);
+50 Codex threads with names and rollouts, 25 of whose locks are really flocked
+by a helper process. Reported as ratios of medians to the anchor:
+- cold: a fresh `relay targets --json` process (goal <= 1.5x);
+- warm: `await session.refresh()` inside one long-lived process, as in the REPL (goal <= 0.25x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+HOLDER = """
+import fcntl, sys, time
+fs = [open(p, 'a') for p in sys.argv[1:]]
+for f in fs: fcntl.flock(f, fcntl.LOCK_EX)
+print('held', flush=True)
+time.sleep(3600)
+"""
+
+
+def proc_start(pid: int) -> str:
+    st = Path(f"/proc/{pid}/stat").read_text()
+    return st[st.rfind(")") + 2:].split(" ")[19]
+
+
+def build(root: Path) -> tuple[dict[str, str], list[subprocess.Popen]]:
+    procs: list[subprocess.Popen] = []
+    cfg = root / "claude"
+    (cfg / "sessions").mkdir(parents=True)
+    now = int(time.time() * 1000)
+    for i in range(50):
+        if i < 25:
+            p = subprocess.Popen(["sleep", "3600"])
+            procs.append(p)
+            pid, start = p.pid, proc_start(p.pid)
+        else:
+            pid, start = 3_900_000 + i, "12345"
+        rec = {"pid": pid, "sessionId": str(uuid.uuid4()), "cwd": f"/work/p{i}", "startedAt": now, "procStart": start,
+               "version": "2.1.328", "peerProtocol": 1, "kind": "interactive", "entrypoint": "cli",
+               "messagingSocketPath": f"{root}/socks/{pid}.sock", "name": f"s{i:02d}", "nameSource": "user",
+               "status": "idle", "updatedAt": now}
+        (cfg / "sessions" / f"{pid}.json").write_text(json.dumps(rec))
+    home = root / "codex"
+    (home / "thread-writer-locks").mkdir(parents=True)
+    day = home / "sessions" / "2026" / "11" / "30"
+    day.mkdir(parents=True)
+    locks = []
+    with open(home / "session_index.jsonl", "w") as idx:
+        for i in range(50):
+            tid = str(uuid.uuid4())
+            idx.write(json.dumps({"id": tid, "thread_name": f"t{i:02d}", "updated_at": "2026-11-30T10:00:00Z"}) + "\n")
+            (day / f"rollout-2026-11-30T10-00-00-{tid}.jsonl").write_text(
+                json.dumps({"type": "session_meta", "payload": {"id": tid, "cwd": "/w"}}) + "\n")
+            lock = home / "thread-writer-locks" / f"{tid}.lock"
+            lock.touch()
+            if i < 25:
+                locks.append(str(lock))
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, *locks], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    procs.append(holder)
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(cfg), "CODEX_HOME": str(home), "RELAY_HOME": str(root / "relay"),
+           "TMUX": "", "RELAY_TMUX_SOCKET": f"relay-bench-none-{os.getpid()}"}
+    return env, procs
+
+
+def timed(cmd: list[str], env: dict[str, str], runs: int) -> tuple[float, str]:
+    out, samples = "", []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        cp = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        samples.append(time.perf_counter() - t0)
+        out = cp.stdout
+    return statistics.median(samples), out
+
+
+def warm(env: dict[str, str], runs: int) -> tuple[float, int]:
+    os.environ.update(env)
+    import anyio
+
+    from relay_repl.app import make_session
+
+    async def go() -> tuple[float, int]:
+        s = make_session(echo=None)
+        await s.refresh()
+        samples = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            found = await s.refresh()
+            samples.append(time.perf_counter() - t0)
+        return statistics.median(samples), sum(t.live for t in found)
+
+    return anyio.run(go)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=10)
+    args = ap.parse_args()
+    from relay_repl.lab.install import bin_dir
+
+    claude = str(bin_dir() / "claude")
+    with tempfile.TemporaryDirectory(prefix="relay-bench-targets-") as tmp:
+        env, procs = build(Path(tmp))
+        env["PATH"] = f"{bin_dir()}:{env['PATH']}"
+        try:
+            anchor, listing = timed([claude, "agents", "--json"], env, args.runs)
+            cold, out = timed([str(Path(sys.executable).parent / "relay"), "targets", "--json"], env, args.runs)
+            w, live = warm(env, args.runs * 3)
+        finally:
+            for p in procs:
+                p.kill()
+    targets = json.loads(out)
+    n_live = sum(t["live"] for t in targets)
+    print(f"fixture: 50 Claude records ({len(json.loads(listing))} listed live), 50 Codex threads; "
+          f"relay found {len(targets)} targets, {n_live} live (warm: {live})")
+    print(f"anchor  claude agents --json      median {anchor * 1000:7.1f} ms")
+    print(f"cold    relay targets --json      median {cold * 1000:7.1f} ms  = {cold / anchor:.2f}x  (goal <= 1.5x)")
+    print(f"warm    await session.refresh()   median {w * 1000:7.1f} ms  = {w / anchor:.2f}x  (goal <= 0.25x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Start `claude agents --json` before the heavy imports, so it overlaps them.
+
+`relay targets` is a cold start: about 0.14 s of Python imports, then the
+listing, which is a node process of its own (~0.16 s). Started first, the two
+run side by side. Standard library only: this module is imported before
+pydantic and friends.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+_pending: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
+
+
+def claude_binary(env: dict[str, str] | os._Environ[str], explicit: str | None = None) -> str | None:
+    """The `claude` that discovery runs: an explicit path, $RELAY_CLAUDE_BIN, or PATH."""
+    exe = explicit or env.get("RELAY_CLAUDE_BIN")
+    if exe:
+        return exe if os.access(exe, os.X_OK) else None
+    return shutil.which("claude", path=env.get("PATH"))
+
+
+def start(env: dict[str, str] | None = None) -> None:
+    """Launch the listing now; `take()` hands its process to the provider later."""
+    environ = dict(os.environ if env is None else env)
+    exe = claude_binary(environ)
+    if exe is None:
+        return
+    key = (exe, environ.get("CLAUDE_CONFIG_DIR", ""))
+    if key in _pending:
+        return
+    try:
+        _pending[key] = subprocess.Popen([exe, "agents", "--json"], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ)
+    except OSError:
+        pass
+
+
+def take(exe: str, config_dir: str) -> subprocess.Popen[bytes] | None:
+    return _pending.pop((exe, config_dir), None)
