@@ -3,14 +3,15 @@
 - Inside Codex: `$CODEX_THREAD_ID` (injected into every command Codex runs).
   Never `$TMUX_PANE` there: Codex commands inherit the daemon's environment,
   which can name another session's pane (codex.md section 1).
-- Inside Claude Code: the session's name from its registry record
+- Inside Claude Code: the session's name from its live registry record
   (`$CFG/sessions/$CLAUDE_PID.json`), inbox `$CLAUDE_CODE_MESSAGING_SOCKET`.
 - Otherwise: the operator, `user.host.pid`, whose inbox is the REPL's socket.
+
+The agent-specific rules live with each adapter (`agents.detect_me`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -22,21 +23,7 @@ def claude_config_dir() -> Path:
 
 
 def own_address(environ: dict[str, str] | None = None) -> Me:
-    env = os.environ if environ is None else environ
-    thread = env.get("CODEX_THREAD_ID")
-    if thread:
-        return Me(role="peer", agent="codex", address=thread, inbox=None)
-    sock = env.get("CLAUDE_CODE_MESSAGING_SOCKET")
-    if sock:
-        name = None
-        pid = env.get("CLAUDE_PID")
-        if pid and pid.isdigit():
-            cfg = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME", "~")).expanduser() / ".claude")
-            try:
-                name = json.loads((cfg / "sessions" / f"{pid}.json").read_text()).get("name")
-            except (OSError, ValueError):
-                name = None
-        return Me(role="peer", agent="claude-code", address=name or sock, inbox=sock)
+    from .agents import detect_me
     from .session import default_me
 
-    return default_me()
+    return detect_me(environ) or default_me()

@@ -130,7 +130,7 @@ async def test_relay_reply_reaches_the_inbox_with_hop_plus_one(relay_home):
         assert "replied to op-3 as thread-9-1 (hop 1)" in res.stdout
         await wait_until(lambda: inbox.received)
         env = Envelope.parse(inbox.received[0].line)
-        assert (env.sender, env.to, env.id, env.hop, env.body) == ("peer:codex@thread-9", "operator", "thread-9-1", 1, "all green")
+        assert (env.sender, env.to, env.id, env.hop, env.body) == ("agent:codex@thread-9", "operator", "thread-9-1", 1, "all green")
 
         # an id the operator never sent is refused, and nothing arrives
         res = await anyio.to_thread.run_sync(lambda: relay_cli("reply", "op-99", "x", env={"CODEX_THREAD_ID": "t"}))

@@ -372,4 +372,4 @@ class ClaudeProvider:
             return None
         if not same_process(rec.pid, rec.procStart)[0] or not rec.name:
             return None
-        return Me(role="agent", agent="claude", address=rec.name, inbox=sock)
+        return Me(role="agent", agent=KIND, address=rec.name, inbox=sock)

@@ -167,5 +167,5 @@ async def test_a_codex_agent_answers_with_relay_reply(lab):
                 await anyio.sleep(0.2)
         env = Envelope.parse(inbox.received[0].line)
         thread = (await s.target(CODEX)).address
-        assert (env.sender, env.hop, env.body) == (f"peer:codex@{thread}", 1, "tests pass, from codex")
+        assert (env.sender, env.hop, env.body) == (f"agent:codex@{thread}", 1, "tests pass, from codex")
     await wait_idle("beta")
