@@ -168,6 +168,7 @@ def _cmd_targets(args: argparse.Namespace) -> int:
         return await discover_all(providers)
 
     targets = anyio.run(run)
+    _clean_crashed_inboxes()
     if args.json:
         print(json.dumps([_target_json(t) for t in targets], indent=1))
         return 0
@@ -294,12 +295,20 @@ def _use_lab() -> None:
     os.environ.update(env())
 
 
+def _clean_crashed_inboxes() -> None:
+    """Remove what a killed relay REPL left (its socket, its entry in Claude's registry)."""
+    from .inbox import clean_stale
+
+    clean_stale(echo=lambda line: print(f"relay: {line}", file=sys.stderr))
+
+
 def _cmd_whoami(args: argparse.Namespace) -> int:
     import json
 
     from .inbox import read_records
     from .whoami import own_address
 
+    _clean_crashed_inboxes()
     me = own_address()
     inboxes = [r.model_dump() for r in read_records() if r.live]
     if args.json:
