@@ -116,3 +116,31 @@ async def test_repr_shows_address_targets_and_open_deliveries(tmp_path):
     await s.refresh()
     r = repr(s)
     assert "operator:relay@me" in r and "fake:inbox (idle)" in r and "deliveries: 0" in r
+
+
+async def test_forwarding_a_pasted_envelope(tmp_path):
+    s, mem, gate, led = mk([True, True], tmp_path=tmp_path)
+    line = Envelope.make(sender="agent:codex@t9", to="peer", id="t9-4", hop=1, want="reply", body="pass it on").compose()
+    d = await s.forward("fake:inbox", line)
+    assert d.outcome == "delivered"
+    fwd = Envelope.parse(mem.received[0])
+    assert (fwd.id, fwd.sender, fwd.hop, fwd.body) == ("t9-4", "agent:codex@t9", 2, "pass it on")
+    # the same id again is a duplicate: logged, not forwarded, and the gate is never asked
+    with pytest.raises(LoopHalt, match="duplicate dropped"):
+        await s.forward("fake:inbox", line)
+    assert len(gate.shown) == 1 and len(mem.received) == 1
+    assert led.events(kind="duplicate")[0].relay_id == "t9-4"
+
+
+async def test_forwarding_stops_at_the_hop_cap_and_on_relay_halt(tmp_path):
+    s, mem, gate, led = mk([True], tmp_path=tmp_path)
+    capped = Envelope.make(sender="agent:codex@t9", to="peer", id="t9-5", hop=4, body="again").compose()
+    with pytest.raises(LoopHalt, match="cap is 4"):
+        await s.forward("fake:inbox", capped)
+    halt = Envelope.make(sender="agent:codex@t9", to="peer", id="t9-6", hop=0, body="relay-halt now").compose()
+    with pytest.raises(LoopHalt, match="relay-halt"):
+        await s.forward("fake:inbox", halt)
+    assert led.active_halt() is not None
+    assert gate.shown == [] and mem.received == []
+    with pytest.raises(UsageError, match="not a relay envelope"):
+        await s.forward("fake:inbox", "plain text")
