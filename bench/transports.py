@@ -1,0 +1,92 @@
+"""Per transport: time from the operator's approval to confirmed delivery, idle target, in the lab.
+
+    .venv/bin/python -m bench.transports [--runs 10]
+
+The clock starts when the gate returns yes and stops when the transport has
+read receiver evidence (transcript record / rollout turn). Goals: socket
+<= 0.5 s, tmux <= 1.0 s, codex-queue <= 1.0 s. For scale the seed measured
+0.886 s to the model over the socket and 3.264 s for staged tmux input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+GOALS = {"claude-code-socket": 0.5, "claude-code-message": 0.5, "codex-queue": 1.0, "tmux": 1.0}
+
+
+async def measure(transport: str, spec: str, lab_name: str, runs: int) -> list[float]:
+    import anyio
+
+    from relay_repl.app import make_session
+    from relay_repl.inbox import Inbox
+    from relay_repl.lab import helpers
+
+    approved_at: list[float] = []
+
+    async def approve(plan) -> bool:
+        approved_at.append(time.perf_counter())
+        return True
+
+    s = make_session(approve=approve, echo=None)
+    out = []
+    async with anyio.create_task_group() as tg:
+        inbox = Inbox(s.ledger, address=s.me.address, sender=s.me.sender)
+        await inbox.listen(tg)
+        s.attach_inbox(inbox)
+        if transport == "claude-code-message":
+            await s.register_inbox()
+        try:
+            for i in range(runs):
+                await anyio.to_thread.run_sync(lambda: helpers.wait_idle(lab_name, timeout=60))
+                await s.refresh()
+                d = await s.send(spec, f"bench {transport} {i}", transport=transport, timeout=30)
+                done = time.perf_counter()
+                if d.outcome != "delivered":
+                    raise SystemExit(f"{transport}: run {i} not delivered: {d.summary()}")
+                out.append(done - approved_at[-1])
+        finally:
+            await inbox.close()
+            tg.cancel_scope.cancel()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--only", nargs="*", help="transports to measure (default: all available)")
+    args = ap.parse_args()
+    import anyio
+
+    from relay_repl import paths
+    from relay_repl.lab import launcher
+
+    os.environ.setdefault("RELAY_LAB_CLIENTS", str(paths.clients_dir()))
+    cases = [("claude-code-socket", "claude:alpha", "alpha"), ("claude-code-message", "claude:alpha", "alpha"),
+             ("codex-queue", "codex:beta", "beta"), ("tmux", "claude:alpha", "alpha"), ("tmux", "codex:beta", "beta")]
+    with tempfile.TemporaryDirectory(prefix="relay-bench-tx-") as home:
+        os.environ["RELAY_HOME"] = home
+        launcher.up(claude=1, codex=1, progress=lambda m: None)
+        os.environ.update(launcher.env())
+        try:
+            for transport, spec, name in cases:
+                if args.only and transport not in args.only:
+                    continue
+                try:
+                    t = anyio.run(measure, transport, spec, name, args.runs)
+                except SystemExit as exc:
+                    print(f"{transport:<20} {spec:<13} FAILED: {exc}")
+                    continue
+                med = statistics.median(t)
+                print(f"{transport:<20} {spec:<13} median {med * 1000:6.0f} ms  (min {min(t) * 1000:.0f}, max "
+                      f"{max(t) * 1000:.0f}, n={len(t)})  = {med / GOALS[transport]:.2f}x of the {GOALS[transport]:.1f} s goal")
+        finally:
+            launcher.down(progress=lambda m: None)
+
+
+if __name__ == "__main__":
+    main()
