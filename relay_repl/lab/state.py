@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import computed_field, BaseModel, ConfigDict, Field, ValidationError
 
 Kind = Literal["claude-code", "codex"]
 
@@ -58,6 +58,12 @@ class LabSession(_Model):
     thread_id: str | None = None
     daemon_pid: int | None = None
     provider: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pane(self) -> str | None:
+        """The tmux pane id, under the name `relay targets --json` uses too."""
+        return self.pane_id
 
 
 class LabState(_Model):
