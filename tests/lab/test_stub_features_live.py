@@ -1,0 +1,101 @@
+"""Live: the stub's scripted features against the real clients — a scripted busy hold,
+and a SendMessage from one Claude lab agent reaching another."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import pytest
+
+from relay_repl import paths
+from relay_repl.lab import helpers, launcher
+from relay_repl.lab.stubs.client import SyncStubClient, send_message_rule
+
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture(scope="module")
+def lab_home(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RELAY_LAB_CLIENTS", os.environ.get("RELAY_LAB_CLIENTS") or str(paths.clients_dir()))
+    home = tmp_path_factory.mktemp("stub-features-lab")
+    mp.setenv("RELAY_HOME", str(home))
+    yield home
+    try:
+        launcher.down(progress=lambda m: None)
+    finally:
+        mp.undo()
+        shutil.rmtree(home / "lab" / "cache", ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _in_lab_home(request, lab_home, monkeypatch):
+    request.getfixturevalue("relay_home")
+    monkeypatch.setenv("RELAY_HOME", str(lab_home))
+
+
+@pytest.fixture(scope="module")
+def lab(lab_home):
+    if not shutil.which("tmux"):
+        pytest.skip("tmux not installed")
+    return launcher.ensure_lab(claude=2, codex=1, progress=lambda m: None)
+
+
+def status_of(lab, name: str) -> str:
+    s = launcher.status().session(name)
+    rec = json.loads((launcher.layout().claude_config / "sessions" / f"{s.pid}.json").read_text())
+    return rec.get("status")
+
+
+def type_into(name: str, text: str) -> None:
+    p = helpers.pane(name)
+    p.send_keys(text, enter=False, literal=True)
+    time.sleep(0.2)
+    p.send_keys("Enter", enter=False)
+
+
+def test_a_scripted_hold_keeps_each_client_busy_then_idle(lab):
+    stub = SyncStubClient(launcher.status().stub.control)
+    stub.hold("alpha", 4, text="held reply", match="hold me")
+    stub.hold("gamma", 4, text="held reply", match="hold me")
+    t0 = time.monotonic()
+    type_into("alpha", "hold me please")
+    type_into("gamma", "hold me please")
+    time.sleep(1.5)
+    assert status_of(lab, "alpha") == "busy"
+    assert "esc to interrupt" in helpers.capture("gamma")
+    helpers.wait_idle("alpha", 30)
+    helpers.wait_idle("gamma", 30)
+    assert time.monotonic() - t0 >= 3.5
+    assert status_of(lab, "alpha") == "idle"
+    for name in ("alpha", "gamma"):
+        assert "held reply" in helpers.capture(name)
+
+
+def test_sendmessage_from_one_claude_agent_reaches_another(lab):
+    st = launcher.status()
+    stub = SyncStubClient(st.stub.control)
+    stub.clear_requests("beta")
+    stub.add_rule("alpha", send_message_rule("beta", "lab hello from alpha to beta", match="greet beta"))
+    type_into("alpha", "greet beta natively")
+    reqs = stub.requests("beta", kind="main", min_count=1, timeout=30)
+    assert any("lab hello from alpha to beta" in json.dumps(r.body) for r in reqs)
+    beta = st.session("beta")
+    deadline = time.monotonic() + 20
+    origin = None
+    while origin is None and time.monotonic() < deadline:
+        if os.path.exists(beta.transcript):
+            for line in open(beta.transcript, encoding="utf-8"):
+                d = json.loads(line)
+                o = d.get("origin") or (d.get("attachment") or {}).get("origin")
+                if o and o.get("kind") == "peer" and "lab hello from alpha" in line:
+                    origin = o
+        time.sleep(0.2)
+    assert origin is not None, "beta's transcript has no peer origin record"
+    assert origin["verifiedPeerPid"] == st.session("alpha").pid
+    assert origin.get("name") == "alpha"
+    helpers.wait_idle("alpha", 30)
+    helpers.wait_idle("beta", 30)
