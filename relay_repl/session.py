@@ -17,7 +17,7 @@ from .errors import AmbiguousTarget, LoopHalt, PolicyRefusal, StaleTarget, Unkno
 from .gate import ApproveFn, DenyGate
 from .ledger import Ledger
 from .plan import Plan
-from .target import KIND_PREFIX, Me, Target
+from .target import Me, Target
 from .discovery import Provider, StaticProvider, discover_all
 from .transports.base import StageLog, Transport
 
@@ -86,10 +86,13 @@ class Session:
             prefix, sep, name = spec.partition(":")
             if not sep:
                 raise UsageError(f"target {spec!r} needs a kind: claude:{spec} or codex:{spec} (see `relay targets`)")
-            kinds = [k for k, p in KIND_PREFIX.items() if p == prefix or k == prefix]
-            if not kinds:
-                raise UsageError(f"unknown kind {prefix!r} in {spec!r}: use claude:, codex: or %<pane id>")
-            hits = [t for t in self._targets if t.kind in kinds and (t.name == name or t.address == name)]
+            # prefixes come from the adapters via their targets: a new agent needs no change here
+            of_kind = [t for t in self._targets if prefix in (t.prefix or t.kind, t.kind)]
+            if not of_kind:
+                known = sorted({t.prefix or t.kind for t in self._targets}) or ["claude", "codex"]
+                raise UsageError(f"no discovered target of kind {prefix!r} in {spec!r}: use "
+                                 f"{', '.join(k + ':' for k in known)} or %<pane id>")
+            hits = [t for t in of_kind if t.name == name or t.address == name]
         live = [t for t in hits if t.live]
         if len(live) == 1:
             return live[0]

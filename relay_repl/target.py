@@ -8,15 +8,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 TargetState = Literal["idle", "busy", "waiting", "unknown", "never-idle"]
 
-KIND_PREFIX = {"claude-code": "claude", "codex": "codex", "fake": "fake"}
-
-
 class Target(BaseModel):
     """A discovered session: who it is, whether it lives, how it can be reached."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: str = Field(description="'claude-code', 'codex', or another adapter's kind")
+    prefix: str | None = Field(default=None, description="What an operator types before the name (the adapter's), "
+                               "e.g. 'claude'; the kind when unset")
     name: str
     address: str = Field(description="How the transports reach it: socket path, thread id, pane id...")
     pid: int | None = None
@@ -30,7 +29,7 @@ class Target(BaseModel):
     @property
     def spec(self) -> str:
         """The string an operator types to name it: `claude:alpha`, `codex:<name>`."""
-        return f"{KIND_PREFIX.get(self.kind, self.kind)}:{self.name}"
+        return f"{self.prefix or self.kind}:{self.name}"
 
     def describe(self) -> str:
         bits = [self.spec]

@@ -69,7 +69,7 @@ async def test_halt_blocks_before_the_gate(tmp_path):
 
 def _t(name, live=True, pid=1, transports=None):
     # as discovery reports them: a stale record offers no transport
-    return Target(kind="claude-code", name=name, address=f"/s/{pid}.sock", pid=pid, live=live, state="idle",
+    return Target(kind="claude-code", prefix="claude", name=name, address=f"/s/{pid}.sock", pid=pid, live=live, state="idle",
                   transports=transports if transports is not None else (("memory",) if live else ()),
                   identified_by="test")
 
@@ -81,7 +81,7 @@ async def test_resolution_errors_are_one_line_and_say_what_to_do(tmp_path):
         ("claude:dead", StaleTarget, "stale"),
         ("claude:zeta", UnknownTarget, "relay targets"),
         ("alpha", UsageError, "needs a kind"),
-        ("cursor:x", UsageError, "unknown kind"),
+        ("cursor:x", UsageError, "no discovered target of kind"),
         ("", UsageError, "empty target"),
     ]
     for spec, exc, text in cases:

@@ -322,7 +322,7 @@ class ClaudeProvider:
                 live, why = False, f"{why}, but `claude agents --json` does not list it (started or exited during the refresh?); refresh"
             if not live:
                 detail["stale_reason"] = why
-                targets.append(Target(kind=KIND, name=name, address=rec.messagingSocketPath or "", pid=rec.pid,
+                targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=rec.messagingSocketPath or "", pid=rec.pid,
                                       live=False, state="unknown", pane=None, transports=(),
                                       identified_by=f"{rel}: stale, {why}", detail=detail))
                 continue
@@ -342,7 +342,7 @@ class ClaudeProvider:
             state = self._status(rec)
             source = "claude agents --json" if listing_ok else f"registry files only ({how})"
             targets.append(Target(
-                kind=KIND, name=name, address=rec.messagingSocketPath or "", pid=rec.pid, live=True,
+                kind=KIND, prefix=self.adapter.prefix, name=name, address=rec.messagingSocketPath or "", pid=rec.pid, live=True,
                 state=state,  # type: ignore[arg-type]
                 pane=pane.pane_id if pane else None, transports=tuple(transports),
                 identified_by=f"{source} + {rel} ({why})" + (f"; pane {pane.pane_id} has pane_pid {rec.pid}" if pane else ""),
@@ -350,7 +350,7 @@ class ClaudeProvider:
             ))
         for stem, why in sorted(broken.items()):
             pid = int(stem) if stem.isdigit() else None
-            targets.append(Target(kind=KIND, name=stem, address="", pid=pid, live=False, state="unknown",
+            targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=stem, address="", pid=pid, live=False, state="unknown",
                                   identified_by=f"unreadable registry record: {why}",
                                   detail={"stale_reason": why, "unreadable": True}))
         return targets

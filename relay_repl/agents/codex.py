@@ -474,7 +474,7 @@ class CodexProvider:
                 why = "not loaded (lock free)" if t.lock else "not loaded (no lock file)"
                 detail["stale_reason"] = why
                 evidence.append(why)
-                targets.append(Target(kind=KIND, name=name, address=tid, pid=None, live=False, state="unknown",
+                targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=tid, pid=None, live=False, state="unknown",
                                       transports=tuple(transports), identified_by="; ".join(evidence), detail=detail))
                 continue
             kind = kinds[tid]
@@ -506,7 +506,7 @@ class CodexProvider:
                 evidence.append(f"pane {pane.pane_id}: {pane_why[tid]}")
             elif tid in pane_notes:
                 detail["pane_note"] = pane_notes[tid]
-            targets.append(Target(kind=KIND, name=name, address=tid, pid=pid, live=True,
+            targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=tid, pid=pid, live=True,
                                   state=state,  # type: ignore[arg-type]
                                   pane=pane.pane_id if pane else None, transports=tuple(transports),
                                   identified_by="; ".join(evidence), detail=detail))
