@@ -1,0 +1,234 @@
+"""Values the screen classifiers read and return, plus a tiny SGR reader.
+
+Why values and not a live pane: a classifier that only sees a `Snapshot` is a pure
+function, so every screen the real clients ever showed us can be replayed from a
+recorded capture (tests/screens/captures/<client-version>/) and a new client
+release that changes its screen becomes a failing test, not a mistyped message.
+
+A snapshot keeps the pane's rows exactly as tmux shows them (row i is screen row
+i, so `cursor_y` indexes `lines`); both TUIs word-wrap their own composer with a
+two-space continuation indent, so `capture-pane -J` would join nothing there and
+the classifiers join composer rows themselves. The `-e` capture (`esc_lines`) is
+kept because some facts exist only as attributes: a placeholder is drawn dim
+(SGR 2) and must never be read as an operator's draft.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Kind = Literal["idle", "busy", "unknown"]
+Composer = Literal["empty", "draft", "absent", "unknown"]
+
+BLOCKERS = (
+    "dead",          # the pane's process exited (remain-on-exit keeps the pane)
+    "copy-mode",     # tmux copy/view mode: keys would drive tmux, not the client
+    "dialog",        # a permission/approval prompt: keys would answer it
+    "overlay",       # any other modal layer (shortcuts help, popups, transcript browser, warnings)
+    "slash-menu",    # the command popup: Enter would run a command
+    "shell-mode",    # `!` mode: Enter would run a shell command
+    "draft",         # the composer holds text we did not type (never overwrite it)
+    "reconnecting",  # Codex lost its app-server daemon
+    "no-composer",   # no composer recognised where it must be
+    "composer-unknown",  # a composer, but its content cannot be read safely
+)
+
+
+class Snapshot(BaseModel):
+    """One consistent reading of a pane: rows, rows with SGR escapes, and tmux formats."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    lines: list[str] = Field(description="capture-pane -p: one string per screen row (no -J), row i = screen row i")
+    esc_lines: list[str] | None = Field(default=None, description="capture-pane -p -e, same rows; None if not captured")
+    cursor_x: int = 0
+    cursor_y: int = 0
+    pane_in_mode: bool = False
+    pane_mode: str = ""
+    alternate_on: bool = False
+    pane_current_command: str = ""
+    pane_pid: int | None = None
+    pane_dead: bool = False
+    pane_width: int | None = None
+    pane_height: int | None = None
+    pane_id: str | None = None
+    taken_at: float = Field(default_factory=time.time)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(ln.rstrip() for ln in self.lines)
+
+    def excerpt(self, n: int = 14) -> str:
+        """The bottom `n` non-blank rows (what a human would look at), for evidence."""
+        rows = [ln.rstrip() for ln in self.lines if ln.strip()]
+        return "\n".join(rows[-n:])
+
+    def meta(self) -> dict[str, object]:
+        """The tmux format values, for evidence and for capture sidecars."""
+        return {
+            "cursor_x": self.cursor_x, "cursor_y": self.cursor_y, "pane_in_mode": self.pane_in_mode,
+            "pane_mode": self.pane_mode, "alternate_on": self.alternate_on,
+            "pane_current_command": self.pane_current_command, "pane_pid": self.pane_pid,
+            "pane_dead": self.pane_dead, "pane_width": self.pane_width, "pane_height": self.pane_height,
+        }
+
+
+class ScreenReading(BaseModel):
+    """What a classifier concluded, and why (every conclusion carries its evidence)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Kind
+    composer: Composer
+    composer_text: str | None = None
+    composer_rows: tuple[int, int] | None = Field(default=None, description="first and last screen row of the composer")
+    blockers: list[str] = Field(default_factory=list)
+    hints: list[str] = Field(default_factory=list,
+                             description="machine tokens: fresh, done-line, queued, tab-to-queue, steer-pending...")
+    reasons: list[str] = Field(default_factory=list)
+
+    @property
+    def typable(self) -> bool:
+        """Safe to type into: a recognised state, an empty composer, nothing in the way."""
+        return self.kind != "unknown" and self.composer == "empty" and not self.blockers
+
+    def summary(self) -> str:
+        bl = f" blockers={','.join(self.blockers)}" if self.blockers else ""
+        txt = f" text={self.composer_text!r}" if self.composer_text else ""
+        return f"{self.kind}/{self.composer}{bl}{txt}"
+
+
+class SubmitHint(BaseModel):
+    """Screen evidence after Enter; secondary to receiver evidence, never proof alone."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    composer_emptied: bool = False
+    payload_in_composer: bool = False
+    payload_in_history: bool = False
+    turn_running: bool = False
+    queued: bool = False
+    tab_to_queue: bool = False
+    reasons: list[str] = Field(default_factory=list)
+
+
+# -- SGR reading ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One character with the attributes a classifier cares about and its screen column."""
+
+    ch: str
+    col: int
+    dim: bool
+    reverse: bool
+    bold: bool
+
+
+_CSI = re.compile(r"\x1b\[([0-9;:]*)([A-Za-z])")
+_OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def char_width(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def parse_styles(esc_lines: list[str]) -> list[list[Cell]]:
+    """Cells per row of a `capture-pane -e` capture.
+
+    tmux emits attribute *changes*, and they carry over from one row to the next
+    (a row often starts with the reset that closes the previous row's dim or
+    reverse run), so the rows are read in order with one running state.
+    """
+    dim = reverse = bold = False
+    out: list[list[Cell]] = []
+    for line in esc_lines:
+        cells: list[Cell] = []
+        col = 0
+        i = 0
+        line = _OSC.sub("", line)
+        while i < len(line):
+            ch = line[i]
+            if ch == "\x1b":
+                m = _CSI.match(line, i)
+                if m is None:
+                    i += 1
+                    continue
+                if m.group(2) == "m":
+                    params = [p for p in re.split(r"[;:]", m.group(1))] or ["0"]
+                    j = 0
+                    while j < len(params):
+                        p = params[j]
+                        n = int(p) if p.isdigit() else 0
+                        if n == 0:
+                            dim = reverse = bold = False
+                        elif n == 1:
+                            bold = True
+                        elif n == 2:
+                            dim = True
+                        elif n == 22:
+                            dim = bold = False
+                        elif n == 7:
+                            reverse = True
+                        elif n == 27:
+                            reverse = False
+                        elif n in (38, 48, 58):
+                            # extended colour: 5;n or 2;r;g;b follow
+                            if j + 1 < len(params) and params[j + 1] == "5":
+                                j += 2
+                            elif j + 1 < len(params) and params[j + 1] == "2":
+                                j += 4
+                        j += 1
+                i = m.end()
+                continue
+            cells.append(Cell(ch, col, dim, reverse, bold))
+            col += char_width(ch)
+            i += 1
+        out.append(cells)
+    return out
+
+
+def plain(cells: list[Cell]) -> str:
+    return "".join(c.ch for c in cells)
+
+
+# -- payload matching ----------------------------------------------------------------------
+
+def wrapped_equals(rows: list[str], payload: str) -> bool:
+    """Do these composer rows (prompt already removed) show exactly `payload`?
+
+    Both TUIs word-wrap the composer themselves, indenting continuation rows by two
+    spaces; a wrap eats the whitespace at the break, and a word longer than a row
+    is broken without any. So: each row's text must appear in order, and between
+    rows the payload may have any whitespace run (or none). Everything else —
+    characters, case, inner spacing — must match exactly.
+    """
+    if not rows:
+        return payload == ""
+    parts = [rows[0].rstrip()] + [r[2:].rstrip() if r.startswith("  ") else r.rstrip() for r in rows[1:]]
+    pattern = r"\s*".join(re.escape(p) for p in parts)
+    return re.fullmatch(pattern + r"\s*", payload) is not None
+
+
+def composer_join(rows: list[str]) -> str:
+    """A readable one-line rendering of composer rows (wrap breaks become one space)."""
+    parts = [rows[0].rstrip()] + [r[2:].rstrip() if r.startswith("  ") else r.rstrip() for r in rows[1:]]
+    return " ".join(p for p in parts if p) if len(parts) > 1 else parts[0]
+
+
+def history_contains(lines: list[str], payload: str, prompt: str) -> bool:
+    """Is `payload` shown as a submitted message (`<prompt> payload`, possibly wrapped)?"""
+    words = payload.split()
+    if not words:
+        return False
+    body = r"\s+".join(re.escape(w) for w in words)
+    text = "\n".join(ln.rstrip() for ln in lines)
+    return re.search(r"(?m)^" + re.escape(prompt) + r"[ \u00a0]" + body + r"\s*$", text) is not None

@@ -1,0 +1,688 @@
+"""tmux: type one line into an agent's rostered pane — preflight, stage, submit, confirm.
+
+Typing is the universal fallback and the easiest to get wrong (seed §6), so this
+transport is a strict state machine over screen snapshots, and every step records
+what it read:
+
+- preflight: the pane must still exist on the tmux server it was rostered on and
+  still run the target process (Claude: `#{pane_pid}` is the session pid; Codex: a
+  Codex TUI runs under the pane and is tied to the thread by the lock holder, the
+  footer's thread name or `resume <uuid>` argv). Copy mode, dialogs, overlays, the
+  slash menu, shell mode, a dead pane and ANY text in the composer (an operator's
+  draft, even when idle) refuse the send; so does a screen the classifier cannot
+  read (fail closed). The whole check runs again immediately before typing.
+- stage: the payload goes in as literal bytes, without Enter; snapshots are polled
+  until the complete exact payload is in the composer on two polls in a row (Codex
+  buffers fast input as a "paste burst" and an Enter inside the burst is swallowed
+  as a newline). If it never shows, Enter is NOT pressed and the pane is left alone:
+  the delivery stays TYPED ("pending staged").
+- submit: the screen is re-classified (receiver state is perishable, and a dialog
+  that opened meanwhile would take the Enter as its answer), then one Enter in a
+  separate tmux call at least `submit_gap` after the text. Claude busy: that Enter
+  queues the text for a tool boundary — never a second Enter, never Tab. Codex busy:
+  in 0.169.0 Enter steers into the running turn; Tab is sent once only if, after
+  Enter, the payload still sits beside `tab to queue message`. Escape is never sent.
+- confirm: receiver evidence only — Claude's transcript gains a typed user record
+  (`origin.kind` human, top level or `attachment.queued_command` mid-turn) with the
+  payload; Codex's rollout gains an `item_completed` UserMessage whose text is the
+  payload, in a new `user` turn or steered into the running one. Screen hints are
+  recorded beside it as secondary evidence.
+
+All I/O goes through `PaneIO` (snapshot / send_literal / send_key are the only ways
+a key leaves), so a test can wrap it and count every keystroke.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar, TypeVar
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from .. import screens
+from ..delivery import Delivery, DeliveryState
+from ..envelope import Envelope, check_typed_line
+from ..errors import EnvelopeError
+from ..screens.model import ScreenReading, Snapshot
+from ..target import Target
+from .base import Capabilities, StageLog, Transport
+
+T = TypeVar("T")
+
+ALLOWED_KEYS = frozenset({"Enter", "Tab"})
+"""The only named keys this transport may ever send. Escape is not among them: it
+interrupts a busy receiver (both clients) and, twice, opens Codex's rewind browser."""
+
+_SEP = "|:|"  # printable: tmux may print control characters as `_` (see agents/panes.py)
+_FORMAT_FIELDS = ("pane_id", "cursor_x", "cursor_y", "pane_in_mode", "pane_mode", "alternate_on", "pane_pid",
+                  "pane_dead", "pane_width", "pane_height", "pane_current_command")
+
+
+class PaneRef(BaseModel):
+    """A pane on one tmux server (socket path + pane id)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    socket_path: str
+    pane_id: str
+    server_label: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.pane_id}@{self.socket_path}"
+
+
+class PaneGone(Exception):
+    """The pane (or its tmux server) no longer exists."""
+
+
+class PaneIO:
+    """The seam between the transport and tmux (libtmux under the hood). Blocking.
+
+    Which server: the one discovery rostered the pane on (`detail.tmux_socket`), else
+    the first of $RELAY_TMUX_SOCKET, the server of $TMUX and the default server that
+    has the pane (the order of `relay_repl.agents.panes.tmux_servers`).
+    """
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = dict(os.environ if env is None else env)
+
+    # -- reading --------------------------------------------------------------------
+    def _server(self, socket_path: str) -> Any:
+        import libtmux
+
+        return libtmux.Server(socket_path=socket_path)
+
+    def _cmd(self, pane: PaneRef, *args: str) -> Any:
+        from libtmux.exc import LibTmuxException
+
+        if not os.path.exists(pane.socket_path):
+            raise PaneGone(f"tmux server {pane.socket_path} is gone")
+        try:
+            res = self._server(pane.socket_path).cmd(*args)
+        except LibTmuxException as exc:
+            raise PaneGone(f"tmux failed: {exc}") from exc
+        if res.returncode != 0:
+            err = " ".join(res.stderr) or f"exit {res.returncode}"
+            if "can't find" in err or "no server" in err or "No such file" in err or "error connecting" in err:
+                raise PaneGone(f"{pane}: {err}")
+            raise PaneGone(f"tmux {args[0]} on {pane} failed: {err}")
+        return res
+
+    def locate(self, target: Target) -> PaneRef | None:
+        """The rostered pane of `target` on the server that owns it, or None if gone."""
+        if not target.pane:
+            return None
+        from ..agents.panes import tmux_servers
+
+        rostered = target.detail.get("tmux_socket")
+        candidates: list[tuple[str, str]] = []
+        if rostered:
+            candidates.append((str(rostered), str(target.detail.get("tmux_server") or "rostered")))
+        else:
+            candidates += [(s.socket_path, s.label) for s in tmux_servers(self.env)]
+        for sock, label in candidates:
+            ref = PaneRef(socket_path=sock, pane_id=target.pane, server_label=label)
+            try:
+                out = self._cmd(ref, "display-message", "-p", "-t", target.pane, "#{pane_id}")
+            except PaneGone:
+                continue
+            if out.stdout and out.stdout[0].strip() == target.pane:
+                return ref
+        return None
+
+    def snapshot(self, pane: PaneRef) -> Snapshot:
+        """Formats, the plain rows and the `-e` rows, in ONE tmux invocation.
+
+        tmux runs a `;`-chained command list without redrawing in between, so the
+        three reads describe the same screen.
+        """
+        mark = "relaysnap" + secrets.token_hex(6)
+        fmt = mark + "F" + _SEP.join("#{%s}" % f for f in _FORMAT_FIELDS)
+        t = pane.pane_id
+        res = self._cmd(pane, "display-message", "-p", "-t", t, fmt, ";",
+                        "capture-pane", "-p", "-t", t, ";",
+                        "display-message", "-p", "-t", t, mark + "E", ";",
+                        "capture-pane", "-p", "-e", "-t", t)
+        out: list[str] = list(res.stdout)
+        try:
+            i_f = next(i for i, ln in enumerate(out) if ln.startswith(mark + "F"))
+            i_e = next(i for i, ln in enumerate(out) if ln == mark + "E")
+        except StopIteration:
+            raise PaneGone(f"{pane}: unreadable capture") from None
+        # pane_current_command comes last and the split is bounded, so a `|:|` in it cannot shift fields
+        vals = dict(zip(_FORMAT_FIELDS, out[i_f][len(mark) + 1:].split(_SEP, len(_FORMAT_FIELDS) - 1)))
+        height = int(vals.get("pane_height") or 0) or None
+
+        def rows(chunk: list[str]) -> list[str]:
+            if height is None:
+                return chunk
+            return (chunk + [""] * height)[:height]
+
+        def num(key: str) -> int:
+            v = vals.get(key, "")
+            return int(v) if v.strip().lstrip("-").isdigit() else 0
+
+        return Snapshot(
+            lines=rows(out[i_f + 1:i_e]),
+            esc_lines=rows(out[i_e + 1:]),
+            cursor_x=num("cursor_x"), cursor_y=num("cursor_y"),
+            pane_in_mode=vals.get("pane_in_mode") == "1", pane_mode=vals.get("pane_mode", ""),
+            alternate_on=vals.get("alternate_on") == "1",
+            pane_current_command=vals.get("pane_current_command", ""),
+            pane_pid=num("pane_pid") or None, pane_dead=vals.get("pane_dead") == "1",
+            pane_width=num("pane_width") or None, pane_height=height, pane_id=vals.get("pane_id"),
+        )
+
+    def processes(self, root: int) -> list[tuple[int, list[str]]]:
+        """`root` and its descendants with their argv (the pane's process tree)."""
+        from ..agents.proc import descendants, process_table, read_cmdline
+
+        table = process_table()
+        return [(pid, read_cmdline(pid) or []) for pid in descendants(root, table)]
+
+    # -- the only ways a key leaves -----------------------------------------------------
+    def send_literal(self, pane: PaneRef, text: str) -> None:
+        """`send-keys -l -- text`: the bytes as typed, no key names, no Enter."""
+        self._cmd(pane, "send-keys", "-t", pane.pane_id, "-l", "--", text)
+
+    def send_key(self, pane: PaneRef, key: str) -> None:
+        """One named key, from a fixed allow-list (Enter, Tab). Escape is refused."""
+        if key not in ALLOWED_KEYS:
+            raise ValueError(f"refusing to send key {key!r}: only {sorted(ALLOWED_KEYS)} are ever sent")
+        self._cmd(pane, "send-keys", "-t", pane.pane_id, key)
+
+
+# -- receiver evidence ------------------------------------------------------------------------
+
+def _file_size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path else 0
+    except OSError:
+        return 0
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
+
+
+def claude_typed_records(transcript: Path, offset: int, payload: str) -> list[dict[str, Any]]:
+    """Typed-input records at or after byte `offset` carrying `payload` (origin kind human).
+
+    A prompt typed while idle (or run as the next turn) is a top-level `user` record;
+    one absorbed at a tool boundary is an `attachment` of type `queued_command`
+    (claude-code.md §4.3). A `queue-operation` enqueue only says Claude holds it.
+    """
+    hits: list[dict[str, Any]] = []
+    payload = payload.strip()  # a TUI may trim edge whitespace on submit; the inside must match exactly
+    try:
+        with open(transcript, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return hits
+    pos = offset
+    for raw in data.split(b"\n")[:-1]:  # the last piece is empty or a line still being written
+        at = pos
+        pos += len(raw) + 1
+        try:
+            d = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(d, dict):
+            continue
+        att = d.get("attachment") if isinstance(d.get("attachment"), dict) else None
+        if d.get("type") == "user" and isinstance(d.get("origin"), dict):
+            text = _text_of((d.get("message") or {}).get("content"))
+            if d["origin"].get("kind") == "human" and payload in text:
+                hits.append({"where": "top-level user", "offset": at, "uuid": d.get("uuid"),
+                             "promptSource": d.get("promptSource"), "origin": d["origin"], "content": text[:500]})
+        elif att and att.get("type") == "queued_command" and isinstance(att.get("origin"), dict):
+            text = _text_of(att.get("prompt"))
+            if att["origin"].get("kind") == "human" and payload in text:
+                hits.append({"where": "attachment.queued_command", "offset": at, "uuid": d.get("uuid"),
+                             "origin": att["origin"], "content": text[:500]})
+        elif d.get("type") == "queue-operation" and d.get("operation") == "enqueue" and \
+                str(d.get("content") or "").strip() == payload:
+            hits.append({"where": "queue-operation enqueue", "offset": at, "content": payload[:500]})
+    return hits
+
+
+def codex_typed_items(rollout: Path, offset: int, payload: str) -> list[dict[str, Any]]:
+    """UserMessage items after byte `offset` whose text is exactly `payload`, with their turn.
+
+    `steered` is True when the turn had started before `offset` (the message went into
+    a turn that was already running: Enter-while-busy steers in 0.169.0).
+    """
+    hits: list[dict[str, Any]] = []
+    turns: dict[str, tuple[str | None, int]] = {}
+    try:
+        with open(rollout, "rb") as f:
+            data = f.read()
+    except OSError:
+        return hits
+    pos = 0
+    for raw in data.split(b"\n")[:-1]:
+        at = pos
+        pos += len(raw) + 1
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        p = rec.get("payload") if isinstance(rec, dict) else None
+        if not isinstance(p, dict):
+            continue
+        if p.get("type") == "task_started":
+            attribution = p.get("turn_attribution") or {}
+            turns[str(p.get("turn_id"))] = (attribution.get("turn_trigger"), at)
+        item = p.get("item") if isinstance(p.get("item"), dict) else None
+        if at >= offset and p.get("type") == "item_completed" and item and item.get("type") == "UserMessage":
+            text = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
+            if text.strip() == payload.strip():  # edge whitespace may be trimmed on submit
+                turn = str(p.get("turn_id"))
+                trigger, started = turns.get(turn, (None, -1))
+                hits.append({"turn_id": turn, "turn_trigger": trigger, "steered": 0 <= started < offset,
+                             "client_id": item.get("client_id"), "offset": at, "at": rec.get("timestamp")})
+    return hits
+
+
+def _claude_record_status(target: Target) -> tuple[str | None, str | None]:
+    rec = target.detail.get("record")
+    if not rec:
+        return None, None
+    try:
+        d = json.loads(Path(rec).read_text())
+    except (OSError, ValueError):
+        return None, None
+    if d.get("pid") != target.pid:
+        return None, None
+    return d.get("status"), d.get("waitingFor")
+
+
+def _is_codex_tui(argv: list[str]) -> bool:
+    if not argv or "app-server" in argv:
+        return False
+    return any(os.path.basename(a) in ("codex", "codex.js") for a in argv[:2])
+
+
+class TmuxTransport(Transport):
+    name: ClassVar[str] = "tmux"
+    capabilities: ClassVar[Capabilities] = Capabilities(live_only=True, needs_pane=True)
+
+    def __init__(
+        self,
+        io: PaneIO | None = None,
+        *,
+        stage_timeout: float = 5.0,
+        poll: float = 0.1,
+        submit_gap: float = 0.05,
+        settle: float = 2.0,
+        tab_after: float = 1.0,
+        confirm_poll: float = 0.2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.io = io or PaneIO()
+        self.stage_timeout = stage_timeout
+        self.poll = poll
+        self.submit_gap = max(submit_gap, 0.05)  # never closer than 50 ms (Codex paste burst)
+        self.settle = settle
+        self.tab_after = tab_after
+        self.confirm_poll = confirm_poll
+        self.clock = clock
+
+    # -- plan ------------------------------------------------------------------------
+    def refusal(self, target: Target) -> str | None:
+        base = super().refusal(target)
+        if base:
+            return base
+        if screens.for_kind(target.kind) is None:
+            return f"no screen classifier for {target.kind!r}: typing blind is never done"
+        return None
+
+    def plan_notes(self, target: Target) -> tuple[str, ...]:
+        notes = ["types into the pane: refused at preflight if the composer holds any text, a dialog, menu or copy "
+                 "mode is up, or the screen is not recognised"]
+        if target.kind == "claude-code" and target.state == "busy":
+            notes.append("target is busy: Enter queues the line for its next tool boundary (one Enter, no Tab)")
+        if target.kind == "codex" and target.state in ("busy", "never-idle"):
+            notes.append("target is busy: Enter steers the line into the running turn (Codex 0.169.0)")
+        return tuple(notes)
+
+    def delivered_when(self, target: Target, envelope: Envelope) -> str:
+        if target.kind == "claude-code":
+            return ("the transcript gains a typed user record (origin kind human) carrying exactly this line — top level, "
+                    "or attachment queued_command when absorbed mid-turn; send-keys exit status proves nothing")
+        return ("the rollout gains an item_completed UserMessage whose text is exactly this line, in a new `user` turn "
+                "or steered into the running turn; send-keys exit status proves nothing")
+
+    # -- helpers ---------------------------------------------------------------------
+    async def _io(self, fn: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args))
+
+    async def _snap(self, pane: PaneRef) -> Snapshot | None:
+        try:
+            return await self._io(self.io.snapshot, pane)
+        except PaneGone:
+            return None
+
+    async def _roster(self, target: Target, snap: Snapshot, cls: ModuleType) -> str | None:
+        """Why this pane no longer runs the target process, or None."""
+        if target.kind == "claude-code":
+            if snap.pane_pid != target.pid:
+                return f"pane {snap.pane_id} runs pid {snap.pane_pid}, not the target's {target.pid}"
+            want = target.detail.get("procStart")
+            if want:
+                from ..agents.proc import proc_start
+
+                got = proc_start(target.pid) if target.pid else None
+                if got != str(want):
+                    return f"pid {target.pid} start time {got} != recorded procStart {want} (pid reused?)"
+            return None
+        if snap.pane_pid is None:
+            return "pane has no pid"
+        procs = await self._io(self.io.processes, snap.pane_pid)
+        tuis = [(pid, argv) for pid, argv in procs if _is_codex_tui(argv)]
+        if not tuis:
+            return f"no Codex TUI runs under pane {snap.pane_id} (pane pid {snap.pane_pid})"
+        pids = {pid for pid, _ in procs}
+        thread = str(target.detail.get("thread_id") or target.address)
+        if target.pid in pids:
+            return None
+        if any(argv[i] == "resume" and argv[i + 1] == thread for _, argv in tuis for i in range(len(argv) - 1)):
+            return None
+        name = cls.footer_name(snap)
+        if name is not None and name == target.name:
+            return None
+        return (f"the Codex TUI in pane {snap.pane_id} cannot be tied to thread {thread}: lock holder {target.pid} is "
+                f"not under the pane and the footer names {name!r}, not {target.name!r}")
+
+    async def _check(self, target: Target, pane: PaneRef, cls: ModuleType
+                     ) -> tuple[Snapshot | None, ScreenReading | None, str | None]:
+        """One preflight reading: (snapshot, reading, refusal or None)."""
+        snap = await self._snap(pane)
+        if snap is None:
+            return None, None, f"pane {pane} is gone"
+        reading: ScreenReading = cls.classify(snap)
+        why = await self._roster(target, snap, cls)
+        screen_why = (f"screen shows {', '.join(reading.blockers)}: " + "; ".join(reading.reasons)
+                      if reading.blockers else None)
+        if why:
+            # a dialog can hide what ties a pane to its process (the Codex footer): say both
+            return snap, reading, f"roster mismatch: {why}" + (f"; and the {screen_why}" if screen_why else "")
+        if screen_why:
+            return snap, reading, screen_why
+        if reading.kind == "unknown":
+            return snap, reading, "screen not recognised as idle or busy (fail closed): " + "; ".join(reading.reasons)
+        if reading.composer != "empty":
+            return snap, reading, f"composer is {reading.composer}: " + "; ".join(reading.reasons)
+        if target.kind == "claude-code":
+            status, waiting = await self._io(_claude_record_status, target)
+            if status == "waiting":
+                return snap, reading, f"registry says waiting ({waiting or 'dialog'}): a dialog would take the keys"
+        return snap, reading, None
+
+    @staticmethod
+    def _ev(snap: Snapshot | None, reading: ScreenReading | None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if snap is not None:
+            out["capture"] = snap.excerpt()
+            out["screen"] = snap.meta()
+        if reading is not None:
+            out["reading"] = reading.model_dump()
+        return out
+
+    def _refuse(self, delivery: Delivery, log: StageLog, stage: str, why: str, **data: Any) -> None:
+        delivery.reason = why
+        log(stage, DeliveryState.REFUSED, why, keys_sent=0, **data)
+
+    def _baseline(self, target: Target) -> dict[str, Any]:
+        """Where receiver evidence will appear, and how far the file was before we typed."""
+        if target.kind == "claude-code":
+            from .claude_socket import transcript_path
+
+            path = transcript_path(target)
+        else:
+            from .codex_queue import codex_home, rollout_for
+
+            path = rollout_for(codex_home(target), str(target.detail.get("thread_id") or target.address),
+                               target.detail.get("rollout"))
+        return {"path": str(path) if path else None, "offset": _file_size(path)}
+
+    # -- send --------------------------------------------------------------------------
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+        tm: dict[str, Any] = {"started": self.clock(), "keys": []}
+        delivery.extra["tmux"] = tm
+        cls = screens.for_kind(target.kind)
+        if cls is None:
+            self._refuse(delivery, log, "preflight", f"no screen classifier for {target.kind!r}")
+            return
+        try:
+            check_typed_line(payload)
+        except EnvelopeError as exc:
+            self._refuse(delivery, log, "preflight", str(exc))
+            return
+        pane = await self._io(self.io.locate, target)
+        if pane is None:
+            self._refuse(delivery, log, "preflight", f"rostered pane {target.pane} no longer exists on its tmux server")
+            return
+        tm["pane"] = str(pane)
+        tm["pane_ref"] = pane.model_dump()
+
+        # preflight
+        snap, reading, why = await self._check(target, pane, cls)
+        if why:
+            self._refuse(delivery, log, "preflight", why, **self._ev(snap, reading))
+            return
+        assert snap is not None and reading is not None
+        tm["kind_at_preflight"] = reading.kind
+        log("preflight", DeliveryState.PLANNED,
+            f"pane {pane.pane_id} runs the target; {reading.kind}, composer empty, no blockers",
+            pane=str(pane), **self._ev(snap, reading))
+        tm["baseline"] = await self._io(self._baseline, target)
+
+        # re-check immediately before typing
+        snap, reading, why = await self._check(target, pane, cls)
+        if why:
+            self._refuse(delivery, log, "recheck", f"changed since preflight: {why}", **self._ev(snap, reading))
+            return
+        assert snap is not None and reading is not None
+
+        # stage
+        try:
+            await self._io(self.io.send_literal, pane, payload)
+        except PaneGone as exc:
+            log.fail("stage", f"could not type into {pane}: {exc}")
+            return
+        t_lit = self.clock()
+        tm["keys"].append("literal")
+        tm["typed_at"] = t_lit
+        deadline = t_lit + self.stage_timeout
+        prev = False
+        last: Snapshot | None = snap
+        visible = False
+        while True:
+            await anyio.sleep(self.poll)
+            cur = await self._snap(pane)
+            if cur is None:
+                delivery.reason = f"pane {pane} vanished after the payload was typed; Enter not pressed"
+                log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, None))
+                return
+            last = cur
+            now_visible = cls.payload_visible(cur, payload)
+            if now_visible and prev:
+                visible = True
+                break
+            prev = now_visible
+            if self.clock() >= deadline:
+                break
+        if not visible:
+            r = cls.classify(last)
+            delivery.reason = (f"pending staged: the payload did not become fully visible in the composer within "
+                               f"{self.stage_timeout:g}s; Enter NOT pressed, pane left as is (look at it before any retry)")
+            log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, r))
+            return
+        log("stage", DeliveryState.TYPED, "payload visible in the composer, exact and stable on two polls",
+            waited=round(self.clock() - t_lit, 3), recheck=reading.summary(), **self._ev(last, cls.classify(last)))
+
+        # submit: re-classify first
+        before = await self._snap(pane)
+        r = cls.classify(before) if before else None
+        problem = None
+        if before is None or r is None:
+            problem = "pane vanished"
+        elif not cls.payload_visible(before, payload):
+            problem = "the composer no longer shows exactly the payload"
+        elif set(r.blockers) - {"draft"}:
+            problem = f"screen now shows {', '.join(sorted(set(r.blockers) - {'draft'}))}"
+        elif r.kind == "unknown":
+            problem = "screen no longer recognised as idle or busy"
+        if problem:
+            delivery.reason = f"pending staged: {problem}; Enter NOT pressed (it could answer a dialog or run a command)"
+            log("submit", DeliveryState.TYPED, delivery.reason, **self._ev(before, r))
+            return
+        assert before is not None and r is not None
+        gap = self.submit_gap - (self.clock() - t_lit)
+        if gap > 0:
+            await anyio.sleep(gap)
+        try:
+            await self._io(self.io.send_key, pane, "Enter")
+        except PaneGone as exc:
+            delivery.reason = f"Enter could not be sent ({exc}); payload left staged"
+            log("submit", DeliveryState.TYPED, delivery.reason)
+            return
+        t_enter = self.clock()
+        tm["keys"].append("Enter")
+        tm["entered_at"] = t_enter
+        tm["kind_at_submit"] = r.kind
+        tm["submitted"] = True
+        what = {"idle": "a new turn should start",
+                "busy": ("Claude queues it for a tool boundary" if target.kind == "claude-code"
+                         else "Codex steers it into the running turn")}[r.kind]
+        log("submit", DeliveryState.SUBMITTED, f"Enter pressed once ({r.kind} target: {what})",
+            since_literal=round(t_enter - t_lit, 3), **self._ev(before, r))
+        await self._after_enter(delivery, target, pane, cls, before, payload, log, r.kind)
+
+    async def _after_enter(self, delivery: Delivery, target: Target, pane: PaneRef, cls: ModuleType,
+                           before: Snapshot, payload: str, log: StageLog, kind: str) -> None:
+        """Watch the screen briefly after Enter; Codex busy may earn exactly one Tab."""
+        tm = delivery.extra["tmux"]
+        t_enter = tm["entered_at"]
+        hint = None
+        tabbed = False
+        seen: Snapshot | None = None
+        while self.clock() - t_enter < self.settle:
+            await anyio.sleep(self.poll)
+            after = await self._snap(pane)
+            if after is None:
+                break
+            seen = after
+            hint = cls.submitted(before, after, payload)
+            if hint.composer_emptied or hint.payload_in_history or hint.queued:
+                break
+            if (target.kind == "codex" and not tabbed and hint.tab_to_queue and hint.turn_running
+                    and self.clock() - t_enter >= self.tab_after):
+                r = cls.classify(after)
+                if set(r.blockers) - {"draft"} or not cls.payload_visible(after, payload):
+                    break
+                await self._io(self.io.send_key, pane, "Tab")
+                tabbed = True
+                tm["keys"].append("Tab")
+                log("submit", DeliveryState.SUBMITTED,
+                    f"Enter did not take: {self.clock() - t_enter:.1f}s later the payload still sits beside "
+                    "`tab to queue message` in a busy turn; Tab sent once to queue it as a follow-up",
+                    **self._ev(after, r))
+                before = after
+        if hint is None:
+            return
+        tm["screen_after_enter"] = hint.model_dump()
+        if hint.payload_in_composer and not hint.composer_emptied:
+            delivery.reason = ("Enter was pressed but the payload is still in the composer; not pressed again "
+                               "(a second Enter could double-send): look at the pane")
+        log("screen", DeliveryState.SUBMITTED, "after Enter: " + ("; ".join(hint.reasons) or "no change seen"),
+            hint=hint.model_dump(), **self._ev(seen, None))
+
+    # -- confirm ------------------------------------------------------------------------
+    async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
+        tm = delivery.extra.get("tmux") or {}
+        if not tm.get("submitted"):
+            return
+        base = tm.get("baseline") or {}
+        deadline = self.clock() + timeout
+        last_report = self.clock()
+        enqueued = False
+        while True:
+            path, offset = await self._io(self._evidence_path, target, base)
+            if target.kind == "claude-code":
+                hits = await self._io(claude_typed_records, path, offset, payload) if path else []
+                turn_hits = [h for h in hits if h["where"] != "queue-operation enqueue"]
+                if hits and not turn_hits and not enqueued:
+                    enqueued = True
+                    log("confirm", DeliveryState.QUEUED, "Claude enqueued the typed line (queue-operation enqueue); "
+                        "waiting for the turn that takes it", transcript=str(path), record=hits[0])
+                if turn_hits:
+                    await self._confirmed(delivery, target, payload, log, tm,
+                                          f"transcript record ({turn_hits[0]['where']}, origin kind human) carries the "
+                                          "exact payload", transcript=str(path), record=turn_hits[0],
+                                          matches=len(turn_hits))
+                    return
+            else:
+                hits = await self._io(codex_typed_items, path, offset, payload) if path else []
+                good = [h for h in hits if h["steered"] or h["turn_trigger"] == "user"]
+                if good:
+                    h = good[0]
+                    how = "steered into the running turn" if h["steered"] else "in a new turn (trigger user)"
+                    await self._confirmed(delivery, target, payload, log, tm,
+                                          f"rollout UserMessage with the exact payload, {how} {h['turn_id']}",
+                                          rollout=str(path), item=h, matches=len(good))
+                    return
+                if hits:
+                    log("confirm", DeliveryState.UNKNOWN,
+                        f"the payload is in turn {hits[0]['turn_id']} but its trigger is {hits[0]['turn_trigger']!r}, "
+                        "not a typed turn", rollout=str(path), item=hits[0])
+                    return
+            now = self.clock()
+            if now >= deadline:
+                snap = await self._snap(PaneRef(**tm["pane_ref"])) if tm.get("pane_ref") else None
+                delivery.reason = (f"Enter pressed, but no receiver evidence after {timeout:.0f}s "
+                                   f"({'enqueued, not yet taken' if enqueued else 'nothing in the transcript/rollout'}); "
+                                   "inspect the pane before any retry — never re-send blind")
+                log("confirm", DeliveryState.SUBMITTED, delivery.reason, evidence_file=str(path), **self._ev(snap, None))
+                return
+            if now - last_report >= 5:
+                last_report = now
+                log.progress(f"waiting for {target.spec}'s {'transcript' if target.kind == 'claude-code' else 'rollout'} "
+                             f"to show the typed line ({deadline - now:.0f}s left)")
+            await anyio.sleep(self.confirm_poll)
+
+    def _evidence_path(self, target: Target, base: dict[str, Any]) -> tuple[Path | None, int]:
+        """The evidence file now and the offset to read from (0 if it changed or appeared)."""
+        now = self._baseline(target)["path"]
+        if now is None:
+            return None, 0
+        if base.get("path") and now == base["path"]:
+            return Path(now), int(base.get("offset") or 0)
+        return Path(now), 0
+
+    async def _confirmed(self, delivery: Delivery, target: Target, payload: str, log: StageLog,
+                         tm: dict[str, Any], detail: str, **data: Any) -> None:
+        tm["confirmed_at"] = self.clock()
+        tm["latency"] = round(tm["confirmed_at"] - tm["started"], 3)
+        screen: dict[str, Any] = {}
+        if tm.get("pane_ref"):
+            snap = await self._snap(PaneRef(**tm["pane_ref"]))
+            cls = screens.for_kind(target.kind)
+            if snap is not None and cls is not None:
+                r = cls.classify(snap)
+                screen = {"screen_now": r.summary(), "capture": snap.excerpt(8)}
+        log("confirm", DeliveryState.IN_TURN, f"{detail} ({tm['latency']:.2f}s after send began)", **data, **screen)

@@ -1,0 +1,692 @@
+"""The tmux transport: its state machine over replayed captures, then live against the lab.
+
+Unit part (no lab): a fake `PaneIO` replays golden captures recorded from the real
+clients, so the rules are checked key by key — what is refused with zero keys, when
+Enter is withheld, when (and only when) Tab is earned.
+
+Live part (`-m live`): one lab per module under its own RELAY_HOME (this module
+changes a Codex thread's approval policy and SIGSTOPs clients, so it does not use
+the shared lab). Every send goes through a recording `PaneIO`, so "zero keystrokes"
+is asserted on the seam itself, and the screen is compared before and after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import statistics
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from relay_repl import paths
+from relay_repl.delivery import Delivery, DeliveryState
+from relay_repl.errors import LabError
+from relay_repl.ledger import Ledger
+from relay_repl.screens.model import Snapshot
+from relay_repl.target import Target
+from relay_repl.transports.base import StageLog
+from relay_repl.transports.tmux import PaneIO, PaneRef, TmuxTransport
+
+pytestmark = pytest.mark.anyio
+live = pytest.mark.live
+
+CAPTURES = Path(__file__).parents[1] / "screens" / "captures"
+
+
+# -- seams ----------------------------------------------------------------------------------------
+
+class RecordingIO(PaneIO):
+    """The real PaneIO, with every key that leaves written down."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        super().__init__(env)
+        self.keys: list[tuple[str, str]] = []
+
+    def send_literal(self, pane: PaneRef, text: str) -> None:
+        self.keys.append(("literal", text))
+        super().send_literal(pane, text)
+
+    def send_key(self, pane: PaneRef, key: str) -> None:
+        self.keys.append(("key", key))
+        super().send_key(pane, key)
+
+
+def golden(client: str, scenario: str) -> Snapshot:
+    d = next(CAPTURES.glob(f"{client}-*"))
+    meta = json.loads((d / f"{scenario}.json").read_text(encoding="utf-8"))
+    plain = (d / f"{scenario}.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    esc = (d / f"{scenario}.e.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    keys = ("cursor_x", "cursor_y", "pane_in_mode", "pane_mode", "alternate_on", "pane_current_command",
+            "pane_pid", "pane_dead", "pane_width", "pane_height")
+    return Snapshot(lines=plain, esc_lines=esc, pane_id="%0", **{k: meta[k] for k in keys})
+
+
+class ReplayIO(PaneIO):
+    """A PaneIO whose screen is a script: `on_literal` / `on_enter` switch the replayed capture."""
+
+    def __init__(self, first: Snapshot, on_literal: Snapshot | None = None, on_enter: Snapshot | None = None,
+                 on_tab: Snapshot | None = None, argv: list[str] | None = None) -> None:
+        super().__init__({})
+        self.screen, self.on_literal, self.on_enter, self.on_tab = first, on_literal, on_enter, on_tab
+        self.keys: list[tuple[str, str]] = []
+        self.argv = argv or ["claude"]
+
+    def locate(self, target: Target) -> PaneRef | None:
+        return PaneRef(socket_path="/nonexistent/replay", pane_id=target.pane or "%0")
+
+    def snapshot(self, pane: PaneRef) -> Snapshot:
+        return self.screen
+
+    def processes(self, root: int) -> list[tuple[int, list[str]]]:
+        return [(root, self.argv)]
+
+    def send_literal(self, pane: PaneRef, text: str) -> None:
+        self.keys.append(("literal", text))
+        if self.on_literal is not None:
+            self.screen = self.on_literal
+
+    def send_key(self, pane: PaneRef, key: str) -> None:
+        assert key in ("Enter", "Tab")
+        self.keys.append(("key", key))
+        nxt = {"Enter": self.on_enter, "Tab": self.on_tab}[key]
+        if nxt is not None:
+            self.screen = nxt
+
+
+def replay_target(kind: str, snap: Snapshot, tmp_path: Path, name: str = "beta") -> Target:
+    detail: dict[str, Any] = {"codex_home": str(tmp_path / "codex"), "thread_id": "0" * 36} if kind == "codex" else {}
+    return Target(kind=kind, name=name if kind == "codex" else "alpha", address="x", pid=snap.pane_pid, live=True,
+                  state="idle", pane="%0", transports=("tmux",), identified_by="replay", detail=detail)
+
+
+def stage_log(tmp_path: Path, spec: str = "x") -> tuple[Delivery, StageLog]:
+    d = Delivery(target=spec, transport="tmux")
+    return d, StageLog(d, Ledger(tmp_path / "ledger.sqlite"))
+
+
+def fast(io: PaneIO, **kw: Any) -> TmuxTransport:
+    return TmuxTransport(io, **{"stage_timeout": 0.6, "poll": 0.02, "settle": 0.4, "tab_after": 0.1, **kw})
+
+
+# -- the state machine over replayed captures (no lab) -----------------------------------------------
+
+@pytest.mark.parametrize("client, scenario", [
+    ("claude-code", "idle_draft_fresh"), ("claude-code", "slash_menu"), ("claude-code", "shell_mode"),
+    ("claude-code", "permission_dialog"), ("claude-code", "copy_mode"), ("claude-code", "shortcuts_overlay"),
+    ("claude-code", "dead"), ("claude-code", "idle_draft_cursor_home"),
+    ("codex", "idle_draft_fresh"), ("codex", "slash_menu"), ("codex", "shell_mode"), ("codex", "approval_dialog"),
+    ("codex", "selection_view"), ("codex", "copy_mode"), ("codex", "shortcuts_overlay"), ("codex", "dead"),
+    ("codex", "idle_draft_cursor_home"),
+])
+async def test_replay_blocked_screens_are_refused_with_zero_keys(tmp_path, client, scenario):
+    snap = golden(client, scenario)
+    io = ReplayIO(snap, argv=["/x/codex"] if client == "codex" else ["claude"])
+    d, log = stage_log(tmp_path)
+    await fast(io).send(d, replay_target(client, snap, tmp_path), "[relay/1 t] hello", log)
+    assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.reason
+    assert io.keys == []
+    assert d.evidence[-1].data["keys_sent"] == 0 and "reading" in d.evidence[-1].data
+
+
+@pytest.mark.parametrize("payload", ["/exit", "!rm -rf x", "@file", "#note", "?help", "two\nlines", ""])
+async def test_replay_untypable_payload_is_refused_before_any_io(tmp_path, payload):
+    snap = golden("claude-code", "after_turn")
+    io = ReplayIO(snap)
+    d, log = stage_log(tmp_path)
+    await fast(io).send(d, replay_target("claude-code", snap, tmp_path), payload, log)
+    assert d.state is DeliveryState.REFUSED and io.keys == []
+
+
+async def test_replay_roster_mismatch_is_refused(tmp_path):
+    snap = golden("claude-code", "after_turn")
+    io = ReplayIO(snap)
+    t = replay_target("claude-code", snap, tmp_path).model_copy(update={"pid": (snap.pane_pid or 0) + 1})
+    d, log = stage_log(tmp_path)
+    await fast(io).send(d, t, "[relay/1 t] hello", log)
+    assert d.state is DeliveryState.REFUSED and "roster" in (d.reason or "") and io.keys == []
+
+
+async def test_replay_codex_pane_not_tied_to_the_thread_is_refused(tmp_path):
+    snap = golden("codex", "after_turn")
+    io = ReplayIO(snap, argv=["/x/codex"])
+    t = replay_target("codex", snap, tmp_path, name="someone-else").model_copy(update={"pid": 1})
+    d, log = stage_log(tmp_path)
+    await fast(io).send(d, t, "[relay/1 t] hello", log)
+    assert d.state is DeliveryState.REFUSED and "cannot be tied" in (d.reason or "") and io.keys == []
+
+
+async def test_replay_payload_never_visible_means_no_enter(tmp_path):
+    snap = golden("claude-code", "after_turn")
+    io = ReplayIO(snap)  # the screen never changes: a frozen client
+    d, log = stage_log(tmp_path)
+    await fast(io).send(d, replay_target("claude-code", snap, tmp_path), "[relay/1 t] hello", log)
+    assert d.state is DeliveryState.TYPED and d.stage == "stage"
+    assert io.keys == [("literal", "[relay/1 t] hello")]
+    assert "pending staged" in (d.reason or "") and d.evidence[-1].data["capture"]
+
+
+async def test_replay_dialog_between_stage_and_submit_withholds_enter(tmp_path):
+    """Visible and stable, then a permission dialog opens: Enter would answer it, so none is sent."""
+    idle = golden("claude-code", "after_turn")
+    staged = golden("claude-code", "busy_staged")
+    dialog = golden("claude-code", "permission_dialog")
+    payload = "[relay/1 test] typed while busy"
+
+    class Flip(ReplayIO):
+        polls = 0
+
+        def snapshot(self, pane: PaneRef) -> Snapshot:
+            if self.screen is staged:
+                self.polls += 1
+                if self.polls > 2:
+                    return dialog
+            return self.screen
+
+    io = Flip(idle, on_literal=staged)
+    d, log = stage_log(tmp_path)
+    await fast(io).send(d, replay_target("claude-code", idle, tmp_path), payload, log)
+    assert d.state is DeliveryState.TYPED and d.stage == "submit", d.reason
+    assert [k for k in io.keys if k[0] == "key"] == []
+
+
+async def test_replay_claude_busy_gets_one_enter_and_nothing_else(tmp_path):
+    busy, staged, queued = (golden("claude-code", s) for s in ("busy", "busy_staged", "busy_queued"))
+    io = ReplayIO(busy, on_literal=staged, on_enter=queued)
+    d, log = stage_log(tmp_path)
+    await fast(io).send(d, replay_target("claude-code", busy, tmp_path), "[relay/1 test] typed while busy", log)
+    assert d.state is DeliveryState.SUBMITTED
+    assert io.keys == [("literal", "[relay/1 test] typed while busy"), ("key", "Enter")]
+    hint = d.extra["tmux"]["screen_after_enter"]
+    assert hint["queued"] and hint["composer_emptied"]
+
+
+async def test_replay_claude_enter_that_does_not_take_is_never_repeated(tmp_path):
+    busy, staged = golden("claude-code", "busy"), golden("claude-code", "busy_staged")
+    io = ReplayIO(busy, on_literal=staged)  # Enter changes nothing
+    d, log = stage_log(tmp_path)
+    await fast(io).send(d, replay_target("claude-code", busy, tmp_path), "[relay/1 test] typed while busy", log)
+    assert [k for k in io.keys if k[0] == "key"] == [("key", "Enter")]
+    assert "not pressed again" in (d.reason or "")
+
+
+async def test_replay_codex_tab_only_when_enter_left_it_beside_tab_to_queue(tmp_path):
+    busy, staged, queued = (golden("codex", s) for s in ("busy", "busy_staged", "busy_tab_queued"))
+    io = ReplayIO(busy, on_literal=staged, on_tab=queued, argv=["/x/codex"])  # Enter changes nothing
+    d, log = stage_log(tmp_path)
+    await fast(io).send(d, replay_target("codex", busy, tmp_path), "[relay/1 test] staged while busy", log)
+    assert io.keys == [("literal", "[relay/1 test] staged while busy"), ("key", "Enter"), ("key", "Tab")]
+    why = [e for e in d.evidence if e.stage == "submit" and "Tab sent once" in e.detail]
+    assert len(why) == 1 and "tab to queue message" in why[0].detail
+    assert d.extra["tmux"]["screen_after_enter"]["queued"]
+
+
+async def test_replay_codex_steer_sends_no_tab(tmp_path):
+    busy, staged, steered = (golden("codex", s) for s in ("busy", "busy_staged", "busy_steered"))
+    payload = "[relay/1 test] staged while busy"
+    io = ReplayIO(busy, on_literal=staged, on_enter=steered, argv=["/x/codex"])
+    d, log = stage_log(tmp_path)
+    await fast(io).send(d, replay_target("codex", busy, tmp_path), payload, log)
+    assert io.keys == [("literal", payload), ("key", "Enter")]
+
+
+def test_escape_can_never_leave():
+    io = PaneIO({})
+    for key in ("Escape", "Esc", "C-[", "C-c", "\x1b"):
+        with pytest.raises(ValueError):
+            io.send_key(PaneRef(socket_path="/nonexistent", pane_id="%0"), key)
+
+
+# -- live: the lab ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tmux_lab_home(tmp_path_factory):
+    if not shutil.which("tmux"):
+        pytest.skip("tmux not installed")
+    from relay_repl.lab.install import install
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RELAY_LAB_CLIENTS", os.environ.get("RELAY_LAB_CLIENTS") or str(paths.clients_dir()))
+    try:
+        install(progress=lambda m: None)
+    except LabError as exc:
+        mp.undo()
+        pytest.skip(f"lab clients unavailable: {exc}")
+    home = tmp_path_factory.mktemp("tmuxlab")
+    mp.setenv("RELAY_HOME", str(home))
+    yield home
+    from relay_repl.lab import launcher
+
+    try:
+        launcher.down(progress=lambda m: None)
+    finally:
+        mp.undo()
+        shutil.rmtree(home / "lab" / "cache", ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tmux_lab_state(tmux_lab_home):
+    from relay_repl.lab import launcher
+
+    return launcher.up(claude=1, codex=1, progress=lambda m: None)
+
+
+@pytest.fixture
+def tlab(request, tmux_lab_home, tmux_lab_state, monkeypatch):
+    """This module's lab, with the test's environment pointed at it (after conftest's relay_home)."""
+    from relay_repl.lab import launcher
+
+    request.getfixturevalue("relay_home")
+    monkeypatch.setenv("RELAY_HOME", str(tmux_lab_home))
+    for k, v in launcher.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("HOME", str(launcher.layout().home))
+    return tmux_lab_state
+
+
+def _run(fn, *a, **kw):
+    return anyio.to_thread.run_sync(lambda: fn(*a, **kw))
+
+
+async def discover(name: str) -> Target:
+    from relay_repl.agents import default_providers
+
+    for p in default_providers():
+        for t in await p.discover():
+            if t.name == name and t.live and "tmux" in t.transports:
+                return t
+    raise AssertionError(f"{name}: not discovered with a rostered pane")
+
+
+async def live_send(name: str, payload: str, timeout: float = 30.0, target: Target | None = None, **kw: Any
+                    ) -> tuple[Delivery, RecordingIO, Target]:
+    target = target or await discover(name)
+    io = RecordingIO()
+    tr = TmuxTransport(io, **kw)
+    d = Delivery(target=target.spec, transport="tmux")
+    log = StageLog(d, Ledger(paths.state_dir() / "tmux-live-ledger.sqlite"))
+    await tr.send(d, target, payload, log)
+    if d.state is DeliveryState.SUBMITTED:
+        await tr.confirm(d, target, payload, log, timeout)
+    return d, io, target
+
+
+def screen(name: str) -> list[str]:
+    from relay_repl.lab import helpers
+
+    return helpers.pane(name).capture_pane()
+
+
+async def wait_screen(name: str, pred: Any, what: str, timeout: float = 20) -> None:
+    end = time.monotonic() + timeout
+    while not pred(screen(name)):
+        assert time.monotonic() < end, f"{name}: never saw {what}:\n" + "\n".join(screen(name))
+        await anyio.sleep(0.1)
+
+
+async def idle(name: str, timeout: float = 60) -> None:
+    from relay_repl.lab import helpers
+
+    await _run(helpers.wait_idle, name, timeout)
+
+
+def clear_composer(name: str) -> None:
+    """Lab cleanup without Escape: End + C-u until the composer is empty (Claude deletes a row per C-u)."""
+    from relay_repl import screens
+    from relay_repl.lab import helpers
+    from relay_repl.lab.launcher import status
+
+    st = status()
+    s = st.session(name)
+    cls = screens.for_kind(s.kind)
+    io = PaneIO()
+    ref = PaneRef(socket_path=st.tmux_socket_path, pane_id=s.pane_id or "")
+    p = helpers.pane(name)
+    for _ in range(15):
+        r = cls.classify(io.snapshot(ref))
+        if r.composer == "empty" and not r.blockers:
+            return
+        if "slash-menu" in r.blockers or "shell-mode" in r.blockers:
+            p.send_keys("BSpace", enter=False)
+        else:
+            p.send_keys("End" if s.kind == "claude-code" else "C-e", enter=False)
+            p.send_keys("C-u", enter=False)
+        time.sleep(0.25)
+    raise AssertionError(f"{name}: composer not cleared:\n{helpers.capture(name)}")
+
+
+LATENCY: dict[str, list[float]] = {}
+
+
+@live
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+async def test_live_idle_delivery_with_receiver_evidence(tlab, name):
+    for i in range(3):
+        await idle(name)
+        payload = f"[relay/1 from=operator:relay@t to=peer id=t-{name}-{i} hop=0 want=none] idle tmux {name} {i}"
+        d, io, target = await live_send(name, payload)
+        assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(e.detail for e in d.evidence)
+        assert io.keys == [("literal", payload), ("key", "Enter")]
+        stages = [e.stage for e in d.evidence]
+        assert stages[:3] == ["preflight", "stage", "submit"] and stages[-1] == "confirm"
+        pre = d.evidence[0].data
+        assert pre["reading"]["kind"] == "idle" and pre["reading"]["composer"] == "empty" and pre["capture"]
+        conf = d.evidence[-1].data
+        if target.kind == "claude-code":
+            assert conf["record"]["origin"]["kind"] == "human" and payload in conf["record"]["content"]
+        else:
+            assert conf["item"]["turn_trigger"] == "user" and not conf["item"]["steered"]
+        assert d.extra["tmux"]["entered_at"] - d.extra["tmux"]["typed_at"] >= 0.05
+        LATENCY.setdefault(name, []).append(d.extra["tmux"]["latency"])
+    med = statistics.median(LATENCY[name])
+    print(f"\n{name}: approval -> confirmed over tmux, median of {len(LATENCY[name])}: {med:.2f}s {LATENCY[name]}")
+    await idle(name)
+
+
+@live
+@pytest.mark.parametrize("spec, name", [("claude:alpha", "alpha"), ("codex:beta", "beta")])
+async def test_live_through_the_session_gate(tlab, spec, name):
+    """The operator's path: plan, y/N gate, then the four stages; the plan says what counts as delivered."""
+    from relay_repl.app import make_session
+    from relay_repl.gate import ScriptedGate
+
+    await idle(name)
+    gate = ScriptedGate([True])
+    lines: list[str] = []
+    s = make_session(approve=gate, echo=lines.append)
+    await s.refresh()
+    d = await s.send(spec, f"through the gate to {name}", transport="tmux", timeout=30)
+    assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(lines)
+    plan = gate.shown[0]
+    assert plan.transport == "tmux" and plan.payload.startswith("[relay/1 ") and "exactly this line" in plan.delivered_when
+    assert [e.stage for e in d.evidence][:3] == ["preflight", "stage", "submit"]
+    kinds = [e.kind for e in s.ledger.events(relay_id=d.relay_id)]
+    assert kinds[:2] == ["plan", "answer"] and "stage:confirm" in kinds and kinds[-1] == "outcome"
+    await idle(name)
+
+
+@live
+async def test_live_busy_claude_enter_queues_then_delivers(tlab):
+    from relay_repl.lab import helpers
+
+    await idle("alpha")
+    await _run(helpers.make_busy, "alpha", 6)
+    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-claude hop=0 want=none] typed while claude is busy"
+    d, io, _ = await live_send("alpha", payload, timeout=40)
+    assert d.state is DeliveryState.IN_TURN, d.summary()
+    assert io.keys == [("literal", payload), ("key", "Enter")], "busy Claude: one Enter, never a second, never Tab"
+    assert d.evidence[0].data["reading"]["kind"] == "busy"
+    assert d.extra["tmux"]["kind_at_submit"] == "busy"
+    assert d.extra["tmux"]["screen_after_enter"]["queued"]
+    states = [e.state for e in d.evidence]
+    assert DeliveryState.QUEUED in states  # the transcript's queue-operation enqueue came first
+    assert d.evidence[-1].data["record"]["where"] == "top-level user"  # no tool call: it ran as the next turn
+    await idle("alpha")
+
+
+@live
+async def test_live_busy_claude_mid_tool_is_absorbed_at_the_tool_boundary(tlab):
+    from relay_repl.lab import helpers
+    from relay_repl.lab.stubs.client import SyncStubClient
+
+    await idle("alpha")
+    stub = SyncStubClient(tlab.stub.control)
+    await _run(stub.tool_call, "alpha", "Bash", {"command": "sleep 6", "description": "hold a tool call"},
+               then_text="tool done", match="TOOLHOLD")
+    p = helpers.pane("alpha")
+    p.send_keys("TOOLHOLD run a slow tool", enter=False, literal=True)
+    await anyio.sleep(0.2)
+    p.send_keys("Enter", enter=False)
+    await wait_screen("alpha", lambda rows: any("sleep 6" in ln for ln in rows), "the Bash tool running")
+    payload = "[relay/1 from=operator:relay@t to=peer id=t-tool hop=0 want=none] typed while a tool runs"
+    d, io, _ = await live_send("alpha", payload, timeout=40)
+    assert d.state is DeliveryState.IN_TURN, d.summary()
+    assert io.keys == [("literal", payload), ("key", "Enter")]
+    rec = d.evidence[-1].data["record"]
+    assert rec["where"] == "attachment.queued_command" and rec["origin"]["kind"] == "human"
+    await idle("alpha")
+
+
+@live
+async def test_live_busy_codex_enter_steers_into_the_running_turn(tlab):
+    from relay_repl.lab import helpers
+
+    await idle("beta")
+    await _run(helpers.make_busy, "beta", 8)
+    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-codex hop=0 want=none] typed while codex is busy"
+    d, io, _ = await live_send("beta", payload, timeout=30)
+    assert d.state is DeliveryState.IN_TURN, d.summary()
+    assert io.keys == [("literal", payload), ("key", "Enter")], "0.169.0 steers on Enter: the Tab branch never fires"
+    assert d.extra["tmux"]["kind_at_submit"] == "busy"
+    item = d.evidence[-1].data["item"]
+    assert item["steered"], "the payload must land in the turn that was already running"
+    await idle("beta")
+
+
+@live
+async def test_live_busy_codex_mid_tool_waits_for_the_tool_then_joins_the_turn(tlab):
+    from relay_repl.lab import helpers
+    from relay_repl.lab.stubs.client import SyncStubClient
+
+    await idle("beta")
+    stub = SyncStubClient(tlab.stub.control)
+    await _run(stub.tool_call, "beta", "exec_command", {"cmd": "sleep 5", "yield_time_ms": 20000},
+               then_text="tool done", match="TOOLHOLD")
+    p = helpers.pane("beta")
+    p.send_keys("TOOLHOLD run a slow tool", enter=False, literal=True)
+    await anyio.sleep(0.2)
+    p.send_keys("Enter", enter=False)
+    await wait_screen("beta", lambda rows: any("background terminal running" in ln for ln in rows), "the tool running")
+    payload = "[relay/1 from=operator:relay@t to=peer id=t-codex-tool hop=0 want=none] typed while a codex tool runs"
+    d, io, _ = await live_send("beta", payload, timeout=30)
+    assert d.state is DeliveryState.IN_TURN, d.summary()
+    assert io.keys == [("literal", payload), ("key", "Enter")]
+    assert d.extra["tmux"]["screen_after_enter"]["queued"], "shown under `Messages to be submitted after next tool call`"
+    assert d.evidence[-1].data["item"]["steered"]
+    await idle("beta")
+
+
+def _stage_draft(name: str) -> None:
+    from relay_repl.lab import helpers
+
+    helpers.put_draft(name, "an operator's own unsent words")
+
+
+def _stage_copy_mode(name: str) -> None:
+    from relay_repl.lab import helpers
+
+    helpers.copy_mode(name)
+
+
+def _stage_slash(name: str) -> None:
+    from relay_repl.lab import helpers
+
+    p = helpers.pane(name)
+    p.send_keys("/", enter=False, literal=True)
+    end = time.monotonic() + 5
+    while time.monotonic() < end and not any(("/add-dir" in ln or "/model" in ln) for ln in p.capture_pane()):
+        time.sleep(0.05)
+
+
+def _undo(name: str, how: str) -> None:
+    from relay_repl.lab import helpers
+
+    if how == "copy-mode":
+        helpers.pane(name).cmd("send-keys", "-X", "cancel")
+        time.sleep(0.2)
+    clear_composer(name)
+
+
+@live
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+@pytest.mark.parametrize("how, stage, blocker", [
+    ("draft", _stage_draft, "draft"),
+    ("copy-mode", _stage_copy_mode, "copy-mode"),
+    ("slash-menu", _stage_slash, "slash-menu"),
+])
+async def test_live_refusal_sends_zero_keys(tlab, name, how, stage, blocker):
+    await idle(name)
+    await _run(stage, name)
+    await anyio.sleep(0.4)
+    before = screen(name)
+    try:
+        d, io, _ = await live_send(name, f"[relay/1 t] must not be typed over a {how}")
+        after = screen(name)
+    finally:
+        await _run(_undo, name, how)
+    assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.summary()
+    assert io.keys == [], "not one keystroke may reach the pane"
+    assert after == before, "the screen changed"
+    assert blocker in d.evidence[-1].data["reading"]["blockers"]
+    await idle(name)
+
+
+async def _open_claude_dialog(tlab) -> None:
+    from relay_repl.lab import helpers
+    from relay_repl.lab.stubs.client import SyncStubClient
+
+    stub = SyncStubClient(tlab.stub.control)
+    await _run(stub.tool_call, "alpha", "WebFetch", {"url": "http://127.0.0.1:9/relay-test", "prompt": "x"},
+               then_text="fetch done", match="DIALOGTEST")
+    p = helpers.pane("alpha")
+    p.send_keys("DIALOGTEST fetch something", enter=False, literal=True)
+    await anyio.sleep(0.2)
+    p.send_keys("Enter", enter=False)
+    end = time.monotonic() + 20
+    while not any("Do you want to" in ln for ln in screen("alpha")):
+        assert time.monotonic() < end, "no permission dialog appeared"
+        await anyio.sleep(0.1)
+
+
+async def _open_codex_dialog(tlab) -> None:
+    """approval_policy is `never` in the lab: switch this thread to `Ask for approval` first."""
+    from relay_repl.lab import helpers
+    from relay_repl.lab.stubs.client import SyncStubClient
+
+    p = helpers.pane("beta")
+
+    async def until(text: str, t: float = 15) -> None:
+        end = time.monotonic() + t
+        while not any(text in ln for ln in screen("beta")):
+            assert time.monotonic() < end, f"never saw {text!r}:\n" + "\n".join(screen("beta"))
+            await anyio.sleep(0.1)
+
+    p.send_keys("/permissions", enter=False, literal=True)
+    await until("/permissions  choose")
+    await anyio.sleep(0.15)
+    p.send_keys("Enter", enter=False)
+    await until("Update Model Permissions")
+    p.send_keys("1", enter=False, literal=True)
+    await until("Permission selection requested")
+    await idle("beta")
+    stub = SyncStubClient(tlab.stub.control)
+    await _run(stub.tool_call, "beta", "exec_command",
+               {"cmd": "true", "sandbox_permissions": "require_escalated", "justification": "relay test dialog",
+                "yield_time_ms": 10000}, then_text="approval done", match="DIALOGTEST")
+    p.send_keys("DIALOGTEST run something", enter=False, literal=True)
+    await anyio.sleep(0.2)
+    p.send_keys("Enter", enter=False)
+    await until("Would you like to run the following command?", 20)
+
+
+@live
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+async def test_live_dialog_refusal_sends_zero_keys(tlab, name):
+    from relay_repl.lab import helpers
+    from relay_repl.lab.stubs.client import SyncStubClient
+
+    await idle(name)
+    # discovered before the dialog opens: it hides the Codex footer that ties the pane to the thread
+    target = await discover(name)
+    await (_open_claude_dialog if name == "alpha" else _open_codex_dialog)(tlab)
+    await anyio.sleep(0.4)
+    before = screen(name)
+    try:
+        d, io, _ = await live_send(name, "[relay/1 t] must not answer a dialog", target=target)
+        after = screen(name)
+    finally:
+        # answer the dialog as an operator would, without Escape: Claude "3" (No), Codex "y" (runs `true`)
+        helpers.pane(name).send_keys("3" if name == "alpha" else "y", enter=False, literal=True)
+        await anyio.sleep(0.5)
+        await _run(SyncStubClient(tlab.stub.control).set_script, name, {"rules": []})
+    assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.summary()
+    assert io.keys == []
+    assert after == before
+    assert "dialog" in d.evidence[-1].data["reading"]["blockers"]
+    await idle(name)
+
+
+FREEZER = Path("/sys/fs/cgroup/freezer")
+
+
+@contextlib.contextmanager
+def frozen(pid: int, pane_pid: int | None) -> Iterator[str]:
+    """Freeze `pid` so its screen stops changing; yields how.
+
+    SIGSTOP alone does not hold a process that is the pane's own child: tmux sees it
+    stop and sends SIGCONT at once (that is what happened to Claude, whose pid is the
+    pane pid). A cgroup-v1 freezer stops it without job control; SIGSTOP is enough for
+    the Codex TUI, a grandchild of tmux under the npm node wrapper.
+    """
+    if (FREEZER / "cgroup.procs").exists() and os.access(FREEZER, os.W_OK):
+        back = FREEZER
+        for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+            _, ctrl, where = line.split(":", 2)
+            if "freezer" in ctrl.split(","):
+                back = FREEZER / where.lstrip("/")
+        d = FREEZER / f"relay-tmux-test-{os.getpid()}-{pid}"
+        d.mkdir()
+        try:
+            (d / "cgroup.procs").write_text(str(pid))
+            (d / "freezer.state").write_text("FROZEN")
+            end = time.monotonic() + 5
+            while (d / "freezer.state").read_text().strip() != "FROZEN" and time.monotonic() < end:
+                time.sleep(0.02)
+            yield "cgroup freezer"
+        finally:
+            (d / "freezer.state").write_text("THAWED")
+            (back / "cgroup.procs").write_text(str(pid))
+            d.rmdir()
+        return
+    if pid == pane_pid:
+        pytest.skip("no writable cgroup freezer, and tmux resumes a SIGSTOPped pane child at once")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield "SIGSTOP"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@live
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+async def test_live_payload_never_visible_leaves_no_enter(tlab, name):
+    """Freeze the client so its screen stops: the literal bytes wait in the pty, never drawn."""
+    from relay_repl.lab import helpers, launcher
+
+    await idle(name)
+    s = launcher.status().session(name)
+    assert s.pid
+    payload = f"[relay/1 t] frozen receiver {name}"
+    target = await discover(name)
+    with frozen(s.pid, s.pane_pid) as how:
+        d, io, _ = await live_send(name, payload, stage_timeout=1.5, target=target)
+        print(f"\n{name} frozen by {how}")
+    assert d.state is DeliveryState.TYPED and d.stage == "stage", d.summary()
+    assert io.keys == [("literal", payload)], "no Enter (nor any other key) after a stage that never showed"
+    assert "pending staged" in (d.reason or "")
+    assert d.evidence[-1].data["capture"]
+    # the thawed client now draws the staged bytes; take them back out (C-u, never Escape)
+    end = time.monotonic() + 10
+    while payload not in "\n".join(helpers.pane(name).capture_pane()):
+        assert time.monotonic() < end, "the thawed client never showed the staged bytes"
+        await anyio.sleep(0.1)
+    await _run(clear_composer, name)
+    await idle(name)
+    assert payload not in "\n".join(screen(name)[-6:])
