@@ -87,20 +87,17 @@ class TransportSpec(_Spec):
 
 
 class ScreenSpec(_Spec):
-    """What the tmux transport reads in a capture. `marks` maps a state to regexes (re.M)."""
+    """Screen facts discovery reads from captures (`marks` maps a name to regexes, re.M).
+
+    Classifying a pane as idle/busy/unknown is NOT done from these regexes: that is
+    `relay_repl/screens/<kind>.py`, tested on captures recorded from the real client
+    (tests/screens/captures/<kind>-<version>/). Regexes alone proved wrong there (a
+    no-break space, reverse-video placeholders, footers that also show while busy).
+    """
 
     ui_mode_chars: str
-    empty_composer_cursor_x: int | None = None
-    copy_mode_format: str = "#{pane_in_mode}"
-    marks: dict[str, list[Regex]]
-
-    @field_validator("marks")
-    @classmethod
-    def _required(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
-        missing = {"busy", "idle", "composer", "dialog", "menu"} - set(v)
-        if missing:
-            raise ValueError(f"screen.marks needs {sorted(missing)}")
-        return v
+    classifier: str = Field(description="module under relay_repl.screens that classifies this kind's screens")
+    marks: dict[str, list[Regex]] = Field(default_factory=dict)
 
     def compiled(self, state: str) -> list[re.Pattern[str]]:
         return [re.compile(p, re.M) for p in self.marks.get(state, [])]
