@@ -538,8 +538,11 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
                 args += ["-e", f"{k}={v}"]
             # Options first, in the same invocation that starts the server: a pane whose
             # client dies at once stays (dead) for diagnosis instead of ending the server.
+            # focus-events on: otherwise Claude rotates a "tmux focus-events off" tip into its
+            # footer on a timer, which changes the screen with nobody typing.
             _tmux(lay, "set-option", "-g", "remain-on-exit", "on", ";",
                   "set-option", "-g", "history-limit", "5000", ";",
+                  "set-option", "-g", "focus-events", "on", ";",
                   *args, "--", *cmd, prefix=prefix)
             pid = _tmux(lay, "display-message", "-p", "#{pid}").stdout.strip()
             state.tmux_server_pid = int(pid) if pid.isdigit() else None
