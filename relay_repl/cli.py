@@ -172,6 +172,8 @@ def _cmd_targets(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([_target_json(t) for t in targets], indent=1))
         return 0
+    from .target import format_targets
+
     print(format_targets(targets))
     return 0
 
@@ -182,17 +184,6 @@ def _target_json(t) -> dict:
         "state": t.state, "pane": t.pane, "transports": list(t.transports), "identified_by": t.identified_by,
         "detail": t.detail,
     }
-
-
-def format_targets(targets: list) -> str:
-    if not targets:
-        return "no Claude Code or Codex sessions found (start one, or try `relay --lab targets`)"
-    rows = [("TARGET", "PID", "STATE", "PANE", "TRANSPORTS")]
-    for t in sorted(targets, key=lambda t: (not t.live, t.kind, t.name)):
-        rows.append((t.spec, str(t.pid or "-"), t.state if t.live else "STALE", t.pane or "-",
-                     ", ".join(t.transports) or "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
 def _cmd_send(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from .errors import AmbiguousTarget, LoopHalt, PolicyRefusal, StaleTarget, Unkno
 from .gate import ApproveFn, DenyGate
 from .ledger import Ledger
 from .plan import Plan
-from .target import Me, Target
+from .target import Me, Target, TargetTable
 from .discovery import Provider, StaticProvider, discover_all
 from .transports.base import StageLog, Transport
 
@@ -63,9 +63,9 @@ class Session:
         return found
 
     @property
-    def targets(self) -> list[Target]:
-        """The last discovered targets (call `await session.refresh()` to re-read)."""
-        return list(self._targets)
+    def targets(self) -> TargetTable:
+        """The last discovered targets, printed as a table (`await session.refresh()` re-reads)."""
+        return TargetTable(self._targets)
 
     async def target(self, spec: str | Target) -> Target:
         """Resolve `claude:alpha`, `codex:<name or uuid>`, `%<pane>`, `fake:inbox`.
@@ -252,7 +252,7 @@ class Session:
             lines.append("  targets: none found")
         else:
             lines.append(f"  targets ({len(self._targets)}):")
-            lines += [f"    {t.describe()}  via {', '.join(t.transports) or '-'}" for t in self._targets]
+            lines += ["    " + row for row in TargetTable(self._targets).__repr__().splitlines()]
         open_ = [d for d in self.deliveries if d.outcome == "pending"]
         lines.append(f"  deliveries: {len(self.deliveries)} ({len(open_)} open)")
         lines += [f"    {d!r}" for d in open_]

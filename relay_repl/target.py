@@ -60,3 +60,22 @@ class Me(BaseModel):
 
     def __repr__(self) -> str:
         return f"<Me {self.sender} inbox={self.inbox or 'none'}>"
+
+
+class TargetTable(list):
+    """A list of targets that prints as a table in the REPL (and `relay targets`)."""
+
+    def __repr__(self) -> str:
+        return format_targets(self)
+
+
+def format_targets(targets: list[Target]) -> str:
+    """Live first, then stale; one row each: spec, pid, state, pane, transports."""
+    if not targets:
+        return "no Claude Code or Codex sessions found (start one, or try `relay --lab targets`)"
+    rows = [("TARGET", "PID", "STATE", "PANE", "TRANSPORTS")]
+    for t in sorted(targets, key=lambda t: (not t.live, t.kind, t.name)):
+        rows.append((t.spec, str(t.pid or "-"), t.state if t.live else "STALE", t.pane or "-",
+                     ", ".join(t.transports) or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from relay_repl.delivery import DeliveryState
@@ -115,7 +117,9 @@ async def test_repr_shows_address_targets_and_open_deliveries(tmp_path):
     assert "not discovered yet" in repr(s)
     await s.refresh()
     r = repr(s)
-    assert "operator:relay@me" in r and "fake:inbox (idle)" in r and "deliveries: 0" in r
+    assert "operator:relay@me" in r and "deliveries: 0" in r
+    assert "TARGET" in r and re.search(r"fake:inbox +- +idle +- +memory", r)
+    assert re.search(r"fake:inbox +- +idle +- +memory", repr(s.targets))
 
 
 async def test_forwarding_a_pasted_envelope(tmp_path):
