@@ -219,7 +219,7 @@ class ClaudeSocketTransport(Transport):
             return
         me_pid, me_start = delivery.extra["sender_pid"], delivery.extra["sender_proc_start"]
         deadline = time.monotonic() + timeout
-        last_report = 0.0
+        last_report = time.monotonic()  # progress lines only once a wait is long
         seen_receipts = 0
         while True:
             inbox = self._inbox()

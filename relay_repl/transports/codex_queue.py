@@ -184,7 +184,7 @@ class CodexQueueTransport(Transport):
         if not item:
             return
         deadline = time.monotonic() + timeout
-        last_report = 0.0
+        last_report = time.monotonic()  # progress lines only once a wait is long
         dequeued = False
         while True:
             row = await anyio.to_thread.run_sync(read_item, home, item)
