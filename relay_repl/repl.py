@@ -20,6 +20,7 @@ BANNER = """relay_repl {version} — `session` is being prepared (discovery runs
   session                      targets, your address, open deliveries
   await session.refresh()      re-discover targets
   await session.send("claude:alpha", "hello", want="ack")
+  await session.debug(d)       walk a stuck delivery's stages, re-read the receiver (never re-sends)
   session.why("<relay id>")     every event recorded for one id
 Every side effect shows its plan and asks [y/N] first."""
 

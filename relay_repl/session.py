@@ -228,6 +228,51 @@ class Session:
         self.ledger.event("inbox-registered", data={"name": reg.name, "record": str(reg.record_path)})
         return True
 
+    # -- debugging a stuck delivery -------------------------------------------------------
+    async def debug(self, delivery: Delivery | str, *, recheck: float = 5.0) -> Delivery:
+        """Walk a delivery's stages with the evidence each one read, then, if it is
+        still pending, read the receiver's evidence again (read-only: nothing is
+        re-sent, so a duplicate cannot happen) for up to `recheck` seconds."""
+        import time as _time
+
+        d = self._find_delivery(delivery)
+        say = self.echo or print
+        say(f"{d!r}")
+        if d.plan:
+            say(f"  payload: {d.plan.payload}")
+            say(f"  delivered means: {d.plan.delivered_when}")
+        for i, ev in enumerate(d.evidence, 1):
+            when = _time.strftime("%H:%M:%S", _time.localtime(ev.at))
+            say(f"  {i}. {when} [{ev.stage}] {ev.state.value}: {ev.detail}")
+            for key, value in list(ev.data.items())[:6]:
+                text = str(value)
+                say(f"       {key}: {text[:160]}{'…' if len(text) > 160 else ''}")
+        self.ledger.event("debug", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value})
+        if d.outcome != "pending":
+            say(f"  final: {d.summary()}")
+            return d
+        if d.state is DeliveryState.TYPED:
+            say("  the payload was typed but never shown in full, so Enter was never pressed; look at the pane "
+                "(`relay lab attach NAME` or `tmux attach`) and submit or clear it yourself: relay will not")
+            return d
+        if d.plan is None or d.transport not in self.transports:
+            say("  no transport to re-read evidence with")
+            return d
+        await self.refresh()
+        target = await self.target(d.target)
+        say(f"  re-reading receiver evidence for up to {recheck:g}s (nothing is sent) …")
+        await self.transports[d.transport].confirm(d, target, d.plan.payload, StageLog(d, self.ledger, echo=say), recheck)
+        say(f"  now: {d.summary()}")
+        return d
+
+    def _find_delivery(self, ref: Delivery | str) -> Delivery:
+        if isinstance(ref, Delivery):
+            return ref
+        hits = [d for d in self.deliveries if ref in (d.relay_id, d.key)]
+        if not hits:
+            raise UsageError(f"no delivery {ref!r} in this session; `session.why({ref!r})` shows what the ledger has")
+        return hits[-1]
+
     # -- halts and history -----------------------------------------------------------
     def halt(self, reason: str = "operator halt") -> None:
         self.ledger.halt(reason, by=self.me.sender)

@@ -148,3 +148,55 @@ async def test_forwarding_stops_at_the_hop_cap_and_on_relay_halt(tmp_path):
     assert gate.shown == [] and mem.received == []
     with pytest.raises(UsageError, match="not a relay envelope"):
         await s.forward("fake:inbox", "plain text")
+
+
+class LateReceiver(InMemoryTransport):
+    """Accepts at once; the receiver's evidence appears only when `arrived` is set."""
+
+    name = "late"
+
+    def __init__(self):
+        super().__init__()
+        self.arrived = False
+        self.sends = 0
+
+    async def send(self, d, target, payload, log):
+        self.sends += 1
+        await super().send(d, target, payload, log)
+
+    async def confirm(self, d, target, payload, log, timeout):
+        if self.arrived:
+            log("confirm", DeliveryState.IN_TURN, "receiver shows it now")
+
+
+async def test_debug_walks_the_stages_and_rechecks_without_resending(tmp_path):
+    late = LateReceiver()
+    tgt = fake_target().model_copy(update={"transports": ("late",)})
+    lines: list[str] = []
+    s = Session(ledger=Ledger(tmp_path / "l.sqlite"), approve=ScriptedGate([True]), me=Me(address="me"),
+                providers=[StaticProvider("fake", [tgt])], transports=[late], echo=lines.append)
+    d = await s.send("fake:inbox", "slow one", timeout=0.1)
+    assert d.outcome == "pending" and d.exit_code == 3
+    late.arrived = True
+    again = await s.debug(d.relay_id, recheck=1)
+    assert again is d and d.outcome == "delivered"
+    assert late.sends == 1, "debug must never re-send"
+    text = "\n".join(lines)
+    assert "1. " in text and "[write] queued" in text and "re-reading receiver evidence" in text
+    assert "now: delivered" in text
+    assert s.ledger.events(kind="debug")[0].relay_id == d.relay_id
+    with pytest.raises(UsageError, match="no delivery"):
+        await s.debug("nope-1")
+
+
+async def test_debug_of_a_typed_payload_gives_advice_and_touches_nothing(tmp_path):
+    s, mem, gate, led = mk(tmp_path=tmp_path)
+    from relay_repl.delivery import Delivery
+
+    d = Delivery(relay_id="me-9", target="fake:inbox", transport="memory", state=DeliveryState.TYPED, stage="stage")
+    s.deliveries.append(d)
+    lines: list[str] = []
+    s.echo = lines.append
+    await s.debug(d)
+    assert "Enter was never pressed" in "\n".join(lines)
+    assert mem.received == [] and d.state is DeliveryState.TYPED
