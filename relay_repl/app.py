@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from .gate import ApproveFn, TerminalGate
 from .ledger import Ledger
-from .session import Session, StaticProvider
+from .discovery import StaticProvider
+from .session import Session
 
 
 def make_session(

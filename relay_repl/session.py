@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from .delivery import Delivery, DeliveryState
 from .envelope import Envelope, Want
-from .errors import AmbiguousTarget, LoopHalt, PolicyRefusal, StaleTarget, UnknownTarget, UsageError
+from .errors import AmbiguousTarget, LoopHalt, StaleTarget, UnknownTarget, UsageError
 from .gate import ApproveFn, DenyGate
 from .ledger import Ledger
 from .plan import Plan
 from .target import Me, Target, TargetTable
-from .discovery import Provider, StaticProvider, discover_all
+from .discovery import Provider, discover_all
 from .transports.base import StageLog, Transport
 
 

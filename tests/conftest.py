@@ -12,9 +12,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
+
+from tests.support.labs import private_lab_home
 
 
 @pytest.fixture(autouse=True)
@@ -31,30 +32,8 @@ def anyio_backend():
 
 @pytest.fixture(scope="session")
 def lab_home(tmp_path_factory):
-    from relay_repl import paths
-    from relay_repl.errors import LabError
-
-    if not shutil.which("tmux"):
-        pytest.skip("tmux not installed")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RELAY_LAB_CLIENTS", os.environ.get("RELAY_LAB_CLIENTS") or str(paths.clients_dir()))
-    home = tmp_path_factory.mktemp("shared-lab")
-    mp.setenv("RELAY_HOME", str(home))
-    try:
-        from relay_repl.lab.install import install
-
-        install(progress=lambda m: None)
-    except LabError as exc:
-        mp.undo()
-        pytest.skip(f"lab clients unavailable: {exc}")
-    yield home
-    from relay_repl.lab import launcher
-
-    try:
-        launcher.down(progress=lambda m: None)
-    finally:
-        mp.undo()
-        shutil.rmtree(home / "lab" / "cache", ignore_errors=True)  # the ~400 MB Codex daemon copy
+    with private_lab_home(tmp_path_factory, "shared-lab") as home:
+        yield home
 
 
 @pytest.fixture

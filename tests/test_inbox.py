@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import anyio
@@ -201,7 +200,8 @@ def test_proc_start_matches_proc():
 async def test_a_peer_message_is_never_the_operators_consent(relay_home):
     """An arriving message that asks for actions is only kept and shown: no plan, no gate, no send."""
     from relay_repl.gate import ScriptedGate
-    from relay_repl.session import Session, StaticProvider
+    from relay_repl.discovery import StaticProvider
+    from relay_repl.session import Session
     from relay_repl.target import Me
     from relay_repl.transports.fake import InMemoryTransport, fake_target
 

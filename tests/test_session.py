@@ -9,7 +9,8 @@ from relay_repl.errors import AmbiguousTarget, LoopHalt, PolicyRefusal, StaleTar
 from relay_repl.envelope import Envelope
 from relay_repl.gate import ScriptedGate
 from relay_repl.ledger import Ledger
-from relay_repl.session import Session, StaticProvider
+from relay_repl.discovery import StaticProvider
+from relay_repl.session import Session
 from relay_repl.target import Me, Target
 from relay_repl.transports.fake import InMemoryTransport, fake_target
 

@@ -23,11 +23,13 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.labs import private_lab_home
+
 from relay_repl import paths
 from relay_repl.agents import ClaudeProvider, CodexProvider, default_providers
-from relay_repl.errors import AmbiguousTarget, LabError
+from relay_repl.errors import AmbiguousTarget
 from relay_repl.lab import helpers, launcher, procs
-from relay_repl.lab.install import bin_dir, install
+from relay_repl.lab.install import bin_dir
 from relay_repl.lab.layout import Layout
 from relay_repl.ledger import Ledger
 from relay_repl.session import Session
@@ -41,23 +43,8 @@ pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
 @pytest.fixture(scope="module")
 def lab_home(tmp_path_factory):
-    if not shutil.which("tmux"):
-        pytest.skip("tmux not installed")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RELAY_LAB_CLIENTS", os.environ.get("RELAY_LAB_CLIENTS") or str(paths.clients_dir()))
-    try:
-        install(progress=lambda m: None)
-    except LabError as exc:
-        mp.undo()
-        pytest.skip(f"lab clients unavailable: {exc}")
-    home = tmp_path_factory.mktemp("disc")
-    mp.setenv("RELAY_HOME", str(home))
-    yield home
-    try:
-        launcher.down(progress=lambda m: None)
-    finally:
-        mp.undo()
-        shutil.rmtree(home / "lab" / "cache", ignore_errors=True)  # the ~400 MB Codex daemon copy
+    with private_lab_home(tmp_path_factory, "disc") as home:
+        yield home
 
 
 @pytest.fixture(autouse=True)

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.labs import private_lab_home
+
 from relay_repl import paths
-from relay_repl.errors import LabError
 from relay_repl.lab import helpers, launcher, procs
-from relay_repl.lab.install import install
 from relay_repl.lab.layout import CLAUDE, CODEX, Layout, tmux_socket_path
 
 pytestmark = pytest.mark.live
@@ -26,26 +26,8 @@ pytestmark = pytest.mark.live
 
 @pytest.fixture(scope="module")
 def lab_home(tmp_path_factory):
-    import shutil
-
-    if not shutil.which("tmux"):
-        pytest.skip("tmux not installed")
-    mp = pytest.MonkeyPatch()
-    clients = os.environ.get("RELAY_LAB_CLIENTS") or str(paths.clients_dir())
-    mp.setenv("RELAY_LAB_CLIENTS", clients)
-    try:
-        install(progress=lambda m: None)
-    except LabError as exc:
-        mp.undo()
-        pytest.skip(f"lab clients unavailable: {exc}")
-    home = tmp_path_factory.mktemp("lab")
-    mp.setenv("RELAY_HOME", str(home))
-    yield home
-    try:
-        launcher.down(progress=lambda m: None)
-    finally:
-        mp.undo()
-        shutil.rmtree(home / "lab" / "cache", ignore_errors=True)  # the ~400 MB daemon copy
+    with private_lab_home(tmp_path_factory, "lab") as home:
+        yield home
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from relay_repl import paths
+from tests.support.labs import private_lab_home
+
 from relay_repl.lab import helpers, launcher
 from relay_repl.lab.stubs.client import SyncStubClient, send_message_rule
 
@@ -19,16 +20,8 @@ pytestmark = pytest.mark.live
 
 @pytest.fixture(scope="module")
 def lab_home(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RELAY_LAB_CLIENTS", os.environ.get("RELAY_LAB_CLIENTS") or str(paths.clients_dir()))
-    home = tmp_path_factory.mktemp("stub-features-lab")
-    mp.setenv("RELAY_HOME", str(home))
-    yield home
-    try:
-        launcher.down(progress=lambda m: None)
-    finally:
-        mp.undo()
-        shutil.rmtree(home / "lab" / "cache", ignore_errors=True)
+    with private_lab_home(tmp_path_factory, "stub-features-lab") as home:
+        yield home
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@ from __future__ import annotations
 import pytest
 
 from relay_repl.delivery import Delivery
-from relay_repl.envelope import Envelope
 from relay_repl.errors import PolicyRefusal
 from relay_repl.target import Target
 from relay_repl.transports.base import Capabilities, StageLog, Transport

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import statistics
 import time
@@ -26,9 +25,10 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.labs import private_lab_home
+
 from relay_repl import paths
 from relay_repl.delivery import Delivery, DeliveryState
-from relay_repl.errors import LabError
 from relay_repl.ledger import Ledger
 from relay_repl.screens.model import Snapshot
 from relay_repl.target import Target
@@ -248,27 +248,8 @@ def test_escape_can_never_leave():
 
 @pytest.fixture(scope="module")
 def tmux_lab_home(tmp_path_factory):
-    if not shutil.which("tmux"):
-        pytest.skip("tmux not installed")
-    from relay_repl.lab.install import install
-
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RELAY_LAB_CLIENTS", os.environ.get("RELAY_LAB_CLIENTS") or str(paths.clients_dir()))
-    try:
-        install(progress=lambda m: None)
-    except LabError as exc:
-        mp.undo()
-        pytest.skip(f"lab clients unavailable: {exc}")
-    home = tmp_path_factory.mktemp("tmuxlab")
-    mp.setenv("RELAY_HOME", str(home))
-    yield home
-    from relay_repl.lab import launcher
-
-    try:
-        launcher.down(progress=lambda m: None)
-    finally:
-        mp.undo()
-        shutil.rmtree(home / "lab" / "cache", ignore_errors=True)
+    with private_lab_home(tmp_path_factory, "tmuxlab") as home:
+        yield home
 
 
 @pytest.fixture(scope="module")
