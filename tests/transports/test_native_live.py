@@ -103,15 +103,20 @@ async def test_claude_socket_to_an_idle_target(lab):
     await wait_idle("alpha")
 
 
-async def test_claude_socket_to_a_busy_target(lab):
-    await anyio.to_thread.run_sync(lambda: helpers.make_busy("alpha", 6))
-    async with live_session([True]) as (s, gate, _):
+@pytest.mark.parametrize("transport", ["claude-code-socket", "claude-code-message"])
+async def test_claude_socket_transports_to_a_busy_target(lab, transport):
+    async with live_session([True, True]) as (s, gate, _):
+        if transport == "claude-code-message":
+            assert await s.register_inbox() is True
+        await anyio.to_thread.run_sync(lambda: helpers.make_busy("alpha", 6))
         await s.refresh()
         target = await s.target(CLAUDE)
         assert target.state == "busy"
-        d = await s.send(CLAUDE, "socket to busy claude", transport="claude-code-socket", timeout=45)
+        d = await s.send(CLAUDE, f"{transport} to busy claude", transport=transport, timeout=45)
         assert d.state is DeliveryState.IN_TURN, d.summary()
-        assert "busy" in " ".join(gate.shown[0].notes)
+        assert "busy" in " ".join(gate.shown[-1].notes)
+        rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
+        assert rec["origin"]["verifiedPeerPid"] == os.getpid()
     await wait_idle("alpha")
 
 
