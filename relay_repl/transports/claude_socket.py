@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import jsonl
 from ..delivery import Delivery, DeliveryState
 from ..envelope import Envelope
 from ..inbox import peer_cred, proc_start
@@ -46,22 +47,13 @@ RECEIPT_STATES = {
 def find_origin_records(transcript: Path, msg_id: str) -> list[dict[str, Any]]:
     """Every transcript record whose origin (either path) carries msg_id, with its content."""
     hits = []
-    try:
-        f = open(transcript, encoding="utf-8")
-    except OSError:
-        return hits
-    with f:
-        for line in f:
-            try:
-                d = json.loads(line)
-            except ValueError:
-                continue
-            att = d.get("attachment") if isinstance(d.get("attachment"), dict) else {}
-            origin, where = (d.get("origin"), "origin") if isinstance(d.get("origin"), dict) else (att.get("origin"), "attachment.origin")
-            if isinstance(origin, dict) and origin.get("msg_id") == msg_id:
-                content = (d.get("message") or {}).get("content") if isinstance(d.get("message"), dict) else None
-                hits.append({"type": d.get("type"), "where": where, "origin": origin,
-                             "content": content if content is not None else att.get("prompt")})
+    for _, d in jsonl.records(transcript):
+        att = d.get("attachment") if isinstance(d.get("attachment"), dict) else {}
+        origin, where = (d.get("origin"), "origin") if isinstance(d.get("origin"), dict) else (att.get("origin"), "attachment.origin")
+        if isinstance(origin, dict) and origin.get("msg_id") == msg_id:
+            content = (d.get("message") or {}).get("content") if isinstance(d.get("message"), dict) else None
+            hits.append({"type": d.get("type"), "where": where, "origin": origin,
+                         "content": content if content is not None else att.get("prompt")})
     return hits
 
 

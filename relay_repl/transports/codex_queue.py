@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.request import pathname2url
 
+from .. import jsonl
 from ..delivery import Delivery, DeliveryState
 from ..envelope import Envelope
 from ..target import Target
@@ -85,28 +86,19 @@ def rollout_for(home: Path, thread_id: str, hint: str | None) -> Path | None:
 def find_in_rollout(rollout: Path, *, client_id: str | None, text: str) -> dict[str, Any] | None:
     """The turn that carried our message, matched on client_id, else exact text."""
     triggers: dict[str, str] = {}
-    try:
-        f = open(rollout, encoding="utf-8")
-    except OSError:
-        return None
-    with f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue  # a line being written right now
-            p = rec.get("payload") or {}
-            if p.get("type") == "task_started":
-                attribution = p.get("turn_attribution") or {}
-                triggers[p.get("turn_id", "")] = attribution.get("turn_trigger", "?")
-            item = p.get("item") or {}
-            if p.get("type") == "item_completed" and item.get("type") == "UserMessage":
-                body = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
-                hit = item.get("client_id") == client_id if client_id else body == text
-                if hit:
-                    turn = p.get("turn_id", "")
-                    return {"turn_id": turn, "turn_trigger": triggers.get(turn), "client_id": item.get("client_id"),
-                            "text": body, "at": rec.get("timestamp")}
+    for _, rec in jsonl.records(rollout):
+        p = rec.get("payload") or {}
+        if p.get("type") == "task_started":
+            attribution = p.get("turn_attribution") or {}
+            triggers[p.get("turn_id", "")] = attribution.get("turn_trigger", "?")
+        item = p.get("item") or {}
+        if p.get("type") == "item_completed" and item.get("type") == "UserMessage":
+            body = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
+            hit = item.get("client_id") == client_id if client_id else body == text
+            if hit:
+                turn = p.get("turn_id", "")
+                return {"turn_id": turn, "turn_trigger": triggers.get(turn), "client_id": item.get("client_id"),
+                        "text": body, "at": rec.get("timestamp")}
     return None
 
 

@@ -47,7 +47,7 @@ from typing import Any, ClassVar, TypeVar
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from .. import screens
+from .. import jsonl, screens
 from ..delivery import Delivery, DeliveryState
 from ..envelope import Envelope, check_typed_line
 from ..errors import EnvelopeError
@@ -226,22 +226,7 @@ def claude_typed_records(transcript: Path, offset: int, payload: str) -> list[di
     """
     hits: list[dict[str, Any]] = []
     payload = payload.strip()  # a TUI may trim edge whitespace on submit; the inside must match exactly
-    try:
-        with open(transcript, "rb") as f:
-            f.seek(offset)
-            data = f.read()
-    except OSError:
-        return hits
-    pos = offset
-    for raw in data.split(b"\n")[:-1]:  # the last piece is empty or a line still being written
-        at = pos
-        pos += len(raw) + 1
-        try:
-            d = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(d, dict):
-            continue
+    for at, d in jsonl.records(transcript, offset):
         att = d.get("attachment") if isinstance(d.get("attachment"), dict) else None
         if d.get("type") == "user" and isinstance(d.get("origin"), dict):
             text = _text_of((d.get("message") or {}).get("content"))
@@ -267,20 +252,8 @@ def codex_typed_items(rollout: Path, offset: int, payload: str) -> list[dict[str
     """
     hits: list[dict[str, Any]] = []
     turns: dict[str, tuple[str | None, int]] = {}
-    try:
-        with open(rollout, "rb") as f:
-            data = f.read()
-    except OSError:
-        return hits
-    pos = 0
-    for raw in data.split(b"\n")[:-1]:
-        at = pos
-        pos += len(raw) + 1
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        p = rec.get("payload") if isinstance(rec, dict) else None
+    for at, rec in jsonl.records(rollout):
+        p = rec.get("payload")
         if not isinstance(p, dict):
             continue
         if p.get("type") == "task_started":
