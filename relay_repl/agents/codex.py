@@ -266,6 +266,38 @@ def codex_panes(panes: Sequence[Pane], table: Mapping[int, ProcStat]) -> dict[tu
     return out
 
 
+ROLLOUT_TAIL = 512 * 1024
+
+
+def collaboration_mode(rollout: str | os.PathLike[str] | None) -> str | None:
+    """The thread's current collaboration mode ("plan", "default", ...) from its rollout.
+
+    Measured on 0.169.0: switching mode writes a `thread_settings_applied` event
+    (`thread_settings.collaboration_mode.mode`) at once, and every turn's
+    `turn_context` repeats `collaboration_mode.mode`; the latest one wins. Only the
+    tail is read: each turn repeats it, so it is never far from the end.
+    """
+    if not rollout:
+        return None
+    from .. import jsonl
+
+    try:
+        start = max(0, os.path.getsize(rollout) - ROLLOUT_TAIL)
+    except OSError:
+        return None
+    mode = None
+    for _, rec in jsonl.records(rollout, start):
+        p = rec.get("payload")
+        if not isinstance(p, dict):
+            continue
+        cm = p.get("collaboration_mode")
+        if cm is None and p.get("type") == "thread_settings_applied":
+            cm = (p.get("thread_settings") or {}).get("collaboration_mode")
+        if isinstance(cm, dict) and isinstance(cm.get("mode"), str):
+            mode = cm["mode"]
+    return mode
+
+
 def footer_thread_name(screen: str, footer: Sequence[re.Pattern[str]]) -> str | None:
     """The thread name in the LAST footer line (`<model> <effort> · <cwd> · <name>`), if any."""
     best: tuple[int, str | None] | None = None
@@ -499,6 +531,12 @@ class CodexProvider:
             if goal and goal.get("status") == "active" and state != "waiting":
                 state = "never-idle"
                 evidence.append("goal active (auto-resumes)")
+            mode = collaboration_mode(detail.get("rollout"))
+            if mode:
+                detail["collaboration_mode"] = mode
+                detail["plan_mode"] = mode == "plan"
+                if mode == "plan":
+                    evidence.append("in Plan mode (rollout thread settings)")
             pane = pane_of.get(tid)
             if pane is not None:
                 transports.append("tmux")

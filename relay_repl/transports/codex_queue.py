@@ -130,7 +130,8 @@ class CodexQueueTransport(Transport):
         if target.state == "never-idle":
             notes.append("goal-controller thread: the queue item runs at the next turn boundary, ahead of the goal continuation")
         if target.detail.get("plan_mode"):
-            notes.append("target is in plan mode: Codex refuses queued input there (item would be marked failed)")
+            notes.append("target is in Plan mode: Codex 0.169.0 still runs the queued message, but as a planning turn "
+                         "(the agent plans and does not change files)")
         if not target.live:
             notes.append("thread is not loaded: the item waits until it is resumed (`codex resume`)")
         elif target.state == "busy":

@@ -330,6 +330,8 @@ class TmuxTransport(Transport):
             notes.append("target is busy: Enter queues the line for its next tool boundary (one Enter, no Tab)")
         if target.kind == "codex" and target.state in ("busy", "never-idle"):
             notes.append("target is busy: Enter steers the line into the running turn (Codex 0.169.0)")
+        if target.detail.get("plan_mode"):
+            notes.append("target is in Plan mode: the agent will plan, not act, on this message")
         return tuple(notes)
 
     def delivered_when(self, target: Target, envelope: Envelope) -> str:

@@ -537,3 +537,23 @@ async def test_fifty_plus_fifty_records_refresh_well_under_a_second(home, tmp_pa
     how = "with `claude agents --json`" if claude else "registry files only"
     print(f"refresh of 50 claude ({how}) + 100 codex (50 live, daemon status) records: {elapsed * 1000:.1f} ms",
           file=sys.stderr)
+
+
+def test_collaboration_mode_is_the_latest_in_the_rollout(tmp_path):
+    import json as _json
+
+    from relay_repl.agents.codex import collaboration_mode
+
+    r = tmp_path / "rollout.jsonl"
+    rows = [
+        {"type": "session_meta", "payload": {"id": "t"}},
+        {"type": "turn_context", "payload": {"collaboration_mode": {"mode": "default", "settings": {}}}},
+        {"type": "event_msg", "payload": {"type": "thread_settings_applied",
+                                          "thread_settings": {"collaboration_mode": {"mode": "plan"}}}},
+    ]
+    r.write_text("".join(_json.dumps(x) + "\n" for x in rows))
+    assert collaboration_mode(str(r)) == "plan"
+    with open(r, "a") as f:
+        f.write(_json.dumps({"type": "turn_context", "payload": {"collaboration_mode": {"mode": "default"}}}) + "\n")
+    assert collaboration_mode(str(r)) == "default"
+    assert collaboration_mode(str(tmp_path / "none.jsonl")) is None and collaboration_mode(None) is None

@@ -190,3 +190,36 @@ async def test_a_codex_agent_answers_with_relay_reply(lab):
         thread = (await s.target(CODEX)).address
         assert (env.sender, env.hop, env.body) == (f"agent:codex@{thread}", 1, "tests pass, from codex")
     await wait_idle("beta")
+
+
+async def test_codex_in_plan_mode_is_said_in_the_plan_and_still_delivered(lab):
+    """Measured on 0.169.0: queued input is not refused in Plan mode; it runs as a planning turn."""
+    import time
+
+    def codex_footer_has(text: str, present: bool) -> None:
+        def footer() -> str:  # the hint row only: history keeps "... for Plan mode." lines
+            return ([ln for ln in helpers.capture("beta").splitlines() if ln.strip()] or [""])[-1]
+
+        deadline = time.monotonic() + 20
+        while (text in footer()) != present:
+            assert time.monotonic() < deadline, helpers.capture("beta")
+            time.sleep(0.2)
+
+    pane = helpers.pane("beta")
+    pane.send_keys("/plan", enter=False, literal=True)
+    time.sleep(0.5)
+    pane.send_keys("Enter", enter=False)
+    codex_footer_has("Plan mode (shift+tab", True)
+    try:
+        async with live_session([True]) as (s, gate, _):
+            target = await s.target(CODEX)
+            assert target.detail.get("plan_mode") is True and target.detail["collaboration_mode"] == "plan"
+            d = await s.send(CODEX, "message while planning", transport="codex-queue", timeout=30)
+            assert any("Plan mode" in n for n in gate.shown[0].notes)
+            assert d.state is DeliveryState.IN_TURN, d.summary()
+    finally:
+        await wait_idle("beta")
+        pane.send_keys("BTab", enter=False)  # shift+tab cycles back to the default mode
+        codex_footer_has("Plan mode (shift+tab", False)
+    async with live_session() as (s, _, _):
+        assert (await s.target(CODEX)).detail.get("plan_mode") is False
