@@ -192,6 +192,18 @@ async def test_a_codex_agent_answers_with_relay_reply(lab):
     await wait_idle("beta")
 
 
+async def plan_mode_reads(s, expected: bool):
+    """Discovery's reading, once the rollout has caught up: the footer changes first and
+    the mode switch reaches the rollout a moment later."""
+    with anyio.fail_after(15):
+        while True:
+            target = await s.target(CODEX)
+            if target.detail.get("plan_mode") is expected:
+                return target
+            await anyio.sleep(0.3)
+            await s.refresh()
+
+
 async def test_codex_in_plan_mode_is_said_in_the_plan_and_still_delivered(lab):
     """Measured on 0.169.0: queued input is not refused in Plan mode; it runs as a planning turn."""
     import time
@@ -212,8 +224,8 @@ async def test_codex_in_plan_mode_is_said_in_the_plan_and_still_delivered(lab):
     codex_footer_has("Plan mode (shift+tab", True)
     try:
         async with live_session([True]) as (s, gate, _):
-            target = await s.target(CODEX)
-            assert target.detail.get("plan_mode") is True and target.detail["collaboration_mode"] == "plan"
+            target = await plan_mode_reads(s, True)
+            assert target.detail["collaboration_mode"] == "plan"
             d = await s.send(CODEX, "message while planning", transport="codex-queue", timeout=30)
             assert any("Plan mode" in n for n in gate.shown[0].notes)
             assert d.state is DeliveryState.IN_TURN, d.summary()
@@ -222,4 +234,4 @@ async def test_codex_in_plan_mode_is_said_in_the_plan_and_still_delivered(lab):
         pane.send_keys("BTab", enter=False)  # shift+tab cycles back to the default mode
         codex_footer_has("Plan mode (shift+tab", False)
     async with live_session() as (s, _, _):
-        assert (await s.target(CODEX)).detail.get("plan_mode") is False
+        await plan_mode_reads(s, False)
