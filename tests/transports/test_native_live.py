@@ -232,13 +232,16 @@ async def test_codex_in_plan_mode_is_said_in_the_plan_and_still_delivered(lab):
             assert d.state is DeliveryState.IN_TURN, d.summary()
     finally:
         await wait_idle("beta")
-        # shift+tab cycles back to the default mode; a key sent as a turn ends can be lost,
-        # so send it again only while the footer still shows Plan mode (never a double toggle)
-        for _ in range(5):
+        # shift+tab cycles back to the default mode. Press once and give the TUI time to
+        # redraw (a second press too soon would cycle straight back into Plan mode); press
+        # again only if, after that, the footer still shows Plan mode (a lost key).
+        for _ in range(3):
             if not in_plan_mode():
                 break
             pane.send_keys("BTab", enter=False)
-            time.sleep(1.5)
+            deadline = time.monotonic() + 10
+            while in_plan_mode() and time.monotonic() < deadline:
+                time.sleep(0.2)
         wait_plan_mode(False)
     async with live_session() as (s, _, _):
         await plan_mode_reads(s, False)
