@@ -23,7 +23,6 @@ async def measure(transport: str, spec: str, lab_name: str, runs: int) -> list[f
     import anyio
 
     from relay_repl.app import make_session
-    from relay_repl.inbox import Inbox
     from relay_repl.lab import helpers
 
     approved_at: list[float] = []
@@ -35,9 +34,7 @@ async def measure(transport: str, spec: str, lab_name: str, runs: int) -> list[f
     s = make_session(approve=approve, echo=None)
     out = []
     async with anyio.create_task_group() as tg:
-        inbox = Inbox(s.ledger, address=s.me.address, sender=s.me.sender)
-        await inbox.listen(tg)
-        s.attach_inbox(inbox)
+        await s.open_inbox(tg)
         if transport == "claude-code-message":
             await s.register_inbox()
         try:
@@ -50,7 +47,7 @@ async def measure(transport: str, spec: str, lab_name: str, runs: int) -> list[f
                     raise SystemExit(f"{transport}: run {i} not delivered: {d.summary()}")
                 out.append(done - approved_at[-1])
         finally:
-            await inbox.close()
+            await s.close_inbox()
             tg.cancel_scope.cancel()
     return out
 

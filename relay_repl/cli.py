@@ -204,23 +204,18 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
     from .app import make_session
     from .envelope import Envelope
-    from .inbox import Inbox, clean_stale
 
     async def run():
         session = make_session(fake=args.fake, interrupt=args.interrupt)
         async with anyio.create_task_group() as tg:
-            clean_stale()
-            inbox = Inbox(session.ledger, address=session.me.address, sender=session.me.sender, echo=print)
-            await inbox.listen(tg)
-            session.attach_inbox(inbox)
+            await session.open_inbox(tg, echo=print)
             try:
                 if Envelope.parse(args.message) is not None:
                     return await session.forward(args.target, args.message, transport=args.transport, timeout=args.timeout)
                 return await session.send(args.target, args.message, want=args.want, transport=args.transport,
                                           durable=args.durable, native_reply=args.native_reply, timeout=args.timeout)
             finally:
-                with anyio.CancelScope(shield=True):
-                    await inbox.close()
+                await session.close_inbox()
                 tg.cancel_scope.cancel()
 
     d = anyio.run(run)

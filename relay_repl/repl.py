@@ -73,18 +73,11 @@ async def _main(fake: bool) -> None:
         return make_session(fake=fake)
 
     session = LazySession(build)
-    opened: dict[str, Any] = {}
 
     async def prepare() -> None:
-        from .inbox import Inbox, clean_stale
-
         await anyio.sleep(0.05)  # let the prompt draw first
         real = session._get()
-        clean_stale(echo=print)
-        inbox = Inbox(real.ledger, address=real.me.address, sender=real.me.sender, echo=print)
-        await inbox.listen(tg)
-        opened["inbox"] = inbox
-        real.attach_inbox(inbox)
+        await real.open_inbox(tg, echo=print)
         await real.refresh()
         print(repr(real))
 
@@ -101,9 +94,8 @@ async def _main(fake: bool) -> None:
                 title="relay",
             )
         finally:
-            if "inbox" in opened:  # remove the socket and any registry entry we wrote
-                with anyio.CancelScope(shield=True):
-                    await opened["inbox"].close()
+            if object.__getattribute__(session, "_real") is not None:  # remove the inbox socket and registry entry
+                await session.close_inbox()
             tg.cancel_scope.cancel()
 
 

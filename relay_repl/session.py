@@ -201,6 +201,25 @@ class Session:
         return d
 
     # -- the operator's inbox ---------------------------------------------------------
+    async def open_inbox(self, task_group: Any, echo: Callable[[str], None] | None = None) -> Any:
+        """Clean what crashed inboxes left, then listen on this session's own inbox in
+        `task_group` and attach it: replies and receipts now have somewhere to go."""
+        from .inbox import Inbox, clean_stale
+
+        clean_stale(echo=echo)
+        inbox = Inbox(self.ledger, address=self.me.address, sender=self.me.sender, echo=echo)
+        await inbox.listen(task_group)
+        self.attach_inbox(inbox)
+        return inbox
+
+    async def close_inbox(self) -> None:
+        """Remove the inbox's sockets and any registry entry it wrote (even while cancelled)."""
+        import anyio
+
+        if self.inbox_server is not None:
+            with anyio.CancelScope(shield=True):
+                await self.inbox_server.close()
+
     def attach_inbox(self, inbox: Any) -> None:
         """Called by the REPL once its inbox listens: replies now have somewhere to go."""
         self.inbox_server = inbox

@@ -10,15 +10,13 @@ about 8 full runs; not understood). On a fresh lab it has not failed.
 from __future__ import annotations
 
 import time
-from contextlib import asynccontextmanager
 
 import anyio
 import pytest
 
-from relay_repl.app import make_session
+from tests.support.sessions import live_session
+
 from relay_repl.delivery import DeliveryState
-from relay_repl.gate import ScriptedGate
-from relay_repl.inbox import Inbox
 from relay_repl.lab import helpers, launcher
 from tests.support.labs import private_lab_home
 
@@ -40,23 +38,6 @@ def lab(lab_home, monkeypatch):
     for k, v in launcher.env().items():
         monkeypatch.setenv(k, v)
     return state
-
-
-@asynccontextmanager
-async def live_session(answers=()):
-    gate = ScriptedGate(answers)
-    s = make_session(approve=gate, echo=None)
-    async with anyio.create_task_group() as tg:
-        inbox = Inbox(s.ledger, address=s.me.address, sender=s.me.sender)
-        await inbox.listen(tg)
-        s.attach_inbox(inbox)
-        await s.refresh()
-        try:
-            yield s, gate, inbox
-        finally:
-            with anyio.CancelScope(shield=True):
-                await inbox.close()
-            tg.cancel_scope.cancel()
 
 
 async def wait_idle(name: str) -> None:

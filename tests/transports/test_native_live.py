@@ -5,41 +5,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from contextlib import asynccontextmanager
 
 import anyio
 import pytest
 
-from relay_repl.app import make_session
+from tests.support.sessions import live_session
+
 from relay_repl.delivery import DeliveryState
 from relay_repl.envelope import Envelope
 from relay_repl.errors import PolicyRefusal
-from relay_repl.gate import ScriptedGate
-from relay_repl.inbox import Inbox
 from relay_repl.lab import helpers
 from relay_repl.lab.stubs.client import StubClient, send_message_rule
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
 CLAUDE, CODEX = "claude:alpha", "codex:beta"
-
-
-@asynccontextmanager
-async def live_session(answers=()):
-    gate = ScriptedGate(answers)
-    lines: list[str] = []
-    s = make_session(approve=gate, echo=lines.append)
-    async with anyio.create_task_group() as tg:
-        inbox = Inbox(s.ledger, address=s.me.address, sender=s.me.sender, echo=lines.append)
-        await inbox.listen(tg)
-        s.attach_inbox(inbox)
-        await s.refresh()
-        try:
-            yield s, gate, inbox
-        finally:
-            with anyio.CancelScope(shield=True):
-                await inbox.close()
-            tg.cancel_scope.cancel()
 
 
 def main_texts(reqs) -> list[str]:
