@@ -36,14 +36,22 @@ def lab_home(tmp_path_factory):
         yield home
 
 
+@pytest.fixture(scope="session")
+def lab_size() -> tuple[int, int]:
+    """(Claude, Codex) sessions the lab needs; a module with its own `lab_home` may override it."""
+    return 1, 1
+
+
 @pytest.fixture
-def lab(lab_home, monkeypatch):
-    """The shared lab, ready, with this test's environment pointed at it."""
+def lab(lab_home, lab_size, monkeypatch):
+    """The lab (the shared one, or the module's own `lab_home`), ready, with this test's
+    environment pointed at it."""
     from relay_repl.lab import launcher
 
     monkeypatch.setenv("RELAY_HOME", str(lab_home))
     monkeypatch.setenv("RELAY_LAB_CLIENTS", os.environ["RELAY_LAB_CLIENTS"])
-    state = launcher.ensure_lab(claude=1, codex=1, progress=lambda m: None)
+    claude, codex = lab_size
+    state = launcher.ensure_lab(claude=claude, codex=codex, progress=lambda m: None)
     for k, v in launcher.env().items():
         monkeypatch.setenv(k, v)
     return state

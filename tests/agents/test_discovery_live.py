@@ -42,22 +42,14 @@ pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
 
 @pytest.fixture(scope="module")
-def lab_home(tmp_path_factory):
-    with private_lab_home(tmp_path_factory, "disc") as home:
-        yield home
-
-
-@pytest.fixture(autouse=True)
-def _in_lab_home(request, lab_home, monkeypatch):
-    # conftest gives every test its own RELAY_HOME; these tests share the module's lab.
-    if "relay_home" in request.fixturenames:
-        request.getfixturevalue("relay_home")
-    monkeypatch.setenv("RELAY_HOME", str(lab_home))
+def lab_size():
+    return 2, 2
 
 
 @pytest.fixture(scope="module")
-def lab(lab_home):
-    return launcher.ensure_lab(claude=2, codex=2, progress=lambda m: None)
+def lab_home(tmp_path_factory):
+    with private_lab_home(tmp_path_factory, "disc") as home:
+        yield home
 
 
 def lab_env() -> dict[str, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 
 import pytest
@@ -19,22 +18,14 @@ pytestmark = pytest.mark.live
 
 
 @pytest.fixture(scope="module")
-def lab_home(tmp_path_factory):
-    with private_lab_home(tmp_path_factory, "stub-features-lab") as home:
-        yield home
-
-
-@pytest.fixture(autouse=True)
-def _in_lab_home(request, lab_home, monkeypatch):
-    request.getfixturevalue("relay_home")
-    monkeypatch.setenv("RELAY_HOME", str(lab_home))
+def lab_size():
+    return 2, 1
 
 
 @pytest.fixture(scope="module")
-def lab(lab_home):
-    if not shutil.which("tmux"):
-        pytest.skip("tmux not installed")
-    return launcher.ensure_lab(claude=2, codex=1, progress=lambda m: None)
+def lab_home(tmp_path_factory):
+    with private_lab_home(tmp_path_factory, "stub-features-lab") as home:
+        yield home
 
 
 def status_of(lab, name: str) -> str:

@@ -17,7 +17,7 @@ import pytest
 from tests.support.sessions import live_session
 
 from relay_repl.delivery import DeliveryState
-from relay_repl.lab import helpers, launcher
+from relay_repl.lab import helpers
 from tests.support.labs import private_lab_home
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
@@ -29,15 +29,6 @@ CODEX = "codex:beta"
 def lab_home(tmp_path_factory):
     with private_lab_home(tmp_path_factory, "plan-mode-lab") as home:
         yield home
-
-
-@pytest.fixture
-def lab(lab_home, monkeypatch):
-    monkeypatch.setenv("RELAY_HOME", str(lab_home))
-    state = launcher.ensure_lab(claude=1, codex=1, progress=lambda m: None)
-    for k, v in launcher.env().items():
-        monkeypatch.setenv(k, v)
-    return state
 
 
 async def wait_idle(name: str) -> None:
