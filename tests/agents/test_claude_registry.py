@@ -302,19 +302,6 @@ async def test_socket_transports_need_a_real_socket_we_own(cfg, tmp_path, procs)
     assert "does not exist" in ts[missing].detail["socket_note"]
 
 
-@pytest.fixture
-def tmux_server():
-    srv = libtmux.Server(socket_name=f"relay-disc-{os.getpid()}-{time.monotonic_ns() % 10**8}")
-    yield srv
-    try:
-        srv.kill()
-    except Exception:
-        pass
-    # kill-server leaves the socket file behind
-    tmpdir = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
-    (tmpdir / (srv.socket_name or "")).unlink(missing_ok=True)
-
-
 async def test_pane_is_the_one_running_the_pid_never_the_record_tmux_field(cfg, tmp_path, tmux_server, procs, sockets):
     sess = tmux_server.new_session(session_name="w", window_command="exec sleep 600", attach=False)
     pane = sess.active_window.active_pane

@@ -184,19 +184,6 @@ async def daemon(home):
     shutil.rmtree(short, ignore_errors=True)
 
 
-@pytest.fixture
-def tmux_server():
-    srv = libtmux.Server(socket_name=f"relay-disc-cx-{os.getpid()}-{time.monotonic_ns() % 10**8}")
-    yield srv
-    try:
-        srv.kill()
-    except Exception:
-        pass
-    # kill-server leaves the socket file behind
-    tmpdir = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
-    (tmpdir / (srv.socket_name or "")).unlink(missing_ok=True)
-
-
 def fake_codex_bin(tmp_path: Path) -> Path:
     """A program named `codex` that draws a Codex footer (`$1` = thread name or -) and waits."""
     d = tmp_path / "bin"
