@@ -31,3 +31,28 @@ def records(path: Path | str, offset: int = 0) -> Iterator[tuple[int, dict[str, 
             continue
         if isinstance(rec, dict):
             yield at, rec
+
+
+def latest_first(path: Path | str, *, tail: int, containing: bytes) -> Iterator[dict[str, Any]]:
+    """Complete JSON-object lines within the last `tail` bytes that contain `containing`,
+    newest first: for "what is the latest X", without parsing the rest of the file."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            start = max(0, size - tail)
+            f.seek(start)
+            data = f.read()
+    except OSError:
+        return
+    pieces = data.split(b"\n")[:-1]  # the last piece may still be being written
+    if start:
+        pieces = pieces[1:]  # the first may be cut by the tail
+    for raw in reversed(pieces):
+        if containing not in raw:
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            yield rec

@@ -16,3 +16,14 @@ def test_complete_object_lines_only_with_offsets(tmp_path):
 
 def test_missing_file_yields_nothing(tmp_path):
     assert list(records(tmp_path / "absent.jsonl")) == []
+
+
+def test_latest_first_reads_only_the_tail_newest_first(tmp_path):
+    from relay_repl.jsonl import latest_first
+
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b'{"k":"mode","v":1}\n{"x":0}\n{"k":"mode","v":2}\n{"k":"mode","v":')
+    assert [r["v"] for r in latest_first(p, tail=10_000, containing=b'"mode"')] == [2, 1]
+    # a tail that cuts the first line never parses the cut piece
+    assert [r["v"] for r in latest_first(p, tail=len(p.read_bytes()) - 3, containing=b'"mode"')] == [2]
+    assert list(latest_first(tmp_path / "none", tail=10, containing=b"x")) == []

@@ -275,18 +275,14 @@ def collaboration_mode(rollout: str | os.PathLike[str] | None) -> str | None:
     Measured on 0.169.0: switching mode writes a `thread_settings_applied` event
     (`thread_settings.collaboration_mode.mode`) at once, and every turn's
     `turn_context` repeats `collaboration_mode.mode`; the latest one wins. Only the
-    tail is read: each turn repeats it, so it is never far from the end.
+    tail is read (each turn repeats it, so it is never far from the end), newest line
+    first, and only lines that mention it are parsed: this runs on every refresh.
     """
     if not rollout:
         return None
     from .. import jsonl
 
-    try:
-        start = max(0, os.path.getsize(rollout) - ROLLOUT_TAIL)
-    except OSError:
-        return None
-    mode = None
-    for _, rec in jsonl.records(rollout, start):
+    for rec in jsonl.latest_first(rollout, tail=ROLLOUT_TAIL, containing=b'"collaboration_mode"'):
         p = rec.get("payload")
         if not isinstance(p, dict):
             continue
@@ -294,8 +290,8 @@ def collaboration_mode(rollout: str | os.PathLike[str] | None) -> str | None:
         if cm is None and p.get("type") == "thread_settings_applied":
             cm = (p.get("thread_settings") or {}).get("collaboration_mode")
         if isinstance(cm, dict) and isinstance(cm.get("mode"), str):
-            mode = cm["mode"]
-    return mode
+            return cm["mode"]
+    return None
 
 
 def footer_thread_name(screen: str, footer: Sequence[re.Pattern[str]]) -> str | None:
