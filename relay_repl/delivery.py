@@ -34,11 +34,8 @@ class DeliveryState(str, Enum):
 
 
 DELIVERED = frozenset({DeliveryState.IN_TURN, DeliveryState.ACKNOWLEDGED})
-PENDING = frozenset(
-    {DeliveryState.TYPED, DeliveryState.SUBMITTED, DeliveryState.QUEUED, DeliveryState.DEQUEUED,
-     DeliveryState.HELD, DeliveryState.UNKNOWN, DeliveryState.PLANNED}
-)
 NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED})
+# every other state is pending: the delivery may still complete, so it is never re-sent blindly
 
 
 class Evidence(BaseModel):

@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .agents.proc import proc_start
+from .agents.proc import proc_start, same_process
 from .envelope import Envelope, contains_halt
 from .errors import EnvelopeError, RelayError, TransportError
 from .ledger import InboxMessage, Ledger
@@ -44,10 +44,6 @@ WRAPPER = re.compile(
     r"^<cross-session-message(?P<attrs>[^>]*)>\n?(?P<body>.*?)\n?</cross-session-message>\s*$", re.DOTALL
 )
 ATTR = re.compile(r'([\w-]+)="([^"]*)"')
-
-
-def is_live(pid: int, start: str | None) -> bool:
-    return start is not None and proc_start(pid) == start
 
 
 def peer_cred(sock: socket.socket) -> tuple[int, int, int]:
@@ -72,7 +68,7 @@ class InboxRecord(BaseModel):
 
     @property
     def live(self) -> bool:
-        return is_live(self.pid, self.proc_start)
+        return same_process(self.pid, self.proc_start)[0]  # the one liveness rule: a zombie is dead
 
 
 def inbox_dir() -> Path:
