@@ -122,7 +122,7 @@ def transcript_path(cfg: Path | str, cwd: str | None, session_id: str | None) ->
 # -- provider ---------------------------------------------------------------------------------
 
 
-def _socket_is_ours(path: str | None) -> tuple[bool, str]:
+def socket_is_ours(path: str | None) -> tuple[bool, str]:
     """True if `path` is a Unix socket owned by our uid (the same-uid trust boundary)."""
     if not path:
         return False, "record has no messagingSocketPath"
@@ -327,7 +327,7 @@ class ClaudeProvider:
                                       identified_by=f"{rel}: stale, {why}", detail=detail))
                 continue
             transports: list[str] = []
-            ours, sock_why = _socket_is_ours(rec.messagingSocketPath)
+            ours, sock_why = socket_is_ours(rec.messagingSocketPath)
             if ours:
                 transports += ["claude-code-socket", "claude-code-message"]
             else:

@@ -111,16 +111,11 @@ class ClaudeSocketTransport(Transport):
             return base
         if target.kind != "claude-code":
             return f"{target.spec} is not a Claude Code session"
-        sock = target.detail.get("socket")
-        if not sock:
-            return f"{target.spec} publishes no messaging socket in its registry record"
-        try:
-            st = os.stat(sock)
-        except OSError as exc:
-            return f"its socket {sock} is unusable ({exc.strerror})"
-        if st.st_uid != os.getuid():
-            return f"its socket {sock} belongs to uid {st.st_uid}, not us: outside the same-uid trust boundary"
-        return None
+        from ..agents.claude_code import socket_is_ours
+
+        # discovery checked this too; re-checked here because the socket may have changed since
+        ours, why = socket_is_ours(target.detail.get("socket"))
+        return None if ours else f"{why}: outside the same-uid trust boundary"
 
     def plan_notes(self, target: Target) -> tuple[str, ...]:
         notes = []

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import socket
+
+from relay_repl.target import Target
+from relay_repl.transports.claude_socket import ClaudeSocketTransport
+
+
+def target(sock: str | None) -> Target:
+    return Target(kind="claude-code", prefix="claude", name="alpha", address=sock or "", pid=1, live=True,
+                  state="idle", transports=("claude-code-socket",), identified_by="test",
+                  detail={"socket": sock} if sock else {})
+
+
+def test_refuses_anything_but_a_socket_we_own(tmp_path):
+    t = ClaudeSocketTransport()
+    assert "no messagingSocketPath" in t.refusal(target(None))
+    assert "does not exist" in t.refusal(target(str(tmp_path / "gone.sock")))
+    plain = tmp_path / "plain.sock"
+    plain.write_text("")
+    assert "is not a socket" in t.refusal(target(str(plain)))
+    real = tmp_path / "real.sock"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(real))
+    try:
+        assert t.refusal(target(str(real))) is None
+    finally:
+        s.close()
