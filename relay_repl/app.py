@@ -25,6 +25,7 @@ def make_session(
 ) -> Session:
     from .transports.claude_socket import ClaudeMessageTransport, ClaudeSocketTransport
     from .transports.codex_queue import CodexQueueTransport
+    from .transports.tmux import TmuxTransport
 
     providers: list = []
     if discover:
@@ -43,13 +44,8 @@ def make_session(
         CodexQueueTransport(),
         ClaudeSocketTransport(inbox, interrupt=interrupt),
         ClaudeMessageTransport(inbox, registration, interrupt=interrupt),
+        TmuxTransport(),
     ]
-    try:
-        from .transports.tmux import TmuxTransport
-
-        transports.append(TmuxTransport())
-    except ImportError:
-        pass
     if fake:
         from .transports.fake import InMemoryTransport, fake_target
 
