@@ -23,7 +23,7 @@ import uuid
 
 
 def bench_up(warm: int) -> None:
-    from relay_repl.lab import launcher
+    import relay_repl.lab.launcher as launcher
 
     times = []
     for i in range(warm + 1):
@@ -39,7 +39,7 @@ def bench_up(warm: int) -> None:
 async def stub_round_trips(turns: int) -> dict[str, float]:
     import aiohttp
 
-    from relay_repl.lab import launcher
+    import relay_repl.lab.launcher as launcher
 
     st = launcher.status()
     out = {}
@@ -68,7 +68,7 @@ def stub_in_lab_netns(turns: int) -> dict[str, float]:
     import subprocess
     import sys
 
-    from relay_repl.lab import launcher
+    import relay_repl.lab.launcher as launcher
 
     st = launcher.status()
     cmd = [sys.executable, "-c", f"import anyio, json; from bench.lab import stub_round_trips; "
@@ -81,8 +81,9 @@ def stub_in_lab_netns(turns: int) -> dict[str, float]:
 
 async def claude_turn(n: int) -> float:
     """Socket write → the assistant's reply recorded in the transcript."""
-    from relay_repl.inbox import send_frames
-    from relay_repl.lab import helpers, launcher
+    from relay_repl.session.inbox import send_frames
+    import relay_repl.lab.helpers as helpers
+    import relay_repl.lab.launcher as launcher
 
     st = launcher.status()
     s = st.session("alpha")
@@ -114,8 +115,8 @@ def main() -> None:
     args = ap.parse_args()
     import anyio
 
-    from relay_repl import paths
-    from relay_repl.lab import launcher
+    import relay_repl.store.paths as paths
+    import relay_repl.lab.launcher as launcher
 
     os.environ.setdefault("RELAY_LAB_CLIENTS", str(paths.clients_dir()))
     with tempfile.TemporaryDirectory(prefix="relay-bench-") as home:

@@ -1,9 +1,9 @@
 """Re-record the golden screen captures from the REAL clients in a private lab.
 
-    .venv/bin/python -m bench.record_screens [--out tests/screens/captures] [--only claude-code|codex]
+    .venv/bin/python -m bench.record_screens [--out tests/agents/screens/captures] [--only claude-code|codex]
 
 Why: screen scrapers break on every TUI release. The classifiers in
-relay_repl/screens are tested against captures recorded here, one directory per
+relay_repl/agents/screens are tested against captures recorded here, one directory per
 client version (`claude-code-2.1.328/`, `codex-0.169.0/`). When a client is bumped,
 run this against the new version, read the `MISMATCH` lines (the classifier's
 reading vs the state the recorder staged), and fix the marks — or the expectation,
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "tests" / "screens" / "captures"
+DEFAULT_OUT = ROOT / "tests" / "agents" / "screens" / "captures"
 
 LONG = ("[relay/1 from=operator:relay@rec to=peer id=rec-7 hop=0 want=none] a long line that the composer has "
         "to wrap: " + " ".join(f"word{i}" for i in range(40)))
@@ -64,7 +64,7 @@ class Recorder:
 
     # -- lab plumbing --------------------------------------------------------------------
     def start(self) -> None:
-        from relay_repl.lab import launcher
+        import relay_repl.lab.launcher as launcher
 
         self.state = launcher.ensure_lab(claude=1, codex=1, progress=lambda m: print("  lab:", m))
         self.env = launcher.env()
@@ -80,7 +80,7 @@ class Recorder:
         return PaneRef(socket_path=self.state.tmux_socket_path, pane_id=s.pane_id or "")
 
     def pane(self, name: str) -> Any:
-        from relay_repl.lab import helpers
+        import relay_repl.lab.helpers as helpers
 
         return helpers.pane(name)
 
@@ -114,7 +114,7 @@ class Recorder:
         return lambda s: any(text in ln for ln in s.lines)
 
     def idle(self, name: str, timeout: float = 30.0) -> None:
-        from relay_repl.lab import helpers
+        import relay_repl.lab.helpers as helpers
 
         helpers.wait_idle(name, timeout)
         time.sleep(0.4)
@@ -134,7 +134,7 @@ class Recorder:
 
     @staticmethod
     def cls(kind: str) -> Any:
-        from relay_repl import screens
+        import relay_repl.agents.screens as screens
 
         return screens.for_kind(kind)
 
@@ -216,7 +216,7 @@ class Recorder:
         self.key(n, "BSpace")
         self.wait(n, lambda s: not any("/ for commands" in ln for ln in s.lines), "shortcuts closed")
 
-        from relay_repl.lab import helpers
+        import relay_repl.lab.helpers as helpers
 
         helpers.copy_mode(n)
         self.record(K, n, "copy_mode", "tmux copy mode (capture unchanged; only pane_in_mode tells)",
@@ -319,7 +319,7 @@ class Recorder:
         self.type(n, "?")
         self.wait(n, lambda s: not any("Keyboard shortcuts" in ln for ln in s.lines), "shortcuts closed")
 
-        from relay_repl.lab import helpers
+        import relay_repl.lab.helpers as helpers
 
         helpers.copy_mode(n)
         self.record(K, n, "copy_mode", "tmux copy mode (capture unchanged; only pane_in_mode tells)",
@@ -404,7 +404,7 @@ class Recorder:
 
     def dead(self) -> None:
         """Last: SIGKILL both clients; remain-on-exit keeps the dead panes to capture."""
-        from relay_repl.lab import helpers
+        import relay_repl.lab.helpers as helpers
 
         for kind, n in (("claude-code", "alpha"), ("codex", "beta")):
             if self.only and self.only != kind:
@@ -422,13 +422,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep-lab", action="store_true", help="leave the lab running (prints its RELAY_HOME)")
     a = ap.parse_args(argv)
     if not os.environ.get("RELAY_LAB_CLIENTS"):
-        from relay_repl import paths
+        import relay_repl.store.paths as paths
 
         # before RELAY_HOME moves: reuse the operator's client cache, never reinstall
         os.environ["RELAY_LAB_CLIENTS"] = str(paths.clients_dir())
     home = tempfile.mkdtemp(prefix="relay-rec-")
     os.environ["RELAY_HOME"] = home
-    from relay_repl.lab import launcher
+    import relay_repl.lab.launcher as launcher
 
     rec = Recorder(a.out, a.only)
     try:

@@ -92,7 +92,7 @@ def warm(env: dict[str, str], runs: int) -> tuple[float, int]:
     os.environ.update(env)
     import anyio
 
-    from relay_repl.app import make_session
+    from relay_repl.session.app import make_session
 
     async def go() -> tuple[float, int]:
         s = make_session(echo=None)

@@ -22,8 +22,8 @@ GOALS = {"claude-code-socket": 0.5, "claude-code-message": 0.5, "codex-queue": 1
 async def measure(transport: str, spec: str, lab_name: str, runs: int) -> list[float]:
     import anyio
 
-    from relay_repl.app import make_session
-    from relay_repl.lab import helpers
+    from relay_repl.session.app import make_session
+    import relay_repl.lab.helpers as helpers
 
     approved_at: list[float] = []
 
@@ -59,8 +59,8 @@ def main() -> None:
     args = ap.parse_args()
     import anyio
 
-    from relay_repl import paths
-    from relay_repl.lab import launcher
+    import relay_repl.store.paths as paths
+    import relay_repl.lab.launcher as launcher
 
     os.environ.setdefault("RELAY_LAB_CLIENTS", str(paths.clients_dir()))
     cases = [("claude-code-socket", "claude:alpha", "alpha"), ("claude-code-message", "claude:alpha", "alpha"),

@@ -46,7 +46,7 @@ def lab_size() -> tuple[int, int]:
 def lab(lab_home, lab_size, monkeypatch):
     """The lab (the shared one, or the module's own `lab_home`), ready, with this test's
     environment pointed at it."""
-    from relay_repl.lab import launcher
+    import relay_repl.lab.launcher as launcher
 
     monkeypatch.setenv("RELAY_HOME", str(lab_home))
     monkeypatch.setenv("RELAY_LAB_CLIENTS", os.environ["RELAY_LAB_CLIENTS"])

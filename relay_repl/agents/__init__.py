@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ..target import Me
-from .adapter import AdapterError, AdapterSpec, TransportSpec, available_adapters, load_adapter
-from .claude_code import ClaudeProvider, munge_cwd, transcript_path
-from .codex import CodexProvider
-from .panes import Pane, PaneRoster, TmuxServer, tmux_servers
+from relay_repl.core.target import Me
+from relay_repl.agents.adapter import AdapterError, AdapterSpec, TransportSpec, available_adapters, load_adapter
+from relay_repl.agents.claude_code import ClaudeProvider, munge_cwd, transcript_path
+from relay_repl.agents.codex import CodexProvider
+from relay_repl.system.panes import Pane, PaneRoster, TmuxServer, tmux_servers
 
 __all__ = [
     "AdapterError",

@@ -26,7 +26,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import RelayError
+from relay_repl.core.errors import RelayError
 
 _TOML_BLOCK = re.compile(r"^```toml[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
@@ -90,13 +90,13 @@ class ScreenSpec(_Spec):
     """Screen facts discovery reads from captures (`marks` maps a name to regexes, re.M).
 
     Classifying a pane as idle/busy/unknown is NOT done from these regexes: that is
-    `relay_repl/screens/<kind>.py`, tested on captures recorded from the real client
+    `relay_repl/agents/screens/<kind>.py`, tested on captures recorded from the real client
     (tests/screens/captures/<kind>-<version>/). Regexes alone proved wrong there (a
     no-break space, reverse-video placeholders, footers that also show while busy).
     """
 
     ui_mode_chars: str
-    classifier: str = Field(description="module under relay_repl.screens that classifies this kind's screens")
+    classifier: str = Field(description="module under relay_repl.agents.screens that classifies this kind's screens")
     marks: dict[str, list[Regex]] = Field(default_factory=dict)
 
     def compiled(self, state: str) -> list[re.Pattern[str]]:

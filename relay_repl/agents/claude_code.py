@@ -30,10 +30,10 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..target import Me, Target
-from .adapter import AdapterSpec, load_adapter
-from .panes import PaneRoster
-from .proc import same_process
+from relay_repl.core.target import Me, Target
+from relay_repl.agents.adapter import AdapterSpec, load_adapter
+from relay_repl.system.panes import PaneRoster
+from relay_repl.system.proc import same_process
 
 KIND = "claude-code"
 
@@ -168,14 +168,14 @@ class ClaudeProvider:
 
     # -- the listing ---------------------------------------------------------------------
     def _binary(self) -> str | None:
-        from ..prefetch import claude_binary
+        from relay_repl.agents.prefetch import claude_binary
 
         return claude_binary(self.env, self.claude_bin)
 
     async def _run_listing(self, exe: str, env: dict[str, str], timeout: float) -> tuple[int, bytes, bytes]:
         """The listing's exit code and output: a prefetched process (`prefetch.start`) if one
         matches this binary and config dir, else a fresh run."""
-        from .. import prefetch
+        import relay_repl.agents.prefetch as prefetch
 
         pre = prefetch.take(exe, env.get("CLAUDE_CONFIG_DIR", ""))
         if pre is not None:

@@ -23,10 +23,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..errors import RelayError
-from ..inbox import proc_start
-from ..plan import Plan
-from ..whoami import claude_config_dir
+from relay_repl.core.errors import RelayError
+from relay_repl.session.inbox import proc_start
+from relay_repl.core.plan import Plan
+from relay_repl.session.whoami import claude_config_dir
 
 
 def _pid_domain() -> str:

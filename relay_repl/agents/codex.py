@@ -31,10 +31,10 @@ from urllib.parse import quote
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from ..target import Me, Target
-from .adapter import AdapterSpec, load_adapter
-from .panes import Pane, PaneRoster
-from .proc import (
+from relay_repl.core.target import Me, Target
+from relay_repl.agents.adapter import AdapterSpec, load_adapter
+from relay_repl.system.panes import Pane, PaneRoster
+from relay_repl.system.proc import (
     ProcStat,
     ancestors,
     children_map,
@@ -280,7 +280,7 @@ def collaboration_mode(rollout: str | os.PathLike[str] | None) -> str | None:
     """
     if not rollout:
         return None
-    from .. import jsonl
+    import relay_repl.store.jsonl as jsonl
 
     for rec in jsonl.latest_first(rollout, tail=ROLLOUT_TAIL, containing=b'"collaboration_mode"'):
         p = rec.get("payload")

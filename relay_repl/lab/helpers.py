@@ -19,11 +19,12 @@ import time
 
 import libtmux
 
-from relay_repl.errors import LabError
+from relay_repl.core.errors import LabError
 
-from . import launcher, procs
-from .layout import CLAUDE, Layout
-from .state import LabSession, LabState, save
+import relay_repl.lab.launcher as launcher
+import relay_repl.lab.procs as procs
+from relay_repl.lab.layout import CLAUDE, Layout
+from relay_repl.lab.state import LabSession, LabState, save
 
 SessionRef = LabSession | str
 CLAUDE_PROMPT = "❯\u00a0"

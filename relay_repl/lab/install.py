@@ -21,10 +21,10 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from relay_repl import paths
-from relay_repl.errors import LabError, PolicyRefusal
+import relay_repl.store.paths as paths
+from relay_repl.core.errors import LabError, PolicyRefusal
 
-from .layout import CLAUDE, CODEX, KINDS, parse_version
+from relay_repl.lab.layout import CLAUDE, CODEX, KINDS, parse_version
 
 # The one place the verified client versions live.
 VERIFIED_VERSIONS: dict[str, str] = {CLAUDE: "2.1.328", CODEX: "0.169.0"}

@@ -35,14 +35,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.request import pathname2url
 
-from relay_repl import paths
-from relay_repl.errors import LabError
+import relay_repl.store.paths as paths
+from relay_repl.core.errors import LabError
 
-from . import procs
-from .install import VERIFIED_VERSIONS, bin_dir, install
+import relay_repl.lab.procs as procs
+from relay_repl.lab.install import VERIFIED_VERSIONS, bin_dir, install
 from relay_repl.agents.claude_code import transcript_path
 
-from .layout import (
+from relay_repl.lab.layout import (
     CLAUDE,
     CODEX,
     PANE_HEIGHT,
@@ -52,7 +52,7 @@ from .layout import (
     session_names,
     tmux_socket_path,
 )
-from .state import LabSession, LabState, StubInfo, StubSession, load, save
+from relay_repl.lab.state import LabSession, LabState, StubInfo, StubSession, load, save
 
 __all__ = ["install", "up", "status", "down", "env", "attach", "ensure_lab", "layout"]
 
@@ -222,7 +222,7 @@ def _read(path: Path) -> str:
 
 def _stub_add_session(control: str, name: str, api: str) -> StubSession:
     try:
-        from .stubs.client import SyncStubClient
+        from relay_repl.lab.stubs.client import SyncStubClient
 
         info = SyncStubClient(control).add_session(name, api)
         return StubSession.model_validate(info.model_dump())

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from relay_repl.agents.proc import proc_start as _proc_start
+from relay_repl.system.proc import proc_start as _proc_start
 
 
 def proc_start(pid: int | None) -> str | None:

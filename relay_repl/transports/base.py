@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from ..delivery import Delivery, DeliveryState, Evidence
-from ..envelope import Envelope
-from ..ledger import Ledger
-from ..plan import Plan
-from ..target import Target
+from relay_repl.core.delivery import Delivery, DeliveryState, Evidence
+from relay_repl.core.envelope import Envelope
+from relay_repl.store.ledger import Ledger
+from relay_repl.core.plan import Plan
+from relay_repl.core.target import Target
 
 
 class Capabilities(BaseModel):

@@ -28,12 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import jsonl
-from ..delivery import Delivery, DeliveryState
-from ..envelope import Envelope
-from ..inbox import peer_cred, proc_start
-from ..target import Target
-from .base import Capabilities, StageLog, Transport
+import relay_repl.store.jsonl as jsonl
+from relay_repl.core.delivery import Delivery, DeliveryState
+from relay_repl.core.envelope import Envelope
+from relay_repl.session.inbox import peer_cred, proc_start
+from relay_repl.core.target import Target
+from relay_repl.transports.base import Capabilities, StageLog, Transport
 
 RECEIPT_STATES = {
     "dropped": DeliveryState.FAILED,
@@ -64,7 +64,7 @@ def _config_dir(target: Target) -> Path | None:
 
 def transcript_path(target: Target) -> Path | None:
     """Re-derived each time from the live record: sessionId changes on /clear or resume."""
-    from ..agents.claude_code import transcript_path as derive
+    from relay_repl.agents.claude_code import transcript_path as derive
 
     rec_file = target.detail.get("record")
     cfg = _config_dir(target)
@@ -111,7 +111,7 @@ class ClaudeSocketTransport(Transport):
             return base
         if target.kind != "claude-code":
             return f"{target.spec} is not a Claude Code session"
-        from ..agents.claude_code import socket_is_ours
+        from relay_repl.agents.claude_code import socket_is_ours
 
         # discovery checked this too; re-checked here because the socket may have changed since
         ours, why = socket_is_ours(target.detail.get("socket"))

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 from urllib.request import pathname2url
 
-from .. import jsonl
-from ..delivery import Delivery, DeliveryState
-from ..envelope import Envelope
-from ..target import Target
-from .base import Capabilities, StageLog, Transport
+import relay_repl.store.jsonl as jsonl
+from relay_repl.core.delivery import Delivery, DeliveryState
+from relay_repl.core.envelope import Envelope
+from relay_repl.core.target import Target
+from relay_repl.transports.base import Capabilities, StageLog, Transport
 
 QUEUED = re.compile(r"Queued message (?P<item>[0-9a-fA-F-]{36}) for thread (?P<thread>[0-9a-fA-F-]{36})\.")
 

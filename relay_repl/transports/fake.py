@@ -8,10 +8,10 @@ yes, and exactly the planned payload arrives.
 
 from __future__ import annotations
 
-from ..delivery import Delivery, DeliveryState
-from ..envelope import Envelope
-from ..target import Target
-from .base import Capabilities, StageLog, Transport
+from relay_repl.core.delivery import Delivery, DeliveryState
+from relay_repl.core.envelope import Envelope
+from relay_repl.core.target import Target
+from relay_repl.transports.base import Capabilities, StageLog, Transport
 
 
 class InMemoryTransport(Transport):

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import PolicyRefusal
-from ..target import Target
-from .base import Capabilities, Transport
+from relay_repl.core.errors import PolicyRefusal
+from relay_repl.core.target import Target
+from relay_repl.transports.base import Capabilities, Transport
 
 
 class Requirements(BaseModel):

@@ -47,13 +47,14 @@ from typing import Any, ClassVar, TypeVar
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from .. import jsonl, screens
-from ..delivery import Delivery, DeliveryState
-from ..envelope import Envelope, check_typed_line
-from ..errors import EnvelopeError
-from ..screens.model import ScreenReading, Snapshot
-from ..target import Target
-from .base import Capabilities, StageLog, Transport
+import relay_repl.store.jsonl as jsonl
+import relay_repl.agents.screens as screens
+from relay_repl.core.delivery import Delivery, DeliveryState
+from relay_repl.core.envelope import Envelope, check_typed_line
+from relay_repl.core.errors import EnvelopeError
+from relay_repl.agents.screens.model import ScreenReading, Snapshot
+from relay_repl.core.target import Target
+from relay_repl.transports.base import Capabilities, StageLog, Transport
 
 T = TypeVar("T")
 
@@ -88,7 +89,7 @@ class PaneIO:
 
     Which server: the one discovery rostered the pane on (`detail.tmux_socket`), else
     the first of $RELAY_TMUX_SOCKET, the server of $TMUX and the default server that
-    has the pane (the order of `relay_repl.agents.panes.tmux_servers`).
+    has the pane (the order of `relay_repl.system.panes.tmux_servers`).
     """
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
@@ -120,7 +121,7 @@ class PaneIO:
         """The rostered pane of `target` on the server that owns it, or None if gone."""
         if not target.pane:
             return None
-        from ..agents.panes import tmux_servers
+        from relay_repl.system.panes import tmux_servers
 
         rostered = target.detail.get("tmux_socket")
         candidates: list[tuple[str, str]] = []
@@ -183,7 +184,7 @@ class PaneIO:
 
     def processes(self, root: int) -> list[tuple[int, list[str]]]:
         """`root` and its descendants with their argv (the pane's process tree)."""
-        from ..agents.proc import descendants, process_table, read_cmdline
+        from relay_repl.system.proc import descendants, process_table, read_cmdline
 
         table = process_table()
         return [(pid, read_cmdline(pid) or []) for pid in descendants(root, table)]
@@ -358,7 +359,7 @@ class TmuxTransport(Transport):
                 return f"pane {snap.pane_id} runs pid {snap.pane_pid}, not the target's {target.pid}"
             want = target.detail.get("procStart")
             if want:
-                from ..agents.proc import proc_start
+                from relay_repl.system.proc import proc_start
 
                 got = proc_start(target.pid) if target.pid else None
                 if got != str(want):
@@ -424,11 +425,11 @@ class TmuxTransport(Transport):
     def _baseline(self, target: Target) -> dict[str, Any]:
         """Where receiver evidence will appear, and how far the file was before we typed."""
         if target.kind == "claude-code":
-            from .claude_socket import transcript_path
+            from relay_repl.transports.claude_socket import transcript_path
 
             path = transcript_path(target)
         else:
-            from .codex_queue import codex_home, rollout_for
+            from relay_repl.transports.codex_queue import codex_home, rollout_for
 
             path = rollout_for(codex_home(target), str(target.detail.get("thread_id") or target.address),
                                target.detail.get("rollout"))

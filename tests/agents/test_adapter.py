@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from relay_repl.agents import adapter as ad
+import relay_repl.agents.adapter as ad
 from relay_repl.agents.adapter import AdapterError, available_adapters, load_adapter, parse_adapter
 
 REPO = Path(__file__).resolve().parents[2]
@@ -164,7 +164,7 @@ def test_adapters_dir_override_and_kind_check(tmp_path, monkeypatch):
 
 
 def test_each_adapter_names_a_classifier_module_that_exists():
-    from relay_repl import screens
+    import relay_repl.agents.screens as screens
 
     for kind in ("claude-code", "codex"):
         module = screens.for_kind(kind)

@@ -22,10 +22,10 @@ import pytest
 
 from relay_repl.agents import ClaudeProvider, PaneRoster
 from relay_repl.agents.claude_code import _java_hash, munge_cwd, transcript_path
-from relay_repl.agents.proc import proc_start
-from relay_repl.errors import AmbiguousTarget, StaleTarget
-from relay_repl.ledger import Ledger
-from relay_repl.session import Session
+from relay_repl.system.proc import proc_start
+from relay_repl.core.errors import AmbiguousTarget, StaleTarget
+from relay_repl.store.ledger import Ledger
+from relay_repl.session.session import Session
 
 pytestmark = pytest.mark.anyio
 
@@ -386,7 +386,7 @@ async def test_fifty_records_refresh_well_under_a_second(cfg, tmp_path, procs, s
 
 
 def test_tmux_servers_from_the_environment():
-    from relay_repl.agents.panes import tmux_servers
+    from relay_repl.system.panes import tmux_servers
 
     env = {"RELAY_TMUX_SOCKET": "lab", "TMUX": "/tmp/tmux-0/default,123,0", "TMUX_TMPDIR": "/tmp"}
     got = [(s.socket_path, s.label) for s in tmux_servers(env)]
@@ -399,7 +399,7 @@ def test_tmux_servers_from_the_environment():
 
 
 def test_parse_panes_and_split_captures():
-    from relay_repl.agents.panes import SEP, TmuxServer, parse_panes, split_captures
+    from relay_repl.system.panes import SEP, TmuxServer, parse_panes, split_captures
 
     srv = TmuxServer("/s", "t")
     line = SEP.join(["%3", "42", "@1", "1", "copy-mode", "0", "1", "2", "40", "node", f"odd{SEP}name"])
@@ -411,7 +411,7 @@ def test_parse_panes_and_split_captures():
 
 
 async def test_capture_reads_several_panes_in_one_call(tmux_server):
-    from relay_repl.agents.panes import PaneRoster
+    from relay_repl.system.panes import PaneRoster
 
     for n in ("a", "b"):
         tmux_server.new_session(session_name=n, attach=False, window_command=f"printf 'hello {n} ü\\n'; sleep 600")

@@ -24,9 +24,9 @@ from websockets.asyncio.server import unix_serve
 from relay_repl.agents import ClaudeProvider, CodexProvider, PaneRoster
 from relay_repl.agents.codex import footer_thread_name, read_session_index
 from relay_repl.agents.adapter import load_adapter
-from relay_repl.agents.proc import file_key, lock_holders, parse_proc_locks, proc_start, read_proc_locks
+from relay_repl.system.proc import file_key, lock_holders, parse_proc_locks, proc_start, read_proc_locks
 
-from .test_claude_registry import real_claude
+from tests.agents.test_claude_registry import real_claude
 
 pytestmark = pytest.mark.anyio
 

@@ -25,15 +25,17 @@ import pytest
 
 from tests.support.labs import private_lab_home
 
-from relay_repl import paths
+import relay_repl.store.paths as paths
 from relay_repl.agents import ClaudeProvider, CodexProvider, default_providers
-from relay_repl.errors import AmbiguousTarget
-from relay_repl.lab import helpers, launcher, procs
+from relay_repl.core.errors import AmbiguousTarget
+import relay_repl.lab.helpers as helpers
+import relay_repl.lab.launcher as launcher
+import relay_repl.lab.procs as procs
 from relay_repl.lab.install import bin_dir
 from relay_repl.lab.layout import Layout
-from relay_repl.ledger import Ledger
-from relay_repl.session import Session
-from relay_repl.target import Target
+from relay_repl.store.ledger import Ledger
+from relay_repl.session.session import Session
+from relay_repl.core.target import Target
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 

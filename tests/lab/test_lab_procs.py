@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from relay_repl.lab import procs
+import relay_repl.lab.procs as procs
 
 
 @pytest.fixture

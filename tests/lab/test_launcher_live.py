@@ -17,8 +17,10 @@ import pytest
 
 from tests.support.labs import private_lab_home
 
-from relay_repl import paths
-from relay_repl.lab import helpers, launcher, procs
+import relay_repl.store.paths as paths
+import relay_repl.lab.helpers as helpers
+import relay_repl.lab.launcher as launcher
+import relay_repl.lab.procs as procs
 from relay_repl.lab.layout import CLAUDE, CODEX, Layout, tmux_socket_path
 
 pytestmark = pytest.mark.live

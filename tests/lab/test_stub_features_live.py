@@ -11,7 +11,8 @@ import pytest
 
 from tests.support.labs import private_lab_home
 
-from relay_repl.lab import helpers, launcher
+import relay_repl.lab.helpers as helpers
+import relay_repl.lab.launcher as launcher
 from relay_repl.lab.stubs.client import SyncStubClient, send_message_rule
 
 pytestmark = pytest.mark.live

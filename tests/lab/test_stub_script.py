@@ -11,7 +11,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from relay_repl.lab.stubs import anthropic, openai
+import relay_repl.lab.stubs.anthropic as anthropic
+import relay_repl.lab.stubs.openai as openai
 from relay_repl.lab.stubs.script import LastInput, Rule, Script, ScriptState, Step, ToolCall, ack_text, slow_seconds
 
 # --- shapes seen live -------------------------------------------------------------------

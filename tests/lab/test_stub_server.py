@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from relay_repl.errors import LabError
+from relay_repl.core.errors import LabError
 from relay_repl.lab.stubs.client import StubClient, SyncStubClient
 from relay_repl.lab.stubs.script import Rule, Step, ToolCall
 from relay_repl.lab.stubs.server import StubServer

@@ -16,9 +16,9 @@ def private_lab_home(tmp_path_factory: pytest.TempPathFactory, name: str) -> Ite
     """A RELAY_HOME of its own for a lab; the clients from the shared cache (installed on
     first use, else the tests skip with the reason). On exit: `lab down`, and the
     ~400 MB Codex daemon copy is removed."""
-    from relay_repl import paths
-    from relay_repl.errors import LabError
-    from relay_repl.lab import launcher
+    import relay_repl.store.paths as paths
+    from relay_repl.core.errors import LabError
+    import relay_repl.lab.launcher as launcher
     from relay_repl.lab.install import install
 
     if not shutil.which("tmux"):

@@ -8,8 +8,8 @@ from typing import Any
 
 import anyio
 
-from relay_repl.app import make_session
-from relay_repl.gate import ScriptedGate
+from relay_repl.session.app import make_session
+from relay_repl.session.gate import ScriptedGate
 
 
 @asynccontextmanager

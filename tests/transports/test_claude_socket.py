@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import socket
 
-from relay_repl.target import Target
+from relay_repl.core.target import Target
 from relay_repl.transports.claude_socket import ClaudeSocketTransport
 
 

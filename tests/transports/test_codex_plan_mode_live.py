@@ -16,8 +16,8 @@ import pytest
 
 from tests.support.sessions import live_session
 
-from relay_repl.delivery import DeliveryState
-from relay_repl.lab import helpers
+from relay_repl.core.delivery import DeliveryState
+import relay_repl.lab.helpers as helpers
 from tests.support.labs import private_lab_home
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]

@@ -11,10 +11,10 @@ import pytest
 
 from tests.support.sessions import live_session
 
-from relay_repl.delivery import DeliveryState
-from relay_repl.envelope import Envelope
-from relay_repl.errors import PolicyRefusal
-from relay_repl.lab import helpers
+from relay_repl.core.delivery import DeliveryState
+from relay_repl.core.envelope import Envelope
+from relay_repl.core.errors import PolicyRefusal
+import relay_repl.lab.helpers as helpers
 from relay_repl.lab.stubs.client import StubClient, send_message_rule
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]

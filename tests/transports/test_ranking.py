@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from relay_repl.delivery import Delivery
-from relay_repl.errors import PolicyRefusal
-from relay_repl.target import Target
+from relay_repl.core.delivery import Delivery
+from relay_repl.core.errors import PolicyRefusal
+from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, StageLog, Transport
 from relay_repl.transports.ranking import Requirements, choose
 

@@ -27,18 +27,18 @@ import pytest
 
 from tests.support.labs import private_lab_home
 
-from relay_repl import paths
-from relay_repl.delivery import Delivery, DeliveryState
-from relay_repl.ledger import Ledger
-from relay_repl.screens.model import Snapshot
-from relay_repl.target import Target
+import relay_repl.store.paths as paths
+from relay_repl.core.delivery import Delivery, DeliveryState
+from relay_repl.store.ledger import Ledger
+from relay_repl.agents.screens.model import Snapshot
+from relay_repl.core.target import Target
 from relay_repl.transports.base import StageLog
 from relay_repl.transports.tmux import PaneIO, PaneRef, TmuxTransport
 
 pytestmark = pytest.mark.anyio
 live = pytest.mark.live
 
-CAPTURES = Path(__file__).parents[1] / "screens" / "captures"
+CAPTURES = Path(__file__).parents[1] / "agents" / "screens" / "captures"
 
 
 # -- seams ----------------------------------------------------------------------------------------
@@ -254,7 +254,7 @@ def tmux_lab_home(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tmux_lab_state(tmux_lab_home):
-    from relay_repl.lab import launcher
+    import relay_repl.lab.launcher as launcher
 
     return launcher.up(claude=1, codex=1, progress=lambda m: None)
 
@@ -262,7 +262,7 @@ def tmux_lab_state(tmux_lab_home):
 @pytest.fixture
 def tlab(request, tmux_lab_home, tmux_lab_state, monkeypatch):
     """This module's lab, with the test's environment pointed at it (after conftest's relay_home)."""
-    from relay_repl.lab import launcher
+    import relay_repl.lab.launcher as launcher
 
     request.getfixturevalue("relay_home")
     monkeypatch.setenv("RELAY_HOME", str(tmux_lab_home))
@@ -300,7 +300,7 @@ async def live_send(name: str, payload: str, timeout: float = 30.0, target: Targ
 
 
 def screen(name: str) -> list[str]:
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
 
     return helpers.pane(name).capture_pane()
 
@@ -313,15 +313,15 @@ async def wait_screen(name: str, pred: Any, what: str, timeout: float = 20) -> N
 
 
 async def idle(name: str, timeout: float = 60) -> None:
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
 
     await _run(helpers.wait_idle, name, timeout)
 
 
 def clear_composer(name: str) -> None:
     """Lab cleanup without Escape: End + C-u until the composer is empty (Claude deletes a row per C-u)."""
-    from relay_repl import screens
-    from relay_repl.lab import helpers
+    import relay_repl.agents.screens as screens
+    import relay_repl.lab.helpers as helpers
     from relay_repl.lab.launcher import status
 
     st = status()
@@ -375,8 +375,8 @@ async def test_live_idle_delivery_with_receiver_evidence(tlab, name):
 @pytest.mark.parametrize("spec, name", [("claude:alpha", "alpha"), ("codex:beta", "beta")])
 async def test_live_through_the_session_gate(tlab, spec, name):
     """The operator's path: plan, y/N gate, then the four stages; the plan says what counts as delivered."""
-    from relay_repl.app import make_session
-    from relay_repl.gate import ScriptedGate
+    from relay_repl.session.app import make_session
+    from relay_repl.session.gate import ScriptedGate
 
     await idle(name)
     gate = ScriptedGate([True])
@@ -395,7 +395,7 @@ async def test_live_through_the_session_gate(tlab, spec, name):
 
 @live
 async def test_live_busy_claude_enter_queues_then_delivers(tlab):
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
 
     await idle("alpha")
     await _run(helpers.make_busy, "alpha", 6)
@@ -414,7 +414,7 @@ async def test_live_busy_claude_enter_queues_then_delivers(tlab):
 
 @live
 async def test_live_busy_claude_mid_tool_is_absorbed_at_the_tool_boundary(tlab):
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
     from relay_repl.lab.stubs.client import SyncStubClient
 
     await idle("alpha")
@@ -437,7 +437,7 @@ async def test_live_busy_claude_mid_tool_is_absorbed_at_the_tool_boundary(tlab):
 
 @live
 async def test_live_busy_codex_enter_steers_into_the_running_turn(tlab):
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
 
     await idle("beta")
     await _run(helpers.make_busy, "beta", 8)
@@ -453,7 +453,7 @@ async def test_live_busy_codex_enter_steers_into_the_running_turn(tlab):
 
 @live
 async def test_live_busy_codex_mid_tool_waits_for_the_tool_then_joins_the_turn(tlab):
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
     from relay_repl.lab.stubs.client import SyncStubClient
 
     await idle("beta")
@@ -475,19 +475,19 @@ async def test_live_busy_codex_mid_tool_waits_for_the_tool_then_joins_the_turn(t
 
 
 def _stage_draft(name: str) -> None:
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
 
     helpers.put_draft(name, "an operator's own unsent words")
 
 
 def _stage_copy_mode(name: str) -> None:
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
 
     helpers.copy_mode(name)
 
 
 def _stage_slash(name: str) -> None:
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
 
     p = helpers.pane(name)
     p.send_keys("/", enter=False, literal=True)
@@ -497,7 +497,7 @@ def _stage_slash(name: str) -> None:
 
 
 def _undo(name: str, how: str) -> None:
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
 
     if how == "copy-mode":
         helpers.pane(name).cmd("send-keys", "-X", "cancel")
@@ -530,7 +530,7 @@ async def test_live_refusal_sends_zero_keys(tlab, name, how, stage, blocker):
 
 
 async def _open_claude_dialog(tlab) -> None:
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
     from relay_repl.lab.stubs.client import SyncStubClient
 
     stub = SyncStubClient(tlab.stub.control)
@@ -548,7 +548,7 @@ async def _open_claude_dialog(tlab) -> None:
 
 async def _open_codex_dialog(tlab) -> None:
     """approval_policy is `never` in the lab: switch this thread to `Ask for approval` first."""
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
     from relay_repl.lab.stubs.client import SyncStubClient
 
     p = helpers.pane("beta")
@@ -580,7 +580,7 @@ async def _open_codex_dialog(tlab) -> None:
 @live
 @pytest.mark.parametrize("name", ["alpha", "beta"])
 async def test_live_dialog_refusal_sends_zero_keys(tlab, name):
-    from relay_repl.lab import helpers
+    import relay_repl.lab.helpers as helpers
     from relay_repl.lab.stubs.client import SyncStubClient
 
     await idle(name)
@@ -649,7 +649,8 @@ def frozen(pid: int, pane_pid: int | None) -> Iterator[str]:
 @pytest.mark.parametrize("name", ["alpha", "beta"])
 async def test_live_payload_never_visible_leaves_no_enter(tlab, name):
     """Freeze the client so its screen stops: the literal bytes wait in the pty, never drawn."""
-    from relay_repl.lab import helpers, launcher
+    import relay_repl.lab.helpers as helpers
+    import relay_repl.lab.launcher as launcher
 
     await idle(name)
     s = launcher.status().session(name)

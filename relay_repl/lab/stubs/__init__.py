@@ -7,6 +7,6 @@ port speaking either the Anthropic Messages API (Claude Code) or the OpenAI Resp
 and drive it with `relay_repl.lab.stubs.client`.
 """
 
-from .script import LastInput, Reply, Rule, Script, ScriptState, Step, ToolCall
+from relay_repl.lab.stubs.script import LastInput, Reply, Rule, Script, ScriptState, Step, ToolCall
 
 __all__ = ["LastInput", "Reply", "Rule", "Script", "ScriptState", "Step", "ToolCall"]

@@ -11,7 +11,7 @@ import asyncio
 import os
 import sys
 
-from .server import serve
+from relay_repl.lab.stubs.server import serve
 
 
 def main(argv: list[str] | None = None) -> int:

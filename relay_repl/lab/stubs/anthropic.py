@@ -13,7 +13,7 @@ import re
 import uuid
 from typing import Any
 
-from .script import LastInput, Reply
+from relay_repl.lab.stubs.script import LastInput, Reply
 
 SSE = tuple[str, dict[str, Any]]
 PING: SSE = ("ping", {"type": "ping"})

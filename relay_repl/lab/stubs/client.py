@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from relay_repl.errors import LabError
+from relay_repl.core.errors import LabError
 
-from .script import Rule, Script, Step, ToolCall
-from .server import RecordedRequest, SessionInfo
+from relay_repl.lab.stubs.script import Rule, Script, Step, ToolCall
+from relay_repl.lab.stubs.server import RecordedRequest, SessionInfo
 
 T = TypeVar("T")
 

@@ -24,8 +24,9 @@ from typing import Any, Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from . import anthropic, openai
-from .script import Api, LastInput, Reply, Rule, Script, ScriptState
+import relay_repl.lab.stubs.anthropic as anthropic
+import relay_repl.lab.stubs.openai as openai
+from relay_repl.lab.stubs.script import Api, LastInput, Reply, Rule, Script, ScriptState
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 HIDDEN_HEADERS = {"authorization", "x-api-key", "cookie", "proxy-authorization"}

@@ -1,0 +1,47 @@
+"""Discovery's small shared pieces: the provider protocol and a concurrent gather.
+
+Kept apart from `session.py` so that `relay targets` (a cold start measured
+against `claude agents --json`) imports only what listing needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from relay_repl.core.target import Target
+
+
+class Provider(Protocol):
+    """One agent kind's discovery: lists its targets (live and stale)."""
+
+    kind: str
+
+    async def discover(self) -> list[Target]: ...
+
+
+class StaticProvider:
+    """Targets known in advance (the in-memory demo target, tests)."""
+
+    def __init__(self, kind: str, targets: Sequence[Target]) -> None:
+        self.kind = kind
+        self._targets = list(targets)
+
+    async def discover(self) -> list[Target]:
+        return list(self._targets)
+
+
+async def discover_all(providers: Sequence[Provider]) -> list[Target]:
+    """Every provider's targets, gathered concurrently (the Claude listing is a
+    subprocess; the other providers' reads overlap it), in provider order."""
+    import anyio
+
+    results: list[list[Target]] = [[] for _ in providers]
+
+    async def one(i: int, provider: Provider) -> None:
+        results[i] = await provider.discover()
+
+    async with anyio.create_task_group() as tg:
+        for i, provider in enumerate(providers):
+            tg.start_soon(one, i, provider)
+    return [t for found in results for t in found]

@@ -1,0 +1,267 @@
+"""Classify a Claude Code 2.1.328 pane from a `Snapshot` (pure; no I/O).
+
+Marks recorded from the real client in the lab (tests/screens/captures/claude-code-2.1.328/):
+
+- The composer is a row starting `❯` + NO-BREAK SPACE directly under a `─` rule (the
+  upper rule ends ` <session name> ─`), continued by rows indented two spaces, closed by
+  another `─` rule. History rows use `❯` + an ordinary space, so they never match.
+  Bash mode replaces the prompt by `!` + NO-BREAK SPACE (footer `! for shell mode`).
+- Empty composer: the terminal cursor sits at column 2 of the prompt row and nothing
+  after the prompt is drawn at normal intensity. Placeholders (`Press up to edit queued
+  messages`) are dim (SGR 2), except their first cell, which carries Claude's fake
+  reverse-video cursor. An operator draft with the cursor moved home also has the cursor
+  at column 2 — it is told apart by its normal-intensity text.
+- Busy: a spinner row `<glyph> <Gerund>…` above the composer (glyphs `· ✢ ✳ * ✶ ✻ ✽`), and
+  the footer's ` · esc to interrupt`, which is only drawn while the composer is empty.
+- Idle needs positive evidence: the latest status row above the composer is the
+  finished-turn row `✻ <Verb> for 3s · done 11:58 AM` (no spinner after it), the fresh
+  session banner with no turn yet, or `⎿  Interrupted`. A prompt alone is not idle.
+- A permission dialog removes the composer: `Do you want to …?`, `❯ 1. Yes`,
+  `3. No, and tell Claude what to do differently (esc)`.
+- The slash menu: composer `❯ /…` with rows `  ❯ /add-dir   Add a working directory`.
+- `?` on an empty composer swaps the footer for a shortcuts block (`/ for commands`).
+- Copy mode is invisible in the capture: only `pane_in_mode` tells.
+
+Anything not positively recognised is `unknown` (fail closed): the transport never types then.
+"""
+
+from __future__ import annotations
+
+import re
+
+from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_join, history_contains, parse_styles, wrapped_equals
+
+PROMPT = "❯\u00a0"
+SHELL_PROMPT = "!\u00a0"
+RULE = re.compile(r"^─{10,}")
+SPINNER = re.compile(r"^[·✢✳*✶✻✽] \S[^…]{0,60}…")
+DONE = re.compile(r"^✻ \S.* for \S+.* · done ")
+INTERRUPTED = re.compile(r"^\s+⎿\s+Interrupted")
+BANNER = re.compile(r"Claude Code v\d+\.\d+")
+HISTORY_PROMPT = re.compile(r"^❯ \S")
+QUEUED = re.compile(r"^\s+⎿\s+Queued · ")
+BUSY_FOOTER = "esc to interrupt"
+DIALOG = [
+    re.compile(r"^\s*Do you want to .+\?\s*$"),
+    re.compile(r"^\s*❯ 1\. Yes"),
+    re.compile(r"No, and tell Claude what to do differently"),
+    re.compile(r"Esc to cancel · Tab to amend"),
+    re.compile(r"Auto mode can't check actions in this session"),
+    re.compile(r"Held message from another session"),
+]
+SLASH_ROW = re.compile(r"^\s+(?:❯\s+)?/[\w:-]+\s{2,}\S")
+SHORTCUTS = [re.compile(r"/ for commands"), re.compile(r"@ for file paths"), re.compile(r"esc esc to clear input")]
+SHELL_FOOTER = re.compile(r"^\s*! for shell mode\s*$")
+PLACEHOLDERS = ("Press up to edit queued messages",)
+MAX_COMPOSER_ROWS = 30
+LOOKBACK = 1000  # rows above the composer searched for status rows: all of them (tall panes leave big gaps)
+
+
+def _find_composer(lines: list[str]) -> tuple[int, int, str] | None:
+    """(first row, last row, prompt) of the bottom-most composer between two rules."""
+    for p in range(len(lines) - 1, 0, -1):
+        row = lines[p]
+        prompt = PROMPT if row.startswith(PROMPT) else SHELL_PROMPT if row.startswith(SHELL_PROMPT) else None
+        if prompt is None or not RULE.match(lines[p - 1]):
+            continue
+        for b in range(p + 1, min(len(lines), p + 1 + MAX_COMPOSER_ROWS)):
+            if RULE.match(lines[b]):
+                rows = lines[p + 1:b]
+                if all(r.startswith("  ") or not r.strip() for r in rows):
+                    return p, b - 1, prompt
+                return None
+        return None
+    return None
+
+
+def _composer_state(snap: Snapshot, first: int, last: int, prompt: str, reasons: list[str]) -> tuple[str, str]:
+    """('empty'|'draft'|'unknown', text) of the composer rows."""
+    lines = snap.lines
+    rows = [lines[first][len(prompt):]] + lines[first + 1:last + 1]
+    text = composer_join(rows).strip()
+    cursor_home = snap.cursor_y == first and snap.cursor_x == 2
+    if not text:
+        if cursor_home:
+            reasons.append(f"composer row {first} is empty and the cursor is at column 2")
+            return "empty", ""
+        reasons.append(f"composer row {first} looks empty but the cursor is at ({snap.cursor_x},{snap.cursor_y})")
+        return "unknown", ""
+    if snap.esc_lines is None or len(snap.esc_lines) != len(lines):
+        if text in PLACEHOLDERS:
+            # An operator can type the placeholder's words too; only dimness tells (fail closed).
+            reasons.append(f"composer reads like the placeholder {text!r}, but there is no -e capture to check dimness")
+            return "unknown", text
+        reasons.append(f"composer holds {text!r} (no -e capture to tell a dim placeholder from a draft)")
+        return "draft", text
+    styled = parse_styles(snap.esc_lines[first:last + 1])
+    normal: list[str] = []
+    for r, cells in enumerate(styled):
+        for c in cells:
+            if r == 0 and c.col < 2:
+                continue  # the prompt
+            if c.ch.strip() and not c.dim:
+                if cursor_home and r == 0 and c.col == 2 and c.reverse:
+                    continue  # Claude's fake cursor drawn over the placeholder's first letter
+                normal.append(c.ch)
+    if not normal and cursor_home:
+        reasons.append(f"composer shows a dim placeholder {text!r} with the cursor at column 2: empty")
+        return "empty", ""
+    if not normal:
+        reasons.append(f"composer text {text!r} is dim but the cursor is at ({snap.cursor_x},{snap.cursor_y}), not column 2")
+        return "unknown", text
+    reasons.append(f"composer holds {text!r} at normal intensity (cursor at {snap.cursor_x},{snap.cursor_y})")
+    return "draft", text
+
+
+def _status(lines: list[str], top: int) -> tuple[str | None, int | None]:
+    """The latest status-ish row above the composer's upper rule: spinner, done, interrupted."""
+    for i in range(top - 1, max(-1, top - 1 - LOOKBACK), -1):
+        row = lines[i]
+        if SPINNER.match(row):
+            return "spinner", i
+        if DONE.match(row):
+            return "done", i
+        if INTERRUPTED.match(row):
+            return "interrupted", i
+        if HISTORY_PROMPT.match(row):
+            return "prompt", i  # a user message with nothing after it yet
+    return None, None
+
+
+def classify(snap: Snapshot) -> ScreenReading:
+    """Read one Claude Code screen; see the module doc for the marks."""
+    reasons: list[str] = []
+    blockers: list[str] = []
+    hints: list[str] = []
+    lines = [ln.rstrip("\n") for ln in snap.lines]
+    if snap.pane_dead:
+        return ScreenReading(kind="unknown", composer="absent", blockers=["dead"], reasons=["pane_dead=1: the client exited"])
+    if snap.pane_in_mode:
+        blockers.append("copy-mode")
+        reasons.append(f"pane_in_mode=1 ({snap.pane_mode or 'copy-mode'}): keys would drive tmux, not Claude")
+    found = _find_composer(lines)
+    if found is None:
+        tail = lines[-25:]
+        marks = sorted({m.pattern for m in DIALOG for ln in tail if m.search(ln)})
+        if marks:
+            blockers.append("dialog")
+            reasons.append(f"no composer; dialog marks {marks}")
+        else:
+            blockers.append("no-composer")
+            reasons.append("no `❯\u00a0` composer row between two `─` rules: screen not recognised")
+        return ScreenReading(kind="unknown", composer="absent", blockers=blockers, reasons=reasons)
+
+    first, last, prompt = found
+    top = first - 1
+    footer = lines[last + 2:]
+    composer, text = _composer_state(snap, first, last, prompt, reasons)
+    if prompt == SHELL_PROMPT or any(SHELL_FOOTER.search(f) for f in footer):
+        blockers.append("shell-mode")
+        reasons.append("bash mode: the prompt is `!` (Enter would run a shell command)")
+    if composer == "draft" and text.startswith("/"):
+        blockers.append("slash-menu")
+        reasons.append(f"composer starts with '/' ({text[:30]!r}): the command menu is open")
+    menu_rows = [i for i in range(max(0, top - 12), top) if SLASH_ROW.match(lines[i])]
+    menu_rows += [i for i in range(last + 2, len(lines)) if SLASH_ROW.match(lines[i])]
+    if menu_rows and "slash-menu" not in blockers:
+        blockers.append("slash-menu")
+        reasons.append(f"command menu rows at {menu_rows[:3]}")
+    if any(m.search(f) for m in SHORTCUTS for f in footer):
+        blockers.append("overlay")
+        reasons.append("the `?` shortcuts panel replaces the footer")
+    near = lines[max(0, top - 12):top]
+    dialog_marks = sorted({m.pattern for m in DIALOG for ln in near if m.search(ln)})
+    if dialog_marks:
+        blockers.append("dialog")
+        reasons.append(f"dialog marks just above the composer: {dialog_marks}")
+    if composer == "draft":
+        blockers.append("draft")
+    elif composer == "unknown":
+        blockers.append("composer-unknown")
+
+    # activity
+    status, at = _status(lines, top)
+    busy_footer = any(BUSY_FOOTER in f for f in footer)
+    if status == "spinner" or busy_footer:
+        kind = "busy"
+        if status == "spinner":
+            reasons.append(f"spinner row {at}: {lines[at].strip()[:60]!r}")
+        if busy_footer:
+            reasons.append("footer shows `esc to interrupt`")
+    elif status == "done":
+        kind = "idle"
+        hints.append("done-line")
+        reasons.append(f"latest status row {at} is a finished turn: {lines[at].strip()[:60]!r}; no spinner")
+    elif status == "interrupted":
+        kind = "idle"
+        hints.append("interrupted")
+        reasons.append(f"latest status row {at} is `Interrupted`; no spinner")
+    elif status is None and any(BANNER.search(ln) for ln in lines[:12]) and not any(HISTORY_PROMPT.match(ln) for ln in lines[:top]):
+        kind = "idle"
+        hints.append("fresh")
+        reasons.append("fresh session: the banner and no turn yet; no spinner")
+    else:
+        kind = "unknown"
+        reasons.append(f"no spinner and no finished-turn row above the composer (latest status: {status or 'none'}): "
+                       "a prompt alone is not idle")
+    if any(QUEUED.match(ln) for ln in lines[max(0, top - LOOKBACK):top]):
+        hints.append("queued")
+        reasons.append("a typed message waits as `⎿  Queued`")
+    return ScreenReading(kind=kind, composer=composer, composer_text=text or None,  # type: ignore[arg-type]
+                         composer_rows=(first, last), blockers=blockers, hints=hints, reasons=reasons)
+
+
+def composer_rows_text(snap: Snapshot, reading: ScreenReading) -> list[str] | None:
+    if reading.composer_rows is None:
+        return None
+    first, last = reading.composer_rows
+    row0 = snap.lines[first]
+    prompt = PROMPT if row0.startswith(PROMPT) else SHELL_PROMPT
+    return [row0[len(prompt):]] + list(snap.lines[first + 1:last + 1])
+
+
+def payload_visible(snap: Snapshot, payload: str) -> bool:
+    """Is exactly `payload` (and nothing else) in the composer, at normal intensity?"""
+    reading = classify(snap)
+    if reading.composer != "draft" or reading.composer_rows is None:
+        return False
+    rows = composer_rows_text(snap, reading)
+    return bool(rows) and wrapped_equals([r.replace("\u00a0", " ") for r in rows], payload)  # type: ignore[arg-type]
+
+
+def _count_history(snap: Snapshot, payload: str, until: int | None) -> int:
+    lines = snap.lines[:until] if until is not None else snap.lines
+    n = 0
+    for i in range(len(lines)):
+        if lines[i].startswith("❯ ") and history_contains(lines[i:i + 12], payload, "❯"):
+            n += 1
+    return n
+
+
+def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
+    """Screen hints that Enter took: the composer emptied, the payload moved into history."""
+    a = classify(after)
+    reasons: list[str] = []
+    top_after = a.composer_rows[0] - 1 if a.composer_rows else None
+    top_before = classify(before).composer_rows
+    n_before = _count_history(before, payload, top_before[0] - 1 if top_before else None)
+    n_after = _count_history(after, payload, top_after)
+    in_history = n_after > n_before
+    in_composer = payload_visible(after, payload)
+    queued = False
+    if in_history and top_after is not None:
+        tail = after.lines[max(0, top_after - LOOKBACK):top_after]
+        queued = any(QUEUED.match(ln) for ln in tail)
+    if a.composer == "empty":
+        reasons.append("composer is empty again")
+    if in_composer:
+        reasons.append("payload still in the composer")
+    if in_history:
+        reasons.append("payload shown as a submitted message (`❯ …`)")
+    if queued:
+        reasons.append("`⎿  Queued`: Claude holds it for the next tool boundary or turn")
+    if a.kind == "busy":
+        reasons.append("a turn is running")
+    return SubmitHint(composer_emptied=a.composer == "empty", payload_in_composer=in_composer,
+                      payload_in_history=in_history, turn_running=a.kind == "busy", queued=queued,
+                      reasons=reasons)

@@ -1,0 +1,293 @@
+"""Classify a Codex 0.169.0 pane from a `Snapshot` (pure; no I/O).
+
+Marks recorded from the real client in the lab (tests/screens/captures/codex-0.169.0/):
+
+- Bottom of the screen: [status row] · composer (`› ` prompt, continuation rows indented
+  two spaces) · one blank row · footer `  <model> <effort> · <cwd>[ · <thread name>]` ·
+  hint row. The composer is found *from the footer upwards*, because history rows
+  (`› <text>`), the slash popup's selected row (`› /model …`) and dialog options
+  (`› 1. Yes, proceed (y)`) all start with `› ` too; a screen with no footer has no
+  composer (an approval dialog or a selection view replaced it).
+- Empty composer: the placeholder after `› ` is dim (SGR 2) and the cursor is at
+  column 2 of the prompt row; text at normal intensity is a draft.
+- Busy: a status row `• Working (12s • esc to interrupt)` (the word varies; `esc to
+  interrupt` does not), `• Messages to be submitted after next tool call`, or a footer
+  `Pursuing goal`. Idle needs positive evidence: the latest activity row above the
+  composer is `Worked for 8s • 10:33`, the start banner with no turn, or
+  `■ Conversation interrupted`.
+- Staged while busy: hint row `tab to queue message`. Tab-queued inputs: `• Queued
+  follow-up inputs` / `  ↳ <text>`.
+- Shell mode: prompt `!` instead of `›`, hint `Shell mode`. Slash popup: composer `› /…`.
+  `?` shortcuts: `Keyboard shortcuts` block and hint `? / esc close`.
+- Approval: `Would you like to run the following command?` … `Press enter to confirm or
+  esc to cancel`; selection views (e.g. /permissions) end with `enter select · esc back`.
+- Copy mode is invisible in the capture: only `pane_in_mode` tells.
+
+Anything not positively recognised is `unknown` (fail closed).
+"""
+
+from __future__ import annotations
+
+import re
+
+from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_join, history_contains, parse_styles, wrapped_equals
+
+FOOTER = re.compile(r"^  (?P<model>\S+)(?: (?P<effort>\S+))? · (?P<cwd>[/~]\S*)(?: · (?P<name>.+?))?(?:\s{3,}.*)?\s*$")
+PROMPT = "›"
+SHELL = "!"
+BUSY = [re.compile(r"esc to interrupt\)"), re.compile(r"^• Messages to be submitted after next tool call")]
+GOAL = re.compile(r"Pursuing goal")
+WORKED = re.compile(r"^\s*(?:─\s*)?Worked for .+ • ")
+BANNER = re.compile(r">_ OpenAI Codex \(v\d")
+INTERRUPTED = re.compile(r"^■ Conversation interrupted")
+HISTORY_PROMPT = re.compile(r"^› \S")
+TAB_TO_QUEUE = re.compile(r"^\s+tab to queue message")
+QUEUED = re.compile(r"^• Queued follow-up inputs")
+PENDING_STEER = re.compile(r"^• Messages to be submitted after next tool call")
+RECONNECTING = re.compile(r"Reconnecting to server")
+DIALOG = [
+    re.compile(r"Would you like to run the following command\?"),
+    re.compile(r"Would you like to make the following edits\?"),
+    re.compile(r"Press enter to confirm or esc to cancel"),
+    re.compile(r"^› \d+\. Yes, proceed"),
+]
+SELECTION = re.compile(r"enter select · esc back|enter to select|esc to go back")
+OVERLAYS = [
+    (re.compile(r"^\s+\? / esc close"), "the `?` shortcuts panel"),
+    (re.compile(r"^\s+Keyboard shortcuts\s*$"), "the `?` shortcuts panel"),
+    (re.compile(r"enter/tab insert · esc close"), "the `@` file popup"),
+    (re.compile(r"Browsing transcript"), "the transcript browser (Esc Esc)"),
+    (re.compile(r"^\s+esc again to edit previous message"), "the Esc hint (one more Esc rewinds)"),
+    (re.compile(r"^\s+Warnings · \d+ of \d+"), "the warnings overlay"),
+]
+SLASH_ROW = re.compile(r"^(?:› |  )/[\w:-]+\s{2,}\S")
+PLACEHOLDERS = ("Ask Codex to do anything",)
+MAX_COMPOSER_ROWS = 20
+LOOKBACK = 1000  # the whole screen above the composer: tall fullscreen panes leave big gaps
+
+
+def footer_row(lines: list[str]) -> int | None:
+    for i in range(len(lines) - 1, -1, -1):
+        if FOOTER.match(lines[i]):
+            return i
+    return None
+
+
+def footer_name(snap: Snapshot) -> str | None:
+    """The thread name the footer shows (`… · <cwd> · <name>`), if any."""
+    i = footer_row(snap.lines)
+    if i is None:
+        return None
+    m = FOOTER.match(snap.lines[i])
+    return (m.group("name") or "").strip() or None if m else None
+
+
+def _find_composer(lines: list[str], f: int) -> tuple[int, int, str] | None:
+    """(first row, last row, prompt) above footer row f, or None."""
+    if f < 2 or lines[f - 1].strip():
+        return None
+    last = f - 2
+    while last > 0 and not lines[last].strip():
+        last -= 1  # a trailing empty row of a multi-line draft
+    for p in range(last, max(-1, last - MAX_COMPOSER_ROWS), -1):
+        row = lines[p]
+        if row.startswith(PROMPT + " ") or row.rstrip() == PROMPT:
+            return p, last, PROMPT
+        if row.startswith(SHELL + " ") or row.rstrip() == SHELL:
+            return p, last, SHELL
+        if row.strip() and not row.startswith("  "):
+            return None
+    return None
+
+
+def _composer_state(snap: Snapshot, first: int, last: int, reasons: list[str]) -> tuple[str, str]:
+    lines = snap.lines
+    rows = [lines[first][2:]] + lines[first + 1:last + 1]
+    text = composer_join(rows).strip()
+    cursor_home = snap.cursor_y == first and snap.cursor_x == 2
+    if not text:
+        if cursor_home:
+            reasons.append(f"composer row {first} is empty and the cursor is at column 2")
+            return "empty", ""
+        reasons.append(f"composer row {first} looks empty but the cursor is at ({snap.cursor_x},{snap.cursor_y})")
+        return "unknown", ""
+    if snap.esc_lines is None or len(snap.esc_lines) != len(lines):
+        if text in PLACEHOLDERS:
+            # An operator can type the placeholder's words too; only dimness tells (fail closed).
+            reasons.append(f"composer reads like the placeholder {text!r}, but there is no -e capture to check dimness")
+            return "unknown", text
+        reasons.append(f"composer holds {text!r} (no -e capture to tell a dim placeholder from a draft)")
+        return "draft", text
+    styled = parse_styles(snap.esc_lines[first:last + 1])
+    normal = [c.ch for r, cells in enumerate(styled) for c in cells
+              if not (r == 0 and c.col < 2) and c.ch.strip() and not c.dim]
+    if not normal and cursor_home:
+        reasons.append(f"composer shows a dim placeholder {text!r} with the cursor at column 2: empty")
+        return "empty", ""
+    if not normal:
+        reasons.append(f"composer text {text!r} is dim but the cursor is at ({snap.cursor_x},{snap.cursor_y})")
+        return "unknown", text
+    reasons.append(f"composer holds {text!r} at normal intensity (cursor at {snap.cursor_x},{snap.cursor_y})")
+    return "draft", text
+
+
+def _activity(lines: list[str], top: int) -> tuple[str | None, int | None]:
+    """The latest activity row above the composer: busy, worked, interrupted, prompt."""
+    for i in range(top, max(-1, top - LOOKBACK), -1):
+        row = lines[i]
+        if SLASH_ROW.match(row):
+            continue  # the command popup's rows (its selected row starts `› /`)
+        if any(m.search(row) for m in BUSY):
+            return "busy", i
+        if WORKED.match(row):
+            return "worked", i
+        if INTERRUPTED.match(row):
+            return "interrupted", i
+        if HISTORY_PROMPT.match(row):
+            return "prompt", i
+    return None, None
+
+
+def classify(snap: Snapshot) -> ScreenReading:
+    """Read one Codex screen; see the module doc for the marks."""
+    reasons: list[str] = []
+    blockers: list[str] = []
+    hints: list[str] = []
+    lines = list(snap.lines)
+    if snap.pane_dead:
+        return ScreenReading(kind="unknown", composer="absent", blockers=["dead"], reasons=["pane_dead=1: the client exited"])
+    if snap.pane_in_mode:
+        blockers.append("copy-mode")
+        reasons.append(f"pane_in_mode=1 ({snap.pane_mode or 'copy-mode'}): keys would drive tmux, not Codex")
+    if any(RECONNECTING.search(ln) for ln in lines[-12:]):
+        blockers.append("reconnecting")
+        reasons.append("`Reconnecting to server…`: the daemon is gone; typed text would wait in a dead TUI")
+    f = footer_row(lines)
+    found = _find_composer(lines, f) if f is not None else None
+    if found is None:
+        tail = lines[-25:]
+        marks = sorted({m.pattern for m in DIALOG for ln in tail if m.search(ln)})
+        if marks:
+            blockers.append("dialog")
+            reasons.append(f"no composer; approval marks {marks}")
+        elif any(SELECTION.search(ln) for ln in tail[-4:]):
+            blockers.append("dialog")
+            reasons.append("no composer; a selection view (`enter select · esc back`) is open")
+        else:
+            blockers.append("no-composer")
+            reasons.append("no `› ` composer above a `<model> · <cwd>` footer: screen not recognised")
+        return ScreenReading(kind="unknown", composer="absent", blockers=blockers, reasons=reasons)
+
+    first, last, prompt = found
+    assert f is not None
+    below = lines[f + 1:]
+    composer, text = _composer_state(snap, first, last, reasons)
+    if prompt == SHELL or any("Shell mode" in ln for ln in lines[f:]):
+        blockers.append("shell-mode")
+        reasons.append("shell mode: the prompt is `!` (Enter would run a shell command)")
+        if prompt == SHELL and composer == "unknown" and not text:
+            composer = "empty"
+    if text.startswith("/") and composer == "draft":
+        blockers.append("slash-menu")
+        reasons.append(f"composer starts with '/' ({text[:30]!r}): the command popup is open")
+    elif any(SLASH_ROW.match(lines[i]) for i in range(max(0, first - 12), first)) and text.startswith("/"):
+        blockers.append("slash-menu")
+        reasons.append("command popup rows above the composer")
+    for pat, what in OVERLAYS:
+        if any(pat.search(ln) for ln in lines[max(0, first - 20):first] + below):
+            if "overlay" not in blockers:
+                blockers.append("overlay")
+            reasons.append(f"{what} is open")
+    if composer == "draft":
+        blockers.append("draft")
+    elif composer == "unknown":
+        blockers.append("composer-unknown")
+
+    status, at = _activity(lines, first - 1)
+    goal = any(GOAL.search(ln) for ln in lines[f:])
+    if status == "busy" or goal:
+        kind = "busy"
+        reasons.append(f"status row {at}: {lines[at].strip()[:70]!r}" if status == "busy" else "footer: Pursuing goal")
+        if goal:
+            hints.append("goal")
+    elif status == "worked":
+        kind = "idle"
+        hints.append("done-line")
+        reasons.append(f"latest activity row {at} is a finished turn: {lines[at].strip()[:50]!r}; no `esc to interrupt`")
+    elif status == "interrupted":
+        kind = "idle"
+        hints.append("interrupted")
+        reasons.append(f"latest activity row {at} is `Conversation interrupted`")
+    elif status is None and any(BANNER.search(ln) for ln in lines[:8]):
+        kind = "idle"
+        hints.append("fresh")
+        reasons.append("fresh session: the start banner and no turn yet; no `esc to interrupt`")
+    else:
+        kind = "unknown"
+        reasons.append(f"no `esc to interrupt` and no finished-turn row above the composer (latest: {status or 'none'}): "
+                       "a prompt alone is not idle")
+    if any(TAB_TO_QUEUE.match(ln) for ln in below):
+        hints.append("tab-to-queue")
+        reasons.append("hint row: `tab to queue message` (text staged while busy)")
+    if any(QUEUED.match(ln) for ln in lines[max(0, first - LOOKBACK):first]):
+        hints.append("queued")
+        reasons.append("`Queued follow-up inputs` listed above the composer")
+    if any(PENDING_STEER.match(ln) for ln in lines[max(0, first - LOOKBACK):first]):
+        hints.append("steer-pending")
+        reasons.append("`Messages to be submitted after next tool call` listed above the composer")
+    return ScreenReading(kind=kind, composer=composer, composer_text=text or None,  # type: ignore[arg-type]
+                         composer_rows=(first, last), blockers=blockers, hints=hints, reasons=reasons)
+
+
+def payload_visible(snap: Snapshot, payload: str) -> bool:
+    """Is exactly `payload` (and nothing else) in the composer, at normal intensity?"""
+    reading = classify(snap)
+    if reading.composer != "draft" or reading.composer_rows is None:
+        return False
+    first, last = reading.composer_rows
+    rows = [snap.lines[first][2:]] + list(snap.lines[first + 1:last + 1])
+    return wrapped_equals(rows, payload)
+
+
+def _count_history(snap: Snapshot, payload: str, until: int | None) -> int:
+    lines = snap.lines[:until] if until is not None else snap.lines
+    return sum(1 for i in range(len(lines))
+               if lines[i].startswith("› ") and history_contains(lines[i:i + 12], payload, "›"))
+
+
+def _queued_follow_up(snap: Snapshot, payload: str, until: int | None) -> bool:
+    lines = snap.lines[:until] if until is not None else snap.lines
+    for i, ln in enumerate(lines):
+        if QUEUED.match(ln) or PENDING_STEER.match(ln):
+            block = "\n".join(x.rstrip() for x in lines[i + 1:i + 12])
+            words = payload.split()
+            pat = r"↳\s+" + r"\s+".join(re.escape(w) for w in words)
+            if words and re.search(pat, block):
+                return True
+    return False
+
+
+def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
+    """Screen hints after Enter (or Tab): emptied, steered into history, parked, queued."""
+    a = classify(after)
+    b = classify(before)
+    reasons: list[str] = []
+    top_a = a.composer_rows[0] if a.composer_rows else None
+    top_b = b.composer_rows[0] if b.composer_rows else None
+    in_history = _count_history(after, payload, top_a) > _count_history(before, payload, top_b)
+    in_composer = payload_visible(after, payload)
+    tab_to_queue = in_composer and "tab-to-queue" in a.hints
+    queued = _queued_follow_up(after, payload, top_a)
+    if a.composer == "empty":
+        reasons.append("composer is empty again")
+    if in_composer:
+        reasons.append("payload still in the composer" + (" beside `tab to queue message`" if tab_to_queue else ""))
+    if in_history:
+        reasons.append("payload shown as a submitted message (`› …`)")
+    if queued:
+        reasons.append("payload listed (`↳`) under `Queued follow-up inputs` or `Messages to be submitted after next tool call`")
+    if a.kind == "busy":
+        reasons.append("a turn is running")
+    return SubmitHint(composer_emptied=a.composer == "empty", payload_in_composer=in_composer,
+                      payload_in_history=in_history, turn_running=a.kind == "busy", queued=queued,
+                      tab_to_queue=tab_to_queue, reasons=reasons)

@@ -1,0 +1,263 @@
+"""The `relay/1` envelope: one line that carries who, to whom, which id, how deep.
+
+    [relay/1 from=<role>:<agent>@<addr> to=<role> id=<sender>-<n> hop=<k> want=<reply|ack|none>] <body>
+
+Why it is shaped like this (seed section 5):
+- One line, because Enter submits in both TUIs: a newline would send half a
+  message.
+- Header values are chosen by users (session names) and may contain `]`, which
+  would end the header early, or `to=`, which would misroute a reply. So `%`,
+  `]` and `to=` are percent-encoded in every header value. Whitespace and
+  control characters are encoded too, because header fields are separated by
+  spaces and the line must stay one line.
+- The header ends at the first `]`. Because no header value can contain a raw
+  `]`, a body that imitates a header can never change the parsed header.
+- `id` must be unique across senders (receivers dedupe on it), so it is
+  `<sender address>-<n>` with `n` from the ledger.
+- `hop` is bounded 0..4 and re-validated on every change: pydantic's
+  `model_copy(update=...)` skips validation, so this model overrides it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from relay_repl.core.errors import EnvelopeError, LoopHalt
+
+PREFIX = "[relay/1 "
+HOP_CAP = 4
+MAX_BODY = 4000
+"""Bodies are one-liners; large-message behaviour is unmeasured on every
+transport (seed section 10), so stay far below every known cap."""
+
+UI_MODE_CHARS = frozenset("/!#@?")
+"""First characters that open a UI mode instead of entering text when typed:
+`/` commands, `!` shell, `@` file mentions, `#` (Claude memory), `?` (Codex
+swallows it on an empty composer). A leading `[` is safe."""
+
+_HEADER_KEYS = ("from", "to", "id", "hop", "want")
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def _needs_escape(ch: str) -> bool:
+    if ch in "%]":
+        return True
+    if ch.isspace():
+        return True
+    return unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"}
+
+
+def encode_value(value: str) -> str:
+    """Percent-encode one header value (UTF-8 bytes of each escaped character).
+
+    `to=` is encoded as `to%3D` wherever it occurs, so a name like `x to=ops`
+    cannot pose as a header field even to a parser that ignores our spacing.
+    """
+    out: list[str] = []
+    for ch in value:
+        if _needs_escape(ch):
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8")))
+        else:
+            out.append(ch)
+    return "".join(out).replace("to=", "to%3D")
+
+
+_PCT = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+
+
+def decode_value(value: str) -> str:
+    """Inverse of `encode_value`; a malformed escape is an error, not a guess."""
+
+    def repl(m: re.Match[str]) -> str:
+        raw = bytes.fromhex(m.group(0).replace("%", ""))
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EnvelopeError(f"header value {value!r} has a percent escape that is not UTF-8") from exc
+
+    if "%" in _PCT.sub("", value):
+        raise EnvelopeError(f"header value {value!r} has a bare '%': encode it as %25")
+    decoded = _PCT.sub(repl, value)
+    return decoded
+
+
+def _one_line(text: str) -> str:
+    bad = sorted({repr(c) for c in text if c in _LINE_BREAKS})
+    if bad:
+        raise ValueError(f"must be one line (found {', '.join(bad)}); Enter would submit half of it")
+    return text
+
+
+def _sender_shape(value: str) -> str:
+    role, sep, rest = value.partition(":")
+    agent, sep2, addr = rest.partition("@")
+    if not (sep and sep2 and role and agent and addr):
+        raise ValueError(f"sender {value!r} must look like <role>:<agent>@<address>")
+    return value
+
+
+def _id_shape(value: str) -> str:
+    if not re.fullmatch(r".+-\d+", value, flags=re.DOTALL):
+        raise ValueError(f"id {value!r} must be <sender address>-<n>")
+    return value
+
+
+OneLine = Annotated[str, Field(min_length=1), AfterValidator(_one_line)]
+Body = Annotated[str, Field(min_length=1, max_length=MAX_BODY), AfterValidator(_one_line)]
+Sender = Annotated[str, Field(min_length=3), AfterValidator(_one_line), AfterValidator(_sender_shape)]
+RelayId = Annotated[str, Field(min_length=3), AfterValidator(_one_line), AfterValidator(_id_shape)]
+Hop = Annotated[int, Field(ge=0, le=HOP_CAP)]
+Want = Literal["reply", "ack", "none"]
+
+
+def check_typed_line(line: str) -> str:
+    """Refuse a line that cannot safely be typed into a TUI composer."""
+    if not line:
+        raise EnvelopeError("refusing to type an empty line")
+    _one_line_or_error(line)
+    if line[0] in UI_MODE_CHARS:
+        raise EnvelopeError(
+            f"refusing to type a line starting with {line[0]!r}: it opens a UI mode instead of entering text; "
+            "wrap it in a relay envelope (which starts with '[')"
+        )
+    return line
+
+
+def _one_line_or_error(text: str) -> None:
+    try:
+        _one_line(text)
+    except ValueError as exc:
+        raise EnvelopeError(str(exc)) from None
+
+
+class Envelope(BaseModel):
+    """One relay message. Frozen: a changed hop is a new, re-validated envelope."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sender: Sender
+    to: OneLine
+    id: RelayId
+    hop: Hop = 0
+    want: Want = "none"
+    body: Body
+
+    # -- derived views -------------------------------------------------------
+    @property
+    def role(self) -> str:
+        return self.sender.partition(":")[0]
+
+    @property
+    def agent(self) -> str:
+        return self.sender.partition(":")[2].partition("@")[0]
+
+    @property
+    def address(self) -> str:
+        return self.sender.partition(":")[2].partition("@")[2]
+
+    @property
+    def header(self) -> str:
+        fields = {
+            "from": self.sender,
+            "to": self.to,
+            "id": self.id,
+            "hop": str(self.hop),
+            "want": self.want,
+        }
+        return "[relay/1 " + " ".join(f"{k}={encode_value(v)}" for k, v in fields.items()) + "]"
+
+    # -- construction --------------------------------------------------------
+    @classmethod
+    def make(cls, **fields: Any) -> "Envelope":
+        """Validate, turning pydantic's multi-line report into one EnvelopeError line."""
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as exc:
+            raise EnvelopeError(_one_line_error(exc)) from None
+
+    def compose(self) -> str:
+        """The exact line that goes on the wire or into a composer."""
+        return f"{self.header} {self.body}"
+
+    def __str__(self) -> str:
+        return self.compose()
+
+    @classmethod
+    def parse(cls, line: str) -> "Envelope | None":
+        """Parse one line.
+
+        Returns None for a line that is not a relay line at all (so callers can
+        pass arbitrary text through), and raises EnvelopeError naming the fault
+        for a line that starts like one but is malformed.
+        """
+        if not line.startswith("[relay/"):
+            return None
+        if not line.startswith(PREFIX):
+            version = line[len("[relay/") :].split(" ", 1)[0].split("]", 1)[0]
+            raise EnvelopeError(f"unsupported envelope version relay/{version}: only relay/1 is understood")
+        end = line.find("]")
+        if end < 0:
+            raise EnvelopeError("relay header is not closed with ']'")
+        head = line[len(PREFIX) : end]
+        rest = line[end + 1 :]
+        if not rest.startswith(" ") or len(rest) < 2:
+            raise EnvelopeError("relay header must be followed by a space and a non-empty body")
+        body = rest[1:]
+        fields: dict[str, str] = {}
+        for token in head.split(" "):
+            if not token:
+                raise EnvelopeError("relay header has a doubled space")
+            key, eq, raw = token.partition("=")
+            if not eq:
+                raise EnvelopeError(f"relay header field {token!r} is not key=value")
+            if key not in _HEADER_KEYS:
+                raise EnvelopeError(f"relay header has unknown field {key!r}")
+            if key in fields:
+                raise EnvelopeError(f"relay header repeats field {key!r}")
+            fields[key] = decode_value(raw)
+        missing = [k for k in _HEADER_KEYS if k not in fields]
+        if missing:
+            raise EnvelopeError(f"relay header lacks {', '.join(missing)}")
+        hop = fields["hop"]
+        if not hop.isdigit() or (len(hop) > 1 and hop[0] == "0"):
+            raise EnvelopeError(f"relay header hop={hop!r} is not a whole number")
+        return cls.make(
+            sender=fields["from"], to=fields["to"], id=fields["id"], hop=int(hop), want=fields["want"], body=body
+        )
+
+    # -- hop rules -----------------------------------------------------------
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Envelope":  # type: ignore[override]
+        """Copy with re-validation (pydantic's own copy would accept hop=99)."""
+        data = self.model_dump()
+        data.update(update or {})
+        return type(self).make(**data)
+
+    def with_hop(self, hop: int) -> "Envelope":
+        return self.model_copy(update={"hop": hop})
+
+    def next_hop(self) -> "Envelope":
+        """The hop a reply or forward must carry; refuses to pass the cap."""
+        if self.hop >= HOP_CAP:
+            raise LoopHalt(f"relay id {self.id} is at hop {self.hop}, the cap is {HOP_CAP}: not replying or forwarding")
+        return self.with_hop(self.hop + 1)
+
+    @property
+    def is_halt(self) -> bool:
+        """`relay-halt` anywhere in the message stops everything at once (seed section 9)."""
+        return "relay-halt" in self.body or "relay-halt" in self.header
+
+
+def contains_halt(text: str) -> bool:
+    return "relay-halt" in text
+
+
+def _one_line_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "envelope"
+    msg = err.get("msg", "invalid").removeprefix("Value error, ")
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"envelope field {loc}: {msg}{more}"

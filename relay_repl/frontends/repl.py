@@ -1,0 +1,106 @@
+"""`relay`: a ptpython REPL on asyncio with `session` preloaded.
+
+Top-level `await` works (`await session.send(...)`), background tasks keep
+running between inputs (the REPL runs inside an anyio task group), and output
+from them is printed above the prompt (`patch_stdout=True`). Ctrl-C cancels the
+running statement; Ctrl-D asks before leaving.
+
+Start-up is kept close to a bare ptpython: the session (pydantic models, the
+ledger, discovery) is built by a background task once the prompt is up, and
+`session` is a thin proxy that waits for that build if touched earlier.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+BANNER = """relay_repl {version} — `session` is being prepared (discovery runs in the background). Try:
+  session                      targets, your address, open deliveries
+  await session.refresh()      re-discover targets
+  await session.send("claude:alpha", "hello", want="ack")
+  await session.debug(d)       walk a stuck delivery's stages, re-read the receiver (never re-sends)
+  session.why("<relay id>")     every event recorded for one id
+Every side effect shows its plan and asks [y/N] first."""
+
+
+class LazySession:
+    """Stands in for the Session until the background build finishes.
+
+    Any use (attribute, repr) blocks until the real session exists, so a fast
+    typist never sees a half-built object; after that it is a plain proxy.
+    """
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        object.__setattr__(self, "_build", build)
+        object.__setattr__(self, "_real", None)
+        object.__setattr__(self, "_lock", threading.Lock())
+
+    def _get(self) -> Any:
+        real = object.__getattribute__(self, "_real")
+        if real is None:
+            with object.__getattribute__(self, "_lock"):
+                real = object.__getattribute__(self, "_real")
+                if real is None:
+                    real = object.__getattribute__(self, "_build")()
+                    object.__setattr__(self, "_real", real)
+        return real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._get(), name, value)
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+    def __dir__(self) -> list[str]:
+        return dir(self._get())
+
+
+async def _main(fake: bool) -> None:
+    import anyio
+    from ptpython.repl import embed
+
+    from relay_repl import __version__
+    from relay_repl.store.paths import history_path
+
+    def build() -> Any:
+        from relay_repl.session.app import make_session
+
+        return make_session(fake=fake)
+
+    session = LazySession(build)
+
+    async def prepare() -> None:
+        await anyio.sleep(0.05)  # let the prompt draw first
+        real = session._get()
+        await real.open_inbox(tg, echo=print)
+        await real.refresh()
+        print(repr(real))
+
+    print(BANNER.format(version=__version__))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(prepare)
+        namespace: dict[str, Any] = {"session": session, "anyio": anyio, "tg": tg, "__name__": "__main__"}
+        try:
+            await embed(
+                globals=namespace,
+                return_asyncio_coroutine=True,
+                patch_stdout=True,
+                history_filename=str(history_path()),
+                title="relay",
+            )
+        finally:
+            if object.__getattribute__(session, "_real") is not None:  # remove the inbox socket and registry entry
+                await session.close_inbox()
+            tg.cancel_scope.cancel()
+
+
+def run(*, fake: bool = False) -> int:
+    import anyio
+
+    anyio.run(_main, fake, backend="asyncio")
+    return 0

@@ -1,0 +1,56 @@
+"""Builds the session a front end hands to the operator.
+
+One place decides which providers and transports exist, so the REPL, the CLI
+one-liners and the tests all get the same session for the same flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from relay_repl.session.gate import ApproveFn, TerminalGate
+from relay_repl.store.ledger import Ledger
+from relay_repl.agents.discovery import StaticProvider
+from relay_repl.session.session import Session
+
+
+def make_session(
+    *,
+    fake: bool = False,
+    discover: bool = True,
+    approve: ApproveFn | None = None,
+    echo: Callable[[str], None] | None = print,
+    ledger: Ledger | None = None,
+    interrupt: bool = False,
+) -> Session:
+    from relay_repl.transports.claude_socket import ClaudeMessageTransport, ClaudeSocketTransport
+    from relay_repl.transports.codex_queue import CodexQueueTransport
+    from relay_repl.transports.tmux import TmuxTransport
+
+    providers: list = []
+    if discover:
+        from relay_repl.agents import default_providers
+
+        providers.extend(default_providers())
+    session = Session(
+        ledger=ledger or Ledger.default(),
+        approve=approve or TerminalGate(),
+        providers=providers,
+        echo=echo,
+    )
+    inbox = lambda: session.inbox_server  # noqa: E731 - late-bound: the inbox opens after the session exists
+    registration = lambda: session.registration  # noqa: E731
+    transports = [
+        CodexQueueTransport(),
+        ClaudeSocketTransport(inbox, interrupt=interrupt),
+        ClaudeMessageTransport(inbox, registration, interrupt=interrupt),
+        TmuxTransport(),
+    ]
+    if fake:
+        from relay_repl.transports.fake import InMemoryTransport, fake_target
+
+        session.providers.append(StaticProvider("fake", [fake_target()]))
+        transports.append(InMemoryTransport())
+    for t in transports:
+        session.transports[t.name] = t
+    return session

@@ -1,0 +1,289 @@
+"""The ledger: a durable record of ids, hops, halts, and everything that happened.
+
+Why SQLite in WAL mode: several processes write it at once (the REPL, a
+`relay send` one-liner, a Codex agent running `relay reply`), it must survive
+a `kill -9` in the middle of a write with nothing lost or doubled, and an
+operator must be able to ask "why" about any relay id long after the fact.
+
+- `counters`  next `n` per sender address, so ids `<address>-<n>` never repeat.
+- `relay_ids` every id sent or seen, with its hop; a second sighting of a seen
+              id is a duplicate (seed section 9: log it, never act on it).
+- `halts`     relay-halt in force stops everything until cleared by the operator.
+- `events`    append-only log: plan shown, the answer, each stage's evidence, outcome.
+- `inbox`     messages that reached the operator's own inbox.
+
+Each write is one transaction; WAL with synchronous=NORMAL loses nothing on a
+process crash (only an OS crash can drop the last commits), which is the
+failure this tool must survive.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from relay_repl.core.errors import RelayError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS counters (
+    sender TEXT PRIMARY KEY,
+    n      INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS relay_ids (
+    relay_id  TEXT NOT NULL,
+    direction TEXT NOT NULL CHECK (direction IN ('sent', 'seen')),
+    hop       INTEGER NOT NULL,
+    peer      TEXT,
+    at        REAL NOT NULL,
+    count     INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (relay_id, direction)
+);
+CREATE TABLE IF NOT EXISTS halts (
+    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+    at      REAL NOT NULL,
+    reason  TEXT NOT NULL,
+    by      TEXT NOT NULL,
+    cleared REAL
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    at       REAL NOT NULL,
+    kind     TEXT NOT NULL,
+    delivery TEXT,
+    relay_id TEXT,
+    data     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_relay ON events(relay_id);
+CREATE INDEX IF NOT EXISTS events_delivery ON events(delivery);
+CREATE TABLE IF NOT EXISTS inbox (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    at       REAL NOT NULL,
+    relay_id TEXT,
+    peer     TEXT,
+    line     TEXT NOT NULL,
+    origin   TEXT NOT NULL
+);
+"""
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    at: float
+    kind: str
+    delivery: str | None
+    relay_id: str | None
+    data: dict[str, Any]
+
+
+class Halt(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    at: float
+    reason: str
+    by: str
+
+
+class InboxMessage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    at: float
+    relay_id: str | None
+    peer: str | None
+    line: str
+    origin: dict[str, Any]
+
+    def __repr__(self) -> str:
+        when = time.strftime("%H:%M:%S", time.localtime(self.at))
+        return f"<InboxMessage #{self.seq} {when} from {self.peer or '?'}: {self.line[:80]!r}>"
+
+
+class Ledger:
+    """Thread-safe handle on the ledger file (one connection, one lock)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self._con = sqlite3.connect(
+                str(self.path), timeout=10.0, isolation_level=None, check_same_thread=False
+            )
+            self._con.execute("PRAGMA journal_mode=WAL")
+            self._con.execute("PRAGMA synchronous=NORMAL")
+            self._con.execute("PRAGMA busy_timeout=10000")
+            self._con.executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            raise RelayError(
+                f"cannot open the ledger at {self.path}: {exc}; check the file's permissions or set RELAY_HOME"
+            ) from exc
+        self._lock = threading.Lock()
+
+    @classmethod
+    def default(cls) -> "Ledger":
+        from relay_repl.store.paths import ledger_path
+
+        return cls(ledger_path())
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction: the write lock is taken up front, so two
+        processes bumping one counter serialize instead of both reading n."""
+        with self._lock:
+            try:
+                self._con.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._con
+                except BaseException:
+                    self._con.execute("ROLLBACK")
+                    raise
+                self._con.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise RelayError(f"ledger write failed at {self.path}: {exc}") from exc
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._con.execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise RelayError(f"ledger read failed at {self.path}: {exc}") from exc
+
+    # -- ids -----------------------------------------------------------------
+    def next_id(self, sender: str) -> str:
+        """A fresh `<sender>-<n>`, unique for this sender across every process
+        sharing the ledger."""
+        with self._tx() as con:
+            (n,) = con.execute(
+                "INSERT INTO counters(sender, n) VALUES (?, 1) "
+                "ON CONFLICT(sender) DO UPDATE SET n = n + 1 RETURNING n",
+                (sender,),
+            ).fetchone()
+        return f"{sender}-{n}"
+
+    def peek_next_id(self, sender: str) -> str:
+        """The id `next_id` would hand out now (for scripting a peer's answer in tests)."""
+        rows = self._query("SELECT n FROM counters WHERE sender=?", (sender,))
+        return f"{sender}-{(rows[0][0] if rows else 0) + 1}"
+
+    def record_sent(self, relay_id: str, hop: int, peer: str | None = None) -> None:
+        with self._tx() as con:
+            con.execute(
+                "INSERT INTO relay_ids(relay_id, direction, hop, peer, at) VALUES (?, 'sent', ?, ?, ?) "
+                "ON CONFLICT(relay_id, direction) DO UPDATE SET count = count + 1",
+                (relay_id, hop, peer, time.time()),
+            )
+
+    def mark_seen(self, relay_id: str, hop: int, peer: str | None = None) -> bool:
+        """Record a sighting; True the first time, False for a duplicate."""
+        with self._tx() as con:
+            row = con.execute(
+                "INSERT INTO relay_ids(relay_id, direction, hop, peer, at) VALUES (?, 'seen', ?, ?, ?) "
+                "ON CONFLICT(relay_id, direction) DO UPDATE SET count = count + 1 RETURNING count",
+                (relay_id, hop, peer, time.time()),
+            ).fetchone()
+        return row[0] == 1
+
+    def was_sent(self, relay_id: str) -> bool:
+        return bool(self._query("SELECT 1 FROM relay_ids WHERE relay_id=? AND direction='sent'", (relay_id,)))
+
+    def sent_hop(self, relay_id: str) -> int | None:
+        """The hop an id we sent carried, or None if we never sent it."""
+        rows = self._query("SELECT hop FROM relay_ids WHERE relay_id=? AND direction='sent'", (relay_id,))
+        return rows[0][0] if rows else None
+
+    def sightings(self, relay_id: str, direction: Literal["sent", "seen"] = "seen") -> int:
+        rows = self._query("SELECT count FROM relay_ids WHERE relay_id=? AND direction=?", (relay_id, direction))
+        return rows[0][0] if rows else 0
+
+    # -- halts ---------------------------------------------------------------
+    def halt(self, reason: str, by: str) -> Halt:
+        with self._tx() as con:
+            now = time.time()
+            cur = con.execute("INSERT INTO halts(at, reason, by) VALUES (?, ?, ?)", (now, reason, by))
+            seq = cur.lastrowid
+        self.event("halt", data={"reason": reason, "by": by})
+        return Halt(seq=int(seq or 0), at=now, reason=reason, by=by)
+
+    def active_halt(self) -> Halt | None:
+        rows = self._query("SELECT seq, at, reason, by FROM halts WHERE cleared IS NULL ORDER BY seq DESC LIMIT 1")
+        return Halt(seq=rows[0][0], at=rows[0][1], reason=rows[0][2], by=rows[0][3]) if rows else None
+
+    def clear_halts(self, by: str = "operator") -> int:
+        with self._tx() as con:
+            n = con.execute("UPDATE halts SET cleared=? WHERE cleared IS NULL", (time.time(),)).rowcount
+        self.event("halt-cleared", data={"by": by, "count": n})
+        return n
+
+    # -- events --------------------------------------------------------------
+    def event(
+        self,
+        kind: str,
+        *,
+        delivery: str | None = None,
+        relay_id: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> int:
+        """Append one event; returns its sequence number. Never updates in place."""
+        payload = json.dumps(data or {}, ensure_ascii=False, default=str, separators=(",", ":"))
+        with self._tx() as con:
+            cur = con.execute(
+                "INSERT INTO events(at, kind, delivery, relay_id, data) VALUES (?, ?, ?, ?, ?)",
+                (time.time(), kind, delivery, relay_id, payload),
+            )
+            return int(cur.lastrowid or 0)
+
+    def events(
+        self,
+        *,
+        delivery: str | None = None,
+        relay_id: str | None = None,
+        kind: str | None = None,
+        since: int = 0,
+        limit: int | None = None,
+    ) -> list[Event]:
+        where, args = ["seq > ?"], [since]
+        for col, val in (("delivery", delivery), ("relay_id", relay_id), ("kind", kind)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = f"SELECT seq, at, kind, delivery, relay_id, data FROM events WHERE {' AND '.join(where)} ORDER BY seq"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [
+            Event(seq=r[0], at=r[1], kind=r[2], delivery=r[3], relay_id=r[4], data=json.loads(r[5]))
+            for r in self._query(sql, tuple(args))
+        ]
+
+    # -- inbox ---------------------------------------------------------------
+    def add_inbox(self, line: str, *, origin: dict[str, Any], relay_id: str | None, peer: str | None) -> InboxMessage:
+        now = time.time()
+        with self._tx() as con:
+            cur = con.execute(
+                "INSERT INTO inbox(at, relay_id, peer, line, origin) VALUES (?, ?, ?, ?, ?)",
+                (now, relay_id, peer, line, json.dumps(origin, default=str)),
+            )
+            seq = int(cur.lastrowid or 0)
+        return InboxMessage(seq=seq, at=now, relay_id=relay_id, peer=peer, line=line, origin=origin)
+
+    def inbox(self, since: int = 0) -> list[InboxMessage]:
+        rows = self._query("SELECT seq, at, relay_id, peer, line, origin FROM inbox WHERE seq > ? ORDER BY seq", (since,))
+        return [
+            InboxMessage(seq=r[0], at=r[1], relay_id=r[2], peer=r[3], line=r[4], origin=json.loads(r[5])) for r in rows
+        ]
+
+    def __repr__(self) -> str:
+        return f"<Ledger {self.path}>"

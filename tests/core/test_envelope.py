@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relay_repl.core.envelope import (
+    HOP_CAP,
+    Envelope,
+    check_typed_line,
+    decode_value,
+    encode_value,
+)
+from relay_repl.core.errors import EnvelopeError, LoopHalt
+
+
+def env(**kw):
+    base = dict(sender="operator:relay@me", to="peer", id="me-1", hop=0, want="reply", body="hello")
+    base.update(kw)
+    return Envelope.make(**base)
+
+
+def test_compose_is_the_seed_shape():
+    e = env()
+    assert e.compose() == "[relay/1 from=operator:relay@me to=peer id=me-1 hop=0 want=reply] hello"
+    assert (e.role, e.agent, e.address) == ("operator", "relay", "me")
+
+
+def test_header_values_are_percent_encoded():
+    e = env(sender="operator:relay@a]b to=c 100%", id="a]b-7")
+    line = e.compose()
+    header = line[: line.index("]") + 1]
+    assert header == "[relay/1 from=operator:relay@a%5Db%20to%3Dc%20100%25 to=peer id=a%5Db-7 hop=0 want=reply]"
+    assert Envelope.parse(line) == e
+
+
+def test_not_a_relay_line_is_none():
+    assert Envelope.parse("just text") is None
+    assert Envelope.parse(" [relay/1 from=a:b@c to=p id=c-1 hop=0 want=none] x") is None
+
+
+@pytest.mark.parametrize(
+    "line, fault",
+    [
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none", "not closed"),
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none]", "non-empty body"),
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none]x", "followed by a space"),
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=5 want=none] x", "hop"),
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=-1 want=none] x", "whole number"),
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=01 want=none] x", "whole number"),
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=maybe] x", "want"),
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=0] x", "lacks want"),
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none to=q] x", "repeats field 'to'"),
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none pri=9] x", "unknown field"),
+        ("[relay/1 from=ab@c to=p id=c-1 hop=0 want=none] x", "<role>:<agent>@<address>"),
+        ("[relay/1 from=a:b@c to=p id=nocounter hop=0 want=none] x", "<sender address>-<n>"),
+        ("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none] two\nlines", "one line"),
+        ("[relay/1 from=a:b@c%zz to=p id=c-1 hop=0 want=none] x", "bare '%'"),
+        ("[relay/1 from=a:b@c%ff to=p id=c-1 hop=0 want=none] x", "not UTF-8"),
+        ("[relay/1  from=a:b@c to=p id=c-1 hop=0 want=none] x", "doubled space"),
+        ("[relay/2 from=a:b@c] x", "relay/2"),
+    ],
+)
+def test_malformed_lines_name_their_fault(line, fault):
+    with pytest.raises(EnvelopeError) as err:
+        Envelope.parse(line)
+    assert fault in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("body", ["a\nb", "a\rb", "a\u2028b", "a\x85b"])
+def test_multiline_bodies_are_rejected(body):
+    with pytest.raises(EnvelopeError, match="one line"):
+        env(body=body)
+
+
+def test_body_length_cap():
+    with pytest.raises(EnvelopeError):
+        env(body="x" * 4001)
+    assert env(body="x" * 4000).body == "x" * 4000
+
+
+@pytest.mark.parametrize("first", list("/!#@?"))
+def test_typed_lines_that_open_ui_modes_are_refused(first):
+    with pytest.raises(EnvelopeError, match="opens a UI mode"):
+        check_typed_line(f"{first}hello")
+
+
+def test_typed_line_checks():
+    assert check_typed_line("[relay/1 x] y") == "[relay/1 x] y"
+    with pytest.raises(EnvelopeError):
+        check_typed_line("")
+    with pytest.raises(EnvelopeError, match="one line"):
+        check_typed_line("a\nb")
+    # a composed envelope always starts with '[' and is always typeable
+    assert check_typed_line(env(body="/etc/passwd ! # @ ?").compose())
+
+
+def test_hop_is_revalidated_on_every_change():
+    e = env(hop=HOP_CAP)
+    with pytest.raises(EnvelopeError):
+        e.model_copy(update={"hop": 99})
+    with pytest.raises(EnvelopeError):
+        e.with_hop(5)
+    with pytest.raises(LoopHalt, match="cap is 4"):
+        e.next_hop()
+    assert env(hop=1).next_hop().hop == 2
+
+
+def test_frozen():
+    e = env()
+    with pytest.raises(Exception):
+        e.hop = 3  # type: ignore[misc]
+
+
+def test_halt_detection():
+    assert env(body="please relay-halt now").is_halt
+    assert not env(body="carry on").is_halt
+
+
+# -- properties -------------------------------------------------------------
+
+names = st.text(min_size=1, max_size=30).filter(lambda s: "\n" not in s)
+tricky = st.lists(st.sampled_from(["]", "to=", "%", " ", "to=x]", "%25", "a", "é", "\t", "[relay/1 "]), min_size=1, max_size=8).map("".join)
+header_text = st.one_of(names, tricky, st.tuples(names, tricky).map("".join))
+one_line = st.text(min_size=1, max_size=200).filter(lambda s: not any(c in s for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"))
+
+
+@st.composite
+def envelopes(draw):
+    role = draw(header_text.filter(lambda s: ":" not in s and not any(c in s for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")))
+    agent = draw(header_text.filter(lambda s: "@" not in s and not any(c in s for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")))
+    addr = draw(header_text.filter(lambda s: not any(c in s for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")))
+    to = draw(header_text.filter(lambda s: not any(c in s for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")))
+    n = draw(st.integers(min_value=0, max_value=10**9))
+    return Envelope.make(
+        sender=f"{role}:{agent}@{addr}",
+        to=to,
+        id=f"{addr}-{n}",
+        hop=draw(st.integers(0, HOP_CAP)),
+        want=draw(st.sampled_from(["reply", "ack", "none"])),
+        body=draw(one_line),
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(envelopes())
+def test_parse_inverts_compose(e):
+    line = e.compose()
+    assert "\n" not in line
+    assert line.startswith("[relay/1 ")
+    assert Envelope.parse(line) == e
+
+
+@settings(max_examples=300, deadline=None)
+@given(envelopes(), envelopes())
+def test_a_body_imitating_a_header_never_changes_the_header(e, other):
+    forged = Envelope.make(**{**e.model_dump(), "body": other.compose() + " ] to=evil id=x-1 hop=0"})
+    parsed = Envelope.parse(forged.compose())
+    assert parsed is not None
+    assert parsed.model_dump(exclude={"body"}) == e.model_dump(exclude={"body"})
+    assert parsed.body == forged.body
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_encoded_values_hold_no_separator(value):
+    enc = encode_value(value)
+    assert "]" not in enc and " " not in enc and "to=" not in enc and "\n" not in enc
+    assert decode_value(enc) == value

@@ -1,0 +1,79 @@
+"""Live: `relay --lab` opens the REPL on the lab; its inbox is listed, and nothing of it
+remains after the REPL exits or is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from relay_repl.session.inbox import read_records
+from tests.support.tmuxdrive import Screen
+
+pytestmark = pytest.mark.live
+
+
+def listed() -> dict[str, int]:
+    out = subprocess.run(["claude", "agents", "--json"], capture_output=True, text=True, timeout=30, check=True)
+    return {a["name"]: a["pid"] for a in json.loads(out.stdout)}
+
+
+def start_repl() -> Screen:
+    screen = Screen([sys.executable, "-m", "relay_repl", "--lab"], dict(os.environ, TERM="xterm-256color"))
+    screen.wait_for(lambda s: "claude:alpha" in s and "codex:beta" in s and ">>>" in s, timeout=90)
+    return screen
+
+
+def register(screen: Screen) -> tuple[int, list[str]]:
+    screen.type_line("ok = await session.register_inbox()")
+    screen.wait_for("Proceed? [y/N]", timeout=30)
+    screen.keys("y")
+    screen.type_line('print("REGISTERED", ok, session.registration.name)')
+    text = screen.wait_for("REGISTERED True", timeout=30)
+    name = text.split("REGISTERED True ")[-1].split()[0]
+    (rec,) = [r for r in read_records() if r.live]
+    return rec.pid, [rec.socket, *rec.extra_sockets, *rec.owned_files], name
+
+
+def test_repl_on_the_lab_and_its_inbox_lifecycle(lab):
+    # 1. the README's main command: the REPL opens on the lab with both kinds discovered
+    screen = start_repl()
+    try:
+        pid, files, name = register(screen)
+        assert listed().get(name) == pid
+        assert all(os.path.exists(f) for f in files)
+        # 2. a clean exit removes the socket, the registry record and the key
+        screen.keys("C-d")
+        screen.wait_for("exit", timeout=10)
+        screen.keys("y")
+        deadline = time.time() + 20
+        while any(os.path.exists(f) for f in files) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not any(os.path.exists(f) for f in files)
+        assert name not in listed()
+    finally:
+        screen.close()
+
+    # 3. killed: the listing drops it at once (dead pid); the next relay command cleans the files
+    screen = start_repl()
+    try:
+        pid, files, name = register(screen)
+        os.kill(pid, signal.SIGKILL)
+        # Claude's liveness rule (kill(pid, 0) + procStart) still lists a zombie; the
+        # killed REPL is one until init reaps it (about a second, measured)
+        deadline = time.time() + 15
+        while name in listed() and time.time() < deadline:
+            time.sleep(0.3)
+        assert name not in listed()
+        assert any(os.path.exists(f) for f in files), "a SIGKILLed REPL cannot clean up by itself"
+        res = subprocess.run([sys.executable, "-m", "relay_repl", "whoami"], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0 and f"crashed relay pid {pid}" in res.stderr
+        assert not any(os.path.exists(f) for f in files)
+        assert read_records() == []
+    finally:
+        screen.close()

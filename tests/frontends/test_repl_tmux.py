@@ -1,0 +1,62 @@
+"""The real `relay` REPL, driven through a private tmux server like an operator would."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+
+import pytest
+
+from relay_repl.core.envelope import Envelope
+from relay_repl.store.ledger import Ledger
+from tests.support.tmuxdrive import Screen, python_env
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
+
+
+@pytest.fixture
+def repl(relay_home):
+    screen = Screen([sys.executable, "-m", "relay_repl", "--fake"], python_env(RELAY_HOME=str(relay_home)))
+    try:
+        screen.wait_for(">>>")
+        yield screen
+    finally:
+        screen.close()
+
+
+def test_repl_shows_session_then_gates_a_send(repl, relay_home):
+    repl.type_line("session")
+    screen = repl.wait_for(lambda s: s.count("<Session me=operator:relay@") >= 2)
+    assert re.search(r"fake:inbox +- +idle +- +memory", screen)
+
+    # answer n: nothing happens, and the ledger records the refusal
+    repl.type_line('d1 = await session.send("fake:inbox", "first try", want="ack")')
+    repl.wait_for("Proceed? [y/N]")
+    repl.keys("n")
+    repl.wait_for("declined: nothing was done")
+    repl.type_line('print("HELD", len(session.transports["memory"].received))')
+    repl.wait_for("HELD 0")
+
+    led = Ledger(relay_home / "ledger.sqlite")
+    answers = led.events(kind="answer")
+    assert [a.data["approved"] for a in answers] == [False]
+    outcome = led.events(kind="outcome", relay_id=answers[0].relay_id)
+    assert outcome[0].data["state"] == "withheld"
+
+    # answer y: the fake transport receives exactly the planned payload
+    repl.type_line('d2 = await session.send("fake:inbox", "second try", want="ack")')
+    repl.wait_for(lambda s: s.count("Proceed? [y/N]") >= 2)
+    repl.keys("y")
+    repl.wait_for("[confirm] in_turn")
+    repl.type_line('print("GOT", repr(session.transports["memory"].received[0]))')
+    screen = repl.wait_for("GOT '")
+
+    plans = led.events(kind="plan")
+    assert len(plans) == 2
+    payload = plans[1].data["payload"]
+    assert f"GOT {payload!r}" in screen
+    env = Envelope.parse(payload)
+    assert env.body == "second try" and env.want == "ack" and env.hop == 0
+    assert [a.data["approved"] for a in led.events(kind="answer")] == [False, True]
+    assert led.events(kind="outcome")[-1].data["state"] == "in_turn"

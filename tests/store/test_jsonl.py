@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from relay_repl.store.jsonl import records
+
+
+def test_complete_object_lines_only_with_offsets(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b'{"a":1}\nnot json\n[1,2]\n{"b":2}\n{"c":')  # the last line is still being written
+    got = list(records(p))
+    assert got == [(0, {"a": 1}), (23, {"b": 2})]
+    assert list(records(p, offset=23)) == [(23, {"b": 2})]
+    with open(p, "ab") as f:  # the writer finishes the line
+        f.write(b'3}\n')
+    assert [r for _, r in records(p, offset=23)] == [{"b": 2}, {"c": 3}]
+
+
+def test_missing_file_yields_nothing(tmp_path):
+    assert list(records(tmp_path / "absent.jsonl")) == []
+
+
+def test_latest_first_reads_only_the_tail_newest_first(tmp_path):
+    from relay_repl.store.jsonl import latest_first
+
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b'{"k":"mode","v":1}\n{"x":0}\n{"k":"mode","v":2}\n{"k":"mode","v":')
+    assert [r["v"] for r in latest_first(p, tail=10_000, containing=b'"mode"')] == [2, 1]
+    # a tail that cuts the first line never parses the cut piece
+    assert [r["v"] for r in latest_first(p, tail=len(p.read_bytes()) - 3, containing=b'"mode"')] == [2]
+    assert list(latest_first(tmp_path / "none", tail=10, containing=b"x")) == []
