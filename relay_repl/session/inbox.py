@@ -38,6 +38,7 @@ from relay_repl.core.errors import EnvelopeError, RelayError
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
 from relay_repl.system.wire import peer_cred
+from relay_repl.system.wire import send_frames as send_frames  # re-exported: its home is system.wire
 
 MAX_LINE = 1_048_576
 WRAPPER = re.compile(
