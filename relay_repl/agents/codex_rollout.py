@@ -39,7 +39,9 @@ def turns_carrying(rollout: Path | str, relay_id: str) -> tuple[list[RolloutTurn
         except ValueError:
             continue
         p = rec.get("payload") if isinstance(rec, dict) else None
-        item = p.get("item") if isinstance(p, dict) else None
+        if not isinstance(p, dict):
+            continue
+        item = p.get("item")
         if not (isinstance(item, dict) and p.get("type") == "item_completed" and item.get("type") == "UserMessage"):
             continue
         text = "".join(str(c.get("text", "")) for c in item.get("content") or [] if isinstance(c, dict))

@@ -280,7 +280,7 @@ def codex_report(relay_id: str, target: Target, ledger: Ledger | None) -> Verify
 
 
 def _claude_cfg(target: Target | None) -> Path:
-    from relay_repl.session.whoami import claude_config_dir
+    from relay_repl.agents.claude_peer import claude_config_dir
 
     rec = target.detail.get("record") if target is not None else None
     return Path(str(rec)).parent.parent if rec else claude_config_dir()
