@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from relay_repl.agents.turn_reply import Tail, TurnReply
+from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
 
 KIND = "claude-code"
 INTERRUPTED = "[Request interrupted"
@@ -32,6 +32,11 @@ def _origin(rec: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(att, dict) and isinstance(att.get("origin"), dict):
         return att["origin"]
     return None
+
+
+def _message(rec: dict[str, Any]) -> dict[str, Any]:
+    msg = rec.get("message")
+    return msg if isinstance(msg, dict) else {}
 
 
 def _text_blocks(content: Any) -> list[str]:
@@ -66,7 +71,7 @@ class ClaudeTurnWatch:
                 self.found = self._ours(rec)
                 self._prompt_id = rec.get("promptId") if self.found else None
                 continue
-            msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+            msg = _message(rec)
             if kind == "assistant":
                 mid = str(msg.get("id") or rec.get("uuid"))
                 self._texts.setdefault(mid, []).extend(t for t in _text_blocks(msg.get("content")) if t.strip())
@@ -88,7 +93,7 @@ class ClaudeTurnWatch:
                 return "origin" if isinstance(rec.get("origin"), dict) else "attachment.origin"
             return None
         if rec.get("type") == "user":
-            msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+            msg = _message(rec)
             if self.text in _text_blocks(msg.get("content")):
                 return "typed text"
         att = rec.get("attachment")
@@ -101,7 +106,7 @@ class ClaudeTurnWatch:
         text = "\n".join(texts).strip() or None
         return self._reply("answered" if text else "no final message", text, record, rec)
 
-    def _reply(self, status: str, text: str | None, record: str, rec: dict[str, Any]) -> TurnReply:
-        return TurnReply(kind=KIND, status=status, text=text, turn_id=self._prompt_id,  # type: ignore[arg-type]
+    def _reply(self, status: TurnStatus, text: str | None, record: str, rec: dict[str, Any]) -> TurnReply:
+        return TurnReply(kind=KIND, status=status, text=text, turn_id=self._prompt_id,
                          source=str(self.source), record=f"{record}; our message at .{self.found}",
                          at=rec.get("timestamp"), anchor=self.anchor)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from relay_repl.agents.turn_reply import Tail, TurnReply
+from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
 
 KIND = "codex"
 
@@ -72,7 +72,7 @@ class CodexTurnWatch:
         body = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
         return body == self.text
 
-    def _reply(self, status: str, text: str | None, record: str, rec: dict) -> TurnReply:
-        return TurnReply(kind=KIND, status=status, text=text, turn_id=self.turn_id, source=str(self.source),  # type: ignore[arg-type]
+    def _reply(self, status: TurnStatus, text: str | None, record: str, rec: dict) -> TurnReply:
+        return TurnReply(kind=KIND, status=status, text=text, turn_id=self.turn_id, source=str(self.source),
                          record=record + (f", trigger {self.trigger}" if self.trigger else ""),
                          at=rec.get("timestamp"), anchor=self.anchor)

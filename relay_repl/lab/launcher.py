@@ -278,6 +278,7 @@ def _prepare_dirs(lay: Layout, names: list[tuple[str, str]]) -> None:
 def _mcp_command(lay: Layout) -> McpCommand:
     """`relay mcp` from this very installation, pointed at the operator's state (RELAY_HOME)."""
     exe = Path(sys.executable).parent / "relay"
+    args: tuple[str, ...]
     if exe.exists():
         command, args = str(exe), ("mcp",)
     else:  # a source checkout run without the console script
