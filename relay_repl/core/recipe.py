@@ -132,7 +132,7 @@ class Step(BaseModel):
     transport: str | None = Field(default=None, description="Require this transport")
 
     @model_validator(mode="after")
-    def _shape(self) -> "Step":
+    def _shape(self) -> Step:
         if self.kind in ("ask", "tell") and not self.body:
             raise ValueError(f"a {self.kind} step needs a body")
         if self.kind == "forward" and self.body is not None:
@@ -196,7 +196,7 @@ class Recipe(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _templates(self) -> "Recipe":
+    def _templates(self) -> Recipe:
         replies = self.reply_names
         for i, step in enumerate(self.steps, 1):
             where = f"steps[{i}]"

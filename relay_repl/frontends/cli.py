@@ -573,8 +573,6 @@ def _cmd_recipes(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import json
-
     import anyio
 
     from relay_repl.core.errors import UsageError
