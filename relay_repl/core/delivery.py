@@ -31,10 +31,11 @@ class DeliveryState(str, Enum):
     ACKNOWLEDGED = "acknowledged"  # receiver answered carrying our relay id
     FAILED = "failed"              # a stage failed; see reason
     UNKNOWN = "unknown"            # evidence could not be read
+    ABANDONED = "abandoned"        # the operator gave up on it (debugger): no further stage is run
 
 
 DELIVERED = frozenset({DeliveryState.IN_TURN, DeliveryState.ACKNOWLEDGED})
-NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED})
+NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED, DeliveryState.ABANDONED})
 # every other state is pending: the delivery may still complete, so it is never re-sent blindly
 
 
@@ -71,6 +72,8 @@ class Delivery(BaseModel):
     def outcome(self) -> str:
         if self.state in DELIVERED:
             return "delivered"
+        if self.state is DeliveryState.ABANDONED:
+            return "abandoned"
         if self.state in NOT_DONE:
             return "refused" if self.state in {DeliveryState.WITHHELD, DeliveryState.REFUSED} else "failed"
         return "pending"

@@ -41,9 +41,10 @@ import relay_repl.store.jsonl as jsonl
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import RelayError, TransportError
-from relay_repl.session.inbox import peer_cred, proc_start
+from relay_repl.system.proc import proc_start
+from relay_repl.system.wire import encode_frames, peer_cred
 from relay_repl.core.target import Target
-from relay_repl.transports.base import Capabilities, StageLog, Transport
+from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
 RECEIPT_STATES = {
     "dropped": DeliveryState.FAILED,
@@ -58,10 +59,10 @@ def find_origin_records(transcript: Path, msg_id: str) -> list[dict[str, Any]]:
     """Every transcript record whose origin (either path) carries msg_id, with its content."""
     hits = []
     for _, d in jsonl.records(transcript):
-        att = d.get("attachment") if isinstance(d.get("attachment"), dict) else {}
+        att: dict[str, Any] = d["attachment"] if isinstance(d.get("attachment"), dict) else {}
         origin, where = (d.get("origin"), "origin") if isinstance(d.get("origin"), dict) else (att.get("origin"), "attachment.origin")
         if isinstance(origin, dict) and origin.get("msg_id") == msg_id:
-            content = (d.get("message") or {}).get("content") if isinstance(d.get("message"), dict) else None
+            content = d["message"].get("content") if isinstance(d.get("message"), dict) else None
             hits.append({"type": d.get("type"), "where": where, "origin": origin,
                          "content": content if content is not None else att.get("prompt")})
     return hits
@@ -224,7 +225,7 @@ class ClaudeSocketTransport(Transport):
         if reply_sock:
             frame["from"] = f"uds:{reply_sock}"
         frames.append(frame)
-        data = b"".join(json.dumps(f, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for f in frames)
+        data = encode_frames(frames)
         try:
             with anyio.fail_after(10):
                 stream = await anyio.connect_unix(sock_path)
@@ -252,6 +253,32 @@ class ClaudeSocketTransport(Transport):
             return
         log("write", DeliveryState.QUEUED, f"{len(data)} bytes written to {sock_path} (msg_id {msg_id})",
             msg_id=msg_id, socket=sock_path, reply_to=reply_sock, frames=len(frames), content=payload)
+
+    async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
+        """The transcript records carrying our msg_id (both origin paths), and the receipts so far."""
+        import anyio
+
+        msg_id = delivery.extra.get("msg_id")
+        receipts = [e.data.get("receipt") for e in delivery.evidence if e.stage == "receipt"]
+        if not msg_id:
+            return Look(transport=self.name, verdict="no msg_id was recorded: nothing was written to the socket",
+                        landed=None)
+        path = transcript_path(target)
+        hits = await anyio.to_thread.run_sync(find_origin_records, path, msg_id) if path else []
+        me_pid = delivery.extra.get("sender_pid")
+        ours = [h for h in hits if h["origin"].get("verifiedPeerPid") == me_pid]
+        data: dict[str, Any] = {"msg_id": msg_id, "transcript": str(path) if path else "none found",
+                                "receipts": receipts or "none"}
+        if len(hits) > 1:
+            verdict, landed = f"{len(hits)} records carry msg_id {msg_id}: not unique, trusting neither", None
+        elif ours:
+            verdict, landed = f"landed: transcript record at .{ours[0]['where']} has our msg_id and pid {me_pid}", True
+        elif hits:
+            verdict, landed = "a record has our msg_id but another verifiedPeerPid", None
+        else:
+            verdict = "no transcript record carries our msg_id yet (a busy receiver takes it at its next boundary)"
+            landed = False if path else None
+        return Look(transport=self.name, landed=landed, verdict=verdict, data=data, records=hits)
 
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
         import anyio
