@@ -178,6 +178,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("relay_id", help="the id= value of the message you are answering")
     s.add_argument("text", nargs="+", help="the reply, one line")
     s.set_defaults(func=_cmd_reply)
+
+    s = sub.add_parser(
+        "mcp",
+        help="run the relay MCP server on stdio (how a sandboxed agent replies)",
+        description="Run a stdio MCP server with two tools: relay_reply (relay_id, text), which does what "
+        "`relay reply` does, and relay_requests, which lists the open requests (read-only). Codex and Claude "
+        "Code start MCP servers outside their sandbox, so this works under Codex's workspace-write sandbox, "
+        "where `relay reply` cannot reach the inbox socket. Add it once:\n"
+        "  ~/.codex/config.toml:   [mcp_servers.relay]\n"
+        "                          command = \"relay\"\n"
+        "                          args = [\"mcp\"]\n"
+        "  Claude Code:            claude mcp add relay -- relay mcp\n"
+        "It is started by the agent, not by you: run by hand it waits for MCP JSON-RPC on stdin.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.set_defaults(func=_cmd_mcp)
     return p
 
 
@@ -460,6 +476,15 @@ def _cmd_reply(args: argparse.Namespace) -> int:
     env, path = reply(args.relay_id, " ".join(args.text))
     print(f"replied to {args.relay_id} as {env.id} (hop {env.hop}) into {path}")
     return 0
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from relay_repl.session.mcp_server import serve
+
+    if sys.stdin.isatty():
+        print("relay mcp: an MCP server on stdio, started by an agent (see `relay mcp --help` for the config "
+              "lines); waiting for JSON-RPC on stdin, Ctrl-D ends it", file=sys.stderr)
+    return serve()
 
 
 def _cmd_repl(args: argparse.Namespace) -> int:
