@@ -85,17 +85,24 @@ def test_headers_in_reads_line_starts_and_wrappers_only() -> None:
     assert headers_in("[relay/1 from=a id=1 oops") == []
 
 
-def test_linescan_chunk_boundaries_oversized_and_partial_tail(tmp_path):
+def test_linescan_chunk_boundaries_oversized_and_partial_tail(tmp_path, monkeypatch):
+    import relay_repl.store.jsonl as jsonl
+
     lines = [f'{{"n":{i},"pad":"{"x" * (i * 37 % 300)}","k":"NEEDLE{i % 3}"}}' for i in range(400)]
     big = '{"big":"' + "y" * 5000 + 'NEEDLE0"}'
+    tail = '{"k":"NEEDLE0 unfinished'
     f = tmp_path / "s.jsonl"
-    f.write_text("\n".join(lines[:200] + [big] + lines[200:]) + "\n" + '{"k":"NEEDLE0 unfinished')
+    f.write_text("\n".join(lines[:200] + [big] + lines[200:]) + "\n" + tail)
     data = f.read_bytes()
-    scan = LineScan(f, b"NEEDLE0", (b'"n"',), chunk=97, max_line=1000)
-    got = list(scan)
     want = [(data.index(ln.encode()), ln.encode()) for ln in lines if "NEEDLE0" in ln]
-    assert got == want
-    assert scan.oversized == 1 and scan.scanned == len(data)
+    monkeypatch.setattr(jsonl, "WINDOW", 4096)  # many mapped windows, each released behind the scan
+    mapped = LineScan(f, b"NEEDLE0", (b'"n"',), max_line=1000)
+    assert list(mapped) == want
+    assert mapped.oversized == 1 and mapped.scanned == len(data) - len(tail)
+    read = LineScan(f, b"NEEDLE0", (b'"n"',), chunk=97, max_line=1000)  # the path for pipes
+    with open(f, "rb") as fh:
+        assert list(read._read(fh)) == want
+    assert read.oversized == 1 and read.scanned == len(data)
 
 
 def test_genuine_claude_session_owns_its_socket(tmp_path, monkeypatch):
