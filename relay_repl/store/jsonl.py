@@ -84,10 +84,11 @@ class LineScan:
     """
 
     def __init__(self, path: Path | str, needle: bytes, also: tuple[bytes, ...] = (), *,
-                 chunk: int = CHUNK, max_line: int = MAX_LINE) -> None:
+                 followed_by: bytes = b"", chunk: int = CHUNK, max_line: int = MAX_LINE) -> None:
+        """`followed_by`: when given, a hit counts only if the byte after the needle is one of these."""
         if not needle:
             raise ValueError("needle must not be empty")
-        self.path, self.needle, self.also = path, needle, also
+        self.path, self.needle, self.also, self.followed_by = path, needle, also, followed_by
         self.chunk, self.max_line = chunk, max_line
         self.oversized = 0
         self.scanned = 0
@@ -110,6 +111,7 @@ class LineScan:
 
     def _mapped(self, mm: mmap.mmap) -> Iterator[tuple[int, bytes]]:
         needle, also, max_line = self.needle, self.also, self.max_line
+        follow = [bytes([b]) for b in self.followed_by]
         end = mm.rfind(b"\n")  # complete lines only
         self.scanned = end + 1
         pos = released = 0
@@ -120,6 +122,10 @@ class LineScan:
                 if hit < 0 or hit >= end:
                     pos = window_end
                     break
+                after = hit + len(needle)
+                if follow and mm[after:after + 1] not in follow:
+                    pos = hit + 1  # e.g. id=X-1 inside id=X-10: not this line, unless found again
+                    continue
                 lo = max(0, hit - max_line)
                 nl = mm.rfind(b"\n", lo, hit)
                 start = nl + 1
@@ -169,6 +175,10 @@ class LineScan:
                 hit = buf.find(needle, pos, end)
                 if hit < 0:
                     break
+                nxt = buf[hit + len(needle):hit + len(needle) + 1]
+                if self.followed_by and nxt and nxt not in [bytes([b]) for b in self.followed_by]:
+                    pos = hit + 1
+                    continue
                 start = buf.rfind(b"\n", 0, hit) + 1
                 stop = buf.find(b"\n", hit, end + 1)
                 line = buf[start:stop]

@@ -68,7 +68,7 @@ def test_prefilter_never_misses_escaped_or_unicode_ids(tmp_path):
         f = write(tmp_path / "u.jsonl", top("other-1"), {
             "type": "user", "origin": {"kind": "peer", "verifiedPeerPid": 5},
             "message": {"content": f"[relay/1 from=a:b@c to=peer id={v_encode(rid)} hop=0 want=none] x"}})
-        assert id_needle(rid) in f.read_bytes()
+        assert id_needle(rid)[0] in f.read_bytes()
         assert len(find_relay_id(f, rid).hits) == 1, rid
 
 
@@ -76,6 +76,11 @@ def v_encode(rid: str) -> str:
     from relay_repl.core.envelope import encode_value
 
     return encode_value(rid)
+
+
+def test_needle_must_end_the_id_field() -> None:
+    assert id_needle("X-1") == (b"id=X-1", b" ]")
+    assert id_needle('q"x-1') == (b"id=q", b"")  # cut before what JSON escapes: anything may follow
 
 
 def test_headers_in_reads_line_starts_and_wrappers_only() -> None:
@@ -173,3 +178,19 @@ def test_verify_file_changes_nothing(tmp_path, relay_home):
     f = write(tmp_path / "t.jsonl", top("A-1"))
     assert main(["verify", "A-1", "--transcript", str(f)]) == 4
     assert not relay_home.exists()  # no state dir, no ledger created by a read-only command
+
+
+def test_unknown_target_is_a_usage_error_not_none_found(capsys):
+    assert main(["verify", "A-1", "--in", "claude:nobody-here"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("relay: ") and "Traceback" not in err
+
+
+def test_linescan_followed_by_rejects_longer_ids_on_both_paths(tmp_path):
+    f = tmp_path / "f.jsonl"
+    f.write_text('{"a":"id=A-10 x"}\n{"a":"id=A-1 x"}\n{"a":"[h id=A-1] y id=A-100"}\n')
+    data = f.read_bytes()
+    want = [(data.index(b'{"a":"id=A-1 '), b'{"a":"id=A-1 x"}'), (data.index(b'{"a":"[h'), b'{"a":"[h id=A-1] y id=A-100"}')]
+    assert list(LineScan(f, b"id=A-1", followed_by=b" ]")) == want
+    with open(f, "rb") as fh:
+        assert list(LineScan(f, b"id=A-1", followed_by=b" ]", chunk=7)._read(fh)) == want
