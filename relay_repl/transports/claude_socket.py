@@ -153,6 +153,7 @@ class ClaudeSocketTransport(Transport):
         from anyio.abc import SocketAttribute
 
         sock_path = target.detail["socket"]
+        log.checkpoint("connect")  # a relay-halt that arrived since the gate stops it here
         reply_sock = await self._reply_socket(target)
         msg_id = str(uuid.uuid4())
         delivery.extra.update(msg_id=msg_id, sender_pid=os.getpid(), sender_proc_start=proc_start(os.getpid()))
@@ -179,6 +180,7 @@ class ClaudeSocketTransport(Transport):
                         log("connect", DeliveryState.REFUSED, f"socket served by pid {pid}, registry says {target.pid}: not writing")
                         delivery.reason = "socket owner does not match the registry"
                         return
+                    log.checkpoint("write")
                     await stream.send(data)
                     await stream.send_eof()
                     try:
