@@ -237,9 +237,11 @@ class Session:
     async def open_inbox(self, task_group: Any, echo: Callable[[str], None] | None = None) -> Any:
         """Clean what crashed inboxes left, then listen on this session's own inbox in
         `task_group` and attach it: replies and receipts now have somewhere to go."""
+        import sys
+
         from relay_repl.session.inbox import Inbox, clean_stale
 
-        clean_stale(echo=echo)
+        clean_stale(echo=lambda line: print(f"relay: {line}", file=sys.stderr))  # stderr: `--json` stays JSON
         inbox = Inbox(self.ledger, address=self.me.address, sender=self.me.sender, echo=echo)
         await inbox.listen(task_group)
         self.attach_inbox(inbox)
