@@ -171,11 +171,11 @@ def _cmd_targets(args: argparse.Namespace) -> int:
     import json
 
     from relay_repl.agents import default_providers
-    from relay_repl.agents.discovery import StaticProvider, discover_all
+    from relay_repl.agents.discovery import Provider, StaticProvider, discover_all
 
     async def run() -> list:
         # the providers alone: listing needs no gate, transports or ledger (what Session.refresh runs)
-        providers = list(default_providers())
+        providers: list[Provider] = list(default_providers())
         if args.fake:
             from relay_repl.transports.fake import fake_target
 

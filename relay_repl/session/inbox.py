@@ -36,7 +36,6 @@ import os
 import re
 import socket
 import stat
-import struct
 import time
 import uuid
 from collections.abc import Callable
@@ -50,18 +49,14 @@ from relay_repl.core.envelope import Envelope, contains_halt
 from relay_repl.core.errors import EnvelopeError, RelayError, TransportError
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
+from relay_repl.system.wire import peer_cred
+from relay_repl.system.wire import send_frames as send_frames  # re-exported: its home is system.wire
 
 MAX_LINE = 1_048_576
 WRAPPER = re.compile(
     r"^<cross-session-message(?P<attrs>[^>]*)>\n?(?P<body>.*?)\n?</cross-session-message>\s*$", re.DOTALL
 )
 ATTR = re.compile(r'([\w-]+)="([^"]*)"')
-
-
-def peer_cred(sock: socket.socket) -> tuple[int, int, int]:
-    """(pid, uid, gid) of the connected peer, from the kernel."""
-    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", raw)
 
 
 class FileStamp(BaseModel):
@@ -400,27 +395,6 @@ class Inbox:
             self.ledger.halt(f"relay-halt received from {who}", by=str(peer))
             self.echo("inbox: relay-halt received: every send is stopped until `session.unhalt()`")
         return msg
-
-
-def send_frames(path: str, frames: list[dict[str, Any]], timeout: float = 5.0) -> None:
-    """Write NDJSON frames to a unix socket, half-close, read to EOF (blocking)."""
-    data = b"".join(json.dumps(f, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for f in frames)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(path)
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
-        while s.recv(4096):
-            pass
-    except FileNotFoundError:
-        raise TransportError(f"inbox socket {path} does not exist: is the relay REPL still running?") from None
-    except ConnectionRefusedError:
-        raise TransportError(f"inbox socket {path} refused the connection: its REPL is gone (stale socket)") from None
-    except OSError as exc:
-        raise TransportError(f"could not write to {path}: {exc}") from None
-    finally:
-        s.close()
 
 
 def user_frame(text: str, sender_tag: str) -> dict[str, Any]:

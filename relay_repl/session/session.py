@@ -265,7 +265,7 @@ class Session:
         import anyio
 
         from relay_repl.agents.claude_peer import ClaudePeerRegistration
-        from relay_repl.lab.install import require_verified
+        from relay_repl.agents.versions import require_verified
 
         inbox = self.inbox_server
         if inbox is None:

@@ -22,7 +22,7 @@ def sender_script(path: Path, frames: list[dict]) -> list[str]:
     code = textwrap.dedent(
         f"""
         import json, sys
-        from relay_repl.session.inbox import send_frames
+        from relay_repl.system.wire import send_frames
         send_frames({str(path)!r}, json.loads(sys.argv[1]))
         """
     )
