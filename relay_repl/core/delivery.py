@@ -33,10 +33,12 @@ class DeliveryState(str, Enum):
     HALTED = "halted"              # a relay-halt stopped it after the gate or at a stage boundary; see reason
     INTERRUPTED = "interrupted"    # its process died mid-send (found on a later start): look before re-sending
     UNKNOWN = "unknown"            # evidence could not be read
+    ABANDONED = "abandoned"        # the operator gave up on it (debugger): no further stage is run
 
 
 DELIVERED = frozenset({DeliveryState.IN_TURN, DeliveryState.ACKNOWLEDGED})
-NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED, DeliveryState.HALTED})
+NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED, DeliveryState.HALTED,
+                      DeliveryState.ABANDONED})
 # every other state is pending: the delivery may still complete, so it is never re-sent blindly
 
 
@@ -75,6 +77,8 @@ class Delivery(BaseModel):
             return "delivered"
         if self.state is DeliveryState.HALTED:
             return "halted"
+        if self.state is DeliveryState.ABANDONED:
+            return "abandoned"
         if self.state in NOT_DONE:
             return "refused" if self.state in {DeliveryState.WITHHELD, DeliveryState.REFUSED} else "failed"
         return "pending"

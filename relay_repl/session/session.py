@@ -191,6 +191,9 @@ class Session:
         plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes)
         d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan)
         self.deliveries.append(d)
+        # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first)
+        self.ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
+                                                            "target": tgt.model_dump(mode="json")})
         if not await self._gated(plan, delivery=d.key):
             d.state, d.stage, d.reason = DeliveryState.WITHHELD, "gate", "the operator answered No"
             self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason})
@@ -202,7 +205,7 @@ class Session:
             await self._run(d, tgt, chosen, plan.payload, log, timeout)
         else:
             self._halted(d, log, Halted(halt.reason, halt.by))
-        self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason, "stage": d.stage})
+        self.record_outcome(d)
         return d
 
     async def _run(self, d: Delivery, tgt: Target, chosen: Transport, payload: str, log: StageLog,
@@ -219,6 +222,11 @@ class Session:
         except Exception as exc:  # translate at the seam; the ledger keeps the why
             log.armed = False
             log.fail(d.stage, f"{type(exc).__name__}: {exc}")
+        except BaseException:  # Ctrl-C / cancelled wait: the delivery stays pending, recorded, debuggable
+            log.armed = False
+            d.reason = d.reason or f"the wait was interrupted at stage {d.stage}; `session.debugger({d.relay_id!r})` picks it up"
+            self.record_outcome(d, interrupted=True)
+            raise
 
     def _halted(self, d: Delivery, log: StageLog, h: Halted) -> None:
         """Record a send stopped by a relay-halt: what it had done, and that nothing more was."""
@@ -232,6 +240,11 @@ class Session:
                     "nothing more was typed, written or queued")
         d.reason = f"relay-halt ({h.reason}, by {h.by}) stopped the send {done}; `session.unhalt()` clears the halt"
         log("halt", DeliveryState.HALTED, d.reason)
+
+    def record_outcome(self, d: Delivery, **more: Any) -> None:
+        """The delivery's state and everything a later process needs to carry on (transport extras)."""
+        self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id,
+                          data={"state": d.state.value, "reason": d.reason, "stage": d.stage, "extra": d.extra, **more})
 
     # -- the operator's inbox ---------------------------------------------------------
     async def open_inbox(self, task_group: Any, echo: Callable[[str], None] | None = None) -> Any:
@@ -334,14 +347,39 @@ class Session:
     def unhalt(self) -> int:
         return self.ledger.clear_halts(by=self.me.sender)
 
-    def why(self, relay_id: str) -> list[Any]:
-        """Every event recorded for one relay id, oldest first."""
-        return self.ledger.events(relay_id=relay_id)
+    def why(self, relay_id: Any) -> Any:
+        """Every event recorded for one relay id (or a Delivery), oldest first: a list that prints as a table."""
+        from relay_repl.store.timeline import Timeline
+
+        rid = relay_id.relay_id if isinstance(relay_id, Delivery) else str(relay_id)
+        return Timeline(rid or "", self.ledger.events(relay_id=rid))
 
     @property
-    def inbox(self) -> list[Any]:
-        """Every message that reached the operator's inbox (kept in the ledger)."""
-        return self.ledger.inbox()
+    def inbox(self) -> Any:
+        """Every message that reached the operator's inbox (kept in the ledger), as a table with verdicts."""
+        from relay_repl.store.timeline import InboxTable
+
+        return InboxTable(self.ledger.inbox())
+
+    def debugger(self, delivery: Delivery | str) -> Any:
+        """A debugger for one delivery (this process's, or any in the ledger by key or relay id).
+
+        `dbg = session.debugger(d)`; `await dbg.look()`, `await dbg.step()`, `await dbg.resume()`,
+        `dbg.abandon("why")`. It prints as a table of the stages done and the one next."""
+        from relay_repl.core.errors import RelayError
+        from relay_repl.session.debugger import Debugger, Recorded, rebuild
+
+        ref = delivery.key if isinstance(delivery, Delivery) else str(delivery).strip()
+        mine = [d for d in self.deliveries if ref in (d.key, d.relay_id)]
+        try:
+            rec = rebuild(self.ledger, ref)
+        except RelayError:
+            if not mine:
+                raise
+            rec = Recorded(delivery=mine[-1])
+        if mine:  # this process's own object, so the operator's `d` follows each step
+            rec = rec.model_copy(update={"delivery": mine[-1]})
+        return Debugger(self, rec)
 
     def __repr__(self) -> str:
         lines = [f"<Session me={self.me.sender} inbox={self.me.inbox or 'none'}"]
