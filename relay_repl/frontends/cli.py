@@ -25,10 +25,10 @@ no terminal the answer is No.
 EPILOG = """\
 examples:
   relay                         open the REPL on the agents running on this machine
-  relay --lab                   start the offline lab if needed and open the REPL on it
+  relay --lab                   start what is missing of the offline lab and open the REPL on it
   relay targets                 list live (and stale) Claude Code and Codex sessions
   relay send codex:fix-tests 'please rerun the suite' --want reply
-  relay --lab targets --json    any subcommand, pointed at the lab
+  relay --lab targets --json    any subcommand, pointed at the lab as it is (never restarts it)
   relay lab up / status / down  manage the offline lab
   relay --fake                  the REPL with an in-memory demo target (fake:inbox)
   relay log                     the newest events in the ledger
@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"relay {__version__}")
     p.add_argument("--fake", action="store_true", help="add the in-memory demo target fake:inbox (no agent needed)")
     p.add_argument("--lab", action="store_true",
-                   help="point everything at the offline lab (starting it when needed) before running the command")
+                   help="point the command at the offline lab as it is (a dead lab session shows as stale); with no command "
+                        "(the REPL) first start what is missing of the lab")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     s = sub.add_parser("repl", help="open the REPL (the default)", description="Open the async REPL with `session` preloaded.")
@@ -90,7 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     lsub = lab.add_subparsers(dest="lab_command", metavar="LABCOMMAND", required=True)
     x = lsub.add_parser("install", help="install the pinned clients from the npm registry (skips what is present)")
     x.set_defaults(func=_cmd_lab_install)
-    x = lsub.add_parser("up", help="start the lab and wait until every session is idle")
+    x = lsub.add_parser("up", help="start what is missing of the lab and wait until every session is idle",
+                        description="Start the lab, or only its dead sessions if it runs (live sessions are never "
+                        "replaced); wait until every session is idle. For a fresh lab: `relay lab down`, then "
+                        "`relay lab up`. Progress goes to stderr.")
     x.add_argument("--claude", type=int, default=1, help="Claude Code sessions (default 1)")
     x.add_argument("--codex", type=int, default=1, help="Codex sessions (default 1)")
     x.set_defaults(func=_cmd_lab_up)
@@ -232,14 +236,16 @@ def _cmd_send(args: argparse.Namespace) -> int:
 def _cmd_lab_install(args: argparse.Namespace) -> int:
     from relay_repl.lab.install import install
 
-    install(progress=print)
+    install(progress=_progress)
     return 0
 
 
 def _cmd_lab_up(args: argparse.Namespace) -> int:
-    from relay_repl.lab.launcher import up
+    from relay_repl.lab.launcher import ensure_lab
 
-    up(claude=args.claude, codex=args.codex, progress=print)
+    state = ensure_lab(claude=args.claude, codex=args.codex, progress=_progress)
+    print(f"lab ready: {state.lab_dir} (tmux -L {state.tmux_socket})")
+    print("\n".join(state.targets()))
     print("next: `relay --lab` opens the REPL on it; `relay lab env` points other tools at it")
     return 0
 
@@ -262,7 +268,7 @@ def _cmd_lab_status(args: argparse.Namespace) -> int:
 def _cmd_lab_down(args: argparse.Namespace) -> int:
     from relay_repl.lab.launcher import down
 
-    down(progress=print)
+    down(progress=_progress)
     return 0
 
 
@@ -283,13 +289,33 @@ def _cmd_lab_attach(args: argparse.Namespace) -> int:
     return 0
 
 
-def _use_lab() -> None:
-    """Start the lab when needed and point this process's environment at it."""
+def _progress(line: str) -> None:
+    """Progress goes to stderr, always: stdout is the command's answer (`--json` stays JSON)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def _use_lab(start: bool) -> None:
+    """Point this process's environment at the lab; with `start`, first start what is missing.
+
+    Only the REPL's start (`relay --lab`, `relay --lab repl`) starts anything, and then only
+    the parts that are missing (launcher.ensure_lab never replaces a live session). Any other
+    command uses the lab as it is: a dead session shows as stale, no lab shows as no targets,
+    and a note on stderr says so."""
     import os
 
-    from relay_repl.lab.launcher import ensure_lab, env
+    from relay_repl.lab.launcher import ensure_lab, env, status
 
-    ensure_lab(progress=lambda s: print(s, flush=True))
+    if start:
+        ensure_lab(progress=_progress)
+    else:
+        st = status()
+        if st is None:
+            _progress("relay: no lab running (`relay lab up` starts one); using its empty directories")
+        else:
+            dead = [s.name for s in st.sessions if not s.alive]
+            if dead:
+                _progress(f"relay: lab session(s) {', '.join(dead)} not running (left as they are; "
+                          "`relay lab up` restarts only those)")
     os.environ.update(env())
 
 
@@ -393,8 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     from relay_repl.core.errors import RelayError
 
     try:
-        if args.lab and func not in (_cmd_lab_install, _cmd_lab_down, _cmd_lab_status, _cmd_lab_env, _cmd_lab_attach):
-            _use_lab()
+        if args.lab and not func.__name__.startswith("_cmd_lab_"):  # `relay --lab lab ...` needs no pointing
+            _use_lab(start=func is _cmd_repl)
         code = int(func(args) or 0)
         if func is _cmd_targets and argv is None:  # a real process, not a call from tests
             _fast_exit(code)

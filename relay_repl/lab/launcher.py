@@ -14,7 +14,7 @@ API (all synchronous and blocking; from async code use `anyio.to_thread.run_sync
     down(progress=print) -> bool               False (and "no lab running") if nothing to do
     env() -> dict[str, str]                    variables that point tools at the lab
     attach(name)                               exec tmux attach (does not return)
-    ensure_lab(claude=1, codex=1) -> LabState  reuse a healthy lab that is big enough, else up
+    ensure_lab(claude=1, codex=1) -> LabState  the running lab, restarting only dead sessions; else up
 
 Every failure is a LabError with one line.
 """
@@ -645,6 +645,19 @@ def _wait_codex(lay: Layout, state: LabState, s: LabSession, deadline: float, pr
     _wait_codex_idle(lay, s, deadline)
 
 
+def _wait_codex_resumed(lay: Layout, s: LabSession, deadline: float, progress: Progress) -> None:
+    """A TUI restarted as `codex resume <thread>`: idle with that thread's lock held."""
+    info = _pane_info(lay, s)
+    _fail_dead(lay, s, info)
+    assert info is not None
+    s.pane_id, s.pane_pid = info["pane_id"], int(info["pane_pid"])
+    _wait_codex_idle(lay, s, deadline)
+    s.pid = _codex_tui_pid(s.pane_pid or 0)
+    s.proc_start = procs.proc_start(s.pid)
+    s.daemon_pid = _codex_daemon_pid(lay)
+    progress(f"  {s.name}: codex thread {s.thread_id} resumed")
+
+
 def _wait_codex_idle(lay: Layout, s: LabSession, deadline: float) -> None:
     while time.monotonic() < deadline:
         screen = _capture(lay, s.tmux_session)
@@ -730,13 +743,79 @@ def attach(name: str) -> None:
 
 
 def ensure_lab(claude: int = 1, codex: int = 1, progress: Progress = print) -> LabState:
-    """Reuse a running, healthy lab with at least that many sessions of each kind, else `up`."""
-    with _lab_lock(layout()):
+    """The lab as it runs, starting only what is missing; a fresh `up` only when nothing of it lives.
+
+    Why: an operator's live sessions (their pids, the Codex thread ids, the transcripts a
+    check is reading) must survive a `relay lab up` or a REPL start after one client died.
+    So a healthy lab big enough is returned untouched; dead sessions of a running lab are
+    restarted in place (same name, same tmux session, same stub port) and nothing live is
+    touched; only a lab with no live session (or none at all, or one that never became
+    ready) is rebuilt from scratch. A running lab is never grown (the clients' configs are
+    written once, at start): asking for more sessions than it has is a LabError that says
+    how. A dead stub server under live sessions is a LabError too (restarting it would move
+    the live clients' model ports).
+    """
+    lay = layout()
+    with _lab_lock(lay):
         st = status()
-        if st is not None and st.phase == "ready" and st.all_alive \
-                and len(st.of_kind(CLAUDE)) >= claude and len(st.of_kind(CODEX)) >= codex:
+        if st is None or st.phase != "ready" or not any(s.alive for s in st.sessions):
+            return up(claude=claude, codex=codex, progress=progress)
+        have_claude, have_codex = len(st.of_kind(CLAUDE)), len(st.of_kind(CODEX))
+        if have_claude < claude or have_codex < codex:
+            raise LabError(f"the running lab has {have_claude} Claude and {have_codex} Codex sessions, "
+                           f"{claude} and {codex} were asked for; a running lab is not grown: `relay lab down`, "
+                           f"then `relay lab up --claude {claude} --codex {codex}`")
+        dead = [s for s in st.sessions if not s.alive]
+        if not dead:
             return st
-        return up(claude=claude, codex=codex, progress=progress)
+        if not st.stub.alive:
+            raise LabError(f"the lab's stub model server died while {', '.join(s.name for s in st.sessions if s.alive)} "
+                           "still run (restarting it would move their model ports): `relay lab down`, then "
+                           "`relay lab up`")
+        return _restart_dead(lay, st, dead, progress)
+
+
+def _restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress: Progress) -> LabState:
+    """Restart each dead session in its own tmux session, one at a time (a Codex TUI
+    that starts the shared daemon goes first); live sessions are not touched."""
+    t0 = time.monotonic()
+    deadline = t0 + UP_TIMEOUT
+    bins = bin_dir()
+    codexes = state.of_kind(CODEX)
+    named = set(_codex_index(lay)) | _codex_locks(lay)  # threads that exist: a restarted TUI names a new one
+    for s in dead:
+        progress(f"restarting {s.name} ({s.kind}, pid {s.pid or '-'} is gone); the live sessions are left alone")
+        s.alive = s.ready = False
+        if s.kind == CLAUDE:
+            cmd = lay.claude_command(bins, s.name)
+            extra = {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url}
+        else:
+            cmd = lay.codex_command(bins, s.name, first=bool(codexes) and s is codexes[0])
+            extra = {}
+            if s.thread_id:  # the same thread again: its id, name, rollout and queue stay valid
+                cmd += ["resume", s.thread_id]
+        info = _pane_info(lay, s)
+        if info is None:
+            _new_session(lay, s.tmux_session, Path(s.cwd), cmd, extra)
+        else:
+            args = ["respawn-pane", "-k", "-t", info["pane_id"], "-c", s.cwd]
+            for k, v in extra.items():
+                args += ["-e", f"{k}={v}"]
+            _tmux(lay, *args, "--", *cmd)
+        if s.kind == CLAUDE:
+            _wait_claude(lay, state, s, deadline, progress)
+        elif s.thread_id:
+            _wait_codex_resumed(lay, s, deadline, progress)
+        else:
+            _wait_codex(lay, state, s, deadline, progress, named)
+            named.add(s.thread_id or "")
+        save(state, lay.state_file)
+    _refresh(lay, state)
+    save(state, lay.state_file)
+    progress(f"lab repaired in {time.monotonic() - t0:.1f}s: {lay.root} (tmux -L {state.tmux_socket})")
+    for line in state.targets():
+        progress("  " + line)
+    return state
 
 
 # ---- down ---------------------------------------------------------------------------------

@@ -12,7 +12,10 @@ Semantics, in the order `answer` applies them:
    `match` matches any user text. Tool results never match a rule (a tool result with no
    pending step means the script ran out; it gets the default reply), so a scripted tool
    call cannot loop by re-matching its own output.
-3. Otherwise the default reply: the session's default text, or `ack: <first 80 chars>`.
+3. Otherwise, when the session converses (the default; see `converse.py`) and the user text
+   holds a relay envelope with want=reply|ack, the lab agent's answer: SendMessage (Claude) or
+   `relay reply` (Codex), as a multi-step answer like a rule's. A scripted rule always wins.
+4. Otherwise the default reply: the session's default text, or `ack: <first 80 chars>`.
 A step with no explicit `hold` holds `n` seconds when the user text contains `SLOW<n>`.
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -78,10 +81,13 @@ class Rule(_Model):
 
 
 class Script(_Model):
-    """The whole per-session script, as `PUT /sessions/{name}/script` takes it."""
+    """The whole per-session script, as `PUT /sessions/{name}/script` takes it.
+
+    `converse`: whether the session answers relay envelopes by itself (None leaves it as is)."""
 
     rules: list[Rule] = Field(default_factory=list)
     default: str | None = None
+    converse: bool | None = None
 
 
 class LastInput(_Model):
@@ -119,21 +125,33 @@ def ack_text(text: str) -> str:
     return "ack: " + " ".join(text.split())[:ACK_CHARS]
 
 
+class Converses(Protocol):
+    """What answers relay envelopes when no rule did (`converse.Converser`)."""
+
+    enabled: bool
+    seen: set[str]
+
+    def answer(self, text: str) -> tuple[str, list[Step]] | None: ...
+
+
 class ScriptState:
     """The mutable script of one session: rules, the default text, and pending steps."""
 
-    def __init__(self, script: Script | None = None) -> None:
+    def __init__(self, script: Script | None = None, converser: Converses | None = None) -> None:
         self.rules: list[Rule] = []
         self.default: str | None = None
+        self.converser = converser
         self._pending: deque[tuple[str, int, int, Step]] = deque()
         self._seq = 0
         self.replace(script or Script())
 
     def replace(self, script: Script) -> None:
-        """Replace every rule (and the default, when the script names one); drop pending steps."""
+        """Replace every rule (and the default / converse, when the script names them); drop pending steps."""
         self.rules = [self._labelled(r) for r in script.rules]
         if script.default is not None:
             self.default = script.default
+        if script.converse is not None and self.converser is not None:
+            self.converser.enabled = script.converse
         self._pending.clear()
 
     def add_rule(self, rule: Rule) -> Rule:
@@ -155,6 +173,8 @@ class ScriptState:
         return {
             "rules": [r.model_dump() for r in self.rules],
             "default": self.default,
+            "converse": bool(self.converser and self.converser.enabled),
+            "seen_relay_ids": sorted(self.converser.seen) if self.converser else [],
             "pending": p.model_dump() if p else None,
         }
 
@@ -173,6 +193,13 @@ class ScriptState:
                     for n, step in enumerate(rule.steps[1:], start=2):
                         self._pending.append((label, n, total, step))
                     return self._resolve(rule.steps[0], last, f"{label} step 1/{total}")
+            answer = self.converser.answer(last.text) if self.converser is not None else None
+            if answer is not None:
+                label, steps = answer
+                total = len(steps)
+                for n, step in enumerate(steps[1:], start=2):
+                    self._pending.append((label, n, total, step))
+                return self._resolve(steps[0], last, f"{label} step 1/{total}")
         return self._resolve(Step(), last, "default")
 
     def _resolve(self, step: Step, last: LastInput, why: str) -> Reply:

@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 import relay_repl.lab.stubs.anthropic as anthropic
 import relay_repl.lab.stubs.openai as openai
+from relay_repl.core.envelope import Envelope
+from relay_repl.lab.stubs.converse import Converser
 from relay_repl.lab.stubs.script import Api, LastInput, Reply, Rule, Script, ScriptState
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -98,12 +100,35 @@ class Ready(_Model):
     control: str
 
 
+def claude_peer_name(env: Envelope) -> str | None:
+    """The name under which `env`'s sender is listed as a Claude peer, read from the lab's
+    Claude registry (`$CLAUDE_CONFIG_DIR/sessions`, live records only), as ListAgents shows it:
+    a Claude session whose name is the sender's address, or the record of the process whose
+    pid ends the address (the operator's address is `user.host.pid`; its inbox registers
+    under that pid, see `agents/claude_peer.py`). None when the sender is not listed."""
+    from relay_repl.agents.claude_peer import live_claude_records
+    from relay_repl.session.whoami import claude_config_dir
+
+    records = live_claude_records(claude_config_dir())
+    for rec in records:
+        if rec.get("name") == env.address:
+            return env.address
+    tail = env.address.rsplit(".", 1)[-1]
+    if tail.isdigit():
+        for rec in records:
+            if rec.get("pid") == int(tail) and rec.get("name"):
+                return str(rec["name"])
+    return None
+
+
 class StubSession:
     """One scripted model behind one loopback port."""
 
     def __init__(self, spec: SessionSpec) -> None:
         self.spec = spec
-        self.state = ScriptState()
+        converser = Converser(name=spec.name, api=spec.api, resolve_peer=claude_peer_name,
+                              id_base=int(time.time() * 1000))
+        self.state = ScriptState(converser=converser)
         self.requests: list[RecordedRequest] = []
         self.changed = asyncio.Condition()
         self.runner: web.AppRunner | None = None

@@ -1,0 +1,167 @@
+"""What a lab agent does, unscripted, with a relay envelope that asks for an answer.
+
+The lab's stub models are not intelligent, but the operator's tour (`relay --lab`) and the
+round-trip tests need agents that answer the way a real agent is asked to (seed sections 1,
+5 and 9; README): a user message carrying `[relay/1 ... want=reply|ack]` makes
+
+- a Claude lab agent call `ToolSearch select:SendMessage` (SendMessage is a deferred tool in
+  2.1.328), then `SendMessage` to the sender's listed peer name with a reply envelope, then
+  end the turn with a short text;
+- a Codex lab agent run the shell command `relay reply <id> <text>` (the lab puts `relay` on
+  the PATH Codex rebuilds for its commands, and runs it outside the socket-refusing sandbox),
+  then end the turn with a short text.
+
+The reply body is recognisable: `ack <id>` for want=ack, `reply to <id>: ...` for want=reply,
+and a Claude reply envelope carries `re=<id>` (a Codex reply's envelope is built by `relay
+reply`). Both kinds honour the loop rules: a message with `relay-halt` is not acted on, a
+relay id seen before is dropped (nothing done the second time), and a message at the hop cap
+is not answered. Each of those ends the turn with a text that says why, and no tool call.
+
+Pure (no I/O): the Claude peer name comes from a resolver the server injects, so every
+decision is unit-testable.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, encode_value
+from relay_repl.core.errors import EnvelopeError
+from relay_repl.lab.stubs.script import Step, ToolCall
+
+ENVELOPE_START = re.compile(r"\[relay/1 ")
+QUOTE_CHARS = 60
+
+PeerResolver = Callable[[Envelope], str | None]
+"""Sender envelope -> the name under which the sender is listed as a Claude peer, or None."""
+
+
+def find_envelopes(text: str) -> list[Envelope]:
+    """Every well-formed relay envelope in a user text, in order.
+
+    The envelope need not start the text: Claude wraps a socket-delivered message in
+    "Another Claude session sent a message:\\n<content>\\n\\n...", so each `[relay/1 ` is
+    parsed up to the end of its line. A malformed one is skipped (a real agent would not
+    answer what it cannot read either).
+    """
+    out: list[Envelope] = []
+    for m in ENVELOPE_START.finditer(text):
+        line = text[m.start():].split("\n", 1)[0].rstrip()
+        try:
+            env = Envelope.parse(line)
+        except EnvelopeError:
+            continue
+        if env is not None:
+            out.append(env)
+    return out
+
+
+def reply_body(env: Envelope) -> str:
+    """`ack <id>` or `reply to <id>: received "<start of the body>"` (one line)."""
+    if env.want == "ack":
+        return f"ack {env.id}"
+    quoted = " ".join(env.body.split())[:QUOTE_CHARS]
+    return f'reply to {env.id}: received "{quoted}"'
+
+
+def reply_line(env: Envelope, *, sender: str, new_id: str) -> str:
+    """The reply envelope a Claude lab agent sends: hop + 1, want=none, `re=<id answered>`.
+
+    `re=` follows `want=` (the conversation contract). Built through `Envelope` when it
+    knows the field, else appended to the header in the same encoding.
+    """
+    nxt = env.next_hop()
+    fields: dict[str, Any] = {
+        "sender": sender, "to": env.role, "id": new_id, "hop": nxt.hop, "want": "none", "body": reply_body(env),
+    }
+    if "re" in Envelope.model_fields:
+        return Envelope.make(**fields, re=env.id).compose()
+    plain = Envelope.make(**fields)
+    head = plain.header[:-1] + f" re={encode_value(env.id)}]"
+    return f"{head} {plain.body}"
+
+
+class Converser:
+    """One lab agent's memory of relay ids it has seen, and its answers to new ones."""
+
+    def __init__(self, *, name: str, api: str, resolve_peer: PeerResolver | None = None,
+                 id_base: int = 0) -> None:
+        self.name = name
+        self.api = api
+        self.resolve_peer = resolve_peer or (lambda env: None)
+        self.seen: set[str] = set()
+        self._next = id_base
+        self.enabled = True
+
+    @property
+    def sender(self) -> str:
+        agent = "claude-code" if self.api == "anthropic" else "codex"
+        return f"agent:{agent}@{self.name}"
+
+    def _new_id(self) -> str:
+        self._next += 1
+        return f"{self.name}-{self._next}"
+
+    def answer(self, text: str) -> tuple[str, list[Step]] | None:
+        """(label, steps) for a user text holding relay envelopes, or None when it holds none
+        that asks for an answer (the stub's ordinary default reply then applies)."""
+        if not self.enabled:
+            return None
+        envs = find_envelopes(text)
+        if not envs:
+            return None
+        if contains_halt(text):
+            self.seen.update(e.id for e in envs)
+            ids = ", ".join(e.id for e in envs)
+            return "converse: halt", [Step(text=f"relay-halt received ({ids}): stopping, not answering")]
+        asking = [e for e in envs if e.want in ("reply", "ack")]
+        if not asking:
+            self.seen.update(e.id for e in envs)
+            return None
+        fresh: list[Envelope] = []
+        notes: list[str] = []
+        for env in envs:
+            if env.id in self.seen:
+                if env.want in ("reply", "ack"):
+                    notes.append(f"duplicate relay id {env.id}: already handled, not answering")
+                continue
+            self.seen.add(env.id)
+            if env.want not in ("reply", "ack"):
+                continue
+            if env.hop >= HOP_CAP:
+                notes.append(f"relay id {env.id} is at the hop cap {HOP_CAP}: not answering")
+                continue
+            fresh.append(env)
+        if not fresh:
+            return "converse: nothing to answer", [Step(text="; ".join(notes) or "nothing to answer")]
+        steps = self._claude(fresh, notes) if self.api == "anthropic" else self._codex(fresh)
+        return "converse: " + " ".join(e.id for e in fresh), steps
+
+    def _claude(self, envs: list[Envelope], notes: list[str]) -> list[Step]:
+        calls: list[Step] = []
+        done: list[str] = []
+        for env in envs:
+            peer = self.resolve_peer(env)
+            if not peer:
+                notes.append(f"cannot answer {env.id}: {env.sender} is not a listed Claude peer "
+                             "(the operator can list its inbox with `await session.register_inbox()`)")
+                continue
+            line = reply_line(env, sender=self.sender, new_id=self._new_id())
+            calls.append(Step(tool=ToolCall(name="SendMessage",
+                                            input={"to": peer, "message": line, "summary": f"answer to {env.id}"})))
+            done.append(f"answered {env.id} to {peer}")
+        if not calls:
+            return [Step(text="; ".join(notes))]
+        search = Step(tool=ToolCall(name="ToolSearch", input={"query": "select:SendMessage", "max_results": 1}))
+        return [search, *calls, Step(text="; ".join(done + notes))]
+
+    def _codex(self, envs: list[Envelope]) -> list[Step]:
+        steps: list[Step] = []
+        for env in envs:
+            cmd = f"relay reply {shlex.quote(env.id)} {shlex.quote(reply_body(env))}"
+            steps.append(Step(tool=ToolCall(name="exec_command", input={"cmd": cmd, "yield_time_ms": 30000})))
+        steps.append(Step(text="; ".join(f"answered {e.id} with relay reply" for e in envs)))
+        return steps

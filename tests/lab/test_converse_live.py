@@ -1,0 +1,101 @@
+"""Live: the lab's agents answer a relay envelope that asks for a reply, with no scripting.
+
+The REAL Claude Code and Codex in the lab get `want=reply` from the operator's session; the
+stub models' default makes Claude call SendMessage to the operator's listed inbox and Codex
+run `relay reply`. What arrives in the running Inbox is checked: the answering process (the
+kernel pid), the envelope (re=<our id>, hop 1, a recognisable body), and that a second copy
+of the same id or a relay-halt gets nothing back.
+"""
+
+from __future__ import annotations
+
+import re
+
+import anyio
+import pytest
+
+import relay_repl.lab.helpers as helpers
+from relay_repl.core.delivery import DeliveryState
+from relay_repl.core.envelope import Envelope
+from relay_repl.session.inbox import send_frames, user_frame
+from relay_repl.lab.stubs.client import StubClient
+from tests.support.sessions import live_session
+
+pytestmark = [pytest.mark.live, pytest.mark.anyio]
+
+CLAUDE, CODEX = "claude:alpha", "codex:beta"
+
+
+def header(line: str) -> dict[str, str]:
+    head = line[len("[relay/1 "):line.index("]")]
+    return dict(tok.split("=", 1) for tok in head.split(" "))
+
+
+async def answers_to(inbox, relay_id: str, timeout: float) -> list:
+    """Inbox messages whose envelope header answers `relay_id` (re=<id>), waiting up to `timeout`."""
+    def hits() -> list:
+        return [m for m in inbox.received if m.line.startswith("[relay/1 ") and header(m.line).get("re") == relay_id]
+    with anyio.move_on_after(timeout):
+        while not hits():
+            await anyio.sleep(0.1)
+    return hits()
+
+
+async def wait_idle(name: str) -> None:
+    await anyio.to_thread.run_sync(lambda: helpers.wait_idle(name, timeout=60))
+
+
+async def test_claude_agent_answers_want_reply_by_sendmessage_to_the_listed_inbox(lab):
+    async with StubClient(lab.stub.control) as stub, live_session([True, True]) as (s, gate, inbox):
+        assert await s.register_inbox() is True
+        await stub.clear_requests("alpha")
+        d = await s.send(CLAUDE, "please summarize the repo", want="reply", transport="claude-code-socket",
+                         timeout=30)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        got = await answers_to(inbox, d.relay_id, 30)
+        assert len(got) == 1, [m.line for m in inbox.received]
+        msg = got[0]
+        fields = header(msg.line)
+        assert fields["from"] == "agent:claude-code@alpha" and fields["hop"] == "1" and fields["want"] == "none"
+        assert msg.line.endswith(f'reply to {d.relay_id}: received "please summarize the repo"')
+        assert msg.origin["verifiedPeerPid"] == lab.session("alpha").pid  # the agent itself sent it
+        assert msg.origin["claims"].get("from-name") == "alpha"
+        tools = [r.reply_tool for r in await stub.requests("alpha", kind="main", body=False)]
+        assert tools[:2] == ["ToolSearch", "SendMessage"], tools
+        await wait_idle("alpha")
+        await anyio.sleep(1)  # the turn's last request is recorded before the clear below
+
+        # a replay of the same id, then a new id carrying relay-halt, injected raw into alpha's
+        # socket: the agent answers neither (its turn ends with a text, no tool call)
+        sock = (await s.target(CLAUDE)).detail["socket"]
+        await stub.clear_requests("alpha")
+        halt = Envelope.make(sender=s.me.sender, to="peer", id=f"{s.me.address}-halt-1", want="reply",
+                             body="relay-halt stop everything").compose()
+        for n, line in enumerate([gate.shown[-1].payload, halt], start=1):
+            await anyio.to_thread.run_sync(lambda: send_frames(sock, [user_frame(line, "test-injector")]))
+            reqs = await stub.requests("alpha", kind="main", min_count=n, timeout=30, body=False)
+            assert len(reqs) == n and reqs[-1].reply_tool is None, [r.answered_by for r in reqs]
+            await wait_idle("alpha")
+        assert "duplicate relay id" in reqs[0].reply_text and "relay-halt" in reqs[1].reply_text
+        await anyio.sleep(1)
+        assert len(inbox.received) == 1, [m.line for m in inbox.received]
+    await wait_idle("alpha")
+
+
+async def test_codex_agent_answers_want_reply_with_relay_reply(lab):
+    async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, inbox):
+        await stub.clear_requests("beta")
+        d = await s.send(CODEX, "please rerun the suite", want="reply", transport="codex-queue", timeout=30)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        with anyio.move_on_after(60):
+            while not inbox.received:
+                await anyio.sleep(0.1)
+        assert inbox.received, "no reply reached the inbox"
+        msg = inbox.received[0]
+        thread = (await s.target(CODEX)).address
+        fields = header(msg.line)
+        assert fields["from"] == f"agent:codex@{thread}" and fields["hop"] == "1"
+        assert re.search(rf"reply to {re.escape(d.relay_id)}: received \"please rerun the suite\"$", msg.line)
+        reqs = await stub.requests("beta", kind="main", body=False)
+        assert reqs[0].reply_tool == "exec_command"
+    await wait_idle("beta")

@@ -1,0 +1,133 @@
+"""Pure tests of the lab agents' unscripted answers to relay envelopes (stubs/converse.py)."""
+
+from __future__ import annotations
+
+import shlex
+
+from relay_repl.core.envelope import Envelope
+from relay_repl.lab.stubs.converse import Converser, find_envelopes, reply_body, reply_line
+from relay_repl.lab.stubs.script import LastInput, Rule, Script, ScriptState, Step
+
+OP = "operator:relay@me.host.4242"
+
+
+def env_line(id_: str = "me.host.4242-1", want: str = "reply", hop: int = 0, body: str = "please summarize") -> str:
+    return Envelope.make(sender=OP, to="peer", id=id_, hop=hop, want=want, body=body).compose()
+
+
+def claude(peer: str | None = "relay-operator") -> ScriptState:
+    return ScriptState(converser=Converser(name="alpha", api="anthropic", resolve_peer=lambda e: peer, id_base=100))
+
+
+def codex() -> ScriptState:
+    return ScriptState(converser=Converser(name="beta", api="openai", id_base=0))
+
+
+def user(text: str) -> LastInput:
+    return LastInput(text=text)
+
+
+def tool_done() -> LastInput:
+    return LastInput(text="ok", tool_result=True)
+
+
+def header_fields(line: str) -> dict[str, str]:
+    head = line[len("[relay/1 "):line.index("]")]
+    return dict(tok.split("=", 1) for tok in head.split(" "))
+
+
+def test_claude_answers_want_reply_with_toolsearch_then_sendmessage_to_the_listed_name() -> None:
+    st = claude()
+    wrapped = f"Another Claude session sent a message:\n{env_line()}\n\nThis came from another Claude session"
+    first = st.answer(user(wrapped))
+    assert first.tool and first.tool.name == "ToolSearch"
+    assert first.tool.input["query"] == "select:SendMessage"
+    second = st.answer(tool_done())
+    assert second.tool and second.tool.name == "SendMessage"
+    assert second.tool.input["to"] == "relay-operator"
+    line = second.tool.input["message"]
+    fields = header_fields(line)
+    assert fields["re"] == "me.host.4242-1" and fields["id"] == "alpha-101"
+    assert fields["from"] == "agent:claude-code@alpha" and fields["to"] == "operator"
+    assert (fields["hop"], fields["want"]) == ("1", "none")
+    assert line.endswith('reply to me.host.4242-1: received "please summarize"')
+    third = st.answer(tool_done())
+    assert third.tool is None and "answered me.host.4242-1 to relay-operator" in third.text
+    assert st.pending() is None
+
+
+def test_ack_body_and_codex_runs_relay_reply() -> None:
+    st = codex()
+    first = st.answer(user(env_line(want="ack")))
+    assert first.tool and first.tool.name == "exec_command"
+    assert shlex.split(first.tool.input["cmd"]) == ["relay", "reply", "me.host.4242-1", "ack me.host.4242-1"]
+    assert "answered me.host.4242-1" in st.answer(tool_done()).text
+
+
+def test_codex_command_quotes_a_hostile_body() -> None:
+    st = codex()
+    body = "it's $(rm -rf x) `y` \"z\""
+    first = st.answer(user(env_line(body=body)))
+    argv = shlex.split(first.tool.input["cmd"])
+    assert argv[:3] == ["relay", "reply", "me.host.4242-1"] and len(argv) == 4
+    assert argv[3] == f'reply to me.host.4242-1: received "{body}"'
+
+
+def test_duplicate_id_is_dropped_the_second_time() -> None:
+    st = codex()
+    assert st.answer(user(env_line())).tool is not None
+    st.answer(tool_done())
+    again = st.answer(user(env_line()))
+    assert again.tool is None and "duplicate relay id me.host.4242-1" in again.text
+    assert st.pending() is None
+
+
+def test_relay_halt_does_nothing_and_burns_the_id() -> None:
+    st = claude()
+    halted = st.answer(user(env_line(body="relay-halt now")))
+    assert halted.tool is None and "relay-halt" in halted.text and st.pending() is None
+    assert st.answer(user(env_line(body="relay-halt now"))).tool is None
+
+
+def test_want_none_hop_cap_and_plain_text_get_no_tool_call() -> None:
+    st = codex()
+    assert st.answer(user(env_line(want="none"))).answered_by == "default"
+    capped = st.answer(user(env_line(id_="me.host.4242-9", hop=4)))
+    assert capped.tool is None and "hop cap" in capped.text
+    assert st.answer(user("just chatting")).text == "ack: just chatting"
+
+
+def test_claude_without_a_listed_sender_says_so_and_calls_nothing() -> None:
+    st = claude(peer=None)
+    r = st.answer(user(env_line()))
+    assert r.tool is None and "not a listed Claude peer" in r.text and "register_inbox" in r.text
+
+
+def test_a_scripted_rule_wins_over_conversing() -> None:
+    st = claude()
+    st.add_rule(Rule(match="summarize", once=True, steps=[Step(text="scripted")]))
+    assert st.answer(user(env_line())).text == "scripted"
+    # the rule consumed it, so the converser never saw the id: a later copy is still fresh
+    assert st.answer(user(env_line(id_="me.host.4242-2"))).tool is not None
+
+
+def test_converse_can_be_switched_off_by_the_script() -> None:
+    st = codex()
+    st.replace(Script(converse=False))
+    assert st.answer(user(env_line())).answered_by == "default"
+    assert st.snapshot()["converse"] is False
+    st.replace(Script(converse=True))
+    assert st.answer(user(env_line())).tool is not None
+
+
+def test_find_envelopes_skips_malformed_and_reads_each_line() -> None:
+    text = f"x [relay/1 from=bad] y\n{env_line(id_='a.b.1-1')}\nmore\n{env_line(id_='a.b.1-2', want='ack')}"
+    assert [e.id for e in find_envelopes(text)] == ["a.b.1-1", "a.b.1-2"]
+
+
+def test_reply_line_parses_back_and_quotes_ids_safely() -> None:
+    env = Envelope.parse(env_line(id_="x]y-1"))
+    assert env is not None
+    line = reply_line(env, sender="agent:claude-code@alpha", new_id="alpha-7")
+    assert header_fields(line)["re"] == "x%5Dy-1"
+    assert reply_body(env).startswith("reply to x]y-1:")
