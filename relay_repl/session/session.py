@@ -165,12 +165,24 @@ class Session:
         tgt = await self.target(target)
         self._check_halt()
         route = await self._route(tgt, want) if want != "none" else None
-        native_reply = native_reply or bool(route and route.needs_native_reply)
-        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
+        native, extra = self._native_for_route(route, transport)
+        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply or native)
         relay_id = self.ledger.next_id(self.me.address)
         envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=0, want=want, body=body)
-        return await self._deliver(tgt, envelope, choice.transport, choice.fallback, timeout, choice.notes,
+        return await self._deliver(tgt, envelope, choice.transport, choice.fallback, timeout,
+                                   tuple(choice.notes) + extra,
                                    reply_route=self.reply_route(tgt, relay_id).how if route else None)
+
+    def _native_for_route(self, route: ReplyRoute | None, transport: str | None) -> tuple[bool, tuple[str, ...]]:
+        """Whether the route needs a natively answerable transport. An explicitly requested
+        transport is kept (never silently replaced), with a note that the route is weaker."""
+        if route is None or not route.needs_native_reply:
+            return False, ()
+        chosen = self.transports.get(transport) if transport else None
+        if chosen is not None and not chosen.capabilities.native_reply:
+            return False, (f"{transport} does not tell the receiver which listed peer to answer: it can answer "
+                           "only if it finds this inbox in its peer list by itself",)
+        return True, ()
 
     # -- reply routes -------------------------------------------------------------------
     def reply_route(self, target: Target, relay_id: str = "<relay id>") -> ReplyRoute:
@@ -256,10 +268,11 @@ class Session:
         if self.ledger.events(kind="answered", relay_id=env.id):
             raise LoopHalt(f"{env.id} was already answered: a second answer would repeat the exchange")
         route = await self._route(tgt, want) if want != "none" else None
-        choice = self.choose_transport(tgt, transport, native_reply=bool(route and route.needs_native_reply))
+        native, extra = self._native_for_route(route, transport)
+        choice = self.choose_transport(tgt, transport, native_reply=native)
         relay_id = self.ledger.next_id(self.me.address)
         answer = Envelope.make(sender=self.me.sender, to=env.role, id=relay_id, hop=hop, want=want, re=env.id, body=text)
-        d = await self._deliver(tgt, answer, choice.transport, choice.fallback, timeout, choice.notes,
+        d = await self._deliver(tgt, answer, choice.transport, choice.fallback, timeout, tuple(choice.notes) + extra,
                                 reply_route=self.reply_route(tgt, relay_id).how if route else None)
         if d.outcome != "refused":
             self.ledger.event("answered", relay_id=env.id, delivery=d.key, data={"by": relay_id, "hop": hop})
