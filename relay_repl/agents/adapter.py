@@ -20,7 +20,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Annotated
 
@@ -192,7 +192,7 @@ def parse_adapter(markdown: str, source: str = "<adapter>") -> AdapterSpec:
         raise AdapterError(f"{source}: {loc}: {first['msg']} ({exc.error_count()} error(s)); fix the toml block") from exc
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path: str, mtime: float) -> AdapterSpec:
     return parse_adapter(Path(path).read_text(encoding="utf-8"), path)
 

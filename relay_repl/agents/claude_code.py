@@ -369,14 +369,14 @@ class ClaudeProvider:
             source = "claude agents --json" if listing_ok else f"registry files only ({how})"
             targets.append(Target(
                 kind=KIND, prefix=self.adapter.prefix, name=name, address=rec.messagingSocketPath or "", pid=rec.pid, live=True,
-                state=state,  # type: ignore[arg-type]
+                state=state,
                 pane=pane.pane_id if pane else None, transports=tuple(transports),
                 identified_by=f"{source} + {rel} ({why})" + (f"; pane {pane.pane_id} has pane_pid {rec.pid}" if pane else ""),
                 detail=detail,
             ))
         for stem, why in sorted(broken.items()):
-            pid = int(stem) if stem.isdigit() else None
-            targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=stem, address="", pid=pid, live=False, state="unknown",
+            stale_pid = int(stem) if stem.isdigit() else None
+            targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=stem, address="", pid=stale_pid, live=False, state="unknown",
                                   identified_by=f"unreadable registry record: {why}",
                                   detail={"stale_reason": why, "unreadable": True}))
         return targets

@@ -23,10 +23,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from relay_repl.agents.adapter import load_adapter
 from relay_repl.core.errors import RelayError
-from relay_repl.session.inbox import proc_start
 from relay_repl.core.plan import Plan
-from relay_repl.session.whoami import claude_config_dir
+from relay_repl.system.proc import proc_start, same_process
+
+
+def claude_config_dir() -> Path:
+    """`$CLAUDE_CONFIG_DIR` or `~/.claude`, as the Claude adapter's registry block says."""
+    return load_adapter("claude-code").registry.base()
 
 
 def _pid_domain() -> str:
@@ -52,7 +57,8 @@ def live_claude_records(cfg: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError):
             continue
         pid = rec.get("pid")
-        if isinstance(pid, int) and pid != os.getpid() and proc_start(pid) == rec.get("procStart"):
+        # the one liveness rule (system.proc): pid alive, not a zombie, procStart equal
+        if isinstance(pid, int) and pid != os.getpid() and same_process(pid, rec.get("procStart"))[0]:
             out.append(rec)
     return sorted(out, key=lambda r: r.get("startedAt", 0), reverse=True)
 
@@ -61,7 +67,7 @@ class ClaudePeerRegistration:
     """Plans, performs and undoes the registration of one inbox."""
 
     def __init__(self, *, name: str, claude_version: str, cfg: Path | None = None) -> None:
-        """`claude_version` must come from `lab.install.require_verified`, which
+        """`claude_version` must come from `agents.versions.require_verified`, which
         refuses versions this record format was not verified on."""
         self.cfg = cfg or claude_config_dir()
         self.claude_version = claude_version

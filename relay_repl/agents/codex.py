@@ -610,7 +610,7 @@ class CodexProvider:
             elif tid in pane_notes:
                 detail["pane_note"] = pane_notes[tid]
             targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=tid, pid=pid, live=True,
-                                  state=state,  # type: ignore[arg-type]
+                                  state=state,
                                   pane=pane.pane_id if pane else None, transports=tuple(transports),
                                   identified_by="; ".join(evidence), detail=detail))
         return targets

@@ -182,7 +182,7 @@ class Envelope(BaseModel):
 
     # -- construction --------------------------------------------------------
     @classmethod
-    def make(cls, **fields: Any) -> "Envelope":
+    def make(cls, **fields: Any) -> Envelope:
         """Validate, turning pydantic's multi-line report into one EnvelopeError line."""
         try:
             return cls.model_validate(fields)
@@ -197,7 +197,7 @@ class Envelope(BaseModel):
         return self.compose()
 
     @classmethod
-    def parse(cls, line: str) -> "Envelope | None":
+    def parse(cls, line: str) -> Envelope | None:
         """Parse one line.
 
         Returns None for a line that is not a relay line at all (so callers can
@@ -241,16 +241,16 @@ class Envelope(BaseModel):
         )
 
     # -- hop rules -----------------------------------------------------------
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Envelope":  # type: ignore[override]
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Envelope:  # type: ignore[override]
         """Copy with re-validation (pydantic's own copy would accept hop=99)."""
         data = self.model_dump()
         data.update(update or {})
         return type(self).make(**data)
 
-    def with_hop(self, hop: int) -> "Envelope":
+    def with_hop(self, hop: int) -> Envelope:
         return self.model_copy(update={"hop": hop})
 
-    def next_hop(self) -> "Envelope":
+    def next_hop(self) -> Envelope:
         """The hop a reply or forward must carry; refuses to pass the cap."""
         if self.hop >= HOP_CAP:
             raise LoopHalt(f"relay id {self.id} is at hop {self.hop}, the cap is {HOP_CAP}: not replying or forwarding")

@@ -33,6 +33,7 @@ examples:
   relay --fake                  the REPL with an in-memory demo target (fake:inbox)
   relay log                     the newest events in the ledger
   relay why operator.host.42-3  every event recorded for one relay id
+  relay clean                   remove what a crashed relay REPL left (only files it provably created)
 
 State (ledger, history, lab) lives in $RELAY_HOME, else $XDG_STATE_HOME/relay-repl.
 """
@@ -138,6 +139,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_whoami)
 
     s = sub.add_parser(
+        "clean",
+        help="remove what a crashed relay REPL left behind",
+        description="Remove the inbox socket and Claude registry entry a killed relay REPL left behind. Only files "
+        "this program provably created are removed (same inode and bytes as written, naming the crashed process's "
+        "pid and start time); anything else is left and named. Each removal is printed on stderr. The REPL's "
+        "start and `relay send` do the same; read-only commands (targets, whoami, log, why) never remove anything.",
+    )
+    s.set_defaults(func=_cmd_clean)
+
+    s = sub.add_parser(
         "reply",
         help="answer a relay message into the operator's inbox",
         description="Answer the relay message whose id you were given, into the inbox of the relay REPL that sent it. "
@@ -160,11 +171,11 @@ def _cmd_targets(args: argparse.Namespace) -> int:
     import json
 
     from relay_repl.agents import default_providers
-    from relay_repl.agents.discovery import StaticProvider, discover_all
+    from relay_repl.agents.discovery import Provider, StaticProvider, discover_all
 
     async def run() -> list:
         # the providers alone: listing needs no gate, transports or ledger (what Session.refresh runs)
-        providers = list(default_providers())
+        providers: list[Provider] = list(default_providers())
         if args.fake:
             from relay_repl.transports.fake import fake_target
 
@@ -172,7 +183,6 @@ def _cmd_targets(args: argparse.Namespace) -> int:
         return await discover_all(providers)
 
     targets = anyio.run(run)
-    _clean_crashed_inboxes()
     if args.json:
         print(json.dumps([_target_json(t) for t in targets], indent=1))
         return 0
@@ -319,11 +329,14 @@ def _use_lab(start: bool) -> None:
     os.environ.update(env())
 
 
-def _clean_crashed_inboxes() -> None:
+def _cmd_clean(args: argparse.Namespace) -> int:
     """Remove what a killed relay REPL left (its socket, its entry in Claude's registry)."""
     from relay_repl.session.inbox import clean_stale
 
-    clean_stale(echo=lambda line: print(f"relay: {line}", file=sys.stderr))
+    removed = clean_stale(echo=lambda line: print(f"relay: {line}", file=sys.stderr))
+    if not removed:
+        print("relay: nothing to clean: no inbox record of a crashed relay", file=sys.stderr)
+    return 0
 
 
 def _cmd_whoami(args: argparse.Namespace) -> int:
@@ -332,7 +345,6 @@ def _cmd_whoami(args: argparse.Namespace) -> int:
     from relay_repl.session.inbox import read_records
     from relay_repl.session.whoami import own_address
 
-    _clean_crashed_inboxes()
     me = own_address()
     inboxes = [r.model_dump() for r in read_records() if r.live]
     if args.json:

@@ -1,13 +1,11 @@
-"""The pinned agent clients: install them for the lab, and gate code on verified versions.
+"""The pinned agent clients: install them for the lab.
 
-Everything relay_repl knows about Claude Code and Codex internals was measured on the
-versions in `VERIFIED_VERSIONS`. Code relying on that reverse-engineered behaviour calls
-`require_verified(kind)`, which refuses any other version with a one-line error.
-
-`install()` (`relay lab install`) puts exactly those versions into the client cache
-(`paths.clients_dir()`, or `$RELAY_LAB_CLIENTS` when set) with `npm ci` from the shipped
-package.json + package-lock.json. All functions here are synchronous (blocking);
-call them from async code through `anyio.to_thread.run_sync`.
+`install()` (`relay lab install`) puts exactly the verified versions (the agents' own
+policy, `relay_repl.agents.versions`, read from each adapter's `verified_versions`)
+into the client cache (`paths.clients_dir()`, or `$RELAY_LAB_CLIENTS` when set) with
+`npm ci` from the shipped package.json + package-lock.json, whose pins a fast test
+holds equal to the adapters'. All functions here are synchronous (blocking); call
+them from async code through `anyio.to_thread.run_sync`.
 """
 
 from __future__ import annotations
@@ -15,20 +13,31 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
 import relay_repl.store.paths as paths
-from relay_repl.core.errors import LabError, PolicyRefusal
+from relay_repl.agents import versions
+from relay_repl.agents.versions import (
+    BINARIES,
+    CLAUDE,
+    CODEX,
+    KINDS,
+    binary_version,
+    check_kind,
+    client_version,
+    parse_version,
+    require_verified,
+)
+from relay_repl.core.errors import LabError
 
-from relay_repl.lab.layout import CLAUDE, CODEX, KINDS, parse_version
+# re-exported for the lab's callers: the policy itself lives in agents.versions
+__all__ = ["BINARIES", "VERIFIED_VERSIONS", "bin_dir", "client_version", "clients_root", "install",
+           "installed_versions", "lab_binary", "node_tools", "require_verified"]
 
-# The one place the verified client versions live.
-VERIFIED_VERSIONS: dict[str, str] = {CLAUDE: "2.1.328", CODEX: "0.169.0"}
-BINARIES: dict[str, str] = {CLAUDE: "claude", CODEX: "codex"}
+VERIFIED_VERSIONS: dict[str, str] = versions.verified_versions()
 MIN_NODE_MAJOR = 20
 NODE_HINT = "install Node.js >= 20 and npm, e.g. apt-get install nodejs npm"
 
@@ -46,91 +55,17 @@ def bin_dir() -> Path:
 
 
 def lab_binary(kind: str) -> Path:
-    _check_kind(kind)
+    check_kind(kind)
     return bin_dir() / BINARIES[kind]
-
-
-def _check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"unknown client kind {kind!r} (expected one of {', '.join(KINDS)})")
-
-
-_version_cache: dict[tuple[str, float], str | None] = {}
-
-
-def binary_version(binary: str | Path, timeout: float = 20.0) -> str | None:
-    """`<binary> --version` parsed to x.y.z; None if it is missing or does not answer."""
-    path = str(binary)
-    try:
-        mtime = os.stat(path).st_mtime
-    except OSError:
-        return None
-    key = (os.path.realpath(path), mtime)
-    if key in _version_cache:
-        return _version_cache[key]
-    env = dict(os.environ)
-    env.setdefault("DISABLE_AUTOUPDATER", "1")
-    # `codex --version` writes helper links under $CODEX_HOME/tmp: give it a throwaway home
-    # so asking a version never touches the operator's ~/.codex.
-    scratch = tempfile.mkdtemp(prefix="relay-version-")
-    env["CODEX_HOME"] = scratch
-    try:
-        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, env=env)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    version = parse_version(proc.stdout) if proc.returncode == 0 else None
-    _version_cache[key] = version
-    return version
-
-
-def client_version(kind: str, binary: str | Path | None = None) -> str | None:
-    """Version of the `kind` client that relay would drive.
-
-    `binary` defaults to the first `claude` / `codex` on $PATH (under `relay lab env`
-    that is the lab's pinned install). None when not installed or not answering.
-    """
-    _check_kind(kind)
-    if binary is None:
-        found = shutil.which(BINARIES[kind])
-        if found is None:
-            return None
-        binary = found
-    return binary_version(binary)
-
-
-def require_verified(kind: str, binary: str | Path | None = None) -> str:
-    """Return the client's version if it is the verified one; refuse anything else."""
-    _check_kind(kind)
-    want = VERIFIED_VERSIONS[kind]
-    have = client_version(kind, binary)
-    if have is None:
-        raise PolicyRefusal(f"{kind} client not found or not answering `--version`; "
-                            f"relay_repl is verified on {kind} {want} only (see `relay lab install`)")
-    if have != want:
-        raise PolicyRefusal(f"{kind} {have} is not verified: relay_repl relies on behaviour measured on "
-                            f"{kind} {want}; install that version (`npm i -g "
-                            f"{_npm_name(kind)}@{want}`) or use the lab (`relay lab install`)")
-    return have
-
-
-def _npm_name(kind: str) -> str:
-    return {CLAUDE: "@anthropic-ai/claude-code", CODEX: "@openai/codex"}[kind]
 
 
 def installed_versions() -> dict[str, str | None]:
     return {kind: binary_version(lab_binary(kind)) for kind in KINDS}
 
 
-def is_installed() -> bool:
-    return installed_versions() == VERIFIED_VERSIONS
-
-
 def _node_major(node: str) -> int | None:
     try:
-        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20).stdout
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     v = parse_version(out)
@@ -161,7 +96,7 @@ def install(progress: Progress = print) -> dict[str, str]:
     have = installed_versions()
     if have == VERIFIED_VERSIONS:
         progress(f"lab clients present in {dest}: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
-        return dict(have)
+        return dict(VERIFIED_VERSIONS)
     _, npm = node_tools()
     try:
         dest.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -187,12 +122,12 @@ def install(progress: Progress = print) -> dict[str, str]:
     if proc.returncode != 0:
         tail = _last_error_line(log)
         raise LabError(f"npm ci failed (exit {proc.returncode}): {tail}; full log: {log}")
-    _version_cache.clear()
+    versions.clear_cache()
     have = installed_versions()
     if have != VERIFIED_VERSIONS:
         raise LabError(f"after npm ci the clients report {have}, expected {VERIFIED_VERSIONS}; see {log}")
     progress(f"installed in {time.monotonic() - t0:.0f}s: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
-    return dict(have)
+    return dict(VERIFIED_VERSIONS)
 
 
 def _last_error_line(log: Path) -> str:

@@ -409,7 +409,7 @@ def _type_line(lay: Layout, target: str, text: str) -> None:
 
 
 def _rename_codex(lay: Layout, target: str, name: str, deadline: float, progress: Progress,
-                  exclude: set[str] = frozenset()) -> str:
+                  exclude: frozenset[str] | set[str] = frozenset()) -> str:
     """Type `/rename <name>` into a fresh idle Codex TUI; return the thread id it names."""
     cmd = f"/rename {name}"
     attempts = 0
@@ -507,7 +507,7 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
     codex = sum(1 for _, k in names if k == CODEX)
     sock = state.tmux_socket
     state.stub = _start_stub(lay, netns, progress)
-    state.netns_id = procs.net_ns(state.stub.pid) if netns else None
+    state.netns_id = procs.net_ns(state.stub.pid) if netns and state.stub.pid is not None else None
     save(state, lay.state_file)
     for name, kind in names:
         state.stub.sessions[name] = _stub_add_session(state.stub.control, name,

@@ -22,13 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-CLAUDE = "claude-code"
-CODEX = "codex"
-KINDS = (CLAUDE, CODEX)
+from relay_repl.agents.versions import CLAUDE, CODEX  # the kinds are the agents'
 
 # Greek letters in order; sessions are named alpha, beta, ... (Claude first, then Codex).
 GREEK = (
@@ -67,10 +65,9 @@ def tmux_socket_name(lab: Path) -> str:
     return f"relay-lab-{digest}"
 
 
-def tmux_socket_path(name: str, env: dict[str, str] | None = None, uid: int | None = None) -> Path:
+def tmux_socket_path(name: str, env: Mapping[str, str] | None = None, uid: int | None = None) -> Path:
     """Where `tmux -L name` puts its socket: `${TMUX_TMPDIR:-/tmp}/tmux-<uid>/<name>`."""
-    env = os.environ if env is None else env
-    base = env.get("TMUX_TMPDIR") or "/tmp"
+    base = (os.environ if env is None else env).get("TMUX_TMPDIR") or "/tmp"
     return Path(base) / f"tmux-{os.getuid() if uid is None else uid}" / name
 
 
@@ -176,7 +173,7 @@ class Layout:
     # ---- environment -------------------------------------------------------------
 
     def base_env(self, bin_dir: Path | str, extra_path: list[str] | None = None,
-                 outer: dict[str, str] | None = None) -> dict[str, str]:
+                 outer: Mapping[str, str] | None = None) -> dict[str, str]:
         """The full environment of every lab process (tmux server, TUIs, daemon, stubs).
 
         Built from scratch (nothing of the operator's leaks in: no real API keys, no
@@ -193,7 +190,7 @@ class Layout:
             "HOME": str(self.home),
             "SHELL": "/bin/bash",
             "TERM": "xterm-256color",
-            "LANG": outer.get("LANG") if "UTF-8" in outer.get("LANG", "").upper() else "C.UTF-8",
+            "LANG": outer["LANG"] if "UTF-8" in outer.get("LANG", "").upper() else "C.UTF-8",
             "TMPDIR": str(self.tmpdir),
             "XDG_RUNTIME_DIR": str(self.runtime_dir),
             "CLAUDE_CONFIG_DIR": str(self.claude_config),
@@ -213,7 +210,7 @@ class Layout:
                 env[key] = outer[key]
         return env
 
-    def client_env(self, bin_dir: Path | str, outer: dict[str, str] | None = None) -> dict[str, str]:
+    def client_env(self, bin_dir: Path | str, outer: Mapping[str, str] | None = None) -> dict[str, str]:
         """What `relay lab env` exports: points other tools (and plain `relay`) at the lab."""
         outer = os.environ if outer is None else outer
         return {
@@ -319,12 +316,3 @@ class Layout:
             return [exe]
         return [exe, "--remote", f"unix://{self.codex_control_socket}",
                 "-c", f"model_provider={toml_str(codex_provider_id(name))}"]
-
-
-_VERSION_RE = re.compile(r"(\d+\.\d+\.\d+)")
-
-
-def parse_version(text: str) -> str | None:
-    """`2.1.328 (Claude Code)` / `codex-cli 0.169.0` -> the first x.y.z, or None."""
-    m = _VERSION_RE.search(text or "")
-    return m.group(1) if m else None

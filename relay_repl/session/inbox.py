@@ -22,15 +22,26 @@ linked by reading the body.
 Each running inbox is described by `<state>/inbox/<pid>.json` so that
 `relay reply` can find it and so that the next start can clean up after a
 crash (a record whose pid is gone or whose start time differs is stale).
+
+Crash cleanup never removes a file it cannot prove it wrote: pids are reused
+(a live Claude session can hold the very pid a crashed REPL had, and with it
+the same `sessions/<pid>.json` and `<pid>.sock` names), so a name or a pid is
+no proof. The record keeps a stamp of every file the inbox created (device,
+inode, and for a regular file the sha256 of the exact bytes written); a file
+is removed only while it still matches its stamp and, when it carries a
+`procStart`, names the crashed process's full identity (pid AND start time).
+Only the REPL's start, `relay send` and `relay clean` clean; read-only
+commands never do.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import socket
-import struct
+import stat
 import time
 import uuid
 from collections.abc import Callable
@@ -45,6 +56,8 @@ from relay_repl.core.errors import EnvelopeError, RelayError, TransportError
 from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
+from relay_repl.system.wire import peer_cred
+from relay_repl.system.wire import send_frames as send_frames  # re-exported: its home is system.wire
 
 MAX_LINE = 1_048_576
 WRAPPER = re.compile(
@@ -53,10 +66,34 @@ WRAPPER = re.compile(
 ATTR = re.compile(r'([\w-]+)="([^"]*)"')
 
 
-def peer_cred(sock: socket.socket) -> tuple[int, int, int]:
-    """(pid, uid, gid) of the connected peer, from the kernel."""
-    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", raw)
+class FileStamp(BaseModel):
+    """Proof that a file is the one we created: its inode and inode change time (an
+    inode number alone is reused at once: unlink a socket, bind another, same number),
+    and for a regular file the digest of the bytes we wrote."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    dev: int
+    ino: int
+    ctime_ns: int
+    sha256: str | None = None
+
+    def same_inode(self, other: FileStamp) -> bool:
+        return (self.dev, self.ino, self.ctime_ns) == (other.dev, other.ino, other.ctime_ns)
+
+    @classmethod
+    def of(cls, path: str | Path) -> FileStamp | None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        digest = None
+        if stat.S_ISREG(st.st_mode):
+            try:
+                digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            except OSError:
+                return None
+        return cls(dev=st.st_dev, ino=st.st_ino, ctime_ns=st.st_ctime_ns, sha256=digest)
 
 
 class InboxRecord(BaseModel):
@@ -72,6 +109,7 @@ class InboxRecord(BaseModel):
     started: float
     extra_sockets: list[str] = Field(default_factory=list)
     owned_files: list[str] = Field(default_factory=list, description="files written into other programs' registries")
+    stamps: dict[str, FileStamp] = Field(default_factory=dict, description="path -> proof we created it")
 
     @property
     def live(self) -> bool:
@@ -97,51 +135,71 @@ def read_records() -> list[InboxRecord]:
 def clean_stale(echo: Callable[[str], None] | None = None) -> list[InboxRecord]:
     """Remove what crashed inboxes left: their sockets, their registry entries.
 
-    Only files named in a stale record are touched, and only when they are not
-    in use by a live process (a socket that still accepts is left alone).
+    A record is stale when its process (pid AND start time) is gone. Of the files
+    it names, only those still matching the stamp taken when we created them are
+    removed (see the module doc); every removal, and every file left because it
+    is not provably ours, is reported through `echo` (the CLI sends it to stderr).
     """
     removed = []
+    say = echo or (lambda line: None)
     for rec in read_records():
         if rec.live:
             continue
-        for path in [rec.socket, *rec.extra_sockets, *rec.owned_files]:
-            _remove_if_ours(path, rec)
+        for path in dict.fromkeys([rec.socket, *rec.extra_sockets, *rec.owned_files]):
+            why_not = _remove_if_ours(path, rec)
+            if why_not is None:
+                say(f"removed {path} (left by crashed relay pid {rec.pid})")
+            elif why_not:
+                say(f"left {path}: {why_not}")
         try:
             (inbox_dir() / f"{rec.pid}.json").unlink()
         except FileNotFoundError:
             pass
         removed.append(rec)
-        if echo:
-            echo(f"cleaned the inbox left by crashed relay pid {rec.pid} ({rec.socket})")
+        say(f"cleaned the inbox left by crashed relay pid {rec.pid} ({rec.socket})")
     return removed
 
 
-def _remove_if_ours(path: str, rec: InboxRecord) -> None:
+def _remove_if_ours(path: str, rec: InboxRecord) -> str | None:
+    """Unlink `path` if it provably is what `rec`'s process created; else say why not
+    ("" when there is nothing there)."""
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        return
-    if p.suffix == ".json" and p.name.split(".")[0].isdigit():
-        # a registry record we wrote: only remove it while it still names our dead pid
+    now = FileStamp.of(p)
+    if now is None:
+        return ""
+    made = rec.stamps.get(path)
+    if made is None:
+        return "no record that this relay created it"
+    if not now.same_inode(made):
+        return "replaced since (another file now has that name)"
+    if made.sha256 is not None and now.sha256 != made.sha256:
+        return "rewritten since (its bytes are not the ones relay wrote)"
+    if p.suffix in (".json", ".key"):
         try:
             data = json.loads(p.read_text())
         except (OSError, ValueError):
             data = {}
-        if data.get("pid") != rec.pid:
-            return
-    if p.is_socket():
+        if isinstance(data, dict) and "procStart" in data and data.get("procStart") != rec.proc_start:
+            return f"names another process (procStart {data.get('procStart')}, ours was {rec.proc_start})"
+        if isinstance(data, dict) and "pid" in data and data.get("pid") != rec.pid:
+            return f"names another process (pid {data.get('pid')})"
+    if stat.S_ISSOCK(os.lstat(p).st_mode):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(0.5)
         try:
             s.connect(str(p))
-            return  # somebody listens there now: not ours to remove
+            return "somebody listens there now"
         except OSError:
             pass
         finally:
             s.close()
     try:
         p.unlink()
-    except OSError:
-        pass
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"cannot remove it ({exc.strerror})"
+    return None
 
 
 def find_inbox(relay_id: str | None = None) -> InboxRecord:
@@ -186,6 +244,7 @@ class Inbox:
         self.path = inbox_dir() / f"{os.getpid()}.sock"
         self.extra_paths: list[Path] = []
         self.owned_files: list[str] = []
+        self.stamps: dict[str, FileStamp] = {}
         self._listeners: list[Any] = []
         self._tg: Any = None
         self._scopes: list[Any] = []
@@ -206,6 +265,7 @@ class Inbox:
             started=time.time(),
             extra_sockets=[str(p) for p in self.extra_paths],
             owned_files=self.owned_files,
+            stamps=self.stamps,
         )
         tmp = self.record_path.with_suffix(".json.tmp")
         tmp.write_text(rec.model_dump_json())
@@ -219,12 +279,15 @@ class Inbox:
         self._tg = task_group = task_group or self._tg
         target = Path(path) if path else self.path
         if target.exists() or target.is_symlink():
-            target.unlink()
+            if path is not None:  # a path in someone else's directory: never unlink what we did not create
+                raise TransportError(f"{target} already exists; relay will not replace a file it did not create")
+            target.unlink()  # our own inbox dir, named for this pid: a leftover of a dead process
         listener = await anyio.create_unix_listener(target)
         os.chmod(target, 0o600)
         self._listeners.append(listener)
         if path:
             self.extra_paths.append(target)
+        self._stamp(target)
         self._write_record()
         task_group.start_soon(self._serve, listener)
         return target
@@ -237,9 +300,16 @@ class Inbox:
             await listener.serve(self._handle)
 
     def own_file(self, path: str) -> None:
-        """Remember a file written into another program's registry, for cleanup."""
+        """Remember a file written into another program's registry, for cleanup; call it
+        right after writing the file (its stamp is the proof the cleanup checks)."""
         self.owned_files.append(path)
+        self._stamp(path)
         self._write_record()
+
+    def _stamp(self, path: str | Path) -> None:
+        stamp = FileStamp.of(path)
+        if stamp is not None:
+            self.stamps[str(path)] = stamp
 
     async def close(self) -> None:
         for scope in self._scopes:  # stop serving before closing what is served
@@ -250,6 +320,9 @@ class Inbox:
             except Exception:
                 pass
         for p in [self.path, *self.extra_paths, *map(Path, self.owned_files)]:
+            made, now = self.stamps.get(str(p)), FileStamp.of(p)
+            if made is None or now is None or not now.same_inode(made):
+                continue  # not the file we created (gone, or replaced by someone else)
             try:
                 p.unlink()
             except OSError:
@@ -366,27 +439,6 @@ class Inbox:
         for callback in list(self.on_message):
             callback(msg)
         return msg
-
-
-def send_frames(path: str, frames: list[dict[str, Any]], timeout: float = 5.0) -> None:
-    """Write NDJSON frames to a unix socket, half-close, read to EOF (blocking)."""
-    data = b"".join(json.dumps(f, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for f in frames)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(path)
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
-        while s.recv(4096):
-            pass
-    except FileNotFoundError:
-        raise TransportError(f"inbox socket {path} does not exist: is the relay REPL still running?") from None
-    except ConnectionRefusedError:
-        raise TransportError(f"inbox socket {path} refused the connection: its REPL is gone (stale socket)") from None
-    except OSError as exc:
-        raise TransportError(f"could not write to {path}: {exc}") from None
-    finally:
-        s.close()
 
 
 def user_frame(text: str, sender_tag: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import LoopHalt, RelayError
-from relay_repl.session.inbox import find_inbox, send_frames, user_frame
+from relay_repl.session.inbox import find_inbox, user_frame
+from relay_repl.system.wire import send_frames
 from relay_repl.store.ledger import Ledger
 from relay_repl.session.whoami import own_address
 

@@ -323,9 +323,11 @@ class Session:
     async def open_inbox(self, task_group: Any, echo: Callable[[str], None] | None = None) -> Any:
         """Clean what crashed inboxes left, then listen on this session's own inbox in
         `task_group` and attach it: replies and receipts now have somewhere to go."""
+        import sys
+
         from relay_repl.session.inbox import Inbox, clean_stale
 
-        clean_stale(echo=echo)
+        clean_stale(echo=lambda line: print(f"relay: {line}", file=sys.stderr))  # stderr: `--json` stays JSON
         inbox = Inbox(self.ledger, address=self.me.address, sender=self.me.sender, echo=echo)
         await inbox.listen(task_group)
         self.attach_inbox(inbox)
@@ -423,7 +425,7 @@ class Session:
         import anyio
 
         from relay_repl.agents.claude_peer import ClaudePeerRegistration
-        from relay_repl.lab.install import require_verified
+        from relay_repl.agents.versions import require_verified
 
         inbox = self.inbox_server
         if inbox is None:

@@ -12,14 +12,7 @@ The agent-specific rules live with each adapter (`agents.detect_me`).
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from relay_repl.core.target import Me
-
-
-def claude_config_dir() -> Path:
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
 
 
 def own_address(environ: dict[str, str] | None = None) -> Me:

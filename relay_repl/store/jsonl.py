@@ -8,6 +8,7 @@ never parsed, because it may be a line the agent is still writing.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ def records(path: Path | str, offset: int = 0) -> Iterator[tuple[int, dict[str, 
             yield at, rec
 
 
-def latest_first(path: Path | str, *, tail: int, containing: bytes) -> Iterator[dict[str, Any]]:
+def latest_first(path: str | os.PathLike[str], *, tail: int, containing: bytes) -> Iterator[dict[str, Any]]:
     """Complete JSON-object lines within the last `tail` bytes that contain `containing`,
     newest first: for "what is the latest X", without parsing the rest of the file."""
     try:

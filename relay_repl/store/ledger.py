@@ -133,7 +133,7 @@ class Ledger:
         self._lock = threading.Lock()
 
     @classmethod
-    def default(cls) -> "Ledger":
+    def default(cls) -> Ledger:
         from relay_repl.store.paths import ledger_path
 
         return cls(ledger_path())
@@ -258,7 +258,8 @@ class Ledger:
         since: int = 0,
         limit: int | None = None,
     ) -> list[Event]:
-        where, args = ["seq > ?"], [since]
+        where: list[str] = ["seq > ?"]
+        args: list[int | str] = [since]
         for col, val in (("delivery", delivery), ("relay_id", relay_id), ("kind", kind)):
             if val is not None:
                 where.append(f"{col} = ?")

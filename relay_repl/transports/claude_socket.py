@@ -31,7 +31,8 @@ from typing import Any
 import relay_repl.store.jsonl as jsonl
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
-from relay_repl.session.inbox import peer_cred, proc_start
+from relay_repl.system.proc import proc_start
+from relay_repl.system.wire import encode_frames, peer_cred
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, StageLog, Transport
 
@@ -48,10 +49,10 @@ def find_origin_records(transcript: Path, msg_id: str) -> list[dict[str, Any]]:
     """Every transcript record whose origin (either path) carries msg_id, with its content."""
     hits = []
     for _, d in jsonl.records(transcript):
-        att = d.get("attachment") if isinstance(d.get("attachment"), dict) else {}
+        att: dict[str, Any] = d["attachment"] if isinstance(d.get("attachment"), dict) else {}
         origin, where = (d.get("origin"), "origin") if isinstance(d.get("origin"), dict) else (att.get("origin"), "attachment.origin")
         if isinstance(origin, dict) and origin.get("msg_id") == msg_id:
-            content = (d.get("message") or {}).get("content") if isinstance(d.get("message"), dict) else None
+            content = d["message"].get("content") if isinstance(d.get("message"), dict) else None
             hits.append({"type": d.get("type"), "where": where, "origin": origin,
                          "content": content if content is not None else att.get("prompt")})
     return hits
@@ -169,7 +170,7 @@ class ClaudeSocketTransport(Transport):
         if reply_sock:
             frame["from"] = f"uds:{reply_sock}"
         frames.append(frame)
-        data = b"".join(json.dumps(f, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for f in frames)
+        data = encode_frames(frames)
         try:
             with anyio.fail_after(10):
                 stream = await anyio.connect_unix(sock_path)

@@ -16,6 +16,7 @@ Why this shape (codex.md section 3, seed section 7):
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
@@ -191,8 +192,9 @@ class CodexQueueTransport(Transport):
                 log("readback", DeliveryState.DEQUEUED, f"item {item} left queue_1.sqlite (dequeued, not yet seen in a turn)")
             if row is None:
                 rollout = rollout_for(home, target.address, target.detail.get("rollout"))
-                hit = rollout and await anyio.to_thread.run_sync(
-                    lambda: find_in_rollout(rollout, client_id=delivery.extra.get("client_id"), text=payload))
+                hit = await anyio.to_thread.run_sync(
+                    functools.partial(find_in_rollout, rollout, client_id=delivery.extra.get("client_id"), text=payload)
+                ) if rollout else None
                 if hit:
                     if hit["turn_trigger"] == "queue":
                         log("turn", DeliveryState.IN_TURN, f"rollout turn {hit['turn_id']} (trigger queue) carries our message",

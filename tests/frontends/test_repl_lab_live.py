@@ -59,7 +59,7 @@ def test_repl_on_the_lab_and_its_inbox_lifecycle(lab):
     finally:
         screen.close()
 
-    # 3. killed: the listing drops it at once (dead pid); the next relay command cleans the files
+    # 3. killed: the listing drops it at once (dead pid); `relay clean` removes the files (a read-only command never does)
     screen = start_repl()
     try:
         pid, files, name = register(screen)
@@ -71,7 +71,11 @@ def test_repl_on_the_lab_and_its_inbox_lifecycle(lab):
             time.sleep(0.3)
         assert name not in listed()
         assert any(os.path.exists(f) for f in files), "a SIGKILLed REPL cannot clean up by itself"
-        res = subprocess.run([sys.executable, "-m", "relay_repl", "whoami"], capture_output=True, text=True, timeout=60)
+        for args in (["targets", "--json"], ["whoami"]):  # read-only: they change nothing
+            res = subprocess.run([sys.executable, "-m", "relay_repl", *args], capture_output=True, text=True, timeout=60)
+            assert res.returncode == 0 and "crashed relay" not in res.stderr
+        assert any(os.path.exists(f) for f in files)
+        res = subprocess.run([sys.executable, "-m", "relay_repl", "clean"], capture_output=True, text=True, timeout=60)
         assert res.returncode == 0 and f"crashed relay pid {pid}" in res.stderr
         assert not any(os.path.exists(f) for f in files)
         assert read_records() == []

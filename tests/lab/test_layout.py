@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import stat
 import tomllib
 from pathlib import Path
 
@@ -18,10 +17,10 @@ from relay_repl.lab.layout import (
     CODEX,
     LAB_API_KEY,
     Layout,
-    parse_version,
     session_names,
     tmux_socket_name,
 )
+from relay_repl.agents.versions import parse_version
 from relay_repl.lab.state import LabSession, LabState, StubInfo, load, save
 
 
@@ -194,32 +193,16 @@ def test_parse_version(text, version):
     assert parse_version(text) == version
 
 
-def _fake_client(tmp_path: Path, name: str, output: str) -> Path:
-    p = tmp_path / name
-    p.write_text(f"#!/bin/sh\necho '{output}'\n")
-    p.chmod(p.stat().st_mode | stat.S_IXUSR)
-    return p
+def test_lab_pins_the_verified_versions():
+    """The lab's package.json is the npm manifest, not a second policy: it must pin
+    exactly the versions the adapters verify."""
+    import json
+    from importlib import resources
 
-
-def test_require_verified_accepts_only_the_pinned_version(tmp_path):
-    good = _fake_client(tmp_path, "claude", "2.1.328 (Claude Code)")
-    assert install.require_verified(CLAUDE, good) == "2.1.328"
-    bad = _fake_client(tmp_path, "codex", "codex-cli 0.170.0")
-    with pytest.raises(PolicyRefusal, match="0.170.0 is not verified"):
-        install.require_verified(CODEX, bad)
-    with pytest.raises(PolicyRefusal, match="not found"):
-        install.require_verified(CODEX, tmp_path / "missing")
-    with pytest.raises(ValueError):
-        install.require_verified("gemini")
+    pins = json.loads(resources.files("relay_repl.lab").joinpath("clients", "package.json").read_text())["dependencies"]
+    assert pins == {"@anthropic-ai/claude-code": install.VERIFIED_VERSIONS[CLAUDE],
+                    "@openai/codex": install.VERIFIED_VERSIONS[CODEX]}
     assert install.VERIFIED_VERSIONS == {CLAUDE: "2.1.328", CODEX: "0.169.0"}
-
-
-def test_client_version_uses_path(tmp_path, monkeypatch):
-    _fake_client(tmp_path, "codex", "codex-cli 0.169.0")
-    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    assert install.client_version(CODEX) == "0.169.0"
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert install.client_version(CLAUDE) is None
 
 
 def test_install_without_node_says_what_to_do(tmp_path, monkeypatch):

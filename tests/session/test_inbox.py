@@ -22,7 +22,7 @@ def sender_script(path: Path, frames: list[dict]) -> list[str]:
     code = textwrap.dedent(
         f"""
         import json, sys
-        from relay_repl.session.inbox import send_frames
+        from relay_repl.system.wire import send_frames
         send_frames({str(path)!r}, json.loads(sys.argv[1]))
         """
     )
@@ -220,5 +220,109 @@ async def test_a_peer_message_is_never_the_operators_consent(relay_home):
         assert session.inbox[-1].line == demand
         assert gate.shown == [] and mem.received == [] and session.deliveries == []
         assert led.events(kind="plan") == []
+
+    await run_inbox(relay_home, body)
+
+
+def _crashed_inbox(other: Path):
+    """Start INBOX_PROC, SIGKILL it, and return (its record, the files it left)."""
+    proc = subprocess.Popen([sys.executable, "-c", INBOX_PROC, str(other)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    (rec,) = read_records()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return rec, [Path(rec.socket), other / "9.sock", other / "registry.json"]
+
+
+def test_cleanup_leaves_a_file_another_process_now_holds_under_the_same_pid(relay_home, tmp_path):
+    """Issue 11 item 3: a live session that reuses the crashed REPL's pid writes its own
+    record at the same name (pid matches, start time differs): it is not removed."""
+    other = tmp_path / "other"
+    other.mkdir()
+    rec, (inbox_sock, extra_sock, registry) = _crashed_inbox(other)
+    # the pid's new owner: its own record (same pid, another start time) and its own socket
+    theirs = json.dumps({"pid": rec.pid, "procStart": str(int(rec.proc_start) + 1), "sessionId": "live"})
+    registry.unlink()
+    registry.write_text(theirs)
+    extra_sock.unlink()
+    import socket as _socket
+
+    listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    listener.bind(str(extra_sock))
+    said: list[str] = []
+    try:
+        removed = clean_stale(echo=said.append)
+    finally:
+        listener.close()
+    assert [r.pid for r in removed] == [rec.pid]
+    assert registry.read_text() == theirs and extra_sock.exists()
+    assert not inbox_sock.exists()  # ours, unchanged since we made it: removed
+    assert f"removed {inbox_sock}" in "\n".join(said)
+    assert any(line.startswith(f"left {registry}: replaced since") for line in said), said
+    assert any(line.startswith(f"left {extra_sock}: replaced since") for line in said), said
+
+
+def test_cleanup_checks_the_full_identity_even_when_the_bytes_match(relay_home, tmp_path):
+    """The worst case: the file at the name is byte-for-byte and inode-for-inode what the
+    record stamped, but it names another start time: still left alone."""
+    other = tmp_path / "other"
+    other.mkdir()
+    rec, (_sock, _extra, registry) = _crashed_inbox(other)
+    theirs = json.dumps({"pid": rec.pid, "procStart": "424242"})
+    registry.write_text(theirs)
+    import relay_repl.session.inbox as inbox_mod
+
+    record = inbox_mod.inbox_dir() / f"{rec.pid}.json"
+    stamped = rec.model_copy(update={"stamps": {**rec.stamps, str(registry): inbox_mod.FileStamp.of(registry)}})
+    record.write_text(stamped.model_dump_json())
+    said: list[str] = []
+    clean_stale(echo=said.append)
+    assert registry.read_text() == theirs
+    assert any(f"left {registry}: names another process (procStart 424242" in line for line in said), said
+
+
+def test_a_record_without_stamps_removes_nothing_but_its_own_record(relay_home, tmp_path):
+    import relay_repl.session.inbox as inbox_mod
+
+    victim = tmp_path / "sessions" / "4242.json"
+    victim.parent.mkdir()
+    victim.write_text(json.dumps({"pid": 4242}))
+    rec = inbox_mod.InboxRecord(pid=2**22 + 7, proc_start="1", address="a", sender="s", socket=str(tmp_path / "x.sock"),
+                                started=0.0, owned_files=[str(victim)])
+    (inbox_mod.inbox_dir() / f"{rec.pid}.json").write_text(rec.model_dump_json())
+    said: list[str] = []
+    assert [r.pid for r in clean_stale(echo=said.append)] == [rec.pid]
+    assert victim.exists() and read_records() == []
+    assert f"left {victim}: no record that this relay created it" in said
+
+
+def test_read_only_commands_never_clean_and_relay_clean_reports_on_stderr(relay_home, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    rec, leftovers = _crashed_inbox(other)
+    for args in (["targets", "--json"], ["whoami", "--json"], ["log", "--json"], ["why", "x-1"]):
+        res = relay_cli(*args)
+        assert "cleaned" not in res.stderr and "removed" not in res.stderr, args
+        assert all(p.exists() for p in leftovers), args
+        assert [r.pid for r in read_records()] == [rec.pid], args
+    json.loads(relay_cli("targets", "--json").stdout)
+    res = relay_cli("clean")
+    assert res.returncode == 0 and res.stdout == ""
+    assert f"removed {leftovers[0]}" in res.stderr and f"crashed relay pid {rec.pid}" in res.stderr
+    assert not any(p.exists() for p in leftovers) and read_records() == []
+    res = relay_cli("clean")
+    assert res.returncode == 0 and "nothing to clean" in res.stderr
+
+
+async def test_an_extra_socket_never_replaces_a_file_it_did_not_create(relay_home, tmp_path):
+    squatter = tmp_path / "4242.sock"
+    squatter.write_text("someone else's")
+
+    async def body(inbox, led, seen):
+        from relay_repl.core.errors import TransportError
+
+        with pytest.raises(TransportError, match="will not replace"):
+            await inbox.listen(path=squatter)
+        assert squatter.read_text() == "someone else's"
 
     await run_inbox(relay_home, body)

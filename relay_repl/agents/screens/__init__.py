@@ -17,9 +17,11 @@ from types import ModuleType
 
 import relay_repl.agents.screens.claude_code as claude_code
 import relay_repl.agents.screens.codex as codex
+from relay_repl.agents.versions import verified_versions
 from relay_repl.agents.screens.model import BLOCKERS, Cell, ScreenReading, Snapshot, SubmitHint, parse_styles
 
-VERIFIED = {"claude-code": "2.1.328", "codex": "0.169.0"}
+# the versions the marks were recorded on: the agents' one list (adapters' verified_versions)
+VERIFIED = verified_versions()
 
 
 def for_kind(kind: str) -> ModuleType | None:

@@ -181,17 +181,18 @@ def classify(snap: Snapshot) -> ScreenReading:
 
     # activity
     status, at = _status(lines, top)
+    activity = lines[at].strip() if at is not None else ""  # the activity row, when there is one
     busy_footer = any(BUSY_FOOTER in f for f in footer)
     if status == "spinner" or busy_footer:
         kind = "busy"
         if status == "spinner":
-            reasons.append(f"spinner row {at}: {lines[at].strip()[:60]!r}")
+            reasons.append(f"spinner row {at}: {activity[:60]!r}")
         if busy_footer:
             reasons.append("footer shows `esc to interrupt`")
     elif status == "done":
         kind = "idle"
         hints.append("done-line")
-        reasons.append(f"latest status row {at} is a finished turn: {lines[at].strip()[:60]!r}; no spinner")
+        reasons.append(f"latest status row {at} is a finished turn: {activity[:60]!r}; no spinner")
     elif status == "interrupted":
         kind = "idle"
         hints.append("interrupted")
@@ -207,7 +208,7 @@ def classify(snap: Snapshot) -> ScreenReading:
     if any(QUEUED.match(ln) for ln in lines[max(0, top - LOOKBACK):top]):
         hints.append("queued")
         reasons.append("a typed message waits as `⎿  Queued`")
-    return ScreenReading(kind=kind, composer=composer, composer_text=text or None,  # type: ignore[arg-type]
+    return ScreenReading(kind=kind, composer=composer, composer_text=text or None,
                          composer_rows=(first, last), blockers=blockers, hints=hints, reasons=reasons)
 
 
@@ -226,7 +227,9 @@ def payload_visible(snap: Snapshot, payload: str) -> bool:
     if reading.composer != "draft" or reading.composer_rows is None:
         return False
     rows = composer_rows_text(snap, reading)
-    return bool(rows) and wrapped_equals([r.replace("\u00a0", " ") for r in rows], payload)  # type: ignore[arg-type]
+    if not rows:
+        return False
+    return wrapped_equals([r.replace("\u00a0", " ") for r in rows], payload)
 
 
 def _count_history(snap: Snapshot, payload: str, until: int | None) -> int:

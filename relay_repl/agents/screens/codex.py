@@ -204,16 +204,17 @@ def classify(snap: Snapshot) -> ScreenReading:
         blockers.append("composer-unknown")
 
     status, at = _activity(lines, first - 1)
+    activity = lines[at].strip() if at is not None else ""  # the activity row, when there is one
     goal = any(GOAL.search(ln) for ln in lines[f:])
     if status == "busy" or goal:
         kind = "busy"
-        reasons.append(f"status row {at}: {lines[at].strip()[:70]!r}" if status == "busy" else "footer: Pursuing goal")
+        reasons.append(f"status row {at}: {activity[:70]!r}" if status == "busy" else "footer: Pursuing goal")
         if goal:
             hints.append("goal")
     elif status == "worked":
         kind = "idle"
         hints.append("done-line")
-        reasons.append(f"latest activity row {at} is a finished turn: {lines[at].strip()[:50]!r}; no `esc to interrupt`")
+        reasons.append(f"latest activity row {at} is a finished turn: {activity[:50]!r}; no `esc to interrupt`")
     elif status == "interrupted":
         kind = "idle"
         hints.append("interrupted")
@@ -235,7 +236,7 @@ def classify(snap: Snapshot) -> ScreenReading:
     if any(PENDING_STEER.match(ln) for ln in lines[max(0, first - LOOKBACK):first]):
         hints.append("steer-pending")
         reasons.append("`Messages to be submitted after next tool call` listed above the composer")
-    return ScreenReading(kind=kind, composer=composer, composer_text=text or None,  # type: ignore[arg-type]
+    return ScreenReading(kind=kind, composer=composer, composer_text=text or None,
                          composer_rows=(first, last), blockers=blockers, hints=hints, reasons=reasons)
 
 

@@ -225,13 +225,15 @@ def main(argv: list[str] | None = None) -> int:
         elif cmd == "add":
             out = c.add_session(rest[0], rest[1]).model_dump()
         elif cmd == "rm":
-            out = c.remove_session(rest[0])
+            c.remove_session(rest[0])
+            out = None
         elif cmd == "script":
             out = c.set_script(rest[0], json.loads(rest[1]))
         elif cmd == "rule":
             out = c.add_rule(rest[0], json.loads(rest[1])).model_dump()
         elif cmd == "default":
-            out = c.set_default(rest[0], rest[1])
+            c.set_default(rest[0], rest[1])
+            out = None
         elif cmd == "requests":
             out = [r.model_dump(exclude={"body"}) for r in c.requests(rest[0], kind=rest[1] if len(rest) > 1 else None)]
         elif cmd == "clear":

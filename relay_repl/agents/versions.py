@@ -1,0 +1,121 @@
+"""The client versions relay_repl's knowledge was measured on, and the gate on them.
+
+Why here and not in the lab: the version policy is a fact about each agent, and the
+product (peer registration, discovery) enforces it; the lab only installs what this
+module says. The list itself lives in each adapter's toml block
+(`verified_versions` in adapters/<kind>.md), its one home; this module reads it.
+
+Code relying on reverse-engineered behaviour calls `require_verified(kind)`, which
+refuses any other version with a one-line error. All functions are synchronous
+(`--version` runs a subprocess); call them through `anyio.to_thread.run_sync`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from relay_repl.agents.adapter import load_adapter
+from relay_repl.core.errors import PolicyRefusal
+
+CLAUDE = "claude-code"
+CODEX = "codex"
+KINDS = (CLAUDE, CODEX)
+# the executable and the npm package of each kind's client
+BINARIES: dict[str, str] = {CLAUDE: "claude", CODEX: "codex"}
+NPM_PACKAGES: dict[str, str] = {CLAUDE: "@anthropic-ai/claude-code", CODEX: "@openai/codex"}
+
+_VERSION_RE = re.compile(r"(\d+\.\d+\.\d+)")
+
+
+def parse_version(text: str) -> str | None:
+    """`2.1.328 (Claude Code)` / `codex-cli 0.169.0` -> the first x.y.z, or None."""
+    m = _VERSION_RE.search(text or "")
+    return m.group(1) if m else None
+
+
+def check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown client kind {kind!r} (expected one of {', '.join(KINDS)})")
+
+
+def verified_version(kind: str) -> str:
+    """The version the lab pins and the gate accepts: the newest verified one
+    (the last of the adapter's `verified_versions`)."""
+    check_kind(kind)
+    return load_adapter(kind).verified_versions[-1]
+
+
+def verified_versions() -> dict[str, str]:
+    """{kind: verified version} for every client kind."""
+    return {kind: verified_version(kind) for kind in KINDS}
+
+
+_version_cache: dict[tuple[str, float], str | None] = {}
+
+
+def binary_version(binary: str | Path, timeout: float = 20.0) -> str | None:
+    """`<binary> --version` parsed to x.y.z; None if it is missing or does not answer."""
+    path = str(binary)
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return None
+    key = (os.path.realpath(path), mtime)
+    if key in _version_cache:
+        return _version_cache[key]
+    env = dict(os.environ)
+    env.setdefault("DISABLE_AUTOUPDATER", "1")
+    # `codex --version` writes helper links under $CODEX_HOME/tmp: give it a throwaway home
+    # so asking a version never touches the operator's ~/.codex.
+    scratch = tempfile.mkdtemp(prefix="relay-version-")
+    env["CODEX_HOME"] = scratch
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    version = parse_version(proc.stdout) if proc.returncode == 0 else None
+    _version_cache[key] = version
+    return version
+
+
+def clear_cache() -> None:
+    """Forget cached `--version` answers (after an install replaced the binaries)."""
+    _version_cache.clear()
+
+
+def client_version(kind: str, binary: str | Path | None = None) -> str | None:
+    """Version of the `kind` client that relay would drive.
+
+    `binary` defaults to the first `claude` / `codex` on $PATH (under `relay lab env`
+    that is the lab's pinned install). None when not installed or not answering.
+    """
+    check_kind(kind)
+    if binary is None:
+        found = shutil.which(BINARIES[kind])
+        if found is None:
+            return None
+        binary = found
+    return binary_version(binary)
+
+
+def require_verified(kind: str, binary: str | Path | None = None) -> str:
+    """Return the client's version if it is the verified one; refuse anything else."""
+    check_kind(kind)
+    want = verified_version(kind)
+    have = client_version(kind, binary)
+    if have is None:
+        raise PolicyRefusal(f"{kind} client not found or not answering `--version`; "
+                            f"relay_repl is verified on {kind} {want} only (see `relay lab install`)")
+    if have not in load_adapter(kind).verified_versions:
+        raise PolicyRefusal(f"{kind} {have} is not verified: relay_repl relies on behaviour measured on "
+                            f"{kind} {want}; install that version (`npm i -g "
+                            f"{NPM_PACKAGES[kind]}@{want}`) or use the lab (`relay lab install`)")
+    return have
