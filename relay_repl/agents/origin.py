@@ -39,7 +39,7 @@ class OriginJudge:
         self.agents = list(agents)
 
     @classmethod
-    def default(cls, env: Mapping[str, str] | None = None) -> "OriginJudge":
+    def default(cls, env: Mapping[str, str] | None = None) -> OriginJudge:
         from relay_repl.agents import default_providers
 
         return cls(default_providers(env))

@@ -494,7 +494,7 @@ class Session:
     def unhalt(self) -> int:
         return self.ledger.clear_halts(by=self.me.sender)
 
-    def why(self, relay_id: str) -> "History":
+    def why(self, relay_id: str) -> History:
         """Every event recorded for one relay id, oldest first, with the answers beside the send."""
         return History(relay_id, self.ledger.events(relay_id=relay_id), self.ledger.inbox(answers=relay_id),
                        [m for m in self.ledger.inbox() if m.relay_id == relay_id])
