@@ -37,12 +37,13 @@ class DeliveryState(str, Enum):
     NO_REPLY = "no_reply"          # delivered, but the reply asked for did not come within the wait
     FAILED = "failed"              # a stage failed; see reason
     UNKNOWN = "unknown"            # evidence could not be read
+    ABANDONED = "abandoned"        # the operator gave up on it (debugger): no further stage is run
 
 
 DELIVERED = frozenset({DeliveryState.IN_TURN, DeliveryState.ACKNOWLEDGED, DeliveryState.REPLIED,
                        DeliveryState.NO_REPLY})
 ANSWERED = frozenset({DeliveryState.ACKNOWLEDGED, DeliveryState.REPLIED})
-NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED})
+NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED, DeliveryState.ABANDONED})
 # every other state is pending: the delivery may still complete, so it is never re-sent blindly
 
 
@@ -99,6 +100,8 @@ class Delivery(BaseModel):
     def outcome(self) -> str:
         if self.state in DELIVERED:
             return "delivered"
+        if self.state is DeliveryState.ABANDONED:
+            return "abandoned"
         if self.state in NOT_DONE:
             return "refused" if self.state in {DeliveryState.WITHHELD, DeliveryState.REFUSED} else "failed"
         return "pending"

@@ -130,6 +130,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_why)
 
     s = sub.add_parser(
+        "debug",
+        help="debug one delivery: look at the receiver, step, resume, abandon",
+        description="Debug one delivery from any earlier process (a `relay send` that exited 3, a REPL send), named "
+        "by its relay id or delivery key. Prints the stages done and the one next, then a small loop:\n"
+        "  look            read the receiver now (pane and screen verdict, queue row, transcript records); sends nothing\n"
+        "  step            run exactly the next stage; a key press or write shows its plan and asks y/N first\n"
+        "  resume          run the remaining stages, each gated the same way\n"
+        "  abandon REASON  record that you gave up on it (nothing is sent or removed)\n"
+        "  quit\n\n"
+        "exit codes: 0 delivered, 3 still pending, 1 receiver gone / refused / failed / abandoned",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("id", help="a relay id (as printed in the plan) or a delivery key")
+    s.add_argument("--look", action="store_true", help="look once (read-only) and exit, no loop")
+    s.add_argument("--json", action="store_true", help="with --look: the delivery and the look as one JSON object")
+    s.set_defaults(func=_cmd_debug)
+
+    s = sub.add_parser(
         "whoami",
         help="show your own address (seed section 1)",
         description="Your own address, the thing a peer needs to answer you: $CODEX_THREAD_ID inside Codex, the "
@@ -160,6 +178,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("relay_id", help="the id= value of the message you are answering")
     s.add_argument("text", nargs="+", help="the reply, one line")
     s.set_defaults(func=_cmd_reply)
+
+    s = sub.add_parser(
+        "mcp",
+        help="run the relay MCP server on stdio (how a sandboxed agent replies)",
+        description="Run a stdio MCP server with two tools: relay_reply (relay_id, text), which does what "
+        "`relay reply` does, and relay_requests, which lists the open requests (read-only). Codex and Claude "
+        "Code start MCP servers outside their sandbox, so this works under Codex's workspace-write sandbox, "
+        "where `relay reply` cannot reach the inbox socket. Add it once:\n"
+        "  ~/.codex/config.toml:   [mcp_servers.relay]\n"
+        "                          command = \"relay\"\n"
+        "                          args = [\"mcp\"]\n"
+        "  Claude Code:            claude mcp add relay -- relay mcp\n"
+        "It is started by the agent, not by you: run by hand it waits for MCP JSON-RPC on stdin.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.set_defaults(func=_cmd_mcp)
     return p
 
 
@@ -241,6 +275,83 @@ def _cmd_send(args: argparse.Namespace) -> int:
     else:
         print(d.summary())
     return d.exit_code
+
+
+def _look_json(dbg, lk) -> dict:
+    d = dbg.delivery
+    return {"key": d.key, "relay_id": d.relay_id, "target": d.target, "transport": d.transport,
+            "outcome": d.outcome, "state": d.state.value, "stage": d.stage, "reason": d.reason,
+            "next": dbg.next_stage or None, "payload": d.plan.payload if d.plan else None,
+            "stages": [e.model_dump(mode="json", include={"stage", "state", "detail", "at"}) for e in d.evidence],
+            "look": lk.model_dump(mode="json")}
+
+
+DEBUG_HELP = "commands: look, step, resume, abandon [reason], show, quit"
+
+
+def _cmd_debug(args: argparse.Namespace) -> int:
+    import anyio
+    import json
+
+    from relay_repl.session.app import make_session
+
+    say = (lambda s: print(s, file=sys.stderr, flush=True)) if args.json else (lambda s: print(s, flush=True))
+
+    async def read_command(ask) -> str | None:
+        if ask is not None:
+            try:
+                return await ask.prompt_async()
+            except (EOFError, KeyboardInterrupt):
+                return None
+        line = await anyio.to_thread.run_sync(sys.stdin.readline)
+        return line if line else None
+
+    async def run() -> int:
+        session = make_session(fake=args.fake, echo=say)
+        dbg = session.debugger(args.id)
+        if args.look:
+            lk = await dbg.look()
+            if args.json:
+                print(json.dumps(_look_json(dbg, lk), ensure_ascii=False, default=str))
+            else:
+                print(dbg.table())
+                print(lk.render())
+            return 1 if lk.receiver == "gone" else 0
+        print(dbg.table())
+        print(DEBUG_HELP)
+        ask = None
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            from prompt_toolkit import PromptSession
+            from prompt_toolkit.completion import WordCompleter
+
+            ask = PromptSession("debug> ", completer=WordCompleter(["look", "step", "resume", "abandon", "show", "quit"]))
+        gone = False
+        while True:
+            line = await read_command(ask)
+            if line is None:
+                break
+            word, _, rest = line.strip().partition(" ")
+            if word in ("q", "quit", "exit"):
+                break
+            if word in ("l", "look"):
+                lk = await dbg.look()
+                gone = lk.receiver == "gone"
+                print(lk.render(), flush=True)
+            elif word in ("s", "step"):
+                await dbg.step()
+                print(f"now: {dbg.delivery.summary()}", flush=True)
+            elif word in ("r", "resume"):
+                await dbg.resume()
+            elif word in ("a", "abandon"):
+                dbg.abandon(rest.strip() or "abandoned by the operator")
+                print(f"now: {dbg.delivery.summary()}", flush=True)
+            elif word in ("show", "t", "table"):
+                print(dbg.table(), flush=True)
+            elif word:
+                print(f"unknown command {word!r}; {DEBUG_HELP}", flush=True)
+        return 1 if gone else dbg.delivery.exit_code
+
+    return anyio.run(run)
 
 
 def _cmd_lab_install(args: argparse.Namespace) -> int:
@@ -365,6 +476,15 @@ def _cmd_reply(args: argparse.Namespace) -> int:
     env, path = reply(args.relay_id, " ".join(args.text))
     print(f"replied to {args.relay_id} as {env.id} (hop {env.hop}) into {path}")
     return 0
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from relay_repl.session.mcp_server import serve
+
+    if sys.stdin.isatty():
+        print("relay mcp: an MCP server on stdio, started by an agent (see `relay mcp --help` for the config "
+              "lines); waiting for JSON-RPC on stdin, Ctrl-D ends it", file=sys.stderr)
+    return serve()
 
 
 def _cmd_repl(args: argparse.Namespace) -> int:

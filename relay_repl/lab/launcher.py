@@ -48,6 +48,7 @@ from relay_repl.lab.layout import (
     PANE_HEIGHT,
     PANE_WIDTH,
     Layout,
+    McpCommand,
     codex_provider_id,
     session_names,
     tmux_socket_path,
@@ -274,8 +275,22 @@ def _prepare_dirs(lay: Layout, names: list[tuple[str, str]]) -> None:
                            stdin=subprocess.DEVNULL, timeout=30)
 
 
+def _mcp_command(lay: Layout) -> McpCommand:
+    """`relay mcp` from this very installation, pointed at the operator's state (RELAY_HOME)."""
+    exe = Path(sys.executable).parent / "relay"
+    args: tuple[str, ...]
+    if exe.exists():
+        command, args = str(exe), ("mcp",)
+    else:  # a source checkout run without the console script
+        command, args = sys.executable, ("-m", "relay_repl", "mcp")
+    env = _lab_env(lay)
+    keep = ("RELAY_HOME", "PATH")
+    return McpCommand(command=command, args=args, env=tuple((k, env[k]) for k in keep if env.get(k)))
+
+
 def _write_configs(lay: Layout, names: list[tuple[str, str]], stub: StubInfo) -> None:
     claude_cwds = [str(lay.workdir(n)) for n, k in names if k == CLAUDE]
+    lay.claude_mcp_config_path.write_text(json.dumps(lay.claude_mcp_config(_mcp_command(lay)), indent=1))
     cfg = json.dumps(lay.claude_global_config(claude_cwds), indent=1)
     (lay.claude_config / ".claude.json").write_text(cfg)
     (lay.home / ".claude.json").write_text(cfg)
@@ -284,7 +299,8 @@ def _write_configs(lay: Layout, names: list[tuple[str, str]], stub: StubInfo) ->
         workdirs = [str(lay.workdir(n)) for n in codex]
         path = lay.codex_home / "config.toml"
         sandbox = os.environ.get("RELAY_LAB_CODEX_SANDBOX") or "danger-full-access"
-        path.write_text(lay.codex_config(codex, workdirs, sandbox=sandbox, shell_path=_lab_env(lay)["PATH"]))
+        path.write_text(lay.codex_config(codex, workdirs, sandbox=sandbox, shell_path=_lab_env(lay)["PATH"],
+                                         mcp=_mcp_command(lay)))
         os.chmod(path, 0o600)
 
 
@@ -526,7 +542,7 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
 
     def start(s: LabSession, first: bool) -> None:
         if s.kind == CLAUDE:
-            cmd = lay.claude_command(bins, s.name)
+            cmd = lay.claude_command(bins, s.name, mcp_config=lay.claude_mcp_config_path)
             extra = {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url}
         else:
             cmd = lay.codex_command(bins, s.name, first=(s is codexes[0]))

@@ -41,7 +41,24 @@ LAB_API_KEY = "sk-ant-relay-lab-0000000000000000000000000000"
 MAX_SOCKET_PATH = 103
 PANE_WIDTH = 160
 PANE_HEIGHT = 45
-CLAUDE_ALLOWED_TOOLS = "Bash SendMessage ListAgents ToolSearch"
+CLAUDE_ALLOWED_TOOLS = "Bash SendMessage ListAgents ToolSearch mcp__relay__relay_reply mcp__relay__relay_requests"
+# The relay MCP server's name in both clients' configs: its tools reach the model as
+# mcp__relay__relay_reply / mcp__relay__relay_requests.
+MCP_SERVER = "relay"
+
+
+@dataclass(frozen=True)
+class McpCommand:
+    """How a client starts `relay mcp`: the command, its args, the environment it needs.
+
+    Both clients start MCP servers with a reduced environment (Codex passes only a few
+    variables such as HOME and PATH), so RELAY_HOME is set explicitly: the server must
+    read the operator's ledger and find the operator's inbox.
+    """
+
+    command: str
+    args: tuple[str, ...] = ("mcp",)
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def session_names(claude: int, codex: int) -> list[tuple[str, str]]:
@@ -239,7 +256,8 @@ class Layout:
         }
 
     def codex_config(self, providers: dict[str, str], workdirs: list[str],
-                     sandbox: str = "danger-full-access", shell_path: str | None = None) -> str:
+                     sandbox: str = "danger-full-access", shell_path: str | None = None,
+                     mcp: McpCommand | None = None) -> str:
         """`$CODEX_HOME/config.toml`. `providers` maps session name -> stub base_url (.../v1).
 
         One model provider per session (`lab-<name>`), so each thread carries its own
@@ -254,6 +272,8 @@ class Layout:
         `shell_path`: Codex 0.169.0 rebuilds PATH for the commands it runs (measured:
         `<daemon>/codex-path:/usr/local/sbin:...`, dropping the inherited one), so the
         lab sets it explicitly; otherwise a lab agent could not run `relay reply`.
+        `mcp`: the relay MCP server (`[mcp_servers.relay]`), the reply route that works under
+        `workspace-write` too (Codex starts MCP servers outside its sandbox).
         """
         names = list(providers)
         default = codex_provider_id(names[0]) if names else "lab-none"
@@ -282,17 +302,39 @@ class Layout:
         if shell_path:
             lines += ["[shell_environment_policy]", 'inherit = "all"',
                       f"set = {{ PATH = {toml_str(shell_path)} }}", ""]
+        if mcp:
+            lines += [f"[mcp_servers.{MCP_SERVER}]", f"command = {toml_str(mcp.command)}",
+                      "args = [" + ", ".join(toml_str(a) for a in mcp.args) + "]",
+                      # the lab runs approval_policy "never", under which an MCP call that would
+                      # ask is refused ("MCP tool call requires approval, but approval policy is
+                      # never", measured): the relay tools are pre-approved, as an operator would
+                      'default_tools_approval_mode = "approve"']
+            if mcp.env:
+                lines.append("env = { " + ", ".join(f"{k} = {toml_str(v)}" for k, v in mcp.env) + " }")
+            lines.append("")
         lines += ["[analytics]", "enabled = false", "", "[features]",
                   "enable_request_compression = false", ""]
         return "\n".join(lines)
 
-    def claude_command(self, bin_dir: Path | str, name: str) -> list[str]:
-        return [
+    def claude_mcp_config(self, mcp: McpCommand) -> dict:
+        """The `--mcp-config` file for lab Claude sessions: the relay MCP server only."""
+        return {"mcpServers": {MCP_SERVER: {"type": "stdio", "command": mcp.command, "args": list(mcp.args),
+                                            "env": dict(mcp.env)}}}
+
+    @property
+    def claude_mcp_config_path(self) -> Path:
+        return self.claude_config / "relay-mcp.json"
+
+    def claude_command(self, bin_dir: Path | str, name: str, mcp_config: Path | None = None) -> list[str]:
+        cmd = [
             str(Path(bin_dir) / "claude"), "-n", name,
             "--permission-mode", "acceptEdits",
             "--allowedTools", CLAUDE_ALLOWED_TOOLS,
             "--debug-file", str(self.claude_log(name)),
         ]
+        if mcp_config is not None:
+            cmd += ["--mcp-config", str(mcp_config)]
+        return cmd
 
     @property
     def codex_control_socket(self) -> Path:

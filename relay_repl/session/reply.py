@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import LoopHalt, RelayError
+from relay_repl.core.target import Me
 from relay_repl.session.inbox import find_inbox, user_frame
 from relay_repl.system.wire import send_frames
 from relay_repl.store.ledger import Ledger
 from relay_repl.session.whoami import own_address
 
 
-def reply(relay_id: str, text: str, *, ledger: Ledger | None = None) -> tuple[Envelope, str]:
+def reply(relay_id: str, text: str, *, ledger: Ledger | None = None, me: Me | None = None) -> tuple[Envelope, str]:
+    """Answer `relay_id` into its operator's inbox; `me` is who answers (default: this process's own address)."""
     ledger = ledger or Ledger.default()
     hop = ledger.sent_hop(relay_id)
     if hop is None:
@@ -30,7 +32,7 @@ def reply(relay_id: str, text: str, *, ledger: Ledger | None = None) -> tuple[En
     if halt:
         raise LoopHalt(f"relay-halt is in force ({halt.reason}): not replying")
     inbox = find_inbox(relay_id)
-    me = own_address()
+    me = me or own_address()
     env = Envelope.make(
         sender=me.sender,
         to="operator",

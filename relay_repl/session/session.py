@@ -300,6 +300,9 @@ class Session:
         d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan, want=envelope.want)
         d._waiter = self._wait_reply
         self.deliveries.append(d)
+        # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first)
+        self.ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
+                                                            "target": tgt.model_dump(mode="json")})
         if not await self._gated(plan, delivery=d.key):
             d.state, d.stage, d.reason = DeliveryState.WITHHELD, "gate", "the operator answered No"
             self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason})
@@ -312,12 +315,21 @@ class Session:
                 await chosen.confirm(d, tgt, plan.payload, log, timeout)
         except Exception as exc:  # translate at the seam; the ledger keeps the why
             log.fail(d.stage, f"{type(exc).__name__}: {exc}")
+        except BaseException:  # Ctrl-C / cancelled wait: the delivery stays pending, recorded, debuggable
+            d.reason = d.reason or f"the wait was interrupted at stage {d.stage}; `session.debugger({d.relay_id!r})` picks it up"
+            self.record_outcome(d, interrupted=True)
+            raise
         if d.reply is not None and d.state not in ANSWERED:
             # the verified answer came while the transport was still confirming: it is
             # receiver evidence in itself, and the stage log must not overwrite it
             d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
-        self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason, "stage": d.stage})
+        self.record_outcome(d)
         return d
+
+    def record_outcome(self, d: Delivery, **more: Any) -> None:
+        """The delivery's state and everything a later process needs to carry on (transport extras)."""
+        self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id,
+                          data={"state": d.state.value, "reason": d.reason, "stage": d.stage, "extra": d.extra, **more})
 
     # -- the operator's inbox ---------------------------------------------------------
     async def open_inbox(self, task_group: Any, echo: Callable[[str], None] | None = None) -> Any:
@@ -494,15 +506,42 @@ class Session:
     def unhalt(self) -> int:
         return self.ledger.clear_halts(by=self.me.sender)
 
-    def why(self, relay_id: str) -> History:
-        """Every event recorded for one relay id, oldest first, with the answers beside the send."""
-        return History(relay_id, self.ledger.events(relay_id=relay_id), self.ledger.inbox(answers=relay_id),
-                       [m for m in self.ledger.inbox() if m.relay_id == relay_id])
+    def why(self, relay_id: Any) -> Any:
+        """Every event recorded for one relay id (or a Delivery), oldest first: a list that prints as a
+        table, with the answers linked to it (by their `re=` header) and their verdicts beside the send."""
+        from relay_repl.store.timeline import Timeline
+
+        rid = relay_id.relay_id if isinstance(relay_id, Delivery) else str(relay_id)
+        rid = rid or ""
+        return Timeline(rid, self.ledger.events(relay_id=rid), answers=self.ledger.inbox(answers=rid),
+                        received=[m for m in self.ledger.inbox() if m.relay_id == rid])
 
     @property
-    def inbox(self) -> list[Any]:
-        """Every message that reached the operator's inbox (kept in the ledger)."""
-        return self.ledger.inbox()
+    def inbox(self) -> Any:
+        """Every message that reached the operator's inbox (kept in the ledger), as a table with verdicts."""
+        from relay_repl.store.timeline import InboxTable
+
+        return InboxTable(self.ledger.inbox())
+
+    def debugger(self, delivery: Delivery | str) -> Any:
+        """A debugger for one delivery (this process's, or any in the ledger by key or relay id).
+
+        `dbg = session.debugger(d)`; `await dbg.look()`, `await dbg.step()`, `await dbg.resume()`,
+        `dbg.abandon("why")`. It prints as a table of the stages done and the one next."""
+        from relay_repl.core.errors import RelayError
+        from relay_repl.session.debugger import Debugger, Recorded, rebuild
+
+        ref = delivery.key if isinstance(delivery, Delivery) else str(delivery).strip()
+        mine = [d for d in self.deliveries if ref in (d.key, d.relay_id)]
+        try:
+            rec = rebuild(self.ledger, ref)
+        except RelayError:
+            if not mine:
+                raise
+            rec = Recorded(delivery=mine[-1])
+        if mine:  # this process's own object, so the operator's `d` follows each step
+            rec = rec.model_copy(update={"delivery": mine[-1]})
+        return Debugger(self, rec)
 
     def __repr__(self) -> str:
         lines = [f"<Session me={self.me.sender} inbox={self.me.inbox or 'none'}"]
@@ -521,37 +560,3 @@ class Session:
             lines.append(f"  HALTED: {halt.reason}")
         return "\n".join(lines) + ">"
 
-
-class History(list):
-    """`session.why(id)`: the events of one relay id (a list), printed with its answers.
-
-    `answers` are inbox messages whose `re=` names this id (linked by header, never
-    by body); `received` is the inbox message that carried this id, if one did.
-    """
-
-    def __init__(self, relay_id: str, events: list[Any], answers: list[InboundMessage],
-                 received: list[InboundMessage]) -> None:
-        super().__init__(events)
-        self.relay_id = relay_id
-        self.answers = answers
-        self.received = received
-
-    def __repr__(self) -> str:
-        import time as _time
-
-        lines = [f"relay id {self.relay_id}: {len(self)} event(s)"]
-        for e in self:
-            when = _time.strftime("%H:%M:%S", _time.localtime(e.at))
-            data = e.data
-            what = data.get("detail") or data.get("state") or data.get("reason") or data.get("approved", "")
-            lines.append(f"  {when} {e.kind:<16} {what}")
-        for m in self.received:
-            lines.append(f"  received: {m!r}" + (f" — {m.verdict}" if m.verdict else ""))
-            lines.append(f"    answers {m.answers}" if m.answers else "    unlinked (answers nothing sent here)")
-        if self.answers:
-            for m in self.answers:
-                lines.append(f"  answer: #{m.seq} {m.relay_id}: {m.body!r}")
-                lines.append(f"    {m.verdict}" if m.verdict else "    (no verdict)")
-        elif any(e.kind == "plan" for e in self):
-            lines.append("  answer: none received")
-        return "\n".join(lines)

@@ -9,6 +9,7 @@ delivery and to the ledger's event log, so a stuck delivery can be explained.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+import json
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -31,6 +32,44 @@ class Capabilities(BaseModel):
     live_only: bool = False      # needs the receiver running now
     same_uid_only: bool = False  # only inside the same-uid trust boundary
     needs_pane: bool = False     # needs a rostered tmux pane
+
+
+class Look(BaseModel):
+    """What a read-only look at the receiver found for one delivery (the debugger's `look()`).
+
+    Nothing is sent to take it. `landed` is the question a retry depends on: True when
+    the receiver's own evidence carries the payload, False when that evidence was read
+    and does not, None when it could not be read (then nothing may be re-sent)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    transport: str
+    receiver: str = "present"   # present | gone | renamed | moved | dormant
+    landed: bool | None = None
+    staged: bool | None = None  # tmux: the exact payload sits in the composer now
+    verdict: str
+    reasons: list[str] = []
+    capture: str | None = None
+    records: list[dict[str, Any]] = []
+    data: dict[str, Any] = {}
+
+    def render(self) -> str:
+        lines = [f"look ({self.transport}): {self.verdict}"]
+        lines.append(f"  receiver: {self.receiver}; landed: "
+                     f"{ {True: 'yes', False: 'no', None: 'cannot tell'}[self.landed] }"
+                     + ("" if self.staged is None else f"; payload in the composer: {'yes' if self.staged else 'no'}"))
+        lines += [f"  - {r}" for r in self.reasons]
+        for key, value in self.data.items():
+            lines.append(f"  {key}: {value}")
+        for rec in self.records[:8]:
+            lines.append(f"  record: {json.dumps(rec, ensure_ascii=False, default=str)[:300]}")
+        if self.capture:
+            lines.append("  pane now:")
+            lines += ["  | " + ln for ln in self.capture.splitlines()]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.render()
 
 
 class StageLog:
@@ -110,6 +149,10 @@ class Transport(ABC):
     @abstractmethod
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
         """Read receiver evidence until delivered or the timeout; never re-send."""
+
+    async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
+        """Read the receiver's evidence for this delivery now, sending nothing."""
+        return Look(transport=self.name, verdict=f"{self.name} has no read-only look at the receiver")
 
     def __repr__(self) -> str:
         caps = ", ".join(k for k, v in self.capabilities.model_dump().items() if v) or "none"

@@ -34,7 +34,7 @@ from relay_repl.core.envelope import Envelope
 from relay_repl.system.proc import proc_start
 from relay_repl.system.wire import encode_frames, peer_cred
 from relay_repl.core.target import Target
-from relay_repl.transports.base import Capabilities, StageLog, Transport
+from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
 RECEIPT_STATES = {
     "dropped": DeliveryState.FAILED,
@@ -198,6 +198,32 @@ class ClaudeSocketTransport(Transport):
             return
         log("write", DeliveryState.QUEUED, f"{len(data)} bytes written to {sock_path} (msg_id {msg_id})",
             msg_id=msg_id, socket=sock_path, reply_to=reply_sock, frames=len(frames))
+
+    async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
+        """The transcript records carrying our msg_id (both origin paths), and the receipts so far."""
+        import anyio
+
+        msg_id = delivery.extra.get("msg_id")
+        receipts = [e.data.get("receipt") for e in delivery.evidence if e.stage == "receipt"]
+        if not msg_id:
+            return Look(transport=self.name, verdict="no msg_id was recorded: nothing was written to the socket",
+                        landed=None)
+        path = transcript_path(target)
+        hits = await anyio.to_thread.run_sync(find_origin_records, path, msg_id) if path else []
+        me_pid = delivery.extra.get("sender_pid")
+        ours = [h for h in hits if h["origin"].get("verifiedPeerPid") == me_pid]
+        data: dict[str, Any] = {"msg_id": msg_id, "transcript": str(path) if path else "none found",
+                                "receipts": receipts or "none"}
+        if len(hits) > 1:
+            verdict, landed = f"{len(hits)} records carry msg_id {msg_id}: not unique, trusting neither", None
+        elif ours:
+            verdict, landed = f"landed: transcript record at .{ours[0]['where']} has our msg_id and pid {me_pid}", True
+        elif hits:
+            verdict, landed = "a record has our msg_id but another verifiedPeerPid", None
+        else:
+            verdict = "no transcript record carries our msg_id yet (a busy receiver takes it at its next boundary)"
+            landed = False if path else None
+        return Look(transport=self.name, landed=landed, verdict=verdict, data=data, records=hits)
 
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
         import anyio

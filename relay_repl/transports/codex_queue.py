@@ -31,7 +31,7 @@ import relay_repl.store.jsonl as jsonl
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Target
-from relay_repl.transports.base import Capabilities, StageLog, Transport
+from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
 QUEUED = re.compile(r"Queued message (?P<item>[0-9a-fA-F-]{36}) for thread (?P<thread>[0-9a-fA-F-]{36})\.")
 
@@ -103,6 +103,28 @@ def find_in_rollout(rollout: Path, *, client_id: str | None, text: str) -> dict[
     return None
 
 
+def turns_since(rollout: Path, since: float) -> list[dict[str, Any]]:
+    """The rollout's turns started at or after epoch `since`: id, trigger, and the user text."""
+    from datetime import datetime
+
+    turns: dict[str, dict[str, Any]] = {}
+    for _, rec in jsonl.records(rollout):
+        p = rec.get("payload") or {}
+        try:
+            at = datetime.fromisoformat(str(rec.get("timestamp")).replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            continue
+        if p.get("type") == "task_started" and at >= since - 1:
+            attribution = p.get("turn_attribution") or {}
+            turns[str(p.get("turn_id"))] = {"turn_id": p.get("turn_id"), "trigger": attribution.get("turn_trigger"),
+                                             "at": rec.get("timestamp"), "user": None}
+        item = p.get("item") or {}
+        turn = turns.get(str(p.get("turn_id")))
+        if turn is not None and p.get("type") == "item_completed" and item.get("type") == "UserMessage":
+            turn["user"] = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))[:300]
+    return list(turns.values())
+
+
 class CodexQueueTransport(Transport):
     name = "codex-queue"
     capabilities = Capabilities(durable=True)
@@ -169,6 +191,38 @@ class CodexQueueTransport(Transport):
             delivery.extra["client_id"] = row["client_id"]
         log("enqueue", DeliveryState.QUEUED, f"queued as item {m.group('item')}", item_id=m.group("item"),
             row=row, stdout=out.strip())
+
+    async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
+        """The queue row of our item (read-only) and the rollout's turns since the send."""
+        import anyio
+
+        home = codex_home(target)
+        item = delivery.extra.get("item_id")
+        if not item:
+            return Look(transport=self.name, landed=None,
+                        verdict="no queue item id was recorded: `codex queue` never printed one, nothing was queued")
+        row = await anyio.to_thread.run_sync(read_item, home, item)
+        rollout = rollout_for(home, target.address, target.detail.get("rollout"))
+        client_id = (row or {}).get("client_id") or delivery.extra.get("client_id")
+        hit = await anyio.to_thread.run_sync(
+            lambda: find_in_rollout(rollout, client_id=client_id, text=payload)) if rollout else None
+        turns = await anyio.to_thread.run_sync(turns_since, rollout, delivery.started) if rollout else []
+        data: dict[str, Any] = {"queue item": item, "queue file": str(home / "queue_1.sqlite"),
+                                "rollout": str(rollout) if rollout else "none found"}
+        if row is not None:
+            data["queue row"] = row
+            verdict = (f"still in the queue (state {row['state']}, {row['ahead']} ahead): not taken yet" if
+                       row["state"] != "failed" else f"Codex marked the item failed: {row['failure']}")
+            landed: bool | None = False
+        elif hit:
+            landed = hit["turn_trigger"] == "queue"
+            verdict = (f"landed: rollout turn {hit['turn_id']} (trigger {hit['turn_trigger']}) carries our message"
+                       if landed else f"our text is in turn {hit['turn_id']} but its trigger is {hit['turn_trigger']!r}")
+        else:
+            landed = None if rollout is None else False
+            verdict = "dequeued (the row is gone) but no turn carrying it is in the rollout yet"
+        return Look(transport=self.name, landed=landed, verdict=verdict, data=data,
+                    records=[{"turn": t} for t in turns] + ([{"match": hit}] if hit else []))
 
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
         import anyio

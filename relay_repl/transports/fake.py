@@ -11,7 +11,7 @@ from __future__ import annotations
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Target
-from relay_repl.transports.base import Capabilities, StageLog, Transport
+from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
 
 class InMemoryTransport(Transport):
@@ -27,6 +27,11 @@ class InMemoryTransport(Transport):
     async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
         self.received.append(payload)
         log("write", DeliveryState.QUEUED, f"appended to the in-memory inbox ({len(self.received)} held)")
+
+    async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
+        landed = payload in self.received
+        return Look(transport=self.name, landed=landed, records=[{"held": len(self.received)}],
+                    verdict="landed: the in-memory inbox holds the payload" if landed else "not in the in-memory inbox")
 
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
         if payload in self.received:

@@ -54,7 +54,7 @@ from relay_repl.core.envelope import Envelope, check_typed_line
 from relay_repl.core.errors import EnvelopeError
 from relay_repl.agents.screens.model import ScreenReading, Snapshot
 from relay_repl.core.target import Target
-from relay_repl.transports.base import Capabilities, StageLog, Transport
+from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
 T = TypeVar("T")
 
@@ -511,6 +511,26 @@ class TmuxTransport(Transport):
         log("stage", DeliveryState.TYPED, "payload visible in the composer, exact and stable on two polls",
             waited=round(self.clock() - t_lit, 3), recheck=reading.summary(), **self._ev(last, cls.classify(last)))
 
+        await self._submit(delivery, target, pane, cls, payload, log, t_lit)
+
+    async def submit_staged(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+        """The submit stage alone, for a delivery left TYPED (the debugger's step): the same
+        re-classification and one Enter as in `send`, on the pane the payload was typed into."""
+        tm = delivery.extra.setdefault("tmux", {"keys": []})
+        cls = screens.for_kind(target.kind)
+        ref = tm.get("pane_ref")
+        if cls is None or not ref:
+            delivery.reason = "no record of the pane the payload was typed into; Enter NOT pressed"
+            log("submit", DeliveryState.TYPED, delivery.reason)
+            return
+        tm["started"] = self.clock()  # this process's clock: the sender's monotonic time means nothing here
+        tm.setdefault("keys", [])
+        await self._submit(delivery, target, PaneRef(**ref), cls, payload, log, None)
+
+    async def _submit(self, delivery: Delivery, target: Target, pane: PaneRef, cls: ModuleType, payload: str,
+                      log: StageLog, t_lit: float | None) -> None:
+        """Re-classify, then one Enter in its own tmux call (never beside the text)."""
+        tm = delivery.extra["tmux"]
         # submit: re-classify first
         before = await self._snap(pane)
         r = cls.classify(before) if before else None
@@ -528,7 +548,7 @@ class TmuxTransport(Transport):
             log("submit", DeliveryState.TYPED, delivery.reason, **self._ev(before, r))
             return
         assert before is not None and r is not None
-        gap = self.submit_gap - (self.clock() - t_lit)
+        gap = self.submit_gap - (self.clock() - t_lit) if t_lit is not None else 0
         if gap > 0:
             await anyio.sleep(gap)
         try:
@@ -546,7 +566,7 @@ class TmuxTransport(Transport):
                 "busy": ("Claude queues it for a tool boundary" if target.kind == "claude-code"
                          else "Codex steers it into the running turn")}[r.kind]
         log("submit", DeliveryState.SUBMITTED, f"Enter pressed once ({r.kind} target: {what})",
-            since_literal=round(t_enter - t_lit, 3), **self._ev(before, r))
+            since_literal=round(t_enter - t_lit, 3) if t_lit is not None else None, **self._ev(before, r))
         await self._after_enter(delivery, target, pane, cls, before, payload, log, r.kind)
 
     async def _after_enter(self, delivery: Delivery, target: Target, pane: PaneRef, cls: ModuleType,
@@ -587,6 +607,50 @@ class TmuxTransport(Transport):
                                "(a second Enter could double-send): look at the pane")
         log("screen", DeliveryState.SUBMITTED, "after Enter: " + ("; ".join(hint.reasons) or "no change seen"),
             hint=hint.model_dump(), **self._ev(seen, None))
+
+    # -- look (read-only) ---------------------------------------------------------------
+    async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
+        """The pane now with the classifier's verdict and its reasons, and whether the
+        receiver's transcript/rollout carries the payload. Sends no key."""
+        tm = delivery.extra.get("tmux") or {}
+        cls = screens.for_kind(target.kind)
+        if cls is None:
+            return Look(transport=self.name, verdict=f"no screen classifier for {target.kind!r}")
+        ref = tm.get("pane_ref")
+        pane = PaneRef(**ref) if ref else await self._io(self.io.locate, target)
+        path, offset = await self._io(self._evidence_path, target, tm.get("baseline") or {})
+        if target.kind == "claude-code":
+            hits = await self._io(claude_typed_records, path, offset, payload) if path else []
+            landed_hits = [h for h in hits if h["where"] != "queue-operation enqueue"]
+        else:
+            hits = landed_hits = await self._io(codex_typed_items, path, offset, payload) if path else []
+        landed: bool | None = bool(landed_hits) if path else None
+        data: dict[str, Any] = {"evidence file": str(path) if path else "none found"}
+        snap = await self._snap(pane) if pane is not None else None
+        if snap is None:
+            return Look(transport=self.name, receiver="moved", landed=landed, records=hits, data=data,
+                        verdict=f"the pane {tm.get('pane') or target.pane} is gone from its tmux server")
+        reading = cls.classify(snap)
+        staged = cls.payload_visible(snap, payload)
+        roster = await self._roster(target, snap, cls)
+        reasons = [f"classifier: {reading.summary()}", *reading.reasons]
+        if roster:
+            reasons.insert(0, f"roster: {roster}")
+        if landed:
+            verdict = f"landed: the receiver's {'transcript' if target.kind == 'claude-code' else 'rollout'} carries the payload"
+        elif staged:
+            verdict = "staged, not submitted: the exact payload sits in the composer and the receiver has not taken it"
+        elif landed is False and hits:
+            verdict = "enqueued by the receiver (queue-operation), not yet in a turn"
+        elif landed is False:
+            verdict = ("not in the composer and not in the receiver's evidence: the typed bytes may still be waiting "
+                       "in the terminal (a stalled client), or were lost; look again before doing anything")
+        else:
+            verdict = "the payload is not in the composer, and the receiver's evidence file cannot be read"
+        data.update({"pane": str(pane), "screen": reading.kind, "composer": reading.composer,
+                     "composer text": reading.composer_text, "blockers": ", ".join(reading.blockers) or "none"})
+        return Look(transport=self.name, receiver="moved" if roster else "present", landed=landed, staged=staged,
+                    verdict=verdict, reasons=reasons, capture=snap.excerpt(), records=hits, data=data)
 
     # -- confirm ------------------------------------------------------------------------
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:

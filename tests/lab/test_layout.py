@@ -17,6 +17,7 @@ from relay_repl.lab.layout import (
     CODEX,
     LAB_API_KEY,
     Layout,
+    McpCommand,
     session_names,
     tmux_socket_name,
 )
@@ -157,13 +158,30 @@ def test_codex_config_is_valid_toml_with_one_provider_per_session(tmp_path):
         == "workspace-write"
 
 
+def test_relay_mcp_server_in_both_client_configs(tmp_path):
+    lay = Layout.at(tmp_path)
+    mcp = McpCommand(command="/venv/bin/relay", env=(("RELAY_HOME", "/state"),))
+    cfg = tomllib.loads(lay.codex_config({"b": "http://x/v1"}, [], sandbox="workspace-write", mcp=mcp))
+    server = cfg["mcp_servers"]["relay"]
+    assert server["command"] == "/venv/bin/relay" and server["args"] == ["mcp"]
+    assert server["env"] == {"RELAY_HOME": "/state"}
+    assert server["default_tools_approval_mode"] == "approve"  # the lab's approval_policy is never
+    assert "mcp_servers" not in tomllib.loads(lay.codex_config({"b": "http://x/v1"}, []))
+    claude = lay.claude_mcp_config(mcp)["mcpServers"]["relay"]
+    assert claude == {"type": "stdio", "command": "/venv/bin/relay", "args": ["mcp"], "env": {"RELAY_HOME": "/state"}}
+
+
 def test_client_commands(tmp_path):
     lay = Layout.at(tmp_path)
     c = lay.claude_command("/bin", "alpha")
     assert c[:3] == ["/bin/claude", "-n", "alpha"]
     assert c[c.index("--permission-mode") + 1] == "acceptEdits"
-    assert c[c.index("--allowedTools") + 1] == "Bash SendMessage ListAgents ToolSearch"
-    assert "--dangerously-skip-permissions" not in c
+    allowed = c[c.index("--allowedTools") + 1].split()
+    assert allowed[:4] == ["Bash", "SendMessage", "ListAgents", "ToolSearch"]
+    assert {"mcp__relay__relay_reply", "mcp__relay__relay_requests"} <= set(allowed)
+    assert "--dangerously-skip-permissions" not in c and "--mcp-config" not in c
+    with_mcp = lay.claude_command("/bin", "alpha", mcp_config=lay.claude_mcp_config_path)
+    assert with_mcp[with_mcp.index("--mcp-config") + 1] == str(lay.claude_mcp_config_path)
     assert lay.codex_command("/bin", "beta", first=True) == ["/bin/codex"]
     later = lay.codex_command("/bin", "gamma", first=False)
     assert later[1:3] == ["--remote", f"unix://{lay.codex_control_socket}"]

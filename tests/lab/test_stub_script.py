@@ -268,3 +268,18 @@ def test_openai_exec_command_function_call() -> None:
     item = body[1][1]["item"]
     assert item["type"] == "function_call" and item["name"] == "exec_command" and item["call_id"].startswith("call_")
     assert json.loads(item["arguments"]) == {"cmd": "touch x", "yield_time_ms": 30000}
+
+
+def test_openai_mcp_tool_call_names_its_namespace() -> None:
+    """Codex 0.169.0 offers MCP tools inside a `namespace` tool (`mcp__relay`); a call to one
+    must come back as namespace + bare name (measured in the lab: a flat
+    `mcp__relay__relay_reply` name is not what Codex routes to the MCP server)."""
+    from relay_repl.lab.stubs.script import Reply
+
+    tool = ToolCall(name="mcp__relay__relay_reply", input={"relay_id": "op-1", "text": "done"})
+    _, body = openai.stream(Reply(tool=tool, answered_by="t"), "m")
+    item = body[1][1]["item"]
+    assert item["type"] == "function_call" and item["namespace"] == "mcp__relay" and item["name"] == "relay_reply"
+    assert json.loads(item["arguments"]) == {"relay_id": "op-1", "text": "done"}
+    assert openai.tool_name("mcp__odd") == (None, "mcp__odd")
+    assert openai.tool_name("exec_command") == (None, "exec_command")

@@ -82,6 +82,21 @@ def _arguments(reply: Reply) -> str:
     return json.dumps(args)
 
 
+def tool_name(name: str) -> tuple[str | None, str]:
+    """(namespace, name) as Codex expects a call to come back.
+
+    Codex 0.169.0 offers MCP tools grouped in a `{"type":"namespace","name":"mcp__<server>"}`
+    tool, and a call to one names the namespace and the bare tool (measured in the lab).
+    A script names MCP tools the way Claude Code does, `mcp__<server>__<tool>`, so one rule
+    serves both stubs; other names are plain function tools.
+    """
+    if name.startswith("mcp__"):
+        server, sep, tool = name[len("mcp__"):].partition("__")
+        if sep and server and tool:
+            return f"mcp__{server}", tool
+    return None, name
+
+
 def output_items(reply: Reply) -> list[dict[str, Any]]:
     """The finished output items: an assistant message, a function call, or both."""
     items: list[dict[str, Any]] = []
@@ -96,16 +111,18 @@ def output_items(reply: Reply) -> list[dict[str, Any]]:
             }
         )
     if reply.tool is not None:
-        items.append(
-            {
-                "type": "function_call",
-                "id": _new_id("fc"),
-                "call_id": _new_id("call"),
-                "name": reply.tool.name,
-                "arguments": _arguments(reply),
-                "status": "completed",
-            }
-        )
+        namespace, name = tool_name(reply.tool.name)
+        call: dict[str, Any] = {
+            "type": "function_call",
+            "id": _new_id("fc"),
+            "call_id": _new_id("call"),
+            "name": name,
+            "arguments": _arguments(reply),
+            "status": "completed",
+        }
+        if namespace:
+            call["namespace"] = namespace
+        items.append(call)
     return items
 
 

@@ -1,0 +1,76 @@
+"""The turn reply: an agent's own final message in the turn our message started.
+
+Why this route exists: an answer that needs a tool needs a permission, and Codex's
+default `workspace-write` sandbox refuses the unix socket `relay reply` writes to.
+But every agent already records, in its own transcript (Claude) or rollout (Codex),
+the turn our message started and the final message that ended it. Reading that
+record needs no tool, no permission and no cooperation, and its provenance is the
+receiver's own record: the harness wrote it, keyed by an id the model never sees
+(Codex's queue `client_id`, Claude's `msg_id` with its kernel-supplied peer pid).
+
+The value here is shared; each agent's reader lives with that agent's knowledge
+(`codex_rollout.py`, `claude_transcript.py`). A watcher is polled: it remembers how
+far it read, so a long transcript is read once, not on every poll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+import relay_repl.store.jsonl as jsonl
+
+TurnStatus = Literal["answered", "no final message", "aborted"]
+PROVENANCE = "receiver's own record"
+
+
+class TurnReply(BaseModel):
+    """What the receiver's own record says its turn ended with."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str = Field(description="the agent kind whose record this is")
+    status: TurnStatus
+    text: str | None = Field(default=None, description="the final message, when the turn ended with one")
+    turn_id: str | None = None
+    source: str = Field(description="the transcript or rollout file read")
+    record: str = Field(description="which record(s) carried it, in words")
+    at: str | None = Field(default=None, description="the record's own timestamp")
+    anchor: str = Field(description="what tied the turn to our message (client_id, msg_id or exact text)")
+    provenance: str = PROVENANCE
+
+    def __str__(self) -> str:
+        said = repr(self.text) if self.text is not None else f"({self.status})"
+        return f"{said} — {self.record} in {self.source} ({self.provenance}; matched by {self.anchor})"
+
+
+class TurnWatch(Protocol):
+    """Polled until the turn our message started has ended (read-only)."""
+
+    source: Path
+
+    def poll(self) -> TurnReply | None:
+        """The turn's outcome once it ended, else None (not started or still running)."""
+        ...
+
+
+class Tail:
+    """Complete JSONL records appended since the last read (the file may still grow)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._offset = 0
+        self._skip_at: int | None = None
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        last = None
+        for at, rec in jsonl.records(self.path, self._offset):
+            if at == self._skip_at:
+                continue  # the record the previous read ended on
+            last = at
+            yield rec
+        if last is not None:
+            self._offset = self._skip_at = last

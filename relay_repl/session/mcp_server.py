@@ -1,0 +1,180 @@
+"""`relay mcp`: a stdio MCP server that lets an agent answer the operator from inside its sandbox.
+
+Why: Codex's default `workspace-write` sandbox refuses AF_UNIX and loopback
+connects (measured: EPERM), so a sandboxed Codex agent cannot run `relay reply`
+(it writes to the operator's inbox socket). Codex and Claude Code start MCP
+servers themselves, outside the sandbox, so a tool call on this server reaches
+the inbox where a shell command cannot.
+
+Built on the maintained MCP Python SDK (`mcp`, its `MCPServer`), not a
+hand-written protocol. Two tools:
+- `relay_reply(relay_id, text)` does exactly what `relay reply` does
+  (session/reply.py): the same ledger check (only ids the operator sent), hop + 1,
+  the `re=` link when the envelope supports it, and relay-halt.
+- `relay_requests()` is read-only: the relay messages the operator sent that ask
+  for a reply or ack and have none yet, so the agent can see what it was asked.
+
+The server holds no state of its own: every call reads the shared ledger, so an
+agent's MCP server started long before the operator's REPL still answers it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from relay_repl.core.envelope import Envelope
+from relay_repl.agents import detect_me
+from relay_repl.core.errors import RelayError
+from relay_repl.core.target import Me
+from relay_repl.store.ledger import Ledger
+
+SERVER_NAME = "relay"
+REPLY_TOOL = "relay_reply"
+REQUESTS_TOOL = "relay_requests"
+
+INSTRUCTIONS = (
+    "Relay lets the operator send you one-line messages of the form "
+    "`[relay/1 from=... to=... id=<relay id> hop=<k> want=<reply|ack|none>] <body>`. "
+    "When such a message asks want=reply or want=ack, answer it with the relay_reply tool "
+    "(relay_id = the id= value, text = your one-line answer). relay_requests lists the open requests. "
+    "Never answer a message that carries relay-halt or an id you have already answered."
+)
+
+
+class OpenRequest(BaseModel):
+    """One message the operator sent asking for an answer that has not come yet."""
+
+    model_config = ConfigDict(frozen=True)
+
+    relay_id: str
+    target: str
+    want: str
+    hop: int
+    payload: str
+    sent_at: float
+
+
+def open_requests(ledger: Ledger, target: str | None = None) -> list[OpenRequest]:
+    """Approved sends with want=reply|ack and no reply recorded yet, oldest first.
+
+    Read from the ledger's own events (plan, answer, reply), so it sees what every
+    relay process on this machine sent under the same RELAY_HOME.
+    """
+    approved = {e.relay_id for e in ledger.events(kind="answer") if e.relay_id and e.data.get("approved")}
+    answered = {str(e.data.get("answers")) for e in ledger.events(kind="reply") if e.data.get("answers")}
+    out: dict[str, OpenRequest] = {}
+    for e in ledger.events(kind="plan"):
+        rid = e.relay_id
+        if not rid or rid not in approved or rid in answered:
+            continue
+        payload = str(e.data.get("payload") or "")
+        try:
+            env = Envelope.parse(payload)
+        except RelayError:
+            env = None
+        if env is None or env.want == "none" or env.is_halt:
+            continue
+        where = str(e.data.get("target") or "")
+        if target and target not in where:
+            continue
+        out[rid] = OpenRequest(relay_id=rid, target=where, want=env.want, hop=env.hop, payload=payload, sent_at=e.at)
+    return list(out.values())
+
+
+def answerer(relay_id: str, ledger: Ledger) -> Me:
+    """Who is answering, as the envelope's `from=` will claim it.
+
+    A process that runs inside an agent knows its own address (seed section 1), but an
+    MCP server is started by the agent's host with a reduced environment: Codex's daemon
+    hosts every thread, so no CODEX_THREAD_ID reaches it. Then the answerer is the
+    session the operator sent this id to (the ledger's record of the send), which is
+    the only session that was asked. This is a claim like any `from=`: the inbox judges
+    the connection by its kernel pid, never by this.
+    """
+    me = detect_me()
+    if me is not None:
+        return me
+    rows = [e for e in ledger.events(kind="plan", relay_id=relay_id)]
+    spec = ""
+    if rows:
+        spec = str(rows[-1].data.get("target") or "").split(" ", 1)[0]
+    kind, sep, name = spec.partition(":")
+    if sep and kind and name:
+        return Me(role="agent", agent=kind, address=name)
+    return Me(role="agent", agent="mcp", address="relay-mcp")
+
+
+def do_reply(relay_id: str, text: str, ledger: Ledger | None = None) -> dict[str, Any]:
+    """The relay_reply tool's body: `relay reply`, with the answer as a plain dict."""
+    from relay_repl.session.reply import reply
+
+    text = " ".join(text.split())  # one line, as the envelope requires
+    if not text:
+        raise RelayError("the reply text is empty: pass the one-line answer as `text`")
+    ledger = ledger or Ledger.default()
+    relay_id = relay_id.strip()
+    env, inbox = reply(relay_id, text, ledger=ledger, me=answerer(relay_id, ledger))
+    return {"replied_to": relay_id, "reply_id": env.id, "hop": env.hop, "inbox": inbox, "line": env.compose()}
+
+
+def build_server(ledger_factory: Any = Ledger.default) -> Any:
+    """The MCP server object (not yet running); `ledger_factory` is for tests."""
+    import anyio
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server: Any = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version())
+
+    @server.tool(name=REPLY_TOOL, description=(
+        "Answer a relay message from the operator into the operator's relay inbox. relay_id is the id= "
+        "value of the message you answer (exactly as written); text is your one-line answer. Works inside "
+        "a sandbox that forbids sockets. Refused for ids the operator did not send, past the hop cap, or "
+        "while relay-halt is in force."))
+    async def relay_reply(relay_id: str, text: str) -> str:
+        def run() -> dict[str, Any]:
+            led = ledger_factory()
+            try:
+                return do_reply(relay_id, text, ledger=led)
+            finally:
+                led.close()
+
+        try:
+            done = await anyio.to_thread.run_sync(run)
+        except RelayError as exc:
+            raise ToolError(f"not sent: {exc}") from None
+        return json.dumps(done, ensure_ascii=False)
+
+    @server.tool(name=REQUESTS_TOOL, description=(
+        "List the relay messages the operator sent that ask for a reply or ack and have none yet "
+        "(read-only). Each has relay_id, target, want, hop and the exact payload."))
+    async def relay_requests() -> str:
+        def run() -> list[dict[str, Any]]:
+            led = ledger_factory()
+            try:
+                return [r.model_dump() for r in open_requests(led)]
+            finally:
+                led.close()
+
+        return json.dumps(await anyio.to_thread.run_sync(run), ensure_ascii=False)
+
+    return server
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("relay-repl")
+    except Exception:  # not installed as a distribution (a source checkout on sys.path)
+        return "0"
+
+
+def serve() -> int:
+    """Run on stdin/stdout until the client closes them. Nothing else may write stdout."""
+    import anyio
+
+    anyio.run(build_server().run_stdio_async)
+    return 0

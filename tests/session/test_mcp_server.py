@@ -1,0 +1,86 @@
+"""`relay mcp`, spoken to by the MCP SDK's own client over real stdio, writing into a real inbox socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import anyio
+import pytest
+
+from relay_repl.core.envelope import Envelope
+from relay_repl.session.inbox import Inbox
+from relay_repl.session.mcp_server import REPLY_TOOL, REQUESTS_TOOL, open_requests
+from relay_repl.store.ledger import Ledger
+
+pytestmark = pytest.mark.anyio
+
+
+def sent(led: Ledger, relay_id: str, want: str, target: str = "codex:beta") -> str:
+    """What Session._deliver leaves in the ledger for one approved send."""
+    payload = Envelope.make(sender="operator:relay@op", to="peer", id=relay_id, hop=0, want=want, body="hi").compose()
+    led.event("plan", relay_id=relay_id, data={"payload": payload, "target": target})
+    led.event("answer", relay_id=relay_id, data={"approved": True})
+    led.record_sent(relay_id, 0, target)
+    return payload
+
+
+def text_of(result) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def test_relay_mcp_replies_into_the_inbox_and_lists_open_requests(relay_home):
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    led = Ledger.default()
+    sent(led, "op-1", "reply")
+    sent(led, "op-2", "none")  # asks for nothing: not an open request
+    refused = sent(led, "op-3", "ack")
+    led.event("answer", relay_id="op-4", data={"approved": False})  # never approved: nothing was sent
+    assert [r.relay_id for r in open_requests(led)] == ["op-1", "op-3"] and refused
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "relay_repl", "mcp"],
+                                   env={"RELAY_HOME": os.environ["RELAY_HOME"], "PYTHONPATH": os.getcwd()})
+    async with anyio.create_task_group() as tg:
+        inbox = Inbox(led, address="op", sender="operator:relay@op")
+        await inbox.listen(tg)
+        try:
+            with anyio.fail_after(60):
+                async with stdio_client(params) as streams, ClientSession(*streams) as client:
+                    await client.initialize()
+                    names = {t.name for t in (await client.list_tools()).tools}
+                    assert {REPLY_TOOL, REQUESTS_TOOL} <= names
+
+                    listed = json.loads(text_of(await client.call_tool(REQUESTS_TOOL, {})))
+                    assert [r["relay_id"] for r in listed] == ["op-1", "op-3"]
+                    assert listed[0]["want"] == "reply" and listed[0]["target"] == "codex:beta"
+
+                    bad = await client.call_tool(REPLY_TOOL, {"relay_id": "op-99", "text": "hello"})
+                    assert bad.is_error and "was not sent by the operator" in text_of(bad)
+                    assert not inbox.received
+
+                    ok = await client.call_tool(REPLY_TOOL, {"relay_id": "op-1", "text": "all\ntests pass"})
+                    assert not ok.is_error, text_of(ok)
+                    done = json.loads(text_of(ok))
+                    assert done["replied_to"] == "op-1" and done["hop"] == 1
+                    while not inbox.received:
+                        await anyio.sleep(0.02)
+                    msg = inbox.received[0]
+                    env = Envelope.parse(msg.line)
+                    assert env is not None and env.body == "all tests pass" and env.hop == 1
+                    # the MCP server has no agent environment: it answers as the session that was asked
+                    assert env.sender == "agent:codex@beta" and env.id.startswith("beta-")
+                    assert msg.origin["verifiedPeerPid"] != os.getpid()  # the MCP server process wrote it
+
+                    left = json.loads(text_of(await client.call_tool(REQUESTS_TOOL, {})))
+                    assert [r["relay_id"] for r in left] == ["op-3"]
+
+                    led.halt("test halt", by="operator")
+                    halted = await client.call_tool(REPLY_TOOL, {"relay_id": "op-3", "text": "ok"})
+                    assert halted.is_error and "relay-halt" in text_of(halted)
+                    assert len(inbox.received) == 1
+        finally:
+            await inbox.close()
+            tg.cancel_scope.cancel()
