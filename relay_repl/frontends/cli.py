@@ -130,6 +130,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_why)
 
     s = sub.add_parser(
+        "doctor",
+        help="check every layer relay relies on; say what to do about each failure",
+        description="Check, read-only, each layer relay stands on and print ✔ or ✘ with the next step: tmux and its "
+        "version; each client (claude, codex) found, its version, and whether that version is verified; Claude's "
+        "config dir and registry, `claude agents --json`; CODEX_HOME, session_index.jsonl, queue_1.sqlite, the "
+        "Codex daemon; whether a Codex agent's sandbox lets it run `relay reply`; the state directory; the "
+        "ledger's integrity; relay-halts in force.\n\nexit codes: 0 all checks pass, 1 otherwise",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("--json", action="store_true", help='{"ok": bool, "checks": [{"name", "ok", "detail", "fix"}]}')
+    s.set_defaults(func=_cmd_doctor)
+
+    s = sub.add_parser(
         "debug",
         help="debug one delivery: look at the receiver, step, resume, abandon",
         description="Debug one delivery from any earlier process (a `relay send` that exited 3, a REPL send), named "
@@ -275,6 +288,20 @@ def _cmd_send(args: argparse.Namespace) -> int:
     else:
         print(d.summary())
     return d.exit_code
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    import anyio
+    import json
+
+    from relay_repl.session.doctor import run_checks
+
+    report = anyio.run(run_checks)
+    if args.json:
+        print(json.dumps({"ok": report.ok, "checks": [c.model_dump() for c in report]}, ensure_ascii=False))
+    else:
+        print(repr(report))
+    return 0 if report.ok else 1
 
 
 def _look_json(dbg, lk) -> dict:

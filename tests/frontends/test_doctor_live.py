@@ -1,0 +1,49 @@
+"""Live: `relay --lab doctor` passes on the lab; without the Claude client it names that check and the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.live
+
+
+def doctor(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "relay_repl", "--lab", "doctor", *extra], capture_output=True,
+                          text=True, timeout=180, env=env)
+
+
+def test_lab_doctor_passes(lab):
+    res = doctor(dict(os.environ))
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[-1] == "all checks pass" and all(ln.startswith("✔") for ln in lines[:-1]), res.stdout
+    for name in ("tmux", "claude-code client", "codex client", "Claude config dir", "claude agents --json",
+                 "CODEX_HOME", "session_index.jsonl", "queue_1.sqlite", "Codex daemon",
+                 "Codex sandbox allows `relay reply`", "state directory", "ledger integrity", "relay-halts"):
+        assert f"✔ {name}: " in res.stdout, name
+    assert "verified" in res.stdout and "Traceback" not in res.stderr
+
+    res = doctor(dict(os.environ), "--json")
+    out = json.loads(res.stdout)
+    assert res.returncode == 0 and out["ok"] is True and len(out["checks"]) == 13
+
+
+def test_lab_doctor_without_claude_names_the_check_and_the_fix(lab, tmp_path):
+    import relay_repl.lab.install as install
+
+    # a client cache holding only codex, and a PATH with no directory that holds `claude`
+    only_codex = tmp_path / "clients" / "node_modules" / ".bin"
+    only_codex.mkdir(parents=True)
+    (only_codex / "codex").symlink_to(install.lab_binary("codex").resolve())
+    path = ":".join(d for d in os.environ["PATH"].split(":") if d and not os.path.exists(os.path.join(d, "claude")))
+    env = dict(os.environ, PATH=path, RELAY_LAB_CLIENTS=str(tmp_path / "clients"))
+    res = doctor(env)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "✘ claude-code client: `claude` not found on PATH" in res.stdout
+    assert "next: install it (npm i -g @anthropic-ai/claude-code@" in res.stdout
+    assert "✔ codex client: " in res.stdout and "Traceback" not in res.stderr
