@@ -26,6 +26,7 @@ class Plan(BaseModel):
     payload: str = Field(description="The exact bytes that will be typed, written or queued.")
     delivered_when: str = Field(description="The receiver evidence that will count as delivered.")
     notes: tuple[str, ...] = Field(default=(), description="Warnings the operator should weigh (goal thread, busy target...).")
+    files: tuple[str, ...] = Field(default=(), description="Every file the side effect creates or replaces, and why.")
     relay_id: str | None = None
     reply_route: str | None = Field(default=None, description="How the answer asked for (want=reply|ack) comes back.")
     heading: str | None = Field(default=None, description="Where this send stands, e.g. 'recipe review, run R, round 2/5, "
@@ -51,6 +52,7 @@ class Plan(BaseModel):
         ]
         if self.reply_route:
             lines.append(block("  reply via", self.reply_route))
+        lines += [block("  files", f) for f in self.files]
         lines += [block("! note", n) for n in self.notes]
         return "\n".join(lines)
 
