@@ -36,6 +36,8 @@ class DeliveryState(str, Enum):
     REPLIED = "replied"            # a reply linked to our relay id (re=) reached our inbox, verified
     NO_REPLY = "no_reply"          # delivered, but the reply asked for did not come within the wait
     FAILED = "failed"              # a stage failed; see reason
+    HALTED = "halted"              # a relay-halt stopped it after the gate or at a stage boundary; see reason
+    INTERRUPTED = "interrupted"    # its process died mid-send (found on a later start): look before re-sending
     UNKNOWN = "unknown"            # evidence could not be read
     ABANDONED = "abandoned"        # the operator gave up on it (debugger): no further stage is run
 
@@ -43,7 +45,8 @@ class DeliveryState(str, Enum):
 DELIVERED = frozenset({DeliveryState.IN_TURN, DeliveryState.ACKNOWLEDGED, DeliveryState.REPLIED,
                        DeliveryState.NO_REPLY})
 ANSWERED = frozenset({DeliveryState.ACKNOWLEDGED, DeliveryState.REPLIED})
-NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED, DeliveryState.ABANDONED})
+NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED, DeliveryState.HALTED,
+                      DeliveryState.ABANDONED})
 # every other state is pending: the delivery may still complete, so it is never re-sent blindly
 
 
@@ -100,6 +103,8 @@ class Delivery(BaseModel):
     def outcome(self) -> str:
         if self.state in DELIVERED:
             return "delivered"
+        if self.state is DeliveryState.HALTED:
+            return "halted"
         if self.state is DeliveryState.ABANDONED:
             return "abandoned"
         if self.state in NOT_DONE:
@@ -108,7 +113,7 @@ class Delivery(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """0 delivered, 3 pending (stage named in the message), 1 refused or failed."""
+        """0 delivered, 3 pending (stage named in the message), 1 refused, failed or halted."""
         return {"delivered": 0, "pending": 3}.get(self.outcome, 1)
 
     def summary(self) -> str:
