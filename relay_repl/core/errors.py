@@ -53,12 +53,30 @@ class LoopHalt(PolicyRefusal):
     """Hop cap reached, duplicate id, or relay-halt in force."""
 
 
+class Halted(LoopHalt):
+    """A relay-halt came into force while a send was under way: raised at a stage
+    boundary so that nothing more is typed, written or queued."""
+
+    def __init__(self, reason: str, by: str) -> None:
+        super().__init__(f"relay-halt is in force ({reason}, by {by})")
+        self.reason = reason
+        self.by = by
+
+
 class TransportError(RelayError):
     """A transport could not do its stage (dead socket, CLI failure, pane gone)."""
 
 
 class StageTimeout(TransportError):
     """A stage's bounded wait expired; the delivery is left pending at that stage."""
+
+
+class TmuxError(RelayError):
+    """A tmux command could not run (no tmux, timeout) or tmux refused it."""
+
+
+class PaneGone(TmuxError, TransportError):
+    """The pane (or its tmux server) no longer exists: nothing can be typed there."""
 
 
 class LabError(RelayError):

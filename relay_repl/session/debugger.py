@@ -141,7 +141,7 @@ class Debugger:
     the same way; `dbg.abandon(reason)` records that you gave up on it.
     """
 
-    def __init__(self, session: "Session", recorded: Recorded) -> None:
+    def __init__(self, session: Session, recorded: Recorded) -> None:
         self.session = session
         self.delivery = recorded.delivery
         self.sent_to = recorded.target
