@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from relay_repl import __version__
 
@@ -346,7 +347,7 @@ def _cmd_debug(args: argparse.Namespace) -> int:
             return 1 if lk.receiver == "gone" else 0
         print(dbg.table())
         print(DEBUG_HELP)
-        ask = None
+        ask: Any = None
         if sys.stdin.isatty() and sys.stdout.isatty():
             from prompt_toolkit import PromptSession
             from prompt_toolkit.completion import WordCompleter
