@@ -27,6 +27,8 @@ class Plan(BaseModel):
     delivered_when: str = Field(description="The receiver evidence that will count as delivered.")
     notes: tuple[str, ...] = Field(default=(), description="Warnings the operator should weigh (goal thread, busy target...).")
     relay_id: str | None = None
+    heading: str | None = Field(default=None, description="Where this send stands, e.g. 'recipe review, run R, round 2/5, "
+                                "step 1: ask claude:alpha'; printed above the plan")
 
     def render(self, width: int = 100) -> str:
         """Plain text, one labelled block per part; the payload is shown verbatim."""
@@ -38,6 +40,7 @@ class Plan(BaseModel):
 
         head = f"Plan: {self.action}" + (f"  (relay id {self.relay_id})" if self.relay_id else "")
         lines = [
+            *([self.heading] if self.heading else []),
             head,
             block("1 target", f"{self.target} — identified by {self.identified_by}"),
             block("2 transport", f"{self.transport}; fallback: {self.fallback}"),

@@ -34,6 +34,8 @@ examples:
   relay --fake                  the REPL with an in-memory demo target (fake:inbox)
   relay log                     the newest events in the ledger
   relay why operator.host.42-3  every event recorded for one relay id
+  relay recipes                 saved multi-round exchanges; `relay run NAME -p KEY=VALUE`
+  relay why run-1a2b3c4d        a recipe run's whole timeline
   relay clean                   remove what a crashed relay REPL left (only files it provably created)
 
 State (ledger, history, lab) lives in $RELAY_HOME, else $XDG_STATE_HOME/relay-repl.
@@ -112,6 +114,37 @@ def build_parser() -> argparse.ArgumentParser:
     x.set_defaults(func=_cmd_lab_attach)
 
     s = sub.add_parser(
+        "recipes",
+        help="list the saved recipes (or print their JSON Schema)",
+        description="List the recipes found in ./recipes/, the ones shipped with relay, and $RELAY_HOME/recipes/, "
+        "with their descriptions and parameters. `relay recipes schema` prints the JSON Schema of the format.",
+    )
+    s.add_argument("what", nargs="?", choices=["list", "schema"], default="list", help="list (default) or schema")
+    s.add_argument("--json", action="store_true", help="machine-readable list")
+    s.set_defaults(func=_cmd_recipes)
+
+    s = sub.add_parser(
+        "run",
+        help="run a saved recipe (every send planned and gated)",
+        description="Run a recipe: NAME (see `relay recipes`) or FILE.toml. Each send shows its plan headed with "
+        "where the run stands (recipe, run id, round, step) and asks y/N; No stops the run, resumable with "
+        "--resume RUN_ID. Hop is reset to 0 at the start of each round, never otherwise.\n\n"
+        "examples:\n"
+        "  relay run ping -p target=claude:alpha\n"
+        "  relay run five-rounds -p a=claude:alpha -p b=codex:beta --dry-run\n"
+        "  relay run --resume run-1a2b3c4d\n\n"
+        "exit codes: 0 finished, 1 stopped (No, timeout, halt, hop cap, failure), 2 usage error "
+        "(bad recipe file, unknown parameter or target)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("recipe", nargs="?", help="a recipe name or a .toml file")
+    s.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="set a parameter (repeatable)")
+    s.add_argument("--dry-run", action="store_true", help="print every plan the run would show, with its hops; send nothing")
+    s.add_argument("--resume", metavar="RUN_ID", help="continue a stopped run; confirmed steps are never sent again")
+    s.add_argument("--json", action="store_true", help="print the run (rounds, steps, states, replies) as JSON at the end")
+    s.set_defaults(func=_cmd_run)
+
+    s = sub.add_parser(
         "log",
         help="show the newest ledger events",
         description="Show the newest events of the append-only event log (plans, answers, stages, outcomes).",
@@ -122,9 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser(
         "why",
-        help="explain one relay id",
+        help="explain one relay id (or a recipe run id)",
         description="Every event the ledger holds for one relay id, oldest first: the plan shown, the answer, "
-        "each stage's evidence and the outcome.",
+        "each stage's evidence and the outcome. Given a recipe run id (run-...), the run's whole timeline: its "
+        "steps, and every event of every relay id it sent.",
     )
     s.add_argument("relay_id")
     s.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -521,6 +555,20 @@ def _cmd_repl(args: argparse.Namespace) -> int:
     return run(fake=args.fake)
 
 
+def _event_text(e) -> str:
+    d = e.data
+    if e.kind == "run-start":
+        return f"recipe {d.get('recipe')} params {d.get('params')}"
+    if e.kind == "run-step":
+        return f"round {d.get('round')} step {d.get('step')}: {d.get('kind')} {d.get('target')} as {d.get('relay_id')} hop {d.get('hop')}"
+    if e.kind == "run-answer":
+        a = d.get("answer") or {}
+        return f"round {d.get('round')} step {d.get('step')}: {a.get('relay_id')} (hop {a.get('hop')}) answers {d.get('answers')}: {a.get('body')}"
+    if e.kind == "run-end":
+        return f"{d.get('state')}" + (f": {d.get('reason')}" if d.get("reason") else "")
+    return str(d.get("detail") or d.get("state") or d.get("approved", ""))
+
+
 def _print_events(events: list, as_json: bool) -> None:
     import json
     import time
@@ -530,7 +578,7 @@ def _print_events(events: list, as_json: bool) -> None:
             print(json.dumps(e.model_dump(), ensure_ascii=False))
         else:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.at))
-            data = e.data.get("detail") or e.data.get("state") or e.data.get("approved", "")
+            data = _event_text(e)
             print(f"{e.seq:>6} {when} {e.kind:<16} {e.relay_id or '-':<28} {data}")
 
 
@@ -543,10 +591,98 @@ def _cmd_log(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_recipes(args: argparse.Namespace) -> int:
+    import json
+
+    if args.what == "schema":
+        from relay_repl.core.recipe import recipe_schema
+
+        print(json.dumps(recipe_schema(), indent=1))
+        return 0
+    from relay_repl.core.recipe import RecipeError
+    from relay_repl.session.recipes import list_recipes
+
+    found = list_recipes()
+    if args.json:
+        print(json.dumps([
+            {"name": r.name, "path": str(p), "description": r.description, "rounds": r.rounds, "until": r.until,
+             "params": {k: v.model_dump() for k, v in r.params.items()}} if not isinstance(r, RecipeError)
+            else {"name": p.stem, "path": str(p), "error": str(r)} for p, r in found], indent=1))
+        return 0
+    if not found:
+        print("no recipes found (put NAME.toml in ./recipes/ or $RELAY_HOME/recipes/)")
+        return 0
+    for p, r in found:
+        if isinstance(r, RecipeError):
+            print(f"{p.stem:<14} BROKEN: {r}")
+            continue
+        stop = f"{r.rounds} round{'s' if r.rounds > 1 else ''}" + (f" or until {r.until!r}" if r.until else "")
+        print(f"{r.name:<14} {r.description} [{stop}]")
+        for k, v in r.params.items():
+            default = f" (default {v.default})" if v.default is not None else " (required)"
+            print(f"{'':<16}-p {k}=<{v.type}>{default}{': ' + v.description if v.description else ''}")
+    print("run one with `relay run NAME -p KEY=VALUE` (add --dry-run to see every plan first)")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from relay_repl.core.errors import UsageError
+    from relay_repl.session.app import make_session
+
+    if bool(args.recipe) == bool(args.resume):
+        raise UsageError("name a recipe (relay run NAME) or a run to resume (relay run --resume RUN_ID), not both")
+    if args.resume and (args.param or args.dry_run):
+        raise UsageError("--resume takes no -p or --dry-run: a run resumes with the parameters it started with")
+    params: dict[str, str] = {}
+    for item in args.param:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"-p {item!r} must be KEY=VALUE")
+        params[key.strip()] = value
+    say = (lambda s: print(s, file=sys.stderr, flush=True)) if args.json else (lambda s: print(s, flush=True))
+
+    async def go():
+        session = make_session(fake=args.fake, echo=say)
+        if args.recipe:  # a bad file or parameter is refused before the inbox opens
+            from relay_repl.core.recipe import parse_recipe
+            from relay_repl.session.recipes import find_recipe, read_source
+
+            path = find_recipe(args.recipe)
+            parse_recipe(read_source(path), str(path)).resolve_params(params)
+        async with anyio.create_task_group() as tg:
+            if not args.dry_run:  # replies need somewhere to go; a dry run opens nothing
+                await session.open_inbox(tg, echo=say)
+            try:
+                if args.resume:
+                    return await session.resume(args.resume)
+                from relay_repl.session.recipes import run_recipe
+
+                return await run_recipe(session, args.recipe, params, dry_run=args.dry_run, echo=say)
+            finally:
+                await session.close_inbox()
+                tg.cancel_scope.cancel()
+
+    run = anyio.run(go)
+    if args.json:
+        print(run.model_dump_json(indent=1))
+    else:
+        print(repr(run))
+    return 0 if run.state in ("done", "planned") else 1
+
+
 def _cmd_why(args: argparse.Namespace) -> int:
     from relay_repl.store.ledger import Ledger
 
-    events = Ledger.default().events(relay_id=args.relay_id)
+    led = Ledger.default()
+    events = led.events(relay_id=args.relay_id)
+    if any(e.kind == "run-start" for e in events):  # a recipe run: its steps and every event of every id it sent
+        ids = {e.data.get("relay_id") for e in events if e.kind == "run-step"}
+        ids |= {(e.data.get("answer") or {}).get("relay_id") for e in events if e.kind == "run-answer"}
+        for rid in sorted(i for i in ids if i):
+            events += led.events(relay_id=rid)
+        events.sort(key=lambda e: e.seq)
     if not events:
         print(f"relay: no events for relay id {args.relay_id!r}; `relay log` lists recent ones", file=sys.stderr)
         return 1

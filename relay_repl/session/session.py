@@ -144,21 +144,41 @@ class Session:
         durable: bool = False,
         native_reply: bool = False,
         timeout: float = 30.0,
+        hop: int = 0,
+        heading: str | None = None,
+        relay_id: str | None = None,
     ) -> Delivery:
         """Plan, ask, send, confirm. Returns the Delivery with its explicit state.
 
         `durable=True` requires a durable path (never downgraded to a live-only
         one); `native_reply=True` requires one the receiver can answer natively.
+        `hop` is for the initiator of a multi-round exchange (a recipe): 0 at the
+        start of each round it declares, the chain's hop + 1 inside a round.
+        `heading` is printed above the plan (where a recipe run stands);
+        `relay_id` is one the caller took from `ledger.next_id` beforehand, so it
+        could record the id before anything happened (a recipe, for resume).
         """
         tgt = await self.target(target)
         self._check_halt()
         choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
-        relay_id = self.ledger.next_id(self.me.address)
-        envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=0, want=want, body=body)
-        return await self._deliver(tgt, envelope, choice.transport, choice.fallback, timeout, choice.notes)
+        relay_id = relay_id or self.ledger.next_id(self.me.address)
+        envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=hop, want=want, body=body)
+        return await self._deliver(tgt, envelope, choice.transport, choice.fallback, timeout, choice.notes,
+                                   heading=heading)
+
+    async def preview(self, target: str | Target, body: str, *, want: Want = "none", transport: str | None = None,
+                      to_role: str = "peer", hop: int = 0, heading: str | None = None, relay_id: str | None = None) -> Plan:
+        """The plan `send` would show, with nothing sent, asked or written (a dry run):
+        the relay id is the one the ledger would hand out next, unless given."""
+        tgt = await self.target(target)
+        choice = self.choose_transport(tgt, transport)
+        rid = relay_id or self.ledger.peek_next_id(self.me.address)
+        envelope = Envelope.make(sender=self.me.sender, to=to_role, id=rid, hop=hop, want=want, body=body)
+        plan = choice.transport.plan(tgt, envelope, fallback=choice.fallback, notes=choice.notes)
+        return plan.model_copy(update={"heading": heading}) if heading else plan
 
     async def forward(self, target: str | Target, line: str, *, transport: str | None = None,
-                      timeout: float = 30.0) -> Delivery:
+                      timeout: float = 30.0, heading: str | None = None) -> Delivery:
         """Forward a pasted envelope: same id and sender, hop + 1; a duplicate id is dropped."""
         env = Envelope.parse(line)
         if env is None:
@@ -173,7 +193,8 @@ class Session:
         onward = env.next_hop()
         tgt = await self.target(target)
         choice = self.choose_transport(tgt, transport)
-        return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout, choice.notes)
+        return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout, choice.notes,
+                                   heading=heading)
 
     def _check_halt(self) -> None:
         halt = self.ledger.active_halt()
@@ -181,8 +202,10 @@ class Session:
             raise LoopHalt(f"relay-halt is in force ({halt.reason}, by {halt.by}): nothing is sent until `session.unhalt()`")
 
     async def _deliver(self, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str, timeout: float,
-                       notes: tuple[str, ...] = ()) -> Delivery:
+                       notes: tuple[str, ...] = (), heading: str | None = None) -> Delivery:
         plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes)
+        if heading:
+            plan = plan.model_copy(update={"heading": heading})
         d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan)
         self.deliveries.append(d)
         # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first)
@@ -305,6 +328,28 @@ class Session:
         if not hits:
             raise UsageError(f"no delivery {ref!r} in this session; `session.why({ref!r})` shows what the ledger has")
         return hits[-1]
+
+    # -- recipes -------------------------------------------------------------------------
+    async def run(self, recipe: str, *, dry_run: bool = False, **params: Any) -> Any:
+        """Run a saved recipe (a name from `relay recipes`, or a .toml path): every send
+        planned and gated, hop reset to 0 only at the start of each round. Returns a Run."""
+        from relay_repl.session.recipes import run_recipe
+
+        return await run_recipe(self, recipe, params, dry_run=dry_run)
+
+    async def resume(self, run_id: str) -> Any:
+        """Continue a stopped run from the ledger; confirmed steps are never sent again."""
+        from relay_repl.session.recipes import resume_run
+
+        return await resume_run(self, run_id)
+
+    def save_recipe(self, name: str, *, description: str = "", overwrite: bool = False) -> Any:
+        """Write this session's sends (and the replies they waited for) as $RELAY_HOME/recipes/NAME.toml."""
+        from relay_repl.session.recipes import save_recipe
+
+        path = save_recipe(self, name, description=description, overwrite=overwrite)
+        (self.echo or print)(f"wrote {path}; run it with `await session.run({name!r})` or `relay run {name}`")
+        return path
 
     # -- halts and history -----------------------------------------------------------
     def halt(self, reason: str = "operator halt") -> None:

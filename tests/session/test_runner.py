@@ -1,0 +1,197 @@
+"""The recipe runner over the in-memory transport with a fake replier: hop
+rules, the gate, halts, duplicates, dry runs, concurrency, resume."""
+
+from __future__ import annotations
+
+import re
+
+import anyio
+import pytest
+
+from relay_repl.agents.discovery import StaticProvider
+from relay_repl.core.envelope import Envelope
+from relay_repl.core.recipe import RecipeError
+from relay_repl.core.target import Me
+from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.inbox import Inbox
+from relay_repl.session.session import Session
+from relay_repl.store.ledger import Ledger
+from relay_repl.transports.fake import fake_target
+from tests.support.replier import Replier
+
+pytestmark = pytest.mark.anyio
+
+TWO = """
+name = "two"
+rounds = {rounds}
+[params.a]
+type = "target"
+default = "fake:a"
+[params.b]
+type = "target"
+default = "fake:b"
+[[steps]]
+kind = "ask"
+to = "{{a}}"
+body = "round {{round}}: say something (b said {{reply.b}})"
+timeout = 5
+[[steps]]
+kind = "ask"
+to = "{{b}}"
+body = "round {{round}}: a said {{reply.a}}"
+timeout = 5
+"""
+
+
+def mk(tmp_path, answers, names=("a", "b"), tg=None, led=None, **kw):
+    led = led or Ledger(tmp_path / "l.sqlite")
+    inbox = Inbox(led, address="me", sender="operator:relay@me")
+    rep = Replier(inbox, tg, **kw)
+    gate = ScriptedGate(answers)
+    lines: list[str] = []
+    s = Session(ledger=led, approve=gate, me=Me(address="me"),
+                providers=[StaticProvider("fake", [fake_target(n) for n in names])], transports=[rep],
+                echo=lines.append)
+    return s, rep, gate, led, lines
+
+
+def write(tmp_path, text, name="two"):
+    p = tmp_path / f"{name}.toml"
+    p.write_text(text)
+    return str(p)
+
+
+def hops_in_ledger(led):
+    return [r[0] for r in led._query("SELECT hop FROM relay_ids")]
+
+
+async def test_five_rounds_reach_round_five_with_hop_reset_each_round(tmp_path):
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 10)
+    run = await s.run(write(tmp_path, TWO.format(rounds=5)))
+    assert run.state == "done" and run.round == 5, run
+    assert [(x.round, x.index, x.hop, x.answer.hop) for x in run.steps] == [
+        (r, i, h, h + 1) for r in range(1, 6) for i, h in ((1, 0), (2, 2))]
+    assert max(hops_in_ledger(led)) <= 4
+    # each send's plan is headed with where the run stands
+    assert gate.shown[2].heading == f"recipe two, run {run.id}, round 2/5, step 1: ask fake:a"
+    assert "round 2/5, step 1: ask fake:a" in gate.shown[2].render().splitlines()[0]
+    # templates see the earlier replies of the run
+    assert Envelope.parse(rep.received[1]).body.startswith("round 1: a said a heard: round 1")
+    assert "ROUND  STEP  KIND  TARGET" in repr(run)
+
+
+async def test_a_step_past_the_cap_stops_the_run_naming_it(tmp_path):
+    text = TWO.format(rounds=2) + """
+[[steps]]
+kind = "tell"
+to = "{a}"
+body = "fyi"
+[[steps]]
+kind = "tell"
+to = "{b}"
+body = "fyi again"
+"""
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 10)
+    run = await s.run(write(tmp_path, text))
+    assert run.state == "hop-cap" and "round 1/2, step 4 (tell {b}) would carry hop 5" in run.reason
+    assert [x.hop for x in run.steps] == [0, 2, 4]
+    assert len(rep.received) == 3 and max(hops_in_ledger(led)) <= 4
+
+
+async def test_no_at_round_two_withholds_and_resume_finishes_without_resending(tmp_path):
+    s, rep, gate, led, lines = mk(tmp_path, [True, True, False])
+    path = write(tmp_path, TWO.format(rounds=3))
+    run = await s.run(path)
+    assert run.state == "withheld" and run.round == 2 and len(rep.received) == 2
+    assert "round 2/3, step 1 (ask fake:a)" in run.reason
+    s2, rep2, gate2, _, _ = mk(tmp_path, [True] * 10, led=led)
+    rep2.received = rep.received  # the same receivers
+    done = await s2.resume(run.id)
+    assert done.state == "done" and done.round == 3, done
+    ids = [Envelope.parse(p).id for p in rep.received]
+    assert len(ids) == 6 == len(set(ids))  # every step delivered exactly once
+    assert all(led.sightings(i, "sent") == 1 for i in ids)
+    assert len(gate2.shown) == 4  # round 1 was not asked again
+    with pytest.raises(RecipeError, match="already finished"):
+        await s2.resume(run.id)
+
+
+async def test_a_kill_mid_round_is_resumed_by_reading_the_evidence_first(tmp_path):
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 10, crash_after=3)
+    with pytest.raises(SystemExit):
+        await s.run(write(tmp_path, TWO.format(rounds=3)))
+    run_id = led.events(kind="run-start")[0].relay_id
+    s2, rep2, gate2, _, lines2 = mk(tmp_path, [True] * 10, led=led)
+    rep2.received = list(rep.received)
+    done = await s2.resume(run_id)
+    assert done.state == "done", done
+    ids = [Envelope.parse(p).id for p in rep2.received]
+    assert len(ids) == 6 == len(set(ids))
+    assert any("outcome of" in ln and "unknown" in ln for ln in lines2)  # inspected, not blindly re-sent
+
+
+async def test_relay_halt_in_a_reply_stops_at_once(tmp_path):
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 10,
+                                  answer=lambda env, t: "relay-halt please stop" if t.name == "b" else "fine")
+    run = await s.run(write(tmp_path, TWO.format(rounds=3)))
+    assert run.state == "halted" and len(rep.received) == 2 and led.active_halt() is not None
+
+
+async def test_a_duplicate_answer_is_dropped(tmp_path):
+    # b answers every question with the same reply id: the second one is a duplicate
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 10)
+    orig = rep._accept
+
+    def same_id(line, env):
+        orig(re.sub(r"id=b\S+", "id=b.same-1", line), env)
+
+    rep._accept = same_id
+    text = TWO.format(rounds=2).replace("timeout = 5", "timeout = 0.5")
+    run = await s.run(write(tmp_path, text))
+    assert run.state == "timed-out" and "round 2/2, step 2" in run.reason
+    assert led.events(kind="duplicate")
+
+
+async def test_dry_run_prints_every_plan_and_sends_nothing(tmp_path):
+    s, rep, gate, led, lines = mk(tmp_path, [])
+    run = await s.run(write(tmp_path, TWO.format(rounds=5)), dry_run=True)
+    assert run.state == "planned" and gate.shown == [] and rep.received == []
+    plans = [ln for ln in lines if ln.startswith("recipe two")]
+    assert len(plans) == 10
+    payloads = [ln.split("3 payload", 1)[1].strip() for ln in "\n".join(lines).splitlines() if "3 payload" in ln]
+    assert [Envelope.parse(p).hop for p in payloads] == [0, 2] * 5
+    assert led.events() == [] and hops_in_ledger(led) == []
+
+
+async def test_unknown_target_and_parameter_are_usage_errors(tmp_path):
+    s, rep, gate, led, lines = mk(tmp_path, [True])
+    path = write(tmp_path, TWO.format(rounds=1))
+    with pytest.raises(RecipeError) as err:
+        await s.run(path, b="fake:nobody")
+    assert err.value.exit_code == 2 and "no target fake:nobody" in str(err.value)
+    with pytest.raises(RecipeError, match="no parameter c"):
+        await s.run(path, c="x")
+    assert rep.received == [] and gate.shown == []
+
+
+async def test_ask_all_sends_every_question_before_any_reply_arrives(tmp_path):
+    async with anyio.create_task_group() as tg:
+        s, rep, gate, led, lines = mk(tmp_path, [True] * 4, names=("a", "b", "c", "d"), tg=tg, delay=0.3)
+        run = await s.run("ask-all", question="status?")
+    assert run.state == "done" and sorted(run.replies) == ["fake:a", "fake:b", "fake:c", "fake:d"]
+    kinds = [k for k, _ in rep.log]
+    assert kinds == ["sent"] * 4 + ["answered"] * 4
+
+
+async def test_save_recipe_turns_repeats_into_parameters(tmp_path):
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 3)
+    await s.send("fake:a", "hello", want="reply")
+    await s.send("fake:b", "hello", want="none")
+    await s.send("fake:a", "and {this}", want="ack")
+    path = s.save_recipe("explored")
+    from relay_repl.core.recipe import load_recipe
+
+    r = load_recipe(path)
+    assert {k: (p.type, p.default) for k, p in r.params.items()} == {"a": ("target", "fake:a"), "text1": ("text", "hello")}
+    assert [(st.kind, st.to, st.body, st.wants) for st in r.steps] == [
+        ("ask", "{a}", "{text1}", "reply"), ("tell", "fake:b", "{text1}", "none"), ("tell", "{a}", "and {{this}}", "ack")]
