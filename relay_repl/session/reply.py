@@ -30,7 +30,10 @@ def reply(relay_id: str, text: str, *, ledger: Ledger | None = None, me: Me | No
     halt = ledger.active_halt()
     if halt:
         raise LoopHalt(f"relay-halt is in force ({halt.reason}): not replying")
-    inbox = find_inbox(relay_id)
+    try:
+        inbox = find_inbox(relay_id)
+    except RelayError as exc:
+        raise RelayError(f"{exc}{_sandbox_hint()}") from None
     me = me or own_address()
     env = Envelope.make(
         sender=me.sender,
@@ -45,3 +48,15 @@ def reply(relay_id: str, text: str, *, ledger: Ledger | None = None, me: Me | No
     ledger.record_sent(env.id, env.hop, f"inbox:{inbox.pid}")
     ledger.event("reply", relay_id=env.id, data={"answers": relay_id, "inbox": inbox.socket, "line": line})
     return env, inbox.socket
+
+
+def _sandbox_hint() -> str:
+    """Inside Codex's sandbox the inbox is out of reach (its pid namespace hides the REPL, and
+    unix-socket connects are refused): say which routes still work instead."""
+    import os
+
+    if not any(k.startswith("CODEX_SANDBOX") for k in os.environ):
+        return ""
+    return ("; this command runs inside Codex's sandbox, which cannot reach the inbox: answer with the "
+            "relay_reply tool of the relay MCP server (`relay mcp`, started outside the sandbox), or end your "
+            "turn with the answer as your final message (the operator reads it from your rollout)")

@@ -321,6 +321,17 @@ class Session:
         say(f"  now: {d.summary()}")
         return d
 
+    async def turn_reply(self, delivery: Delivery | str, timeout: float = 60.0) -> Any:
+        """The receiver's own final message in the turn `delivery` started, read from its
+        rollout (Codex) or transcript (Claude): a reply route that needs no tool and no
+        permission. Returns a TurnReply (answered / no final message / aborted) or None
+        after `timeout`; recorded as `turn-reply` in `why(id)`."""
+        from relay_repl.session.turn_replies import wait_turn_reply
+
+        d = self._find_delivery(delivery)
+        tgt = await self.target(d.target)
+        return await wait_turn_reply(d, tgt, self.ledger, timeout, echo=self.echo)
+
     def _find_delivery(self, ref: Delivery | str) -> Delivery:
         if isinstance(ref, Delivery):
             return ref
