@@ -85,6 +85,10 @@ class ClaudePeerRegistration:
         if self.name in taken:
             self.name = f"{name}-{os.getpid()}"
         self.socket_path = self.socket_dir / f"{os.getpid()}.sock"
+        while self.socket_path.exists() or self.socket_path.is_symlink():
+            # never replace a file we did not create (a dead session's socket under a reused
+            # pid, say): a fresh name, as Claude itself does (claude-code.md section 3.1)
+            self.socket_path = self.socket_dir / f"{os.getpid()}-{secrets.token_hex(4)}.sock"
         self.record_path = self.cfg / "sessions" / f"{os.getpid()}.json"
         digest = hashlib.sha256(str(self.socket_path).encode()).hexdigest()
         self.key_path = self.cfg / "sessions" / f"{os.getpid()}.{digest}.key"

@@ -61,5 +61,13 @@ class StageTimeout(TransportError):
     """A stage's bounded wait expired; the delivery is left pending at that stage."""
 
 
+class TmuxError(RelayError):
+    """A tmux command could not run (no tmux, timeout) or tmux refused it."""
+
+
+class PaneGone(TmuxError, TransportError):
+    """The pane (or its tmux server) no longer exists: nothing can be typed there."""
+
+
 class LabError(RelayError):
     """The offline lab could not be installed, started, or cleaned."""

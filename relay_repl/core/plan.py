@@ -26,6 +26,7 @@ class Plan(BaseModel):
     payload: str = Field(description="The exact bytes that will be typed, written or queued.")
     delivered_when: str = Field(description="The receiver evidence that will count as delivered.")
     notes: tuple[str, ...] = Field(default=(), description="Warnings the operator should weigh (goal thread, busy target...).")
+    files: tuple[str, ...] = Field(default=(), description="Every file the side effect creates or replaces, and why.")
     relay_id: str | None = None
     heading: str | None = Field(default=None, description="Where this send stands, e.g. 'recipe review, run R, round 2/5, "
                                 "step 1: ask claude:alpha'; printed above the plan")
@@ -48,6 +49,7 @@ class Plan(BaseModel):
             f"  {'3 payload':<13} {self.payload}",
             block("4 delivered", self.delivered_when),
         ]
+        lines += [block("  files", f) for f in self.files]
         lines += [block("! note", n) for n in self.notes]
         return "\n".join(lines)
 

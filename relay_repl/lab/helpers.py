@@ -1,4 +1,4 @@
-"""Test helpers that put lab sessions into given states (sync, libtmux-based).
+"""Test helpers that put lab sessions into given states (sync, on the one tmux runner).
 
 These type into lab panes on purpose: they stage the situations relay must cope with
 (a busy session, an unsent draft, a pane in copy mode, a crashed process, a renamed
@@ -17,9 +17,9 @@ import re
 import signal
 import time
 
-import libtmux
-
-from relay_repl.core.errors import LabError
+from relay_repl.core.errors import LabError, TmuxError
+from relay_repl.system.tmux import TmuxResult
+from relay_repl.system.tmux import run as run_tmux
 
 import relay_repl.lab.launcher as launcher
 import relay_repl.lab.procs as procs
@@ -41,28 +41,48 @@ def _resolve(session: SessionRef) -> tuple[LabState, LabSession]:
         raise LabError(f"no lab session {key!r}") from None
 
 
-def server(state: LabState | None = None) -> libtmux.Server:
-    """The lab's private tmux server (never the default one)."""
-    state = state or launcher.status()
-    if state is None:
-        raise LabError("no lab running: start one with `relay lab up`")
-    return libtmux.Server(socket_path=state.tmux_socket_path)
+class LabPane:
+    """One pane of the lab's private tmux server, driven through the one tmux runner
+    (`system.tmux`). The few methods tests use read like libtmux's Pane."""
+
+    def __init__(self, socket_path: str, pane_id: str) -> None:
+        self.socket_path = socket_path
+        self.pane_id = pane_id
+
+    def __repr__(self) -> str:
+        return f"<LabPane {self.pane_id}@{self.socket_path}>"
+
+    def cmd(self, *args: str) -> TmuxResult:
+        """`tmux <args[0]> -t <pane> <args[1:]>` on the lab server."""
+        try:
+            return run_tmux(("-S", self.socket_path), args[0], "-t", self.pane_id, *args[1:], timeout=15.0)
+        except TmuxError as exc:
+            raise LabError(f"{self}: {exc}") from exc
+
+    def capture_pane(self) -> list[str]:
+        return self.cmd("capture-pane", "-p").stdout
+
+    def send_keys(self, keys: str, enter: bool = True, literal: bool = False) -> None:
+        self.cmd("send-keys", *(["-l"] if literal else []), keys)
+        if enter:
+            self.cmd("send-keys", "Enter")
 
 
-def pane(session: SessionRef) -> libtmux.Pane:
+def pane(session: SessionRef) -> LabPane:
     state, s = _resolve(session)
-    p = server(state).panes.get(pane_id=s.pane_id, default=None)
-    if p is None:
+    if not s.pane_id:
+        raise LabError(f"{s.name}: no pane recorded")
+    p = LabPane(state.tmux_socket_path, s.pane_id)
+    if p.cmd("display-message", "-p", "#{pane_id}").stdout != [s.pane_id]:
         raise LabError(f"{s.name}: pane {s.pane_id} not found")
     return p
 
 
 def capture(session: SessionRef) -> str:
-    p = pane(session)
-    return "\n".join(p.cmd("capture-pane", "-p").stdout)
+    return "\n".join(pane(session).capture_pane())
 
 
-def _pane_fmt(p: libtmux.Pane, fmt: str) -> str:
+def _pane_fmt(p: LabPane, fmt: str) -> str:
     out = p.cmd("display-message", "-p", fmt).stdout
     return out[0] if out else ""
 
@@ -107,16 +127,16 @@ def _composer_text(s: LabSession, screen: str) -> str | None:
     return launcher._codex_composer(screen)
 
 
-def _type(p: libtmux.Pane, text: str) -> None:
+def _type(p: LabPane, text: str) -> None:
     p.send_keys(text, enter=False, literal=True)
 
 
-def _enter(p: libtmux.Pane) -> None:
+def _enter(p: LabPane) -> None:
     time.sleep(0.1)  # Codex drops an Enter that arrives in the same burst as the text
     p.send_keys("Enter", enter=False)
 
 
-def _require_idle_empty(s: LabSession, p: libtmux.Pane, timeout: float = 10.0) -> None:
+def _require_idle_empty(s: LabSession, p: LabPane, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if _pane_fmt(p, "#{pane_in_mode}") == "1":

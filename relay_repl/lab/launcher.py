@@ -36,7 +36,9 @@ from pathlib import Path
 from urllib.request import pathname2url
 
 import relay_repl.store.paths as paths
-from relay_repl.core.errors import LabError
+from relay_repl.core.errors import LabError, TmuxError
+from relay_repl.system.tmux import TmuxResult
+from relay_repl.system.tmux import run as run_tmux
 
 import relay_repl.lab.procs as procs
 from relay_repl.lab.install import VERIFIED_VERSIONS, bin_dir, install
@@ -125,18 +127,19 @@ def _lab_env(lay: Layout) -> dict[str, str]:
 
 
 def _tmux(lay: Layout, *args: str, env: dict[str, str] | None = None, check: bool = True,
-          prefix: list[str] | None = None, timeout: float = 15.0) -> subprocess.CompletedProcess[str]:
-    # The client's PATH becomes the new pane's PATH (tmux 3.3), so always run the tmux
-    # client with the lab environment.
-    cmd = [*(prefix or []), "tmux", "-L", lay.tmux_socket, "-f", "/dev/null", *args]
+          prefix: list[str] | None = None, timeout: float = 15.0) -> TmuxResult:
+    """A tmux command on the lab's private server, through the one runner (`system.tmux`).
+
+    The client's PATH becomes the new pane's PATH (tmux 3.3), so the tmux client always
+    runs with the lab environment; `-f /dev/null`: nothing of the operator's tmux config."""
     try:
-        proc = subprocess.run(cmd, env=env or _lab_env(lay), capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        res = run_tmux(("-L", lay.tmux_socket), *args, env=env or _lab_env(lay), timeout=timeout,
+                       config="/dev/null", prefix=prefix or ())
+    except TmuxError as exc:
         raise LabError(f"tmux {args[0]} failed: {exc}") from exc
-    if check and proc.returncode != 0:
-        raise LabError(f"tmux {' '.join(args[:1])} failed: {(proc.stderr or proc.stdout).strip()[:200]}")
-    return proc
+    if check and not res.ok:
+        raise LabError(f"tmux {' '.join(args[:1])} failed: {res.error}")
+    return res
 
 
 def _tmux_alive(lay: Layout) -> bool:
@@ -152,7 +155,7 @@ def _panes(lay: Layout) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     if proc.returncode != 0:
         return out
-    for line in proc.stdout.splitlines():
+    for line in proc.stdout:
         parts = line.split("\t")
         if len(parts) == 4:
             out.setdefault(parts[0], {"pane_id": parts[1], "pane_pid": parts[2], "dead": parts[3]})
@@ -161,7 +164,7 @@ def _panes(lay: Layout) -> dict[str, dict[str, str]]:
 
 def _capture(lay: Layout, target: str) -> str:
     proc = _tmux(lay, "capture-pane", "-p", "-t", target, check=False)
-    return proc.stdout if proc.returncode == 0 else ""
+    return proc.text if proc.ok else ""
 
 
 def _tail(text: str, n: int = 6) -> str:
@@ -560,7 +563,7 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
                   "set-option", "-g", "history-limit", "5000", ";",
                   "set-option", "-g", "focus-events", "on", ";",
                   *args, "--", *cmd, prefix=prefix)
-            pid = _tmux(lay, "display-message", "-p", "#{pid}").stdout.strip()
+            pid = _tmux(lay, "display-message", "-p", "#{pid}").text.strip()
             state.tmux_server_pid = int(pid) if pid.isdigit() else None
         else:
             _new_session(lay, s.name, Path(s.cwd), cmd, extra)

@@ -1,95 +1,60 @@
-"""Small /proc helpers for the lab: liveness, children, finding and ending lab processes."""
+"""The lab's process chores (finding and ending lab processes) on top of `system.proc`.
+
+Every /proc read and the one liveness rule (pid alive, not a zombie, start time equal)
+are `relay_repl.system.proc`'s; this module only adds what the lab needs: which
+processes belong to a lab, and how to end them.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
-from relay_repl.system.proc import proc_start as _proc_start
+from relay_repl.system import proc as sysproc
 
 
 def proc_start(pid: int | None) -> str | None:
     """Field 22 of /proc/<pid>/stat (start time in clock ticks), or None if gone."""
-    return _proc_start(pid) if pid else None
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        st = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return st[st.rfind(")") + 2 :].split(" ")
+    return sysproc.proc_start(pid) if pid else None
 
 
 def is_alive(pid: int | None, start: str | None = None) -> bool:
-    """True if `pid` runs (not a zombie) and, when given, still has start time `start`."""
+    """True if `pid` runs (not a zombie) and, when given, still has start time `start`:
+    `system.proc`'s liveness rule."""
     if not pid:
         return False
-    fields = _stat_fields(int(pid))
-    if fields is None or fields[0] in ("Z", "X"):
-        return False
-    return start is None or fields[19] == start
+    if start is None:
+        return sysproc.pid_alive(pid)
+    return sysproc.same_process(pid, start)[0]
 
 
-def ppid(pid: int) -> int | None:
-    fields = _stat_fields(pid)
-    return int(fields[1]) if fields else None
-
-
-def all_pids() -> Iterator[int]:
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            yield int(entry.name)
+def all_pids() -> list[int]:
+    return sorted(sysproc.process_table())
 
 
 def children(pid: int) -> list[int]:
-    return [p for p in all_pids() if ppid(p) == pid]
+    return sysproc.children_map(sysproc.process_table()).get(pid, [])
 
 
 def descendants(pid: int) -> list[int]:
-    parents: dict[int, list[int]] = {}
-    for p in all_pids():
-        pp = ppid(p)
-        if pp is not None:
-            parents.setdefault(pp, []).append(p)
-    out, todo = [], [pid]
-    while todo:
-        for c in parents.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
+    """Every process below `pid` (not `pid` itself)."""
+    return sysproc.descendants(pid, sysproc.process_table())[1:]
 
 
 def ancestors(pid: int | None = None) -> set[int]:
-    out, p = set(), pid or os.getpid()
-    while p and p not in out:
-        out.add(p)
-        p = ppid(p) or 0
-    return out
+    """`pid` (default: this process) and its ancestors."""
+    return set(sysproc.ancestors(pid or os.getpid()))
 
 
 def environ(pid: int) -> dict[str, str]:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return {}
-    env = {}
-    for item in raw.split(b"\0"):
-        k, sep, v = item.partition(b"=")
-        if sep:
-            env[k.decode(errors="replace")] = v.decode(errors="replace")
-    return env
+    return sysproc.read_environ(pid) or {}
 
 
 def cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+    return sysproc.read_cmdline(pid) or []
 
 
 def exe_name(pid: int) -> str:
@@ -123,11 +88,8 @@ def lab_processes(lab_dir: Path, home: Path, netns_id: str | None = None,
     lab, home_s = str(lab_dir), str(home)
     host_ns = net_ns(os.getpid())
     out = []
-    for pid in all_pids():
-        if pid in skip:
-            continue
-        fields = _stat_fields(pid)
-        if fields is None or fields[0] in ("Z", "X"):
+    for pid, st in sorted(sysproc.process_table().items()):
+        if pid in skip or st.state in ("Z", "X", "x"):
             continue
         env = environ(pid)
         if env.get("HOME") == home_s:

@@ -21,7 +21,7 @@ Rules (the same as the send path, never weaker):
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,6 +31,9 @@ from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Event, Ledger
 from relay_repl.transports.base import Look, StageLog
+
+if TYPE_CHECKING:
+    from relay_repl.session.session import Session
 
 CONFIRM_WAIT = 10.0
 """Seconds one `confirm` step reads receiver evidence before it stops (read-only)."""
@@ -138,8 +141,7 @@ class Debugger:
     the same way; `dbg.abandon(reason)` records that you gave up on it.
     """
 
-    def __init__(self, session: Any, recorded: Recorded) -> None:
-        """`session`: the Session that made it (typed loosely: session.py imports this module)."""
+    def __init__(self, session: Session, recorded: Recorded) -> None:
         self.session = session
         self.delivery = recorded.delivery
         self.sent_to = recorded.target

@@ -369,6 +369,25 @@ class Session:
     def unhalt(self) -> int:
         return self.ledger.clear_halts(by=self.me.sender)
 
+    async def verify(self, relay_id: str, target: str | Target | None = None, *, transcript: str | None = None) -> Any:
+        """Seed section 8 audit: who really sent `relay_id`, from the receiver's own origin records
+        (a target's transcript, any transcript file, or every live Claude target's); read-only.
+        Returns a `VerifyReport` (`.verdict`, `.records`, `.exit_code`); see session/verify.py."""
+        import anyio
+
+        from relay_repl.session import verify as v
+
+        if target is not None and transcript is not None:
+            raise UsageError("name a target or a transcript file, not both")
+        if transcript is not None:
+            return await anyio.to_thread.run_sync(v.verify_file, relay_id, transcript, self.ledger)
+        if target is not None:
+            t = await self.target(target)
+            return await anyio.to_thread.run_sync(v.verify_target, relay_id, t, self.ledger)
+        if not self._refreshed:
+            await self.refresh()
+        return await anyio.to_thread.run_sync(v.verify_everywhere, relay_id, list(self._targets), self.ledger)
+
     def why(self, relay_id: Any) -> Any:
         """Every event recorded for one relay id (or a Delivery), oldest first: a list that prints as a table."""
         from relay_repl.store.timeline import Timeline

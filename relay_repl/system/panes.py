@@ -19,9 +19,7 @@ module only reads: no send-keys, no copy-mode changes, no resize.
 from __future__ import annotations
 
 import os
-import subprocess
 import secrets
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,9 +27,10 @@ from pathlib import Path
 
 import anyio
 
+from relay_repl.core.errors import TmuxError
+from relay_repl.system.tmux import arun, tmux_binary
 from relay_repl.system.proc import ProcStat, process_table
 
-TMUX_TIMEOUT = 5.0
 # Printable on purpose: without a UTF-8 locale tmux prints control characters as `_`.
 # The two free-text fields come last and the split is bounded, so a `|:|` inside a
 # session name cannot shift the fixed fields.
@@ -142,37 +141,26 @@ def parse_panes(server: TmuxServer, text: str) -> list[Pane]:
     return panes
 
 
-def _tmux_bin(env: Mapping[str, str]) -> str | None:
-    return shutil.which("tmux", path=env.get("PATH"))
-
-
-async def _run_tmux(tmux: str, server: TmuxServer, args: Sequence[str], env: Mapping[str, str]) -> str | None:
-    """Run one tmux command against `server`; None on any failure (no server, timeout)."""
-    child_env = {k: v for k, v in env.items() if k != "TMUX"}
-    if not any("UTF-8" in child_env.get(k, "").upper() for k in ("LC_ALL", "LC_CTYPE", "LANG")):
-        child_env["LC_CTYPE"] = "C.UTF-8"  # else tmux prints non-ASCII names as `_`
+async def _run_tmux(server: TmuxServer, args: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """One tmux command against `server` through the one runner; None on any failure
+    (no tmux, no server, timeout): discovery reads what it can."""
     try:
-        with anyio.fail_after(TMUX_TIMEOUT):
-            cp = await anyio.run_process([tmux, *server.args, *args], check=False, env=child_env,
-                                         stdin=subprocess.DEVNULL)
-    except (OSError, TimeoutError):
+        res = await arun(server.args, *args, env=env)
+    except TmuxError:
         return None
-    if cp.returncode != 0:
-        return None
-    return cp.stdout.decode("utf-8", "replace")
+    return res.text if res.ok else None
 
 
 async def list_panes(servers: Sequence[TmuxServer], env: Mapping[str, str] | None = None) -> list[Pane]:
     """Every pane of every reachable server (servers without a socket file are skipped)."""
     env = dict(os.environ if env is None else env)
-    tmux = _tmux_bin(env)
-    if tmux is None:
+    if tmux_binary(env) is None:
         return []
     panes: list[Pane] = []
     for server in servers:
         if not os.path.exists(server.socket_path):
             continue
-        out = await _run_tmux(tmux, server, ["list-panes", "-a", "-F", PANE_FORMAT], env)
+        out = await _run_tmux(server, ["list-panes", "-a", "-F", PANE_FORMAT], env)
         if out is not None:
             panes.extend(parse_panes(server, out))
     return panes
@@ -200,9 +188,8 @@ async def capture_panes(panes: Sequence[Pane], env: Mapping[str, str] | None = N
     Capture is read-only; a pane that vanished is simply missing from the result.
     """
     env = dict(os.environ if env is None else env)
-    tmux = _tmux_bin(env)
     result: dict[tuple[str, str], str] = {}
-    if tmux is None or not panes:
+    if tmux_binary(env) is None or not panes:
         return result
     by_server: dict[str, list[Pane]] = {}
     for p in panes:
@@ -217,7 +204,7 @@ async def capture_panes(panes: Sequence[Pane], env: Mapping[str, str] | None = N
                      "capture-pane", "-p", "-J", "-t", p.pane_id]
             if history:
                 args += ["-S", str(-history)]
-        out = await _run_tmux(tmux, group[0].server, args, env)
+        out = await _run_tmux(group[0].server, args, env)
         if out is None and len(group) > 1:
             # One vanished pane fails the whole chain: retry one by one.
             for p in group:

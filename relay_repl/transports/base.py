@@ -128,6 +128,10 @@ class Transport(ABC):
         """Warnings specific to this transport and target (goal threads, busy receivers...)."""
         return ()
 
+    def plan_files(self, target: Target) -> tuple[str, ...]:
+        """Every file `send` would create or replace (path and why); shown in the plan."""
+        return ()
+
     def plan(self, target: Target, envelope: Envelope, *, fallback: str = "none", notes: tuple[str, ...] = ()) -> Plan:
         notes = tuple(notes) + self.plan_notes(target)
         return Plan(
@@ -139,6 +143,7 @@ class Transport(ABC):
             payload=self.payload(envelope),
             delivered_when=self.delivered_when(target, envelope),
             notes=notes,
+            files=self.plan_files(target),
             relay_id=envelope.id,
         )
 

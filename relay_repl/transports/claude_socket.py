@@ -16,12 +16,21 @@ Facts this relies on (claude-code.md sections 2 and 4, verified on 2.1.328):
 claude-code-message adds the native `<cross-session-message>` wrapper naming
 the operator's listed inbox, so the receiving model is told to answer with
 SendMessage; it therefore requires the inbox to be registered as a peer.
+
+What the operator approves is what is written: the plan's payload is the frame's
+`message.content`, byte for byte (for claude-code-message, the wrapper included),
+and `send` writes the approved payload, never a rebuilt one. The plan names every
+file the send creates (the receipt listener in the target's socket directory); a
+path already taken by a file this process did not create is never unlinked: a
+fresh `<pid>-<8hex>.sock` name is planned instead (the receiver accepts any
+`.sock` in its own directory, claude-code.md section 2.6).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import time
 import uuid
 from collections.abc import Callable
@@ -31,6 +40,7 @@ from typing import Any
 import relay_repl.store.jsonl as jsonl
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
+from relay_repl.core.errors import RelayError, TransportError
 from relay_repl.system.proc import proc_start
 from relay_repl.system.wire import encode_frames, peer_cred
 from relay_repl.core.target import Target
@@ -105,6 +115,7 @@ class ClaudeSocketTransport(Transport):
         """`inbox` returns the running Inbox (for receipts) or None."""
         self._inbox = inbox or (lambda: None)
         self.interrupt = interrupt
+        self._reply_paths: dict[str, Path] = {}  # target socket dir -> the listener path planned there
 
     def refusal(self, target: Target) -> str | None:
         base = super().refusal(target)
@@ -128,7 +139,49 @@ class ClaudeSocketTransport(Transport):
             notes.append("priority now: this ABORTS the receiver's running model call")
         if self._inbox() is None:
             notes.append("no inbox listening here: hold/drop/refuse receipts cannot come back")
+        notes.append(self._frame_note(target))
         return tuple(notes)
+
+    def _frame_note(self, target: Target) -> str:
+        reply = self._reply_path(target)
+        auth = "an auth frame with the receiver's peerToken, then " if peer_token(target) else ""
+        return (f"written to {target.detail.get('socket')} as {auth}one JSON line "
+                f'{{"type":"user","message":{{"role":"user","content":<payload 3>}},"msg_id":<new uuid>,'
+                f'"priority":"{"now" if self.interrupt else "next"}"'
+                + (f',"from":"uds:{reply}"' if reply else "") + "}; the receiving model reads "
+                "`Another Claude session sent a message:`, then payload 3, then Claude's own advisory paragraph")
+
+    def _reply_path(self, target: Target, *, choose: bool = True) -> Path | None:
+        """Where our receipt listener is (or will be) in the target's socket directory.
+
+        An existing listener of ours there is reused; else `<pid>.sock` if nothing is
+        at that name; else a fresh `<pid>-<8hex>.sock`. Chosen at plan time; `send`
+        calls with choose=False and so binds the very path the plan named (or fails,
+        never unlinking, if a file took that name since)."""
+        inbox = self._inbox()
+        sock = target.detail.get("socket")
+        if inbox is None or not sock:
+            return None
+        d = Path(sock).parent
+        for p in inbox.extra_paths:
+            if Path(p).parent == d:
+                return Path(p)
+        planned = self._reply_paths.get(str(d))
+        if planned is not None and (not choose or not (planned.exists() or planned.is_symlink())):
+            return planned
+        want = d / f"{os.getpid()}.sock"
+        while want.exists() or want.is_symlink():
+            want = d / f"{os.getpid()}-{secrets.token_hex(4)}.sock"
+        self._reply_paths[str(d)] = want
+        return want
+
+    def plan_files(self, target: Target) -> tuple[str, ...]:
+        inbox = self._inbox()
+        reply = self._reply_path(target)
+        if reply is None or inbox is None or reply in [Path(p) for p in inbox.extra_paths]:
+            return ()
+        return (f"creates {reply}: a listening socket for the receiver's hold/drop/refuse receipts "
+                "(removed when this relay exits; never replaces an existing file)",)
 
     def delivered_when(self, target: Target, envelope: Envelope) -> str:
         return (
@@ -136,16 +189,14 @@ class ClaudeSocketTransport(Transport):
             f"verifiedPeerPid {os.getpid()} (this process); Claude sends no positive receipt"
         )
 
-    def content(self, payload: str, reply_to: str | None) -> str:
-        return payload
-
     async def _reply_socket(self, target: Target) -> str | None:
-        """Our listener in the target's socket directory (receipts only go there)."""
+        """Our listener in the target's socket directory (receipts only go there): the
+        path the plan named. Inbox.listen refuses a path someone else took since."""
         inbox = self._inbox()
-        if inbox is None:
+        want = self._reply_path(target, choose=False)
+        if inbox is None or want is None:
             return None
-        want = Path(target.detail["socket"]).parent / f"{os.getpid()}.sock"
-        if want not in inbox.extra_paths:
+        if want not in [Path(p) for p in inbox.extra_paths]:
             await inbox.listen(path=want)
         return str(want)
 
@@ -154,7 +205,11 @@ class ClaudeSocketTransport(Transport):
         from anyio.abc import SocketAttribute
 
         sock_path = target.detail["socket"]
-        reply_sock = await self._reply_socket(target)
+        try:
+            reply_sock = await self._reply_socket(target)
+        except RelayError as exc:  # e.g. the planned listener path was taken since: nothing written
+            log.fail("listen", str(exc))
+            return
         msg_id = str(uuid.uuid4())
         delivery.extra.update(msg_id=msg_id, sender_pid=os.getpid(), sender_proc_start=proc_start(os.getpid()))
         frames: list[dict[str, Any]] = []
@@ -163,7 +218,7 @@ class ClaudeSocketTransport(Transport):
             frames.append({"type": "auth", "token": token})
         frame: dict[str, Any] = {
             "type": "user",
-            "message": {"role": "user", "content": self.content(payload, reply_sock)},
+            "message": {"role": "user", "content": payload},  # the approved bytes, as approved
             "msg_id": msg_id,
             "priority": "now" if self.interrupt else "next",
         }
@@ -197,7 +252,7 @@ class ClaudeSocketTransport(Transport):
             log.fail("connect", f"could not write to {sock_path}: {exc}")
             return
         log("write", DeliveryState.QUEUED, f"{len(data)} bytes written to {sock_path} (msg_id {msg_id})",
-            msg_id=msg_id, socket=sock_path, reply_to=reply_sock, frames=len(frames))
+            msg_id=msg_id, socket=sock_path, reply_to=reply_sock, frames=len(frames), content=payload)
 
     async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
         """The transcript records carrying our msg_id (both origin paths), and the receipts so far."""
@@ -300,15 +355,27 @@ class ClaudeMessageTransport(ClaudeSocketTransport):
             return "the listed inbox is in another socket directory than the target's: its reply could not reach us"
         return None
 
+    def _reply_path(self, target: Target, *, choose: bool = True) -> Path | None:
+        reg = self._registration()
+        return Path(reg.socket_path) if reg else None
+
+    def plan_files(self, target: Target) -> tuple[str, ...]:
+        return ()  # replies come back to the listed inbox socket, created (and planned) by register_inbox
+
     async def _reply_socket(self, target: Target) -> str | None:
         reg = self._registration()
-        return str(reg.socket_path) if reg else None
+        if reg is None:
+            raise TransportError("the operator inbox is no longer listed as a Claude peer: nothing written")
+        return str(reg.socket_path)
 
-    def content(self, payload: str, reply_to: str | None) -> str:
+    def payload(self, envelope: Envelope) -> str:
+        """The native wrapper around the envelope, naming the listed inbox as the reply
+        address: exactly the `content` the receiver gets (from-mode is what we assert)."""
         reg = self._registration()
-        name = reg.name if reg else "relay-operator"
-        return (f'<cross-session-message from="uds:{reply_to}" from-name="{name}" from-mode="prompting">\n'
-                f"{payload}\n</cross-session-message>")
+        if reg is None:  # refusal() keeps this transport out of any plan then
+            raise TransportError("claude-code-message needs the operator inbox listed: `await session.register_inbox()`")
+        return (f'<cross-session-message from="uds:{reg.socket_path}" from-name="{reg.name}" from-mode="prompting">\n'
+                f"{envelope.compose()}\n</cross-session-message>")
 
     def delivered_when(self, target: Target, envelope: Envelope) -> str:
-        return super().delivered_when(target, envelope) + "; it is wrapped so the receiver can answer with SendMessage"
+        return super().delivered_when(target, envelope) + "; the wrapper in payload 3 lets the receiver answer with SendMessage"

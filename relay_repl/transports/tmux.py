@@ -51,7 +51,9 @@ import relay_repl.store.jsonl as jsonl
 import relay_repl.agents.screens as screens
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, check_typed_line
-from relay_repl.core.errors import EnvelopeError
+from relay_repl.core.errors import EnvelopeError, PaneGone, TmuxError
+from relay_repl.system.tmux import TmuxResult
+from relay_repl.system.tmux import run as run_tmux
 from relay_repl.agents.screens.model import ScreenReading, Snapshot
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
@@ -80,12 +82,8 @@ class PaneRef(BaseModel):
         return f"{self.pane_id}@{self.socket_path}"
 
 
-class PaneGone(Exception):
-    """The pane (or its tmux server) no longer exists."""
-
-
 class PaneIO:
-    """The seam between the transport and tmux (libtmux under the hood). Blocking.
+    """The seam between the transport and tmux (the one runner, `system.tmux`). Blocking.
 
     Which server: the one discovery rostered the pane on (`detail.tmux_socket`), else
     the first of $RELAY_TMUX_SOCKET, the server of $TMUX and the default server that
@@ -96,22 +94,16 @@ class PaneIO:
         self.env = dict(os.environ if env is None else env)
 
     # -- reading --------------------------------------------------------------------
-    def _server(self, socket_path: str) -> Any:
-        import libtmux
-
-        return libtmux.Server(socket_path=socket_path)
-
-    def _cmd(self, pane: PaneRef, *args: str) -> Any:
-        from libtmux.exc import LibTmuxException
-
+    def _cmd(self, pane: PaneRef, *args: str) -> TmuxResult:
+        """One tmux command through the one runner (`system.tmux`); any failure is PaneGone."""
         if not os.path.exists(pane.socket_path):
             raise PaneGone(f"tmux server {pane.socket_path} is gone")
         try:
-            res = self._server(pane.socket_path).cmd(*args)
-        except LibTmuxException as exc:
+            res = run_tmux(("-S", pane.socket_path), *args, env=self.env)
+        except TmuxError as exc:
             raise PaneGone(f"tmux failed: {exc}") from exc
-        if res.returncode != 0:
-            err = " ".join(res.stderr) or f"exit {res.returncode}"
+        if not res.ok:
+            err = res.error
             if "can't find" in err or "no server" in err or "No such file" in err or "error connecting" in err:
                 raise PaneGone(f"{pane}: {err}")
             raise PaneGone(f"tmux {args[0]} on {pane} failed: {err}")

@@ -169,3 +169,19 @@ def test_each_adapter_names_a_classifier_module_that_exists():
     for kind in ("claude-code", "codex"):
         module = screens.for_kind(kind)
         assert module is not None and module.__name__.endswith("." + load_adapter(kind).screen.classifier)
+
+
+def test_one_codex_footer_pattern_for_discovery_and_the_classifier():
+    """Discovery (footer names the thread) and the tmux preflight (screen classifier) read
+    the same pattern from the adapter, so they cannot reach different verdicts on a pane."""
+    from relay_repl.agents.codex import footer_thread_name
+    from relay_repl.agents.screens import codex as screen
+    from relay_repl.agents.screens.model import Snapshot
+
+    pats = load_adapter("codex").screen.compiled("footer")
+    assert [screen.FOOTER.pattern] == [p.pattern for p in pats]
+    for row, name in (("  gpt-5.5 high · ~/work · relay-a", "relay-a"),
+                      ("  lab-model · /tmp/x · beta      Pursuing goal (3s)", "beta"),
+                      ("  gpt-5.5 high · ~/work", None)):
+        assert footer_thread_name(row, pats) == name
+        assert screen.footer_name(Snapshot(lines=["", row])) == name

@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import re
 
+from relay_repl.agents.adapter import load_adapter
 from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_join, history_contains, parse_styles, wrapped_equals
 
-FOOTER = re.compile(r"^  (?P<model>\S+)(?: (?P<effort>\S+))? · (?P<cwd>[/~]\S*)(?: · (?P<name>.+?))?(?:\s{3,}.*)?\s*$")
+# The footer pattern is the Codex adapter's (adapters/codex.md, [screen.marks] footer): one
+# pattern, so discovery and the tmux preflight cannot disagree about the same pane.
+FOOTER = load_adapter("codex").screen.compiled("footer")[0]
 PROMPT = "›"
 SHELL = "!"
 BUSY = [re.compile(r"esc to interrupt\)"), re.compile(r"^• Messages to be submitted after next tool call")]
@@ -79,7 +82,7 @@ def footer_name(snap: Snapshot) -> str | None:
     if i is None:
         return None
     m = FOOTER.match(snap.lines[i])
-    return (m.group("name") or "").strip() or None if m else None
+    return (m.group("thread_name") or "").strip() or None if m else None
 
 
 def _find_composer(lines: list[str], f: int) -> tuple[int, int, str] | None:

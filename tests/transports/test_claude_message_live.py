@@ -1,0 +1,76 @@
+"""Live: what the operator approves for the Claude socket transports is what is written,
+and they never replace a file they did not create (issue 11, item 7)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+import relay_repl.lab.helpers as helpers
+from relay_repl.core.delivery import DeliveryState
+from tests.support.sessions import live_session
+
+pytestmark = [pytest.mark.live, pytest.mark.anyio]
+
+CLAUDE = "claude:alpha"
+
+
+async def wait_idle(name: str) -> None:
+    await anyio.to_thread.run_sync(lambda: helpers.wait_idle(name, timeout=60))
+
+
+async def test_message_plan_shows_the_wrapper_that_is_written_and_recorded(lab):
+    async with live_session([True, True]) as (s, gate, _inbox):
+        assert await s.register_inbox() is True
+        reg = s.registration
+        d = await s.send(CLAUDE, "what you approve is what arrives", transport="claude-code-message", timeout=30)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        plan = gate.shown[-1]
+        # 3 payload: the exact frame content, wrapper included
+        assert plan.payload.startswith(f'<cross-session-message from="uds:{reg.socket_path}" from-name="{reg.name}" '
+                                       'from-mode="prompting">\n[relay/1 ')
+        assert plan.payload.endswith("] what you approve is what arrives\n</cross-session-message>")
+        assert "3 payload" in plan.render() and plan.payload in plan.render()
+        write = next(e for e in d.evidence if e.stage == "write")
+        assert write.data["content"] == plan.payload  # the bytes written are the bytes approved
+        assert write.data["reply_to"] == str(reg.socket_path)
+        # the receiver parsed that very wrapper, and its model read that very payload
+        rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
+        assert plan.payload in rec["content"], rec
+        assert rec["origin"]["fromMode"] == "prompting" and rec["origin"]["name"] == reg.name
+        assert rec["origin"]["from"] == f"uds:{reg.socket_path}"
+        # no file is created by this send (the listed inbox socket was planned at registration)
+        assert plan.files == ()
+        assert any('"content":<payload 3>' in n and f'"from":"uds:{reg.socket_path}"' in n for n in plan.notes)
+    await wait_idle("alpha")
+
+
+async def test_socket_plan_names_its_listener_and_never_replaces_a_file_there(lab):
+    target_dir = Path(lab.session("alpha").messaging_socket).parent
+    squatter = target_dir / f"{os.getpid()}.sock"
+    assert not squatter.exists()
+    squatter.write_text("not relay's\n")
+    try:
+        async with live_session([True, True]) as (s, gate, inbox):
+            d = await s.send(CLAUDE, "receipts go to a fresh name", transport="claude-code-socket", timeout=30)
+            assert d.state is DeliveryState.IN_TURN, d.summary()
+            plan = gate.shown[-1]
+            (created,) = plan.files
+            fresh = Path(created.split()[1].rstrip(":"))
+            assert fresh.parent == target_dir and fresh.name.startswith(f"{os.getpid()}-") and fresh != squatter
+            assert fresh.is_socket() and squatter.read_text() == "not relay's\n"
+            write = next(e for e in d.evidence if e.stage == "write")
+            assert write.data["reply_to"] == str(fresh) and write.data["content"] == plan.payload
+            assert plan.payload.startswith("[relay/1 ")  # no wrapper on the raw socket transport
+            # the listener exists now: a second plan creates nothing
+            again = await s.send(CLAUDE, "second, same listener", transport="claude-code-socket", timeout=30)
+            assert again.state is DeliveryState.IN_TURN, again.summary()
+            assert gate.shown[-1].files == ()
+        assert not fresh.exists()  # ours: removed on exit
+        assert squatter.read_text() == "not relay's\n"  # not ours: never touched
+    finally:
+        squatter.unlink(missing_ok=True)
+    await wait_idle("alpha")
