@@ -30,12 +30,15 @@ class DeliveryState(str, Enum):
     IN_TURN = "in_turn"            # receiver evidence: the payload is in the receiver's turn/transcript
     ACKNOWLEDGED = "acknowledged"  # receiver answered carrying our relay id
     FAILED = "failed"              # a stage failed; see reason
+    HALTED = "halted"              # a relay-halt stopped it after the gate or at a stage boundary; see reason
+    INTERRUPTED = "interrupted"    # its process died mid-send (found on a later start): look before re-sending
     UNKNOWN = "unknown"            # evidence could not be read
     ABANDONED = "abandoned"        # the operator gave up on it (debugger): no further stage is run
 
 
 DELIVERED = frozenset({DeliveryState.IN_TURN, DeliveryState.ACKNOWLEDGED})
-NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED, DeliveryState.ABANDONED})
+NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED, DeliveryState.HALTED,
+                      DeliveryState.ABANDONED})
 # every other state is pending: the delivery may still complete, so it is never re-sent blindly
 
 
@@ -72,6 +75,8 @@ class Delivery(BaseModel):
     def outcome(self) -> str:
         if self.state in DELIVERED:
             return "delivered"
+        if self.state is DeliveryState.HALTED:
+            return "halted"
         if self.state is DeliveryState.ABANDONED:
             return "abandoned"
         if self.state in NOT_DONE:
@@ -80,7 +85,7 @@ class Delivery(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """0 delivered, 3 pending (stage named in the message), 1 refused or failed."""
+        """0 delivered, 3 pending (stage named in the message), 1 refused, failed or halted."""
         return {"delivered": 0, "pending": 3}.get(self.outcome, 1)
 
     def summary(self) -> str:

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from relay_repl.core.controls import control_refusal
 from relay_repl.core.errors import EnvelopeError, LoopHalt
 
 PREFIX = "[relay/1 "
@@ -92,6 +93,22 @@ def _one_line(text: str) -> str:
     return text
 
 
+def _no_controls(text: str) -> str:
+    why = control_refusal(text)
+    if why:
+        raise ValueError(why)
+    return text
+
+
+def check_body(body: str) -> str:
+    """Refuse, with one line naming the character and its position, a body holding a
+    control character or a lone surrogate (see core.controls). Called before any plan."""
+    why = control_refusal(body)
+    if why:
+        raise EnvelopeError(why)
+    return body
+
+
 def _sender_shape(value: str) -> str:
     role, sep, rest = value.partition(":")
     agent, sep2, addr = rest.partition("@")
@@ -107,7 +124,7 @@ def _id_shape(value: str) -> str:
 
 
 OneLine = Annotated[str, Field(min_length=1), AfterValidator(_one_line)]
-Body = Annotated[str, Field(min_length=1, max_length=MAX_BODY), AfterValidator(_one_line)]
+Body = Annotated[str, Field(min_length=1, max_length=MAX_BODY), AfterValidator(_no_controls), AfterValidator(_one_line)]
 Sender = Annotated[str, Field(min_length=3), AfterValidator(_one_line), AfterValidator(_sender_shape)]
 RelayId = Annotated[str, Field(min_length=3), AfterValidator(_one_line), AfterValidator(_id_shape)]
 Hop = Annotated[int, Field(ge=0, le=HOP_CAP)]
@@ -118,6 +135,9 @@ def check_typed_line(line: str) -> str:
     """Refuse a line that cannot safely be typed into a TUI composer."""
     if not line:
         raise EnvelopeError("refusing to type an empty line")
+    why = control_refusal(line, "line")
+    if why:
+        raise EnvelopeError(why)
     _one_line_or_error(line)
     if line[0] in UI_MODE_CHARS:
         raise EnvelopeError(
@@ -174,6 +194,8 @@ class Envelope(BaseModel):
     @classmethod
     def make(cls, **fields: Any) -> Envelope:
         """Validate, turning pydantic's multi-line report into one EnvelopeError line."""
+        if isinstance(fields.get("body"), str):
+            check_body(fields["body"])  # names the character (pydantic's own word on a surrogate does not)
         try:
             return cls.model_validate(fields)
         except ValidationError as exc:

@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from relay_repl.core.delivery import Delivery, DeliveryState
-from relay_repl.core.envelope import Envelope, Want
-from relay_repl.core.errors import AmbiguousTarget, LoopHalt, StaleTarget, UnknownTarget, UsageError
+from relay_repl.core.envelope import Envelope, Want, check_body
+from relay_repl.core.controls import control_refusal
+from relay_repl.core.errors import AmbiguousTarget, EnvelopeError, Halted, LoopHalt, StaleTarget, UnknownTarget, UsageError
 from relay_repl.session.gate import ApproveFn, DenyGate
 from relay_repl.store.ledger import Ledger
 from relay_repl.core.plan import Plan
@@ -157,7 +158,9 @@ class Session:
         `heading` is printed above the plan (where a recipe run stands);
         `relay_id` is one the caller took from `ledger.next_id` beforehand, so it
         could record the id before anything happened (a recipe, for resume).
+        A body holding a control character is refused before anything else.
         """
+        check_body(body)
         tgt = await self.target(target)
         self._check_halt()
         choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
@@ -180,6 +183,9 @@ class Session:
     async def forward(self, target: str | Target, line: str, *, transport: str | None = None,
                       timeout: float = 30.0, heading: str | None = None) -> Delivery:
         """Forward a pasted envelope: same id and sender, hop + 1; a duplicate id is dropped."""
+        why = control_refusal(line, "pasted envelope")
+        if why:
+            raise EnvelopeError(why)
         env = Envelope.parse(line)
         if env is None:
             raise UsageError("that is not a relay envelope line (it must start with '[relay/1 ')")
@@ -216,19 +222,47 @@ class Session:
             self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason})
             return d
         log = StageLog(d, self.ledger, echo=self.echo)
-        self.ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
+        halt = self.ledger.active_halt()  # it may have arrived while the plan was on screen
+        if halt is None:
+            self.ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
+            await self._run(d, tgt, chosen, plan.payload, log, timeout)
+        else:
+            self._halted(d, log, Halted(halt.reason, halt.by))
+        self.record_outcome(d)
+        return d
+
+    async def _run(self, d: Delivery, tgt: Target, chosen: Transport, payload: str, log: StageLog,
+                   timeout: float) -> None:
+        """The transport's stages, then its confirmation; a halt stops them at the next boundary."""
+        log.armed = True  # from here each stage boundary stops on a halt
         try:
-            await chosen.send(d, tgt, plan.payload, log)
+            await chosen.send(d, tgt, payload, log)
+            log.armed = False  # all that is left is reading receiver evidence
             if d.state not in {DeliveryState.FAILED, DeliveryState.REFUSED, DeliveryState.TYPED}:
-                await chosen.confirm(d, tgt, plan.payload, log, timeout)
+                await chosen.confirm(d, tgt, payload, log, timeout)
+        except Halted as h:
+            self._halted(d, log, h)
         except Exception as exc:  # translate at the seam; the ledger keeps the why
+            log.armed = False
             log.fail(d.stage, f"{type(exc).__name__}: {exc}")
         except BaseException:  # Ctrl-C / cancelled wait: the delivery stays pending, recorded, debuggable
+            log.armed = False
             d.reason = d.reason or f"the wait was interrupted at stage {d.stage}; `session.debugger({d.relay_id!r})` picks it up"
             self.record_outcome(d, interrupted=True)
             raise
-        self.record_outcome(d)
-        return d
+
+    def _halted(self, d: Delivery, log: StageLog, h: Halted) -> None:
+        """Record a send stopped by a relay-halt: what it had done, and that nothing more was."""
+        log.armed = False
+        if not d.evidence:
+            done = "after the operator's yes, before anything was sent: nothing was typed, written or queued"
+        else:
+            last = d.evidence[-1]
+            nxt = d.extra.get("halted_before") or "the next stage"
+            done = (f"after stage {last.stage} ({last.state.value}: {last.detail}); {nxt} was not done and "
+                    "nothing more was typed, written or queued")
+        d.reason = f"relay-halt ({h.reason}, by {h.by}) stopped the send {done}; `session.unhalt()` clears the halt"
+        log("halt", DeliveryState.HALTED, d.reason)
 
     def record_outcome(self, d: Delivery, **more: Any) -> None:
         """The delivery's state and everything a later process needs to carry on (transport extras)."""
