@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 
 from relay_repl.core.delivery import DELIVERED, Delivery, DeliveryState
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, decode_value
-from relay_repl.core.errors import DiscoveryError, EnvelopeError, RelayError, UsageError
+from relay_repl.core.errors import DiscoveryError, EnvelopeError, LoopHalt, RelayError, UsageError
 from relay_repl.core.plan import Plan
 from relay_repl.core.recipe import Recipe, RecipeError, Step, parse_recipe, render
 from relay_repl.transports.base import StageLog
@@ -224,6 +224,23 @@ class Runner:
                                   "(run `relay targets`)")
             self._targets[step.to] = resolved
 
+    async def _reply_route(self) -> None:
+        """A Claude target answers with SendMessage to a listed peer: list the operator's
+        inbox first (its own plan and y/N) when a step waits for a Claude answer."""
+        waits_on_claude = False
+        for step in self.recipe.steps:
+            if not step.waits_for_answer:
+                continue
+            for spec in self._targets[step.to]:
+                tgt = await self.session.target(spec)
+                waits_on_claude = waits_on_claude or tgt.kind == "claude-code"
+        if not waits_on_claude or self.session.inbox_server is None or self.session.registration is not None:
+            return
+        self.say("Claude targets answer with SendMessage to a listed peer: listing this inbox first (asks y/N)")
+        if not await self.session.register_inbox():
+            raise Stop("withheld", "the operator declined to list the inbox as a Claude peer, so no Claude reply "
+                       "could come back; nothing was sent")
+
     def _specs(self, step: Step) -> list[str]:
         p = step.to_param
         if p is None:
@@ -273,6 +290,8 @@ class Runner:
         self.session.approve = one_at_a_time
         try:
             await self.resolve_targets()
+            if not self.dry_run:
+                await self._reply_route()
             for round_ in range(1, self.recipe.rounds + 1):
                 self.run.round = round_
                 await self._round(round_)
@@ -280,6 +299,11 @@ class Runner:
                     self.run.reason = f"a reply contains {self.recipe.until!r}"
                     break
             self.run.state = "planned" if self.dry_run else "done"
+        except RecipeError:
+            raise  # a usage error (an unknown target...): found before anything was sent
+        except LoopHalt as exc:  # a halt raised by the session during a send: the run stops at once
+            self.run.state, self.run.reason = "halted", str(exc)
+            self.say(f"run {self.run.id} stopped: {exc}")
         except Stop as stop:
             self.run.state, self.run.reason = stop.state, stop.reason
             self.say(f"run {self.run.id} stopped: {stop.reason}")
@@ -400,9 +424,9 @@ class Runner:
         if d.state is DeliveryState.WITHHELD:
             rec.state, rec.reason = "withheld", "the operator answered No"
             raise Stop("withheld", f"{where}: the operator answered No; nothing was sent")
-        if d.outcome in ("refused", "failed"):
+        if d.outcome not in ("delivered", "pending"):  # refused, failed, halted, abandoned...
             rec.state, rec.reason = d.state.value, d.reason
-            raise Stop("failed", f"{where}: {d.summary()}")
+            raise Stop("halted" if d.outcome == "halted" else "failed", f"{where}: {d.summary()}")
         rec.state = "delivered" if d.outcome == "delivered" else d.state.value
         if not step.waits_for_answer:
             if d.outcome != "delivered":
@@ -455,8 +479,10 @@ class Runner:
         candidates: list[tuple[str, Any]] = []
         if linked is not None:
             candidates.append((getattr(linked, "line", None) or str(linked), linked))
+        # `relay reply` records which id it answers; its line reaches the inbox under its own id
+        via_reply = {e.relay_id for e in self.ledger.events(kind="reply") if e.data.get("answers") == relay_id}
         for msg in self.ledger.inbox():
-            if answered_id(msg.line) == relay_id:
+            if answered_id(msg.line) == relay_id or (msg.relay_id is not None and msg.relay_id in via_reply):
                 candidates.append((msg.line, msg))
         for line, msg in candidates:
             env = parse_answer(line)
