@@ -20,6 +20,7 @@ failure this tool must survive.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -109,12 +110,74 @@ class InboxMessage(BaseModel):
         return f"<InboxMessage #{self.seq} {when} from {self.peer or '?'}: {self.line[:80]!r}>"
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_existing(path: Path) -> None:
+    """Refuse a ledger file that sqlite would silently treat as new or that cannot be read.
+
+    sqlite opens a 0-byte file as an empty database and writes a fresh schema into it,
+    so the record of ids seen, sends and halts would vanish without a word: detect it
+    (and anything else that is not an SQLite file) before sqlite sees it."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+    except IsADirectoryError:
+        raise RelayError(f"cannot open the ledger at {path}: it is a directory, not a file; move it aside "
+                         "or set RELAY_HOME to another directory") from None
+    except OSError as exc:
+        raise RelayError(f"cannot read the ledger at {path}: {exc.strerror}; make it readable and writable "
+                         "by you (chmod u+rw), or set RELAY_HOME to another directory") from None
+    if not head:
+        raise RelayError(f"the ledger at {path} is empty (0 bytes): the record of relay ids seen, sends and halts "
+                         f"is gone, and nothing was changed; restore it from a backup, or move it aside "
+                         f"(mv {path} {path}.empty) to start a new ledger") from None
+    if head != SQLITE_MAGIC:
+        raise RelayError(f"the ledger at {path} is not an SQLite database ({len(head)}+ bytes of something else); "
+                         f"nothing was changed: restore it, or move it aside (mv {path} {path}.bad) to start a new "
+                         "ledger") from None
+
+
+def _create(path: Path) -> None:
+    """Make a new ledger atomically: build it beside, then link it into place.
+
+    So no process ever sees a half-made (0-byte) ledger, and the 0-byte check above
+    cannot fire on two processes starting at once. If another process linked its
+    ledger first, that one is used."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+    try:
+        con = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            con.executescript(SCHEMA)
+        finally:
+            con.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    except (OSError, sqlite3.Error) as exc:
+        raise RelayError(f"cannot create the ledger at {path}: {exc}; set RELAY_HOME to a writable directory") from exc
+    finally:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
 class Ledger:
     """Thread-safe handle on the ledger file (one connection, one lock)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise RelayError(f"cannot create the ledger's directory {self.path.parent}: {exc.strerror}; "
+                             "set RELAY_HOME to a writable directory") from exc
+        if os.path.lexists(self.path):
+            _check_existing(self.path)
+        else:
+            _create(self.path)
         try:
             self._con = sqlite3.connect(
                 str(self.path), timeout=10.0, isolation_level=None, check_same_thread=False
