@@ -71,15 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="send one line to a target (plan, y/N, deliver, confirm)",
         description="Send MESSAGE to TARGET (claude:NAME, codex:NAME-or-UUID, or %%PANE). The plan is shown and "
         "you are asked y/N first; without a terminal the answer is No. A whole pasted envelope line as MESSAGE is "
-        "forwarded instead (same id, hop + 1; a duplicate id is dropped).\n\n"
+        "forwarded instead (same id, hop + 1, the envelope's own want; --transport, --durable and --native-reply "
+        "apply; a duplicate id is dropped, and the id counts as seen only once you answered y).\n\n"
         "exit codes: 0 delivered (receiver evidence), 3 pending (the stage it stopped at is printed), "
-        "1 refused or failed, 2 usage error",
+        "1 refused, failed or halted (relay-halt), 2 usage error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.add_argument("target")
     s.add_argument("message", help="one line; quote it")
     s.add_argument("--transport", "-t", help="require this transport (codex-queue, claude-code-socket, claude-code-message, tmux)")
-    s.add_argument("--want", "-w", choices=["reply", "ack", "none"], default="none", help="what you ask the receiver for")
+    s.add_argument("--want", "-w", choices=["reply", "ack", "none"], default=None,
+                   help="what you ask the receiver for (default none; a forward keeps the envelope's own)")
     s.add_argument("--durable", action="store_true", help="require a durable path; refuse rather than downgrade")
     s.add_argument("--native-reply", action="store_true", help="require a transport the receiver can answer natively")
     s.add_argument("--interrupt", action="store_true", help="Claude socket only: priority now, aborting the receiver's running call")
@@ -335,8 +337,10 @@ def _cmd_send(args: argparse.Namespace) -> int:
             await session.open_inbox(tg, echo=print)
             try:
                 if Envelope.parse(args.message) is not None:
-                    return await session.forward(args.target, args.message, transport=args.transport, timeout=args.timeout)
-                return await session.send(args.target, args.message, want=args.want, transport=args.transport,
+                    return await session.forward(args.target, args.message, transport=args.transport,
+                                                 durable=args.durable, native_reply=args.native_reply, want=args.want,
+                                                 timeout=args.timeout)
+                return await session.send(args.target, args.message, want=args.want or "none", transport=args.transport,
                                           durable=args.durable, native_reply=args.native_reply, timeout=args.timeout)
             finally:
                 await session.close_inbox()

@@ -181,8 +181,14 @@ class Session:
         return plan.model_copy(update={"heading": heading}) if heading else plan
 
     async def forward(self, target: str | Target, line: str, *, transport: str | None = None,
+                      durable: bool = False, native_reply: bool = False, want: Want | None = None,
                       timeout: float = 30.0, heading: str | None = None) -> Delivery:
-        """Forward a pasted envelope: same id and sender, hop + 1; a duplicate id is dropped."""
+        """Forward a pasted envelope: same id and sender, hop + 1; a duplicate id is dropped.
+
+        The id is marked seen only once the operator said yes and the delivery starts:
+        a forward declined at the gate, or aimed at a mistyped target, leaves it usable.
+        `durable` and `native_reply` constrain the transport as for `send`; the envelope
+        keeps its own want, so a contradicting `want` is refused rather than ignored."""
         why = control_refusal(line, "pasted envelope")
         if why:
             raise EnvelopeError(why)
@@ -193,14 +199,17 @@ class Session:
         if env.is_halt:
             self.ledger.halt(f"relay-halt in a pasted envelope {env.id}", by=env.sender)
             raise LoopHalt(f"{env.id} carries relay-halt: stopping, not forwarding")
-        if not self.ledger.mark_seen(env.id, env.hop, env.sender):
+        if want is not None and want != env.want:
+            raise UsageError(f"the pasted envelope asks want={env.want} and a forward keeps it: drop --want "
+                             f"(or pass --want {env.want}); to ask for something else, send a new message")
+        if self.ledger.sightings(env.id) > 0:
             self.ledger.event("duplicate", relay_id=env.id, data={"line": line, "via": "forward"})
             raise LoopHalt(f"relay id {env.id} was seen before: duplicate dropped, not forwarded")
         onward = env.next_hop()
         tgt = await self.target(target)
-        choice = self.choose_transport(tgt, transport)
+        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
         return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout, choice.notes,
-                                   heading=heading)
+                                   heading=heading, forwarded=env)
 
     def _check_halt(self) -> None:
         halt = self.ledger.active_halt()
@@ -208,7 +217,8 @@ class Session:
             raise LoopHalt(f"relay-halt is in force ({halt.reason}, by {halt.by}): nothing is sent until `session.unhalt()`")
 
     async def _deliver(self, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str, timeout: float,
-                       notes: tuple[str, ...] = (), heading: str | None = None) -> Delivery:
+                       notes: tuple[str, ...] = (), heading: str | None = None,
+                       forwarded: Envelope | None = None) -> Delivery:
         plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes)
         if heading:
             plan = plan.model_copy(update={"heading": heading})
@@ -223,11 +233,16 @@ class Session:
             return d
         log = StageLog(d, self.ledger, echo=self.echo)
         halt = self.ledger.active_halt()  # it may have arrived while the plan was on screen
-        if halt is None:
+        if halt is not None:
+            self._halted(d, log, Halted(halt.reason, halt.by))
+        elif forwarded is not None and not self.ledger.mark_seen(forwarded.id, forwarded.hop, forwarded.sender):
+            # seen only now that the delivery starts; another process forwarded it while the plan was open
+            self.ledger.event("duplicate", relay_id=forwarded.id, data={"via": "forward", "delivery": d.key})
+            d.reason = f"relay id {forwarded.id} was forwarded meanwhile (seen while the plan was open): duplicate dropped"
+            log("gate", DeliveryState.REFUSED, d.reason)
+        else:
             self.ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
             await self._run(d, tgt, chosen, plan.payload, log, timeout)
-        else:
-            self._halted(d, log, Halted(halt.reason, halt.by))
         self.record_outcome(d)
         return d
 
