@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from relay_repl.core.target import Me
+from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
+from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterError, AdapterSpec, TransportSpec, available_adapters, load_adapter
+from relay_repl.agents import claude_code, codex
 from relay_repl.agents.claude_code import ClaudeProvider, munge_cwd, transcript_path
 from relay_repl.agents.codex import CodexProvider
 from relay_repl.system.panes import Pane, PaneRoster, TmuxServer, tmux_servers
@@ -36,6 +38,7 @@ __all__ = [
     "detect_me",
     "load_adapter",
     "munge_cwd",
+    "reply_route",
     "tmux_servers",
     "transcript_path",
 ]
@@ -55,3 +58,17 @@ def detect_me(env: Mapping[str, str] | None = None) -> Me | None:
     """Our own address when this process runs inside an agent session (seed §1), else None."""
     environ = dict(os.environ if env is None else env)
     return CodexProvider(env=environ).own_address() or ClaudeProvider(env=environ).own_address()
+
+
+_REPLY_ROUTES = {claude_code.KIND: claude_code.reply_route, codex.KIND: codex.reply_route}
+
+
+def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
+    """How `target` will answer a want=reply|ack message, as its agent module says.
+
+    A kind with no module of its own gets the route any process has: `relay reply`.
+    """
+    route = _REPLY_ROUTES.get(target.kind)
+    if route is not None:
+        return route(target, ctx)
+    return relay_reply_route(target.spec, ctx, "its connecting process is identified as the target")

@@ -16,6 +16,11 @@ Why it is shaped like this (seed section 5):
   `<sender address>-<n>` with `n` from the ledger.
 - `hop` is bounded 0..4 and re-validated on every change: pydantic's
   `model_copy(update=...)` skips validation, so this model overrides it.
+- An answer carries an optional last header field `re=<relay id answered>`
+  (percent-encoded like every value). A reply is linked to what it answers by
+  this field only, never by scanning the body: a body may quote any id.
+
+    [relay/1 from=agent:codex@<thread> to=operator id=<thread>-1 hop=1 want=none re=<our id>] tests pass
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ UI_MODE_CHARS = frozenset("/!#@?")
 `/` commands, `!` shell, `@` file mentions, `#` (Claude memory), `?` (Codex
 swallows it on an empty composer). A leading `[` is safe."""
 
-_HEADER_KEYS = ("from", "to", "id", "hop", "want")
+_HEADER_KEYS = ("from", "to", "id", "hop", "want", "re")
+_REQUIRED_KEYS = ("from", "to", "id", "hop", "want")
 _LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
@@ -164,6 +170,8 @@ class Envelope(BaseModel):
     id: RelayId
     hop: Hop = 0
     want: Want = "none"
+    re: RelayId | None = None
+    """The relay id this message answers (a reply or an ack), or None."""
     body: Body
 
     # -- derived views -------------------------------------------------------
@@ -188,6 +196,8 @@ class Envelope(BaseModel):
             "hop": str(self.hop),
             "want": self.want,
         }
+        if self.re is not None:
+            fields["re"] = self.re
         return "[relay/1 " + " ".join(f"{k}={encode_value(v)}" for k, v in fields.items()) + "]"
 
     # -- construction --------------------------------------------------------
@@ -241,14 +251,15 @@ class Envelope(BaseModel):
             if key in fields:
                 raise EnvelopeError(f"relay header repeats field {key!r}")
             fields[key] = decode_value(raw)
-        missing = [k for k in _HEADER_KEYS if k not in fields]
+        missing = [k for k in _REQUIRED_KEYS if k not in fields]
         if missing:
             raise EnvelopeError(f"relay header lacks {', '.join(missing)}")
         hop = fields["hop"]
         if not hop.isdigit() or (len(hop) > 1 and hop[0] == "0"):
             raise EnvelopeError(f"relay header hop={hop!r} is not a whole number")
         return cls.make(
-            sender=fields["from"], to=fields["to"], id=fields["id"], hop=int(hop), want=fields["want"], body=body
+            sender=fields["from"], to=fields["to"], id=fields["id"], hop=int(hop), want=fields["want"],
+            re=fields.get("re"), body=body,
         )
 
     # -- hop rules -----------------------------------------------------------

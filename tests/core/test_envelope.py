@@ -170,3 +170,28 @@ def test_encoded_values_hold_no_separator(value):
     enc = encode_value(value)
     assert "]" not in enc and " " not in enc and "to=" not in enc and "\n" not in enc
     assert decode_value(enc) == value
+
+
+def test_re_is_an_optional_last_header_field_percent_encoded():
+    e = Envelope.make(sender="agent:codex@t1", to="operator", id="t1-2", hop=1, want="none", re="op.h.1-3", body="ok")
+    assert e.compose() == "[relay/1 from=agent:codex@t1 to=operator id=t1-2 hop=1 want=none re=op.h.1-3] ok"
+    assert Envelope.parse(e.compose()) == e
+    odd = Envelope.make(sender="agent:x@a", to="operator", id="a-1", re="we]ird to=x 100%-4", body="b")
+    line = odd.compose()
+    assert "re=we%5Dird%20to%3Dx%20100%25-4]" in line
+    assert Envelope.parse(line).re == "we]ird to=x 100%-4"
+    # absent: the header is exactly the seed's five fields; a reply keeps re= through hop changes
+    assert " re=" not in Envelope.make(sender="agent:x@a", to="p", id="a-2", body="b").compose()
+    assert e.next_hop().re == "op.h.1-3"
+
+
+def test_re_must_look_like_a_relay_id_and_appear_once():
+    with pytest.raises(EnvelopeError, match="re"):
+        Envelope.parse("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none re=nodash] x")
+    with pytest.raises(EnvelopeError, match="repeats field 're'"):
+        Envelope.parse("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none re=c-2 re=c-3] x")
+
+
+def test_a_body_quoting_re_does_not_set_it():
+    line = "[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none] re=op-1 [relay/1 re=op-1] x"
+    assert Envelope.parse(line).re is None

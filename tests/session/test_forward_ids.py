@@ -48,10 +48,10 @@ async def test_a_declined_forward_leaves_the_id_usable(tmp_path):
     s, (mem,), gate, led = mk(tmp_path, [False, True])
     d = await s.forward("fake:inbox", LINE)
     assert d.state is DeliveryState.WITHHELD and mem.received == []
-    assert led.sightings("t9-4") == 0
+    assert led.sightings("t9-4") == 0 and not led.was_forwarded("t9-4")
     d = await s.forward("fake:inbox", LINE)  # the corrected, approved forward goes through
     assert d.outcome == "delivered" and Envelope.parse(mem.received[0]).id == "t9-4"
-    assert led.sightings("t9-4") == 1
+    assert led.sightings("t9-4") == 1 and led.was_forwarded("t9-4")
     with pytest.raises(LoopHalt, match="duplicate dropped"):
         await s.forward("fake:inbox", LINE)
 
@@ -62,7 +62,7 @@ async def test_a_forward_to_a_mistyped_target_leaves_the_id_usable(tmp_path):
         await s.forward("fake:inbx", LINE)
     with pytest.raises(UsageError):
         await s.forward("inbox", LINE)
-    assert led.sightings("t9-4") == 0 and gate.shown == []
+    assert led.sightings("t9-4") == 0 and not led.was_forwarded("t9-4") and gate.shown == []
     assert (await s.forward("fake:inbox", LINE)).outcome == "delivered"
 
 
@@ -71,7 +71,7 @@ async def test_a_forward_seen_meanwhile_by_another_process_is_dropped_after_the_
 
     async def racing_gate(plan):
         other = Ledger(tmp_path / "l.sqlite")
-        other.mark_seen("t9-4", 1, "agent:codex@t9")  # another relay forwarded it while our plan was open
+        other.mark_forwarded("t9-4", "fake:inbox")  # another relay forwarded it while our plan was open
         other.close()
         return True
 
@@ -86,7 +86,7 @@ async def test_requirements_reach_the_forward(tmp_path):
     s, _, gate, led = mk(tmp_path, [True], transports=[live_only], target=tgt)
     with pytest.raises(PolicyRefusal):
         await s.forward("fake:inbox", LINE, durable=True)  # never downgraded to a live-only path
-    assert live_only.received == [] and led.sightings("t9-4") == 0
+    assert live_only.received == [] and led.sightings("t9-4") == 0 and not led.was_forwarded("t9-4")
 
 
 async def test_a_contradicting_want_is_refused_and_a_matching_one_accepted(tmp_path):
@@ -128,4 +128,5 @@ def test_cli_passes_every_requirement_to_a_forward(relay_home, monkeypatch):
 def test_cli_a_declined_forward_keeps_the_id(relay_home):
     res = _relay("send", "fake:inbox", LINE)
     assert "refused (withheld)" in res.stdout  # no terminal: the answer is No
-    assert Ledger(relay_home / "ledger.sqlite").sightings("t9-4") == 0
+    led = Ledger(relay_home / "ledger.sqlite")
+    assert led.sightings("t9-4") == 0 and not led.was_forwarded("t9-4")
