@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -109,32 +110,29 @@ class Halt(BaseModel):
     by: str
 
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
 def _check_existing(path: Path) -> None:
-    """Refuse a ledger file that sqlite would silently treat as new or that cannot be read.
+    """Refuse a ledger file that sqlite would silently treat as new or that cannot be used.
 
     sqlite opens a 0-byte file as an empty database and writes a fresh schema into it,
     so the record of ids seen, sends and halts would vanish without a word: detect it
-    (and anything else that is not an SQLite file) before sqlite sees it."""
+    before sqlite sees it. Only stat() and access() are used, never open(): closing a
+    second descriptor on a database file drops the POSIX locks every sqlite connection
+    of this process holds on it (sqlite's own "how to corrupt" list, section 2.2)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(SQLITE_MAGIC))
-    except IsADirectoryError:
-        raise RelayError(f"cannot open the ledger at {path}: it is a directory, not a file; move it aside "
-                         "or set RELAY_HOME to another directory") from None
+        st = os.stat(path)
     except OSError as exc:
         raise RelayError(f"cannot read the ledger at {path}: {exc.strerror}; make it readable and writable "
                          "by you (chmod u+rw), or set RELAY_HOME to another directory") from None
-    if not head:
+    if stat.S_ISDIR(st.st_mode):
+        raise RelayError(f"cannot open the ledger at {path}: it is a directory, not a file; move it aside "
+                         "or set RELAY_HOME to another directory")
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise RelayError(f"cannot read the ledger at {path}: permission denied; make it readable and writable "
+                         "by you (chmod u+rw), or set RELAY_HOME to another directory")
+    if st.st_size == 0:
         raise RelayError(f"the ledger at {path} is empty (0 bytes): the record of relay ids seen, sends and halts "
                          f"is gone, and nothing was changed; restore it from a backup, or move it aside "
-                         f"(mv {path} {path}.empty) to start a new ledger") from None
-    if head != SQLITE_MAGIC:
-        raise RelayError(f"the ledger at {path} is not an SQLite database ({len(head)}+ bytes of something else); "
-                         f"nothing was changed: restore it, or move it aside (mv {path} {path}.bad) to start a new "
-                         "ledger") from None
+                         f"(mv {path} {path}.empty) to start a new ledger")
 
 
 def _create(path: Path) -> None:
@@ -190,6 +188,9 @@ class Ledger:
                 if col not in have:
                     self._con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
         except sqlite3.Error as exc:
+            if "not a database" in str(exc):
+                raise RelayError(f"the ledger at {self.path} is not an SQLite database; nothing was changed: restore "
+                                 f"it, or move it aside (mv {self.path} {self.path}.bad) to start a new ledger") from exc
             raise RelayError(
                 f"cannot open the ledger at {self.path}: {exc}; check the file's permissions or set RELAY_HOME"
             ) from exc

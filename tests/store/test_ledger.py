@@ -143,18 +143,13 @@ def test_a_ledger_that_is_not_sqlite_is_reported_never_replaced(tmp_path):
 
 
 def test_an_unreadable_ledger_names_its_path_and_the_fix(tmp_path, monkeypatch):
-    import builtins
+    import os
 
     path = tmp_path / "ledger.sqlite"
     Ledger(path).close()
-    real_open = builtins.open
-
-    def deny(file, *a, **kw):  # root ignores chmod 000, so the kernel's answer is simulated here
-        if str(file) == str(path):
-            raise PermissionError(13, "Permission denied", str(file))
-        return real_open(file, *a, **kw)
-
-    monkeypatch.setattr(builtins, "open", deny)
+    real_access = os.access
+    # root ignores chmod 000, so the kernel's answer for this one path is simulated
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(path) else real_access(p, mode, **kw))
     with pytest.raises(RelayError, match="cannot read the ledger") as err:
         Ledger(path)
     assert str(path) in str(err.value) and "chmod u+rw" in str(err.value)
