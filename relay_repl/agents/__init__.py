@@ -18,11 +18,15 @@ from collections.abc import Mapping
 
 from relay_repl.core.target import Me
 from relay_repl.agents.adapter import AdapterError, AdapterSpec, TransportSpec, available_adapters, load_adapter
-from relay_repl.agents.claude_code import ClaudeProvider, munge_cwd, transcript_path
-from relay_repl.agents.codex import CodexProvider
+from relay_repl.agents.agent import Agent, TypedEvidence
+from relay_repl.agents.claude_code import ClaudeAgent, ClaudeProvider, munge_cwd, transcript_path
+from relay_repl.agents.codex import CodexAgent, CodexProvider
 from relay_repl.system.panes import Pane, PaneRoster, TmuxServer, tmux_servers
 
 __all__ = [
+    "Agent",
+    "TypedEvidence",
+    "agent_for",
     "AdapterError",
     "AdapterSpec",
     "ClaudeProvider",
@@ -55,3 +59,11 @@ def detect_me(env: Mapping[str, str] | None = None) -> Me | None:
     """Our own address when this process runs inside an agent session (seed §1), else None."""
     environ = dict(os.environ if env is None else env)
     return CodexProvider(env=environ).own_address() or ClaudeProvider(env=environ).own_address()
+
+
+_AGENTS: dict[str, Agent] = {a.kind: a for a in (ClaudeAgent(), CodexAgent())}
+
+
+def agent_for(kind: str) -> Agent | None:
+    """The agent of a Target kind (what transports ask instead of branching on the kind), or None."""
+    return _AGENTS.get(kind)
