@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from relay_repl.core.target import Me
+from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
+from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterError, AdapterSpec, TransportSpec, available_adapters, load_adapter
+from relay_repl.agents import claude_code, codex
 from relay_repl.agents.agent import Agent, TypedEvidence
 from relay_repl.agents.claude_code import ClaudeAgent, ClaudeProvider, munge_cwd, transcript_path
 from relay_repl.agents.codex import CodexAgent, CodexProvider
@@ -40,6 +42,7 @@ __all__ = [
     "detect_me",
     "load_adapter",
     "munge_cwd",
+    "reply_route",
     "tmux_servers",
     "transcript_path",
 ]
@@ -67,3 +70,17 @@ _AGENTS: dict[str, Agent] = {a.kind: a for a in (ClaudeAgent(), CodexAgent())}
 def agent_for(kind: str) -> Agent | None:
     """The agent of a Target kind (what transports ask instead of branching on the kind), or None."""
     return _AGENTS.get(kind)
+
+
+_REPLY_ROUTES = {claude_code.KIND: claude_code.reply_route, codex.KIND: codex.reply_route}
+
+
+def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
+    """How `target` will answer a want=reply|ack message, as its agent module says.
+
+    A kind with no module of its own gets the route any process has: `relay reply`.
+    """
+    route = _REPLY_ROUTES.get(target.kind)
+    if route is not None:
+        return route(target, ctx)
+    return relay_reply_route(target.spec, ctx, "its connecting process is identified as the target")

@@ -1,4 +1,5 @@
-"""Reading a Codex 0.169.0 rollout for the turn our message started and how it ended.
+"""Reading a Codex 0.169.0 rollout: the turn our message started and how it ended (turn replies),
+and the turns whose user message carries a relay id (`relay verify`).
 
 Facts (codex.md section 2.3, re-measured in the lab with a queued message):
 - a turn opens with `event_msg` `task_started` (`turn_id`, `turn_attribution.turn_trigger`);
@@ -8,13 +9,22 @@ Facts (codex.md section 2.3, re-measured in the lab with a queued message):
   agent's final message (null when it ended without one), or `turn_aborted`.
 A tool call in between (e.g. an MCP `relay_reply`, recorded as an `McpToolCall` item)
 does not end the turn; the final message after it does.
+
+Codex keeps no provenance (seed section 8): a queued message reaches the model as plain user
+input. What the rollout records is how a message arrived (the UserMessage's `client_id`, the
+turn's `turn_trigger`), never who sent it; `turns_carrying` reports exactly that.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
+from relay_repl.core.relay_ids import carries_id, id_needle
+from relay_repl.store.jsonl import LineScan
 
 KIND = "codex"
 
@@ -76,3 +86,52 @@ class CodexTurnWatch:
         return TurnReply(kind=KIND, status=status, text=text, turn_id=self.turn_id, source=str(self.source),
                          record=record + (f", trigger {self.trigger}" if self.trigger else ""),
                          at=rec.get("timestamp"), anchor=self.anchor)
+
+
+# ---- turns carrying a relay id (relay verify) ----------------------------------------
+
+
+class RolloutTurn(BaseModel):
+    turn_id: str | None
+    turn_trigger: str | None
+    client_id: str | None
+    content: str
+    timestamp: str | None
+
+
+def turns_carrying(rollout: Path | str, relay_id: str) -> tuple[list[RolloutTurn], int]:
+    """(turns whose UserMessage has an envelope with exactly this id, bytes scanned), streamed."""
+    found: list[RolloutTurn] = []
+    scan = LineScan(rollout, id_needle(relay_id), (b'"UserMessage"',))
+    for _, raw in scan:
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        p = rec.get("payload") if isinstance(rec, dict) else None
+        if not isinstance(p, dict):
+            continue
+        item = p.get("item")
+        if not (isinstance(item, dict) and p.get("type") == "item_completed" and item.get("type") == "UserMessage"):
+            continue
+        text = "".join(str(c.get("text", "")) for c in item.get("content") or [] if isinstance(c, dict))
+        if carries_id(text, relay_id) is None:
+            continue
+        found.append(RolloutTurn(turn_id=p.get("turn_id"), turn_trigger=None, client_id=item.get("client_id"),
+                                 content=text, timestamp=rec.get("timestamp")))
+    scanned = scan.scanned
+    if found:
+        wanted = {t.turn_id for t in found}
+        starts = LineScan(rollout, b'"task_started"')
+        for _, raw in starts:
+            try:
+                p = json.loads(raw).get("payload") or {}
+            except (ValueError, AttributeError):
+                continue
+            if p.get("turn_id") in wanted:
+                trigger = (p.get("turn_attribution") or {}).get("turn_trigger")
+                for t in found:
+                    if t.turn_id == p.get("turn_id"):
+                        t.turn_trigger = trigger
+        scanned += starts.scanned
+    return found, scanned

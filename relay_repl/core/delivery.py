@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.plan import Plan
+
+ReplyWaiter = Callable[["Delivery", float], Awaitable["InboundMessage | None"]]
 
 
 class DeliveryState(str, Enum):
@@ -28,14 +32,21 @@ class DeliveryState(str, Enum):
     DEQUEUED = "dequeued"          # consumed from the queue, turn not yet seen
     HELD = "held"                  # receiver parked it for approval
     IN_TURN = "in_turn"            # receiver evidence: the payload is in the receiver's turn/transcript
-    ACKNOWLEDGED = "acknowledged"  # receiver answered carrying our relay id
+    ACKNOWLEDGED = "acknowledged"  # an ack linked to our relay id (re=) reached our inbox, verified
+    REPLIED = "replied"            # a reply linked to our relay id (re=) reached our inbox, verified
+    NO_REPLY = "no_reply"          # delivered, but the reply asked for did not come within the wait
     FAILED = "failed"              # a stage failed; see reason
+    HALTED = "halted"              # a relay-halt stopped it after the gate or at a stage boundary; see reason
+    INTERRUPTED = "interrupted"    # its process died mid-send (found on a later start): look before re-sending
     UNKNOWN = "unknown"            # evidence could not be read
     ABANDONED = "abandoned"        # the operator gave up on it (debugger): no further stage is run
 
 
-DELIVERED = frozenset({DeliveryState.IN_TURN, DeliveryState.ACKNOWLEDGED})
-NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED, DeliveryState.ABANDONED})
+DELIVERED = frozenset({DeliveryState.IN_TURN, DeliveryState.ACKNOWLEDGED, DeliveryState.REPLIED,
+                       DeliveryState.NO_REPLY})
+ANSWERED = frozenset({DeliveryState.ACKNOWLEDGED, DeliveryState.REPLIED})
+NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliveryState.FAILED, DeliveryState.HALTED,
+                      DeliveryState.ABANDONED})
 # every other state is pending: the delivery may still complete, so it is never re-sent blindly
 
 
@@ -67,11 +78,33 @@ class Delivery(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     started: float = Field(default_factory=time.time)
     extra: dict[str, Any] = Field(default_factory=dict)
+    want: str = "none"
+    reply: InboundMessage | None = Field(default=None, description="the verified answer linked to this delivery (re=)")
+    replies: list[InboundMessage] = Field(default_factory=list,
+                                          description="every inbox message whose re= names this delivery, any verdict")
+    _waiter: ReplyWaiter | None = PrivateAttr(default=None)
+
+    async def wait_reply(self, timeout: float = 60.0) -> InboundMessage | None:
+        """Wait (without blocking the REPL) for the verified answer to this delivery.
+
+        Returns the answer (also in `d.reply`), or None after `timeout` seconds,
+        leaving `d.state` as `no_reply` (the delivery itself stays delivered).
+        A relay-halt arriving meanwhile stops the wait with LoopHalt.
+        """
+        if self.reply is not None:
+            return self.reply
+        if self._waiter is None:
+            from relay_repl.core.errors import UsageError
+
+            raise UsageError("this delivery was not made by a session, so nothing is listening for its reply")
+        return await self._waiter(self, timeout)
 
     @property
     def outcome(self) -> str:
         if self.state in DELIVERED:
             return "delivered"
+        if self.state is DeliveryState.HALTED:
+            return "halted"
         if self.state is DeliveryState.ABANDONED:
             return "abandoned"
         if self.state in NOT_DONE:
@@ -80,11 +113,14 @@ class Delivery(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """0 delivered, 3 pending (stage named in the message), 1 refused or failed."""
+        """0 delivered, 3 pending (stage named in the message), 1 refused, failed or halted."""
         return {"delivered": 0, "pending": 3}.get(self.outcome, 1)
 
     def summary(self) -> str:
         why = f": {self.reason}" if self.reason else ""
+        if self.reply is not None:
+            verdict = self.reply.verdict.verdict if self.reply.verdict else "no verdict"
+            why += f"; answer {self.reply.relay_id or ''} ({verdict}): {self.reply.body[:60]!r}"
         where = f" at stage {self.stage}" if self.outcome == "pending" else ""
         return f"{self.outcome}{where} ({self.state.value}) via {self.transport} to {self.target}{why}"
 

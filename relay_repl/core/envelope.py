@@ -16,6 +16,11 @@ Why it is shaped like this (seed section 5):
   `<sender address>-<n>` with `n` from the ledger.
 - `hop` is bounded 0..4 and re-validated on every change: pydantic's
   `model_copy(update=...)` skips validation, so this model overrides it.
+- An answer carries an optional last header field `re=<relay id answered>`
+  (percent-encoded like every value). A reply is linked to what it answers by
+  this field only, never by scanning the body: a body may quote any id.
+
+    [relay/1 from=agent:codex@<thread> to=operator id=<thread>-1 hop=1 want=none re=<our id>] tests pass
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from relay_repl.core.controls import control_refusal
 from relay_repl.core.errors import EnvelopeError, LoopHalt
 
 PREFIX = "[relay/1 "
@@ -39,7 +45,8 @@ UI_MODE_CHARS = frozenset("/!#@?")
 `/` commands, `!` shell, `@` file mentions, `#` (Claude memory), `?` (Codex
 swallows it on an empty composer). A leading `[` is safe."""
 
-_HEADER_KEYS = ("from", "to", "id", "hop", "want")
+_HEADER_KEYS = ("from", "to", "id", "hop", "want", "re")
+_REQUIRED_KEYS = ("from", "to", "id", "hop", "want")
 _LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
@@ -92,6 +99,22 @@ def _one_line(text: str) -> str:
     return text
 
 
+def _no_controls(text: str) -> str:
+    why = control_refusal(text)
+    if why:
+        raise ValueError(why)
+    return text
+
+
+def check_body(body: str) -> str:
+    """Refuse, with one line naming the character and its position, a body holding a
+    control character or a lone surrogate (see core.controls). Called before any plan."""
+    why = control_refusal(body)
+    if why:
+        raise EnvelopeError(why)
+    return body
+
+
 def _sender_shape(value: str) -> str:
     role, sep, rest = value.partition(":")
     agent, sep2, addr = rest.partition("@")
@@ -107,7 +130,7 @@ def _id_shape(value: str) -> str:
 
 
 OneLine = Annotated[str, Field(min_length=1), AfterValidator(_one_line)]
-Body = Annotated[str, Field(min_length=1, max_length=MAX_BODY), AfterValidator(_one_line)]
+Body = Annotated[str, Field(min_length=1, max_length=MAX_BODY), AfterValidator(_no_controls), AfterValidator(_one_line)]
 Sender = Annotated[str, Field(min_length=3), AfterValidator(_one_line), AfterValidator(_sender_shape)]
 RelayId = Annotated[str, Field(min_length=3), AfterValidator(_one_line), AfterValidator(_id_shape)]
 Hop = Annotated[int, Field(ge=0, le=HOP_CAP)]
@@ -118,6 +141,9 @@ def check_typed_line(line: str) -> str:
     """Refuse a line that cannot safely be typed into a TUI composer."""
     if not line:
         raise EnvelopeError("refusing to type an empty line")
+    why = control_refusal(line, "line")
+    if why:
+        raise EnvelopeError(why)
     _one_line_or_error(line)
     if line[0] in UI_MODE_CHARS:
         raise EnvelopeError(
@@ -144,6 +170,8 @@ class Envelope(BaseModel):
     id: RelayId
     hop: Hop = 0
     want: Want = "none"
+    re: RelayId | None = None
+    """The relay id this message answers (a reply or an ack), or None."""
     body: Body
 
     # -- derived views -------------------------------------------------------
@@ -168,12 +196,16 @@ class Envelope(BaseModel):
             "hop": str(self.hop),
             "want": self.want,
         }
+        if self.re is not None:
+            fields["re"] = self.re
         return "[relay/1 " + " ".join(f"{k}={encode_value(v)}" for k, v in fields.items()) + "]"
 
     # -- construction --------------------------------------------------------
     @classmethod
     def make(cls, **fields: Any) -> Envelope:
         """Validate, turning pydantic's multi-line report into one EnvelopeError line."""
+        if isinstance(fields.get("body"), str):
+            check_body(fields["body"])  # names the character (pydantic's own word on a surrogate does not)
         try:
             return cls.model_validate(fields)
         except ValidationError as exc:
@@ -219,14 +251,15 @@ class Envelope(BaseModel):
             if key in fields:
                 raise EnvelopeError(f"relay header repeats field {key!r}")
             fields[key] = decode_value(raw)
-        missing = [k for k in _HEADER_KEYS if k not in fields]
+        missing = [k for k in _REQUIRED_KEYS if k not in fields]
         if missing:
             raise EnvelopeError(f"relay header lacks {', '.join(missing)}")
         hop = fields["hop"]
         if not hop.isdigit() or (len(hop) > 1 and hop[0] == "0"):
             raise EnvelopeError(f"relay header hop={hop!r} is not a whole number")
         return cls.make(
-            sender=fields["from"], to=fields["to"], id=fields["id"], hop=int(hop), want=fields["want"], body=body
+            sender=fields["from"], to=fields["to"], id=fields["id"], hop=int(hop), want=fields["want"],
+            re=fields.get("re"), body=body,
         )
 
     # -- hop rules -----------------------------------------------------------

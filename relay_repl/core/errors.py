@@ -53,6 +53,16 @@ class LoopHalt(PolicyRefusal):
     """Hop cap reached, duplicate id, or relay-halt in force."""
 
 
+class Halted(LoopHalt):
+    """A relay-halt came into force while a send was under way: raised at a stage
+    boundary so that nothing more is typed, written or queued."""
+
+    def __init__(self, reason: str, by: str) -> None:
+        super().__init__(f"relay-halt is in force ({reason}, by {by})")
+        self.reason = reason
+        self.by = by
+
+
 class TransportError(RelayError):
     """A transport could not do its stage (dead socket, CLI failure, pane gone)."""
 

@@ -28,6 +28,7 @@ class Plan(BaseModel):
     notes: tuple[str, ...] = Field(default=(), description="Warnings the operator should weigh (goal thread, busy target...).")
     files: tuple[str, ...] = Field(default=(), description="Every file the side effect creates or replaces, and why.")
     relay_id: str | None = None
+    reply_route: str | None = Field(default=None, description="How the answer asked for (want=reply|ack) comes back.")
     heading: str | None = Field(default=None, description="Where this send stands, e.g. 'recipe review, run R, round 2/5, "
                                 "step 1: ask claude:alpha'; printed above the plan")
 
@@ -49,9 +50,45 @@ class Plan(BaseModel):
             f"  {'3 payload':<13} {self.payload}",
             block("4 delivered", self.delivered_when),
         ]
+        if self.reply_route:
+            lines.append(block("  reply via", self.reply_route))
         lines += [block("  files", f) for f in self.files]
         lines += [block("! note", n) for n in self.notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.render()
+
+
+class ReplyContext(BaseModel):
+    """What the sender offers for an answer: the agent module turns it into a route."""
+
+    model_config = ConfigDict(frozen=True)
+
+    relay_id: str
+    inbox: str | None = Field(default=None, description="the listening inbox socket, if any")
+    listed_name: str | None = Field(default=None, description="the inbox's name as a listed Claude peer, if listed")
+    listed_socket: str | None = None
+
+
+class ReplyRoute(BaseModel):
+    """How an answer comes back from one target, as its agent module says (shown in the plan)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    how: str = Field(description="the route, in words, for the plan")
+    needs_native_reply: bool = Field(default=False, description="the send must use a transport the receiver can answer natively")
+    missing: str | None = Field(default=None, description="when not ok: what is missing, and the next step")
+    offer_register: bool = Field(default=False, description="listing the inbox as a peer (register_inbox) would open the route")
+
+
+def relay_reply_route(target_spec: str, ctx: ReplyContext, verified_by: str) -> ReplyRoute:
+    """The route every agent that can run a command has: `relay reply ID TEXT` into this inbox."""
+    if ctx.inbox is None:
+        return ReplyRoute(ok=False, how="none", missing=(
+            "no inbox is listening here, so an answer would have nowhere to go: ask from the `relay` REPL, "
+            "or use `relay send ... --want reply --wait SECONDS`"))
+    return ReplyRoute(ok=True, how=(
+        f"{target_spec} answers by running `relay reply {ctx.relay_id} <text>` (into this inbox, {ctx.inbox}); "
+        f"the answer carries re={ctx.relay_id} and counts when {verified_by}"))

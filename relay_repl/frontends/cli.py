@@ -34,6 +34,7 @@ examples:
   relay --fake                  the REPL with an in-memory demo target (fake:inbox)
   relay log                     the newest events in the ledger
   relay why operator.host.42-3  every event recorded for one relay id
+  relay verify ID --in claude:alpha   who really sent relay id ID (the receiver's origin records)
   relay recipes                 saved multi-round exchanges; `relay run NAME -p KEY=VALUE`
   relay why run-1a2b3c4d        a recipe run's whole timeline
   relay clean                   remove what a crashed relay REPL left (only files it provably created)
@@ -163,6 +164,33 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("relay_id")
     s.add_argument("--json", action="store_true", help="one JSON object per line")
     s.set_defaults(func=_cmd_why)
+
+    s = sub.add_parser(
+        "verify",
+        help="audit who really sent a relay id (origin records in a Claude transcript)",
+        description="The seed's section 8 audit. Finds the transcript records whose envelope header has exactly "
+        "id=RELAY_ID (never a substring: id=1 does not match id=10 nor a body quoting it), reading both "
+        "`.origin` and `.attachment.origin`, prints the content beside each origin record, and judges the "
+        "kernel-supplied verifiedPeerPid against the registry: a genuine Claude session owns a live <pid>.sock; "
+        "the operator's relay is the pid its ledger wrote that msg_id from; anything else is an unknown process "
+        "(an injector) or a mismatch with what the envelope claims. hopChain is shown as corroboration only. "
+        "More than one record is reported as a non-unique id, never resolved by guessing. A Codex target keeps "
+        "no provenance: what is known (turn trigger, queue client_id) is shown. Read-only; streams the file.\n\n"
+        "examples:\n"
+        "  relay --lab verify operator.vm.4242-1 --in claude:alpha\n"
+        "  relay verify alpha-7 --transcript ~/.claude/projects/-home-me-proj/<session-id>.jsonl --json\n\n"
+        "exit codes: 0 verified, 1 none found, 4 ambiguous (non-unique id), mismatch or not verifiable "
+        "(unknown process, Codex), 2 usage error",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("relay_id", help="the id= value, exactly")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--in", dest="target", metavar="TARGET",
+                       help="a discovered target (claude:NAME, codex:NAME); default: every live Claude target")
+    where.add_argument("--transcript", metavar="FILE", help="any Claude transcript .jsonl file (audit after the fact)")
+    s.add_argument("--json", action="store_true", help="the report as one JSON object (verdict, records with path, "
+                   "content, origin, verdict)")
+    s.set_defaults(func=_cmd_verify)
 
     s = sub.add_parser(
         "doctor",
@@ -538,6 +566,27 @@ def _cmd_reply(args: argparse.Namespace) -> int:
     env, path = reply(args.relay_id, " ".join(args.text))
     print(f"replied to {args.relay_id} as {env.id} (hop {env.hop}) into {path}")
     return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    """Read-only: a transcript file needs no discovery; a target (or none) does."""
+    from relay_repl.session import verify as v
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.store.paths import state_dir
+
+    existing = state_dir(create=False) / "ledger.sqlite"
+    ledger = Ledger(existing) if existing.exists() else Ledger(":memory:")  # read-only: never create state
+    if args.transcript is not None:
+        report = v.verify_file(args.relay_id, args.transcript, ledger)
+    else:
+        import anyio
+
+        from relay_repl.session.app import make_session
+
+        session = make_session(fake=args.fake, ledger=ledger)
+        report = anyio.run(lambda: session.verify(args.relay_id, args.target))
+    print(report.model_dump_json(indent=1) if args.json else report.render())
+    return report.exit_code
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:

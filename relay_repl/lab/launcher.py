@@ -664,12 +664,30 @@ def _wait_codex(lay: Layout, state: LabState, s: LabSession, deadline: float, pr
     _wait_codex_idle(lay, s, deadline)
 
 
+def _start_codex_daemon(lay: Layout, state: LabState) -> None:
+    """`codex app-server daemon start` in the lab's environment (and network namespace)."""
+    prefix = [sys.executable, _NETNS, "--enter", str(state.stub.pid), "--"] if state.netns and state.stub.pid else []
+    try:
+        proc = subprocess.run([*prefix, str(bin_dir() / "codex"), "app-server", "daemon", "start"], env=_lab_env(lay),
+                              cwd=lay.root, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LabError(f"cannot start the Codex daemon: {exc}") from exc
+    if proc.returncode != 0 or _codex_daemon_pid(lay) is None:
+        raise LabError(f"the Codex daemon did not start (exit {proc.returncode}): "
+                       f"{_tail(proc.stderr or proc.stdout, 2)[:300]}")
+
+
 def _wait_codex_resumed(lay: Layout, s: LabSession, deadline: float, progress: Progress) -> None:
     """A TUI restarted as `codex resume <thread>`: idle with that thread's lock held."""
     info = _pane_info(lay, s)
     _fail_dead(lay, s, info)
     assert info is not None
     s.pane_id, s.pane_pid = info["pane_id"], int(info["pane_pid"])
+    while _codex_daemon_pid(lay) is None:  # a resumed TUI after the daemon died starts it anew
+        if time.monotonic() > deadline:
+            raise LabError(f"{s.name}: no Codex daemon came up for the resumed thread; screen: "
+                           f"{_tail(_capture(lay, s.tmux_session))}")
+        time.sleep(0.1)
     _wait_codex_idle(lay, s, deadline)
     s.pid = _codex_tui_pid(s.pane_pid or 0)
     s.proc_start = procs.proc_start(s.pid)
@@ -802,6 +820,21 @@ def _restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress
     bins = bin_dir()
     codexes = state.of_kind(CODEX)
     named = set(_codex_index(lay)) | _codex_locks(lay)  # threads that exist: a restarted TUI names a new one
+    waiting = [s for s in dead if s.kind == CODEX and s.pid and procs.is_alive(s.pid, s.proc_start)]
+    if waiting and _codex_daemon_pid(lay) is None:
+        # Only the daemon died: its TUIs wait ("Reconnecting…") and reconnect by themselves
+        # once it runs again (codex.md section 0), so they are kept, not replaced.
+        progress(f"the Codex daemon is gone: starting it again ({', '.join(s.name for s in waiting)} "
+                 "reconnect by themselves)")
+        _start_codex_daemon(lay, state)
+        for s in waiting:
+            _wait_codex_idle(lay, s, deadline)
+            s.daemon_pid = _codex_daemon_pid(lay)
+            progress(f"  {s.name}: codex thread {s.thread_id} reconnected (tui pid {s.pid} kept)")
+        dead = [s for s in dead if s not in waiting]
+        save(state, lay.state_file)
+    else:
+        waiting = []
     for s in dead:
         progress(f"restarting {s.name} ({s.kind}, pid {s.pid or '-'} is gone); the live sessions are left alone")
         s.alive = s.ready = False
@@ -831,6 +864,10 @@ def _restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress
         save(state, lay.state_file)
     _refresh(lay, state)
     save(state, lay.state_file)
+    still = [s.name for s in [*dead, *waiting] if not s.alive]
+    if still:
+        raise LabError(f"restarted {', '.join(still)} but it is not running: `relay lab status` and the logs "
+                       f"under {lay.logs}; `relay lab down` then `relay lab up` starts afresh")
     progress(f"lab repaired in {time.monotonic() - t0:.1f}s: {lay.root} (tmux -L {state.tmux_socket})")
     for line in state.targets():
         progress("  " + line)

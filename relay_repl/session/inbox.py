@@ -11,7 +11,13 @@ comes from SO_PEERCRED and its start time from /proc, exactly like Claude's
 own `verifiedPeerPid`; `from`, names and wrappers are recorded as claims.
 
 Rules applied to every arriving relay line (seed section 9): a repeated id is
-logged as a duplicate and not surfaced as new; `relay-halt` halts at once.
+logged as a duplicate and not surfaced as new; our own id coming back to us is
+a duplicate too; `relay-halt` halts at once.
+
+Every kept message gets a verdict from its peer pid (agents.origin) and, when
+its header's `re=` names an id sent from this ledger, the id it answers. The
+session links it to the delivery (`on_message` callbacks); nothing is ever
+linked by reading the body.
 
 Each running inbox is described by `<state>/inbox/<pid>.json` so that
 `relay reply` can find it and so that the next start can clean up after a
@@ -47,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_repl.system.proc import proc_start, same_process
 from relay_repl.core.envelope import Envelope, contains_halt
 from relay_repl.core.errors import EnvelopeError, RelayError, TransportError
+from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
 from relay_repl.system.wire import peer_cred
@@ -224,8 +231,13 @@ def parse_content(content: str) -> tuple[str, dict[str, str]]:
 class Inbox:
     """Listens on a unix socket; every frame becomes an inbox message or event."""
 
-    def __init__(self, ledger: Ledger, address: str, sender: str, echo: Callable[[str], None] | None = None) -> None:
+    def __init__(self, ledger: Ledger, address: str, sender: str, echo: Callable[[str], None] | None = None,
+                 judge: Callable[[dict[str, Any], str | None], Verdict] | None = None) -> None:
+        """`judge(origin, claim)` gives each message its verdict (default: agents.origin
+        against this process's environment, built on first use)."""
         self.ledger = ledger
+        self._judge = judge
+        self.on_message: list[Callable[[InboundMessage], None]] = []
         self.address = address
         self.sender = sender
         self.echo = echo or (lambda s: None)
@@ -373,27 +385,59 @@ class Inbox:
         }
         self.accept(body, origin)
 
+    def judge(self, origin: dict[str, Any], claim: str | None) -> Verdict:
+        if self._judge is None:
+            from relay_repl.agents.origin import OriginJudge
+
+            self._judge = OriginJudge.default().judge
+        try:
+            return self._judge(origin, claim)
+        except Exception as exc:  # a registry mid-write must not lose the message: judge it unknown
+            return Verdict(verdict="unknown process", pid=origin.get("verifiedPeerPid"), claim=claim,
+                           detail=f"could not be judged ({type(exc).__name__}: {exc})")
+
     def accept(self, line: str, origin: dict[str, Any]) -> InboxMessage | None:
-        """Apply the loop rules to one arriving line and keep it."""
+        """Apply the loop rules to one arriving line, judge its origin, and keep it."""
         try:
             env = Envelope.parse(line)
         except EnvelopeError as exc:
             env = None
             origin = {**origin, "malformed": str(exc)}
         relay_id = env.id if env else None
-        peer = env.sender if env else (origin.get("claims", {}).get("from-name") or origin.get("from"))
+        claims = origin.get("claims") or {}
+        frame_from = origin.get("from")
+        claim = env.sender if env else (claims.get("from-name") or (frame_from if frame_from not in (None, "unknown") else None))
+        peer = claim
+        pid = origin.get("verifiedPeerPid")
+        if env is not None and env.id.startswith(self.address + "-"):
+            self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line, "why": "our own id came back"})
+            self.echo(f"inbox: our own relay id {env.id} came back (pid {pid}): duplicate, logged, not acted on")
+            return None
         if env is not None and not self.ledger.mark_seen(env.id, env.hop, peer):
             self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line})
-            self.echo(f"inbox: duplicate relay id {env.id} from pid {origin.get('verifiedPeerPid')}: logged, not acted on")
+            self.echo(f"inbox: duplicate relay id {env.id} from pid {pid}: logged, not acted on")
             return None
-        msg = self.ledger.add_inbox(line, origin=origin, relay_id=relay_id, peer=peer)
+        verdict = self.judge(origin, claim)
+        answers = env.re if env is not None and env.re and self.ledger.was_sent(env.re) else None
+        msg = self.ledger.add_inbox(line, origin=origin, relay_id=relay_id, peer=peer, answers=answers, verdict=verdict,
+                                    hop=env.hop if env else None)
         self.received.append(msg)
-        self.ledger.event("inbox", relay_id=relay_id, data={"seq": msg.seq, "origin": origin})
-        who = f"{peer} (pid {origin.get('verifiedPeerPid')})"
-        self.echo(f"inbox ← {who}: {line}")
+        self.ledger.event("inbox", relay_id=relay_id, data={"seq": msg.seq, "origin": origin, "answers": answers,
+                                                             "re": env.re if env else None,
+                                                             "verdict": verdict.model_dump(mode="json")})
+        if answers:
+            self.ledger.event("reply", relay_id=answers, data={"seq": msg.seq, "reply_id": relay_id, "line": line,
+                                                               "verdict": verdict.verdict, "session": verdict.session,
+                                                               "pid": pid})
+        link = f"re {answers}" if answers else ("unlinked: re=" + env.re + " names nothing sent here"
+                                                 if env is not None and env.re else "unlinked")
+        who = f"{peer or '?'} [{verdict.verdict}: pid {pid}" + (f" is {verdict.session}" if verdict.session else "") + "]"
+        self.echo(f"inbox ← {who} ({link}): {line}")
         if contains_halt(line):
             self.ledger.halt(f"relay-halt received from {who}", by=str(peer))
-            self.echo("inbox: relay-halt received: every send is stopped until `session.unhalt()`")
+            self.echo("inbox: relay-halt received: every send and every wait is stopped until `session.unhalt()`")
+        for callback in list(self.on_message):
+            callback(msg)
         return msg
 
 

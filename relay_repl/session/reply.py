@@ -4,7 +4,8 @@ answers the operator.
 This is the one write that needs no y/N: it goes only into the operator's own
 inbox, and only as an answer to a relay id that inbox's operator sent (checked
 in the shared ledger), so a peer cannot use it to reach anyone else or to
-start a new exchange. The reply carries hop + 1 and stops at the cap.
+start a new exchange. The reply carries hop + 1, stops at the cap, and names the id it answers in
+its `re=` header, which is how the operator's session links it (never by body).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def reply(relay_id: str, text: str, *, ledger: Ledger | None = None, me: Me | No
         id=ledger.next_id(me.address),
         hop=hop,
         want="none",
+        re=relay_id,
         body=text,
     ).next_hop()
     line = env.compose()

@@ -224,6 +224,23 @@ class Runner:
                                   "(run `relay targets`)")
             self._targets[step.to] = resolved
 
+    async def _reply_route(self) -> None:
+        """A Claude target answers with SendMessage to a listed peer: list the operator's
+        inbox first (its own plan and y/N) when a step waits for a Claude answer."""
+        waits_on_claude = False
+        for step in self.recipe.steps:
+            if not step.waits_for_answer:
+                continue
+            for spec in self._targets[step.to]:
+                tgt = await self.session.target(spec)
+                waits_on_claude = waits_on_claude or tgt.kind == "claude-code"
+        if not waits_on_claude or self.session.inbox_server is None or self.session.registration is not None:
+            return
+        self.say("Claude targets answer with SendMessage to a listed peer: listing this inbox first (asks y/N)")
+        if not await self.session.register_inbox():
+            raise Stop("withheld", "the operator declined to list the inbox as a Claude peer, so no Claude reply "
+                       "could come back; nothing was sent")
+
     def _specs(self, step: Step) -> list[str]:
         p = step.to_param
         if p is None:
@@ -273,6 +290,8 @@ class Runner:
         self.session.approve = one_at_a_time
         try:
             await self.resolve_targets()
+            if not self.dry_run:
+                await self._reply_route()
             for round_ in range(1, self.recipe.rounds + 1):
                 self.run.round = round_
                 await self._round(round_)
@@ -455,8 +474,10 @@ class Runner:
         candidates: list[tuple[str, Any]] = []
         if linked is not None:
             candidates.append((getattr(linked, "line", None) or str(linked), linked))
+        # `relay reply` records which id it answers; its line reaches the inbox under its own id
+        via_reply = {e.relay_id for e in self.ledger.events(kind="reply") if e.data.get("answers") == relay_id}
         for msg in self.ledger.inbox():
-            if answered_id(msg.line) == relay_id:
+            if answered_id(msg.line) == relay_id or (msg.relay_id is not None and msg.relay_id in via_reply):
                 candidates.append((msg.line, msg))
         for line, msg in candidates:
             env = parse_answer(line)

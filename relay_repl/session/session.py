@@ -3,6 +3,13 @@
 Every side effect goes through `_gated()`: the plan is built, shown, logged,
 and only a yes from the injected approver lets the transport act. A no leaves
 nothing on the target and one `answer` event in the ledger.
+
+Conversations: a send that asks for an answer (want=reply|ack) first asks the
+target's agent module how the answer will come back (the plan shows it) and
+refuses when there is no route. Answers reach the inbox, which judges their
+origin and reads their `re=` header; the session links a verified answer to
+its delivery (`d.reply`, state `replied`/`acknowledged`) and wakes whoever
+waits in `d.wait_reply()` / `session.expect()`. A relay-halt ends every wait.
 """
 
 from __future__ import annotations
@@ -11,9 +18,15 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from relay_repl.core.delivery import Delivery, DeliveryState
-from relay_repl.core.envelope import Envelope, Want
-from relay_repl.core.errors import AmbiguousTarget, LoopHalt, StaleTarget, UnknownTarget, UsageError
+import anyio
+
+from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
+from relay_repl.core.envelope import Envelope, Want, check_body, contains_halt
+from relay_repl.core.controls import control_refusal
+from relay_repl.core.errors import (AmbiguousTarget, EnvelopeError, Halted, LoopHalt, PolicyRefusal, StaleTarget,
+                                    UnknownTarget, UsageError)
+from relay_repl.core.inbound import InboundMessage
+from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.session.gate import ApproveFn, DenyGate
 from relay_repl.store.ledger import Ledger
 from relay_repl.core.plan import Plan
@@ -54,6 +67,7 @@ class Session:
         self._refreshed = False
         self.inbox_server: Any = None
         self.registration: Any = None
+        self._wakeups: set[anyio.Event] = set()
 
     # -- discovery -------------------------------------------------------------
     async def refresh(self) -> list[Target]:
@@ -157,14 +171,55 @@ class Session:
         `heading` is printed above the plan (where a recipe run stands);
         `relay_id` is one the caller took from `ledger.next_id` beforehand, so it
         could record the id before anything happened (a recipe, for resume).
+        A body holding a control character is refused before anything else.
         """
+        check_body(body)
         tgt = await self.target(target)
         self._check_halt()
-        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
+        route = await self._route(tgt, want) if want != "none" else None
+        native, extra = self._native_for_route(route, transport)
+        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply or native)
         relay_id = relay_id or self.ledger.next_id(self.me.address)
         envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=hop, want=want, body=body)
-        return await self._deliver(tgt, envelope, choice.transport, choice.fallback, timeout, choice.notes,
+        return await self._deliver(tgt, envelope, choice.transport, choice.fallback, timeout,
+                                   tuple(choice.notes) + extra,
+                                   reply_route=self.reply_route(tgt, relay_id).how if route else None,
                                    heading=heading)
+
+    def _native_for_route(self, route: ReplyRoute | None, transport: str | None) -> tuple[bool, tuple[str, ...]]:
+        """Whether the route needs a natively answerable transport. An explicitly requested
+        transport is kept (never silently replaced), with a note that the route is weaker."""
+        if route is None or not route.needs_native_reply:
+            return False, ()
+        chosen = self.transports.get(transport) if transport else None
+        if chosen is not None and not chosen.capabilities.native_reply:
+            return False, (f"{transport} does not tell the receiver which listed peer to answer: it can answer "
+                           "only if it finds this inbox in its peer list by itself",)
+        return True, ()
+
+    # -- reply routes -------------------------------------------------------------------
+    def reply_route(self, target: Target, relay_id: str = "<relay id>") -> ReplyRoute:
+        """How `target` would answer a message from here (its agent module decides)."""
+        from relay_repl.agents import reply_route
+
+        inbox = self.inbox_server
+        reg = self.registration
+        ctx = ReplyContext(relay_id=relay_id, inbox=str(inbox.path) if inbox is not None else None,
+                           listed_name=reg.name if reg is not None else None,
+                           listed_socket=str(reg.socket_path) if reg is not None else None)
+        return reply_route(target, ctx)
+
+    async def _route(self, target: Target, want: str) -> ReplyRoute:
+        """The route for an answer, offering to list the inbox when that is what is missing.
+        Refuses (nothing sent) when there is none: never ask for an answer that cannot come."""
+        route = self.reply_route(target)
+        if not route.ok and route.offer_register and self.inbox_server is not None:
+            (self.echo or print)(f"{route.missing}\nOffering to list the inbox now:")
+            if await self.register_inbox():
+                route = self.reply_route(target)
+        if not route.ok:
+            raise PolicyRefusal(f"want={want}: {route.missing}")
+        return route
 
     async def preview(self, target: str | Target, body: str, *, want: Want = "none", transport: str | None = None,
                       to_role: str = "peer", hop: int = 0, heading: str | None = None, relay_id: str | None = None) -> Plan:
@@ -175,11 +230,17 @@ class Session:
         rid = relay_id or self.ledger.peek_next_id(self.me.address)
         envelope = Envelope.make(sender=self.me.sender, to=to_role, id=rid, hop=hop, want=want, body=body)
         plan = choice.transport.plan(tgt, envelope, fallback=choice.fallback, notes=choice.notes)
+        if want != "none":  # the route it would name; a missing route is shown, not offered (nothing is asked)
+            route = self.reply_route(tgt, rid)
+            plan = plan.model_copy(update={"reply_route": route.how if route.ok else f"none: {route.missing}"})
         return plan.model_copy(update={"heading": heading}) if heading else plan
 
     async def forward(self, target: str | Target, line: str, *, transport: str | None = None,
                       timeout: float = 30.0, heading: str | None = None) -> Delivery:
         """Forward a pasted envelope: same id and sender, hop + 1; a duplicate id is dropped."""
+        why = control_refusal(line, "pasted envelope")
+        if why:
+            raise EnvelopeError(why)
         env = Envelope.parse(line)
         if env is None:
             raise UsageError("that is not a relay envelope line (it must start with '[relay/1 ')")
@@ -187,26 +248,92 @@ class Session:
         if env.is_halt:
             self.ledger.halt(f"relay-halt in a pasted envelope {env.id}", by=env.sender)
             raise LoopHalt(f"{env.id} carries relay-halt: stopping, not forwarding")
-        if not self.ledger.mark_seen(env.id, env.hop, env.sender):
-            self.ledger.event("duplicate", relay_id=env.id, data={"line": line, "via": "forward"})
-            raise LoopHalt(f"relay id {env.id} was seen before: duplicate dropped, not forwarded")
-        onward = env.next_hop()
+        if env.id.startswith(self.me.address + "-"):
+            self.ledger.event("duplicate", relay_id=env.id, data={"line": line, "via": "forward", "why": "our own id"})
+            raise LoopHalt(f"relay id {env.id} is our own: it came back to us, so it is a duplicate; not forwarded")
+        onward = env.next_hop()  # refuses at the hop cap before anything is recorded
         tgt = await self.target(target)
+        # Seeing an id on arrival is not a forward: an id that reached the inbox may be
+        # forwarded once; forwarding the same id again is the duplicate (seed section 9).
+        if self.ledger.sightings(env.id) == 0:  # pasted from elsewhere: its later arrival is the duplicate
+            self.ledger.mark_seen(env.id, env.hop, env.sender)
+        if not self.ledger.mark_forwarded(env.id, tgt.spec):
+            self.ledger.event("duplicate", relay_id=env.id, data={"line": line, "via": "forward"})
+            raise LoopHalt(f"relay id {env.id} was already forwarded: duplicate dropped, not forwarded again")
         choice = self.choose_transport(tgt, transport)
         return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout, choice.notes,
                                    heading=heading)
 
+    async def reply(self, message: InboundMessage | int, text: str, *, want: Want = "none",
+                    target: str | Target | None = None, transport: str | None = None,
+                    timeout: float = 30.0) -> Delivery:
+        """Answer a message that reached the inbox: hop + 1 (never reset), `re=` its id.
+
+        The answer goes to the session the message was verified to come from; a
+        message whose origin is not verified is answered only to an explicit
+        `target=` (relay will not route by a claim). Duplicates, halts and the hop
+        cap are refused before anything is planned.
+        """
+        check_body(text)
+        msg = self._find_message(message)
+        try:
+            env = Envelope.parse(msg.line)
+        except ValueError:
+            env = None
+        if env is None:
+            raise UsageError(f"inbox message #{msg.seq} is not a relay envelope, so it has no id or hop to answer; "
+                             "use session.send() for a new exchange")
+        self._check_halt()
+        if contains_halt(msg.line):
+            raise LoopHalt(f"{env.id} carries relay-halt: stopping, not answering")
+        if self.ledger.sightings(env.id) > 1:
+            raise LoopHalt(f"relay id {env.id} arrived more than once: a duplicate is neither acted on nor answered")
+        hop = env.next_hop().hop  # LoopHalt at the cap: the cap holds across replies and forwards
+        if target is None:
+            v = msg.verdict
+            if v is None or not v.ok or not v.session:
+                raise PolicyRefusal(f"inbox message #{msg.seq} is {v.verdict if v else 'unjudged'}"
+                                    f" ({v.detail if v else 'no verdict'}): relay will not answer a claim; "
+                                    "pass target= explicitly")
+            target = v.session
+        tgt = await self.target(target)
+        if self.ledger.events(kind="answered", relay_id=env.id):
+            raise LoopHalt(f"{env.id} was already answered: a second answer would repeat the exchange")
+        route = await self._route(tgt, want) if want != "none" else None
+        native, extra = self._native_for_route(route, transport)
+        choice = self.choose_transport(tgt, transport, native_reply=native)
+        relay_id = self.ledger.next_id(self.me.address)
+        answer = Envelope.make(sender=self.me.sender, to=env.role, id=relay_id, hop=hop, want=want, re=env.id, body=text)
+        d = await self._deliver(tgt, answer, choice.transport, choice.fallback, timeout, tuple(choice.notes) + extra,
+                                reply_route=self.reply_route(tgt, relay_id).how if route else None)
+        if d.outcome != "refused":
+            self.ledger.event("answered", relay_id=env.id, delivery=d.key, data={"by": relay_id, "hop": hop})
+        return d
+
+    def _find_message(self, ref: InboundMessage | int) -> InboundMessage:
+        if isinstance(ref, InboundMessage):
+            return ref
+        hits = [m for m in self.ledger.inbox() if m.seq == ref]
+        if not hits:
+            raise UsageError(f"no inbox message #{ref}; `session.inbox` lists them")
+        return hits[0]
+
     def _check_halt(self) -> None:
         halt = self.ledger.active_halt()
         if halt:
-            raise LoopHalt(f"relay-halt is in force ({halt.reason}, by {halt.by}): nothing is sent until `session.unhalt()`")
+            raise LoopHalt(f"relay-halt is in force ({halt.reason}, by {halt.by}): nothing is sent and no wait "
+                           "continues until `session.unhalt()`")
 
     async def _deliver(self, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str, timeout: float,
-                       notes: tuple[str, ...] = (), heading: str | None = None) -> Delivery:
+                       notes: tuple[str, ...] = (), reply_route: str | None = None,
+                       heading: str | None = None) -> Delivery:
         plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes)
+        if reply_route:
+            plan = plan.model_copy(update={"reply_route": reply_route})
         if heading:
             plan = plan.model_copy(update={"heading": heading})
-        d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan)
+        d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan, want=envelope.want)
+        d._waiter = self._wait_reply
         self.deliveries.append(d)
         # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first)
         self.ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
@@ -216,19 +343,51 @@ class Session:
             self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason})
             return d
         log = StageLog(d, self.ledger, echo=self.echo)
-        self.ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
+        halt = self.ledger.active_halt()  # it may have arrived while the plan was on screen
+        if halt is None:
+            self.ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
+            await self._run(d, tgt, chosen, plan.payload, log, timeout)
+        else:
+            self._halted(d, log, Halted(halt.reason, halt.by))
+        self.record_outcome(d)
+        return d
+
+    async def _run(self, d: Delivery, tgt: Target, chosen: Transport, payload: str, log: StageLog,
+                   timeout: float) -> None:
+        """The transport's stages, then its confirmation; a halt stops them at the next boundary."""
+        log.armed = True  # from here each stage boundary stops on a halt
         try:
-            await chosen.send(d, tgt, plan.payload, log)
+            await chosen.send(d, tgt, payload, log)
+            log.armed = False  # all that is left is reading receiver evidence
             if d.state not in {DeliveryState.FAILED, DeliveryState.REFUSED, DeliveryState.TYPED}:
-                await chosen.confirm(d, tgt, plan.payload, log, timeout)
+                await chosen.confirm(d, tgt, payload, log, timeout)
+        except Halted as h:
+            self._halted(d, log, h)
         except Exception as exc:  # translate at the seam; the ledger keeps the why
+            log.armed = False
             log.fail(d.stage, f"{type(exc).__name__}: {exc}")
         except BaseException:  # Ctrl-C / cancelled wait: the delivery stays pending, recorded, debuggable
+            log.armed = False
             d.reason = d.reason or f"the wait was interrupted at stage {d.stage}; `session.debugger({d.relay_id!r})` picks it up"
             self.record_outcome(d, interrupted=True)
             raise
-        self.record_outcome(d)
-        return d
+        if d.reply is not None and d.state not in ANSWERED and d.state is not DeliveryState.HALTED:
+            # the verified answer came while the transport was still confirming: it is
+            # receiver evidence in itself, and the stage log must not overwrite it
+            d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
+
+    def _halted(self, d: Delivery, log: StageLog, h: Halted) -> None:
+        """Record a send stopped by a relay-halt: what it had done, and that nothing more was."""
+        log.armed = False
+        if not d.evidence:
+            done = "after the operator's yes, before anything was sent: nothing was typed, written or queued"
+        else:
+            last = d.evidence[-1]
+            nxt = d.extra.get("halted_before") or "the next stage"
+            done = (f"after stage {last.stage} ({last.state.value}: {last.detail}); {nxt} was not done and "
+                    "nothing more was typed, written or queued")
+        d.reason = f"relay-halt ({h.reason}, by {h.by}) stopped the send {done}; `session.unhalt()` clears the halt"
+        log("halt", DeliveryState.HALTED, d.reason)
 
     def record_outcome(self, d: Delivery, **more: Any) -> None:
         """The delivery's state and everything a later process needs to carry on (transport extras)."""
@@ -261,6 +420,80 @@ class Session:
         """Called by the REPL once its inbox listens: replies now have somewhere to go."""
         self.inbox_server = inbox
         self.me = self.me.model_copy(update={"inbox": str(inbox.path)})
+        callbacks = getattr(inbox, "on_message", None)
+        if callbacks is not None and self._on_inbound not in callbacks:
+            callbacks.append(self._on_inbound)
+
+    # -- answers -------------------------------------------------------------------------
+    def _on_inbound(self, msg: InboundMessage) -> None:
+        """Link an inbox message to the delivery its `re=` names; wake every waiter."""
+        if msg.answers:
+            hits = [d for d in self.deliveries if d.relay_id == msg.answers]
+            if hits:
+                d = hits[-1]
+                d.replies.append(msg)
+                v = msg.verdict
+                if v is not None and v.ok and d.reply is None:
+                    d.reply = msg
+                    if d.outcome != "refused":
+                        d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
+                        d.reason = None
+                    self.ledger.event("linked", delivery=d.key, relay_id=d.relay_id,
+                                      data={"seq": msg.seq, "reply_id": msg.relay_id, "session": v.session,
+                                            "pid": v.pid, "state": d.state.value})
+                    if self.echo and v.session and v.session != d.target:
+                        self.echo(f"note: {d.relay_id} was answered by {v.session}, not by its target {d.target}")
+                elif v is None or not v.ok:
+                    self.ledger.event("answer-rejected", delivery=d.key, relay_id=d.relay_id,
+                                      data={"seq": msg.seq, "verdict": v.model_dump(mode="json") if v else None})
+                    if self.echo:
+                        self.echo(f"warning: inbox #{msg.seq} answers {d.relay_id} but is {v.verdict if v else 'unjudged'}"
+                                  f" ({v.detail if v else ''}): kept in d.replies, NOT accepted as the answer")
+        for ev in list(self._wakeups):
+            ev.set()
+        self._wakeups.clear()
+
+    async def _wait_reply(self, d: Delivery, timeout: float) -> InboundMessage | None:
+        """Wait for `d`'s verified answer; None (state no_reply) after `timeout` seconds."""
+        if d.outcome == "refused" or d.state is DeliveryState.FAILED:
+            raise UsageError(f"{d.relay_id} was not delivered ({d.summary()}): no answer can come")
+        if d.want == "none":
+            raise UsageError(f"{d.relay_id} asked for no answer (want=none): nothing will come; send with want='reply'")
+        if self.inbox_server is None:
+            raise UsageError("no inbox is listening here, so no answer can arrive")
+        say = self.echo or (lambda line: None)
+        start = anyio.current_time()
+        deadline = start + timeout
+        last_note = start
+        while d.reply is None:
+            self._check_halt()
+            now = anyio.current_time()
+            if now >= deadline:
+                break
+            if now - last_note >= 5:
+                last_note = now
+                say(f"  … waiting for {d.target} to answer {d.relay_id} ({deadline - now:.0f}s left)")
+            ev = anyio.Event()
+            self._wakeups.add(ev)
+            with anyio.move_on_after(min(deadline - now, 1.0)):  # 1 s: a halt from another process is seen too
+                await ev.wait()
+            self._wakeups.discard(ev)
+        self._check_halt()  # a relay-halt (even in this very answer) stops every wait in progress
+        if d.reply is not None:
+            return d.reply
+        why = f"no reply within {timeout:g} s"
+        if d.replies:
+            why += f" ({len(d.replies)} unverified answer(s) in d.replies)"
+        if d.outcome == "delivered":
+            d.state = DeliveryState.NO_REPLY
+        d.reason = why if d.outcome == "delivered" else f"{why}; the delivery itself is still pending at stage {d.stage}"
+        self.ledger.event("no-reply", delivery=d.key, relay_id=d.relay_id, data={"timeout": timeout, "state": d.state.value})
+        say(f"{d.relay_id}: {d.reason}")
+        return None
+
+    async def expect(self, delivery: Delivery | str, timeout: float = 60.0) -> InboundMessage | None:
+        """Wait for the verified answer to a delivery (or relay id); see Delivery.wait_reply."""
+        return await self._find_delivery(delivery).wait_reply(timeout)
 
     async def register_inbox(self, name: str = "relay-operator") -> bool:
         """List the inbox as a Claude peer (gated): ListAgents shows it, SendMessage reaches it."""
@@ -369,12 +602,34 @@ class Session:
     def unhalt(self) -> int:
         return self.ledger.clear_halts(by=self.me.sender)
 
+    async def verify(self, relay_id: str, target: str | Target | None = None, *, transcript: str | None = None) -> Any:
+        """Seed section 8 audit: who really sent `relay_id`, from the receiver's own origin records
+        (a target's transcript, any transcript file, or every live Claude target's); read-only.
+        Returns a `VerifyReport` (`.verdict`, `.records`, `.exit_code`); see session/verify.py."""
+        import anyio
+
+        from relay_repl.session import verify as v
+
+        if target is not None and transcript is not None:
+            raise UsageError("name a target or a transcript file, not both")
+        if transcript is not None:
+            return await anyio.to_thread.run_sync(v.verify_file, relay_id, transcript, self.ledger)
+        if target is not None:
+            t = await self.target(target)
+            return await anyio.to_thread.run_sync(v.verify_target, relay_id, t, self.ledger)
+        if not self._refreshed:
+            await self.refresh()
+        return await anyio.to_thread.run_sync(v.verify_everywhere, relay_id, list(self._targets), self.ledger)
+
     def why(self, relay_id: Any) -> Any:
-        """Every event recorded for one relay id (or a Delivery), oldest first: a list that prints as a table."""
+        """Every event recorded for one relay id (or a Delivery), oldest first: a list that prints as a
+        table, with the answers linked to it (by their `re=` header) and their verdicts beside the send."""
         from relay_repl.store.timeline import Timeline
 
         rid = relay_id.relay_id if isinstance(relay_id, Delivery) else str(relay_id)
-        return Timeline(rid or "", self.ledger.events(relay_id=rid))
+        rid = rid or ""
+        return Timeline(rid, self.ledger.events(relay_id=rid), answers=self.ledger.inbox(answers=rid),
+                        received=[m for m in self.ledger.inbox() if m.relay_id == rid])
 
     @property
     def inbox(self) -> Any:
@@ -419,3 +674,4 @@ class Session:
         if halt:
             lines.append(f"  HALTED: {halt.reason}")
         return "\n".join(lines) + ">"
+

@@ -10,7 +10,10 @@ operator must be able to ask "why" about any relay id long after the fact.
               id is a duplicate (seed section 9: log it, never act on it).
 - `halts`     relay-halt in force stops everything until cleared by the operator.
 - `events`    append-only log: plan shown, the answer, each stage's evidence, outcome.
-- `inbox`     messages that reached the operator's own inbox.
+- `inbox`     messages that reached the operator's own inbox, each with the
+              relay id it answers (`re=`, when we sent that id) and its verdict.
+- `forwards`  ids the operator forwarded: an id that reached the inbox may be
+              forwarded once; arriving is not forwarding (seed section 9).
 
 Each write is one transaction; WAL with synchronous=NORMAL loses nothing on a
 process crash (only an OS crash can drop the last commits), which is the
@@ -31,6 +34,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.errors import RelayError
+from relay_repl.core.inbound import InboundMessage, Verdict
+
+InboxMessage = InboundMessage  # the name this module used before the value moved to core
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS counters (
@@ -71,7 +77,15 @@ CREATE TABLE IF NOT EXISTS inbox (
     line     TEXT NOT NULL,
     origin   TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS forwards (
+    relay_id TEXT PRIMARY KEY,
+    at       REAL NOT NULL,
+    target   TEXT
+);
 """
+
+INBOX_COLUMNS = {"answers": "TEXT", "verdict": "TEXT", "hop": "INTEGER"}
+"""Columns added to `inbox` after its first release (added in place to older ledgers)."""
 
 
 class Event(BaseModel):
@@ -94,21 +108,6 @@ class Halt(BaseModel):
     by: str
 
 
-class InboxMessage(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    seq: int
-    at: float
-    relay_id: str | None
-    peer: str | None
-    line: str
-    origin: dict[str, Any]
-
-    def __repr__(self) -> str:
-        when = time.strftime("%H:%M:%S", time.localtime(self.at))
-        return f"<InboxMessage #{self.seq} {when} from {self.peer or '?'}: {self.line[:80]!r}>"
-
-
 class Ledger:
     """Thread-safe handle on the ledger file (one connection, one lock)."""
 
@@ -123,6 +122,10 @@ class Ledger:
             self._con.execute("PRAGMA synchronous=NORMAL")
             self._con.execute("PRAGMA busy_timeout=10000")
             self._con.executescript(SCHEMA)
+            have = {r[1] for r in self._con.execute("PRAGMA table_info(inbox)")}
+            for col, typ in INBOX_COLUMNS.items():
+                if col not in have:
+                    self._con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
         except sqlite3.Error as exc:
             raise RelayError(
                 f"cannot open the ledger at {self.path}: {exc}; check the file's permissions or set RELAY_HOME"
@@ -270,21 +273,44 @@ class Ledger:
         ]
 
     # -- inbox ---------------------------------------------------------------
-    def add_inbox(self, line: str, *, origin: dict[str, Any], relay_id: str | None, peer: str | None) -> InboxMessage:
+    def add_inbox(self, line: str, *, origin: dict[str, Any], relay_id: str | None, peer: str | None,
+                  answers: str | None = None, verdict: Verdict | None = None,
+                  hop: int | None = None) -> InboundMessage:
         now = time.time()
         with self._tx() as con:
             cur = con.execute(
-                "INSERT INTO inbox(at, relay_id, peer, line, origin) VALUES (?, ?, ?, ?, ?)",
-                (now, relay_id, peer, line, json.dumps(origin, default=str)),
+                "INSERT INTO inbox(at, relay_id, peer, line, origin, answers, verdict, hop) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (now, relay_id, peer, line, json.dumps(origin, default=str), answers,
+                 verdict.model_dump_json() if verdict else None, hop),
             )
             seq = int(cur.lastrowid or 0)
-        return InboxMessage(seq=seq, at=now, relay_id=relay_id, peer=peer, line=line, origin=origin)
+        return InboundMessage(seq=seq, at=now, relay_id=relay_id, peer=peer, line=line, origin=origin,
+                              answers=answers, verdict=verdict, hop=hop)
 
-    def inbox(self, since: int = 0) -> list[InboxMessage]:
-        rows = self._query("SELECT seq, at, relay_id, peer, line, origin FROM inbox WHERE seq > ? ORDER BY seq", (since,))
+    def inbox(self, since: int = 0, *, answers: str | None = None) -> list[InboundMessage]:
+        """Inbox messages after `since`, oldest first; only those answering `answers` if given."""
+        sql = "SELECT seq, at, relay_id, peer, line, origin, answers, verdict, hop FROM inbox WHERE seq > ?"
+        args: tuple[Any, ...] = (since,)
+        if answers is not None:
+            sql += " AND answers = ?"
+            args += (answers,)
+        rows = self._query(sql + " ORDER BY seq", args)
         return [
-            InboxMessage(seq=r[0], at=r[1], relay_id=r[2], peer=r[3], line=r[4], origin=json.loads(r[5])) for r in rows
+            InboundMessage(seq=r[0], at=r[1], relay_id=r[2], peer=r[3], line=r[4], origin=json.loads(r[5]),
+                           answers=r[6], verdict=Verdict.model_validate_json(r[7]) if r[7] else None, hop=r[8])
+            for r in rows
         ]
+
+    # -- forwards --------------------------------------------------------------
+    def mark_forwarded(self, relay_id: str, target: str | None = None) -> bool:
+        """Record that the operator forwarded this id; True the first time, False for a repeat."""
+        with self._tx() as con:
+            row = con.execute(
+                "INSERT INTO forwards(relay_id, at, target) VALUES (?, ?, ?) ON CONFLICT(relay_id) DO NOTHING "
+                "RETURNING relay_id",
+                (relay_id, time.time(), target),
+            ).fetchone()
+        return row is not None
 
     def __repr__(self) -> str:
         return f"<Ledger {self.path}>"

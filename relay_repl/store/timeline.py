@@ -45,16 +45,42 @@ def format_events(events: list[Event], *, full_time: bool = True, width: int = 1
 
 
 class Timeline(list):
-    """Every event recorded for one relay id, oldest first; prints as a table."""
+    """Every event recorded for one relay id, oldest first; prints as a table.
 
-    def __init__(self, relay_id: str, events: list[Event]) -> None:
+    `answers` are the inbox messages whose `re=` header names this id (linked by the
+    header, never by the body), shown beside the send with their verdicts;
+    `received` is the inbox message that carried this id, if one did.
+    """
+
+    def __init__(self, relay_id: str, events: list[Event], answers: list[InboxMessage] | None = None,
+                 received: list[InboxMessage] | None = None) -> None:
         super().__init__(events)
         self.relay_id = relay_id
+        self.answers = list(answers or [])
+        self.received = list(received or [])
 
     def __repr__(self) -> str:
-        if not self:
+        if not self and not self.received:
             return f"no events for relay id {self.relay_id!r} (`relay log` lists recent ones)"
-        return f"relay id {self.relay_id}: {len(self)} events\n" + format_events(list(self), full_time=False)
+        out = [f"relay id {self.relay_id}: {len(self)} events"]
+        if self:
+            out.append(format_events(list(self), full_time=False))
+        for m in self.received:
+            link = f"answers {m.answers}" if m.answers else "unlinked (answers nothing sent here)"
+            out.append(f"received as inbox #{m.seq} from {m.peer or '?'}: {link}")
+            out.append(f"  verdict {m.verdict}" if m.verdict else f"  verdict {inbox_verdict(m.origin)}")
+        for m in self.answers:
+            out.append(f"answer: inbox #{m.seq} {m.relay_id or ''}: {m.body!r}")
+            out.append(f"  verdict {m.verdict}" if m.verdict else f"  verdict {inbox_verdict(m.origin)}")
+        if not self.answers and any(e.kind == "plan" and e.data.get("reply_route") for e in self):
+            out.append("answer: none received yet")
+        return "\n".join(out)
+
+
+def message_verdict(m: InboxMessage) -> str:
+    if m.verdict is not None:
+        return m.verdict.verdict
+    return inbox_verdict(m.origin)
 
 
 def inbox_verdict(origin: dict[str, Any]) -> str:
@@ -75,10 +101,12 @@ class InboxTable(list):
     def __repr__(self) -> str:
         if not self:
             return "inbox: no messages yet (replies appear here and above the prompt)"
-        rows = [("#", "TIME", "FROM", "VERDICT", "RELAY ID", "LINE")]
+        rows = [("#", "TIME", "FROM", "VERDICT", "PID", "RELAY ID", "ANSWERS", "LINE")]
         for m in self:
             assert isinstance(m, InboxMessage)
             line = m.line if len(m.line) <= 70 else m.line[:69] + "…"
-            rows.append((str(m.seq), _clock(m.at), m.peer or "?", inbox_verdict(m.origin), m.relay_id or "-", line))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:5], widths)) + "  " + r[5] for r in rows)
+            pid = str(m.origin.get("verifiedPeerPid") or "?")
+            rows.append((str(m.seq), _clock(m.at), m.peer or "?", message_verdict(m), pid, m.relay_id or "-",
+                         m.answers or "unlinked", line))
+        widths = [max(len(r[i]) for r in rows) for i in range(7)]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:7], widths)) + "  " + r[7] for r in rows)

@@ -277,3 +277,54 @@ def fuser_holders(paths: Iterable[str | os.PathLike[str]], timeout: float = 5.0)
     for p in plist:
         out.update(fuser_holders([p], timeout))
     return out
+
+
+# -- unix socket ownership ------------------------------------------------------------
+
+
+def listening_socket_inodes(path: str | os.PathLike[str], pid: int | str, proc: Path = PROC) -> set[int]:
+    """Inodes of listening unix sockets bound at `path`, as `pid`'s network namespace lists them.
+
+    Read from /proc/<pid>/net/unix, not /proc/net/unix: the lab runs its agents in
+    a private network namespace, and each namespace lists only its own sockets.
+    """
+    want = os.fsdecode(path)
+    try:
+        text = (proc / str(int(pid)) / "net" / "unix").read_text()
+    except (OSError, ValueError, TypeError):
+        return set()
+    found: set[int] = set()
+    for line in text.splitlines()[1:]:
+        parts = line.split(None, 7)
+        # Num RefCount Protocol Flags Type St Inode Path; flag 0x10000 = __SO_ACCEPTCON (listening)
+        if len(parts) == 8 and parts[7] == want:
+            try:
+                if int(parts[3], 16) & 0x10000:
+                    found.add(int(parts[6]))
+            except ValueError:
+                continue
+    return found
+
+
+def holds_socket(pid: int | str, inodes: set[int], proc: Path = PROC) -> bool:
+    """True if one of `pid`'s open file descriptors is a socket with one of `inodes`."""
+    if not inodes:
+        return False
+    fd_dir = proc / str(pid) / "fd"
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            link = os.readlink(fd_dir / fd)
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1].isdigit() and int(link[8:-1]) in inodes:
+            return True
+    return False
+
+
+def owns_listening_socket(pid: int | str, path: str | os.PathLike[str], proc: Path = PROC) -> bool:
+    """True if `pid` holds the listening unix socket bound at `path` (read-only: nothing connects)."""
+    return holds_socket(pid, listening_socket_inodes(path, pid, proc), proc)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.delivery import Delivery, DeliveryState, Evidence
 from relay_repl.core.envelope import Envelope
+from relay_repl.core.errors import Halted
 from relay_repl.store.ledger import Ledger
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
@@ -72,13 +73,35 @@ class Look(BaseModel):
         return self.render()
 
 
+_STOPPED = frozenset({DeliveryState.FAILED, DeliveryState.REFUSED, DeliveryState.HALTED, DeliveryState.ABANDONED})
+
+
 class StageLog:
-    """Records each stage's evidence on the delivery and in the ledger."""
+    """Records each stage's evidence on the delivery and in the ledger, and is the
+    stage boundary where a relay-halt stops a send.
+
+    Every stage of every transport goes through here, so this is where a halt that
+    arrived meanwhile (an inbox line, another process's ledger halt, session.halt())
+    is noticed: while `armed` (the session arms it for the side-effecting part of a
+    send), each recorded stage and each explicit `checkpoint()` raises `Halted` if
+    a halt is in force, and the transport does nothing more.
+    """
 
     def __init__(self, delivery: Delivery, ledger: Ledger, echo: Any = None) -> None:
         self.delivery = delivery
         self.ledger = ledger
         self.echo = echo
+        self.armed = False
+
+    def checkpoint(self, next_step: str) -> None:
+        """Call right before a side effect (typing, a key, a write, an enqueue): raises
+        `Halted` when a relay-halt is in force, so the side effect never happens."""
+        if not self.armed:
+            return
+        halt = self.ledger.active_halt()
+        if halt is not None:
+            self.delivery.extra["halted_before"] = next_step
+            raise Halted(halt.reason, halt.by)
 
     def __call__(self, stage: str, state: DeliveryState, detail: str, **data: Any) -> Evidence:
         ev = Evidence(stage=stage, state=state, detail=detail, data=data)
@@ -93,6 +116,8 @@ class StageLog:
         )
         if self.echo is not None:
             self.echo(f"  [{stage}] {state.value}: {detail}")
+        if state not in _STOPPED:
+            self.checkpoint(f"the step after {stage}")
         return ev
 
     def progress(self, text: str) -> None:

@@ -151,6 +151,7 @@ class ClaudeSocketTransport(Transport):
         from anyio.abc import SocketAttribute
 
         sock_path = target.detail["socket"]
+        log.checkpoint("connect")  # a relay-halt that arrived since the gate stops it here
         try:
             reply_sock = await self._reply_socket(target)
         except RelayError as exc:  # e.g. the planned listener path was taken since: nothing written
@@ -181,6 +182,7 @@ class ClaudeSocketTransport(Transport):
                         log("connect", DeliveryState.REFUSED, f"socket served by pid {pid}, registry says {target.pid}: not writing")
                         delivery.reason = "socket owner does not match the registry"
                         return
+                    log.checkpoint("write")
                     await stream.send(data)
                     await stream.send_eof()
                     try:

@@ -79,6 +79,7 @@ class CodexQueueTransport(Transport):
         home = codex_home(target)
         cmd = [self._bin(), "queue", "--thread", target.address, "--message", payload]
         env = {**os.environ, "CODEX_HOME": str(home)}
+        log.checkpoint("enqueue")  # a relay-halt that arrived since the gate stops it here
         res = await anyio.run_process(cmd, check=False, env=env)
         out = res.stdout.decode(errors="replace")
         err = res.stderr.decode(errors="replace")

@@ -25,6 +25,7 @@ class InMemoryTransport(Transport):
         return f"the in-memory inbox of {target.spec} holds exactly this payload"
 
     async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+        log.checkpoint("write")
         self.received.append(payload)
         log("write", DeliveryState.QUEUED, f"appended to the in-memory inbox ({len(self.received)} held)")
 

@@ -358,6 +358,7 @@ class TmuxTransport(Transport):
         assert snap is not None and reading is not None
 
         # stage
+        log.checkpoint("stage (typing the payload)")
         try:
             await self._io(self.io.send_literal, pane, payload)
         except PaneGone as exc:
@@ -436,6 +437,7 @@ class TmuxTransport(Transport):
         gap = self.submit_gap - (self.clock() - t_lit) if t_lit is not None else 0
         if gap > 0:
             await anyio.sleep(gap)
+        log.checkpoint("submit (Enter)")
         try:
             await self._io(self.io.send_key, pane, "Enter")
         except PaneGone as exc:
@@ -474,6 +476,7 @@ class TmuxTransport(Transport):
                 r = cls.classify(after)
                 if set(r.blockers) - {"draft"} or not cls.payload_visible(after, payload):
                     break
+                log.checkpoint("submit (Tab)")
                 await self._io(self.io.send_key, pane, "Tab")
                 tabbed = True
                 tm["keys"].append("Tab")

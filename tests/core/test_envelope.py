@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from relay_repl.core.controls import first_forbidden
 from relay_repl.core.envelope import (
     HOP_CAP,
     Envelope,
@@ -123,7 +124,8 @@ def test_halt_detection():
 names = st.text(min_size=1, max_size=30).filter(lambda s: "\n" not in s)
 tricky = st.lists(st.sampled_from(["]", "to=", "%", " ", "to=x]", "%25", "a", "é", "\t", "[relay/1 "]), min_size=1, max_size=8).map("".join)
 header_text = st.one_of(names, tricky, st.tuples(names, tricky).map("".join))
-one_line = st.text(min_size=1, max_size=200).filter(lambda s: not any(c in s for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"))
+one_line = st.text(min_size=1, max_size=200).filter(
+    lambda s: not any(c in s for c in "\u2028\u2029") and first_forbidden(s) is None)  # bodies refuse controls
 
 
 @st.composite
@@ -168,3 +170,28 @@ def test_encoded_values_hold_no_separator(value):
     enc = encode_value(value)
     assert "]" not in enc and " " not in enc and "to=" not in enc and "\n" not in enc
     assert decode_value(enc) == value
+
+
+def test_re_is_an_optional_last_header_field_percent_encoded():
+    e = Envelope.make(sender="agent:codex@t1", to="operator", id="t1-2", hop=1, want="none", re="op.h.1-3", body="ok")
+    assert e.compose() == "[relay/1 from=agent:codex@t1 to=operator id=t1-2 hop=1 want=none re=op.h.1-3] ok"
+    assert Envelope.parse(e.compose()) == e
+    odd = Envelope.make(sender="agent:x@a", to="operator", id="a-1", re="we]ird to=x 100%-4", body="b")
+    line = odd.compose()
+    assert "re=we%5Dird%20to%3Dx%20100%25-4]" in line
+    assert Envelope.parse(line).re == "we]ird to=x 100%-4"
+    # absent: the header is exactly the seed's five fields; a reply keeps re= through hop changes
+    assert " re=" not in Envelope.make(sender="agent:x@a", to="p", id="a-2", body="b").compose()
+    assert e.next_hop().re == "op.h.1-3"
+
+
+def test_re_must_look_like_a_relay_id_and_appear_once():
+    with pytest.raises(EnvelopeError, match="re"):
+        Envelope.parse("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none re=nodash] x")
+    with pytest.raises(EnvelopeError, match="repeats field 're'"):
+        Envelope.parse("[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none re=c-2 re=c-3] x")
+
+
+def test_a_body_quoting_re_does_not_set_it():
+    line = "[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none] re=op-1 [relay/1 re=op-1] x"
+    assert Envelope.parse(line).re is None

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -127,6 +129,14 @@ def test_targets_json_healthy_then_one_client_sigkilled_then_lab_up_then_down(la
     assert all(r["pane"] is None for r in by_name(rows, "codex", "beta")), rows
     assert {k: v for k, v in lab_pids(launcher.status()).items() if k != "beta"} == \
         {k: v for k, v in lab_pids(repaired).items() if k != "beta"}
+    # ... until the daemon unloads the thread (40-60 s, codex.md section 0): then it is stale
+    deadline = time.monotonic() + 150
+    while [r for r in by_name(rows, "codex", "beta") if r["live"]] and time.monotonic() < deadline:
+        time.sleep(5)
+        rows = targets_json()
+    assert [r["live"] for r in by_name(rows, "codex", "beta")] == [False], rows
+    assert {k: v for k, v in lab_pids(launcher.status()).items() if k != "beta"} == \
+        {k: v for k, v in lab_pids(repaired).items() if k != "beta"}
     res = relay("lab", "up")
     assert res.returncode == 0, res.stderr
     assert "restarting beta" in res.stderr and "restarting alpha" not in res.stderr
@@ -138,7 +148,26 @@ def test_targets_json_healthy_then_one_client_sigkilled_then_lab_up_then_down(la
     rows = targets_json()
     assert [r["pane"] for r in by_name(rows, "codex", "beta") if r["live"]] == [resumed.session("beta").pane_id]
 
-    # 5. lab down: still valid JSON (no lab targets), nothing started
+    # 5. the Codex daemon SIGKILLed: the thread is listed live=false, nothing restarts; then
+    #    `relay lab up` starts only the daemon and the waiting TUI reconnects (its pid kept)
+    daemon = resumed.session("beta").daemon_pid
+    os.kill(daemon, signal.SIGKILL)
+    assert not procs.wait_gone([daemon], 5.0)
+    rows = targets_json()
+    assert [r["live"] for r in by_name(rows, "codex", "beta")] == [False], rows
+    assert [r["pid"] for r in by_name(rows, "claude-code", "alpha") if r["live"]] == [repaired.session("alpha").pid]
+    res = relay("lab", "up")
+    assert res.returncode == 0, res.stderr
+    assert "Codex daemon is gone" in res.stderr and "restarting" not in res.stderr
+    again = launcher.status()
+    assert again.all_alive
+    assert again.session("beta").pid == resumed.session("beta").pid  # the live TUI was kept
+    assert again.session("beta").daemon_pid not in (None, daemon)
+    assert again.session("alpha").pid == repaired.session("alpha").pid
+    rows = targets_json()
+    assert [r["address"] for r in by_name(rows, "codex", "beta") if r["live"]] == [beta.thread_id]
+
+    # 6. lab down: still valid JSON (no lab targets), nothing started
     res = relay("lab", "down")
     assert res.returncode == 0, res.stderr
     res = relay("--lab", "targets", "--json")

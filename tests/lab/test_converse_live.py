@@ -73,7 +73,7 @@ async def test_claude_agent_answers_want_reply_by_sendmessage_to_the_listed_inbo
         halt = Envelope.make(sender=s.me.sender, to="peer", id=f"{s.me.address}-halt-1", want="reply",
                              body="relay-halt stop everything").compose()
         for n, line in enumerate([gate.shown[-1].payload, halt], start=1):
-            await anyio.to_thread.run_sync(lambda: send_frames(sock, [user_frame(line, "test-injector")]))
+            await anyio.to_thread.run_sync(send_frames, sock, [user_frame(line, "test-injector")])
             reqs = await stub.requests("alpha", kind="main", min_count=n, timeout=30, body=False)
             assert len(reqs) == n and reqs[-1].reply_tool is None, [r.answered_by for r in reqs]
             await wait_idle("alpha")

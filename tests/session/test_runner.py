@@ -52,6 +52,7 @@ def mk(tmp_path, answers, names=("a", "b"), tg=None, led=None, **kw):
     s = Session(ledger=led, approve=gate, me=Me(address="me"),
                 providers=[StaticProvider("fake", [fake_target(n) for n in names])], transports=[rep],
                 echo=lines.append)
+    s.attach_inbox(inbox)  # answers asked for need an inbox to come back to (a send without one is refused)
     return s, rep, gate, led, lines
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,16 @@ from relay_repl.transports.fake import InMemoryTransport, fake_target
 pytestmark = pytest.mark.anyio
 
 
-def mk(answers=(), targets=None, tmp_path=None):
+class ListeningInbox:
+    """Stands in for a running inbox where only its address matters (an answer has somewhere to go)."""
+
+    path = Path("/run/relay-test/inbox.sock")
+
+    def __init__(self):
+        self.on_message = []
+
+
+def mk(answers=(), targets=None, tmp_path=None, inbox=True):
     led = Ledger(tmp_path / "l.sqlite")
     mem = InMemoryTransport()
     gate = ScriptedGate(answers)
@@ -28,6 +38,8 @@ def mk(answers=(), targets=None, tmp_path=None):
         providers=[StaticProvider("fake", targets or [fake_target()])],
         transports=[mem],
     )
+    if inbox:
+        s.attach_inbox(ListeningInbox())
     return s, mem, gate, led
 
 
@@ -58,6 +70,23 @@ async def test_each_send_gets_a_new_id(tmp_path):
     await s.send("fake:inbox", "a")
     await s.send("fake:inbox", "b")
     assert [Envelope.parse(p).id for p in mem.received] == ["me-1", "me-2"]
+
+
+async def test_asking_for_an_answer_without_an_inbox_is_refused_before_the_gate(tmp_path):
+    s, mem, gate, led = mk([True], tmp_path=tmp_path, inbox=False)
+    for want in ("reply", "ack"):
+        with pytest.raises(PolicyRefusal, match="no inbox is listening here"):
+            await s.send("fake:inbox", "answer me", want=want)
+    assert gate.shown == [] and mem.received == []
+    assert (await s.send("fake:inbox", "no answer needed")).outcome == "delivered"
+
+
+async def test_the_plan_names_the_reply_route(tmp_path):
+    s, mem, gate, led = mk([True], tmp_path=tmp_path)
+    d = await s.send("fake:inbox", "answer me", want="reply")
+    assert gate.shown[0].reply_route is not None
+    assert f"relay reply {d.relay_id} <text>" in gate.shown[0].reply_route
+    assert "reply via" in gate.shown[0].render()
 
 
 async def test_halt_blocks_before_the_gate(tmp_path):

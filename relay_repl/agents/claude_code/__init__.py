@@ -22,6 +22,7 @@ from relay_repl.agents.claude_code.evidence import (
 )
 from relay_repl.agents.claude_code.provider import (
     KIND,
+    reply_route,
     ClaudeProvider,
     ListedAgent,
     SessionRecord,
@@ -30,6 +31,6 @@ from relay_repl.agents.claude_code.provider import (
     transcript_path,
 )
 
-__all__ = ["KIND", "ClaudeAgent", "ClaudeProvider", "ListedAgent", "SessionRecord", "claude_typed_records",
+__all__ = ["KIND", "reply_route", "ClaudeAgent", "ClaudeProvider", "ListedAgent", "SessionRecord", "claude_typed_records",
            "find_origin_records", "munge_cwd", "peer_token", "record_status", "socket_is_ours", "transcript_for",
            "transcript_path"]

@@ -30,10 +30,12 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from relay_repl.core.inbound import PeerIdentity
+from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.system.panes import PaneRoster
-from relay_repl.system.proc import same_process
+from relay_repl.system.proc import owns_listening_socket, same_process
 
 KIND = "claude-code"
 
@@ -117,6 +119,30 @@ def transcript_path(cfg: Path | str, cwd: str | None, session_id: str | None) ->
     if not cwd or not session_id:
         return None
     return Path(cfg) / "projects" / munge_cwd(cwd) / f"{session_id}.jsonl"
+
+
+# -- reply route --------------------------------------------------------------------------------
+
+
+def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
+    """A Claude session answers natively: SendMessage to a peer it sees in ListAgents.
+
+    So the operator's inbox must be listed as a Claude peer (register_inbox), and
+    the message must reach the session wrapped as a native message naming that
+    peer (the claude-code-message transport), or the model has no name to answer.
+    """
+    if ctx.inbox is None:
+        return ReplyRoute(ok=False, how="none", missing=(
+            "no inbox is listening here, so an answer would have nowhere to go: ask from the `relay` REPL, "
+            "or use `relay send ... --want reply --wait SECONDS`"))
+    if not ctx.listed_name:
+        return ReplyRoute(ok=False, how="none", offer_register=True, missing=(
+            f"no reply route to {target.spec}: it answers with SendMessage to a listed Claude peer, and the operator "
+            "inbox is not listed yet; run `await session.register_inbox()` (asks first), or send with want='none'"))
+    return ReplyRoute(ok=True, needs_native_reply=True, how=(
+        f"{target.spec} answers with native SendMessage to {ctx.listed_name!r} (this inbox listed as a Claude peer, "
+        f"{ctx.listed_socket}) carrying re={ctx.relay_id}; it counts when the connecting pid is {target.spec}'s own "
+        f"(pid {target.pid}) holding its registered socket"))
 
 
 # -- provider ---------------------------------------------------------------------------------
@@ -354,6 +380,52 @@ class ClaudeProvider:
                                   identified_by=f"unreadable registry record: {why}",
                                   detail={"stale_reason": why, "unreadable": True}))
         return targets
+
+    # -- who sent an inbound message (origin verdicts) ---------------------------------------------
+    def _live_record(self, pid: int) -> SessionRecord | None:
+        try:
+            rec = SessionRecord.model_validate(json.loads((self.config_dir / "sessions" / f"{pid}.json").read_bytes()))
+        except (OSError, ValueError, ValidationError):
+            return None
+        return rec if rec.pid == pid and same_process(pid, rec.procStart)[0] else None
+
+    def identify_process(self, pid: int, below: tuple[int, ...] = ()) -> PeerIdentity | None:
+        """The Claude session process `pid` is, or None (read-only: nothing connects).
+
+        A session is a `sessions/<pid>.json` whose procStart matches the running pid
+        AND whose messagingSocketPath that very pid holds as a listening socket: a
+        record alone proves only "a same-uid process wrote a file" (CC §4.5), and an
+        injector's pid never owned a session socket (seed §8).
+        """
+        rec = self._live_record(pid)
+        if rec is None or not rec.messagingSocketPath:
+            return None
+        if not owns_listening_socket(pid, rec.messagingSocketPath):
+            return None
+        name = rec.name or str(pid)
+        spec = f"{self.adapter.prefix or KIND}:{name}"
+        return PeerIdentity(
+            kind=KIND, spec=spec, pid=pid,
+            claimable=frozenset({name, rec.messagingSocketPath, str(pid)}),
+            evidence=(f"sessions/{pid}.json procStart {rec.procStart} matches pid {pid}, which holds its "
+                      f"listening socket {rec.messagingSocketPath}"),
+        )
+
+    def claimed_session(self, address: str) -> str | None:
+        """The live session a claimed address names (its name or socket), or None."""
+        sessions = self.config_dir / "sessions"
+        try:
+            names = os.listdir(sessions)
+        except OSError:
+            return None
+        for fname in names:
+            stem, _, ext = fname.partition(".")
+            if ext != "json" or not stem.isdigit():
+                continue
+            rec = self._live_record(int(stem))
+            if rec is not None and address in {rec.name, rec.messagingSocketPath}:
+                return f"{self.adapter.prefix or KIND}:{rec.name or rec.pid}"
+        return None
 
     # -- own address (seed §1) --------------------------------------------------------------------
     def own_address(self) -> Me | None:

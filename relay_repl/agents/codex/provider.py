@@ -31,6 +31,8 @@ from urllib.parse import quote
 import anyio
 from pydantic import BaseModel, ConfigDict
 
+from relay_repl.core.inbound import PeerIdentity
+from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.system.panes import Pane, PaneRoster
@@ -44,6 +46,7 @@ from relay_repl.system.proc import (
     pid_alive,
     proc_start,
     read_cmdline,
+    read_environ,
     read_proc_locks,
 )
 
@@ -323,6 +326,13 @@ class _Thread(BaseModel):
     rollout: str | None = None
 
 
+def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
+    """Codex cannot send natively: its agent runs `relay reply ID TEXT` as a tool command."""
+    return relay_reply_route(target.spec, ctx, (
+        f"the connecting `relay reply` was started by the Codex host holding thread {target.address} "
+        f"(pid {target.pid}) and its CODEX_THREAD_ID is that thread"))
+
+
 class CodexProvider:
     """Discovers Codex threads for one CODEX_HOME. `await discover()` is cheap to repeat.
 
@@ -364,6 +374,65 @@ class CodexProvider:
         """`$CODEX_THREAD_ID` when this process runs as a Codex tool command, else None."""
         tid = self.env.get("CODEX_THREAD_ID")
         return Me(role="agent", agent="codex", address=tid) if tid else None
+
+    # -- who sent an inbound message (origin verdicts) -------------------------------------------
+    def _lock_files(self) -> dict[str, Path]:
+        try:
+            files = os.listdir(self._p("locks_dir"))
+        except OSError:
+            return {}
+        return {f[:-5]: self._p("locks_dir") / f for f in files
+                if f.endswith(".lock") and not f.startswith(".") and UUID_RE.match(f[:-5])}
+
+    def identify_process(self, pid: int, below: tuple[int, ...] = ()) -> PeerIdentity | None:
+        """The Codex thread(s) process `pid` hosts, or None.
+
+        A host is the holder of a `thread-writer-locks/<T>.lock` flock, or the daemon
+        of `daemon.pid` (codex.md §0, §2.2). The daemon hosts every thread of its
+        CODEX_HOME, so when a command it ran (`relay reply`) connected, the thread is
+        narrowed by `CODEX_THREAD_ID` in that command's environment, which Codex sets
+        for every tool command (codex.md §1); a thread the host does not hold is
+        claimable by nobody, so the verdict becomes mismatch.
+        """
+        locks = self._lock_files()
+        held = [tid for tid, pids in self._holders(locks).items() if pids == pid] if locks else []
+        dpid, ticks = read_daemon_pid(self._p("daemon_pid"))
+        is_daemon = dpid == pid and (ticks is None or proc_start(pid) == ticks)
+        if not held and not is_daemon:
+            return None
+        names = {tid: line.get("thread_name") for tid, line in read_session_index(self._p("session_index")).items()}
+        prefix = self.adapter.prefix or KIND
+        evidence = (f"pid {pid} holds the lock of {len(held)} thread(s)" if held else f"pid {pid} is no thread's lock holder")
+        if is_daemon:
+            evidence += f"; it is the daemon of {self.home} (daemon.pid)"
+        thread_env = None
+        for p in below:
+            env = read_environ(p) or {}
+            if env.get("CODEX_THREAD_ID"):
+                thread_env = env["CODEX_THREAD_ID"]
+                break
+        if thread_env is not None:
+            evidence += f"; the command it ran has CODEX_THREAD_ID={thread_env}"
+            held = [t for t in held if t == thread_env]
+        specs: dict[str, str] = {}
+        for tid in held:
+            name = names.get(tid)
+            spec = f"{prefix}:{name or tid}"
+            specs[tid] = spec
+            if isinstance(name, str) and name:
+                specs[name] = spec
+        spec = specs[held[0]] if len(held) == 1 else f"{prefix}:daemon {pid}"
+        return PeerIdentity(kind=KIND, spec=spec, pid=pid, claimable=frozenset(specs), evidence=evidence, specs=specs)
+
+    def claimed_session(self, address: str) -> str | None:
+        """The loaded thread a claimed address names (its id or session_index name), or None."""
+        locks = self._lock_files()
+        names = {tid: line.get("thread_name") for tid, line in read_session_index(self._p("session_index")).items()}
+        held = self._holders(locks) if locks else {}
+        for tid in held:
+            if address in (tid, names.get(tid)):
+                return f"{self.adapter.prefix or KIND}:{names.get(tid) or tid}"
+        return None
 
     # -- holders ------------------------------------------------------------------------------------
     def _holders(self, locks: dict[str, Path]) -> dict[str, int]:

@@ -1,0 +1,64 @@
+"""Characters a relay message may never carry: C0 controls, DEL, C1 controls, lone surrogates.
+
+Why: a message body is typed into a TUI as keys (tmux) or handed verbatim to a
+model (Codex's queue, Claude's socket). Typed, ESC+b becomes Alt-b, DEL erases
+the character before it, TAB becomes a space or a completion, ^C interrupts:
+the receiver gets a garbled partial line, or an action nobody approved. Queued,
+the same bytes arrive invisible in the plan the operator approved. A lone
+surrogate (what Python makes of an argument that was not valid UTF-8) cannot be
+encoded at all. So such a body is refused before any plan, on every transport,
+with one line naming the character and its position.
+"""
+
+from __future__ import annotations
+
+_C0 = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI "
+       "DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC FS GS RS US").split()
+_C1 = ("PAD HOP BPH NBH IND NEL SSA ESA HTS HTJ VTS PLD PLU RI SS2 SS3 "
+       "DCS PU1 PU2 STS CCH MW SPA EPA SOS SGCI SCI CSI ST OSC PM APC").split()
+_SPOKEN = {"\t": "tab", "\n": "line feed", "\r": "carriage return", "\x1b": "escape", "\x7f": "delete",
+           "\x03": "Ctrl-C", "\x04": "Ctrl-D", "\x08": "backspace", "\x00": "null"}
+
+
+def is_forbidden(ch: str) -> bool:
+    """True for every C0 control, DEL, every C1 control and every lone surrogate."""
+    o = ord(ch)
+    return o < 0x20 or 0x7F <= o <= 0x9F or 0xD800 <= o <= 0xDFFF
+
+
+def name_of(ch: str) -> str:
+    """`U+001B ESC (escape)`, `U+0085 NEL`, `U+DCFF lone surrogate`: how the refusal names it."""
+    o = ord(ch)
+    if o < 0x20:
+        short = _C0[o]
+    elif o == 0x7F:
+        short = "DEL"
+    elif 0x80 <= o <= 0x9F:
+        short = _C1[o - 0x80]
+    elif 0xD800 <= o <= 0xDFFF:
+        short = "lone surrogate (not valid Unicode: was the text valid UTF-8?)"
+    else:
+        short = ""
+    spoken = _SPOKEN.get(ch)
+    return f"U+{o:04X} {short}" + (f" ({spoken})" if spoken else "")
+
+
+def first_forbidden(text: str) -> tuple[int, str] | None:
+    """(1-based position, character) of the first forbidden character, or None."""
+    for i, ch in enumerate(text, 1):
+        if is_forbidden(ch):
+            return i, ch
+    return None
+
+
+def control_refusal(text: str, what: str = "message") -> str | None:
+    """The one-line refusal for `text`, or None when it holds no forbidden character."""
+    hit = first_forbidden(text)
+    if hit is None:
+        return None
+    pos, ch = hit
+    more = sum(1 for c in text if is_forbidden(c)) - 1
+    others = f" (and {more} more)" if more > 0 else ""
+    return (f"refusing to send: the {what} holds the control character {name_of(ch)} at position {pos} of "
+            f"{len(text)}{others}; a terminal would take it as a key and a model would get bytes the plan does "
+            "not show — remove it (write tabs as spaces, keep the message on one line) and send again")

@@ -1,0 +1,121 @@
+"""What reached the operator's inbox: the line, who the kernel says sent it, what it answers.
+
+Why a message carries a verdict and not just a sender: `from=` (the envelope's,
+the socket frame's, a `<cross-session-message from-name=...>` wrapper's) is
+whatever the connecting process chose to write. The only authenticated fact is
+the peer pid the kernel reports for the connection (SO_PEERCRED) plus that
+pid's start time. So every inbound message is judged: which discovered session
+that process is (or ran it), the claim it made, and one of
+
+- `verified`        the process is (or was started by) the session it claims to be;
+- `mismatch`        it claimed one session but connected as another process;
+- `unknown process` the process is no discovered session and claims none we know.
+
+Why `answers` is separate from the body: a reply is linked to the delivery it
+answers by its header field `re=` only (core.envelope), so a body that quotes
+another id can never re-attach it. A message whose `re=` names nothing we sent
+(or that has none) is `unlinked`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+VerdictKind = Literal["verified", "mismatch", "unknown process"]
+
+
+class Verdict(BaseModel):
+    """Who sent an inbound message, judged from the kernel's peer pid."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: VerdictKind
+    pid: int | None = Field(default=None, description="the connecting process (SO_PEERCRED)")
+    proc_start: str | None = Field(default=None, description="its start time, field 22 of /proc/<pid>/stat")
+    claim: str | None = Field(default=None, description="who the message said it was from (a claim)")
+    session: str | None = Field(default=None, description="the discovered session the process is, e.g. claude:alpha")
+    session_pid: int | None = Field(default=None, description="that session's own process (agent or daemon)")
+    chain: tuple[int, ...] = Field(default=(), description="pids from the connecting process up to the session's")
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "verified"
+
+    def __str__(self) -> str:
+        who = f"{self.session} (pid {self.session_pid})" if self.session else "no discovered session"
+        via = f" via pid {self.pid}" if self.pid is not None and self.pid != self.session_pid else ""
+        return f"{self.verdict}: claimed {self.claim or 'nothing'}; connected as {who}{via}" + (
+            f" — {self.detail}" if self.detail else "")
+
+
+class InboundMessage(BaseModel):
+    """One message kept in the operator's inbox (the ledger's `inbox` table)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    at: float
+    relay_id: str | None
+    peer: str | None
+    line: str
+    origin: dict[str, Any]
+    answers: str | None = Field(default=None, description="the relay id of OUR delivery it answers (its re=), else None")
+    verdict: Verdict | None = None
+    hop: int | None = None
+
+    @property
+    def linked(self) -> bool:
+        return self.answers is not None
+
+    @property
+    def body(self) -> str:
+        """The text after the envelope header (the whole line when there is none)."""
+        from relay_repl.core.envelope import Envelope
+
+        try:
+            env = Envelope.parse(self.line)
+        except ValueError:
+            return self.line
+        return env.body if env else self.line
+
+    def __repr__(self) -> str:
+        when = time.strftime("%H:%M:%S", time.localtime(self.at))
+        link = f"re {self.answers}" if self.answers else "unlinked"
+        verdict = self.verdict.verdict if self.verdict else "no verdict"
+        pid = self.origin.get("verifiedPeerPid")
+        return f"<InboxMessage #{self.seq} {when} from {self.peer or '?'} [{verdict}, pid {pid}, {link}]: {self.line[:80]!r}>"
+
+
+class PeerIdentity(BaseModel):
+    """A discovered session that a process is, as one agent module judged it.
+
+    `claimable` holds every string a genuine message from this session may
+    claim as its sender address (a Claude session's name and socket, a Codex
+    thread's id and name); the verdict compares the claim against it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    spec: str = Field(description="how the operator names it, e.g. claude:alpha")
+    pid: int = Field(description="the session's own process (Claude's pid, the Codex thread's lock holder)")
+    claimable: frozenset[str] = frozenset()
+    evidence: str = ""
+    specs: dict[str, str] = Field(default_factory=dict,
+                                  description="claimable string -> spec, when one process hosts several sessions")
+
+
+def claim_address(claim: str | None) -> str | None:
+    """The address part of a claim: `role:agent@addr` -> addr, `uds:/p` -> /p, else the claim."""
+    if not claim:
+        return None
+    if claim.startswith("uds:"):
+        return claim[4:]
+    role, sep, rest = claim.partition(":")
+    if sep and "@" in rest:
+        return rest.partition("@")[2]
+    return claim

@@ -1,0 +1,338 @@
+"""`relay verify`: who really sent a relay message, audited from the receiver's own transcript.
+
+The seed's section 8, as a command. The rendered wrapper and the "Another Claude session sent
+a message" label prove nothing; what counts is the harness-written origin record in the
+receiver's transcript, and in it only the kernel-supplied `verifiedPeerPid` (+ start time).
+That pid is then checked against what the registries say NOW:
+
+- a genuine Claude session owns a live `<pid>.sock` (its registry record, same start time,
+  its `messagingSocketPath` named for its pid and still a socket);
+- the operator's relay: the pid is the one in the operator address the envelope claims, and
+  this ledger recorded writing a frame with that very `msg_id` (a relay's pid is the relay,
+  the process that connected, not necessarily the author);
+- anything else is an `unknown process` (an injector's pid never owned a socket), or a
+  `mismatch` when the envelope claims a live session that the pid is not.
+
+`hopChain` is shown as corroboration only. A Codex target keeps no provenance at all: the
+command says so and shows what is known (the queue item's client_id, the turn's trigger).
+
+Exit codes: 0 verified, 1 none found, 4 ambiguous (non-unique id), mismatch or unverifiable,
+2 usage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from relay_repl.agents.claude_transcript import OriginHit, find_relay_id
+from relay_repl.agents.codex_rollout import turns_carrying
+from relay_repl.core.errors import UsageError
+from relay_repl.core.target import Target
+from relay_repl.store.ledger import Ledger
+from relay_repl.system.proc import proc_start, same_process
+
+RecordVerdict = Literal["verified", "mismatch", "unknown process"]
+Overall = Literal["verified", "none found", "ambiguous", "mismatch", "unknown process", "no provenance"]
+EXIT = {"verified": 0, "none found": 1}
+
+
+class CheckedRecord(BaseModel):
+    """One origin record with the content beside it and the verdict on its kernel pid."""
+
+    path: str = Field(description="`origin` or `attachment.origin`")
+    type: str | None
+    offset: int
+    timestamp: str | None
+    content: str
+    origin: dict[str, Any]
+    header: dict[str, str]
+    verdict: RecordVerdict
+    sender: str = Field(description="what the kernel pid is, per the registries and the ledger")
+    detail: str
+    claim: str | None = Field(description="the envelope's from= (a claim)")
+    hop_chain: list[Any] | None = Field(description="origin.hopChain: corroboration only, never proof")
+    transcript: str | None = Field(default=None, description="set when several transcripts were read")
+
+
+class CodexFinding(BaseModel):
+    """What a Codex rollout knows about a message: how it arrived, never who sent it."""
+
+    turn_id: str | None
+    turn_trigger: str | None
+    client_id: str | None
+    content: str
+    timestamp: str | None
+    queued_by_us: bool = Field(description="this ledger's queue write recorded the same client_id")
+
+
+class VerifyReport(BaseModel):
+    relay_id: str
+    source: str = Field(description="the transcript (or rollout) read")
+    target: str | None = None
+    kind: Literal["claude-code", "codex"] = "claude-code"
+    verdict: Overall
+    summary: str
+    records: list[CheckedRecord] = Field(default_factory=list)
+    codex: list[CodexFinding] = Field(default_factory=list)
+    bytes_scanned: int = 0
+    oversized_lines: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT.get(self.verdict, 4)
+
+    def __repr__(self) -> str:
+        return self.render()
+
+    def render(self) -> str:
+        """The human report: the verdict, then each record's origin with its content beside it."""
+        out = [f"{self.verdict.upper()}: {self.summary}", f"  read {self.source}"
+               + (f" ({self.target})" if self.target else "")]
+        for i, r in enumerate(self.records, 1):
+            o = r.origin
+            out.append(f"  record {i} at .{r.path} (line at byte {r.offset}, {r.type or '?'}, {r.timestamp or 'no time'})"
+                       + (f" in {r.transcript}" if r.transcript else ""))
+            out.append(f"    content:  {_one_line(r.content)}")
+            out.append(f"    origin:   kind={o.get('kind')} verifiedPeerPid={o.get('verifiedPeerPid')} "
+                       f"procStart={o.get('verifiedPeerProcStart')} from={o.get('from')} msg_id={o.get('msg_id')}"
+                       + (f" name={o.get('name')}" if o.get("name") else ""))
+            out.append(f"    claims:   from={r.claim} hop={r.header.get('hop')} (claims, not proof)")
+            if r.hop_chain:
+                out.append(f"    hopChain: {r.hop_chain} (corroboration only)")
+            out.append(f"    verdict:  {r.verdict}: {r.sender}; {r.detail}")
+        for c in self.codex:
+            out.append(f"  turn {c.turn_id} trigger={c.turn_trigger} client_id={c.client_id}"
+                       + (" (queued by this relay: same client_id in the ledger)" if c.queued_by_us else ""))
+            out.append(f"    content:  {_one_line(c.content)}")
+        if self.oversized_lines:
+            out.append(f"  note: {self.oversized_lines} line(s) over 8 MiB were skipped unread")
+        return "\n".join(out)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    flat = " ⏎ ".join(part for part in text.split("\n") if part.strip())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# ---- who is a pid ----------------------------------------------------------------------------
+
+
+def _registry_record(cfg: Path, pid: int) -> dict[str, Any] | None:
+    try:
+        rec = json.loads((cfg / "sessions" / f"{pid}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and rec.get("pid") == pid else None
+
+
+def _is_socket(path: str | None) -> bool:
+    try:
+        return bool(path) and stat.S_ISSOCK(os.stat(str(path)).st_mode)
+    except OSError:
+        return False
+
+
+def _live_names(cfg: Path) -> dict[str, int]:
+    """Names of live Claude sessions (record pid alive with its procStart) -> pid."""
+    out: dict[str, int] = {}
+    for f in (cfg / "sessions").glob("*.json"):
+        if not f.stem.isdigit():
+            continue
+        try:
+            rec = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        pid = rec.get("pid")
+        if isinstance(pid, int) and rec.get("name") and same_process(pid, str(rec.get("procStart")))[0]:
+            out[str(rec["name"])] = pid
+    return out
+
+
+def _address(sender: str | None) -> str | None:
+    return sender.partition("@")[2] or None if sender and "@" in sender else None
+
+
+def _relay_wrote(ledger: Ledger | None, relay_id: str, msg_id: Any) -> bool:
+    """Did this ledger's relay write a frame with this msg_id for this relay id?"""
+    if ledger is None or not msg_id:
+        return False
+    return any(e.data.get("msg_id") == msg_id for e in ledger.events(relay_id=relay_id, kind="stage:write"))
+
+
+def judge(hit: OriginHit, relay_id: str, cfg: Path, ledger: Ledger | None) -> CheckedRecord:
+    """The verdict on one origin record's kernel pid (see the module docstring)."""
+    o = hit.origin
+    pid = o.get("verifiedPeerPid")
+    start = o.get("verifiedPeerProcStart")
+    claim = hit.header.get("from")
+    addr = _address(claim)
+    hop = hit.header.get("hop", "0")
+    base = dict(path=hit.path, type=hit.type, offset=hit.offset, timestamp=hit.timestamp, content=hit.content,
+                origin=o, header=hit.header, claim=claim,
+                hop_chain=o.get("hopChain") if isinstance(o.get("hopChain"), list) else None)
+    if o.get("kind") != "peer" or not isinstance(pid, int):
+        return CheckedRecord(**base, verdict="unknown process", sender="no kernel pid",
+                             detail=f"origin kind {o.get('kind')!r} carries no verifiedPeerPid (typed, or not a peer message)")
+    alive = proc_start(pid) is not None and (start is None or proc_start(pid) == str(start))
+    names = _live_names(cfg)
+    # 1. a genuine Claude session: a live record for this pid, same start, owning a live <pid>.sock
+    rec = _registry_record(cfg, pid)
+    if rec and alive and str(rec.get("procStart")) == str(start):
+        sock = rec.get("messagingSocketPath")
+        owns = bool(sock) and Path(str(sock)).name == f"{pid}.sock" and _is_socket(sock)
+        name = rec.get("name")
+        if owns and rec.get("entrypoint") != "relay-repl":
+            who = f"Claude session {name} (pid {pid}, owns live {sock})"
+            if addr in (None, name):
+                return CheckedRecord(**base, verdict="verified", sender=who, detail="the claimed sender is this session")
+            if hop != "0":
+                return CheckedRecord(**base, verdict="verified", sender=who,
+                                     detail=f"relayed by {name} at hop {hop}: {name} connected; the author {claim} is a claim")
+            return CheckedRecord(**base, verdict="mismatch", sender=who,
+                                 detail=f"claims {claim} at hop 0, but connected as Claude session {name}")
+    # 2. the operator's relay: pid is the one in the claimed operator address, and this ledger wrote that msg_id
+    if addr and addr.rsplit(".", 1)[-1] == str(pid) and _relay_wrote(ledger, relay_id, o.get("msg_id")):
+        state = "still running" if alive else "since exited"
+        return CheckedRecord(**base, verdict="verified", sender=f"the operator's relay (pid {pid}, {state})",
+                             detail=f"this ledger recorded writing msg_id {o.get('msg_id')} for {relay_id}; a relay's "
+                                    "pid is the relay that connected, the operator who approved it is the author")
+    # 3. a claim naming a live session the pid is not: mismatch
+    if addr in names and names[addr] != pid:
+        return CheckedRecord(**base, verdict="mismatch", sender=f"pid {pid}",
+                             detail=f"claims {claim}, a live Claude session with pid {names[addr]}, but pid {pid} connected")
+    if not alive:
+        return CheckedRecord(**base, verdict="unknown process", sender=f"pid {pid} (exited)",
+                             detail="it owns no registry record now and this ledger did not write it: it cannot be "
+                                    "checked after the fact")
+    return CheckedRecord(**base, verdict="unknown process", sender=f"pid {pid} ({_exe(pid)})",
+                         detail="a live process that owns no live <pid>.sock in the registry and that this ledger did "
+                                "not write for: an injector, not a session")
+
+
+def _exe(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return "exe unreadable"
+
+
+# ---- reports -----------------------------------------------------------------------------
+
+
+def claude_report(relay_id: str, transcript: Path, *, cfg: Path, ledger: Ledger | None,
+                  target: str | None = None) -> VerifyReport:
+    if not transcript.exists():
+        raise UsageError(f"no transcript at {transcript}: pass an existing file (--transcript FILE)")
+    if transcript.is_dir():
+        raise UsageError(f"{transcript} is a directory: pass one transcript .jsonl file")
+    try:
+        scan = find_relay_id(transcript, relay_id)
+    except OSError as exc:
+        raise UsageError(f"cannot read {transcript}: {exc.strerror or exc}") from None
+    records = [judge(h, relay_id, cfg, ledger) for h in scan.hits]
+    return conclude(relay_id, records, source=str(transcript), target=target, bytes_scanned=scan.bytes_scanned,
+                    oversized_lines=scan.oversized_lines)
+
+
+def conclude(relay_id: str, records: list[CheckedRecord], **common: Any) -> VerifyReport:
+    """One verdict over every record found: none, one (its verdict), or several (not unique)."""
+    if not records:
+        return VerifyReport(relay_id=relay_id, records=records, **common, verdict="none found",
+                            summary=f"no origin record (.origin or .attachment.origin) has an envelope with id={relay_id}")
+    if len(records) > 1:
+        return VerifyReport(relay_id=relay_id, records=records, **common, verdict="ambiguous",
+                            summary=f"{len(records)} records carry id={relay_id}: the id is not unique, so neither is "
+                                    "trusted (resolve that first; nothing here guesses which is real)")
+    r = records[0]
+    return VerifyReport(relay_id=relay_id, records=records, **common, verdict=r.verdict,
+                        summary=f"id={relay_id} at .{r.path}: {r.sender}")
+
+
+def codex_report(relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+    """Codex keeps no provenance: show the turn(s) whose user message carries the id, nothing more."""
+    rollout = target.detail.get("rollout")
+    note = ("Codex keeps no provenance: a queued or typed message is plain user input to the model, "
+            "indistinguishable from the operator; the envelope's from= is a convention, not evidence")
+    if not rollout or not Path(str(rollout)).exists():
+        return VerifyReport(relay_id=relay_id, source=str(rollout or "no rollout yet"), target=target.spec, kind="codex",
+                            verdict="none found", summary=f"{note}; {target.spec} has no rollout to search")
+    ours: set[str] = set()
+    if ledger is not None:
+        for e in ledger.events(relay_id=relay_id):
+            for cid in (e.data.get("client_id"), (e.data.get("row") or {}).get("client_id")):
+                if cid:
+                    ours.add(str(cid))
+    turns, scanned = turns_carrying(rollout, relay_id)
+    found = [CodexFinding(**t.model_dump(), queued_by_us=bool(t.client_id) and t.client_id in ours) for t in turns]
+    verdict: Overall = "no provenance" if found else "none found"
+    where = f"{len(found)} turn(s) of {target.spec} carry id={relay_id}" if found else f"no turn of {target.spec} carries id={relay_id}"
+    return VerifyReport(relay_id=relay_id, source=str(rollout), target=target.spec, kind="codex", verdict=verdict,
+                        summary=f"{note}; {where}", codex=found, bytes_scanned=scanned)
+
+
+# ---- entry points ----------------------------------------------------------------------------
+
+
+def _claude_cfg(target: Target | None) -> Path:
+    from relay_repl.agents.claude_code.peer import claude_config_dir
+
+    rec = target.detail.get("record") if target is not None else None
+    return Path(str(rec)).parent.parent if rec else claude_config_dir()
+
+
+def _transcript_of(target: Target) -> Path | None:
+    from relay_repl.agents.claude_code import transcript_for
+
+    return transcript_for(target)
+
+
+def check_id(relay_id: str) -> str:
+    relay_id = relay_id.strip()
+    if not relay_id or any(c.isspace() for c in relay_id):
+        raise UsageError(f"relay id {relay_id!r} is empty or has spaces: pass the id= value exactly, e.g. operator.host.42-3")
+    return relay_id
+
+
+def verify_file(relay_id: str, transcript: str | Path, ledger: Ledger | None = None) -> VerifyReport:
+    """Audit any Claude transcript file (after the fact): pids are checked against the registry now."""
+    return claude_report(check_id(relay_id), Path(transcript).expanduser(), cfg=_claude_cfg(None), ledger=ledger)
+
+
+def verify_target(relay_id: str, target: Target, ledger: Ledger | None = None) -> VerifyReport:
+    """Audit one discovered target: a Claude transcript's origin records, or what a Codex rollout knows."""
+    relay_id = check_id(relay_id)
+    if "rollout" in target.detail and "transcript" not in target.detail:  # the agent keeps a rollout, not origins
+        return codex_report(relay_id, target, ledger)
+    path = _transcript_of(target)
+    if path is None or not path.exists():
+        return VerifyReport(relay_id=relay_id, source=str(path or "no transcript yet"), target=target.spec,
+                            verdict="none found", summary=f"{target.spec} has no transcript yet (no turn has run)")
+    return claude_report(relay_id, path, cfg=_claude_cfg(target), ledger=ledger, target=target.spec)
+
+
+def verify_everywhere(relay_id: str, targets: list[Target], ledger: Ledger | None = None) -> VerifyReport:
+    """No target named: every live Claude target's transcript, as one audit (Codex keeps no origins)."""
+    relay_id = check_id(relay_id)
+    records: list[CheckedRecord] = []
+    sources: list[str] = []
+    scanned = oversized = 0
+    for t in targets:
+        if not t.live or "transcript" not in t.detail:
+            continue
+        path = _transcript_of(t)
+        if path is None or not path.exists():
+            continue
+        scan = find_relay_id(path, relay_id)
+        sources.append(f"{t.spec}: {path}")
+        scanned += scan.bytes_scanned
+        oversized += scan.oversized_lines
+        records += [judge(h, relay_id, _claude_cfg(t), ledger).model_copy(update={"transcript": str(path)})
+                    for h in scan.hits]
+    source = "; ".join(sources) if sources else "no live Claude transcript to read"
+    return conclude(relay_id, records, source=source, bytes_scanned=scanned, oversized_lines=oversized)

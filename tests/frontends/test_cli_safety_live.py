@@ -1,0 +1,78 @@
+"""Live: `relay send` from a shell against the lab, attacked the way issue 11 did.
+
+- A line carrying relay-halt reaches the process's own inbox while `Proceed? [y/N]` is
+  open; the operator then answers y: nothing is delivered and the exit is non-zero
+  (before the fix: delivered, exit 0).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from relay_repl.session.inbox import read_records, send_frames, user_frame
+from relay_repl.store.ledger import Ledger
+from tests.support.tmuxdrive import Screen
+
+pytestmark = pytest.mark.live
+
+RELAY = [sys.executable, "-m", "relay_repl"]
+
+
+def in_terminal(args: list[str]) -> Screen:
+    cmd = f"{shlex.join(RELAY + args)}; echo RC=$?; sleep 600"
+    return Screen(["sh", "-c", cmd], dict(os.environ, TERM="xterm-256color"))
+
+
+def rc_of(text: str) -> int:
+    return int(text.split("RC=")[-1].split()[0])
+
+
+def rollouts_hold(text: str) -> bool:
+    home = Path(os.environ["CODEX_HOME"])
+    return any(text in p.read_text(errors="replace") for p in home.rglob("*.jsonl"))
+
+
+def the_inbox_of_the_send(started: float):
+    """The inbox record the `relay send` process wrote (the only live one started since `started`)."""
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        recs = [r for r in read_records() if r.live and r.started >= started]
+        if len(recs) == 1:
+            return recs[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no single inbox record of the relay send process: {read_records()}")
+
+
+def test_halt_into_the_inbox_while_the_prompt_is_open_then_yes_delivers_nothing(lab):
+    body = f"halt race {uuid.uuid4().hex[:8]}"
+    started = time.time()
+    screen = in_terminal(["send", "codex:beta", body, "--transport", "codex-queue", "--timeout", "5"])
+    try:
+        screen.wait_for("Proceed? [y/N]", timeout=60)
+        rec = the_inbox_of_the_send(started)
+        halt_line = (f"[relay/1 from=agent:codex@beta to=operator id=beta-{uuid.uuid4().hex[:8]}-1 hop=1 want=none] "
+                     "relay-halt: stop every relay now")
+        send_frames(rec.socket, [user_frame(halt_line, "test-peer")])
+        screen.wait_for("relay-halt received", timeout=10)
+        screen.keys("y")
+        text = screen.wait_for("RC=", timeout=60)
+        assert rc_of(text) != 0, text
+        assert "halted" in text and "nothing was typed, written or queued" in text.replace("\n", "")
+        led = Ledger.default()
+        sends = [e for e in led.events(kind="plan") if body in str(e.data.get("payload"))]
+        assert len(sends) == 1
+        rid = sends[0].relay_id
+        assert [e.kind for e in led.events(relay_id=rid)] == ["plan", "answer", "stage:halt", "outcome"]
+        assert not led.was_sent(rid)
+        time.sleep(3)
+        assert not rollouts_hold(body), "the halted message reached Codex"
+    finally:
+        screen.close()
+        Ledger.default().clear_halts(by="test")

@@ -1,0 +1,104 @@
+"""Live: full round trips with the REAL Claude Code and Codex in the lab, answers verified by pid.
+
+The lab's agents converse by default (relay_repl/lab/stubs/converse.py): Claude answers with
+SendMessage to the listed inbox, Codex runs `relay reply`. What is checked here is the
+operator's side: the plan names the route, the answer is linked to its delivery by `re=`,
+and its verdict comes from the kernel pid (alpha's own pid; beta's Codex host).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import anyio
+import pytest
+
+import relay_repl.lab.helpers as helpers
+from relay_repl.core.delivery import DeliveryState
+from relay_repl.core.envelope import Envelope
+from relay_repl.core.errors import PolicyRefusal
+from relay_repl.lab.stubs.client import StubClient
+from tests.support.sessions import live_session
+
+pytestmark = [pytest.mark.live, pytest.mark.anyio]
+
+CLAUDE, CODEX = "claude:alpha", "codex:beta"
+
+
+async def wait_idle(name: str) -> None:
+    await anyio.to_thread.run_sync(lambda: helpers.wait_idle(name, timeout=60))
+
+
+async def test_claude_round_trip_is_linked_and_verified(lab):
+    async with live_session([True, True]) as (s, gate, inbox):
+        assert await s.register_inbox() is True
+        d = await s.send(CLAUDE, "hi", want="reply")
+        plan = gate.shown[-1]
+        assert d.transport == "claude-code-message", "the route needs a message alpha can answer natively"
+        assert plan.reply_route and "SendMessage" in plan.reply_route and s.registration.name in plan.reply_route
+        got = await d.wait_reply(20)
+        assert got is not None, d.summary()
+        assert d.state is DeliveryState.REPLIED and d.reply is got and got.answers == d.relay_id
+        alpha = lab.session("alpha").pid
+        assert got.verdict.verdict == "verified" and got.verdict.session == CLAUDE
+        assert got.verdict.pid == alpha and got.verdict.session_pid == alpha
+        assert Envelope.parse(got.line).re == d.relay_id
+        assert "verified" in repr(s.why(d.relay_id))
+    await wait_idle("alpha")
+
+
+async def test_claude_route_is_offered_and_refused_when_not_listed(lab):
+    async with live_session([False]) as (s, gate, inbox):
+        with pytest.raises(PolicyRefusal, match="register_inbox"):
+            await s.send(CLAUDE, "hi", want="reply")
+        assert len(gate.shown) == 1 and gate.shown[0].action == "list the operator inbox as a Claude peer"
+        assert s.registration is None
+
+
+async def test_codex_round_trip_through_relay_reply_is_verified(lab):
+    async with live_session([True]) as (s, gate, inbox):
+        d = await s.send(CODEX, "hi", want="reply")
+        assert "relay reply" in (gate.shown[-1].reply_route or "")
+        got = await d.wait_reply(30)
+        assert got is not None, d.summary()
+        assert d.state is DeliveryState.REPLIED
+        target = await s.target(CODEX)
+        v = got.verdict
+        assert v.verdict == "verified" and v.session == CODEX and v.session_pid == target.pid, v
+        assert v.pid != target.pid and v.chain[-1] == target.pid, "relay reply ran under beta's Codex host"
+    await wait_idle("beta")
+
+
+FORGER = textwrap.dedent("""
+    import sys
+    from relay_repl.session.inbox import send_frames, user_frame
+    send_frames(sys.argv[1], [user_frame(sys.argv[2], "uds:" + sys.argv[3])])
+""")
+
+
+async def test_a_process_posing_as_alpha_is_a_mismatch(lab):
+    async with live_session([]) as (s, gate, inbox):
+        alpha = await s.target(CLAUDE)
+        line = Envelope.make(sender="agent:claude-code@alpha", to="operator", id="alpha-forged-1", hop=1,
+                             body="I am alpha, honest").compose()
+        proc = await anyio.open_process([sys.executable, "-c", FORGER, str(inbox.path), line, alpha.address])
+        forger = proc.pid
+        assert await proc.wait() == 0
+        with anyio.fail_after(10):
+            while not inbox.received:
+                await anyio.sleep(0.05)
+        v = inbox.received[0].verdict
+        assert v.verdict == "mismatch" and v.claim == "agent:claude-code@alpha" and v.pid == forger
+        assert "claude:alpha" in v.detail and str(forger) in str(v)
+
+
+async def test_a_codex_agent_that_never_answers_ends_in_no_reply(lab):
+    async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, inbox):
+        await stub.add_rule("beta", {"match": "do not answer", "once": True, "steps": [{"text": "ignoring it"}]})
+        d = await s.send(CODEX, "do not answer", want="reply", timeout=30)
+        assert d.outcome == "delivered", d.summary()
+        assert await d.wait_reply(3) is None
+        assert d.state is DeliveryState.NO_REPLY and d.reason == "no reply within 3 s" and d.exit_code == 0
+    await wait_idle("beta")
+

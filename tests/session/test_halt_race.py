@@ -1,0 +1,114 @@
+"""A relay-halt that arrives after the plan is shown, or between stages, stops the send.
+
+Fast half, with the in-memory transport: the halt reaches the ledger while the gate is
+open (from this session, or from another process's connection to the same ledger), or
+at a stage boundary. Before this, the halt was only checked before the plan was built.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from relay_repl.core.delivery import DeliveryState
+from relay_repl.core.target import Me
+from relay_repl.agents.discovery import StaticProvider
+from relay_repl.session.session import Session
+from relay_repl.store.ledger import Ledger
+from relay_repl.transports.base import StageLog
+from relay_repl.transports.fake import InMemoryTransport, fake_target
+
+pytestmark = pytest.mark.anyio
+
+
+class HaltingGate:
+    """Says yes, but a relay-halt lands (through `halt`) while its prompt is open."""
+
+    def __init__(self, halt):
+        self.halt = halt
+        self.shown = []
+
+    async def __call__(self, plan):
+        self.shown.append(plan)
+        self.halt()
+        return True
+
+
+def mk(tmp_path, approve, transport=None):
+    led = Ledger(tmp_path / "l.sqlite")
+    mem = transport or InMemoryTransport()
+    s = Session(ledger=led, approve=approve, me=Me(address="me"),
+                providers=[StaticProvider("fake", [fake_target()])], transports=[mem])
+    return s, mem, led
+
+
+async def test_halt_from_this_session_while_the_prompt_is_open(tmp_path):
+    holder = {}
+    s, mem, led = mk(tmp_path, HaltingGate(lambda: holder["s"].halt("operator pressed halt")))
+    holder["s"] = s
+    d = await s.send("fake:inbox", "hello")
+    assert mem.received == []
+    assert d.state is DeliveryState.HALTED and d.outcome == "halted" and d.exit_code != 0
+    assert "operator pressed halt" in d.reason and "nothing was typed, written or queued" in d.reason
+    assert not led.was_sent(d.relay_id)
+    kinds = [e.kind for e in led.events(relay_id=d.relay_id)]
+    assert kinds == ["plan", "answer", "stage:halt", "outcome"]
+    assert led.events(kind="outcome")[-1].data["state"] == "halted"
+
+
+async def test_halt_from_another_process_while_the_prompt_is_open(tmp_path):
+    def other_process_halts():
+        other = Ledger(tmp_path / "l.sqlite")  # a second connection, as `relay` in another shell has
+        other.halt("relay-halt received from codex:beta", by="agent:codex@beta")
+        other.close()
+
+    s, mem, led = mk(tmp_path, HaltingGate(other_process_halts))
+    d = await s.send("fake:inbox", "hello")
+    assert mem.received == [] and d.state is DeliveryState.HALTED
+    assert "relay-halt received from codex:beta" in d.reason
+
+
+class TwoStage(InMemoryTransport):
+    """Writes in two stages; `between` runs at the boundary, after the first."""
+
+    name = "memory"
+
+    def __init__(self, between):
+        super().__init__()
+        self.between = between
+
+    async def send(self, delivery, target, payload, log: StageLog):
+        log.checkpoint("first half")
+        self.received.append(payload[:10])
+        self.between()
+        log("first", DeliveryState.TYPED, "first half written")
+        log.checkpoint("second half")
+        self.received.append(payload[10:])
+        log("second", DeliveryState.QUEUED, "second half written")
+
+
+async def test_halt_between_stages_stops_at_the_next_boundary(tmp_path):
+    holder = {}
+    mem = TwoStage(lambda: holder["s"].halt("mid-send halt"))
+    from relay_repl.session.gate import ScriptedGate
+
+    s, mem, led = mk(tmp_path, ScriptedGate([True]), transport=mem)
+    holder["s"] = s
+    d = await s.send("fake:inbox", "hello there, peer")
+    assert len(mem.received) == 1  # the second half was never written
+    assert d.state is DeliveryState.HALTED
+    assert "after stage first (typed: first half written)" in d.reason and "mid-send halt" in d.reason
+    assert [e.stage for e in d.evidence] == ["first", "halt"]
+    # a cleared halt lets the next send through
+    s.unhalt()
+    mem.between = lambda: None
+    s.approve = ScriptedGate([True])
+    d2 = await s.send("fake:inbox", "hello again, peer")
+    assert len(mem.received) == 3 and [e.stage for e in d2.evidence][:2] == ["first", "second"]
+
+
+async def test_no_halt_means_the_checkpoints_are_silent(tmp_path):
+    from relay_repl.session.gate import ScriptedGate
+
+    s, mem, led = mk(tmp_path, ScriptedGate([True]))
+    d = await s.send("fake:inbox", "hello")
+    assert d.outcome == "delivered" and mem.received == [d.plan.payload]
