@@ -518,7 +518,7 @@ class Session:
         """List the inbox as a Claude peer (gated): ListAgents shows it, SendMessage reaches it."""
         import anyio
 
-        from relay_repl.agents.claude_peer import ClaudePeerRegistration
+        from relay_repl.agents.claude_code.peer import ClaudePeerRegistration
         from relay_repl.agents.versions import require_verified
 
         inbox = self.inbox_server
