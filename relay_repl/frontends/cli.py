@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from relay_repl import __version__
@@ -329,10 +330,21 @@ def _cmd_send(args: argparse.Namespace) -> int:
     from relay_repl.session.app import make_session
     from relay_repl.core.envelope import Envelope
 
+    say: Callable[[str], None] = print
+    gate = None
+    if args.json:  # stdout is the JSON alone: the plan, the y/N prompt and each stage go to stderr
+        from prompt_toolkit.output import create_output
+
+        from relay_repl.session.gate import TerminalGate
+
+        say = _progress
+        gate = TerminalGate(output=create_output(stdout=sys.stderr), write=_progress,
+                            isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty())
+
     async def run():
-        session = make_session(fake=args.fake, interrupt=args.interrupt)
+        session = make_session(fake=args.fake, interrupt=args.interrupt, approve=gate, echo=say)
         async with anyio.create_task_group() as tg:
-            await session.open_inbox(tg, echo=print)
+            await session.open_inbox(tg, echo=say)
             try:
                 if Envelope.parse(args.message) is not None:
                     return await session.forward(args.target, args.message, transport=args.transport, timeout=args.timeout)
