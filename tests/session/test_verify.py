@@ -194,3 +194,14 @@ def test_linescan_followed_by_rejects_longer_ids_on_both_paths(tmp_path):
     assert list(LineScan(f, b"id=A-1", followed_by=b" ]")) == want
     with open(f, "rb") as fh:
         assert list(LineScan(f, b"id=A-1", followed_by=b" ]", chunk=7)._read(fh)) == want
+
+
+def test_a_pipe_is_read_not_mapped(tmp_path):
+    r, w = os.pipe()
+    os.write(w, (json.dumps(top("P-1")) + "\n" + json.dumps(att("P-1"))[:40]).encode())  # a torn last line
+    os.close(w)
+    try:
+        report = v.verify_file("P-1", f"/dev/fd/{r}")
+    finally:
+        os.close(r)
+    assert report.verdict == "unknown process" and len(report.records) == 1
