@@ -108,7 +108,8 @@ class RolloutTurn(BaseModel):
 def turns_carrying(rollout: Path | str, relay_id: str) -> tuple[list[RolloutTurn], int]:
     """(turns whose UserMessage has an envelope with exactly this id, bytes scanned), streamed."""
     found: list[RolloutTurn] = []
-    scan = LineScan(rollout, id_needle(relay_id), (b'"UserMessage"',))
+    needle, follow = id_needle(relay_id)
+    scan = LineScan(rollout, needle, (b'"UserMessage"',), followed_by=follow)
     for _, raw in scan:
         try:
             rec = json.loads(raw)
