@@ -124,7 +124,7 @@ def transcript_path(cfg: Path | str, cwd: str | None, session_id: str | None) ->
 # -- reply route --------------------------------------------------------------------------------
 
 
-def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
+def reply_route(target: Target, ctx: ReplyContext, opts: Any = None) -> ReplyRoute:
     """A Claude session answers natively: SendMessage to a peer it sees in ListAgents.
 
     So the operator's inbox must be listed as a Claude peer (register_inbox), and
