@@ -22,6 +22,7 @@ BANNER = """relay_repl {version} — `session` is being prepared (discovery runs
   await session.send("claude:alpha", "hello", want="ack")
   await session.debug(d)       walk a stuck delivery's stages, re-read the receiver (never re-sends)
   session.why("<relay id>")     every event recorded for one id
+  run = await session.run("ping", target="claude:alpha")   a saved recipe (`relay recipes` lists them)
 Every side effect shows its plan and asks [y/N] first."""
 
 

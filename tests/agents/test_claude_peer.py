@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 
-from relay_repl.agents.claude_peer import ClaudePeerRegistration
+from relay_repl.agents.claude_code.peer import ClaudePeerRegistration
 from relay_repl.system.proc import proc_start
 
 
