@@ -82,7 +82,5 @@ def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     """
     route = _REPLY_ROUTES.get(target.kind)
     if route is not None:
-        from relay_repl.agents.replies import reply_options  # what its own configuration allows (sandbox, MCP)
-
-        return route(target, ctx, reply_options(target))
+        return route(target, ctx)
     return relay_reply_route(target.spec, ctx, "its connecting process is identified as the target")

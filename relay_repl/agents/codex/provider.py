@@ -326,29 +326,19 @@ class _Thread(BaseModel):
     rollout: str | None = None
 
 
-def reply_route(target: Target, ctx: ReplyContext, opts: Any = None) -> ReplyRoute:
-    """Codex cannot send natively: its agent runs `relay reply ID TEXT` as a tool command,
-    or, where its sandbox refuses the inbox socket (the default workspace-write), calls the
-    relay MCP server's relay_reply tool (Codex starts MCP servers outside the sandbox).
-    Which one works is read from its own configuration: `opts` is agents.replies'
-    ReplyOptions for the target (None: assume `relay reply` works)."""
-    host = f"the Codex host holding thread {target.address} (pid {target.pid})"
-    if opts is None or opts.relay_reply:
-        why = f" ({opts.relay_reply_why})" if opts is not None else ""
-        return relay_reply_route(target.spec, ctx, (
-            f"the connecting `relay reply` was started by {host} and its CODEX_THREAD_ID is that thread{why}"))
-    if ctx.inbox is None:
-        return relay_reply_route(target.spec, ctx, "")
-    if opts.mcp:
-        note = f"; {opts.mcp_note}" if opts.mcp_note else ""
-        return ReplyRoute(ok=True, how=(
-            f"{target.spec} calls relay_reply(relay_id={ctx.relay_id}) on the relay MCP server ({opts.mcp}), "
-            f"which writes into this inbox with re={ctx.relay_id}; it counts when that server was started by "
-            f"{host}{note} (`relay reply` cannot work there: {opts.relay_reply_why})"))
-    return ReplyRoute(ok=False, how="none", missing=(
-        f"no reply route from {target.spec}: {opts.relay_reply_why}, and no relay MCP server is configured there; "
-        "add one (README: Replies from agents in a sandbox), or send with want='none' and read its turn reply "
-        "with `await session.turn_reply(d)`"))
+def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
+    """The route this thread's configuration allows (agents.replies picks: the operator's `via`,
+    else `relay reply` when no sandbox is in its way, else the relay MCP server, else the turn reply)."""
+    from relay_repl.agents.replies import codex_route
+
+    return codex_route(target, ctx, relay_reply_command_route)
+
+
+def relay_reply_command_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
+    """Codex cannot send natively: its agent runs `relay reply ID TEXT` as a tool command."""
+    return relay_reply_route(target.spec, ctx, (
+        f"the connecting `relay reply` was started by the Codex host holding thread {target.address} "
+        f"(pid {target.pid}) and its CODEX_THREAD_ID is that thread"))
 
 
 class CodexProvider:
