@@ -71,18 +71,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="send one line to a target (plan, y/N, deliver, confirm)",
         description="Send MESSAGE to TARGET (claude:NAME, codex:NAME-or-UUID, or %%PANE). The plan is shown and "
         "you are asked y/N first; without a terminal the answer is No. A whole pasted envelope line as MESSAGE is "
-        "forwarded instead (same id, hop + 1; a duplicate id is dropped).\n\n"
+        "forwarded instead (same id, hop + 1, the envelope's own want; --transport, --durable and --native-reply "
+        "apply; a duplicate id is dropped, and the id counts as seen only once you answered y).\n\n"
         "With --want reply|ack the command keeps its own inbox open and waits (--wait SECONDS) for the answer, "
         "linked by its re= header and verified by the kernel pid of the process that sent it; a Claude target "
         "answers with SendMessage, so the inbox is listed as a Claude peer for that long (asked y/N first).\n\n"
         "exit codes: 0 delivered (receiver evidence) and, with --want, answered; 3 pending (the stage it stopped "
-        "at is printed) or no answer within --wait; 1 refused or failed, 2 usage error",
+        "at is printed) or no answer within --wait; 1 refused, failed or halted (relay-halt), 2 usage error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.add_argument("target")
     s.add_argument("message", help="one line; quote it")
     s.add_argument("--transport", "-t", help="require this transport (codex-queue, claude-code-socket, claude-code-message, tmux)")
-    s.add_argument("--want", "-w", choices=["reply", "ack", "none"], default="none", help="what you ask the receiver for")
+    s.add_argument("--want", "-w", choices=["reply", "ack", "none"], default=None,
+                   help="what you ask the receiver for (default none; a forward keeps the envelope's own)")
     s.add_argument("--durable", action="store_true", help="require a durable path; refuse rather than downgrade")
     s.add_argument("--native-reply", action="store_true", help="require a transport the receiver can answer natively")
     s.add_argument("--interrupt", action="store_true", help="Claude socket only: priority now, aborting the receiver's running call")
@@ -336,7 +338,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
     from relay_repl.core.errors import UsageError
     from relay_repl.session.app import make_session
 
-    wants_answer = args.want != "none"
+    wants_answer = args.want not in (None, "none")  # None: not given (a forward keeps the envelope's own)
     if args.wait is not None and not wants_answer:
         raise UsageError("--wait waits for an answer: add --want reply (or --want ack)")
     if args.wait is not None and args.wait <= 0:
@@ -350,16 +352,19 @@ def _cmd_send(args: argparse.Namespace) -> int:
     answer = None
 
     async def run():
-        nonlocal answer
+        nonlocal answer, wants_answer
         session = make_session(fake=args.fake, interrupt=args.interrupt, echo=out)
         async with anyio.create_task_group() as tg:
             await session.open_inbox(tg, echo=out)
             try:
                 if Envelope.parse(args.message) is not None:
-                    return await session.forward(args.target, args.message, transport=args.transport, timeout=args.timeout)
-                d = await session.send(args.target, args.message, want=args.want, transport=args.transport,
+                    wants_answer = False  # the answer to a forward goes to its original sender, not here
+                    return await session.forward(args.target, args.message, transport=args.transport,
+                                                 durable=args.durable, native_reply=args.native_reply, want=args.want,
+                                                 timeout=args.timeout)
+                d = await session.send(args.target, args.message, want=args.want or "none", transport=args.transport,
                                        durable=args.durable, native_reply=args.native_reply, timeout=args.timeout)
-                if wants_answer and d.outcome != "refused" and d.state.value != "failed":
+                if wants_answer and d.outcome not in ("refused", "halted") and d.state.value != "failed":
                     session.echo = err  # progress of the wait: stderr
                     err(f"waiting up to {wait:g}s for {d.target} to answer {d.relay_id} "
                         f"(this command's inbox closes when it exits)")
