@@ -351,9 +351,18 @@ def _cmd_send(args: argparse.Namespace) -> int:
     out = err if args.json else print  # --json: stdout holds the JSON only
     answer = None
 
+    gate = None
+    if args.json:  # the plan and the y/N prompt (on the terminal) go to stderr as well
+        from prompt_toolkit.output import create_output
+
+        from relay_repl.session.gate import TerminalGate
+
+        gate = TerminalGate(output=create_output(stdout=sys.stderr), write=err,
+                            isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty())
+
     async def run():
         nonlocal answer, wants_answer
-        session = make_session(fake=args.fake, interrupt=args.interrupt, echo=out)
+        session = make_session(fake=args.fake, interrupt=args.interrupt, approve=gate, echo=out)
         async with anyio.create_task_group() as tg:
             await session.open_inbox(tg, echo=out)
             try:
