@@ -649,8 +649,14 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
         from relay_repl.session.app import make_session
 
+        from relay_repl.core.errors import DiscoveryError
+
         session = make_session(fake=args.fake, ledger=ledger)
-        report = anyio.run(lambda: session.verify(args.relay_id, args.target))
+        try:
+            report = anyio.run(lambda: session.verify(args.relay_id, args.target))
+        except DiscoveryError as exc:  # exit 1 means "none found" here: a bad target is a usage error
+            print(f"relay: {exc}", file=sys.stderr)
+            return 2
     print(report.model_dump_json(indent=1) if args.json else report.render())
     return report.exit_code
 
