@@ -29,6 +29,12 @@ from relay_repl.store.jsonl import LineScan
 KIND = "codex"
 
 
+def rollout_path(codex_home: Path, thread_id: str) -> Path | None:
+    """`sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl` (codex.md §2), newest if several."""
+    found = sorted((codex_home / "sessions").glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
+    return found[-1] if found else None
+
+
 class CodexTurnWatch:
     """Watches one rollout for the turn whose user message is ours.
 
