@@ -649,8 +649,14 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
         from relay_repl.session.app import make_session
 
+        from relay_repl.core.errors import DiscoveryError
+
         session = make_session(fake=args.fake, ledger=ledger)
-        report = anyio.run(lambda: session.verify(args.relay_id, args.target))
+        try:
+            report = anyio.run(lambda: session.verify(args.relay_id, args.target))
+        except DiscoveryError as exc:  # exit 1 means "none found" here: a bad target is a usage error
+            print(f"relay: {exc}", file=sys.stderr)
+            return 2
     print(report.model_dump_json(indent=1) if args.json else report.render())
     return report.exit_code
 
@@ -758,8 +764,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         params[key.strip()] = value
     say = (lambda s: print(s, file=sys.stderr, flush=True)) if args.json else (lambda s: print(s, flush=True))
 
+    approve = None
+    if args.json:  # stdout carries only the run's JSON: plans and the y/N prompt go to stderr
+        from relay_repl.session.gate import TerminalGate
+
+        io: dict = {}
+        if sys.stdin.isatty() and sys.stderr.isatty():
+            from prompt_toolkit.output import create_output
+
+            io["output"] = create_output(stdout=sys.stderr)
+        approve = TerminalGate(write=say, isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty(), **io)
+
     async def go():
-        session = make_session(fake=args.fake, echo=say)
+        session = make_session(fake=args.fake, echo=say, approve=approve)
         if args.recipe:  # a bad file or parameter is refused before the inbox opens
             from relay_repl.core.recipe import parse_recipe
             from relay_repl.session.recipes import find_recipe, read_source
