@@ -664,7 +664,13 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         except DiscoveryError as exc:  # exit 1 means "none found" here: a bad target is a usage error
             print(f"relay: {exc}", file=sys.stderr)
             return 2
-    print(report.model_dump_json(indent=1) if args.json else report.render())
+    try:
+        print(report.model_dump_json(indent=1) if args.json else report.render())
+        sys.stdout.flush()
+    except BrokenPipeError:  # `relay verify ... | head`: the reader left; the verdict is the exit code
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return report.exit_code
 
 
