@@ -272,7 +272,7 @@ class Debugger:
             if submit is None:
                 self._say(f"{d.transport} has no separate submit stage")
                 return d
-            await submit(d, target, payload, log)
+            await self.session.run_armed(d, log, lambda: submit(d, target, payload, log))
         elif d.state is DeliveryState.PLANNED:
             if lk.landed is not False or d.evidence:
                 self._say(f"refused: sending now could land it twice ({lk.verdict}); nothing was sent")
@@ -280,8 +280,9 @@ class Debugger:
             if not await self.session._gated(d.plan, delivery=d.key):
                 self._say("declined: nothing was sent")
                 return d
-            self.session.ledger.record_sent(d.relay_id or "", 0, d.target)
-            await tr.send(d, target, payload, log)
+            if self.session.ledger.active_halt() is None:  # a halt after the yes: nothing is sent or recorded
+                self.session.ledger.record_sent(d.relay_id or "", 0, d.target)
+            await self.session.run_armed(d, log, lambda: tr.send(d, target, payload, log))
         else:
             await self._confirm(tr, target, payload, log)
         self.session.record_outcome(d, debugger=True)

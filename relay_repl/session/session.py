@@ -15,7 +15,7 @@ waits in `d.wait_reply()` / `session.expect()`. A relay-halt ends every wait.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -425,6 +425,18 @@ class Session:
             # the verified answer came while the transport was still confirming: it is
             # receiver evidence in itself, and the stage log must not overwrite it
             d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
+
+    async def run_armed(self, d: Delivery, log: StageLog, step: Callable[[], Awaitable[None]]) -> None:
+        """Run one side-effecting step approved at the gate (the debugger's) with the halt
+        boundary armed: a halt already in force, or one at any stage, stops it as in a send."""
+        log.armed = True
+        try:
+            log.checkpoint("the approved step")
+            await step()
+        except Halted as h:
+            self._halted(d, log, h)
+        finally:
+            log.armed = False
 
     def _halted(self, d: Delivery, log: StageLog, h: Halted) -> None:
         """Record a send stopped by a relay-halt: what it had done, and that nothing more was."""
