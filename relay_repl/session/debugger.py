@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.delivery import Delivery, DeliveryState, Evidence
-from relay_repl.core.errors import RelayError
+from relay_repl.core.errors import DiscoveryError, RelayError
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Event, Ledger
@@ -62,7 +62,7 @@ def rebuild(ledger: Ledger, ref: str) -> Recorded:
     if not events:
         keys = [e.delivery for e in ledger.events(relay_id=ref) if e.delivery]
         if not keys:
-            raise RelayError(f"no delivery or relay id {ref!r} in the ledger at {ledger.path}; "
+            raise DiscoveryError(f"no delivery or relay id {ref!r} in the ledger at {ledger.path}; "
                              "`relay log` lists recent ones")
         events = ledger.events(delivery=keys[-1])
     return _from_events(events)

@@ -23,7 +23,7 @@ import anyio
 from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, Want, check_body, contains_halt
 from relay_repl.core.controls import control_refusal
-from relay_repl.core.errors import (AmbiguousTarget, EnvelopeError, Halted, LoopHalt, PolicyRefusal, RelayError,
+from relay_repl.core.errors import (AmbiguousTarget, describe, EnvelopeError, Halted, LoopHalt, PolicyRefusal, RelayError,
                                     StaleTarget,
                                     UnknownTarget, UsageError)
 from relay_repl.core.inbound import InboundMessage
@@ -415,7 +415,7 @@ class Session:
             self._halted(d, log, h)
         except Exception as exc:  # translate at the seam; the ledger keeps the why
             log.armed = False
-            log.fail(d.stage, f"{type(exc).__name__}: {exc}")
+            log.fail(d.stage, describe(exc, f"stage {d.stage} of {chosen.name}"), error=repr(exc)[:500])
         except BaseException:  # Ctrl-C / cancelled wait: the delivery stays pending, recorded, debuggable
             log.armed = False
             d.reason = d.reason or f"the wait was interrupted at stage {d.stage}; `session.debugger({d.relay_id!r})` picks it up"

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from relay_repl.core.errors import RelayError
+from relay_repl.core.errors import LedgerError
 from relay_repl.store.ledger_file import check_ledger_file
 from relay_repl.core.inbound import InboundMessage, Verdict
 
@@ -128,7 +128,7 @@ def _create(path: Path) -> None:
         except FileExistsError:
             pass
     except (OSError, sqlite3.Error) as exc:
-        raise RelayError(f"cannot create the ledger at {path}: {exc}; set RELAY_HOME to a writable directory") from exc
+        raise LedgerError(f"cannot create the ledger at {path}: {exc}; set RELAY_HOME to a writable directory") from exc
     finally:
         try:
             tmp.unlink()
@@ -144,7 +144,7 @@ class Ledger:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
-            raise RelayError(f"cannot create the ledger's directory {self.path.parent}: {exc.strerror}; "
+            raise LedgerError(f"cannot create the ledger's directory {self.path.parent}: {exc.strerror}; "
                              "set RELAY_HOME to a writable directory") from exc
         if os.path.lexists(self.path):
             check_ledger_file(self.path)
@@ -164,9 +164,9 @@ class Ledger:
                     self._con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
         except sqlite3.Error as exc:
             if "not a database" in str(exc):
-                raise RelayError(f"the ledger at {self.path} is not an SQLite database; nothing was changed: restore "
+                raise LedgerError(f"the ledger at {self.path} is not an SQLite database; nothing was changed: restore "
                                  f"it, or move it aside (mv {self.path} {self.path}.bad) to start a new ledger") from exc
-            raise RelayError(
+            raise LedgerError(
                 f"cannot open the ledger at {self.path}: {exc}; check the file's permissions or set RELAY_HOME"
             ) from exc
         self._lock = threading.Lock()
@@ -195,14 +195,14 @@ class Ledger:
                     raise
                 self._con.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise RelayError(f"ledger write failed at {self.path}: {exc}") from exc
+                raise LedgerError(f"ledger write failed at {self.path}: {exc}") from exc
 
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
                 return self._con.execute(sql, args).fetchall()
             except sqlite3.Error as exc:
-                raise RelayError(f"ledger read failed at {self.path}: {exc}") from exc
+                raise LedgerError(f"ledger read failed at {self.path}: {exc}") from exc
 
     # -- ids -----------------------------------------------------------------
     def next_id(self, sender: str) -> str:

@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from relay_repl.core.errors import RelayError
+from relay_repl.core.errors import LedgerError
 
 
 def check_ledger_file(path: Path) -> None:
@@ -24,15 +24,15 @@ def check_ledger_file(path: Path) -> None:
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise RelayError(f"cannot read the ledger at {path}: {exc.strerror}; make it readable and writable "
+        raise LedgerError(f"cannot read the ledger at {path}: {exc.strerror}; make it readable and writable "
                          "by you (chmod u+rw), or set RELAY_HOME to another directory") from None
     if stat.S_ISDIR(st.st_mode):
-        raise RelayError(f"cannot open the ledger at {path}: it is a directory, not a file; move it aside "
+        raise LedgerError(f"cannot open the ledger at {path}: it is a directory, not a file; move it aside "
                          "or set RELAY_HOME to another directory")
     if not os.access(path, os.R_OK | os.W_OK):
-        raise RelayError(f"cannot read the ledger at {path}: permission denied; make it readable and writable "
+        raise LedgerError(f"cannot read the ledger at {path}: permission denied; make it readable and writable "
                          "by you (chmod u+rw), or set RELAY_HOME to another directory")
     if st.st_size == 0:
-        raise RelayError(f"the ledger at {path} is empty (0 bytes): the record of relay ids seen, sends and halts "
+        raise LedgerError(f"the ledger at {path} is empty (0 bytes): the record of relay ids seen, sends and halts "
                          f"is gone, and nothing was changed; restore it from a backup, or move it aside "
                          f"(mv {path} {path}.empty) to start a new ledger")
