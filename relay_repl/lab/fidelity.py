@@ -240,10 +240,13 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
                 [sys.executable, "-m", "bench.record_screens", "--out", str(CAPTURES)], cwd=ROOT, env=screen_env,
                 stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)))
     try:
-        for name, p in procs:
-            while p.poll() is None:
-                time.sleep(2)
-                progress(f"  ... {name} running ({time.monotonic() - t0:.0f}s)")
+        last = time.monotonic()
+        while any(p.poll() is None for _, p in procs):
+            time.sleep(1)
+            if time.monotonic() - last >= 15:
+                last = time.monotonic()
+                running = ", ".join(n for n, p in procs if p.poll() is None)
+                progress(f"  ... {running} still running ({last - t0:.0f}s)")
     except BaseException:
         for _, p in procs:
             if p.poll() is None:
