@@ -167,7 +167,7 @@ def _parse_screens(out: str) -> tuple[list[FactResult], dict[str, str]]:
             continue
         ok, name, rest = m.group(1) == "ok", m.group(2), m.group(3)
         kind = CLAUDE if name.startswith(CLAUDE) or "claude" in name else CODEX
-        facts.append(FactResult(fact=f"screen {name}", kinds=[kind], paths="tmux", ok=ok, evidence=rest[:160]))
+        facts.append(FactResult(fact=f"screen {name.rstrip(':')}", kinds=[kind], paths="tmux", ok=ok, evidence=rest[:160]))
     return facts, {}
 
 
@@ -254,7 +254,21 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
         raise
     pytest_log = logs["pytest"].read_text(errors="replace")
     tail = next((ln.strip() for ln in reversed(pytest_log.splitlines()) if ln.strip()), "")
-    facts = _fact_results(_junit(junit), tail[:200])
+    cases = _junit(junit)
+    failed = sorted(nid for nid, (outcome, _) in cases.items() if outcome in ("failure", "error"))
+    if failed and len(failed) <= 4:
+        # Live checks share two cores with everything else: a timing miss under load is
+        # re-run once, alone; a fact fails only if it fails again.
+        progress(f"re-running {len(failed)} failed check(s) once: {', '.join(f.split('::')[-1] for f in failed)}")
+        junit2 = work / "junit-rerun.xml"
+        with open(work / "pytest-rerun.log", "w") as fh:
+            subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--junitxml={junit2}",
+                            "-o", "addopts=", *failed], cwd=ROOT, env=test_env, stdout=fh, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, check=False)
+        for nid, (outcome, why) in _junit(junit2).items():
+            if nid in cases:
+                cases[nid] = (outcome, why + (" (passed on the re-run)" if outcome == "passed" else " (failed twice)"))
+    facts = _fact_results(cases, tail[:200])
     captures: dict[str, str] = {}
     if screens:
         screen_log = logs["screens"].read_text(errors="replace")
@@ -277,7 +291,8 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
             versions.record_verified(kind, got[kind], facts=sum(kind in f.kinds for f in facts))
             recorded[kind] = got[kind]
         else:
-            refused[kind] = sorted({p.strip() for f in bad for p in f.paths.split(",")})
+            refused[kind] = sorted({p.strip() for f in bad for p in f.paths.split(",")} - {"discovery", "plans"})
+            refused[kind] = refused[kind] or ["(none: only discovery facts failed; the version stays unverified)"]
     return FidelityReport(clients=clients, prefix=str(prefix), versions=got, ok=ok,
                           seconds=time.monotonic() - t0, facts=facts, captures=captures,
                           recorded=recorded, refused_paths=refused)
