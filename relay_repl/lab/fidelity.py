@@ -274,9 +274,9 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
         screen_log = logs["screens"].read_text(errors="replace")
         screen_facts, _ = _parse_screens(screen_log)
         if not screen_facts:
-            last = next((ln.strip() for ln in reversed(screen_log.splitlines()) if ln.strip()), "no output")
+            final = next((ln.strip() for ln in reversed(screen_log.splitlines()) if ln.strip()), "no output")
             screen_facts = [FactResult(fact="screen classes (recorder)", kinds=list(KINDS), paths="tmux", ok=False,
-                                       evidence=f"recorder gave no readings: {last[:200]} (log {logs['screens']})")]
+                                       evidence=f"recorder gave no readings: {final[:200]} (log {logs['screens']})")]
         facts += screen_facts
         for kind in KINDS:
             d = CAPTURES / f"{kind}-{got[kind]}"
