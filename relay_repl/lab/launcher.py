@@ -41,8 +41,10 @@ from relay_repl.system.tmux import TmuxResult
 from relay_repl.system.tmux import run as run_tmux
 
 import relay_repl.lab.procs as procs
-from relay_repl.lab.install import VERIFIED_VERSIONS, bin_dir, install
+from relay_repl.lab.install import VERIFIED_VERSIONS, any_clients, clients_root, install
+from relay_repl.lab.install import bin_dir as _cache_bin_dir
 from relay_repl.agents.claude_code import transcript_path
+from relay_repl.agents.codex import is_codex_tui, read_session_index
 
 from relay_repl.lab.layout import (
     CLAUDE,
@@ -366,17 +368,10 @@ def _codex_composer(text: str) -> str | None:
     return None
 
 
-def _codex_index(lay: Layout) -> dict[str, str]:
-    """thread id -> latest thread_name from session_index.jsonl."""
-    out: dict[str, str] = {}
-    for line in _read(lay.codex_home / "session_index.jsonl").splitlines():
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(d, dict) and d.get("id") and d.get("thread_name") is not None:
-            out[d["id"]] = d["thread_name"]
-    return out
+def codex_thread_names(lay: Layout) -> dict[str, str]:
+    """thread id -> current thread name, read by the Codex agent's own reader of session_index.jsonl."""
+    rows = read_session_index(lay.codex_home / "session_index.jsonl")
+    return {tid: str(r["thread_name"]) for tid, r in rows.items() if r.get("thread_name") is not None}
 
 
 def _codex_locks(lay: Layout) -> set[str]:
@@ -396,11 +391,12 @@ def _codex_daemon_pid(lay: Layout) -> int | None:
 
 
 def _codex_tui_pid(pane_pid: int) -> int | None:
-    """The native codex TUI: the pane runs the npm node wrapper, which spawns it."""
+    """The native codex TUI: the pane runs the npm node wrapper, which spawns it (the Codex
+    agent's rule for which process is a TUI, `is_codex_tui`)."""
     if procs.exe_name(pane_pid) == "codex":
         return pane_pid
     for child in procs.children(pane_pid):
-        if procs.exe_name(child) == "codex" or any(a.endswith("/codex") for a in procs.cmdline(child)[:1]):
+        if procs.exe_name(child) == "codex" or is_codex_tui(procs.cmdline(child)[:1]):
             return child
     return None
 
@@ -454,7 +450,7 @@ def _rename_codex(lay: Layout, target: str, name: str, deadline: float, progress
         _tmux(lay, "send-keys", "-t", target, "Enter")
         t_end = time.monotonic() + 5.0
         while time.monotonic() < t_end:
-            for tid, tname in _codex_index(lay).items():
+            for tid, tname in codex_thread_names(lay).items():
                 if tname == name and tid not in exclude:
                     return tid
             time.sleep(0.05)
@@ -469,6 +465,16 @@ def _new_session(lay: Layout, name: str, cwd: Path, command: list[str], extra_en
     for k, v in extra_env.items():
         args += ["-e", f"{k}={v}"]
     _tmux(lay, *args, "--", *command, prefix=prefix)
+
+
+def bin_dir() -> Path:
+    """Where this lab's clients live: the set `relay lab up --clients` recorded in lab.json
+    (so later commands drive the same binaries), unless $RELAY_LAB_CLIENTS says otherwise."""
+    if not os.environ.get("RELAY_LAB_CLIENTS"):
+        st = load(layout().state_file)
+        if st is not None and st.clients:
+            return Path(st.clients) / "node_modules" / ".bin"
+    return _cache_bin_dir()
 
 
 # ---- up -----------------------------------------------------------------------------------
@@ -509,6 +515,7 @@ def _up(claude: int, codex: int, progress: Progress) -> LabState:
     sock = lay.tmux_socket
     state = LabState(lab_dir=str(lay.root), tmux_socket=sock, tmux_socket_path=str(tmux_socket_path(sock)),
                      netns=netns, started_at=time.time(), versions=dict(versions),
+                     clients=str(clients_root()) if any_clients() else None,
                      env=env_for(lay),
                      stub=StubInfo(control=str(lay.stub_control), ready_file=str(lay.stub_ready),
                                    log=str(lay.logs / "stubs.log")))
@@ -739,7 +746,7 @@ def _refresh(lay: Layout, state: LabState) -> LabState:
             s.daemon_pid = daemon
             if s.thread_id:
                 s.transcript = _codex_rollout(lay, s.thread_id) or s.transcript
-                name = _codex_index(lay).get(s.thread_id)
+                name = codex_thread_names(lay).get(s.thread_id)
                 if name:
                     s.name = name
             s.alive = info["dead"] != "1" and procs.is_alive(s.pid, s.proc_start) and daemon is not None
@@ -822,7 +829,7 @@ def _restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress
     deadline = t0 + UP_TIMEOUT
     bins = bin_dir()
     codexes = state.of_kind(CODEX)
-    named = set(_codex_index(lay)) | _codex_locks(lay)  # threads that exist: a restarted TUI names a new one
+    named = set(codex_thread_names(lay)) | _codex_locks(lay)  # threads that exist: a restarted TUI names a new one
     waiting = [s for s in dead if s.kind == CODEX and s.pid and procs.is_alive(s.pid, s.proc_start)]
     if waiting and _codex_daemon_pid(lay) is None:
         # Only the daemon died: its TUIs wait ("Reconnecting…") and reconnect by themselves

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import subprocess
 from pathlib import Path
 from urllib.request import pathname2url
 
@@ -51,20 +50,30 @@ def _ro(path: Path) -> sqlite3.Connection:
 
 
 def check_tmux() -> Check:
-    exe = shutil.which("tmux")
+    from relay_repl.core.errors import TmuxError
+    from relay_repl.system.tmux import run as run_tmux
+    from relay_repl.system.tmux import tmux_binary
+
+    exe = tmux_binary()
     if exe is None:
         return Check(name="tmux", ok=False, detail="not found on PATH",
                      fix="install tmux (e.g. apt-get install tmux); typing into panes needs it")
     try:
-        out = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=10, check=False).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        out = run_tmux((), "-V", timeout=10).text.strip()  # the one tmux runner; -V needs no server
+    except TmuxError as exc:
         return Check(name="tmux", ok=False, detail=f"{exe} does not answer -V ({exc})", fix="reinstall tmux")
     return Check(name="tmux", ok=True, detail=f"{out or 'unknown version'} at {exe}")
 
 
 def check_client(kind: str) -> Check:
-    from relay_repl.agents.adapter import load_adapter
-    from relay_repl.agents.versions import BINARIES, NPM_PACKAGES, binary_version, verified_version
+    from relay_repl.agents.versions import (
+        BINARIES,
+        NPM_PACKAGES,
+        binary_version,
+        verified_here,
+        verified_version,
+        version_status,
+    )
 
     name = f"{kind} client"
     want = verified_version(kind)
@@ -79,10 +88,16 @@ def check_client(kind: str) -> Check:
     if have is None:
         return Check(name=name, ok=False, detail=f"{exe} does not answer --version",
                      fix=f"reinstall it ({install})")
-    if have not in load_adapter(kind).verified_versions:
-        return Check(name=name, ok=False, detail=f"{have} at {exe} is not a verified version (verified: {want})",
-                     fix=f"relay relies on behaviour measured on {want}: {install}, or use the lab (`relay --lab`)")
-    return Check(name=name, ok=True, detail=f"{have} at {exe} (verified for the reverse-engineered paths)")
+    status = version_status(kind, have)
+    if status == "unverified":
+        return Check(name=name, ok=False, detail=f"{have} at {exe}: unverified (pinned: {want}; not verified on "
+                                                 f"this machine)",
+                     fix=f"verify it: `relay fidelity --clients system`; or {install}, or use the lab (`relay --lab`)")
+    if status == "verified":
+        when = verified_here(kind).get(have, {}).get("when", "?")
+        return Check(name=name, ok=True, detail=f"{have} at {exe}: verified locally (on this machine, by relay fidelity "
+                                                f"{when}; pinned is {want})")
+    return Check(name=name, ok=True, detail=f"{have} at {exe}: pinned (the version relay ships verified)")
 
 
 async def check_claude() -> list[Check]:
