@@ -20,11 +20,15 @@ from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterError, AdapterSpec, TransportSpec, available_adapters, load_adapter
 from relay_repl.agents import claude_code, codex
-from relay_repl.agents.claude_code import ClaudeProvider, munge_cwd, transcript_path
-from relay_repl.agents.codex import CodexProvider
+from relay_repl.agents.agent import Agent, TypedEvidence
+from relay_repl.agents.claude_code import ClaudeAgent, ClaudeProvider, munge_cwd, transcript_path
+from relay_repl.agents.codex import CodexAgent, CodexProvider
 from relay_repl.system.panes import Pane, PaneRoster, TmuxServer, tmux_servers
 
 __all__ = [
+    "Agent",
+    "TypedEvidence",
+    "agent_for",
     "AdapterError",
     "AdapterSpec",
     "ClaudeProvider",
@@ -58,6 +62,14 @@ def detect_me(env: Mapping[str, str] | None = None) -> Me | None:
     """Our own address when this process runs inside an agent session (seed §1), else None."""
     environ = dict(os.environ if env is None else env)
     return CodexProvider(env=environ).own_address() or ClaudeProvider(env=environ).own_address()
+
+
+_AGENTS: dict[str, Agent] = {a.kind: a for a in (ClaudeAgent(), CodexAgent())}
+
+
+def agent_for(kind: str) -> Agent | None:
+    """The agent of a Target kind (what transports ask instead of branching on the kind), or None."""
+    return _AGENTS.get(kind)
 
 
 _REPLY_ROUTES = {claude_code.KIND: claude_code.reply_route, codex.KIND: codex.reply_route}

@@ -22,6 +22,7 @@ BANNER = """relay_repl {version} — `session` is being prepared (discovery runs
   await session.send("claude:alpha", "hello", want="ack")
   dbg = session.debugger(d)    a stuck delivery: print dbg, await dbg.look() / dbg.step() / dbg.resume()
   session.why("<relay id>")    every event recorded for one id, as a table
+  run = await session.run("ping", target="claude:alpha")   a saved recipe (`relay recipes` lists them)
   session.transports           the transports and their capabilities; `a | b` chains them
 Tab completes targets inside session.send("…"); Ctrl-C stops a wait (the delivery stays, debuggable).
 Every side effect shows its plan and asks [y/N] first."""

@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 
 from relay_repl.core.delivery import DELIVERED, Delivery, DeliveryState
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, decode_value
-from relay_repl.core.errors import DiscoveryError, EnvelopeError, RelayError, UsageError
+from relay_repl.core.errors import DiscoveryError, EnvelopeError, LoopHalt, RelayError, UsageError
 from relay_repl.core.plan import Plan
 from relay_repl.core.recipe import Recipe, RecipeError, Step, parse_recipe, render
 from relay_repl.transports.base import StageLog
@@ -299,6 +299,11 @@ class Runner:
                     self.run.reason = f"a reply contains {self.recipe.until!r}"
                     break
             self.run.state = "planned" if self.dry_run else "done"
+        except RecipeError:
+            raise  # a usage error (an unknown target...): found before anything was sent
+        except LoopHalt as exc:  # a halt raised by the session during a send: the run stops at once
+            self.run.state, self.run.reason = "halted", str(exc)
+            self.say(f"run {self.run.id} stopped: {exc}")
         except Stop as stop:
             self.run.state, self.run.reason = stop.state, stop.reason
             self.say(f"run {self.run.id} stopped: {stop.reason}")
@@ -419,9 +424,9 @@ class Runner:
         if d.state is DeliveryState.WITHHELD:
             rec.state, rec.reason = "withheld", "the operator answered No"
             raise Stop("withheld", f"{where}: the operator answered No; nothing was sent")
-        if d.outcome in ("refused", "failed"):
+        if d.outcome not in ("delivered", "pending"):  # refused, failed, halted, abandoned...
             rec.state, rec.reason = d.state.value, d.reason
-            raise Stop("failed", f"{where}: {d.summary()}")
+            raise Stop("halted" if d.outcome == "halted" else "failed", f"{where}: {d.summary()}")
         rec.state = "delivered" if d.outcome == "delivered" else d.state.value
         if not step.waits_for_answer:
             if d.outcome != "delivered":

@@ -279,8 +279,14 @@ class Session:
         return plan.model_copy(update={"heading": heading}) if heading else plan
 
     async def forward(self, target: str | Target, line: str, *, transport: str | None = None,
+                      durable: bool = False, native_reply: bool = False, want: Want | None = None,
                       timeout: float = 30.0, heading: str | None = None) -> Delivery:
-        """Forward a pasted envelope: same id and sender, hop + 1; a duplicate id is dropped."""
+        """Forward a pasted envelope: same id and sender, hop + 1; a duplicate id is dropped.
+
+        The id is marked seen only once the operator said yes and the delivery starts:
+        a forward declined at the gate, or aimed at a mistyped target, leaves it usable.
+        `durable` and `native_reply` constrain the transport as for `send`; the envelope
+        keeps its own want, so a contradicting `want` is refused rather than ignored."""
         why = control_refusal(line, "pasted envelope")
         if why:
             raise EnvelopeError(why)
@@ -291,21 +297,23 @@ class Session:
         if env.is_halt:
             self.ledger.halt(f"relay-halt in a pasted envelope {env.id}", by=env.sender)
             raise LoopHalt(f"{env.id} carries relay-halt: stopping, not forwarding")
+        if want is not None and want != env.want:
+            raise UsageError(f"the pasted envelope asks want={env.want} and a forward keeps it: drop --want "
+                             f"(or pass --want {env.want}); to ask for something else, send a new message")
         if env.id.startswith(self.me.address + "-"):
             self.ledger.event("duplicate", relay_id=env.id, data={"line": line, "via": "forward", "why": "our own id"})
             raise LoopHalt(f"relay id {env.id} is our own: it came back to us, so it is a duplicate; not forwarded")
-        onward = env.next_hop()  # refuses at the hop cap before anything is recorded
-        tgt = await self.target(target)
         # Seeing an id on arrival is not a forward: an id that reached the inbox may be
         # forwarded once; forwarding the same id again is the duplicate (seed section 9).
-        if self.ledger.sightings(env.id) == 0:  # pasted from elsewhere: its later arrival is the duplicate
-            self.ledger.mark_seen(env.id, env.hop, env.sender)
-        if not self.ledger.mark_forwarded(env.id, tgt.spec):
+        # Only looked at here: the id is recorded once the operator said yes (in _deliver).
+        if self.ledger.was_forwarded(env.id):
             self.ledger.event("duplicate", relay_id=env.id, data={"line": line, "via": "forward"})
             raise LoopHalt(f"relay id {env.id} was already forwarded: duplicate dropped, not forwarded again")
-        choice = self.choose_transport(tgt, transport)
+        onward = env.next_hop()  # refuses at the hop cap before anything is recorded
+        tgt = await self.target(target)
+        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
         return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout, choice.notes,
-                                   heading=heading)
+                                   heading=heading, forwarded=env)
 
     async def reply(self, message: InboundMessage | int, text: str, *, want: Want = "none",
                     target: str | Target | None = None, transport: str | None = None,
@@ -369,7 +377,7 @@ class Session:
 
     async def _deliver(self, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str, timeout: float,
                        notes: tuple[str, ...] = (), reply_route: str | None = None,
-                       heading: str | None = None) -> Delivery:
+                       heading: str | None = None, forwarded: Envelope | None = None) -> Delivery:
         plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes)
         if reply_route:
             plan = plan.model_copy(update={"reply_route": reply_route})
@@ -387,13 +395,24 @@ class Session:
             return d
         log = StageLog(d, self.ledger, echo=self.echo)
         halt = self.ledger.active_halt()  # it may have arrived while the plan was on screen
-        if halt is None:
+        if halt is not None:
+            self._halted(d, log, Halted(halt.reason, halt.by))
+        elif forwarded is not None and not self._mark_forwarded(forwarded, tgt):
+            # recorded only now that the delivery starts; another process forwarded it while the plan was open
+            self.ledger.event("duplicate", relay_id=forwarded.id, data={"via": "forward", "delivery": d.key})
+            d.reason = f"relay id {forwarded.id} was forwarded meanwhile (seen while the plan was open): duplicate dropped"
+            log("gate", DeliveryState.REFUSED, d.reason)
+        else:
             self.ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
             await self._run(d, tgt, chosen, plan.payload, log, timeout)
-        else:
-            self._halted(d, log, Halted(halt.reason, halt.by))
         self.record_outcome(d)
         return d
+
+    def _mark_forwarded(self, env: Envelope, tgt: Target) -> bool:
+        """Record a forward the operator approved; False if it was forwarded meanwhile."""
+        if self.ledger.sightings(env.id) == 0:  # pasted from elsewhere: its later arrival is the duplicate
+            self.ledger.mark_seen(env.id, env.hop, env.sender)
+        return self.ledger.mark_forwarded(env.id, tgt.spec)
 
     async def _run(self, d: Delivery, tgt: Target, chosen: Transport, payload: str, log: StageLog,
                    timeout: float) -> None:
@@ -542,7 +561,7 @@ class Session:
         """List the inbox as a Claude peer (gated): ListAgents shows it, SendMessage reaches it."""
         import anyio
 
-        from relay_repl.agents.claude_peer import ClaudePeerRegistration
+        from relay_repl.agents.claude_code.peer import ClaudePeerRegistration
         from relay_repl.agents.versions import require_verified
 
         inbox = self.inbox_server

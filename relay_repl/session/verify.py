@@ -280,16 +280,16 @@ def codex_report(relay_id: str, target: Target, ledger: Ledger | None) -> Verify
 
 
 def _claude_cfg(target: Target | None) -> Path:
-    from relay_repl.agents.claude_peer import claude_config_dir
+    from relay_repl.agents.claude_code.peer import claude_config_dir
 
     rec = target.detail.get("record") if target is not None else None
     return Path(str(rec)).parent.parent if rec else claude_config_dir()
 
 
 def _transcript_of(target: Target) -> Path | None:
-    from relay_repl.transports.claude_socket import transcript_path
+    from relay_repl.agents.claude_code import transcript_for
 
-    return transcript_path(target)
+    return transcript_for(target)
 
 
 def check_id(relay_id: str) -> str:

@@ -23,7 +23,9 @@ failure this tool must survive.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -108,12 +110,71 @@ class Halt(BaseModel):
     by: str
 
 
+def _check_existing(path: Path) -> None:
+    """Refuse a ledger file that sqlite would silently treat as new or that cannot be used.
+
+    sqlite opens a 0-byte file as an empty database and writes a fresh schema into it,
+    so the record of ids seen, sends and halts would vanish without a word: detect it
+    before sqlite sees it. Only stat() and access() are used, never open(): closing a
+    second descriptor on a database file drops the POSIX locks every sqlite connection
+    of this process holds on it (sqlite's own "how to corrupt" list, section 2.2)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise RelayError(f"cannot read the ledger at {path}: {exc.strerror}; make it readable and writable "
+                         "by you (chmod u+rw), or set RELAY_HOME to another directory") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise RelayError(f"cannot open the ledger at {path}: it is a directory, not a file; move it aside "
+                         "or set RELAY_HOME to another directory")
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise RelayError(f"cannot read the ledger at {path}: permission denied; make it readable and writable "
+                         "by you (chmod u+rw), or set RELAY_HOME to another directory")
+    if st.st_size == 0:
+        raise RelayError(f"the ledger at {path} is empty (0 bytes): the record of relay ids seen, sends and halts "
+                         f"is gone, and nothing was changed; restore it from a backup, or move it aside "
+                         f"(mv {path} {path}.empty) to start a new ledger")
+
+
+def _create(path: Path) -> None:
+    """Make a new ledger atomically: build it beside, then link it into place.
+
+    So no process ever sees a half-made (0-byte) ledger, and the 0-byte check above
+    cannot fire on two processes starting at once. If another process linked its
+    ledger first, that one is used."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+    try:
+        con = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            con.executescript(SCHEMA)
+        finally:
+            con.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    except (OSError, sqlite3.Error) as exc:
+        raise RelayError(f"cannot create the ledger at {path}: {exc}; set RELAY_HOME to a writable directory") from exc
+    finally:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
 class Ledger:
     """Thread-safe handle on the ledger file (one connection, one lock)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise RelayError(f"cannot create the ledger's directory {self.path.parent}: {exc.strerror}; "
+                             "set RELAY_HOME to a writable directory") from exc
+        if os.path.lexists(self.path):
+            _check_existing(self.path)
+        else:
+            _create(self.path)
         try:
             self._con = sqlite3.connect(
                 str(self.path), timeout=10.0, isolation_level=None, check_same_thread=False
@@ -127,6 +188,9 @@ class Ledger:
                 if col not in have:
                     self._con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
         except sqlite3.Error as exc:
+            if "not a database" in str(exc):
+                raise RelayError(f"the ledger at {self.path} is not an SQLite database; nothing was changed: restore "
+                                 f"it, or move it aside (mv {self.path} {self.path}.bad) to start a new ledger") from exc
             raise RelayError(
                 f"cannot open the ledger at {self.path}: {exc}; check the file's permissions or set RELAY_HOME"
             ) from exc
@@ -302,6 +366,10 @@ class Ledger:
         ]
 
     # -- forwards --------------------------------------------------------------
+    def was_forwarded(self, relay_id: str) -> bool:
+        """Whether the operator already forwarded this id (read-only; `mark_forwarded` records it)."""
+        return bool(self._query("SELECT 1 FROM forwards WHERE relay_id=?", (relay_id,)))
+
     def mark_forwarded(self, relay_id: str, target: str | None = None) -> bool:
         """Record that the operator forwarded this id; True the first time, False for a repeat."""
         with self._tx() as con:

@@ -28,7 +28,6 @@ fresh `<pid>-<8hex>.sock` name is planned instead (the receiver accepts any
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import time
@@ -37,12 +36,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import relay_repl.store.jsonl as jsonl
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import RelayError, TransportError
 from relay_repl.system.proc import proc_start
 from relay_repl.system.wire import encode_frames, peer_cred
+from relay_repl.agents.claude_code import find_origin_records, peer_token, socket_is_ours
+from relay_repl.agents.claude_code import transcript_for as transcript_path
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
@@ -53,58 +53,6 @@ RECEIPT_STATES = {
     "delivered": DeliveryState.IN_TURN,
     "expired": DeliveryState.REFUSED,
 }
-
-
-def find_origin_records(transcript: Path, msg_id: str) -> list[dict[str, Any]]:
-    """Every transcript record whose origin (either path) carries msg_id, with its content."""
-    hits = []
-    for _, d in jsonl.records(transcript):
-        att: dict[str, Any] = d["attachment"] if isinstance(d.get("attachment"), dict) else {}
-        origin, where = (d.get("origin"), "origin") if isinstance(d.get("origin"), dict) else (att.get("origin"), "attachment.origin")
-        if isinstance(origin, dict) and origin.get("msg_id") == msg_id:
-            content = d["message"].get("content") if isinstance(d.get("message"), dict) else None
-            hits.append({"type": d.get("type"), "where": where, "origin": origin,
-                         "content": content if content is not None else att.get("prompt")})
-    return hits
-
-
-def _config_dir(target: Target) -> Path | None:
-    rec = target.detail.get("record")
-    return Path(rec).parent.parent if rec else None
-
-
-def transcript_path(target: Target) -> Path | None:
-    """Re-derived each time from the live record: sessionId changes on /clear or resume."""
-    from relay_repl.agents.claude_code import transcript_path as derive
-
-    rec_file = target.detail.get("record")
-    cfg = _config_dir(target)
-    if rec_file and cfg:
-        try:
-            rec = json.loads(Path(rec_file).read_text())
-            if rec.get("pid") == target.pid:
-                return derive(cfg, rec["cwd"], rec["sessionId"])
-        except (OSError, ValueError, KeyError):
-            pass
-    t = target.detail.get("transcript")
-    return Path(t) if t else None
-
-
-def peer_token(target: Target) -> str | None:
-    """The receiver's peerToken, if its key file is readable (not required on Linux)."""
-    import hashlib
-
-    cfg = _config_dir(target)
-    sock = target.detail.get("socket")
-    if not (cfg and sock):
-        return None
-    h = hashlib.sha256(str(sock).encode()).hexdigest()
-    for f in (cfg / "sessions").glob(f"*.{h}.key"):
-        try:
-            return json.loads(f.read_text())["peerToken"]
-        except (OSError, ValueError, KeyError):
-            continue
-    return None
 
 
 class ClaudeSocketTransport(Transport):
@@ -121,10 +69,8 @@ class ClaudeSocketTransport(Transport):
         base = super().refusal(target)
         if base:
             return base
-        if target.kind != "claude-code":
-            return f"{target.spec} is not a Claude Code session"
-        from relay_repl.agents.claude_code import socket_is_ours
-
+        if self.name not in target.transports:
+            return f"{target.spec} does not offer {self.name} (its agent lists {', '.join(target.transports) or 'none'})"
         # discovery checked this too; re-checked here because the socket may have changed since
         ours, why = socket_is_ours(target.detail.get("socket"))
         return None if ours else f"{why}: outside the same-uid trust boundary"

@@ -17,112 +17,18 @@ Why this shape (codex.md section 3, seed section 7):
 from __future__ import annotations
 
 import functools
-import glob
-import json
 import os
 import re
-import sqlite3
 import time
-from pathlib import Path
 from typing import Any
-from urllib.request import pathname2url
 
-import relay_repl.store.jsonl as jsonl
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
+from relay_repl.agents.codex import codex_home, find_in_rollout, read_item, rollout_for, turns_since
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
 QUEUED = re.compile(r"Queued message (?P<item>[0-9a-fA-F-]{36}) for thread (?P<thread>[0-9a-fA-F-]{36})\.")
-
-
-def codex_home(target: Target) -> Path:
-    home = target.detail.get("codex_home") or os.environ.get("CODEX_HOME") or Path.home() / ".codex"
-    return Path(home)
-
-
-def read_item(home: Path, item_id: str) -> dict[str, Any] | None:
-    """The queue row with this id (read-only), or None if it is gone."""
-    db = home / "queue_1.sqlite"
-    if not db.exists():
-        return None
-    con = sqlite3.connect(f"file:{pathname2url(str(db))}?mode=ro", uri=True, timeout=2)
-    try:
-        cols = [r[1] for r in con.execute("PRAGMA table_info(queued_items)")]
-        id_col = "id" if "id" in cols else "queued_item_id"
-        payload_col = "payload_json" if "payload_json" in cols else "payload_jsonb"
-        want = [c for c in (id_col, "thread_id", "queue_order", payload_col, "state", "failure_jsonb") if c in cols]
-        row = con.execute(f"SELECT {', '.join(want)} FROM queued_items WHERE {id_col} = ?", (item_id,)).fetchone()
-        if row is None:
-            return None
-        rec = dict(zip(want, row))
-        ahead = con.execute(
-            "SELECT COUNT(*) FROM queued_items WHERE thread_id = ? AND queue_order < ?",
-            (rec["thread_id"], rec["queue_order"]),
-        ).fetchone()[0]
-    finally:
-        con.close()
-    try:
-        payload = json.loads(rec.get(payload_col) or "{}")
-    except (TypeError, ValueError):
-        payload = {}
-    ui = payload.get("UserInput") or {}
-    return {
-        "thread_id": rec["thread_id"],
-        "queue_order": rec["queue_order"],
-        "ahead": ahead,
-        "client_id": ui.get("client_id"),
-        "state": rec.get("state", "pending"),
-        "failure": rec.get("failure_jsonb"),
-    }
-
-
-def rollout_for(home: Path, thread_id: str, hint: str | None) -> Path | None:
-    if hint and Path(hint).exists():
-        return Path(hint)
-    paths = sorted(glob.glob(str(home / "sessions" / "*" / "*" / "*" / f"rollout-*-{thread_id}.jsonl")))
-    return Path(paths[-1]) if paths else None
-
-
-def find_in_rollout(rollout: Path, *, client_id: str | None, text: str) -> dict[str, Any] | None:
-    """The turn that carried our message, matched on client_id, else exact text."""
-    triggers: dict[str, str] = {}
-    for _, rec in jsonl.records(rollout):
-        p = rec.get("payload") or {}
-        if p.get("type") == "task_started":
-            attribution = p.get("turn_attribution") or {}
-            triggers[p.get("turn_id", "")] = attribution.get("turn_trigger", "?")
-        item = p.get("item") or {}
-        if p.get("type") == "item_completed" and item.get("type") == "UserMessage":
-            body = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
-            hit = item.get("client_id") == client_id if client_id else body == text
-            if hit:
-                turn = p.get("turn_id", "")
-                return {"turn_id": turn, "turn_trigger": triggers.get(turn), "client_id": item.get("client_id"),
-                        "text": body, "at": rec.get("timestamp")}
-    return None
-
-
-def turns_since(rollout: Path, since: float) -> list[dict[str, Any]]:
-    """The rollout's turns started at or after epoch `since`: id, trigger, and the user text."""
-    from datetime import datetime
-
-    turns: dict[str, dict[str, Any]] = {}
-    for _, rec in jsonl.records(rollout):
-        p = rec.get("payload") or {}
-        try:
-            at = datetime.fromisoformat(str(rec.get("timestamp")).replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            continue
-        if p.get("type") == "task_started" and at >= since - 1:
-            attribution = p.get("turn_attribution") or {}
-            turns[str(p.get("turn_id"))] = {"turn_id": p.get("turn_id"), "trigger": attribution.get("turn_trigger"),
-                                             "at": rec.get("timestamp"), "user": None}
-        item = p.get("item") or {}
-        turn = turns.get(str(p.get("turn_id")))
-        if turn is not None and p.get("type") == "item_completed" and item.get("type") == "UserMessage":
-            turn["user"] = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))[:300]
-    return list(turns.values())
 
 
 class CodexQueueTransport(Transport):
@@ -140,8 +46,8 @@ class CodexQueueTransport(Transport):
     def refusal(self, target: Target) -> str | None:
         # Durable: a thread that is not loaded still keeps the row until resumed,
         # so liveness is not required, but the thread must exist with a rollout.
-        if target.kind != "codex":
-            return f"{target.spec} is not a Codex thread"
+        if self.name not in target.transports:
+            return f"{target.spec} does not offer {self.name} (its agent lists {', '.join(target.transports) or 'none'})"
         if not re.fullmatch(r"[0-9a-fA-F-]{36}", target.address):
             return f"{target.spec} has no thread uuid"
         if target.detail.get("queue_note"):

@@ -35,7 +35,6 @@ a key leaves), so a test can wrap it and count every keystroke.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import secrets
 import time
@@ -47,8 +46,8 @@ from typing import Any, ClassVar, TypeVar
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-import relay_repl.store.jsonl as jsonl
-import relay_repl.agents.screens as screens
+from relay_repl.agents import agent_for
+from relay_repl.agents.agent import Agent
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, check_typed_line
 from relay_repl.core.errors import EnvelopeError, PaneGone, TmuxError
@@ -202,86 +201,6 @@ def _file_size(path: Path | None) -> int:
         return 0
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return ""
-
-
-def claude_typed_records(transcript: Path, offset: int, payload: str) -> list[dict[str, Any]]:
-    """Typed-input records at or after byte `offset` carrying `payload` (origin kind human).
-
-    A prompt typed while idle (or run as the next turn) is a top-level `user` record;
-    one absorbed at a tool boundary is an `attachment` of type `queued_command`
-    (claude-code.md §4.3). A `queue-operation` enqueue only says Claude holds it.
-    """
-    hits: list[dict[str, Any]] = []
-    payload = payload.strip()  # a TUI may trim edge whitespace on submit; the inside must match exactly
-    for at, d in jsonl.records(transcript, offset):
-        att = d.get("attachment") if isinstance(d.get("attachment"), dict) else None
-        if d.get("type") == "user" and isinstance(d.get("origin"), dict):
-            text = _text_of((d.get("message") or {}).get("content"))
-            if d["origin"].get("kind") == "human" and payload in text:
-                hits.append({"where": "top-level user", "offset": at, "uuid": d.get("uuid"),
-                             "promptSource": d.get("promptSource"), "origin": d["origin"], "content": text[:500]})
-        elif att and att.get("type") == "queued_command" and isinstance(att.get("origin"), dict):
-            text = _text_of(att.get("prompt"))
-            if att["origin"].get("kind") == "human" and payload in text:
-                hits.append({"where": "attachment.queued_command", "offset": at, "uuid": d.get("uuid"),
-                             "origin": att["origin"], "content": text[:500]})
-        elif d.get("type") == "queue-operation" and d.get("operation") == "enqueue" and \
-                str(d.get("content") or "").strip() == payload:
-            hits.append({"where": "queue-operation enqueue", "offset": at, "content": payload[:500]})
-    return hits
-
-
-def codex_typed_items(rollout: Path, offset: int, payload: str) -> list[dict[str, Any]]:
-    """UserMessage items after byte `offset` whose text is exactly `payload`, with their turn.
-
-    `steered` is True when the turn had started before `offset` (the message went into
-    a turn that was already running: Enter-while-busy steers in 0.169.0).
-    """
-    hits: list[dict[str, Any]] = []
-    turns: dict[str, tuple[str | None, int]] = {}
-    for at, rec in jsonl.records(rollout):
-        p = rec.get("payload")
-        if not isinstance(p, dict):
-            continue
-        if p.get("type") == "task_started":
-            attribution = p.get("turn_attribution") or {}
-            turns[str(p.get("turn_id"))] = (attribution.get("turn_trigger"), at)
-        item = p.get("item") if isinstance(p.get("item"), dict) else None
-        if at >= offset and p.get("type") == "item_completed" and item and item.get("type") == "UserMessage":
-            text = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
-            if text.strip() == payload.strip():  # edge whitespace may be trimmed on submit
-                turn = str(p.get("turn_id"))
-                trigger, started = turns.get(turn, (None, -1))
-                hits.append({"turn_id": turn, "turn_trigger": trigger, "steered": 0 <= started < offset,
-                             "client_id": item.get("client_id"), "offset": at, "at": rec.get("timestamp")})
-    return hits
-
-
-def _claude_record_status(target: Target) -> tuple[str | None, str | None]:
-    rec = target.detail.get("record")
-    if not rec:
-        return None, None
-    try:
-        d = json.loads(Path(rec).read_text())
-    except (OSError, ValueError):
-        return None, None
-    if d.get("pid") != target.pid:
-        return None, None
-    return d.get("status"), d.get("waitingFor")
-
-
-def _is_codex_tui(argv: list[str]) -> bool:
-    if not argv or "app-server" in argv:
-        return False
-    return any(os.path.basename(a) in ("codex", "codex.js") for a in argv[:2])
-
-
 class TmuxTransport(Transport):
     name: ClassVar[str] = "tmux"
     capabilities: ClassVar[Capabilities] = Capabilities(live_only=True, needs_pane=True)
@@ -308,31 +227,34 @@ class TmuxTransport(Transport):
         self.clock = clock
 
     # -- plan ------------------------------------------------------------------------
+    @staticmethod
+    def _agent(target: Target) -> tuple[Agent | None, ModuleType | None]:
+        """The target's agent and its screen classifier (either may be None: then never type)."""
+        agent = agent_for(target.kind)
+        return agent, agent.screen() if agent else None
+
     def refusal(self, target: Target) -> str | None:
         base = super().refusal(target)
         if base:
             return base
-        if screens.for_kind(target.kind) is None:
+        if self._agent(target)[1] is None:
             return f"no screen classifier for {target.kind!r}: typing blind is never done"
         return None
 
     def plan_notes(self, target: Target) -> tuple[str, ...]:
         notes = ["types into the pane: refused at preflight if the composer holds any text, a dialog, menu or copy "
                  "mode is up, or the screen is not recognised"]
-        if target.kind == "claude-code" and target.state == "busy":
-            notes.append("target is busy: Enter queues the line for its next tool boundary (one Enter, no Tab)")
-        if target.kind == "codex" and target.state in ("busy", "never-idle"):
-            notes.append("target is busy: Enter steers the line into the running turn (Codex 0.169.0)")
+        agent = agent_for(target.kind)
+        busy = agent.tmux_busy_note(target) if agent else None
+        if busy:
+            notes.append(busy)
         if target.detail.get("plan_mode"):
             notes.append("target is in Plan mode: the agent will plan, not act, on this message")
         return tuple(notes)
 
     def delivered_when(self, target: Target, envelope: Envelope) -> str:
-        if target.kind == "claude-code":
-            return ("the transcript gains a typed user record (origin kind human) carrying exactly this line — top level, "
-                    "or attachment queued_command when absorbed mid-turn; send-keys exit status proves nothing")
-        return ("the rollout gains an item_completed UserMessage whose text is exactly this line, in a new `user` turn "
-                "or steered into the running turn; send-keys exit status proves nothing")
+        agent = agent_for(target.kind)
+        return agent.tmux_delivered_when() if agent else "nothing: no agent knows this kind, so nothing is typed"
 
     # -- helpers ---------------------------------------------------------------------
     async def _io(self, fn: Callable[..., T], *args: Any) -> T:
@@ -345,35 +267,11 @@ class TmuxTransport(Transport):
             return None
 
     async def _roster(self, target: Target, snap: Snapshot, cls: ModuleType) -> str | None:
-        """Why this pane no longer runs the target process, or None."""
-        if target.kind == "claude-code":
-            if snap.pane_pid != target.pid:
-                return f"pane {snap.pane_id} runs pid {snap.pane_pid}, not the target's {target.pid}"
-            want = target.detail.get("procStart")
-            if want:
-                from relay_repl.system.proc import proc_start
-
-                got = proc_start(target.pid) if target.pid else None
-                if got != str(want):
-                    return f"pid {target.pid} start time {got} != recorded procStart {want} (pid reused?)"
-            return None
-        if snap.pane_pid is None:
-            return "pane has no pid"
-        procs = await self._io(self.io.processes, snap.pane_pid)
-        tuis = [(pid, argv) for pid, argv in procs if _is_codex_tui(argv)]
-        if not tuis:
-            return f"no Codex TUI runs under pane {snap.pane_id} (pane pid {snap.pane_pid})"
-        pids = {pid for pid, _ in procs}
-        thread = str(target.detail.get("thread_id") or target.address)
-        if target.pid in pids:
-            return None
-        if any(argv[i] == "resume" and argv[i + 1] == thread for _, argv in tuis for i in range(len(argv) - 1)):
-            return None
-        name = cls.footer_name(snap)
-        if name is not None and name == target.name:
-            return None
-        return (f"the Codex TUI in pane {snap.pane_id} cannot be tied to thread {thread}: lock holder {target.pid} is "
-                f"not under the pane and the footer names {name!r}, not {target.name!r}")
+        """Why this pane no longer runs the target process, or None (the agent's roster rule)."""
+        agent = agent_for(target.kind)
+        if agent is None:
+            return f"no agent knows kind {target.kind!r}"
+        return await self._io(agent.roster_mismatch, target, snap, self.io.processes, cls)
 
     async def _check(self, target: Target, pane: PaneRef, cls: ModuleType
                      ) -> tuple[Snapshot | None, ScreenReading | None, str | None]:
@@ -394,10 +292,10 @@ class TmuxTransport(Transport):
             return snap, reading, "screen not recognised as idle or busy (fail closed): " + "; ".join(reading.reasons)
         if reading.composer != "empty":
             return snap, reading, f"composer is {reading.composer}: " + "; ".join(reading.reasons)
-        if target.kind == "claude-code":
-            status, waiting = await self._io(_claude_record_status, target)
-            if status == "waiting":
-                return snap, reading, f"registry says waiting ({waiting or 'dialog'}): a dialog would take the keys"
+        agent = agent_for(target.kind)
+        waiting = await self._io(agent.waiting_refusal, target) if agent else None
+        if waiting:
+            return snap, reading, waiting
         return snap, reading, None
 
     @staticmethod
@@ -415,24 +313,17 @@ class TmuxTransport(Transport):
         log(stage, DeliveryState.REFUSED, why, keys_sent=0, **data)
 
     def _baseline(self, target: Target) -> dict[str, Any]:
-        """Where receiver evidence will appear, and how far the file was before we typed."""
-        if target.kind == "claude-code":
-            from relay_repl.transports.claude_socket import transcript_path
-
-            path = transcript_path(target)
-        else:
-            from relay_repl.transports.codex_queue import codex_home, rollout_for
-
-            path = rollout_for(codex_home(target), str(target.detail.get("thread_id") or target.address),
-                               target.detail.get("rollout"))
+        """Where receiver evidence will appear (the agent says), and how far the file was before we typed."""
+        agent = agent_for(target.kind)
+        path = agent.evidence_file(target) if agent else None
         return {"path": str(path) if path else None, "offset": _file_size(path)}
 
     # -- send --------------------------------------------------------------------------
     async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
         tm: dict[str, Any] = {"started": self.clock(), "keys": []}
         delivery.extra["tmux"] = tm
-        cls = screens.for_kind(target.kind)
-        if cls is None:
+        agent, cls = self._agent(target)
+        if agent is None or cls is None:
             self._refuse(delivery, log, "preflight", f"no screen classifier for {target.kind!r}")
             return
         try:
@@ -510,7 +401,7 @@ class TmuxTransport(Transport):
         """The submit stage alone, for a delivery left TYPED (the debugger's step): the same
         re-classification and one Enter as in `send`, on the pane the payload was typed into."""
         tm = delivery.extra.setdefault("tmux", {"keys": []})
-        cls = screens.for_kind(target.kind)
+        cls = self._agent(target)[1]
         ref = tm.get("pane_ref")
         if cls is None or not ref:
             delivery.reason = "no record of the pane the payload was typed into; Enter NOT pressed"
@@ -524,6 +415,8 @@ class TmuxTransport(Transport):
                       log: StageLog, t_lit: float | None) -> None:
         """Re-classify, then one Enter in its own tmux call (never beside the text)."""
         tm = delivery.extra["tmux"]
+        agent = agent_for(target.kind)
+        assert agent is not None  # a classifier came from it
         # submit: re-classify first
         before = await self._snap(pane)
         r = cls.classify(before) if before else None
@@ -556,14 +449,12 @@ class TmuxTransport(Transport):
         tm["entered_at"] = t_enter
         tm["kind_at_submit"] = r.kind
         tm["submitted"] = True
-        what = {"idle": "a new turn should start",
-                "busy": ("Claude queues it for a tool boundary" if target.kind == "claude-code"
-                         else "Codex steers it into the running turn")}[r.kind]
+        what = {"idle": "a new turn should start", "busy": agent.busy_submit}[r.kind]
         log("submit", DeliveryState.SUBMITTED, f"Enter pressed once ({r.kind} target: {what})",
             since_literal=round(t_enter - t_lit, 3) if t_lit is not None else None, **self._ev(before, r))
-        await self._after_enter(delivery, target, pane, cls, before, payload, log, r.kind)
+        await self._after_enter(delivery, agent, pane, cls, before, payload, log, r.kind)
 
-    async def _after_enter(self, delivery: Delivery, target: Target, pane: PaneRef, cls: ModuleType,
+    async def _after_enter(self, delivery: Delivery, agent: Agent, pane: PaneRef, cls: ModuleType,
                            before: Snapshot, payload: str, log: StageLog, kind: str) -> None:
         """Watch the screen briefly after Enter; Codex busy may earn exactly one Tab."""
         tm = delivery.extra["tmux"]
@@ -580,7 +471,7 @@ class TmuxTransport(Transport):
             hint = cls.submitted(before, after, payload)
             if hint.composer_emptied or hint.payload_in_history or hint.queued:
                 break
-            if (target.kind == "codex" and not tabbed and hint.tab_to_queue and hint.turn_running
+            if (agent.tab_queues_when_busy and not tabbed and hint.tab_to_queue and hint.turn_running
                     and self.clock() - t_enter >= self.tab_after):
                 r = cls.classify(after)
                 if set(r.blockers) - {"draft"} or not cls.payload_visible(after, payload):
@@ -612,18 +503,15 @@ class TmuxTransport(Transport):
         """The pane now with the classifier's verdict and its reasons, and whether the
         receiver's transcript/rollout carries the payload. Sends no key."""
         tm = delivery.extra.get("tmux") or {}
-        cls = screens.for_kind(target.kind)
-        if cls is None:
+        agent, cls = self._agent(target)
+        if agent is None or cls is None:
             return Look(transport=self.name, verdict=f"no screen classifier for {target.kind!r}")
         ref = tm.get("pane_ref")
         pane = PaneRef(**ref) if ref else await self._io(self.io.locate, target)
         path, offset = await self._io(self._evidence_path, target, tm.get("baseline") or {})
-        if target.kind == "claude-code":
-            hits = await self._io(claude_typed_records, path, offset, payload) if path else []
-            landed_hits = [h for h in hits if h["where"] != "queue-operation enqueue"]
-        else:
-            hits = landed_hits = await self._io(codex_typed_items, path, offset, payload) if path else []
-        landed: bool | None = bool(landed_hits) if path else None
+        ev = await self._io(agent.typed_evidence, path, offset, payload) if path else None
+        hits = ev.records if ev else []
+        landed: bool | None = ev.landed if ev else None
         data: dict[str, Any] = {"evidence file": str(path) if path else "none found"}
         snap = await self._snap(pane) if pane is not None else None
         if snap is None:
@@ -636,10 +524,10 @@ class TmuxTransport(Transport):
         if roster:
             reasons.insert(0, f"roster: {roster}")
         if landed:
-            verdict = f"landed: the receiver's {'transcript' if target.kind == 'claude-code' else 'rollout'} carries the payload"
+            verdict = f"landed: the receiver's {agent.evidence_name} carries the payload"
         elif staged:
             verdict = "staged, not submitted: the exact payload sits in the composer and the receiver has not taken it"
-        elif landed is False and hits:
+        elif ev is not None and ev.state == "enqueued":
             verdict = "enqueued by the receiver (queue-operation), not yet in a turn"
         elif landed is False:
             verdict = ("not in the composer and not in the receiver's evidence: the typed bytes may still be waiting "
@@ -657,39 +545,22 @@ class TmuxTransport(Transport):
         if not tm.get("submitted"):
             return
         base = tm.get("baseline") or {}
+        agent = agent_for(target.kind)
         deadline = self.clock() + timeout
         last_report = self.clock()
         enqueued = False
         while True:
             path, offset = await self._io(self._evidence_path, target, base)
-            if target.kind == "claude-code":
-                hits = await self._io(claude_typed_records, path, offset, payload) if path else []
-                turn_hits = [h for h in hits if h["where"] != "queue-operation enqueue"]
-                if hits and not turn_hits and not enqueued:
-                    enqueued = True
-                    log("confirm", DeliveryState.QUEUED, "Claude enqueued the typed line (queue-operation enqueue); "
-                        "waiting for the turn that takes it", transcript=str(path), record=hits[0])
-                if turn_hits:
-                    await self._confirmed(delivery, target, payload, log, tm,
-                                          f"transcript record ({turn_hits[0]['where']}, origin kind human) carries the "
-                                          "exact payload", transcript=str(path), record=turn_hits[0],
-                                          matches=len(turn_hits))
-                    return
-            else:
-                hits = await self._io(codex_typed_items, path, offset, payload) if path else []
-                good = [h for h in hits if h["steered"] or h["turn_trigger"] == "user"]
-                if good:
-                    h = good[0]
-                    how = "steered into the running turn" if h["steered"] else "in a new turn (trigger user)"
-                    await self._confirmed(delivery, target, payload, log, tm,
-                                          f"rollout UserMessage with the exact payload, {how} {h['turn_id']}",
-                                          rollout=str(path), item=h, matches=len(good))
-                    return
-                if hits:
-                    log("confirm", DeliveryState.UNKNOWN,
-                        f"the payload is in turn {hits[0]['turn_id']} but its trigger is {hits[0]['turn_trigger']!r}, "
-                        "not a typed turn", rollout=str(path), item=hits[0])
-                    return
+            ev = await self._io(agent.typed_evidence, path, offset, payload) if path and agent else None
+            if ev is not None and ev.state == "enqueued" and not enqueued:
+                enqueued = True
+                log("confirm", DeliveryState.QUEUED, ev.detail, **ev.data)
+            if ev is not None and ev.state == "confirmed":
+                await self._confirmed(delivery, target, payload, log, tm, ev.detail, **ev.data)
+                return
+            if ev is not None and ev.state == "mismatch":
+                log("confirm", DeliveryState.UNKNOWN, ev.detail, **ev.data)
+                return
             now = self.clock()
             if now >= deadline:
                 snap = await self._snap(PaneRef(**tm["pane_ref"])) if tm.get("pane_ref") else None
@@ -700,7 +571,7 @@ class TmuxTransport(Transport):
                 return
             if now - last_report >= 5:
                 last_report = now
-                log.progress(f"waiting for {target.spec}'s {'transcript' if target.kind == 'claude-code' else 'rollout'} "
+                log.progress(f"waiting for {target.spec}'s {agent.evidence_name if agent else 'evidence'} "
                              f"to show the typed line ({deadline - now:.0f}s left)")
             await anyio.sleep(self.confirm_poll)
 
@@ -720,7 +591,7 @@ class TmuxTransport(Transport):
         screen: dict[str, Any] = {}
         if tm.get("pane_ref"):
             snap = await self._snap(PaneRef(**tm["pane_ref"]))
-            cls = screens.for_kind(target.kind)
+            cls = self._agent(target)[1]
             if snap is not None and cls is not None:
                 r = cls.classify(snap)
                 screen = {"screen_now": r.summary(), "capture": snap.excerpt(8)}

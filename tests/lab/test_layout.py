@@ -10,7 +10,7 @@ import pytest
 from relay_repl.core.errors import LabError, PolicyRefusal
 import relay_repl.lab.install as install
 import relay_repl.lab.layout as layout
-from relay_repl.agents.claude_code import _java_hash as java_string_hash, munge_cwd
+from relay_repl.agents.claude_code.provider import _java_hash as java_string_hash, munge_cwd
 from relay_repl.agents.claude_code import transcript_path as claude_transcript_path
 from relay_repl.lab.layout import (
     CLAUDE,

@@ -196,3 +196,18 @@ async def test_save_recipe_turns_repeats_into_parameters(tmp_path):
     assert {k: (p.type, p.default) for k, p in r.params.items()} == {"a": ("target", "fake:a"), "text1": ("text", "hello")}
     assert [(st.kind, st.to, st.body, st.wants) for st in r.steps] == [
         ("ask", "{a}", "{text1}", "reply"), ("tell", "fake:b", "{text1}", "none"), ("tell", "{a}", "and {{this}}", "ack")]
+
+
+async def test_a_halt_raised_during_a_send_ends_the_run_as_halted(tmp_path):
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 10)
+    real = s.send
+
+    async def send(*a, **kw):
+        if len(rep.received) == 2:
+            s.halt("operator pressed halt")
+        return await real(*a, **kw)
+
+    s.send = send
+    run = await s.run(write(tmp_path, TWO.format(rounds=3)))
+    assert run.state == "halted" and len(rep.received) == 2
+    assert led.events(relay_id=run.id, kind="run-end")[-1].data["state"] == "halted"

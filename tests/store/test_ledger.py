@@ -119,3 +119,55 @@ def test_survives_kill_9_mid_write(tmp_path, run):
     # and the ledger keeps working after the crash
     led = Ledger(path)
     assert led.next_id("w") == f"w-{n + 1}"
+
+
+def test_an_empty_ledger_is_reported_never_replaced(tmp_path):
+    """sqlite would open a 0-byte file as a new database and write a fresh schema into it:
+    the dedupe history would be gone without a word (issue 11 item 8)."""
+    path = tmp_path / "ledger.sqlite"
+    path.write_bytes(b"")
+    with pytest.raises(RelayError) as err:
+        Ledger(path)
+    msg = str(err.value)
+    assert str(path) in msg and "empty (0 bytes)" in msg and "mv " in msg and "\n" not in msg
+    assert path.read_bytes() == b""  # untouched
+
+
+def test_a_ledger_that_is_not_sqlite_is_reported_never_replaced(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    path.write_bytes(b"garbage, not a database\n" * 10)
+    with pytest.raises(RelayError, match="not an SQLite database") as err:
+        Ledger(path)
+    assert str(path) in str(err.value)
+    assert path.read_bytes() == b"garbage, not a database\n" * 10
+
+
+def test_an_unreadable_ledger_names_its_path_and_the_fix(tmp_path, monkeypatch):
+    import os
+
+    path = tmp_path / "ledger.sqlite"
+    Ledger(path).close()
+    real_access = os.access
+    # root ignores chmod 000, so the kernel's answer for this one path is simulated
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(path) else real_access(p, mode, **kw))
+    with pytest.raises(RelayError, match="cannot read the ledger") as err:
+        Ledger(path)
+    assert str(path) in str(err.value) and "chmod u+rw" in str(err.value)
+
+
+def test_a_new_ledger_appears_whole(tmp_path):
+    path = tmp_path / "sub" / "ledger.sqlite"
+    led = Ledger(path)
+    assert path.read_bytes()[:16] == b"SQLite format 3\x00"
+    assert led.next_id("a") == "a-1"
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".new")] == []
+
+
+def test_cli_reports_an_empty_ledger_with_exit_1(tmp_path, relay_home):
+    relay_home.mkdir(parents=True, exist_ok=True)
+    (relay_home / "ledger.sqlite").write_bytes(b"")
+    res = subprocess.run([sys.executable, "-m", "relay_repl", "log"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1, res
+    assert res.stderr.count("\n") == 1 and "empty (0 bytes)" in res.stderr and str(relay_home) in res.stderr
+    assert "Traceback" not in res.stderr and res.stdout == ""
+    assert (relay_home / "ledger.sqlite").read_bytes() == b""

@@ -26,6 +26,10 @@ async def test_message_plan_shows_the_wrapper_that_is_written_and_recorded(lab):
     async with live_session([True, True]) as (s, gate, _inbox):
         assert await s.register_inbox() is True
         reg = s.registration
+        # registering planned every file it then created
+        assert [f.split()[:2] for f in gate.shown[0].files] == [
+            ["creates", f"{reg.record_path}:"], ["creates", f"{reg.key_path}:"], ["creates", f"{reg.socket_path}:"]]
+        assert all(Path(f).exists() for f in (reg.record_path, reg.key_path, reg.socket_path))
         d = await s.send(CLAUDE, "what you approve is what arrives", transport="claude-code-message", timeout=30)
         assert d.state is DeliveryState.IN_TURN, d.summary()
         plan = gate.shown[-1]

@@ -105,8 +105,8 @@ def claude_peer_name(env: Envelope) -> str | None:
     Claude registry (`$CLAUDE_CONFIG_DIR/sessions`, live records only), as ListAgents shows it:
     a Claude session whose name is the sender's address, or the record of the process whose
     pid ends the address (the operator's address is `user.host.pid`; its inbox registers
-    under that pid, see `agents/claude_peer.py`). None when the sender is not listed."""
-    from relay_repl.agents.claude_peer import claude_config_dir, live_claude_records
+    under that pid, see `agents/claude_code/peer.py`). None when the sender is not listed."""
+    from relay_repl.agents.claude_code.peer import claude_config_dir, live_claude_records
 
     records = live_claude_records(claude_config_dir())
     for rec in records:

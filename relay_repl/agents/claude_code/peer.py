@@ -129,7 +129,20 @@ class ClaudePeerRegistration:
             payload=json.dumps(self.record, separators=(",", ":")),
             delivered_when=f"`claude agents --json` lists {self.name!r} with pid {os.getpid()}",
             notes=("removed again when the REPL exits; a crash is cleaned by the next start",),
+            files=self.plan_files(),
         )
+
+    def plan_files(self) -> tuple[str, ...]:
+        """Every file `write` and the listener create or replace (a file already at the
+        record's or key's name is a dead process's leftover under our reused pid: no
+        live process can hold our pid)."""
+        def verb(p: Path) -> str:
+            return f"replaces {p} (left there by a dead process that had pid {os.getpid()})" if p.exists() \
+                else f"creates {p}"
+
+        return (f"{verb(self.record_path)}: the registry record (payload 3)",
+                f"{verb(self.key_path)}: its key file (mode 0600, a fresh peerToken)",
+                f"creates {self.socket_path}: the listening socket Claude sessions reply to")
 
     def write(self) -> None:
         sessions = self.cfg / "sessions"

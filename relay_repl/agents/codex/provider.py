@@ -239,11 +239,17 @@ class PaneCodex:
     footer_name: str | None = None
 
 
-def _is_codex_argv(argv: Sequence[str]) -> bool:
+def is_codex_argv(argv: Sequence[str]) -> bool:
+    """Whether a process is Codex (its binary, or the npm wrapper's `codex.js`)."""
     if not argv:
         return False
     names = [os.path.basename(a) for a in argv[:2]]
     return any(n in ("codex", "codex.js") for n in names)
+
+
+def is_codex_tui(argv: Sequence[str]) -> bool:
+    """Whether a process is a Codex TUI one could type into (not the app-server daemon)."""
+    return is_codex_argv(argv) and "app-server" not in argv
 
 
 def codex_panes(panes: Sequence[Pane], table: Mapping[int, ProcStat]) -> dict[tuple[str, str], PaneCodex]:
@@ -256,7 +262,7 @@ def codex_panes(panes: Sequence[Pane], table: Mapping[int, ProcStat]) -> dict[tu
         pc = PaneCodex(pane)
         for pid in descendants(pane.pane_pid, dict(table), children):
             argv = read_cmdline(pid) or []
-            if not _is_codex_argv(argv) or "app-server" in argv:
+            if not is_codex_argv(argv) or "app-server" in argv:
                 continue
             pc.tui_pids.append(pid)
             if "--no-daemon" in argv:

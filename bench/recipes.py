@@ -1,0 +1,210 @@
+"""Recipes in the lab: ask-all's concurrency, and the runner's own overhead per round.
+
+    .venv/bin/python -m bench.recipes [--claude 4 --codex 4] [--rounds-only | --ask-all-only]
+
+1. ask-all over a lab of N Claude + M Codex sessions, with a scripted yes. First the
+   single round trip (send want=reply -> linked reply) of every target, one at a time;
+   then the whole ask-all run. Goal: the whole run within 2x the median single round
+   trip, plus the gate (the time spent inside the approver, ~0 when scripted).
+2. five-rounds between the first Claude and the first Codex session. The runner's own overhead per
+   round = the round's wall time minus the receivers' turn time read from their
+   transcripts (Claude session JSONL / Codex rollout: the first record carrying our
+   `id=` to the last record written before the answer reached the inbox). Median per
+   round, split by which target a step asks. Goals: <= 0.3 s per round on Claude
+   targets, <= 0.6 s on Codex targets (each a share of the round's overhead, by step).
+
+Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
+temporary RELAY_HOME and takes it down at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from datetime import datetime
+from typing import Any
+
+GOAL_ASK_ALL = 2.0
+GOAL_OVERHEAD = {"claude-code": 0.3, "codex": 0.6}
+
+
+class TimedYes:
+    """A scripted yes that keeps the time spent inside the gate."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+
+    async def __call__(self, plan: Any) -> bool:
+        t = time.perf_counter()
+        ok = True
+        self.spent += time.perf_counter() - t
+        return ok
+
+
+def _ts(rec: dict[str, Any]) -> float | None:
+    raw = rec.get("timestamp")
+    if not isinstance(raw, str):
+        return None
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def turn_time(transcript: str, relay_id: str, answered_at: float) -> float | None:
+    """Seconds from the receiver's first record carrying `id=<relay_id> ` to its last record
+    written before the answer arrived (read from its transcript or rollout)."""
+    start = end = None
+    needle = f"id={relay_id} "
+    try:
+        with open(transcript, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if start is None and needle not in line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                t = _ts(rec)
+                if t is None:
+                    continue
+                if start is None:
+                    start = t
+                elif t <= answered_at + 0.001:
+                    end = t
+    except OSError:
+        return None
+    if start is None:
+        return None
+    return max(0.0, (end or start) - start)
+
+
+async def ask_all(runs: int) -> None:
+    import anyio
+
+    from relay_repl.session.app import make_session
+
+    gate = TimedYes()
+    s = make_session(approve=gate, echo=None)
+    async with anyio.create_task_group() as tg:
+        await s.open_inbox(tg)
+        await s.refresh()
+        try:
+            await s.register_inbox()
+            targets = [t.spec for t in s.targets if t.live and t.transports and t.pid != os.getpid()]
+            singles = []
+            for spec in targets:
+                run = await s.run("ask-all", targets=spec, question="single round trip")
+                step = run.steps[0]
+                if run.state != "done" or step.answer is None:
+                    raise SystemExit(f"single round trip to {spec} failed: {run!r}")
+                singles.append(step.answer.at - _approved_at(s, step.relay_id))
+            med = statistics.median(singles)
+            for i in range(runs):
+                gate.spent = 0.0
+                t0 = time.time()
+                run = await s.run("ask-all", question=f"bench ask-all {i}")
+                wall = time.time() - t0
+                got = len(run.replies)
+                if run.state != "done" or got != len(targets):
+                    raise SystemExit(f"ask-all run {i} failed ({got}/{len(targets)} replies): {run!r}")
+                ratio = (wall - gate.spent) / med
+                print(f"ask-all over {len(targets)} targets: {wall:.2f} s (gate {gate.spent * 1000:.1f} ms); median "
+                      f"single round trip {med:.2f} s (min {min(singles):.2f}, max {max(singles):.2f}) -> "
+                      f"{ratio:.2f}x the round trip = {ratio / GOAL_ASK_ALL:.2f}x of the {GOAL_ASK_ALL:.0f}x goal")
+        finally:
+            await s.close_inbox()
+            tg.cancel_scope.cancel()
+
+
+def _approved_at(s: Any, relay_id: str | None) -> float:
+    ans = [e for e in s.ledger.events(relay_id=relay_id, kind="answer") if e.data.get("approved")]
+    return ans[-1].at
+
+
+async def five_rounds(transcripts: dict[str, str], a: str, b: str) -> None:
+    import anyio
+
+    from relay_repl.session.app import make_session
+
+    s = make_session(approve=TimedYes(), echo=None)
+    async with anyio.create_task_group() as tg:
+        await s.open_inbox(tg)
+        await s.refresh()
+        try:
+            await s.register_inbox()
+            kinds = {t.spec: t.kind for t in s.targets}
+            run = await s.run("five-rounds", a=a, b=b)
+            if run.state != "done":
+                raise SystemExit(f"five-rounds did not finish: {run!r}")
+            per_kind: dict[str, list[float]] = {"claude-code": [], "codex": []}
+            for r in range(1, 6):
+                steps = [st for st in run.steps if st.round == r]
+                for st in steps:
+                    assert st.answer is not None and st.relay_id is not None
+                    started = _approved_at(s, st.relay_id)
+                    wall = st.answer.at - started
+                    name = st.target.split(":", 1)[1]
+                    turn = turn_time(transcripts[name], st.relay_id, st.answer.at)
+                    if turn is None:
+                        print(f"  round {r} {st.target}: no transcript record for {st.relay_id}")
+                        continue
+                    per_kind[kinds[st.target]].append(wall - turn)
+            own = []
+            for r in range(1, 6):
+                steps = [st for st in run.steps if st.round == r]
+                marks = [e.at for e in s.ledger.events(relay_id=run.id, kind="run-step") if e.data.get("round") == r]
+                wall = max(st.answer.at for st in steps if st.answer) - min(marks)
+                waited = sum(st.answer.at - _approved_at(s, st.relay_id) for st in steps if st.answer)
+                own.append(wall - waited)
+            print(f"five-rounds: the runner's own time per round (wall minus approval-to-answer of each step: "
+                  f"templates, discovery, plans, ledger): median {statistics.median(own):.3f} s")
+            for kind, xs in per_kind.items():
+                if not xs:
+                    continue
+                med = statistics.median(xs)
+                print(f"five-rounds runner overhead on {kind} steps: median {med:.3f} s per round (min {min(xs):.3f}, "
+                      f"max {max(xs):.3f}, n={len(xs)}) = {med / GOAL_OVERHEAD[kind]:.2f}x of the "
+                      f"{GOAL_OVERHEAD[kind]:.1f} s goal")
+        finally:
+            await s.close_inbox()
+            tg.cancel_scope.cancel()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--claude", type=int, default=4)
+    ap.add_argument("--codex", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=3, help="ask-all runs (default 3)")
+    ap.add_argument("--rounds-only", action="store_true")
+    ap.add_argument("--ask-all-only", action="store_true")
+    args = ap.parse_args()
+    import anyio
+
+    import relay_repl.lab.launcher as launcher
+    import relay_repl.store.paths as paths
+
+    os.environ.setdefault("RELAY_LAB_CLIENTS", str(paths.clients_dir()))
+    with tempfile.TemporaryDirectory(prefix="relay-bench-recipes-") as home:
+        os.environ["RELAY_HOME"] = home
+        state = launcher.up(claude=args.claude, codex=args.codex, progress=lambda m: None)
+        os.environ.update(launcher.env())
+        try:
+            if not args.rounds_only:
+                anyio.run(ask_all, args.runs)
+            if not args.ask_all_only:
+                state = launcher.status() or state
+                transcripts = {x.name: x.transcript or "" for x in state.sessions}
+                a = next(x.name for x in state.sessions if x.kind == "claude-code")
+                b = next(x.name for x in state.sessions if x.kind == "codex")
+                anyio.run(five_rounds, transcripts, f"claude:{a}", f"codex:{b}")
+        finally:
+            launcher.down(progress=lambda m: None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Claude Code's receiver evidence: what its transcript and registry say about a message.
+
+Facts (claude-code.md sections 1.2, 2 and 4, verified on 2.1.328):
+- The transcript is `$CFG/projects/<munged cwd>/<sessionId>.jsonl`, re-derived from the
+  live registry record each time: `sessionId` changes on /clear or resume.
+- A socket message lands as a record whose `origin` (top level, or `attachment.origin`
+  when absorbed mid-turn by a busy receiver) carries our `msg_id` and the kernel-supplied
+  `verifiedPeerPid`/`verifiedPeerProcStart`.
+- A typed line lands as a `user` record with `origin.kind` human, or, absorbed at a tool
+  boundary, an `attachment` of type `queued_command`; a `queue-operation` enqueue only
+  says Claude holds it.
+- The receiver's peerToken is in `sessions/<pid>.<sha256(socket path)>.key`.
+All readers are blocking and tolerant (a file mid-write or gone reads as no evidence).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import relay_repl.store.jsonl as jsonl
+from relay_repl.agents.claude_code.provider import transcript_path as derive_transcript_path
+from relay_repl.core.target import Target
+
+
+def config_dir_of(target: Target) -> Path | None:
+    """`$CFG` of the session, from the registry record discovery read (`<cfg>/sessions/<pid>.json`)."""
+    rec = target.detail.get("record")
+    return Path(rec).parent.parent if rec else None
+
+
+def transcript_for(target: Target) -> Path | None:
+    """Re-derived each time from the live record: sessionId changes on /clear or resume."""
+    rec_file = target.detail.get("record")
+    cfg = config_dir_of(target)
+    if rec_file and cfg:
+        try:
+            rec = json.loads(Path(rec_file).read_text())
+            if rec.get("pid") == target.pid:
+                return derive_transcript_path(cfg, rec["cwd"], rec["sessionId"])
+        except (OSError, ValueError, KeyError):
+            pass
+    t = target.detail.get("transcript")
+    return Path(t) if t else None
+
+
+def peer_token(target: Target) -> str | None:
+    """The receiver's peerToken, if its key file is readable (not required on Linux)."""
+    cfg = config_dir_of(target)
+    sock = target.detail.get("socket")
+    if not (cfg and sock):
+        return None
+    h = hashlib.sha256(str(sock).encode()).hexdigest()
+    for f in (cfg / "sessions").glob(f"*.{h}.key"):
+        try:
+            return str(json.loads(f.read_text())["peerToken"])
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
+
+
+def record_status(target: Target) -> tuple[str | None, str | None]:
+    """(status, waitingFor) of the target's live registry record, or (None, None)."""
+    rec = target.detail.get("record")
+    if not rec:
+        return None, None
+    try:
+        d = json.loads(Path(rec).read_text())
+    except (OSError, ValueError):
+        return None, None
+    if d.get("pid") != target.pid:
+        return None, None
+    return d.get("status"), d.get("waitingFor")
+
+
+def find_origin_records(transcript: Path, msg_id: str) -> list[dict[str, Any]]:
+    """Every transcript record whose origin (either path) carries msg_id, with its content."""
+    hits = []
+    for _, d in jsonl.records(transcript):
+        att: dict[str, Any] = d["attachment"] if isinstance(d.get("attachment"), dict) else {}
+        origin, where = (d.get("origin"), "origin") if isinstance(d.get("origin"), dict) else (att.get("origin"), "attachment.origin")
+        if isinstance(origin, dict) and origin.get("msg_id") == msg_id:
+            content = d["message"].get("content") if isinstance(d.get("message"), dict) else None
+            hits.append({"type": d.get("type"), "where": where, "origin": origin,
+                         "content": content if content is not None else att.get("prompt")})
+    return hits
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
+
+
+def claude_typed_records(transcript: Path, offset: int, payload: str) -> list[dict[str, Any]]:
+    """Typed-input records at or after byte `offset` carrying `payload` (origin kind human).
+
+    A prompt typed while idle (or run as the next turn) is a top-level `user` record;
+    one absorbed at a tool boundary is an `attachment` of type `queued_command`
+    (claude-code.md §4.3). A `queue-operation` enqueue only says Claude holds it.
+    """
+    hits: list[dict[str, Any]] = []
+    payload = payload.strip()  # a TUI may trim edge whitespace on submit; the inside must match exactly
+    for at, d in jsonl.records(transcript, offset):
+        att = d.get("attachment") if isinstance(d.get("attachment"), dict) else None
+        if d.get("type") == "user" and isinstance(d.get("origin"), dict):
+            text = _text_of((d.get("message") or {}).get("content"))
+            if d["origin"].get("kind") == "human" and payload in text:
+                hits.append({"where": "top-level user", "offset": at, "uuid": d.get("uuid"),
+                             "promptSource": d.get("promptSource"), "origin": d["origin"], "content": text[:500]})
+        elif att and att.get("type") == "queued_command" and isinstance(att.get("origin"), dict):
+            text = _text_of(att.get("prompt"))
+            if att["origin"].get("kind") == "human" and payload in text:
+                hits.append({"where": "attachment.queued_command", "offset": at, "uuid": d.get("uuid"),
+                             "origin": att["origin"], "content": text[:500]})
+        elif d.get("type") == "queue-operation" and d.get("operation") == "enqueue" and \
+                str(d.get("content") or "").strip() == payload:
+            hits.append({"where": "queue-operation enqueue", "offset": at, "content": payload[:500]})
+    return hits

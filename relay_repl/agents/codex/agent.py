@@ -1,0 +1,81 @@
+"""Codex as the transports see it (the `Agent` protocol of `relay_repl.agents.agent`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from relay_repl.agents.agent import Processes, TypedEvidence
+from relay_repl.agents.codex.evidence import codex_home, codex_typed_items, rollout_for
+from relay_repl.agents.codex.provider import is_codex_tui
+from relay_repl.agents.screens.model import Snapshot
+from relay_repl.core.target import Target
+
+KIND = "codex"
+
+
+class CodexAgent:
+    """Codex 0.169.0: the TUI runs under the pane and is tied to the thread by the lock
+    holder, `resume <uuid>` argv or the footer's thread name; Enter while busy steers the
+    line into the running turn, and one Tab may queue a line left beside `tab to queue
+    message`; evidence is the rollout."""
+
+    kind = KIND
+    evidence_name = "rollout"
+    busy_submit = "Codex steers it into the running turn"
+    tab_queues_when_busy = True
+
+    def screen(self) -> ModuleType | None:
+        from relay_repl.agents import screens
+
+        return screens.for_kind(self.kind)
+
+    def tmux_busy_note(self, target: Target) -> str | None:
+        if target.state in ("busy", "never-idle"):
+            return "target is busy: Enter steers the line into the running turn (Codex 0.169.0)"
+        return None
+
+    def tmux_delivered_when(self) -> str:
+        return ("the rollout gains an item_completed UserMessage whose text is exactly this line, in a new `user` turn "
+                "or steered into the running turn; send-keys exit status proves nothing")
+
+    def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
+        if snap.pane_pid is None:
+            return "pane has no pid"
+        procs = processes(snap.pane_pid)
+        tuis = [(pid, argv) for pid, argv in procs if is_codex_tui(argv)]
+        if not tuis:
+            return f"no Codex TUI runs under pane {snap.pane_id} (pane pid {snap.pane_pid})"
+        pids = {pid for pid, _ in procs}
+        thread = str(target.detail.get("thread_id") or target.address)
+        if target.pid in pids:
+            return None
+        if any(argv[i] == "resume" and argv[i + 1] == thread for _, argv in tuis for i in range(len(argv) - 1)):
+            return None
+        name = screen.footer_name(snap)
+        if name is not None and name == target.name:
+            return None
+        return (f"the Codex TUI in pane {snap.pane_id} cannot be tied to thread {thread}: lock holder {target.pid} is "
+                f"not under the pane and the footer names {name!r}, not {target.name!r}")
+
+    def waiting_refusal(self, target: Target) -> str | None:
+        return None  # an approval dialog shows on the screen, which the classifier reads
+
+    def evidence_file(self, target: Target) -> Path | None:
+        return rollout_for(codex_home(target), str(target.detail.get("thread_id") or target.address),
+                           target.detail.get("rollout"))
+
+    def typed_evidence(self, path: Path, offset: int, payload: str) -> TypedEvidence:
+        hits = codex_typed_items(path, offset, payload)
+        good = [h for h in hits if h["steered"] or h["turn_trigger"] == "user"]
+        if good:
+            h = good[0]
+            how = "steered into the running turn" if h["steered"] else "in a new turn (trigger user)"
+            return TypedEvidence(state="confirmed", detail=f"rollout UserMessage with the exact payload, {how} {h['turn_id']}",
+                                 data={"rollout": str(path), "item": h, "matches": len(good)}, records=hits)
+        if hits:
+            return TypedEvidence(state="mismatch",
+                                 detail=f"the payload is in turn {hits[0]['turn_id']} but its trigger is "
+                                        f"{hits[0]['turn_trigger']!r}, not a typed turn",
+                                 data={"rollout": str(path), "item": hits[0]}, records=hits)
+        return TypedEvidence(state="none")

@@ -1,0 +1,140 @@
+"""Codex's receiver evidence: the durable queue's rows and the thread's rollout.
+
+Facts (codex.md sections 2 and 3, verified on 0.169.0):
+- `$CODEX_HOME/queue_1.sqlite` holds queued items; the schema has drifted across
+  versions (ANCHORS C.5), so it is opened read-only and introspected; a `state`
+  column, where it exists, distinguishes pending from claimed/failed.
+- The rollout `sessions/YYYY/MM/DD/rollout-<ts>-<thread>.jsonl` records each turn's
+  `task_started` (with `turn_attribution.turn_trigger`: user, queue, ...) and each
+  `item_completed` UserMessage (with the queue row's `client_id`).
+- Enter while a turn runs steers the line into that turn (0.169.0).
+All readers are blocking and tolerant (a file mid-write or gone reads as no evidence).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+from urllib.request import pathname2url
+
+import relay_repl.store.jsonl as jsonl
+from relay_repl.core.target import Target
+
+
+def codex_home(target: Target) -> Path:
+    home = target.detail.get("codex_home") or os.environ.get("CODEX_HOME") or Path.home() / ".codex"
+    return Path(home)
+
+
+def read_item(home: Path, item_id: str) -> dict[str, Any] | None:
+    """The queue row with this id (read-only), or None if it is gone."""
+    db = home / "queue_1.sqlite"
+    if not db.exists():
+        return None
+    con = sqlite3.connect(f"file:{pathname2url(str(db))}?mode=ro", uri=True, timeout=2)
+    try:
+        cols = [r[1] for r in con.execute("PRAGMA table_info(queued_items)")]
+        id_col = "id" if "id" in cols else "queued_item_id"
+        payload_col = "payload_json" if "payload_json" in cols else "payload_jsonb"
+        want = [c for c in (id_col, "thread_id", "queue_order", payload_col, "state", "failure_jsonb") if c in cols]
+        row = con.execute(f"SELECT {', '.join(want)} FROM queued_items WHERE {id_col} = ?", (item_id,)).fetchone()
+        if row is None:
+            return None
+        rec = dict(zip(want, row))
+        ahead = con.execute(
+            "SELECT COUNT(*) FROM queued_items WHERE thread_id = ? AND queue_order < ?",
+            (rec["thread_id"], rec["queue_order"]),
+        ).fetchone()[0]
+    finally:
+        con.close()
+    try:
+        payload = json.loads(rec.get(payload_col) or "{}")
+    except (TypeError, ValueError):
+        payload = {}
+    ui = payload.get("UserInput") or {}
+    return {
+        "thread_id": rec["thread_id"],
+        "queue_order": rec["queue_order"],
+        "ahead": ahead,
+        "client_id": ui.get("client_id"),
+        "state": rec.get("state", "pending"),
+        "failure": rec.get("failure_jsonb"),
+    }
+
+
+def rollout_for(home: Path, thread_id: str, hint: str | None) -> Path | None:
+    if hint and Path(hint).exists():
+        return Path(hint)
+    paths = sorted(glob.glob(str(home / "sessions" / "*" / "*" / "*" / f"rollout-*-{thread_id}.jsonl")))
+    return Path(paths[-1]) if paths else None
+
+
+def find_in_rollout(rollout: Path, *, client_id: str | None, text: str) -> dict[str, Any] | None:
+    """The turn that carried our message, matched on client_id, else exact text."""
+    triggers: dict[str, str] = {}
+    for _, rec in jsonl.records(rollout):
+        p = rec.get("payload") or {}
+        if p.get("type") == "task_started":
+            attribution = p.get("turn_attribution") or {}
+            triggers[p.get("turn_id", "")] = attribution.get("turn_trigger", "?")
+        item = p.get("item") or {}
+        if p.get("type") == "item_completed" and item.get("type") == "UserMessage":
+            body = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
+            hit = item.get("client_id") == client_id if client_id else body == text
+            if hit:
+                turn = p.get("turn_id", "")
+                return {"turn_id": turn, "turn_trigger": triggers.get(turn), "client_id": item.get("client_id"),
+                        "text": body, "at": rec.get("timestamp")}
+    return None
+
+
+def codex_typed_items(rollout: Path, offset: int, payload: str) -> list[dict[str, Any]]:
+    """UserMessage items after byte `offset` whose text is exactly `payload`, with their turn.
+
+    `steered` is True when the turn had started before `offset` (the message went into
+    a turn that was already running: Enter-while-busy steers in 0.169.0).
+    """
+    hits: list[dict[str, Any]] = []
+    turns: dict[str, tuple[str | None, int]] = {}
+    for at, rec in jsonl.records(rollout):
+        p = rec.get("payload")
+        if not isinstance(p, dict):
+            continue
+        if p.get("type") == "task_started":
+            attribution = p.get("turn_attribution") or {}
+            turns[str(p.get("turn_id"))] = (attribution.get("turn_trigger"), at)
+        item = p.get("item") if isinstance(p.get("item"), dict) else None
+        if at >= offset and p.get("type") == "item_completed" and item and item.get("type") == "UserMessage":
+            text = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
+            if text.strip() == payload.strip():  # edge whitespace may be trimmed on submit
+                turn = str(p.get("turn_id"))
+                trigger, started = turns.get(turn, (None, -1))
+                hits.append({"turn_id": turn, "turn_trigger": trigger, "steered": 0 <= started < offset,
+                             "client_id": item.get("client_id"), "offset": at, "at": rec.get("timestamp")})
+    return hits
+
+
+def turns_since(rollout: Path, since: float) -> list[dict[str, Any]]:
+    """The rollout's turns started at or after epoch `since`: id, trigger, and the user text."""
+    from datetime import datetime
+
+    turns: dict[str, dict[str, Any]] = {}
+    for _, rec in jsonl.records(rollout):
+        p = rec.get("payload") or {}
+        try:
+            at = datetime.fromisoformat(str(rec.get("timestamp")).replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            continue
+        if p.get("type") == "task_started" and at >= since - 1:
+            attribution = p.get("turn_attribution") or {}
+            turns[str(p.get("turn_id"))] = {"turn_id": p.get("turn_id"), "trigger": attribution.get("turn_trigger"),
+                                             "at": rec.get("timestamp"), "user": None}
+        item = p.get("item") or {}
+        turn = turns.get(str(p.get("turn_id")))
+        if turn is not None and p.get("type") == "item_completed" and item.get("type") == "UserMessage":
+            turn["user"] = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))[:300]
+    return list(turns.values())
