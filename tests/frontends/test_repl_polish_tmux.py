@@ -53,7 +53,7 @@ def test_tab_completes_a_target_inside_send(repl):
 
     time.sleep(1.0)  # let the prompt redraw after the background print
     repl.pane.send_keys('session.send("fa', enter=False, literal=True)
-    repl.wait_for('>>> session.send("fa')
+    repl.wait_for(lambda t: "fake:inbox" in t.split('>>> session.send("fa')[-1])  # offered as you type
     repl.keys("Tab")
     repl.wait_for('session.send("fake:inbox')
 
