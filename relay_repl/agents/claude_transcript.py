@@ -181,7 +181,8 @@ def find_relay_id(transcript: Path | str, relay_id: str) -> TranscriptScan:
 
     Streams the file in bounded memory (store.jsonl.LineScan); only lines holding both the id
     and an origin key are parsed."""
-    scan = LineScan(transcript, id_needle(relay_id), (ORIGIN_KEY,))
+    needle, follow = id_needle(relay_id)
+    scan = LineScan(transcript, needle, (ORIGIN_KEY,), followed_by=follow)
     hits: list[OriginHit] = []
     for offset, raw in scan:
         try:

@@ -29,6 +29,12 @@ from relay_repl.store.jsonl import LineScan
 KIND = "codex"
 
 
+def rollout_path(codex_home: Path, thread_id: str) -> Path | None:
+    """`sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl` (codex.md §2), newest if several."""
+    found = sorted((codex_home / "sessions").glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
+    return found[-1] if found else None
+
+
 class CodexTurnWatch:
     """Watches one rollout for the turn whose user message is ours.
 
@@ -102,7 +108,8 @@ class RolloutTurn(BaseModel):
 def turns_carrying(rollout: Path | str, relay_id: str) -> tuple[list[RolloutTurn], int]:
     """(turns whose UserMessage has an envelope with exactly this id, bytes scanned), streamed."""
     found: list[RolloutTurn] = []
-    scan = LineScan(rollout, id_needle(relay_id), (b'"UserMessage"',))
+    needle, follow = id_needle(relay_id)
+    scan = LineScan(rollout, needle, (b'"UserMessage"',), followed_by=follow)
     for _, raw in scan:
         try:
             rec = json.loads(raw)

@@ -15,18 +15,22 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.agents.claude_transcript import ClaudeTurnWatch
-from relay_repl.agents.codex_rollout import CodexTurnWatch
+from relay_repl.agents.codex_rollout import CodexTurnWatch, rollout_path
 from relay_repl.agents.turn_reply import TurnWatch
 from relay_repl.core.delivery import Delivery
+from relay_repl.core.errors import UsageError
+from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Target
 
 RouteName = Literal["relay-reply", "mcp", "turn"]
+VIAS = ("native", "relay-reply", "mcp", "turn")
 MCP_TOOL = "relay_reply"
 SANDBOXED = ("workspace-write", "read-only")
 
@@ -113,11 +117,9 @@ def codex_options(target: Target) -> ReplyOptions:
 def codex_watch(target: Target, delivery: Delivery) -> TurnWatch | None:
     client_id, rollout = _evidence(delivery, "client_id"), _evidence(delivery, "rollout") or target.detail.get("rollout")
     if not rollout:  # a thread's rollout is created at its first turn: look again now
-        from relay_repl.agents.codex import scan_rollouts
-
         home = Path(target.detail.get("codex_home") or os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-        found = scan_rollouts(home / "sessions", {target.address})
-        rollout = str(found[target.address]) if target.address in found else None
+        found = rollout_path(home, target.address)
+        rollout = str(found) if found else None
     if not rollout:
         return None
     payload = delivery.plan.payload if delivery.plan else None
@@ -175,6 +177,76 @@ def claude_watch(target: Target, delivery: Delivery) -> TurnWatch | None:
     if not msg_id and not payload:
         return None
     return ClaudeTurnWatch(transcript, msg_id=msg_id, text=None if msg_id else payload)
+
+
+# -- routes for the plan ------------------------------------------------------------------------
+
+Default = Callable[[Target, ReplyContext], ReplyRoute]
+
+
+def check_via(via: str | None) -> None:
+    if via is not None and via not in VIAS:
+        raise UsageError(f"unknown reply route {via!r}: use one of {', '.join(VIAS)} (or leave it out to let relay pick)")
+
+
+def turn_route(target: Target, ctx: ReplyContext, opts: ReplyOptions) -> ReplyRoute:
+    if not opts.turn:
+        return ReplyRoute(ok=False, how="none", via="turn", missing=(
+            f"{target.spec} has no transcript path in its registry record, so its turn reply cannot be read"))
+    return ReplyRoute(ok=True, via="turn", how=opts.describe("turn", ctx.relay_id))
+
+
+def mcp_route(target: Target, ctx: ReplyContext, opts: ReplyOptions) -> ReplyRoute:
+    if not opts.mcp:
+        return ReplyRoute(ok=False, how="none", via="mcp", missing=(
+            f"{target.spec}'s configuration has no relay MCP server (`relay mcp`): see `relay mcp --help` for the "
+            "lines to add, or use the turn reply (reply_via='turn')"))
+    if ctx.inbox is None:
+        return ReplyRoute(ok=False, how="none", via="mcp", missing=(
+            "relay_reply writes into this inbox, and none is listening here: ask from the `relay` REPL"))
+    return ReplyRoute(ok=True, via="mcp", how=opts.describe("mcp", ctx.relay_id))
+
+
+def _forced(target: Target, ctx: ReplyContext, opts: ReplyOptions, default: Default) -> ReplyRoute | None:
+    if ctx.via == "turn":
+        return turn_route(target, ctx, opts)
+    if ctx.via == "mcp":
+        return mcp_route(target, ctx, opts)
+    if ctx.via == "relay-reply" and not opts.relay_reply:
+        return ReplyRoute(ok=False, how="none", via="relay-reply", missing=(
+            f"{target.spec} cannot run `relay reply`: {opts.relay_reply_why}; use reply_via='mcp' or 'turn'"))
+    if ctx.via is not None:
+        route = default(target, ctx)
+        if route.via != ctx.via and route.ok:
+            return ReplyRoute(ok=False, how="none", via=ctx.via, missing=f"{target.spec} has no {ctx.via} reply route")
+        return route
+    return None
+
+
+def codex_route(target: Target, ctx: ReplyContext, default: Default) -> ReplyRoute:
+    """`relay reply` where no sandbox is in the way; else relay_reply on the relay MCP server
+    (when configured and not certain to be refused); else the turn reply."""
+    opts = codex_options(target)
+    forced = _forced(target, ctx, opts, default)
+    if forced is not None:
+        return forced
+    if opts.relay_reply:
+        return default(target, ctx)
+    mcp = mcp_route(target, ctx, opts)
+    if mcp.ok and not (opts.mcp_note and "refuses" in opts.mcp_note):
+        return mcp
+    return turn_route(target, ctx, opts)
+
+
+def claude_route(target: Target, ctx: ReplyContext, default: Default) -> ReplyRoute:
+    """Native SendMessage to the listed inbox. When the inbox is not listed, that route is
+    still the one offered (listing it opens it); only if the operator declines does the
+    session fall back, to relay_reply on the relay MCP server, else the turn reply."""
+    opts = claude_options(target)
+    forced = _forced(target, ctx, opts, default)
+    if forced is not None:
+        return forced
+    return default(target, ctx)
 
 
 # -- dispatch --------------------------------------------------------------------------------

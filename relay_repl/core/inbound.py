@@ -9,7 +9,11 @@ that process is (or ran it), the claim it made, and one of
 
 - `verified`        the process is (or was started by) the session it claims to be;
 - `mismatch`        it claimed one session but connected as another process;
-- `unknown process` the process is no discovered session and claims none we know.
+- `unknown process` the process is no discovered session and claims none we know;
+- `receiver's own record` no process connected at all: the answer is the target's own
+                  final message, read from its transcript/rollout where the harness
+                  recorded it (a turn reply, agents.turn_reply), tied to our message by
+                  an id the model never sees.
 
 Why `answers` is separate from the body: a reply is linked to the delivery it
 answers by its header field `re=` only (core.envelope), so a body that quotes
@@ -24,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-VerdictKind = Literal["verified", "mismatch", "unknown process"]
+VerdictKind = Literal["verified", "mismatch", "unknown process", "receiver's own record"]
 
 
 class Verdict(BaseModel):
@@ -43,7 +47,7 @@ class Verdict(BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.verdict == "verified"
+        return self.verdict in ("verified", "receiver's own record")
 
     def __str__(self) -> str:
         who = f"{self.session} (pid {self.session_pid})" if self.session else "no discovered session"

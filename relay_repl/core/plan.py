@@ -69,6 +69,7 @@ class ReplyContext(BaseModel):
     inbox: str | None = Field(default=None, description="the listening inbox socket, if any")
     listed_name: str | None = Field(default=None, description="the inbox's name as a listed Claude peer, if listed")
     listed_socket: str | None = None
+    via: str | None = Field(default=None, description="a route the operator asked for: native, relay-reply, mcp or turn")
 
 
 class ReplyRoute(BaseModel):
@@ -81,6 +82,7 @@ class ReplyRoute(BaseModel):
     needs_native_reply: bool = Field(default=False, description="the send must use a transport the receiver can answer natively")
     missing: str | None = Field(default=None, description="when not ok: what is missing, and the next step")
     offer_register: bool = Field(default=False, description="listing the inbox as a peer (register_inbox) would open the route")
+    via: str | None = Field(default=None, description="the route's name: native, relay-reply, mcp or turn")
 
 
 def relay_reply_route(target_spec: str, ctx: ReplyContext, verified_by: str) -> ReplyRoute:
@@ -89,6 +91,6 @@ def relay_reply_route(target_spec: str, ctx: ReplyContext, verified_by: str) -> 
         return ReplyRoute(ok=False, how="none", missing=(
             "no inbox is listening here, so an answer would have nowhere to go: ask from the `relay` REPL, "
             "or use `relay send ... --want reply --wait SECONDS`"))
-    return ReplyRoute(ok=True, how=(
+    return ReplyRoute(ok=True, via="relay-reply", how=(
         f"{target_spec} answers by running `relay reply {ctx.relay_id} <text>` (into this inbox, {ctx.inbox}); "
         f"the answer carries re={ctx.relay_id} and counts when {verified_by}"))

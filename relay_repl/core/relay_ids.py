@@ -41,18 +41,45 @@ def headers_in(text: str) -> list[dict[str, str]]:
 
 
 def carries_id(text: str, relay_id: str) -> dict[str, str] | None:
-    """The header in `text` whose id field is exactly `relay_id`, or None."""
-    return next((h for h in headers_in(text) if h.get("id") == relay_id), None)
+    """The header in `text` whose id field is exactly `relay_id`, or None.
+
+    Fast path for scanning: a header is decoded only when its raw `id=` token decodes to the id."""
+    if PREFIX not in text:
+        return None
+    for line in text.split("\n"):
+        line = line.lstrip()
+        if line.startswith("<cross-session-message") and ">" in line:
+            line = line[line.index(">") + 1:].lstrip()
+        if not line.startswith(PREFIX):
+            continue
+        end = line.find("]")
+        if end < 0:
+            continue
+        token = next((t for t in line[len(PREFIX):end].split(" ") if t.startswith("id=")), None)
+        try:
+            if token is None or decode_value(token[3:]) != relay_id:
+                continue
+        except EnvelopeError:
+            continue
+        found = headers_in(line)
+        if found and found[0].get("id") == relay_id:
+            return found[0]
+    return None
 
 
-def id_needle(relay_id: str) -> bytes:
-    """Bytes every JSON line holding a header with this id must contain: the longest prefix of
-    `id=<encoded id>` that a JSON writer cannot have escaped (it stops before `"`, `\\`, a
-    control or a non-ASCII character). A prefilter on it never misses what the exact check
-    (`carries_id`) would accept; it only narrows which lines get parsed."""
+def id_needle(relay_id: str) -> tuple[bytes, bytes]:
+    """(needle, what may follow it) for a byte prefilter of JSON lines holding this id's header.
+
+    The needle is the longest prefix of `id=<encoded id>` that a JSON writer cannot have
+    escaped (it stops before `"`, `\\`, a control or a non-ASCII character). When that is the
+    whole field, the byte after it must end the field (a space or the header's `]`), which
+    rejects `id=1` inside `id=10` before any line is cut out; otherwise anything may follow.
+    The prefilter never misses what the exact check (`carries_id`) would accept."""
+    field = "id=" + encode_value(relay_id)
     safe = []
-    for ch in "id=" + encode_value(relay_id):
+    for ch in field:
         if ch in '"\\' or not (0x20 <= ord(ch) < 0x7F):
             break
         safe.append(ch)
-    return "".join(safe).encode()
+    whole = len(safe) == len(field)
+    return "".join(safe).encode(), (b" ]" if whole else b"")

@@ -351,9 +351,18 @@ def _cmd_send(args: argparse.Namespace) -> int:
     out = err if args.json else print  # --json: stdout holds the JSON only
     answer = None
 
+    gate = None
+    if args.json:  # the plan and the y/N prompt (on the terminal) go to stderr as well
+        from prompt_toolkit.output import create_output
+
+        from relay_repl.session.gate import TerminalGate
+
+        gate = TerminalGate(output=create_output(stdout=sys.stderr), write=err,
+                            isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty())
+
     async def run():
         nonlocal answer, wants_answer
-        session = make_session(fake=args.fake, interrupt=args.interrupt, echo=out)
+        session = make_session(fake=args.fake, interrupt=args.interrupt, approve=gate, echo=out)
         async with anyio.create_task_group() as tg:
             await session.open_inbox(tg, echo=out)
             try:
@@ -640,8 +649,14 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
         from relay_repl.session.app import make_session
 
+        from relay_repl.core.errors import DiscoveryError
+
         session = make_session(fake=args.fake, ledger=ledger)
-        report = anyio.run(lambda: session.verify(args.relay_id, args.target))
+        try:
+            report = anyio.run(lambda: session.verify(args.relay_id, args.target))
+        except DiscoveryError as exc:  # exit 1 means "none found" here: a bad target is a usage error
+            print(f"relay: {exc}", file=sys.stderr)
+            return 2
     print(report.model_dump_json(indent=1) if args.json else report.render())
     return report.exit_code
 

@@ -62,7 +62,7 @@ class TerminalGate:
 
     async def __call__(self, plan: Plan) -> bool:
         self._write(plan.render())
-        if not self._io and not self._isatty():
+        if "input" not in self._io and not self._isatty():  # a given input (tests) is the terminal
             self._write("No terminal to ask on: answering No, nothing was done. Run it from a terminal to approve.")
             return False
         answer = await yes_no_session("Proceed?", **self._io).prompt_async()

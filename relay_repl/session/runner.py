@@ -201,7 +201,8 @@ class Runner:
         self._targets: dict[str, list[str]] = {}
         self._next_n = 0
         self._stopping = False
-        self._dupes_logged: set[tuple[str, str]] = set()
+        self._dupes_logged: set[tuple[Any, str]] = set()
+        self._inbox_seen: dict[str, int] = {}
 
     # -- ledger records --------------------------------------------------------
     def _event(self, event_kind: str, **data: Any) -> None:
@@ -479,12 +480,18 @@ class Runner:
         candidates: list[tuple[str, Any]] = []
         if linked is not None:
             candidates.append((getattr(linked, "line", None) or str(linked), linked))
-        # `relay reply` records which id it answers; its line reaches the inbox under its own id
-        via_reply = {e.relay_id for e in self.ledger.events(kind="reply") if e.data.get("answers") == relay_id}
-        for msg in self.ledger.inbox():
-            if answered_id(msg.line) == relay_id or (msg.relay_id is not None and msg.relay_id in via_reply):
-                candidates.append((msg.line, msg))
+        # the inbox keeps each message's `re=` link (its `answers`), written on arrival
+        for msg in self.ledger.inbox(self._inbox_seen.get(relay_id, 0), answers=relay_id):
+            candidates.append((msg.line, msg))
         for line, msg in candidates:
+            verdict = getattr(msg, "verdict", None)
+            kind = verdict if isinstance(verdict, str) or verdict is None else getattr(verdict, "verdict", str(verdict))
+            if kind is not None and kind != "verified":  # a claimed answer from the wrong process is not acted on
+                seq = getattr(msg, "seq", None)
+                if seq is not None and (seq, relay_id) not in self._dupes_logged:
+                    self._dupes_logged.add((seq, relay_id))
+                    self.say(f"  an answer to {relay_id} arrived with verdict {kind!r} ({verdict}): not acted on")
+                continue
             env = parse_answer(line)
             own_id = env.id if env else getattr(msg, "relay_id", None)
             if own_id and own_id in self.used_answers:
@@ -494,12 +501,9 @@ class Runner:
                                       data={"run": self.run.id, "line": line, "via": "recipe", "as_answer_to": relay_id})
                     self.say(f"  duplicate answer id {own_id} (already taken in this run): dropped")
                 continue
-            verdict = getattr(msg, "verdict", None)
-            if verdict is not None and not isinstance(verdict, str):
-                verdict = getattr(verdict, "value", None) or getattr(verdict, "verdict", None) or str(verdict)
             return Answer(answers=relay_id, relay_id=own_id, hop=env.hop if env else 0,
                           body=env.body if env else line, line=line,
-                          peer=(env.sender if env else getattr(msg, "peer", None)), verdict=verdict)
+                          peer=(env.sender if env else getattr(msg, "peer", None)), verdict=kind)
         return None
 
     # -- resume ------------------------------------------------------------------

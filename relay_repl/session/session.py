@@ -23,7 +23,8 @@ import anyio
 from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, Want, check_body, contains_halt
 from relay_repl.core.controls import control_refusal
-from relay_repl.core.errors import (AmbiguousTarget, EnvelopeError, Halted, LoopHalt, PolicyRefusal, StaleTarget,
+from relay_repl.core.errors import (AmbiguousTarget, EnvelopeError, Halted, LoopHalt, PolicyRefusal, RelayError,
+                                    StaleTarget,
                                     UnknownTarget, UsageError)
 from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.plan import ReplyContext, ReplyRoute
@@ -162,6 +163,7 @@ class Session:
         hop: int = 0,
         heading: str | None = None,
         relay_id: str | None = None,
+        reply_via: str | None = None,
         _fallback: str | None = None,
     ) -> Delivery:
         """Plan, ask, send, confirm. Returns the Delivery with its explicit state.
@@ -174,6 +176,8 @@ class Session:
         `relay_id` is one the caller took from `ledger.next_id` beforehand, so it
         could record the id before anything happened (a recipe, for resume).
         A body holding a control character is refused before anything else.
+        `reply_via` asks for one reply route (native, relay-reply, mcp, turn) instead of the
+        one the target's configuration allows best; the plan names the route either way.
         `transport` may be a name, a transport object (`session.transports.tmux`) or a chain
         (`session.transports.codex_queue | session.transports.tmux`).
         """
@@ -181,20 +185,20 @@ class Session:
         if chain is not None:
             return await self._send_chain(chain, target, body, want=want, to_role=to_role, durable=durable,
                                           native_reply=native_reply, timeout=timeout, hop=hop, heading=heading,
-                                          relay_id=relay_id)
+                                          relay_id=relay_id, reply_via=reply_via)
         assert transport is None or isinstance(transport, str)
         check_body(body)
         tgt = await self.target(target)
         self._check_halt()
-        route = await self._route(tgt, want) if want != "none" else None
+        route = await self._route(tgt, want, reply_via) if want != "none" else None
         native, extra = self._native_for_route(route, transport)
         choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply or native)
         relay_id = relay_id or self.ledger.next_id(self.me.address)
         envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=hop, want=want, body=body)
         return await self._deliver(tgt, envelope, choice.transport, _fallback or choice.fallback, timeout,
                                    tuple(choice.notes) + extra,
-                                   reply_route=self.reply_route(tgt, relay_id).how if route else None,
-                                   heading=heading)
+                                   reply_route=self.reply_route(tgt, relay_id, via=route.via).how if route else None,
+                                   heading=heading, reply_via=route.via if route else None)
 
     async def _send_chain(self, chain: Chain, target: str | Target, body: str, *, relay_id: str | None,
                           **kw: Any) -> Delivery:
@@ -241,25 +245,37 @@ class Session:
         return True, ()
 
     # -- reply routes -------------------------------------------------------------------
-    def reply_route(self, target: Target, relay_id: str = "<relay id>") -> ReplyRoute:
-        """How `target` would answer a message from here (its agent module decides)."""
+    def reply_route(self, target: Target, relay_id: str = "<relay id>", via: str | None = None) -> ReplyRoute:
+        """How `target` would answer a message from here (its agent module decides, from its
+        own configuration; `via` asks for one route: native, relay-reply, mcp, turn)."""
         from relay_repl.agents import reply_route
+        from relay_repl.agents.replies import check_via
+
+        check_via(via)
 
         inbox = self.inbox_server
         reg = self.registration
         ctx = ReplyContext(relay_id=relay_id, inbox=str(inbox.path) if inbox is not None else None,
                            listed_name=reg.name if reg is not None else None,
-                           listed_socket=str(reg.socket_path) if reg is not None else None)
+                           listed_socket=str(reg.socket_path) if reg is not None else None, via=via)
         return reply_route(target, ctx)
 
-    async def _route(self, target: Target, want: str) -> ReplyRoute:
-        """The route for an answer, offering to list the inbox when that is what is missing.
+    async def _route(self, target: Target, want: str, via: str | None = None) -> ReplyRoute:
+        """The route for an answer, offering to list the inbox when that is what is missing,
+        and else the turn reply (the target's own final message, which needs nothing of it).
         Refuses (nothing sent) when there is none: never ask for an answer that cannot come."""
-        route = self.reply_route(target)
+        route = self.reply_route(target, via=via)
         if not route.ok and route.offer_register and self.inbox_server is not None:
             (self.echo or print)(f"{route.missing}\nOffering to list the inbox now:")
             if await self.register_inbox():
-                route = self.reply_route(target)
+                route = self.reply_route(target, via=via)
+        if not route.ok and via is None:  # the routes that need nothing of the operator
+            for other in ("mcp", "turn"):
+                alt = self.reply_route(target, via=other)
+                if alt.ok:
+                    (self.echo or print)(f"{route.missing}\nreply route instead: {alt.how}")
+                    route = alt
+                    break
         if not route.ok:
             raise PolicyRefusal(f"want={want}: {route.missing}")
         return route
@@ -275,6 +291,9 @@ class Session:
         plan = choice.transport.plan(tgt, envelope, fallback=choice.fallback, notes=choice.notes)
         if want != "none":  # the route it would name; a missing route is shown, not offered (nothing is asked)
             route = self.reply_route(tgt, rid)
+            for other in ("mcp", "turn"):
+                if not route.ok and self.reply_route(tgt, rid, via=other).ok:
+                    route = self.reply_route(tgt, rid, via=other)
             plan = plan.model_copy(update={"reply_route": route.how if route.ok else f"none: {route.missing}"})
         return plan.model_copy(update={"heading": heading}) if heading else plan
 
@@ -356,7 +375,8 @@ class Session:
         relay_id = self.ledger.next_id(self.me.address)
         answer = Envelope.make(sender=self.me.sender, to=env.role, id=relay_id, hop=hop, want=want, re=env.id, body=text)
         d = await self._deliver(tgt, answer, choice.transport, choice.fallback, timeout, tuple(choice.notes) + extra,
-                                reply_route=self.reply_route(tgt, relay_id).how if route else None)
+                                reply_route=self.reply_route(tgt, relay_id, via=route.via).how if route else None,
+                                reply_via=route.via if route else None)
         if d.outcome != "refused":
             self.ledger.event("answered", relay_id=env.id, delivery=d.key, data={"by": relay_id, "hop": hop})
         return d
@@ -377,7 +397,8 @@ class Session:
 
     async def _deliver(self, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str, timeout: float,
                        notes: tuple[str, ...] = (), reply_route: str | None = None,
-                       heading: str | None = None, forwarded: Envelope | None = None) -> Delivery:
+                       heading: str | None = None, forwarded: Envelope | None = None,
+                       reply_via: str | None = None) -> Delivery:
         plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes)
         if reply_route:
             plan = plan.model_copy(update={"reply_route": reply_route})
@@ -385,6 +406,8 @@ class Session:
             plan = plan.model_copy(update={"heading": heading})
         d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan, want=envelope.want)
         d._waiter = self._wait_reply
+        if reply_via:
+            d.extra["reply_via"] = reply_via
         self.deliveries.append(d)
         # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first)
         self.ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
@@ -521,29 +544,35 @@ class Session:
             raise UsageError(f"{d.relay_id} was not delivered ({d.summary()}): no answer can come")
         if d.want == "none":
             raise UsageError(f"{d.relay_id} asked for no answer (want=none): nothing will come; send with want='reply'")
-        if self.inbox_server is None:
+        turn = d.extra.get("reply_via") == "turn"  # read from the target's own record: no inbox needed
+        if self.inbox_server is None and not turn:
             raise UsageError("no inbox is listening here, so no answer can arrive")
         say = self.echo or (lambda line: None)
         start = anyio.current_time()
         deadline = start + timeout
         last_note = start
-        while d.reply is None:
-            self._check_halt()
-            now = anyio.current_time()
-            if now >= deadline:
-                break
-            if now - last_note >= 5:
-                last_note = now
-                say(f"  … waiting for {d.target} to answer {d.relay_id} ({deadline - now:.0f}s left)")
-            ev = anyio.Event()
-            self._wakeups.add(ev)
-            with anyio.move_on_after(min(deadline - now, 1.0)):  # 1 s: a halt from another process is seen too
-                await ev.wait()
-            self._wakeups.discard(ev)
+        async with anyio.create_task_group() as tg:
+            if turn:
+                tg.start_soon(self._watch_turn, d, timeout)
+            while d.reply is None and not d.extra.get("turn_ended"):
+                if self.ledger.active_halt():
+                    break  # raised below, outside the task group, as the LoopHalt it is
+                now = anyio.current_time()
+                if now >= deadline:
+                    break
+                if now - last_note >= 5:
+                    last_note = now
+                    say(f"  … waiting for {d.target} to answer {d.relay_id} ({deadline - now:.0f}s left)")
+                ev = anyio.Event()
+                self._wakeups.add(ev)
+                with anyio.move_on_after(min(deadline - now, 1.0)):  # 1 s: a halt from another process is seen too
+                    await ev.wait()
+                self._wakeups.discard(ev)
+            tg.cancel_scope.cancel()
         self._check_halt()  # a relay-halt (even in this very answer) stops every wait in progress
         if d.reply is not None:
             return d.reply
-        why = f"no reply within {timeout:g} s"
+        why = str(d.extra["turn_ended"]) if d.extra.get("turn_ended") else f"no reply within {timeout:g} s"
         if d.replies:
             why += f" ({len(d.replies)} unverified answer(s) in d.replies)"
         if d.outcome == "delivered":
@@ -552,6 +581,45 @@ class Session:
         self.ledger.event("no-reply", delivery=d.key, relay_id=d.relay_id, data={"timeout": timeout, "state": d.state.value})
         say(f"{d.relay_id}: {d.reason}")
         return None
+
+    async def _watch_turn(self, d: Delivery, timeout: float) -> None:
+        """The turn route: read the target's own final message and link it as `d`'s answer."""
+        from relay_repl.session.turn_replies import wait_turn_reply
+
+        try:
+            tgt = await self.target(d.target)
+            found = await wait_turn_reply(d, tgt, self.ledger, timeout, stop=lambda: d.reply is not None)
+        except LoopHalt:
+            return  # the wait itself sees the halt and stops with it
+        except RelayError as exc:
+            d.extra["turn_ended"] = f"no turn reply can be read: {exc}"
+            found = None
+        if found is not None and d.reply is None:
+            if found.status == "answered":
+                self._link_turn_reply(d, tgt, found)
+            else:  # the turn ended without an answer: say so now rather than wait out the timeout
+                d.extra["turn_ended"] = f"{d.target}'s turn ended: {found.status} ({found.record} in {found.source})"
+        for ev in list(self._wakeups):
+            ev.set()
+
+    def _link_turn_reply(self, d: Delivery, tgt: Target, found: Any) -> InboundMessage:
+        """Keep a turn reply in the inbox (so `session.inbox` and `why` show it) and link it to `d`.
+
+        Its verdict is "receiver's own record": no process connected, the harness of the
+        target wrote it, tied to our message by an id the model never sees."""
+        from relay_repl.core.inbound import Verdict
+
+        verdict = Verdict(verdict="receiver's own record", session=tgt.spec, session_pid=tgt.pid, claim=None,
+                          detail=f"{found.record} in {found.source}, matched by {found.anchor}")
+        origin = {"kind": "turn-reply", "status": found.status, "source": found.source, "record": found.record,
+                  "anchor": found.anchor, "turn_id": found.turn_id, "at": found.at}
+        line = found.text if found.text is not None else f"({found.status}: the turn ended without a final message)"
+        msg = self.ledger.add_inbox(line, origin=origin, relay_id=None, peer=tgt.spec, answers=d.relay_id,
+                                    verdict=verdict)
+        if self.echo:
+            self.echo(f"turn reply ← {tgt.spec} ({found.status}): {line}")
+        self._on_inbound(msg)
+        return msg
 
     async def expect(self, delivery: Delivery | str, timeout: float = 60.0) -> InboundMessage | None:
         """Wait for the verified answer to a delivery (or relay id); see Delivery.wait_reply."""

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from relay_repl import __version__
 from relay_repl.frontends.cli import build_parser
@@ -52,3 +57,31 @@ def test_fake_targets_table():
     assert res.returncode == 0
     assert res.stdout.splitlines()[0].split() == ["TARGET", "PID", "STATE", "PANE", "TRANSPORTS"]
     assert "fake:inbox" in res.stdout
+
+
+def test_send_json_is_json_alone_without_a_terminal(relay_home):
+    res = run("--fake", "send", "fake:inbox", "hi", "--json")
+    assert res.returncode == 1
+    out = json.loads(res.stdout)  # the whole stdout
+    assert out["state"] == "withheld" and out["stage"] == "gate"
+    assert "Plan: send to fake:inbox" in res.stderr and "No terminal to ask on" in res.stderr
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
+def test_send_json_asks_on_the_terminal_and_stdout_stays_json(relay_home, tmp_path):
+    from tests.support.tmuxdrive import Screen, python_env
+
+    out = tmp_path / "out.json"
+    cmd = f"{shlex.join([*RELAY, '--fake', 'send', 'fake:inbox', 'hello', '--json'])} > {shlex.quote(str(out))}; " \
+          "echo RC=$?; sleep 60"
+    screen = Screen(["sh", "-c", cmd], python_env(RELAY_HOME=str(relay_home)))
+    try:
+        screen.wait_for("Proceed? [y/N]", timeout=30)
+        assert "3 payload" in screen.text()  # the plan reached the operator (on stderr)
+        screen.keys("y")
+        text = screen.wait_for("RC=", timeout=30)
+        assert "RC=0" in text, text
+    finally:
+        screen.close()
+    d = json.loads(out.read_text())
+    assert d["outcome"] == "delivered" and d["payload"].endswith("] hello")

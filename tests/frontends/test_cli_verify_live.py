@@ -41,9 +41,12 @@ async def wait_idle(name: str) -> None:
     await anyio.to_thread.run_sync(lambda: helpers.wait_idle(name, timeout=60))
 
 
-async def test_verify_a_socket_send_from_alphas_transcript(lab):
-    async with live_session([True]) as (s, gate, _):
-        d = await s.send(CLAUDE, "verify me please", transport="claude-code-socket", timeout=30)
+@pytest.mark.parametrize("transport", ["claude-code-socket", "claude-code-message"])
+async def test_verify_a_send_from_alphas_transcript(lab, transport):
+    async with live_session([True, True]) as (s, gate, _):
+        if transport == "claude-code-message":
+            assert await s.register_inbox() is True
+        d = await s.send(CLAUDE, "verify me please", transport=transport, timeout=30)
         assert d.state is DeliveryState.IN_TURN, d.summary()
         code, out, err = await cli("verify", d.relay_id, "--in", CLAUDE, "--json")
         assert code == 0, (out, err)
@@ -51,7 +54,7 @@ async def test_verify_a_socket_send_from_alphas_transcript(lab):
         assert report["verdict"] == "verified" and report["target"] == CLAUDE
         (rec,) = report["records"]
         assert rec["path"] == "origin" and rec["header"]["id"] == d.relay_id
-        assert gate.shown[0].payload in rec["content"]
+        assert gate.shown[-1].payload in rec["content"]
         assert rec["origin"]["verifiedPeerPid"] == os.getpid() and rec["origin"]["msg_id"] == d.extra["msg_id"]
         assert "operator's relay" in rec["sender"]
         # the same audit from the REPL's session object, and on a prefix of the id: nothing

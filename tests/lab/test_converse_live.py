@@ -95,7 +95,7 @@ async def test_codex_agent_answers_want_reply_with_relay_reply(lab):
         msg = inbox.received[0]
         thread = (await s.target(CODEX)).address
         fields = header(msg.line)
-        assert fields["from"] == f"agent:codex@{thread}" and fields["hop"] == "1"
+        assert fields["from"] == f"agent:codex@{thread}" and fields["hop"] == "1" and fields["re"] == d.relay_id
         assert re.search(rf"reply to {re.escape(d.relay_id)}: received \"please rerun the suite\"$", msg.line)
         reqs = await stub.requests("beta", kind="main", body=False)
         assert reqs[0].reply_tool == "exec_command"

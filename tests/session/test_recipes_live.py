@@ -61,7 +61,7 @@ async def test_ping_claude_and_codex(lab):
             assert run.state == "done", run
             (step,) = run.steps
             assert step.answer is not None and step.answer.body == f"ack {step.relay_id}", run
-            assert step.answer.hop == 1
+            assert step.answer.hop == 1 and step.answer.verdict == "verified"  # from the agent's own process
         assert "Claude peer" in gate.shown[0].action  # Claude answers to a listed inbox: asked first
         assert gate.shown[1].heading.startswith("recipe ping, run run-") and gate.shown[1].heading.endswith(
             "round 1/1, step 1: tell claude:alpha")
@@ -112,7 +112,7 @@ async def test_ask_all_gathers_a_reply_from_every_lab_target(lab):
         run = await s.run("ask-all", question="which branch are you on?")
         live = sorted(t.spec for t in s.targets if t.live and t.transports and t.pid != os.getpid())
         assert run.state == "done" and sorted(run.replies) == live == sorted([CLAUDE, CODEX]), run
-        assert all(st.hop == 0 and st.answer.hop == 1 for st in run.steps)
+        assert all(st.hop == 0 and st.answer.hop == 1 and st.answer.verdict == "verified" for st in run.steps)
     await idle()
 
 

@@ -54,13 +54,31 @@ async def test_codex_under_workspace_write_answers_by_turn_reply(lab):
     async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, inbox):
         rid = s.ledger.peek_next_id(s.me.address)
         await stub.add_rule("beta", Rule(match=rid, once=True, steps=[Step(text="beta: the suite passes")]))
-        d = await s.send("codex:beta", "did the suite pass?", want="reply", transport="codex-queue", timeout=30)
+        d = await s.send("codex:beta", "did the suite pass?", want="reply", reply_via="turn", timeout=30)
         assert d.relay_id == rid and d.outcome == "delivered", d.summary()
-        r = await s.turn_reply(d, timeout=30)
-        assert r is not None and r.status == "answered" and r.text == "beta: the suite passes"
-        assert r.kind == "codex" and r.anchor.startswith("client_id ") and r.provenance == "receiver's own record"
-        assert "trigger queue" in r.record and r.source.endswith(".jsonl")
+        assert d.plan is not None and d.plan.reply_route and d.plan.reply_route.startswith("turn reply: ")
+        assert "receiver's own record" in d.plan.reply_route and "Reply via" not in d.plan.reply_route
+        answer = await d.wait_reply(30)
+        assert answer is not None and answer.body == "beta: the suite passes" and answer.answers == rid
+        assert d.state.value == "replied" and d.reply == answer
+        assert answer.verdict is not None and answer.verdict.verdict == "receiver's own record"
+        assert answer.verdict.session == "codex:beta" and "task_complete" in answer.verdict.detail
+        assert answer.origin["anchor"].startswith("client_id ") and answer.origin["source"].endswith(".jsonl")
+        assert [m.seq for m in s.inbox if m.answers == rid] == [answer.seq]  # kept in the inbox too
         assert [e.data["text"] for e in s.why(rid) if e.kind == "turn-reply"] == ["beta: the suite passes"]
+        # the lower-level call reads the same record
+        r = await s.turn_reply(d, timeout=5)
+        assert r is not None and r.text == "beta: the suite passes" and r.provenance == "receiver's own record"
+
+
+async def test_the_plan_for_a_sandboxed_codex_names_the_relay_mcp_server(lab):
+    async with live_session([]) as (s, gate, inbox):
+        plan = await s.preview("codex:beta", "hi", want="reply")
+        assert plan.reply_route and "relay_reply" in plan.reply_route and "relay MCP server" in plan.reply_route
+        assert "[mcp_servers.relay]" in plan.reply_route
+        d = await s.send("codex:beta", "hi", want="reply")  # the gate answers No: nothing is sent
+        assert d.state.value == "withheld" and d.plan is not None and d.plan.reply_route == plan.reply_route.replace(
+            plan.relay_id or "", d.relay_id or "")
 
 
 async def test_codex_under_workspace_write_cannot_run_relay_reply_but_mcp_relay_reply_works(lab):
@@ -79,21 +97,23 @@ async def test_codex_under_workspace_write_cannot_run_relay_reply_but_mcp_relay_
         assert "Process exited with code 1" in shell_out and "relay_reply" in shell_out, shell_out
         assert not inbox.received
 
-        # the MCP route: Codex starts `relay mcp` outside its sandbox
+        # the MCP route (what relay picks for a sandboxed Codex with the relay MCP server configured)
         rid = s.ledger.peek_next_id(s.me.address)
         await stub.tool_call("beta", "mcp__relay__relay_reply", {"relay_id": rid, "text": "beta via mcp"},
                              then_text="sent it", match=rid)
         d = await s.send("codex:beta", "answer by mcp", want="reply", transport="codex-queue", timeout=30)
         assert d.outcome == "delivered", d.summary()
-        assert await wait_for(lambda: inbox.received, 30), "no reply reached the inbox through relay_reply"
-        msg = inbox.received[0]
-        env = Envelope.parse(msg.line)
-        assert env is not None and env.body == "beta via mcp" and env.hop == 1
-        assert env.sender == "agent:codex@beta"
+        assert d.extra.get("reply_via") == "mcp" and "relay MCP server" in (d.plan.reply_route or "")
+        answer = await d.wait_reply(30)
+        assert answer is not None, f"no reply reached the inbox through relay_reply: {d.summary()} {inbox.received}"
+        env = Envelope.parse(answer.line)
+        assert env is not None and env.body == "beta via mcp" and env.hop == 1 and env.re == rid
+        assert env.sender == "agent:codex@beta" and answer.answers == rid and d.state.value == "replied"
+        assert answer.verdict is not None and answer.verdict.verdict == "verified", answer.verdict
         # the connecting process is `relay mcp`, started by the Codex host that holds beta's thread
         from relay_repl.system.proc import ancestors, read_cmdline
 
-        pid = msg.origin["verifiedPeerPid"]
+        pid = answer.origin["verifiedPeerPid"]
         beta = await s.target("codex:beta")
         assert pid != os.getpid() and "mcp" in (read_cmdline(pid) or [])
         assert beta.pid in ancestors(pid), (pid, beta.pid, ancestors(pid))
@@ -107,8 +127,23 @@ async def test_claude_turn_reply(lab):
         await stub.add_rule("alpha", Rule(match=rid, once=True, steps=[
             Step(text="checking", tool=ToolCall(name="Bash", input={"command": "true", "description": "check"})),
             Step(text="alpha: all good")]))
-        d = await s.send("claude:alpha", "all good?", want="reply", transport="claude-code-socket", timeout=30)
+        d = await s.send("claude:alpha", "all good?", want="reply", reply_via="turn", transport="claude-code-socket",
+                         timeout=30)
         assert d.outcome == "delivered", d.summary()
-        r = await s.turn_reply(d, timeout=30)
-        assert r is not None and r.status == "answered" and r.text == "alpha: all good"
-        assert r.kind == "claude-code" and r.anchor == f"msg_id {d.extra['msg_id']}" and ".origin" in r.record
+        assert d.plan is not None and (d.plan.reply_route or "").startswith("turn reply: ")
+        answer = await d.wait_reply(30)
+        assert answer is not None and answer.body == "alpha: all good" and d.state.value == "replied"
+        assert answer.verdict is not None and answer.verdict.verdict == "receiver's own record"
+        assert answer.origin["anchor"] == f"msg_id {d.extra['msg_id']}" and ".origin" in answer.origin["record"]
+
+
+async def test_claude_without_a_listed_inbox_falls_back_to_the_relay_mcp_server(lab):
+    """No inbox listed as a peer: listing it is offered first (the native route); declined, the
+    plan names the route alpha's configuration still allows (the lab gives it the relay MCP
+    server) instead of refusing. The gate then answers No: nothing is sent."""
+    async with live_session([False, False]) as (s, gate, inbox):
+        d = await s.send("claude:alpha", "fallback?", want="reply", transport="claude-code-socket", timeout=30)
+        assert gate.shown[0].action.startswith("list the operator inbox")  # offered first, declined
+        assert d.state.value == "withheld" and d.extra.get("reply_via") == "mcp"
+        assert d.plan is not None and "relay MCP server" in (d.plan.reply_route or "")
+        assert "--mcp-config" in (d.plan.reply_route or "")

@@ -10,6 +10,7 @@ import pytest
 
 from relay_repl.agents.discovery import StaticProvider
 from relay_repl.core.envelope import Envelope
+from relay_repl.core.inbound import Verdict
 from relay_repl.core.recipe import RecipeError
 from relay_repl.core.target import Me
 from relay_repl.session.gate import ScriptedGate
@@ -43,9 +44,14 @@ timeout = 5
 """
 
 
-def mk(tmp_path, answers, names=("a", "b"), tg=None, led=None, **kw):
+def verified(origin, claim):
+    """The fake receivers are who they claim to be (the origin judge is tested on its own)."""
+    return Verdict(verdict="verified", pid=origin.get("verifiedPeerPid"), claim=claim, session=claim)
+
+
+def mk(tmp_path, answers, names=("a", "b"), tg=None, led=None, judge=verified, **kw):
     led = led or Ledger(tmp_path / "l.sqlite")
-    inbox = Inbox(led, address="me", sender="operator:relay@me")
+    inbox = Inbox(led, address="me", sender="operator:relay@me", judge=judge)
     rep = Replier(inbox, tg, **kw)
     gate = ScriptedGate(answers)
     lines: list[str] = []
@@ -128,7 +134,8 @@ async def test_a_kill_mid_round_is_resumed_by_reading_the_evidence_first(tmp_pat
     assert done.state == "done", done
     ids = [Envelope.parse(p).id for p in rep2.received]
     assert len(ids) == 6 == len(set(ids))
-    assert any("outcome of" in ln and "unknown" in ln for ln in lines2)  # inspected, not blindly re-sent
+    # the killed step was judged from the ledger's evidence (its outcome, or its linked answer), not re-sent blindly
+    assert any("was delivered before: not sent again" in ln or ("outcome of" in ln and "unknown" in ln) for ln in lines2)
 
 
 async def test_relay_halt_in_a_reply_stops_at_once(tmp_path):
@@ -211,3 +218,14 @@ async def test_a_halt_raised_during_a_send_ends_the_run_as_halted(tmp_path):
     run = await s.run(write(tmp_path, TWO.format(rounds=3)))
     assert run.state == "halted" and len(rep.received) == 2
     assert led.events(relay_id=run.id, kind="run-end")[-1].data["state"] == "halted"
+
+
+async def test_an_answer_from_the_wrong_process_is_not_acted_on(tmp_path):
+    def judge(origin, claim):
+        kind = "mismatch" if claim and "@b" in claim else "verified"
+        return Verdict(verdict=kind, pid=origin.get("verifiedPeerPid"), claim=claim)
+
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 10, judge=judge)
+    run = await s.run(write(tmp_path, TWO.format(rounds=1).replace("timeout = 5", "timeout = 0.5")))
+    assert run.state == "timed-out" and "step 2" in run.reason and run.steps[1].answer is None
+    assert any("verdict 'mismatch'" in ln and "not acted on" in ln for ln in lines)

@@ -68,7 +68,7 @@ def test_prefilter_never_misses_escaped_or_unicode_ids(tmp_path):
         f = write(tmp_path / "u.jsonl", top("other-1"), {
             "type": "user", "origin": {"kind": "peer", "verifiedPeerPid": 5},
             "message": {"content": f"[relay/1 from=a:b@c to=peer id={v_encode(rid)} hop=0 want=none] x"}})
-        assert id_needle(rid) in f.read_bytes()
+        assert id_needle(rid)[0] in f.read_bytes()
         assert len(find_relay_id(f, rid).hits) == 1, rid
 
 
@@ -78,6 +78,11 @@ def v_encode(rid: str) -> str:
     return encode_value(rid)
 
 
+def test_needle_must_end_the_id_field() -> None:
+    assert id_needle("X-1") == (b"id=X-1", b" ]")
+    assert id_needle('q"x-1') == (b"id=q", b"")  # cut before what JSON escapes: anything may follow
+
+
 def test_headers_in_reads_line_starts_and_wrappers_only() -> None:
     text = f'<cross-session-message from-name="alpha">\n{line("W-1")}\n</cross-session-message>'
     assert carries_id(text, "W-1") is not None
@@ -85,17 +90,24 @@ def test_headers_in_reads_line_starts_and_wrappers_only() -> None:
     assert headers_in("[relay/1 from=a id=1 oops") == []
 
 
-def test_linescan_chunk_boundaries_oversized_and_partial_tail(tmp_path):
+def test_linescan_chunk_boundaries_oversized_and_partial_tail(tmp_path, monkeypatch):
+    import relay_repl.store.jsonl as jsonl
+
     lines = [f'{{"n":{i},"pad":"{"x" * (i * 37 % 300)}","k":"NEEDLE{i % 3}"}}' for i in range(400)]
     big = '{"big":"' + "y" * 5000 + 'NEEDLE0"}'
+    tail = '{"k":"NEEDLE0 unfinished'
     f = tmp_path / "s.jsonl"
-    f.write_text("\n".join(lines[:200] + [big] + lines[200:]) + "\n" + '{"k":"NEEDLE0 unfinished')
+    f.write_text("\n".join(lines[:200] + [big] + lines[200:]) + "\n" + tail)
     data = f.read_bytes()
-    scan = LineScan(f, b"NEEDLE0", (b'"n"',), chunk=97, max_line=1000)
-    got = list(scan)
     want = [(data.index(ln.encode()), ln.encode()) for ln in lines if "NEEDLE0" in ln]
-    assert got == want
-    assert scan.oversized == 1 and scan.scanned == len(data)
+    monkeypatch.setattr(jsonl, "WINDOW", 4096)  # many mapped windows, each released behind the scan
+    mapped = LineScan(f, b"NEEDLE0", (b'"n"',), max_line=1000)
+    assert list(mapped) == want
+    assert mapped.oversized == 1 and mapped.scanned == len(data) - len(tail)
+    read = LineScan(f, b"NEEDLE0", (b'"n"',), chunk=97, max_line=1000)  # the path for pipes
+    with open(f, "rb") as fh:
+        assert list(read._read(fh)) == want
+    assert read.oversized == 1 and read.scanned == len(data)
 
 
 def test_genuine_claude_session_owns_its_socket(tmp_path, monkeypatch):
@@ -166,3 +178,19 @@ def test_verify_file_changes_nothing(tmp_path, relay_home):
     f = write(tmp_path / "t.jsonl", top("A-1"))
     assert main(["verify", "A-1", "--transcript", str(f)]) == 4
     assert not relay_home.exists()  # no state dir, no ledger created by a read-only command
+
+
+def test_unknown_target_is_a_usage_error_not_none_found(capsys):
+    assert main(["verify", "A-1", "--in", "claude:nobody-here"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("relay: ") and "Traceback" not in err
+
+
+def test_linescan_followed_by_rejects_longer_ids_on_both_paths(tmp_path):
+    f = tmp_path / "f.jsonl"
+    f.write_text('{"a":"id=A-10 x"}\n{"a":"id=A-1 x"}\n{"a":"[h id=A-1] y id=A-100"}\n')
+    data = f.read_bytes()
+    want = [(data.index(b'{"a":"id=A-1 '), b'{"a":"id=A-1 x"}'), (data.index(b'{"a":"[h'), b'{"a":"[h id=A-1] y id=A-100"}')]
+    assert list(LineScan(f, b"id=A-1", followed_by=b" ]")) == want
+    with open(f, "rb") as fh:
+        assert list(LineScan(f, b"id=A-1", followed_by=b" ]", chunk=7)._read(fh)) == want

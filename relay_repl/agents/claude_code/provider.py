@@ -125,6 +125,14 @@ def transcript_path(cfg: Path | str, cwd: str | None, session_id: str | None) ->
 
 
 def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
+    """The route this session's configuration allows (agents.replies picks: the operator's
+    `via`, else native, else the relay MCP server, else the turn reply)."""
+    from relay_repl.agents.replies import claude_route
+
+    return claude_route(target, ctx, native_route)
+
+
+def native_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     """A Claude session answers natively: SendMessage to a peer it sees in ListAgents.
 
     So the operator's inbox must be listed as a Claude peer (register_inbox), and
@@ -139,7 +147,7 @@ def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
         return ReplyRoute(ok=False, how="none", offer_register=True, missing=(
             f"no reply route to {target.spec}: it answers with SendMessage to a listed Claude peer, and the operator "
             "inbox is not listed yet; run `await session.register_inbox()` (asks first), or send with want='none'"))
-    return ReplyRoute(ok=True, needs_native_reply=True, how=(
+    return ReplyRoute(ok=True, needs_native_reply=True, via="native", how=(
         f"{target.spec} answers with native SendMessage to {ctx.listed_name!r} (this inbox listed as a Claude peer, "
         f"{ctx.listed_socket}) carrying re={ctx.relay_id}; it counts when the connecting pid is {target.spec}'s own "
         f"(pid {target.pid}) holding its registered socket"))

@@ -327,6 +327,14 @@ class _Thread(BaseModel):
 
 
 def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
+    """The route this thread's configuration allows (agents.replies picks: the operator's `via`,
+    else `relay reply` when no sandbox is in its way, else the relay MCP server, else the turn reply)."""
+    from relay_repl.agents.replies import codex_route
+
+    return codex_route(target, ctx, relay_reply_command_route)
+
+
+def relay_reply_command_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     """Codex cannot send natively: its agent runs `relay reply ID TEXT` as a tool command."""
     return relay_reply_route(target.spec, ctx, (
         f"the connecting `relay reply` was started by the Codex host holding thread {target.address} "

@@ -63,7 +63,7 @@ def reply_body(env: Envelope) -> str:
     """`ack <id>` or `reply to <id>: received "<start of the body>"` (one line)."""
     if env.want == "ack":
         return f"ack {env.id}"
-    quoted = " ".join(env.body.split())[:QUOTE_CHARS]
+    quoted = "".join(c for c in " ".join(env.body.split()) if c.isprintable())[:QUOTE_CHARS]
     return f'reply to {env.id}: received "{quoted}"'
 
 
