@@ -1,0 +1,95 @@
+"""The agents' evidence readers on transcripts and rollouts recorded in the lab (fast)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from relay_repl.agents import agent_for
+from relay_repl.agents.claude_code import claude_typed_records, find_origin_records
+from relay_repl.agents.codex import codex_typed_items, find_in_rollout, turns_since
+
+FIX = Path(__file__).parent / "fixtures"
+TRANSCRIPT = FIX / "claude-2.1.328-transcript.jsonl"
+TYPED_TRANSCRIPT = FIX / "claude-2.1.328-transcript-typed.jsonl"
+ROLLOUT = FIX / "codex-0.169.0-rollout.jsonl"
+TYPED_ROLLOUT = FIX / "codex-0.169.0-rollout-typed.jsonl"
+
+
+def _offset_of(path: Path, needle: str) -> int:
+    """Byte offset of the first line containing `needle`."""
+    at = 0
+    for line in path.read_bytes().splitlines(keepends=True):
+        if needle.encode() in line:
+            return at
+        at += len(line)
+    raise AssertionError(needle)
+
+
+def test_find_origin_records_top_level_and_the_busy_receivers_attachment_origin():
+    top = find_origin_records(TRANSCRIPT, "e2e82a0c-2026-45f5-98e9-281304eadf35")
+    assert [(h["type"], h["where"]) for h in top] == [("user", "origin")]
+    assert top[0]["origin"]["verifiedPeerPid"] == 9541 and "please answer" in top[0]["content"]
+    absorbed = find_origin_records(TRANSCRIPT, "1a0a77ef-ffd0-4f09-a0c9-355551b8c925")
+    assert [(h["type"], h["where"]) for h in absorbed] == [("attachment", "attachment.origin")]
+    assert absorbed[0]["content"].endswith("second question id=1 quoted")  # the queued_command's prompt
+    assert absorbed[0]["origin"]["verifiedPeerProcStart"] == "82881"
+    assert find_origin_records(TRANSCRIPT, "00000000-0000-0000-0000-000000000000") == []
+
+
+def test_claude_typed_records_top_level_and_enqueue():
+    typed = "SLOW6 lab helper keeps alpha busy for 6s"
+    hits = claude_typed_records(TYPED_TRANSCRIPT, 0, typed)
+    assert [h["where"] for h in hits] == ["top-level user", "top-level user"]
+    assert all(h["origin"]["kind"] == "human" for h in hits)
+    after_first = hits[0]["offset"] + 1
+    assert len(claude_typed_records(TYPED_TRANSCRIPT, after_first, typed)) == 1  # only records at/after the offset
+    # a socket message is never a typed record, even with the same text
+    peer_text = next(json.loads(ln)["content"] for ln in TYPED_TRANSCRIPT.read_text().splitlines()
+                     if '"operation":"enqueue"' in ln)
+    kinds = {h["where"] for h in claude_typed_records(TYPED_TRANSCRIPT, 0, peer_text)}
+    assert kinds == {"queue-operation enqueue"}
+
+
+def test_claude_agent_typed_evidence_states():
+    agent = agent_for("claude-code")
+    assert agent is not None
+    ok = agent.typed_evidence(TYPED_TRANSCRIPT, 0, "SLOW6 lab helper keeps alpha busy for 6s")
+    assert ok.state == "confirmed" and ok.landed and ok.data["matches"] == 2
+    assert agent.typed_evidence(TYPED_TRANSCRIPT, 0, "never typed").state == "none"
+
+
+def test_find_in_rollout_by_client_id_then_by_text():
+    hit = find_in_rollout(ROLLOUT, client_id="01a22eb0-5d27-7f11-b599-7fa020692369", text="")
+    assert hit is not None and hit["turn_trigger"] == "queue" and hit["turn_id"] == "01a22eb0-5d2e-77d1-8af0-49cffdafad56"
+    assert find_in_rollout(ROLLOUT, client_id="not-ours", text=hit["text"]) is None  # a client_id never falls back
+    by_text = find_in_rollout(ROLLOUT, client_id=None, text=hit["text"])
+    assert by_text is not None and by_text["client_id"] == hit["client_id"]
+
+
+def test_codex_typed_items_new_turn_and_steered():
+    typed = "SLOW8 lab helper keeps beta busy for 8s"
+    [h] = codex_typed_items(TYPED_ROLLOUT, 0, typed)
+    assert h["turn_trigger"] == "user" and h["steered"] is False
+    # read from just after the turn started: the message went into a turn already running
+    started = _offset_of(TYPED_ROLLOUT, '"turn_id":"01a22ecc-2975-7800-b3e7-3ecdc33ba3ed"')
+    [s] = codex_typed_items(TYPED_ROLLOUT, started + 1, typed)
+    assert s["steered"] is True
+    assert codex_typed_items(TYPED_ROLLOUT, 0, "never typed") == []
+
+
+def test_codex_agent_typed_evidence_confirms_typed_turns_and_flags_queue_turns():
+    agent = agent_for("codex")
+    assert agent is not None
+    ok = agent.typed_evidence(TYPED_ROLLOUT, 0, "SLOW8 lab helper keeps beta busy for 8s")
+    assert ok.state == "confirmed" and "new turn (trigger user)" in ok.detail
+    queued_text = find_in_rollout(TYPED_ROLLOUT, client_id="01a22ecc-2420-7602-a889-4e998440e456", text="")
+    assert queued_text is not None
+    wrong = agent.typed_evidence(TYPED_ROLLOUT, 0, queued_text["text"])  # a queue turn is not a typed one
+    assert wrong.state == "mismatch" and wrong.landed and "'queue'" in wrong.detail
+
+
+def test_turns_since_lists_the_turns_and_their_text():
+    turns = turns_since(TYPED_ROLLOUT, 0)
+    assert [t["trigger"] for t in turns] == ["queue", "user", "queue"]
+    assert turns[1]["user"] == "SLOW8 lab helper keeps beta busy for 8s"

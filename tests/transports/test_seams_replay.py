@@ -1,0 +1,178 @@
+"""The codex-queue and Claude socket transports through their seams, fast, on recorded lab files.
+
+The real transports run unchanged; what they talk to is replayed from the lab
+(relay_repl/testing/replay.py): `codex queue` and the queue file, Codex taking the item
+into its rollout, a Claude session socket appending what Claude appends to its
+transcript (top-level `origin` when idle, `attachment.origin` when busy).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+
+from relay_repl.agents.claude_code import transcript_path
+from relay_repl.core.delivery import Delivery, DeliveryState
+from relay_repl.core.target import Target
+from relay_repl.store.ledger import Ledger
+from relay_repl.system.proc import proc_start
+from relay_repl.testing import replay
+from relay_repl.transports.base import StageLog
+from relay_repl.transports.claude_socket import ClaudeSocketTransport
+from relay_repl.transports.codex_queue import CodexQueueTransport
+
+pytestmark = pytest.mark.anyio
+FIX = Path(__file__).parent.parent / "agents" / "fixtures"
+QUEUE = FIX / "codex-0.169.0-queue_1.sqlite"
+ROLLOUT = FIX / "codex-0.169.0-rollout-typed.jsonl"
+TRANSCRIPT = FIX / "claude-2.1.328-transcript.jsonl"  # holds both the top-level and the attachment.origin path
+THREAD = "01a22ecc-17f7-7ab1-b82a-e849cb4be152"  # the recorded rollout's thread
+PAYLOAD = "[relay/1 from=op to=beta id=op-1 hop=0 want=none] replayed"
+
+
+def _log(delivery: Delivery, tmp_path: Path) -> StageLog:
+    return StageLog(delivery, Ledger(tmp_path / "ledger.sqlite"))
+
+
+# -- codex-queue -----------------------------------------------------------------------------------
+
+
+def _codex(tmp_path: Path, *, fail: str | None = None) -> tuple[CodexQueueTransport, Target, Path]:
+    home = replay.codex_home_from(QUEUE, tmp_path / "codex")
+    rollout = home / "sessions" / "2026" / "11" / "30" / f"rollout-2026-11-30T23-30-57-{THREAD}.jsonl"
+    rollout.parent.mkdir(parents=True)
+    shutil.copy(ROLLOUT, rollout)
+    cli = replay.codex_cli(tmp_path / "bin", fail=fail)
+    target = Target(kind="codex", prefix="codex", name="beta", address=THREAD, pid=None, live=True, state="idle",
+                    transports=("codex-queue",), identified_by="replay", detail={"codex_home": str(home)})
+    return CodexQueueTransport(codex_bin=str(cli)), target, rollout
+
+
+async def test_codex_queue_send_reads_back_its_row_and_confirms_the_queue_turn(tmp_path):
+    t, target, rollout = _codex(tmp_path)
+    home = Path(target.detail["codex_home"])
+    d = Delivery(target=target.spec, transport=t.name)
+    log = _log(d, tmp_path)
+    await t.send(d, target, PAYLOAD, log)
+    assert d.state == DeliveryState.QUEUED and d.stage == "enqueue"
+    rows = replay.queue_rows(home)
+    assert [r["id"] for r in rows] == [d.extra["item_id"]]
+    # the read-back found OUR row (by item id) and its client_id
+    assert d.extra["client_id"] == json.loads(rows[0]["payload_json"])["UserInput"]["client_id"]
+    assert d.evidence[-1].data["row"]["thread_id"] == THREAD and d.evidence[-1].data["row"]["ahead"] == 0
+
+    # pending: confirm waits, says where it is, never claims delivery
+    await t.confirm(d, target, PAYLOAD, log, timeout=0.3)
+    assert d.state == DeliveryState.QUEUED and "still pending in the queue" in (d.reason or "")
+
+    turn = replay.take_queued_item(home, d.extra["item_id"], rollout, ROLLOUT)
+    d.reason = None
+    await t.confirm(d, target, PAYLOAD, log, timeout=5)
+    assert [e.state for e in d.evidence[-2:]] == [DeliveryState.DEQUEUED, DeliveryState.IN_TURN]
+    assert d.evidence[-1].data["turn_id"] == turn and d.evidence[-1].data["client_id"] == d.extra["client_id"]
+
+
+async def test_codex_queue_a_turn_of_another_trigger_is_not_delivery(tmp_path):
+    t, target, rollout = _codex(tmp_path)
+    d = Delivery(target=target.spec, transport=t.name)
+    log = _log(d, tmp_path)
+    await t.send(d, target, PAYLOAD, log)
+    replay.take_queued_item(Path(target.detail["codex_home"]), d.extra["item_id"], rollout, ROLLOUT, trigger="user")
+    await t.confirm(d, target, PAYLOAD, log, timeout=5)
+    assert d.state == DeliveryState.UNKNOWN and "not queue" in d.evidence[-1].detail
+
+
+async def test_codex_queue_failure_and_refusals(tmp_path):
+    t, target, _ = _codex(tmp_path, fail=replay.UNKNOWN_THREAD.format(thread=THREAD))
+    d = Delivery(target=target.spec, transport=t.name)
+    await t.send(d, target, PAYLOAD, _log(d, tmp_path))
+    assert d.state == DeliveryState.FAILED and "no rollout found for thread id" in d.evidence[-1].detail
+    assert replay.queue_rows(Path(target.detail["codex_home"])) == []
+    assert t.refusal(target) is None
+    assert "has no thread uuid" in t.refusal(target.model_copy(update={"address": "beta"}))
+    assert "no rollout yet" in t.refusal(target.model_copy(update={"detail": {"queue_note": "no rollout yet"}}))
+    assert "does not offer codex-queue" in t.refusal(target.model_copy(update={"transports": ("tmux",)}))
+
+
+# -- Claude socket ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def claude(tmp_path):
+    """A registry record for THIS process (the replayed socket runs in it, so SO_PEERCRED is
+    our pid) and its transcript path, derived as discovery derives it."""
+    short = Path(tempfile.mkdtemp(prefix="rr-", dir="/tmp"))  # AF_UNIX paths are short
+    cfg = tmp_path / "claude"
+    (cfg / "sessions").mkdir(parents=True)
+    sock = short / f"{os.getpid()}.sock"
+    rec = {"pid": os.getpid(), "sessionId": str(uuid.uuid4()), "cwd": "/lab/lab/work/alpha",
+           "procStart": proc_start(os.getpid()), "messagingSocketPath": str(sock), "name": "alpha"}
+    record = cfg / "sessions" / f"{os.getpid()}.json"
+    record.write_text(json.dumps(rec))
+    tp = transcript_path(cfg, rec["cwd"], rec["sessionId"])
+    tp.parent.mkdir(parents=True)
+    tp.write_text("")
+    target = Target(kind="claude-code", prefix="claude", name="alpha", address=str(sock), pid=os.getpid(), live=True,
+                    state="idle", transports=("claude-code-socket",), identified_by="replay",
+                    detail={"socket": str(sock), "record": str(record)})
+    yield target, sock, tp
+    shutil.rmtree(short, ignore_errors=True)
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle-origin", "busy-attachment-origin"])
+async def test_claude_socket_send_and_confirm_from_the_transcript(tmp_path, claude, busy):
+    target, sock, tp = claude
+    session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT, busy=busy)
+    try:
+        t = ClaudeSocketTransport()
+        d = Delivery(target=target.spec, transport=t.name)
+        log = _log(d, tmp_path)
+        await t.send(d, target, PAYLOAD, log)
+        assert d.state == DeliveryState.QUEUED and d.stage == "write"
+        with anyio.fail_after(5):
+            while not session.frames:
+                await anyio.sleep(0.02)
+        frame = session.frames[-1]
+        assert frame["msg_id"] == d.extra["msg_id"] and frame["message"]["content"] == PAYLOAD
+        assert frame["priority"] == "next"  # never "now" unless the operator asked to interrupt
+        await t.confirm(d, target, PAYLOAD, log, timeout=5)
+        assert d.state == DeliveryState.IN_TURN
+        assert d.evidence[-1].data["record"]["where"] == ("attachment.origin" if busy else "origin")
+    finally:
+        session.close()
+
+
+async def test_claude_socket_no_record_is_not_delivery(tmp_path, claude):
+    target, sock, tp = claude
+    session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT, record=False)
+    try:
+        t = ClaudeSocketTransport()
+        d = Delivery(target=target.spec, transport=t.name)
+        log = _log(d, tmp_path)
+        await t.send(d, target, PAYLOAD, log)
+        await t.confirm(d, target, PAYLOAD, log, timeout=0.5)
+        assert d.state == DeliveryState.QUEUED and "do not re-send" in (d.reason or "")
+    finally:
+        session.close()
+
+
+async def test_claude_socket_refuses_a_socket_served_by_another_pid(tmp_path, claude):
+    target, sock, tp = claude
+    session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT)
+    try:
+        t = ClaudeSocketTransport()
+        other = target.model_copy(update={"pid": 1})
+        d = Delivery(target=target.spec, transport=t.name)
+        await t.send(d, other, PAYLOAD, _log(d, tmp_path))
+        assert d.state == DeliveryState.REFUSED and "socket owner does not match" in (d.reason or "")
+        assert session.frames == []  # nothing was written
+        assert "does not offer claude-code-socket" in t.refusal(target.model_copy(update={"transports": ("tmux",)}))
+    finally:
+        session.close()
