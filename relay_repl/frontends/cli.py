@@ -764,8 +764,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         params[key.strip()] = value
     say = (lambda s: print(s, file=sys.stderr, flush=True)) if args.json else (lambda s: print(s, flush=True))
 
+    approve = None
+    if args.json:  # stdout carries only the run's JSON: plans and the y/N prompt go to stderr
+        from relay_repl.session.gate import TerminalGate
+
+        io: dict = {}
+        if sys.stdin.isatty() and sys.stderr.isatty():
+            from prompt_toolkit.output import create_output
+
+            io["output"] = create_output(stdout=sys.stderr)
+        approve = TerminalGate(write=say, isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty(), **io)
+
     async def go():
-        session = make_session(fake=args.fake, echo=say)
+        session = make_session(fake=args.fake, echo=say, approve=approve)
         if args.recipe:  # a bad file or parameter is refused before the inbox opens
             from relay_repl.core.recipe import parse_recipe
             from relay_repl.session.recipes import find_recipe, read_source

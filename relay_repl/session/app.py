@@ -53,4 +53,10 @@ def make_session(
         transports.append(InMemoryTransport())
     for t in transports:
         session.transports[t.name] = t
+    from relay_repl.session.unfinished import sweep_interrupted
+
+    found = sweep_interrupted(session.ledger)  # sends a killed process left without an outcome
+    if found and echo is not None:
+        echo(f"relay: the ledger records {len(found)} send(s) interrupted before an outcome: {', '.join(found)} "
+             "(`relay why ID` shows how far each got)")
     return session

@@ -29,6 +29,7 @@ from relay_repl.core.errors import (AmbiguousTarget, EnvelopeError, Halted, Loop
 from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.session.gate import ApproveFn, DenyGate
+from relay_repl.session.unfinished import earlier_unfinished, owner, sweep_interrupted
 from relay_repl.store.ledger import Ledger
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Me, Target, TargetTable
@@ -193,10 +194,11 @@ class Session:
         route = await self._route(tgt, want, reply_via) if want != "none" else None
         native, extra = self._native_for_route(route, transport)
         choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply or native)
+        earlier = self._earlier(tgt, body)
         relay_id = relay_id or self.ledger.next_id(self.me.address)
         envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=hop, want=want, body=body)
         return await self._deliver(tgt, envelope, choice.transport, _fallback or choice.fallback, timeout,
-                                   tuple(choice.notes) + extra,
+                                   tuple(choice.notes) + extra + earlier,
                                    reply_route=self.reply_route(tgt, relay_id, via=route.via).how if route else None,
                                    heading=heading, reply_via=route.via if route else None)
 
@@ -331,8 +333,13 @@ class Session:
         onward = env.next_hop()  # refuses at the hop cap before anything is recorded
         tgt = await self.target(target)
         choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
-        return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout, choice.notes,
-                                   heading=heading, forwarded=env)
+        return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout,
+                                   tuple(choice.notes) + self._earlier(tgt, env.body), heading=heading, forwarded=env)
+
+    def _earlier(self, tgt: Target, body: str) -> tuple[str, ...]:
+        """Plan notes naming earlier sends of this body to this target that are interrupted or pending."""
+        sweep_interrupted(self.ledger)
+        return tuple(earlier_unfinished(self.ledger, tgt.spec, body))
 
     async def reply(self, message: InboundMessage | int, text: str, *, want: Want = "none",
                     target: str | Target | None = None, transport: str | None = None,
@@ -411,6 +418,7 @@ class Session:
         self.deliveries.append(d)
         # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first)
         self.ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
+                                                            "spec": tgt.spec, "body": envelope.body, **owner(),
                                                             "target": tgt.model_dump(mode="json")})
         if not await self._gated(plan, delivery=d.key):
             d.state, d.stage, d.reason = DeliveryState.WITHHELD, "gate", "the operator answered No"

@@ -366,6 +366,37 @@ class Ledger:
         ]
 
     # -- forwards --------------------------------------------------------------
+    # -- sends without an outcome (see session.unfinished) -------------------------
+    def unfinished_deliveries(self) -> list[str]:
+        """Delivery keys with an approved answer or a stage, and no outcome event."""
+        rows = self._query(
+            "SELECT DISTINCT e.delivery FROM events e WHERE e.delivery IS NOT NULL AND "
+            "(e.kind LIKE 'stage:%' OR (e.kind = 'answer' AND json_extract(e.data, '$.approved') = 1)) AND "
+            "NOT EXISTS (SELECT 1 FROM events o WHERE o.delivery = e.delivery AND o.kind = 'outcome') "
+            "ORDER BY e.seq"
+        )
+        return [r[0] for r in rows]
+
+    def add_outcome_if_missing(self, delivery: str, relay_id: str | None, data: dict[str, Any]) -> bool:
+        """Append an outcome for `delivery` unless one exists (one transaction: two starts
+        sweeping at once record it once). True if this call recorded it."""
+        payload = json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":"))
+        with self._tx() as con:
+            if con.execute("SELECT 1 FROM events WHERE delivery=? AND kind='outcome'", (delivery,)).fetchone():
+                return False
+            con.execute("INSERT INTO events(at, kind, delivery, relay_id, data) VALUES (?, 'outcome', ?, ?, ?)",
+                        (time.time(), delivery, relay_id, payload))
+        return True
+
+    def deliveries_of(self, spec: str, body: str) -> list[Event]:
+        """The `delivery` events of sends of exactly `body` to `spec`, oldest first."""
+        rows = self._query(
+            "SELECT seq, at, kind, delivery, relay_id, data FROM events WHERE kind = 'delivery' AND "
+            "json_extract(data, '$.spec') = ? AND json_extract(data, '$.body') = ? ORDER BY seq",
+            (spec, body),
+        )
+        return [Event(seq=r[0], at=r[1], kind=r[2], delivery=r[3], relay_id=r[4], data=json.loads(r[5])) for r in rows]
+
     def was_forwarded(self, relay_id: str) -> bool:
         """Whether the operator already forwarded this id (read-only; `mark_forwarded` records it)."""
         return bool(self._query("SELECT 1 FROM forwards WHERE relay_id=?", (relay_id,)))

@@ -86,3 +86,13 @@ def test_run_without_a_terminal_is_withheld_and_why_shows_the_run(relay_home):
     assert kinds[0] == "run-start" and "plan" in kinds and "answer" in kinds and kinds[-1] == "run-end"
     resumed = relay("--fake", "run", "--resume", run_id.rstrip(","))
     assert resumed.returncode == 1 and "withheld" in resumed.stdout
+
+
+def test_json_stdout_is_only_json(relay_home):
+    r = relay("--fake", "run", "ping", "-p", "target=fake:inbox", "--json")
+    assert r.returncode == 1
+    run = json.loads(r.stdout)  # the whole stdout is one JSON document
+    assert run["state"] == "withheld" and run["steps"][0]["state"] == "withheld"
+    assert "Plan: send to fake:inbox" in r.stderr and "No terminal to ask on" in r.stderr
+    r = relay("--fake", "run", "ping", "-p", "target=fake:inbox", "--json", "--dry-run")
+    assert r.returncode == 0 and json.loads(r.stdout)["state"] == "planned" and "3 payload" in r.stderr

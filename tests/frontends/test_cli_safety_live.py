@@ -76,3 +76,41 @@ def test_halt_into_the_inbox_while_the_prompt_is_open_then_yes_delivers_nothing(
     finally:
         screen.close()
         Ledger.default().clear_halts(by="test")
+
+
+def test_a_send_killed_with_sigkill_is_interrupted_and_named_in_the_next_plan(lab):
+    """kill -9 of `relay send` after Codex's queue took the item (the receiver busy, so no
+    outcome yet): the next `relay send` of the same body records it as interrupted and its
+    plan names the earlier relay id and its last stage (issue 11 item 6)."""
+    import signal
+    import subprocess
+
+    import relay_repl.lab.helpers as helpers
+
+    body = f"killed mid-send {uuid.uuid4().hex[:8]}"
+    helpers.make_busy("beta", 15)
+    started = time.time()
+    screen = in_terminal(["send", "codex:beta", body, "--transport", "codex-queue", "--timeout", "60"])
+    try:
+        screen.wait_for("Proceed? [y/N]", timeout=60)
+        rec = the_inbox_of_the_send(started)
+        screen.keys("y")
+        screen.wait_for("[enqueue] queued", timeout=30)
+        os.kill(rec.pid, signal.SIGKILL)
+        text = screen.wait_for("RC=", timeout=10)
+        assert rc_of(text) != 0
+    finally:
+        screen.close()
+    led = Ledger.default()
+    rid = next(e.relay_id for e in led.events(kind="plan") if body in str(e.data.get("payload")))
+    assert [e for e in led.events(relay_id=rid) if e.kind == "outcome"] == []  # what kill -9 leaves
+
+    res = subprocess.run(RELAY + ["send", "codex:beta", body], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=90)
+    out = " ".join(res.stdout.split())
+    assert res.returncode == 1 and "No terminal to ask on" in res.stdout, res.stdout + res.stderr
+    assert f"an earlier send of this same body to codex:beta is interrupted: relay id {rid}, last stage enqueue " \
+           "(queued: queued as item" in out, res.stdout
+    outcome = [e for e in led.events(relay_id=rid) if e.kind == "outcome"]
+    assert len(outcome) == 1 and outcome[0].data["state"] == "interrupted" and outcome[0].data["stage"] == "enqueue"
+    helpers.wait_idle("beta", timeout=90)  # the queued item is taken once the busy turn ends

@@ -17,8 +17,8 @@ import pytest
 import relay_repl.lab.helpers as helpers
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
-from relay_repl.core.errors import PolicyRefusal
-from relay_repl.lab.stubs.client import StubClient
+from relay_repl.core.errors import LoopHalt, PolicyRefusal
+from relay_repl.lab.stubs.client import StubClient, send_message_rule
 from tests.support.sessions import live_session
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
@@ -102,3 +102,59 @@ async def test_a_codex_agent_that_never_answers_ends_in_no_reply(lab):
         assert d.state is DeliveryState.NO_REPLY and d.reason == "no reply within 3 s" and d.exit_code == 0
     await wait_idle("beta")
 
+
+
+async def test_a_relay_halt_in_a_real_claude_reply_stops_every_wait(lab):
+    async with StubClient(lab.stub.control) as stub, live_session([True, True, True]) as (s, gate, inbox):
+        assert await s.register_inbox() is True
+        waiting = await s.send(CODEX, "a question that waits", want="reply", timeout=30)
+        # the next relay id is ours to predict; alpha answers it with relay-halt (a real SendMessage)
+        rid = s.ledger.peek_next_id(s.me.address)
+        halt = Envelope.make(sender="agent:claude-code@alpha", to="operator", id="alpha-halt-1", hop=1,
+                             re=rid, body="relay-halt: stop everything").compose()
+        await stub.add_rule("alpha", send_message_rule(s.registration.name, halt, match="halt me"))
+        asked = await s.send(CLAUDE, "halt me", want="reply", timeout=30)
+        assert asked.relay_id == rid
+        stopped: list[str] = []
+
+        async def wait(d) -> None:
+            with pytest.raises(LoopHalt, match="relay-halt"):
+                await d.wait_reply(60)
+            stopped.append(d.relay_id)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait, asked)
+            if waiting.reply is None:  # the Codex answer may already be in
+                tg.start_soon(wait, waiting)
+        assert asked.relay_id in stopped
+        assert asked.reply is not None and asked.reply.verdict.verdict == "verified"
+        assert s.ledger.active_halt() is not None
+        with pytest.raises(LoopHalt):
+            await s.send(CODEX, "nothing goes out now")
+        s.unhalt()
+    await wait_idle("alpha")
+    await wait_idle("beta")
+
+
+async def test_a_real_reply_forwarded_once_and_our_own_id_back_is_a_duplicate(lab):
+    async with StubClient(lab.stub.control) as stub, live_session([True] * 4) as (s, gate, inbox):
+        assert await s.register_inbox() is True
+        d = await s.send(CLAUDE, "hi there", want="reply")
+        got = await d.wait_reply(20)
+        assert got is not None and got.verdict.ok
+        fwd = await s.forward(CODEX, got.line, timeout=30)  # seeing it arrive was not a forward
+        assert fwd.outcome == "delivered" and Envelope.parse(gate.shown[-1].payload).hop == got.hop + 1
+        with pytest.raises(LoopHalt, match="already forwarded"):
+            await s.forward(CODEX, got.line)
+        # alpha sends our own envelope back to us: logged as a duplicate, never kept or linked
+        own = Envelope.parse(gate.shown[1].payload.split("\n")[1])
+        await stub.add_rule("alpha", send_message_rule(s.registration.name, own.compose(), match="bounce"))
+        before = len(inbox.received)
+        bounce = await s.send(CLAUDE, "bounce it back", timeout=30)
+        assert bounce.outcome == "delivered", bounce.summary()
+        with anyio.fail_after(30):
+            while not [e for e in s.ledger.events(kind="duplicate") if e.relay_id == own.id]:
+                await anyio.sleep(0.2)
+        assert len(inbox.received) == before
+    await wait_idle("alpha")
+    await wait_idle("beta")

@@ -229,3 +229,28 @@ async def test_an_answer_from_the_wrong_process_is_not_acted_on(tmp_path):
     run = await s.run(write(tmp_path, TWO.format(rounds=1).replace("timeout = 5", "timeout = 0.5")))
     assert run.state == "timed-out" and "step 2" in run.reason and run.steps[1].answer is None
     assert any("verdict 'mismatch'" in ln and "not acted on" in ln for ln in lines)
+
+
+async def test_forward_passes_the_reply_on_with_the_same_id_and_hop_plus_one(tmp_path):
+    text = """
+name = "fwd"
+[params.a]
+type = "target"
+default = "fake:a"
+[[steps]]
+kind = "ask"
+to = "{a}"
+body = "what is new?"
+timeout = 5
+[[steps]]
+kind = "forward"
+to = "fake:b"
+"""
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 4)
+    run = await s.run(write(tmp_path, text, "fwd"))
+    assert run.state == "done", run
+    ask, fwd = run.steps
+    sent = Envelope.parse(rep.received[-1])
+    assert (sent.id, sent.hop, sent.body) == (ask.answer.relay_id, ask.answer.hop + 1, ask.answer.body)
+    assert fwd.relay_id == ask.answer.relay_id and fwd.hop == 2
+    assert gate.shown[-1].heading.endswith("round 1/1, step 2: forward fake:b")
