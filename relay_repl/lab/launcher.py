@@ -804,6 +804,9 @@ def ensure_lab(claude: int = 1, codex: int = 1, progress: Progress = print) -> L
                            f"then `relay lab up --claude {claude} --codex {codex}`")
         dead = [s for s in st.sessions if not s.alive]
         if not dead:
+            progress(f"lab already running since {time.strftime('%H:%M:%S', time.localtime(st.started_at))}: "
+                     f"reused as it is (settings such as RELAY_LAB_CODEX_SANDBOX apply to a fresh lab: "
+                     f"`relay lab down` first)")
             return st
         if not st.stub.alive:
             raise LabError(f"the lab's stub model server died while {', '.join(s.name for s in st.sessions if s.alive)} "

@@ -119,6 +119,7 @@ def test_targets_json_healthy_then_one_client_sigkilled_then_lab_up_then_down(la
     # a healthy lab: `relay lab up` changes nothing at all
     res = relay("lab", "up")
     assert res.returncode == 0, res.stderr
+    assert "reused as it is" in res.stderr and "restarting" not in res.stderr
     assert lab_pids(launcher.status()) == lab_pids(repaired)
 
     # 4. the Codex TUI SIGKILLed: its thread stays hosted by the daemon (live, no pane) until it
