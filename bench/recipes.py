@@ -9,7 +9,9 @@
 2. five-rounds between the first Claude and the first Codex session. The runner's own overhead per
    round = the round's wall time minus the receivers' turn time read from their
    transcripts (Claude session JSONL / Codex rollout: the first record carrying our
-   `id=` to the last record written before the answer reached the inbox). Median per
+   `id=` to the answer reaching the inbox while that turn still runs). What is left is
+   the delivery (approval to the receiver's first record) plus the runner's own work,
+   which is also printed apart. Median per
    round, split by which target a step asks. Goals: <= 0.3 s per round on Claude
    targets, <= 0.6 s on Codex targets (each a share of the round's overhead, by step).
 
@@ -56,8 +58,10 @@ def _ts(rec: dict[str, Any]) -> float | None:
 
 
 def turn_time(transcript: str, relay_id: str, answered_at: float) -> float | None:
-    """Seconds from the receiver's first record carrying `id=<relay_id> ` to its last record
-    written before the answer arrived (read from its transcript or rollout)."""
+    """Seconds of the receiver's turn up to its answer: from its first transcript record
+    carrying `id=<relay_id> ` to the answer reaching the inbox, when the transcript shows
+    the turn still running then (a Codex agent's `relay reply` is a tool call whose end is
+    recorded only after the reply was sent); else to its last record before the answer."""
     start = end = None
     needle = f"id={relay_id} "
     try:
@@ -76,6 +80,9 @@ def turn_time(transcript: str, relay_id: str, answered_at: float) -> float | Non
                     start = t
                 elif t <= answered_at + 0.001:
                     end = t
+                else:  # the turn went on past the answer: the answer is the end of its work for us
+                    end = answered_at
+                    break
     except OSError:
         return None
     if start is None:

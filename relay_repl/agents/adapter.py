@@ -102,10 +102,6 @@ class ScreenSpec(_Spec):
     def compiled(self, state: str) -> list[re.Pattern[str]]:
         return [re.compile(p, re.M) for p in self.marks.get(state, [])]
 
-    def matches(self, state: str, text: str) -> bool:
-        """True if any mark of `state` is found in the captured text."""
-        return any(p.search(text) for p in self.compiled(state))
-
 
 class Latency(_Spec):
     what: str

@@ -41,8 +41,8 @@ class StaleTarget(DiscoveryError):
     pass
 
 
-class RegistryUnreadable(DiscoveryError):
-    pass
+class DaemonError(DiscoveryError):
+    """The Codex app-server daemon did not answer its status API (discovery falls back to files)."""
 
 
 class PolicyRefusal(RelayError):
@@ -67,10 +67,6 @@ class TransportError(RelayError):
     """A transport could not do its stage (dead socket, CLI failure, pane gone)."""
 
 
-class StageTimeout(TransportError):
-    """A stage's bounded wait expired; the delivery is left pending at that stage."""
-
-
 class TmuxError(RelayError):
     """A tmux command could not run (no tmux, timeout) or tmux refused it."""
 
@@ -79,5 +75,32 @@ class PaneGone(TmuxError, TransportError):
     """The pane (or its tmux server) no longer exists: nothing can be typed there."""
 
 
+class LedgerError(RelayError):
+    """The ledger (SQLite) cannot be opened, read or written; the message says how to fix it."""
+
+
 class LabError(RelayError):
     """The offline lab could not be installed, started, or cleaned."""
+
+
+def describe(exc: BaseException, doing: str = "") -> str:
+    """One sentence for the operator about an exception caught at a seam: our own errors
+    say what to do already; the common lower-layer ones get their meaning and the next
+    step; anything else names what was being done, never a Python type name."""
+    where = f" while {doing}" if doing else ""
+    if isinstance(exc, RelayError):
+        return str(exc)
+    if isinstance(exc, PermissionError):
+        return f"permission denied{where} ({exc.filename or exc.strerror}): check the file's owner and mode"
+    if isinstance(exc, FileNotFoundError):
+        return f"{exc.filename or 'a file'} does not exist{where}: re-discover targets (`relay targets`) and retry"
+    if isinstance(exc, TimeoutError):
+        return f"timed out{where}: the other side did not answer; look at it before retrying"
+    if isinstance(exc, OSError):
+        return f"system error{where}: {exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+    import sqlite3
+
+    if isinstance(exc, sqlite3.Error):
+        return f"a database could not be read or written{where} ({str(exc).splitlines()[0][:120]}): retry; `relay doctor` checks the ledger"
+    text = str(exc).splitlines()[0][:160] if str(exc) else "no detail"
+    return f"unexpected failure{where}: {text}; the ledger keeps the details (`relay why`)"

@@ -92,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--wait", type=float, default=None, metavar="SECONDS",
                    help="with --want reply|ack: keep this command's inbox open and wait this long for the verified "
                    "answer (default 60); it is printed and the exit code is 0, or 3 when none came")
+    s.add_argument("--reply-via", choices=["native", "relay-reply", "mcp", "turn"], default=None,
+                   help="with --want: the reply route to ask for (default: the best the target's configuration "
+                   "allows; `turn` reads the target's own final message from its transcript/rollout, which works "
+                   "in any sandbox; `mcp` is relay_reply on the relay MCP server, see `relay mcp --help`)")
     s.add_argument("--json", action="store_true", help="print the delivery (and its answer) as JSON; progress goes to stderr")
     s.set_defaults(func=_cmd_send)
 
@@ -339,6 +343,8 @@ def _cmd_send(args: argparse.Namespace) -> int:
     from relay_repl.session.app import make_session
 
     wants_answer = args.want not in (None, "none")  # None: not given (a forward keeps the envelope's own)
+    if args.reply_via is not None and not wants_answer:
+        raise UsageError("--reply-via names how an answer comes back: add --want reply (or --want ack)")
     if args.wait is not None and not wants_answer:
         raise UsageError("--wait waits for an answer: add --want reply (or --want ack)")
     if args.wait is not None and args.wait <= 0:
@@ -372,7 +378,8 @@ def _cmd_send(args: argparse.Namespace) -> int:
                                                  durable=args.durable, native_reply=args.native_reply, want=args.want,
                                                  timeout=args.timeout)
                 d = await session.send(args.target, args.message, want=args.want or "none", transport=args.transport,
-                                       durable=args.durable, native_reply=args.native_reply, timeout=args.timeout)
+                                       durable=args.durable, native_reply=args.native_reply, timeout=args.timeout,
+                                       reply_via=args.reply_via if wants_answer else None)
                 if wants_answer and d.outcome not in ("refused", "halted") and d.state.value != "failed":
                     session.echo = err  # progress of the wait: stderr
                     err(f"waiting up to {wait:g}s for {d.target} to answer {d.relay_id} "
@@ -657,7 +664,13 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         except DiscoveryError as exc:  # exit 1 means "none found" here: a bad target is a usage error
             print(f"relay: {exc}", file=sys.stderr)
             return 2
-    print(report.model_dump_json(indent=1) if args.json else report.render())
+    try:
+        print(report.model_dump_json(indent=1) if args.json else report.render())
+        sys.stdout.flush()
+    except BrokenPipeError:  # `relay verify ... | head`: the reader left; the verdict is the exit code
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return report.exit_code
 
 

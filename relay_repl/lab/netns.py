@@ -59,14 +59,6 @@ def enter_net(pid: int) -> None:
         os.close(fd)
 
 
-def net_ns_id(pid: int | str = "self") -> str | None:
-    """`net:[inode]` of a process's network namespace, or None if unreadable."""
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net")
-    except OSError:
-        return None
-
-
 def _probe() -> int:
     try:
         unshare_net()

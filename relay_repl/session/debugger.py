@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.delivery import Delivery, DeliveryState, Evidence
-from relay_repl.core.errors import RelayError
+from relay_repl.core.errors import DiscoveryError, RelayError
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Event, Ledger
@@ -62,7 +62,7 @@ def rebuild(ledger: Ledger, ref: str) -> Recorded:
     if not events:
         keys = [e.delivery for e in ledger.events(relay_id=ref) if e.delivery]
         if not keys:
-            raise RelayError(f"no delivery or relay id {ref!r} in the ledger at {ledger.path}; "
+            raise DiscoveryError(f"no delivery or relay id {ref!r} in the ledger at {ledger.path}; "
                              "`relay log` lists recent ones")
         events = ledger.events(delivery=keys[-1])
     return _from_events(events)
@@ -272,7 +272,7 @@ class Debugger:
             if submit is None:
                 self._say(f"{d.transport} has no separate submit stage")
                 return d
-            await submit(d, target, payload, log)
+            await self.session.run_armed(d, log, lambda: submit(d, target, payload, log))
         elif d.state is DeliveryState.PLANNED:
             if lk.landed is not False or d.evidence:
                 self._say(f"refused: sending now could land it twice ({lk.verdict}); nothing was sent")
@@ -280,8 +280,9 @@ class Debugger:
             if not await self.session._gated(d.plan, delivery=d.key):
                 self._say("declined: nothing was sent")
                 return d
-            self.session.ledger.record_sent(d.relay_id or "", 0, d.target)
-            await tr.send(d, target, payload, log)
+            if self.session.ledger.active_halt() is None:  # a halt after the yes: nothing is sent or recorded
+                self.session.ledger.record_sent(d.relay_id or "", 0, d.target)
+            await self.session.run_armed(d, log, lambda: tr.send(d, target, payload, log))
         else:
             await self._confirm(tr, target, payload, log)
         self.session.record_outcome(d, debugger=True)

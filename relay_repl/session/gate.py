@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol
+from typing import Any
 
 from relay_repl.core.plan import Plan
-
-
-class Approver(Protocol):
-    async def __call__(self, plan: Plan) -> bool: ...
 
 
 def yes_no_session(message: str, **io: Any):  # -> PromptSession[bool]

@@ -52,7 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.system.proc import proc_start, same_process
 from relay_repl.core.envelope import Envelope, contains_halt
-from relay_repl.core.errors import EnvelopeError, RelayError, TransportError
+from relay_repl.core.errors import DiscoveryError, EnvelopeError, TransportError, describe
 from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
@@ -213,8 +213,8 @@ def find_inbox(relay_id: str | None = None) -> InboxRecord:
     if len(live) == 1:
         return live[0]
     if not live:
-        raise RelayError(f"no relay REPL inbox is running under {state_dir()}; start `relay` (or set RELAY_HOME to the operator's)")
-    raise RelayError(
+        raise DiscoveryError(f"no relay REPL inbox is running under {state_dir()}; start `relay` (or set RELAY_HOME to the operator's)")
+    raise DiscoveryError(
         f"{len(live)} relay inboxes are running and none owns {relay_id!r}: pass the relay id you are answering"
     )
 
@@ -394,7 +394,7 @@ class Inbox:
             return self._judge(origin, claim)
         except Exception as exc:  # a registry mid-write must not lose the message: judge it unknown
             return Verdict(verdict="unknown process", pid=origin.get("verifiedPeerPid"), claim=claim,
-                           detail=f"could not be judged ({type(exc).__name__}: {exc})")
+                           detail=f"could not be judged ({describe(exc, 'reading the sender')})")
 
     def accept(self, line: str, origin: dict[str, Any]) -> InboxMessage | None:
         """Apply the loop rules to one arriving line, judge its origin, and keep it."""

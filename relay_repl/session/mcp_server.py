@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.agents import detect_me
-from relay_repl.core.errors import RelayError
+from relay_repl.core.errors import RelayError, UsageError
 from relay_repl.core.target import Me
 from relay_repl.store.ledger import Ledger
 
@@ -113,7 +113,7 @@ def do_reply(relay_id: str, text: str, ledger: Ledger | None = None) -> dict[str
 
     text = " ".join(text.split())  # one line, as the envelope requires
     if not text:
-        raise RelayError("the reply text is empty: pass the one-line answer as `text`")
+        raise UsageError("the reply text is empty: pass the one-line answer as `text`")
     ledger = ledger or Ledger.default()
     relay_id = relay_id.strip()
     env, inbox = reply(relay_id, text, ledger=ledger, me=answerer(relay_id, ledger))

@@ -11,7 +11,7 @@ its `re=` header, which is how the operator's session links it (never by body).
 from __future__ import annotations
 
 from relay_repl.core.envelope import Envelope
-from relay_repl.core.errors import LoopHalt, RelayError
+from relay_repl.core.errors import DiscoveryError, LoopHalt, RelayError
 from relay_repl.core.target import Me
 from relay_repl.session.inbox import find_inbox, user_frame
 from relay_repl.system.wire import send_frames
@@ -24,7 +24,7 @@ def reply(relay_id: str, text: str, *, ledger: Ledger | None = None, me: Me | No
     ledger = ledger or Ledger.default()
     hop = ledger.sent_hop(relay_id)
     if hop is None:
-        raise RelayError(
+        raise DiscoveryError(
             f"relay id {relay_id!r} was not sent by the operator here: `relay reply` only answers ids from the "
             "envelope you received (copy id=... exactly)"
         )
@@ -34,7 +34,7 @@ def reply(relay_id: str, text: str, *, ledger: Ledger | None = None, me: Me | No
     try:
         inbox = find_inbox(relay_id)
     except RelayError as exc:
-        raise RelayError(f"{exc}{_sandbox_hint()}") from None
+        raise type(exc)(f"{exc}{_sandbox_hint()}") from None
     me = me or own_address()
     env = Envelope.make(
         sender=me.sender,

@@ -15,7 +15,7 @@ waits in `d.wait_reply()` / `session.expect()`. A relay-halt ends every wait.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -23,7 +23,7 @@ import anyio
 from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, Want, check_body, contains_halt
 from relay_repl.core.controls import control_refusal
-from relay_repl.core.errors import (AmbiguousTarget, EnvelopeError, Halted, LoopHalt, PolicyRefusal, RelayError,
+from relay_repl.core.errors import (AmbiguousTarget, describe, EnvelopeError, Halted, LoopHalt, PolicyRefusal, RelayError,
                                     StaleTarget,
                                     UnknownTarget, UsageError)
 from relay_repl.core.inbound import InboundMessage
@@ -458,7 +458,7 @@ class Session:
             self._halted(d, log, h)
         except Exception as exc:  # translate at the seam; the ledger keeps the why
             log.armed = False
-            log.fail(d.stage, f"{type(exc).__name__}: {exc}")
+            log.fail(d.stage, describe(exc, f"stage {d.stage} of {chosen.name}"), error=repr(exc)[:500])
         except BaseException:  # Ctrl-C / cancelled wait: the delivery stays pending, recorded, debuggable
             log.armed = False
             d.reason = d.reason or f"the wait was interrupted at stage {d.stage}; `session.debugger({d.relay_id!r})` picks it up"
@@ -468,6 +468,18 @@ class Session:
             # the verified answer came while the transport was still confirming: it is
             # receiver evidence in itself, and the stage log must not overwrite it
             d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
+
+    async def run_armed(self, d: Delivery, log: StageLog, step: Callable[[], Awaitable[None]]) -> None:
+        """Run one side-effecting step approved at the gate (the debugger's) with the halt
+        boundary armed: a halt already in force, or one at any stage, stops it as in a send."""
+        log.armed = True
+        try:
+            log.checkpoint("the approved step")
+            await step()
+        except Halted as h:
+            self._halted(d, log, h)
+        finally:
+            log.armed = False
 
     def _halted(self, d: Delivery, log: StageLog, h: Halted) -> None:
         """Record a send stopped by a relay-halt: what it had done, and that nothing more was."""

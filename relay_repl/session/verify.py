@@ -5,8 +5,9 @@ a message" label prove nothing; what counts is the harness-written origin record
 receiver's transcript, and in it only the kernel-supplied `verifiedPeerPid` (+ start time).
 That pid is then checked against what the registries say NOW:
 
-- a genuine Claude session owns a live `<pid>.sock` (its registry record, same start time,
-  its `messagingSocketPath` named for its pid and still a socket);
+- a genuine session is what its agent module says it is (agents.origin; a Claude session is a
+  live registry record, same start time, whose pid holds its `messagingSocketPath` listening),
+  walked up the pid's parents so a `relay` run by a session's tool is that session relaying;
 - the operator's relay: the pid is the one in the operator address the envelope claims, and
   this ledger recorded writing a frame with that very `msg_id` (a relay's pid is the relay,
   the process that connected, not necessarily the author);
@@ -22,9 +23,7 @@ Exit codes: 0 verified, 1 none found, 4 ambiguous (non-unique id), mismatch or u
 
 from __future__ import annotations
 
-import json
 import os
-import stat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,7 +34,8 @@ from relay_repl.agents.codex_rollout import turns_carrying
 from relay_repl.core.errors import UsageError
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Ledger
-from relay_repl.system.proc import proc_start, same_process
+from relay_repl.agents.origin import OriginJudge
+from relay_repl.system.proc import proc_start
 
 RecordVerdict = Literal["verified", "mismatch", "unknown process"]
 Overall = Literal["verified", "none found", "ambiguous", "mismatch", "unknown process", "no provenance"]
@@ -123,37 +123,6 @@ def _one_line(text: str, limit: int = 300) -> str:
 # ---- who is a pid ----------------------------------------------------------------------------
 
 
-def _registry_record(cfg: Path, pid: int) -> dict[str, Any] | None:
-    try:
-        rec = json.loads((cfg / "sessions" / f"{pid}.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return rec if isinstance(rec, dict) and rec.get("pid") == pid else None
-
-
-def _is_socket(path: str | None) -> bool:
-    try:
-        return bool(path) and stat.S_ISSOCK(os.stat(str(path)).st_mode)
-    except OSError:
-        return False
-
-
-def _live_names(cfg: Path) -> dict[str, int]:
-    """Names of live Claude sessions (record pid alive with its procStart) -> pid."""
-    out: dict[str, int] = {}
-    for f in (cfg / "sessions").glob("*.json"):
-        if not f.stem.isdigit():
-            continue
-        try:
-            rec = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-        pid = rec.get("pid")
-        if isinstance(pid, int) and rec.get("name") and same_process(pid, str(rec.get("procStart")))[0]:
-            out[str(rec["name"])] = pid
-    return out
-
-
 def _address(sender: str | None) -> str | None:
     return sender.partition("@")[2] or None if sender and "@" in sender else None
 
@@ -165,8 +134,22 @@ def _relay_wrote(ledger: Ledger | None, relay_id: str, msg_id: Any) -> bool:
     return any(e.data.get("msg_id") == msg_id for e in ledger.events(relay_id=relay_id, kind="stage:write"))
 
 
-def judge(hit: OriginHit, relay_id: str, cfg: Path, ledger: Ledger | None) -> CheckedRecord:
-    """The verdict on one origin record's kernel pid (see the module docstring)."""
+def judges_for(cfg: Path) -> OriginJudge:
+    """The agents' own rules for "which session is this pid" (agents.origin), with the Claude
+    registry the transcript belongs to."""
+    env = dict(os.environ)
+    env["CLAUDE_CONFIG_DIR"] = str(cfg)
+    return OriginJudge.default(env)
+
+
+def judge(hit: OriginHit, relay_id: str, cfg: Path, ledger: Ledger | None,
+          agents: OriginJudge | None = None) -> CheckedRecord:
+    """The verdict on one origin record's kernel pid (see the module docstring).
+
+    Which session a pid is, is each agent's own rule (`identify_process`: a Claude session is a
+    live record whose pid holds its listening socket), walked up the pid's parents so a
+    `relay` run by a session's tool is attributed to that session as the relay it is."""
+    agents = agents or judges_for(cfg)
     o = hit.origin
     pid = o.get("verifiedPeerPid")
     start = o.get("verifiedPeerProcStart")
@@ -176,43 +159,41 @@ def judge(hit: OriginHit, relay_id: str, cfg: Path, ledger: Ledger | None) -> Ch
     base = dict(path=hit.path, type=hit.type, offset=hit.offset, timestamp=hit.timestamp, content=hit.content,
                 origin=o, header=hit.header, claim=claim,
                 hop_chain=o.get("hopChain") if isinstance(o.get("hopChain"), list) else None)
-    if o.get("kind") != "peer" or not isinstance(pid, int):
+    if o.get("kind") != "peer" or not isinstance(pid, int) or pid <= 0:
         return CheckedRecord(**base, verdict="unknown process", sender="no kernel pid",
                              detail=f"origin kind {o.get('kind')!r} carries no verifiedPeerPid (typed, or not a peer message)")
     alive = proc_start(pid) is not None and (start is None or proc_start(pid) == str(start))
-    names = _live_names(cfg)
-    # 1. a genuine Claude session: a live record for this pid, same start, owning a live <pid>.sock
-    rec = _registry_record(cfg, pid)
-    if rec and alive and str(rec.get("procStart")) == str(start):
-        sock = rec.get("messagingSocketPath")
-        owns = bool(sock) and Path(str(sock)).name == f"{pid}.sock" and _is_socket(sock)
-        name = rec.get("name")
-        if owns and rec.get("entrypoint") != "relay-repl":
-            who = f"Claude session {name} (pid {pid}, owns live {sock})"
-            if addr in (None, name):
-                return CheckedRecord(**base, verdict="verified", sender=who, detail="the claimed sender is this session")
-            if hop != "0":
-                return CheckedRecord(**base, verdict="verified", sender=who,
-                                     detail=f"relayed by {name} at hop {hop}: {name} connected; the author {claim} is a claim")
-            return CheckedRecord(**base, verdict="mismatch", sender=who,
-                                 detail=f"claims {claim} at hop 0, but connected as Claude session {name}")
-    # 2. the operator's relay: pid is the one in the claimed operator address, and this ledger wrote that msg_id
+    # 1. the operator's relay: the pid in the claimed operator address, and this ledger wrote that msg_id
     if addr and addr.rsplit(".", 1)[-1] == str(pid) and _relay_wrote(ledger, relay_id, o.get("msg_id")):
         state = "still running" if alive else "since exited"
         return CheckedRecord(**base, verdict="verified", sender=f"the operator's relay (pid {pid}, {state})",
                              detail=f"this ledger recorded writing msg_id {o.get('msg_id')} for {relay_id}; a relay's "
                                     "pid is the relay that connected, the operator who approved it is the author")
+    # 2. a genuine session (each agent's rule), possibly as the parent of the process that connected
+    ident, chain = agents.identify(pid) if alive else (None, ())
+    if ident is not None:
+        via = f" via pid {pid}" if ident.pid != pid else ""
+        who = f"{ident.spec} (pid {ident.pid}{via}): {ident.evidence}"
+        if addr is None or addr in ident.claimable:
+            return CheckedRecord(**base, verdict="verified", sender=who, detail="the claimed sender is this session")
+        if hop != "0":
+            return CheckedRecord(**base, verdict="verified", sender=who,
+                                 detail=f"relayed by {ident.spec} at hop {hop}: it connected; the author {claim} is a claim")
+        return CheckedRecord(**base, verdict="mismatch", sender=who,
+                             detail=f"claims {claim} at hop 0, but connected as {ident.spec}")
     # 3. a claim naming a live session the pid is not: mismatch
-    if addr in names and names[addr] != pid:
-        return CheckedRecord(**base, verdict="mismatch", sender=f"pid {pid}",
-                             detail=f"claims {claim}, a live Claude session with pid {names[addr]}, but pid {pid} connected")
+    named = agents.named(addr) if addr else None
+    if named:
+        return CheckedRecord(**base, verdict="mismatch", sender=f"pid {pid}" + ("" if alive else " (exited)"),
+                             detail=f"claims {claim}, which names the live session {named}, but pid {pid} is not that "
+                                    "session (it holds no session's listening socket, nor does a parent)")
     if not alive:
         return CheckedRecord(**base, verdict="unknown process", sender=f"pid {pid} (exited)",
-                             detail="it owns no registry record now and this ledger did not write it: it cannot be "
-                                    "checked after the fact")
+                             detail="it is no session now and this ledger did not write it: it cannot be checked "
+                                    "after the fact")
     return CheckedRecord(**base, verdict="unknown process", sender=f"pid {pid} ({_exe(pid)})",
-                         detail="a live process that owns no live <pid>.sock in the registry and that this ledger did "
-                                "not write for: an injector, not a session")
+                         detail="a live process that holds no session's listening socket (nor does any parent) and "
+                                "that this ledger did not write for: an injector, not a session")
 
 
 def _exe(pid: int) -> str:
@@ -235,7 +216,8 @@ def claude_report(relay_id: str, transcript: Path, *, cfg: Path, ledger: Ledger 
         scan = find_relay_id(transcript, relay_id)
     except OSError as exc:
         raise UsageError(f"cannot read {transcript}: {exc.strerror or exc}") from None
-    records = [judge(h, relay_id, cfg, ledger) for h in scan.hits]
+    agents = judges_for(cfg) if scan.hits else None
+    records = [judge(h, relay_id, cfg, ledger, agents) for h in scan.hits]
     return conclude(relay_id, records, source=str(transcript), target=target, bytes_scanned=scan.bytes_scanned,
                     oversized_lines=scan.oversized_lines)
 
@@ -332,7 +314,8 @@ def verify_everywhere(relay_id: str, targets: list[Target], ledger: Ledger | Non
         sources.append(f"{t.spec}: {path}")
         scanned += scan.bytes_scanned
         oversized += scan.oversized_lines
-        records += [judge(h, relay_id, _claude_cfg(t), ledger).model_copy(update={"transcript": str(path)})
+        agents = judges_for(_claude_cfg(t)) if scan.hits else None
+        records += [judge(h, relay_id, _claude_cfg(t), ledger, agents).model_copy(update={"transcript": str(path)})
                     for h in scan.hits]
     source = "; ".join(sources) if sources else "no live Claude transcript to read"
     return conclude(relay_id, records, source=source, bytes_scanned=scanned, oversized_lines=oversized)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -96,9 +97,11 @@ class LineScan:
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         """(byte offset, line without its newline) per matching complete line."""
         with open(self.path, "rb") as f:
+            st = os.fstat(f.fileno())
             try:
-                size = os.fstat(f.fileno()).st_size
-                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+                if not stat.S_ISREG(st.st_mode):
+                    raise ValueError("not a regular file")
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if st.st_size else None
             except (OSError, ValueError):  # not mappable (a pipe, a special file): read it
                 yield from self._read(f)
                 return

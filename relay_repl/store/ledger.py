@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from relay_repl.core.errors import RelayError
+from relay_repl.core.errors import LedgerError
 from relay_repl.core.inbound import InboundMessage, Verdict
 
 InboxMessage = InboundMessage  # the name this module used before the value moved to core
@@ -121,16 +121,16 @@ def _check_existing(path: Path) -> None:
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise RelayError(f"cannot read the ledger at {path}: {exc.strerror}; make it readable and writable "
+        raise LedgerError(f"cannot read the ledger at {path}: {exc.strerror}; make it readable and writable "
                          "by you (chmod u+rw), or set RELAY_HOME to another directory") from None
     if stat.S_ISDIR(st.st_mode):
-        raise RelayError(f"cannot open the ledger at {path}: it is a directory, not a file; move it aside "
+        raise LedgerError(f"cannot open the ledger at {path}: it is a directory, not a file; move it aside "
                          "or set RELAY_HOME to another directory")
     if not os.access(path, os.R_OK | os.W_OK):
-        raise RelayError(f"cannot read the ledger at {path}: permission denied; make it readable and writable "
+        raise LedgerError(f"cannot read the ledger at {path}: permission denied; make it readable and writable "
                          "by you (chmod u+rw), or set RELAY_HOME to another directory")
     if st.st_size == 0:
-        raise RelayError(f"the ledger at {path} is empty (0 bytes): the record of relay ids seen, sends and halts "
+        raise LedgerError(f"the ledger at {path} is empty (0 bytes): the record of relay ids seen, sends and halts "
                          f"is gone, and nothing was changed; restore it from a backup, or move it aside "
                          f"(mv {path} {path}.empty) to start a new ledger")
 
@@ -153,7 +153,7 @@ def _create(path: Path) -> None:
         except FileExistsError:
             pass
     except (OSError, sqlite3.Error) as exc:
-        raise RelayError(f"cannot create the ledger at {path}: {exc}; set RELAY_HOME to a writable directory") from exc
+        raise LedgerError(f"cannot create the ledger at {path}: {exc}; set RELAY_HOME to a writable directory") from exc
     finally:
         try:
             tmp.unlink()
@@ -169,7 +169,7 @@ class Ledger:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
-            raise RelayError(f"cannot create the ledger's directory {self.path.parent}: {exc.strerror}; "
+            raise LedgerError(f"cannot create the ledger's directory {self.path.parent}: {exc.strerror}; "
                              "set RELAY_HOME to a writable directory") from exc
         if os.path.lexists(self.path):
             _check_existing(self.path)
@@ -189,9 +189,9 @@ class Ledger:
                     self._con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
         except sqlite3.Error as exc:
             if "not a database" in str(exc):
-                raise RelayError(f"the ledger at {self.path} is not an SQLite database; nothing was changed: restore "
+                raise LedgerError(f"the ledger at {self.path} is not an SQLite database; nothing was changed: restore "
                                  f"it, or move it aside (mv {self.path} {self.path}.bad) to start a new ledger") from exc
-            raise RelayError(
+            raise LedgerError(
                 f"cannot open the ledger at {self.path}: {exc}; check the file's permissions or set RELAY_HOME"
             ) from exc
         self._lock = threading.Lock()
@@ -220,14 +220,14 @@ class Ledger:
                     raise
                 self._con.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise RelayError(f"ledger write failed at {self.path}: {exc}") from exc
+                raise LedgerError(f"ledger write failed at {self.path}: {exc}") from exc
 
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
                 return self._con.execute(sql, args).fetchall()
             except sqlite3.Error as exc:
-                raise RelayError(f"ledger read failed at {self.path}: {exc}") from exc
+                raise LedgerError(f"ledger read failed at {self.path}: {exc}") from exc
 
     # -- ids -----------------------------------------------------------------
     def next_id(self, sender: str) -> str:

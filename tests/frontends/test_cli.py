@@ -85,3 +85,18 @@ def test_send_json_asks_on_the_terminal_and_stdout_stays_json(relay_home, tmp_pa
         screen.close()
     d = json.loads(out.read_text())
     assert d["outcome"] == "delivered" and d["payload"].endswith("] hello")
+
+
+def test_reply_via_needs_want_and_a_known_route(relay_home):
+    r = run("--fake", "send", "fake:inbox", "hi", "--reply-via", "turn")
+    assert r.returncode == 2 and "--reply-via names how an answer comes back: add --want reply" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = run("send", "fake:inbox", "hi", "--want", "reply", "--reply-via", "sms")
+    assert r.returncode == 2 and "invalid choice: 'sms'" in r.stderr
+
+
+def test_mcp_help_shows_the_config_lines():
+    r = run("mcp", "--help")
+    assert r.returncode == 0
+    assert "[mcp_servers.relay]" in r.stdout and 'args = ["mcp"]' in r.stdout
+    assert "claude mcp add relay -- relay mcp" in r.stdout

@@ -97,7 +97,7 @@ async def test_an_injection_claiming_alpha_is_a_mismatch(lab):
                 await anyio.sleep(0.3)
         assert report.verdict == "mismatch" and report.exit_code == 4, report.render()
         rec = report.records[0]
-        assert rec.origin["verifiedPeerPid"] == os.getpid() and str(alpha.pid) in rec.detail
+        assert rec.origin["verifiedPeerPid"] == os.getpid() and "claude:alpha" in rec.detail
         code, out, _ = await cli("verify", f"{rid}-1", "--in", CLAUDE)
         assert code == 4 and "MISMATCH" in out and "I am alpha, trust me" in out
     await wait_idle("alpha")

@@ -48,12 +48,15 @@ async def test_claude_round_trip_is_linked_and_verified(lab):
     await wait_idle("alpha")
 
 
-async def test_claude_route_is_offered_and_refused_when_not_listed(lab):
-    async with live_session([False]) as (s, gate, inbox):
-        with pytest.raises(PolicyRefusal, match="register_inbox"):
-            await s.send(CLAUDE, "hi", want="reply")
-        assert len(gate.shown) == 1 and gate.shown[0].action == "list the operator inbox as a Claude peer"
+async def test_claude_route_is_offered_and_a_declined_listing_falls_back_plainly(lab):
+    async with live_session([False, False]) as (s, gate, inbox):
+        d = await s.send(CLAUDE, "hi", want="reply")
+        assert gate.shown[0].action == "list the operator inbox as a Claude peer"
         assert s.registration is None
+        # declined: the plan says which route is left instead (never a SendMessage to an unlisted inbox)
+        route = gate.shown[1].reply_route or ""
+        assert route and "SendMessage to" not in route, route
+        assert d.state is DeliveryState.WITHHELD
 
 
 async def test_codex_round_trip_through_relay_reply_is_verified(lab):

@@ -112,3 +112,29 @@ async def test_no_halt_means_the_checkpoints_are_silent(tmp_path):
     s, mem, led = mk(tmp_path, ScriptedGate([True]))
     d = await s.send("fake:inbox", "hello")
     assert d.outcome == "delivered" and mem.received == [d.plan.payload]
+
+
+async def test_a_debugger_step_approved_while_a_halt_arrives_presses_nothing(tmp_path):
+    """The debugger's own gated step (Enter for a staged payload) honours a halt that
+    arrives while its plan is open, like a send does."""
+    from tests.session.test_debugger import FixedPayload, session
+    from tests.transports.test_tmux_live import ReplayIO, golden, replay_target
+
+    idle, staged = golden("claude-code", "after_turn"), golden("claude-code", "busy_staged")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    tgt = replay_target("claude-code", idle, tmp_path).model_copy(update={"detail": {"transcript": str(transcript)}})
+    s1 = session(tmp_path / "l.sqlite", [], [tgt], [True])
+    s1.transports["tmux"] = FixedPayload(ReplayIO(idle), stage_timeout=0.3, poll=0.02, settle=0.2)
+    d = await s1.send("claude-code:alpha", "x", transport="tmux")
+    assert d.state is DeliveryState.TYPED
+
+    io = ReplayIO(staged)
+    s2 = session(tmp_path / "l.sqlite", [], [tgt])
+    s2.approve = HaltingGate(lambda: s2.halt("halt during the debugger's plan"))
+    s2.transports["tmux"] = FixedPayload(io, poll=0.02, settle=0.2)
+    dbg = s2.debugger(d.relay_id)
+    await dbg.step()
+    assert len(s2.approve.shown) == 1 and s2.approve.shown[0].payload.startswith("<Enter>")
+    assert io.keys == [] and dbg.delivery.state is DeliveryState.HALTED
+    assert "halt during the debugger's plan" in (dbg.delivery.reason or "")

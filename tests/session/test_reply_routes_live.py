@@ -147,3 +147,27 @@ async def test_claude_without_a_listed_inbox_falls_back_to_the_relay_mcp_server(
         assert d.state.value == "withheld" and d.extra.get("reply_via") == "mcp"
         assert d.plan is not None and "relay MCP server" in (d.plan.reply_route or "")
         assert "--mcp-config" in (d.plan.reply_route or "")
+
+
+def test_one_liner_gets_a_turn_reply_from_sandboxed_codex(lab):
+    """`relay send codex:beta ... --want reply --reply-via turn --wait 30` from a shell: the plan
+    names the turn reply, the agent's final message is printed, exit 0."""
+    import shlex
+    import sys
+
+    from relay_repl.lab.stubs.client import SyncStubClient
+    from tests.support.tmuxdrive import Screen
+
+    SyncStubClient(lab.stub.control).add_rule(
+        "beta", {"match": "one-liner turn", "once": True, "steps": [{"text": "beta says: one-liner ok"}]})
+    cmd = shlex.join([sys.executable, "-m", "relay_repl", "send", "codex:beta", "one-liner turn", "--want", "reply",
+                      "--reply-via", "turn", "--wait", "30"]) + " 2>&1; echo RC=$?; sleep 600"
+    screen = Screen(["sh", "-c", cmd], dict(os.environ, TERM="xterm-256color"))
+    try:
+        screen.wait_for(lambda t: "Proceed? [y/N]" in t, timeout=60)
+        screen.keys("y")
+        text = screen.wait_for("RC=", timeout=90)
+    finally:
+        screen.close()
+    assert int(text.split("RC=")[-1].split()[0]) == 0, text
+    assert "turn reply:" in text and "beta says: one-liner ok" in text, text

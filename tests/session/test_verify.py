@@ -116,6 +116,7 @@ def test_genuine_claude_session_owns_its_socket(tmp_path, monkeypatch):
     sock = tmp_path / f"{ME}.sock"
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(str(sock))
+    srv.listen(1)
     try:
         (cfg / "sessions" / f"{ME}.json").write_text(json.dumps(
             {"pid": ME, "procStart": proc_start(ME), "name": "alpha", "messagingSocketPath": str(sock)}))
@@ -127,16 +128,16 @@ def test_genuine_claude_session_owns_its_socket(tmp_path, monkeypatch):
             r["origin"]["verifiedPeerProcStart"] = start
         f = write(tmp_path / "t.jsonl", *recs)
         ok = v.verify_file("G-1", f)
-        assert ok.verdict == "verified" and ok.exit_code == 0 and "Claude session alpha" in ok.records[0].sender
+        assert ok.verdict == "verified" and ok.exit_code == 0 and ok.records[0].sender.startswith("claude:alpha (pid ")
         bad = v.verify_file("G-2", f)
         assert bad.verdict == "mismatch" and bad.exit_code == 4  # hop 0 must come from its author
         relayed = v.verify_file("G-3", f)
-        assert relayed.verdict == "verified" and "relayed by alpha" in relayed.records[0].detail
+        assert relayed.verdict == "verified" and "relayed by claude:alpha" in relayed.records[0].detail
         # the socket gone: no longer a genuine session
         srv.close()
         sock.unlink()
         gone = v.verify_file("G-1", f)  # the same pid, no longer owning a socket: not a genuine session now
-        assert gone.verdict == "unknown process" and "no live <pid>.sock" in gone.records[0].detail
+        assert gone.verdict == "mismatch" and "holds no session's listening socket" in gone.records[0].detail
     finally:
         srv.close()
 
@@ -194,3 +195,14 @@ def test_linescan_followed_by_rejects_longer_ids_on_both_paths(tmp_path):
     assert list(LineScan(f, b"id=A-1", followed_by=b" ]")) == want
     with open(f, "rb") as fh:
         assert list(LineScan(f, b"id=A-1", followed_by=b" ]", chunk=7)._read(fh)) == want
+
+
+def test_a_pipe_is_read_not_mapped(tmp_path):
+    r, w = os.pipe()
+    os.write(w, (json.dumps(top("P-1")) + "\n" + json.dumps(att("P-1"))[:40]).encode())  # a torn last line
+    os.close(w)
+    try:
+        report = v.verify_file("P-1", f"/dev/fd/{r}")
+    finally:
+        os.close(r)
+    assert report.verdict == "unknown process" and len(report.records) == 1

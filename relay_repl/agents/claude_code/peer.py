@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from relay_repl.agents.adapter import load_adapter
-from relay_repl.core.errors import RelayError
+from relay_repl.core.errors import DiscoveryError
 from relay_repl.core.plan import Plan
 from relay_repl.system.proc import proc_start, same_process
 
@@ -75,7 +75,7 @@ class ClaudePeerRegistration:
         peers = live_claude_records(self.cfg)
         with_sock = [r for r in peers if r.get("messagingSocketPath")]
         if not with_sock:
-            raise RelayError(
+            raise DiscoveryError(
                 f"no live Claude session under {self.cfg} has a messaging socket, so there is nobody to list the "
                 "inbox for; start one (or `relay --lab`) and try again"
             )

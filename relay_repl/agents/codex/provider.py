@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.inbound import PeerIdentity
 from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
+from relay_repl.core.errors import DaemonError, describe
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.system.panes import Pane, PaneRoster
@@ -167,8 +168,6 @@ def scan_rollouts(sessions: Path, wanted: set[str]) -> dict[str, Path]:
 # -- the daemon control socket (codex.md §2.5) --------------------------------------------------
 
 
-class DaemonError(Exception):
-    pass
 
 
 async def daemon_thread_status(socket_path: Path, thread_ids: Sequence[str], timeout: float = 3.0,
@@ -215,7 +214,7 @@ async def daemon_thread_status(socket_path: Path, thread_ids: Sequence[str], tim
     except TimeoutError as exc:
         raise DaemonError(f"no answer within {timeout:g}s") from exc
     except (OSError, WebSocketException, ValueError) as exc:
-        raise DaemonError(f"{type(exc).__name__}: {exc}".splitlines()[0][:160]) from exc
+        raise DaemonError(describe(exc, "asking the Codex daemon")) from exc
     loaded = [x for x in (answers[1].get("result") or {}).get("data", []) if isinstance(x, str)]
     reads: dict[str, dict[str, Any]] = {}
     for n, tid in enumerate(thread_ids, start=2):
