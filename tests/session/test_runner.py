@@ -254,3 +254,21 @@ to = "fake:b"
     assert (sent.id, sent.hop, sent.body) == (ask.answer.relay_id, ask.answer.hop + 1, ask.answer.body)
     assert fwd.relay_id == ask.answer.relay_id and fwd.hop == 2
     assert gate.shown[-1].heading.endswith("round 1/1, step 2: forward fake:b")
+
+
+async def test_an_unknown_outcome_is_inspected_and_a_resend_needs_a_new_plan_and_yes(tmp_path):
+    # killed right after the first payload left, before any evidence or answer
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 10, answer=lambda env, t: None, crash_after=1)
+    with pytest.raises(SystemExit):
+        await s.run(write(tmp_path, TWO.format(rounds=1)))
+    run_id = led.events(kind="run-start")[0].relay_id
+    first = led.events(relay_id=run_id, kind="run-step")[0].data["relay_id"]
+    # the receiver holds nothing of it (the in-memory evidence is gone): resume must not assume delivery
+    s2, rep2, gate2, _, lines2 = mk(tmp_path, [True] * 10, led=led)
+    done = await s2.resume(run_id)
+    assert done.state == "done", done
+    assert any(f"the outcome of {first} is unknown" in ln for ln in lines2)
+    assert any(f"no receiver evidence that {first} arrived; re-sending needs a new plan" in ln for ln in lines2)
+    resent = Envelope.parse(rep2.received[0])
+    assert resent.id != first and gate2.shown[0].relay_id == resent.id  # a new id, shown in a new plan, approved
+    assert led.sightings(first, "sent") == 1

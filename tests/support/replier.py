@@ -46,6 +46,8 @@ class Replier(InMemoryTransport):
             return
         text = self.answer(env, target)
         if text is None or env.hop >= 4:
+            if self.crash_after is not None and len(self.received) >= self.crash_after:
+                raise SystemExit("simulated kill -9 mid-send")
             return
         self.n += 1
         line = reply_line(target.name, self.n, env, text, self.tag)
