@@ -8,62 +8,62 @@ Shared by every reader that audits a transcript or rollout (`relay verify`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from relay_repl.core.envelope import PREFIX, decode_value, encode_value
 from relay_repl.core.errors import EnvelopeError
+
+
+def _heads(text: str) -> Iterator[str]:
+    """The raw header (between `[relay/1 ` and the first `]`) of each envelope starting a line."""
+    if PREFIX not in text:
+        return
+    for line in text.split("\n"):
+        line = line.lstrip()
+        if line.startswith("<cross-session-message") and ">" in line:
+            line = line[line.index(">") + 1:].lstrip()
+        if line.startswith(PREFIX):
+            end = line.find("]")
+            if end >= 0:
+                yield line[len(PREFIX):end]
+
+
+def _fields(head: str) -> dict[str, str] | None:
+    fields: dict[str, str] = {}
+    try:
+        for token in head.split(" "):
+            key, eq, raw = token.partition("=")
+            if not eq or key in fields:
+                return None
+            fields[key] = decode_value(raw)
+    except EnvelopeError:
+        return None
+    return fields
 
 
 def headers_in(text: str) -> list[dict[str, str]]:
     """The decoded header fields of every relay envelope that starts a line of `text`.
 
-    A header that does not parse (no `]`, a token without `=`, a repeated key, a bad escape)
-    is skipped: it names no id reliably."""
-    out: list[dict[str, str]] = []
-    for line in text.split("\n"):
-        line = line.lstrip()
-        if line.startswith("<cross-session-message") and ">" in line:
-            line = line[line.index(">") + 1:].lstrip()
-        if not line.startswith(PREFIX):
-            continue
-        end = line.find("]")
-        if end < 0:
-            continue
-        fields: dict[str, str] = {}
-        try:
-            for token in line[len(PREFIX):end].split(" "):
-                key, eq, raw = token.partition("=")
-                if not eq or key in fields:
-                    raise EnvelopeError(f"bad header token {token!r}")
-                fields[key] = decode_value(raw)
-        except EnvelopeError:
-            continue
-        out.append(fields)
-    return out
+    A header that does not parse (a token without `=`, a repeated key, a bad escape) is
+    skipped: it names no id reliably."""
+    return [f for f in map(_fields, _heads(text)) if f is not None]
 
 
 def carries_id(text: str, relay_id: str) -> dict[str, str] | None:
     """The header in `text` whose id field is exactly `relay_id`, or None.
 
-    Fast path for scanning: a header is decoded only when its raw `id=` token decodes to the id."""
-    if PREFIX not in text:
-        return None
-    for line in text.split("\n"):
-        line = line.lstrip()
-        if line.startswith("<cross-session-message") and ">" in line:
-            line = line[line.index(">") + 1:].lstrip()
-        if not line.startswith(PREFIX):
-            continue
-        end = line.find("]")
-        if end < 0:
-            continue
-        token = next((t for t in line[len(PREFIX):end].split(" ") if t.startswith("id=")), None)
+    Fast path for scanning: a header is decoded whole only when its raw `id=` token decodes
+    to the id."""
+    for head in _heads(text):
+        token = next((t for t in head.split(" ") if t.startswith("id=")), None)
         try:
             if token is None or decode_value(token[3:]) != relay_id:
                 continue
         except EnvelopeError:
             continue
-        found = headers_in(line)
-        if found and found[0].get("id") == relay_id:
-            return found[0]
+        fields = _fields(head)
+        if fields is not None and fields.get("id") == relay_id:
+            return fields
     return None
 
 

@@ -832,6 +832,10 @@ def _cmd_why(args: argparse.Namespace) -> int:
         print(f"relay: no events for relay id {args.relay_id!r}; `relay log` lists recent ones", file=sys.stderr)
         return 1
     _print_events(events, args.json)
+    if not args.json:  # the answers beside the send (linked by their re= header), with their verdicts
+        for m in led.inbox(answers=args.relay_id):
+            print(f"answer: inbox #{m.seq} {m.relay_id or ''} from {m.peer or '?'}: {m.body}")
+            print(f"  verdict {m.verdict}" if m.verdict else "  verdict: none recorded")
     return 0
 
 

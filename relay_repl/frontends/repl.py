@@ -122,7 +122,16 @@ async def _main(fake: bool) -> None:
 
 
 def run(*, fake: bool = False) -> int:
+    import os
+
     import anyio
+
+    from relay_repl.store.ledger_file import check_ledger_file
+    from relay_repl.store.paths import ledger_path
+
+    path = ledger_path()
+    if os.path.lexists(path):
+        check_ledger_file(path)  # a bad ledger is one line before the prompt, not an error inside the REPL
 
     anyio.run(_main, fake, backend="asyncio")
     return 0

@@ -219,7 +219,7 @@ def rename_codex(session: SessionRef, new_name: str, timeout: float = 15.0) -> s
         time.sleep(0.05)
     _enter(p)
     while time.monotonic() < deadline:
-        if launcher._codex_index(lay).get(s.thread_id or "") == new_name:
+        if launcher.codex_thread_names(lay).get(s.thread_id or "") == new_name:
             s.name = new_name
             save(state, lay.state_file)
             return s.thread_id or ""

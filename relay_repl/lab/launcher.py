@@ -43,6 +43,7 @@ from relay_repl.system.tmux import run as run_tmux
 import relay_repl.lab.procs as procs
 from relay_repl.lab.install import VERIFIED_VERSIONS, bin_dir, install
 from relay_repl.agents.claude_code import transcript_path
+from relay_repl.agents.codex import is_codex_tui, read_session_index
 
 from relay_repl.lab.layout import (
     CLAUDE,
@@ -366,17 +367,10 @@ def _codex_composer(text: str) -> str | None:
     return None
 
 
-def _codex_index(lay: Layout) -> dict[str, str]:
-    """thread id -> latest thread_name from session_index.jsonl."""
-    out: dict[str, str] = {}
-    for line in _read(lay.codex_home / "session_index.jsonl").splitlines():
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(d, dict) and d.get("id") and d.get("thread_name") is not None:
-            out[d["id"]] = d["thread_name"]
-    return out
+def codex_thread_names(lay: Layout) -> dict[str, str]:
+    """thread id -> current thread name, read by the Codex agent's own reader of session_index.jsonl."""
+    rows = read_session_index(lay.codex_home / "session_index.jsonl")
+    return {tid: str(r["thread_name"]) for tid, r in rows.items() if r.get("thread_name") is not None}
 
 
 def _codex_locks(lay: Layout) -> set[str]:
@@ -396,11 +390,12 @@ def _codex_daemon_pid(lay: Layout) -> int | None:
 
 
 def _codex_tui_pid(pane_pid: int) -> int | None:
-    """The native codex TUI: the pane runs the npm node wrapper, which spawns it."""
+    """The native codex TUI: the pane runs the npm node wrapper, which spawns it (the Codex
+    agent's rule for which process is a TUI, `is_codex_tui`)."""
     if procs.exe_name(pane_pid) == "codex":
         return pane_pid
     for child in procs.children(pane_pid):
-        if procs.exe_name(child) == "codex" or any(a.endswith("/codex") for a in procs.cmdline(child)[:1]):
+        if procs.exe_name(child) == "codex" or is_codex_tui(procs.cmdline(child)[:1]):
             return child
     return None
 
@@ -454,7 +449,7 @@ def _rename_codex(lay: Layout, target: str, name: str, deadline: float, progress
         _tmux(lay, "send-keys", "-t", target, "Enter")
         t_end = time.monotonic() + 5.0
         while time.monotonic() < t_end:
-            for tid, tname in _codex_index(lay).items():
+            for tid, tname in codex_thread_names(lay).items():
                 if tname == name and tid not in exclude:
                     return tid
             time.sleep(0.05)
@@ -739,7 +734,7 @@ def _refresh(lay: Layout, state: LabState) -> LabState:
             s.daemon_pid = daemon
             if s.thread_id:
                 s.transcript = _codex_rollout(lay, s.thread_id) or s.transcript
-                name = _codex_index(lay).get(s.thread_id)
+                name = codex_thread_names(lay).get(s.thread_id)
                 if name:
                     s.name = name
             s.alive = info["dead"] != "1" and procs.is_alive(s.pid, s.proc_start) and daemon is not None
@@ -822,7 +817,7 @@ def _restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress
     deadline = t0 + UP_TIMEOUT
     bins = bin_dir()
     codexes = state.of_kind(CODEX)
-    named = set(_codex_index(lay)) | _codex_locks(lay)  # threads that exist: a restarted TUI names a new one
+    named = set(codex_thread_names(lay)) | _codex_locks(lay)  # threads that exist: a restarted TUI names a new one
     waiting = [s for s in dead if s.kind == CODEX and s.pid and procs.is_alive(s.pid, s.proc_start)]
     if waiting and _codex_daemon_pid(lay) is None:
         # Only the daemon died: its TUIs wait ("Reconnecting…") and reconnect by themselves

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import subprocess
 from pathlib import Path
 from urllib.request import pathname2url
 
@@ -51,13 +50,17 @@ def _ro(path: Path) -> sqlite3.Connection:
 
 
 def check_tmux() -> Check:
-    exe = shutil.which("tmux")
+    from relay_repl.core.errors import TmuxError
+    from relay_repl.system.tmux import run as run_tmux
+    from relay_repl.system.tmux import tmux_binary
+
+    exe = tmux_binary()
     if exe is None:
         return Check(name="tmux", ok=False, detail="not found on PATH",
                      fix="install tmux (e.g. apt-get install tmux); typing into panes needs it")
     try:
-        out = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=10, check=False).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        out = run_tmux((), "-V", timeout=10).text.strip()  # the one tmux runner; -V needs no server
+    except TmuxError as exc:
         return Check(name="tmux", ok=False, detail=f"{exe} does not answer -V ({exc})", fix="reinstall tmux")
     return Check(name="tmux", ok=True, detail=f"{out or 'unknown version'} at {exe}")
 

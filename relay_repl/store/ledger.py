@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -36,6 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.errors import LedgerError
+from relay_repl.store.ledger_file import check_ledger_file
 from relay_repl.core.inbound import InboundMessage, Verdict
 
 InboxMessage = InboundMessage  # the name this module used before the value moved to core
@@ -110,31 +110,6 @@ class Halt(BaseModel):
     by: str
 
 
-def _check_existing(path: Path) -> None:
-    """Refuse a ledger file that sqlite would silently treat as new or that cannot be used.
-
-    sqlite opens a 0-byte file as an empty database and writes a fresh schema into it,
-    so the record of ids seen, sends and halts would vanish without a word: detect it
-    before sqlite sees it. Only stat() and access() are used, never open(): closing a
-    second descriptor on a database file drops the POSIX locks every sqlite connection
-    of this process holds on it (sqlite's own "how to corrupt" list, section 2.2)."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise LedgerError(f"cannot read the ledger at {path}: {exc.strerror}; make it readable and writable "
-                         "by you (chmod u+rw), or set RELAY_HOME to another directory") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise LedgerError(f"cannot open the ledger at {path}: it is a directory, not a file; move it aside "
-                         "or set RELAY_HOME to another directory")
-    if not os.access(path, os.R_OK | os.W_OK):
-        raise LedgerError(f"cannot read the ledger at {path}: permission denied; make it readable and writable "
-                         "by you (chmod u+rw), or set RELAY_HOME to another directory")
-    if st.st_size == 0:
-        raise LedgerError(f"the ledger at {path} is empty (0 bytes): the record of relay ids seen, sends and halts "
-                         f"is gone, and nothing was changed; restore it from a backup, or move it aside "
-                         f"(mv {path} {path}.empty) to start a new ledger")
-
-
 def _create(path: Path) -> None:
     """Make a new ledger atomically: build it beside, then link it into place.
 
@@ -172,7 +147,7 @@ class Ledger:
             raise LedgerError(f"cannot create the ledger's directory {self.path.parent}: {exc.strerror}; "
                              "set RELAY_HOME to a writable directory") from exc
         if os.path.lexists(self.path):
-            _check_existing(self.path)
+            check_ledger_file(self.path)
         else:
             _create(self.path)
         try:

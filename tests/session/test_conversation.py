@@ -331,3 +331,17 @@ async def test_the_ledger_keeps_the_link_and_verdict(relay_home):
     again = Ledger(relay_home / "ledger.sqlite").inbox(answers=d.relay_id)
     assert len(again) == 1 and again[0].verdict.verdict == "verified" and again[0].hop == 1
     assert json.loads(again[0].verdict.model_dump_json())["session"] == "fake:inbox"
+
+
+async def test_relay_why_prints_the_answer_beside_the_send(relay_home, capsys):
+    from relay_repl.frontends.cli import main
+
+    async with convo(relay_home, [True]) as c:
+        d = await c.s.send("fake:inbox", "q", want="reply")
+        await c.from_agent(answer(d.relay_id, "the answer"))
+        await d.wait_reply(10)
+    capsys.readouterr()
+    assert main(["why", d.relay_id]) == 0
+    out = capsys.readouterr().out
+    assert "answer: inbox #1 inbox-1 from agent:fake@inbox: the answer" in out
+    assert "verdict verified: claimed agent:fake@inbox; connected as fake:inbox" in out

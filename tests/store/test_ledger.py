@@ -171,3 +171,13 @@ def test_cli_reports_an_empty_ledger_with_exit_1(tmp_path, relay_home):
     assert res.stderr.count("\n") == 1 and "empty (0 bytes)" in res.stderr and str(relay_home) in res.stderr
     assert "Traceback" not in res.stderr and res.stdout == ""
     assert (relay_home / "ledger.sqlite").read_bytes() == b""
+
+
+def test_the_repl_refuses_an_empty_ledger_before_its_prompt(relay_home, capsys):
+    from relay_repl.frontends import cli
+
+    relay_home.mkdir(parents=True, exist_ok=True)
+    (relay_home / "ledger.sqlite").write_bytes(b"")
+    assert cli.main(["--fake", "repl"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("relay: the ledger at ") and "empty (0 bytes)" in err
