@@ -1,9 +1,13 @@
-"""Agent adapters: discovery of Claude Code sessions and Codex threads.
+"""Layer 4: everything specific to one agent kind, and the protocol the layers above use.
 
-Each agent kind has a Markdown adapter (`adapters/<kind>.md`, validated by
-`load_adapter`) and a provider here that implements the session's `Provider`
-protocol (`kind`, `async discover() -> list[Target]`). Providers only read: registry
-files, /proc, SQLite opened read-only, the Codex daemon's status API and tmux
+One package per kind holds all that relay_repl knows about it: `claude_code/` and `codex/`
+(discovery provider, evidence readers, for Claude the peer registration, and the `Agent`
+implementation), with the adapter file (`adapters/<kind>.md`, validated by `load_adapter`:
+footer pattern, verified versions, transports offered) and the screen classifier
+(`screens/<kind>.py`). Transports, the lab and the session ask `agent_for(kind)` (the
+`Agent` protocol, `agent.py`) instead of branching on the kind. Providers implement the
+session's `Provider` protocol (`kind`, `async discover() -> list[Target]`) and only read:
+registry files, /proc, SQLite opened read-only, the Codex daemon's status API and tmux
 listings/captures. They never type into a pane or write a registry.
 
     from relay_repl.agents import default_providers

@@ -63,7 +63,7 @@ ALLOWED_KEYS = frozenset({"Enter", "Tab"})
 """The only named keys this transport may ever send. Escape is not among them: it
 interrupts a busy receiver (both clients) and, twice, opens Codex's rewind browser."""
 
-_SEP = "|:|"  # printable: tmux may print control characters as `_` (see agents/panes.py)
+_SEP = "|:|"  # printable: tmux may print control characters as `_` (see system/panes.py)
 _FORMAT_FIELDS = ("pane_id", "cursor_x", "cursor_y", "pane_in_mode", "pane_mode", "alternate_on", "pane_pid",
                   "pane_dead", "pane_width", "pane_height", "pane_current_command")
 

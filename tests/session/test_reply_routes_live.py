@@ -137,6 +137,25 @@ async def test_claude_turn_reply(lab):
         assert answer.origin["anchor"] == f"msg_id {d.extra['msg_id']}" and ".origin" in answer.origin["record"]
 
 
+async def test_claude_answers_by_mcp_relay_reply_verified(lab):
+    """Claude 2.1.328 lists MCP tools as deferred: the model loads relay_reply with ToolSearch first."""
+    async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, inbox):
+        rid = s.ledger.peek_next_id(s.me.address)
+        await stub.add_rule("alpha", Rule(match=rid, once=True, steps=[
+            Step(tool=ToolCall(name="ToolSearch", input={"query": "select:mcp__relay__relay_reply", "max_results": 1})),
+            Step(tool=ToolCall(name="mcp__relay__relay_reply", input={"relay_id": rid, "text": "alpha via mcp"})),
+            Step(text="done")]))
+        d = await s.send("claude:alpha", "answer by mcp", want="reply", reply_via="mcp", transport="claude-code-socket",
+                         timeout=30)
+        assert "relay MCP server" in (d.plan.reply_route or "") and d.outcome == "delivered", d.summary()
+        answer = await d.wait_reply(30)
+        assert answer is not None and answer.body == "alpha via mcp" and d.state.value == "replied"
+        alpha = await s.target("claude:alpha")
+        assert answer.verdict is not None and answer.verdict.verdict == "verified"
+        assert answer.verdict.session == "claude:alpha" and answer.verdict.session_pid == alpha.pid
+        assert answer.verdict.pid != alpha.pid  # the MCP server connected, started by alpha
+
+
 async def test_claude_without_a_listed_inbox_falls_back_to_the_relay_mcp_server(lab):
     """No inbox listed as a peer: listing it is offered first (the native route); declined, the
     plan names the route alpha's configuration still allows (the lab gives it the relay MCP
