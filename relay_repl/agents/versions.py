@@ -12,8 +12,10 @@ refuses any other version with a one-line error. All functions are synchronous
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import time
 import shutil
 import subprocess
 import tempfile
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from relay_repl.agents.adapter import load_adapter
 from relay_repl.core.errors import PolicyRefusal
+from relay_repl.store import paths
 
 CLAUDE = "claude-code"
 CODEX = "codex"
@@ -106,16 +109,83 @@ def client_version(kind: str, binary: str | Path | None = None) -> str | None:
     return binary_version(binary)
 
 
+# ---- the version policy: pinned (shipped) or verified on this machine (`relay fidelity`) ----
+
+FIDELITY_HINT = "relay fidelity --clients system"
+
+
+def verified_file() -> Path:
+    """Where `relay fidelity` records the versions it verified on this machine."""
+    return paths.state_dir() / "verified-clients.json"
+
+
+def _verified_here_all() -> dict[str, dict[str, dict[str, object]]]:
+    try:
+        data = json.loads(verified_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def verified_here(kind: str) -> dict[str, dict[str, object]]:
+    """{version: {when, facts}} of `kind` versions a passing `relay fidelity` recorded here."""
+    got = _verified_here_all().get(kind)
+    return got if isinstance(got, dict) else {}
+
+
+def record_verified(kind: str, version: str, facts: int) -> Path:
+    """Record `kind` `version` as verified on this machine (a passing `relay fidelity`)."""
+    check_kind(kind)
+    data = _verified_here_all()
+    data.setdefault(kind, {})[version] = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                          "facts": facts}
+    path = verified_file()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def version_status(kind: str, version: str | None) -> str:
+    """pinned (shipped verified list) | verified (on this machine) | unverified | unknown (no version)."""
+    if version is None:
+        return "unknown"
+    if kind not in KINDS:
+        return "unverified"
+    if version in load_adapter(kind).verified_versions:
+        return "pinned"
+    if version in verified_here(kind):
+        return "verified"
+    if f"{kind}={version}" in os.environ.get("RELAY_FIDELITY_CANDIDATE", "").split(","):
+        return "verified"  # only inside `relay fidelity`'s own check run (lab.fidelity sets it for its children)
+    return "unverified"
+
+
+def is_verified(kind: str, version: str | None) -> bool:
+    return version_status(kind, version) in ("pinned", "verified")
+
+
+def unverified_refusal(kind: str, version: str | None, what: str) -> str | None:
+    """One line refusing a reverse-engineered path (`what`) on an unverified version, or None."""
+    status = version_status(kind, version)
+    if status in ("pinned", "verified"):
+        return None
+    want = verified_version(kind) if kind in KINDS else "?"
+    shown = f"{kind} {version}" if version else f"{kind} (version unknown)"
+    return (f"{shown} is not verified: {what} measured on {want} only; "
+            f"verify it with `{FIDELITY_HINT}` (or use the pinned lab: `relay --lab ...`)")
+
+
 def require_verified(kind: str, binary: str | Path | None = None) -> str:
-    """Return the client's version if it is the verified one; refuse anything else."""
+    """Return the client's version if it is pinned or verified here; refuse anything else."""
     check_kind(kind)
     want = verified_version(kind)
     have = client_version(kind, binary)
     if have is None:
         raise PolicyRefusal(f"{kind} client not found or not answering `--version`; "
                             f"relay_repl is verified on {kind} {want} only (see `relay lab install`)")
-    if have not in load_adapter(kind).verified_versions:
+    if not is_verified(kind, have):
         raise PolicyRefusal(f"{kind} {have} is not verified: relay_repl relies on behaviour measured on "
-                            f"{kind} {want}; install that version (`npm i -g "
+                            f"{kind} {want}; verify it with `{FIDELITY_HINT}`, or install {want} (`npm i -g "
                             f"{NPM_PACKAGES[kind]}@{want}`) or use the lab (`relay lab install`)")
     return have

@@ -25,6 +25,10 @@ class Target(BaseModel):
     transports: tuple[str, ...] = ()
     identified_by: str = Field(description="The evidence that resolved it, for the plan")
     detail: dict[str, Any] = Field(default_factory=dict)
+    client_version: str | None = Field(default=None, description="The version of the client running it, "
+                                       "as its agent read it (registry record, process binary), or None")
+    client_status: str | None = Field(default=None, description="The version policy's word on it: pinned | "
+                                      "verified (on this machine, by `relay fidelity`) | unverified | unknown")
 
     @property
     def spec(self) -> str:
@@ -38,6 +42,8 @@ class Target(BaseModel):
         if self.pane:
             bits.append(f"pane {self.pane}")
         bits.append(self.state if self.live else "STALE")
+        if self.client_version or self.client_status:
+            bits.append(f"{self.kind} {self.client_version or '?'} {self.client_status or ''}".rstrip())
         return " ".join(bits[:1]) + " (" + ", ".join(bits[1:]) + ")"
 
     def __repr__(self) -> str:

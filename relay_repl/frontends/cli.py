@@ -106,7 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
         "servers on 127.0.0.1, with isolated homes, so every part of relay can be tried with no accounts.",
     )
     lsub = lab.add_subparsers(dest="lab_command", metavar="LABCOMMAND", required=True)
-    x = lsub.add_parser("install", help="install the pinned clients from the npm registry (skips what is present)")
+    x = lsub.add_parser("install", help="install the pinned clients (or other versions) from the npm registry",
+                        description="Install the pinned Claude Code and Codex into the client cache (skips what is "
+                        "present). With --claude/--codex VERSION (or `latest`), install that set into its own "
+                        "cache beside the pinned one; run it with `relay lab up --clients DIR` and check it with "
+                        "`relay fidelity --clients DIR`.")
+    x.add_argument("--claude", metavar="VERSION", help="Claude Code version (x.y.z or latest; default: pinned)")
+    x.add_argument("--codex", metavar="VERSION", help="Codex version (x.y.z or latest; default: pinned)")
     x.set_defaults(func=_cmd_lab_install)
     x = lsub.add_parser("up", help="start what is missing of the lab and wait until every session is idle",
                         description="Start the lab, or only its dead sessions if it runs (live sessions are never "
@@ -114,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "`relay lab up`. Progress goes to stderr.")
     x.add_argument("--claude", type=int, default=1, help="Claude Code sessions (default 1)")
     x.add_argument("--codex", type=int, default=1, help="Codex sessions (default 1)")
+    x.add_argument("--clients", default="pinned", metavar="SET",
+                   help="which clients the lab runs: pinned (default), latest (from npm), system (the claude and "
+                        "codex on your PATH), or an npm prefix from `relay lab install --claude V --codex V`; "
+                        "a running lab keeps its clients (`relay lab down` first)")
     x.set_defaults(func=_cmd_lab_up)
     x = lsub.add_parser("status", help="what runs in the lab")
     x.add_argument("--json", action="store_true", help="lab directory, tmux socket, and per session kind, name, pid, pane, transcript")
@@ -125,6 +135,24 @@ def build_parser() -> argparse.ArgumentParser:
     x = lsub.add_parser("attach", help="attach your terminal to one lab session's tmux window")
     x.add_argument("name")
     x.set_defaults(func=_cmd_lab_attach)
+
+    s = sub.add_parser(
+        "fidelity",
+        help="check every client fact relay depends on against a client set; verify its versions here",
+        description="Run the live checks (discovery, socket and queue wire formats, rollout and transcript "
+        "records, daemon status, every screen class, busy submit rules, zero-key preflight refusals) against "
+        "Claude Code and Codex in private labs, print one row per fact (✔/✘ with evidence) and record fresh "
+        "screen captures beside the golden ones. When every fact holds for a client, its version is recorded "
+        "as verified on this machine and relay's refusals for it lift. Needs a source checkout. Exit 0 all "
+        "hold, 1 some failed.",
+    )
+    s.add_argument("--clients", default="pinned", metavar="SET",
+                   help="pinned (default), latest (npm's newest, installed beside the pinned), system (the "
+                        "claude and codex on your PATH) or an npm prefix directory")
+    s.add_argument("--json", action="store_true", help="the report as JSON (progress on stderr)")
+    s.add_argument("--no-screens", action="store_true", help="skip the screen recorder (faster; then no "
+                   "screen facts are checked and nothing is recorded as verified for the tmux path)")
+    s.set_defaults(func=_cmd_fidelity)
 
     s = sub.add_parser(
         "recipes",
@@ -518,15 +546,41 @@ def _cmd_debug(args: argparse.Namespace) -> int:
 
 
 def _cmd_lab_install(args: argparse.Namespace) -> int:
-    from relay_repl.lab.install import install
+    from relay_repl.lab.install import VERIFIED_VERSIONS, install, install_versions, latest_versions
 
-    install(progress=_progress)
+    if not args.claude and not args.codex:
+        install(progress=_progress)
+        return 0
+    want = dict(VERIFIED_VERSIONS)
+    latest = latest_versions() if "latest" in (args.claude, args.codex) else {}
+    for kind, v in (("claude-code", args.claude), ("codex", args.codex)):
+        if v:
+            want[kind] = latest[kind] if v == "latest" else v
+    prefix = install_versions(want, progress=_progress)
+    print(f"claude-code {want['claude-code']} and codex {want['codex']} in {prefix}")
+    print(f"next: `relay fidelity --clients {prefix}` checks them; `relay lab up --clients {prefix}` runs them")
     return 0
 
 
+def _cmd_fidelity(args: argparse.Namespace) -> int:
+    from relay_repl.lab.fidelity import run
+
+    report = run(args.clients, progress=_progress, screens=not args.no_screens)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        print(report.table())
+    return 0 if report.ok else 1
+
+
 def _cmd_lab_up(args: argparse.Namespace) -> int:
+    from relay_repl.lab.install import resolve_clients, set_root
     from relay_repl.lab.launcher import ensure_lab
 
+    if args.clients != "pinned":
+        prefix, got = resolve_clients(args.clients, progress=_progress)
+        set_root(prefix)
+        _progress(f"lab clients: claude-code {got['claude-code']}, codex {got['codex']} from {prefix}")
     state = ensure_lab(claude=args.claude, codex=args.codex, progress=_progress)
     print(f"lab ready: {state.lab_dir} (tmux -L {state.tmux_socket})")
     print("\n".join(state.targets()))
@@ -864,7 +918,7 @@ def main(argv: list[str] | None = None) -> int:
     from relay_repl.core.errors import RelayError
 
     try:
-        if args.lab and not func.__name__.startswith("_cmd_lab_"):  # `relay --lab lab ...` needs no pointing
+        if args.lab and not func.__name__.startswith("_cmd_lab_") and func is not _cmd_fidelity:  # `relay --lab lab ...` needs no pointing
             _use_lab(start=func is _cmd_repl)
         code = int(func(args) or 0)
         if func is _cmd_targets and argv is None:  # a real process, not a call from tests

@@ -34,8 +34,9 @@ from relay_repl.agents.versions import (
 from relay_repl.core.errors import LabError
 
 # re-exported for the lab's callers: the policy itself lives in agents.versions
-__all__ = ["BINARIES", "VERIFIED_VERSIONS", "bin_dir", "client_version", "clients_root", "install",
-           "installed_versions", "lab_binary", "node_tools", "require_verified"]
+__all__ = ["BINARIES", "VERIFIED_VERSIONS", "any_clients", "bin_dir", "client_version", "clients_root", "install",
+           "install_versions", "installed_versions", "lab_binary", "latest_versions", "node_tools",
+           "require_verified", "resolve_clients", "set_root", "system_root"]
 
 VERIFIED_VERSIONS: dict[str, str] = versions.verified_versions()
 MIN_NODE_MAJOR = 20
@@ -48,6 +49,18 @@ def clients_root() -> Path:
     """The npm prefix holding the lab clients: `$RELAY_LAB_CLIENTS` or `paths.clients_dir()`."""
     env = os.environ.get("RELAY_LAB_CLIENTS")
     return Path(env).expanduser().absolute() if env else paths.clients_dir()
+
+
+def any_clients() -> bool:
+    """True when the lab runs whatever clients sit in `clients_root()` (`relay lab up
+    --clients`, `relay fidelity`) instead of installing the pinned ones there."""
+    return os.environ.get("RELAY_LAB_ANY_CLIENTS") == "1"
+
+
+def set_root(prefix: Path) -> None:
+    """Point this process's lab at the client set in `prefix` (not the pinned cache)."""
+    os.environ["RELAY_LAB_CLIENTS"] = str(prefix)
+    os.environ["RELAY_LAB_ANY_CLIENTS"] = "1"
 
 
 def bin_dir() -> Path:
@@ -94,6 +107,13 @@ def install(progress: Progress = print) -> dict[str, str]:
     """
     dest = clients_root()
     have = installed_versions()
+    if any_clients():
+        missing = [kind for kind, v in have.items() if v is None]
+        if missing:
+            raise LabError(f"no working {' or '.join(missing)} in {bin_dir()}: install that client set first "
+                           f"(`relay lab install --claude VERSION --codex VERSION`)")
+        progress(f"lab clients from {dest}: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
+        return {k: str(v) for k, v in have.items()}
     if have == VERIFIED_VERSIONS:
         progress(f"lab clients present in {dest}: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
         return dict(VERIFIED_VERSIONS)
@@ -137,3 +157,120 @@ def _last_error_line(log: Path) -> str:
         return "no output"
     errs = [ln for ln in lines if "ERR" in ln]
     return (errs or lines or ["no output"])[-1][:300]
+
+
+# ---- other client sets: any version from npm, or the clients installed on this machine ------
+
+
+def latest_versions() -> dict[str, str]:
+    """{kind: newest version on the npm registry} (`npm view PACKAGE version`)."""
+    _, npm = node_tools()
+    out: dict[str, str] = {}
+    for kind in KINDS:
+        try:
+            proc = subprocess.run([npm, "view", versions.NPM_PACKAGES[kind], "version"], capture_output=True,
+                                  text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise LabError(f"cannot ask npm for the latest {kind}: {exc}") from exc
+        v = parse_version(proc.stdout)
+        if proc.returncode != 0 or v is None:
+            raise LabError(f"npm view {versions.NPM_PACKAGES[kind]} version failed: "
+                           f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:] or ['no output']}")
+        out[kind] = v
+    return out
+
+
+def set_root_for(want: dict[str, str]) -> Path:
+    """The npm prefix of one client set: the pinned cache for the pinned versions, else
+    `<state>/clients-<claude>-<codex>` (each set its own, so none replaces another)."""
+    if want == VERIFIED_VERSIONS:
+        return paths.clients_dir()
+    return paths.state_dir() / f"clients-{want[CLAUDE]}-{want[CODEX]}"
+
+
+def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
+    """Install exactly `want` ({kind: version}) from npm into its own prefix; returns the prefix.
+    Skips when already there. Raises LabError (one line) on any failure."""
+    for kind, v in want.items():
+        check_kind(kind)
+        if parse_version(v) != v:
+            raise LabError(f"{kind} version {v!r} is not x.y.z (or `latest`)")
+    dest = set_root_for(want)
+    if dest == paths.clients_dir() and "RELAY_LAB_CLIENTS" not in os.environ:
+        install(progress)
+        return dest
+    have = {kind: binary_version(dest / "node_modules" / ".bin" / BINARIES[kind]) for kind in KINDS}
+    if have == want:
+        progress(f"clients present in {dest}: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
+        return dest
+    _, npm = node_tools()
+    try:
+        dest.mkdir(parents=True, exist_ok=True, mode=0o700)
+        pkg = {"name": "relay-repl-lab-clients-candidate", "private": True,
+               "dependencies": {versions.NPM_PACKAGES[k]: want[k] for k in KINDS}}
+        import json
+
+        (dest / "package.json").write_text(json.dumps(pkg, indent=2) + "\n")
+    except OSError as exc:
+        raise LabError(f"cannot prepare client cache {dest}: {exc.strerror or exc}") from exc
+    log = dest / "npm-install.log"
+    progress(f"installing claude-code {want[CLAUDE]} and codex {want[CODEX]} into {dest} (about 800 MB) ...")
+    env = dict(os.environ)
+    env.setdefault("DISABLE_AUTOUPDATER", "1")
+    try:
+        with open(log, "wb") as fh:
+            proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=warn"], cwd=dest,
+                                  stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                  timeout=1800)
+    except subprocess.TimeoutExpired as exc:
+        raise LabError(f"npm install timed out after 30 min; see {log}") from exc
+    except OSError as exc:
+        raise LabError(f"cannot run npm: {exc.strerror or exc}: {NODE_HINT}") from exc
+    if proc.returncode != 0:
+        raise LabError(f"npm install failed (exit {proc.returncode}): {_last_error_line(log)}; full log: {log}")
+    versions.clear_cache()
+    have = {kind: binary_version(dest / "node_modules" / ".bin" / BINARIES[kind]) for kind in KINDS}
+    if have != want:
+        raise LabError(f"after npm install the clients report {have}, expected {want}; see {log}")
+    return dest
+
+
+def system_root() -> Path:
+    """A prefix whose node_modules/.bin links to the `claude` and `codex` on $PATH (the
+    clients installed on this machine), so the lab can run them. Raises LabError if one is missing."""
+    dest = paths.state_dir() / "clients-system"
+    bins = dest / "node_modules" / ".bin"
+    bins.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for kind in KINDS:
+        found = shutil.which(BINARIES[kind])
+        if found is None:
+            raise LabError(f"no `{BINARIES[kind]}` on PATH: install {kind} "
+                           f"(npm i -g {versions.NPM_PACKAGES[kind]}) or pick --clients pinned|latest")
+        link = bins / BINARIES[kind]
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(os.path.realpath(found))
+    versions.clear_cache()
+    return dest
+
+
+def resolve_clients(which: str, progress: Progress = print) -> tuple[Path, dict[str, str]]:
+    """`pinned` | `latest` | `system` | a prefix directory -> (prefix, {kind: version}),
+    installing what is missing. Raises LabError."""
+    if which == "pinned":
+        install(progress)
+        root = clients_root()
+    elif which == "latest":
+        root = install_versions(latest_versions(), progress)
+    elif which == "system":
+        root = system_root()
+    else:
+        root = Path(which).expanduser().absolute()
+        if not (root / "node_modules" / ".bin").is_dir():
+            raise LabError(f"{root} holds no node_modules/.bin: use pinned, latest, system or an npm prefix "
+                           "made by `relay lab install --claude VERSION --codex VERSION`")
+    got = {kind: binary_version(root / "node_modules" / ".bin" / BINARIES[kind]) for kind in KINDS}
+    missing = [k for k, v in got.items() if v is None]
+    if missing:
+        raise LabError(f"{', '.join(missing)} in {root} does not answer --version")
+    return root, {k: str(v) for k, v in got.items()}

@@ -41,7 +41,8 @@ from relay_repl.system.tmux import TmuxResult
 from relay_repl.system.tmux import run as run_tmux
 
 import relay_repl.lab.procs as procs
-from relay_repl.lab.install import VERIFIED_VERSIONS, bin_dir, install
+from relay_repl.lab.install import VERIFIED_VERSIONS, any_clients, clients_root, install
+from relay_repl.lab.install import bin_dir as _cache_bin_dir
 from relay_repl.agents.claude_code import transcript_path
 from relay_repl.agents.codex import is_codex_tui, read_session_index
 
@@ -466,6 +467,16 @@ def _new_session(lay: Layout, name: str, cwd: Path, command: list[str], extra_en
     _tmux(lay, *args, "--", *command, prefix=prefix)
 
 
+def bin_dir() -> Path:
+    """Where this lab's clients live: the set `relay lab up --clients` recorded in lab.json
+    (so later commands drive the same binaries), unless $RELAY_LAB_CLIENTS says otherwise."""
+    if not os.environ.get("RELAY_LAB_CLIENTS"):
+        st = load(layout().state_file)
+        if st is not None and st.clients:
+            return Path(st.clients) / "node_modules" / ".bin"
+    return _cache_bin_dir()
+
+
 # ---- up -----------------------------------------------------------------------------------
 
 
@@ -504,6 +515,7 @@ def _up(claude: int, codex: int, progress: Progress) -> LabState:
     sock = lay.tmux_socket
     state = LabState(lab_dir=str(lay.root), tmux_socket=sock, tmux_socket_path=str(tmux_socket_path(sock)),
                      netns=netns, started_at=time.time(), versions=dict(versions),
+                     clients=str(clients_root()) if any_clients() else None,
                      env=env_for(lay),
                      stub=StubInfo(control=str(lay.stub_control), ready_file=str(lay.stub_ready),
                                    log=str(lay.logs / "stubs.log")))

@@ -77,6 +77,7 @@ class LabState(_Model):
     started_at: float = 0.0
     ready_at: float | None = None
     versions: dict[str, str | None] = Field(default_factory=dict)
+    clients: str | None = None  # npm prefix of a non-pinned client set (`relay lab up --clients`), else None
     env: dict[str, str] = Field(default_factory=dict)
     stub: StubInfo
     sessions: list[LabSession] = Field(default_factory=list)

@@ -66,8 +66,14 @@ def check_tmux() -> Check:
 
 
 def check_client(kind: str) -> Check:
-    from relay_repl.agents.adapter import load_adapter
-    from relay_repl.agents.versions import BINARIES, NPM_PACKAGES, binary_version, verified_version
+    from relay_repl.agents.versions import (
+        BINARIES,
+        NPM_PACKAGES,
+        binary_version,
+        verified_here,
+        verified_version,
+        version_status,
+    )
 
     name = f"{kind} client"
     want = verified_version(kind)
@@ -82,10 +88,16 @@ def check_client(kind: str) -> Check:
     if have is None:
         return Check(name=name, ok=False, detail=f"{exe} does not answer --version",
                      fix=f"reinstall it ({install})")
-    if have not in load_adapter(kind).verified_versions:
-        return Check(name=name, ok=False, detail=f"{have} at {exe} is not a verified version (verified: {want})",
-                     fix=f"relay relies on behaviour measured on {want}: {install}, or use the lab (`relay --lab`)")
-    return Check(name=name, ok=True, detail=f"{have} at {exe} (verified for the reverse-engineered paths)")
+    status = version_status(kind, have)
+    if status == "unverified":
+        return Check(name=name, ok=False, detail=f"{have} at {exe}: unverified (pinned: {want}; not verified on "
+                                                 f"this machine)",
+                     fix=f"verify it: `relay fidelity --clients system`; or {install}, or use the lab (`relay --lab`)")
+    if status == "verified":
+        when = verified_here(kind).get(have, {}).get("when", "?")
+        return Check(name=name, ok=True, detail=f"{have} at {exe}: verified locally (on this machine, by relay fidelity "
+                                                f"{when}; pinned is {want})")
+    return Check(name=name, ok=True, detail=f"{have} at {exe}: pinned (the version relay ships verified)")
 
 
 async def check_claude() -> list[Check]:

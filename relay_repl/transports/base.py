@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_repl.agents.versions import unverified_refusal
 from relay_repl.core.delivery import Delivery, DeliveryState, Evidence
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import Halted
@@ -134,6 +135,10 @@ class StageLog:
 class Transport(ABC):
     name: ClassVar[str]
     capabilities: ClassVar[Capabilities]
+    relies_on: ClassVar[str | None] = None
+    """The reverse-engineered client behaviour this transport trusts, in words ("the screen
+    classifiers ... were"), or None. Such a transport refuses a target whose client version
+    is neither pinned nor verified on this machine (`version_refusal`)."""
 
     def refusal(self, target: Target) -> str | None:
         """Why this transport cannot serve this target, or None."""
@@ -141,7 +146,15 @@ class Transport(ABC):
             return f"{target.spec} is not live"
         if self.capabilities.needs_pane and not target.pane:
             return f"{target.spec} has no rostered tmux pane"
-        return None
+        return self.version_refusal(target)
+
+    def version_refusal(self, target: Target) -> str | None:
+        """The version policy (agents.versions) at this seam: one line naming the version,
+        what is unverified and `relay fidelity`, or None. A target whose version could not
+        be read (status unknown) is let through; its plan says so."""
+        if self.relies_on is None or target.client_status != "unverified":
+            return None
+        return unverified_refusal(target.kind, target.client_version, self.relies_on)
 
     def payload(self, envelope: Envelope) -> str:
         return envelope.compose()

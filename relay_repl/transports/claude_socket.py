@@ -58,6 +58,7 @@ RECEIPT_STATES = {
 class ClaudeSocketTransport(Transport):
     name = "claude-code-socket"
     capabilities = Capabilities(receipts=True, live_only=True, same_uid_only=True)
+    relies_on = "the messaging-socket wire format and transcript origin records were"
 
     def __init__(self, inbox: Callable[[], Any] | None = None, *, interrupt: bool = False) -> None:
         """`inbox` returns the running Inbox (for receipts) or None."""

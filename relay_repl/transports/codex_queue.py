@@ -34,6 +34,7 @@ QUEUED = re.compile(r"Queued message (?P<item>[0-9a-fA-F-]{36}) for thread (?P<t
 class CodexQueueTransport(Transport):
     name = "codex-queue"
     capabilities = Capabilities(durable=True)
+    relies_on = "the queue schema, rollout records and daemon protocol were"
 
     def __init__(self, codex_bin: str | None = None) -> None:
         self.codex_bin = codex_bin
@@ -52,7 +53,7 @@ class CodexQueueTransport(Transport):
             return f"{target.spec} has no thread uuid"
         if target.detail.get("queue_note"):
             return str(target.detail["queue_note"])
-        return None
+        return self.version_refusal(target)
 
     def plan_notes(self, target: Target) -> tuple[str, ...]:
         notes = []

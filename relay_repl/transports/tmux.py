@@ -204,6 +204,7 @@ def _file_size(path: Path | None) -> int:
 class TmuxTransport(Transport):
     name: ClassVar[str] = "tmux"
     capabilities: ClassVar[Capabilities] = Capabilities(live_only=True, needs_pane=True)
+    relies_on: ClassVar[str | None] = "the screen classifiers and typed-line evidence records were"
 
     def __init__(
         self,

@@ -34,6 +34,7 @@ from relay_repl.core.inbound import PeerIdentity
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
+from relay_repl.agents.versions import version_status
 from relay_repl.system.panes import PaneRoster
 from relay_repl.system.proc import owns_listening_socket, same_process
 
@@ -358,7 +359,8 @@ class ClaudeProvider:
                 detail["stale_reason"] = why
                 targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=rec.messagingSocketPath or "", pid=rec.pid,
                                       live=False, state="unknown", pane=None, transports=(),
-                                      identified_by=f"{rel}: stale, {why}", detail=detail))
+                                      identified_by=f"{rel}: stale, {why}", detail=detail,
+                                      client_version=rec.version, client_status=version_status(KIND, rec.version)))
                 continue
             transports: list[str] = []
             ours, sock_why = socket_is_ours(rec.messagingSocketPath)
@@ -380,7 +382,8 @@ class ClaudeProvider:
                 state=state,
                 pane=pane.pane_id if pane else None, transports=tuple(transports),
                 identified_by=f"{source} + {rel} ({why})" + (f"; pane {pane.pane_id} has pane_pid {rec.pid}" if pane else ""),
-                detail=detail,
+                detail=detail, client_version=rec.version,
+                client_status=version_status(KIND, rec.version),
             ))
         for stem, why in sorted(broken.items()):
             stale_pid = int(stem) if stem.isdigit() else None

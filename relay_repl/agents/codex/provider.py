@@ -36,6 +36,7 @@ from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
 from relay_repl.core.errors import DaemonError, describe
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
+from relay_repl.agents.versions import binary_version, version_status
 from relay_repl.system.panes import Pane, PaneRoster
 from relay_repl.system.proc import (
     ProcStat,
@@ -163,6 +164,25 @@ def scan_rollouts(sessions: Path, wanted: set[str]) -> dict[str, Path]:
                 if tid in wanted:
                     found[tid] = Path(root) / f
     return found
+
+
+def _set_client_versions(targets: list[Target]) -> None:
+    """Each live thread's client version: what its lock holder's own binary answers to
+    `--version` (the process that runs it now), else the thread's recorded `cli_version`.
+    Blocking (one `--version` per distinct binary, cached)."""
+    for i, t in enumerate(targets):
+        version = t.detail.get("cli_version")
+        holder = t.detail.get("holder_pid")
+        if holder:
+            try:
+                exe = os.readlink(f"/proc/{holder}/exe")
+            except OSError:
+                exe = None
+            if exe:
+                version = binary_version(exe) or version
+                t.detail["holder_version"] = version
+        targets[i] = t.model_copy(update={"client_version": version,
+                                          "client_status": version_status(KIND, version)})
 
 
 # -- the daemon control socket (codex.md §2.5) --------------------------------------------------
@@ -585,7 +605,9 @@ class CodexProvider:
                 detail["stale_reason"] = why
                 evidence.append(why)
                 targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=tid, pid=None, live=False, state="unknown",
-                                      transports=tuple(transports), identified_by="; ".join(evidence), detail=detail))
+                                      transports=tuple(transports), identified_by="; ".join(evidence), detail=detail,
+                                      client_version=detail["cli_version"],
+                                      client_status=version_status(KIND, detail["cli_version"])))
                 continue
             kind = kinds[tid]
             detail["holder_pid"] = pid
@@ -626,6 +648,7 @@ class CodexProvider:
                                   state=state,
                                   pane=pane.pane_id if pane else None, transports=tuple(transports),
                                   identified_by="; ".join(evidence), detail=detail))
+        await anyio.to_thread.run_sync(_set_client_versions, targets)
         return targets
 
     def _map_status(self, status: Mapping[str, Any]) -> str:
