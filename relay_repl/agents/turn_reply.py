@@ -15,13 +15,13 @@ far it read, so a long transcript is read once, not on every poll.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-import relay_repl.store.jsonl as jsonl
 
 TurnStatus = Literal["answered", "no final message", "aborted"]
 PROVENANCE = "receiver's own record"
@@ -58,19 +58,31 @@ class TurnWatch(Protocol):
 
 
 class Tail:
-    """Complete JSONL records appended since the last read (the file may still grow)."""
+    """Complete JSONL records appended since the last read (the file may still grow).
+
+    Streams line by line (constant memory on a transcript of any size) and remembers the
+    end of the last complete line it consumed, so the next read starts there; a last
+    line without its newline is still being written and is left for the next read.
+    """
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._offset = 0
-        self._skip_at: int | None = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        last = None
-        for at, rec in jsonl.records(self.path, self._offset):
-            if at == self._skip_at:
-                continue  # the record the previous read ended on
-            last = at
-            yield rec
-        if last is not None:
-            self._offset = self._skip_at = last
+        try:
+            f = open(self.path, "rb")
+        except OSError:
+            return
+        with f:
+            f.seek(self._offset)
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    return
+                self._offset += len(raw)
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict):
+                    yield rec

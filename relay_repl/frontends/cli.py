@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser(
         "verify",
         help="audit who really sent a relay id (origin records in a Claude transcript)",
-        description="The seed's section 8 audit. Finds the transcript records whose envelope header has exactly "
+        description="Audit who really sent a message. Finds the transcript records whose envelope header has exactly "
         "id=RELAY_ID (never a substring: id=1 does not match id=10 nor a body quoting it), reading both "
         "`.origin` and `.attachment.origin`, prints the content beside each origin record, and judges the "
         "kernel-supplied verifiedPeerPid against the registry: a genuine Claude session owns a live <pid>.sock; "
@@ -265,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser(
         "whoami",
-        help="show your own address (seed section 1)",
+        help="show your own address: what a peer needs to answer you",
         description="Your own address, the thing a peer needs to answer you: $CODEX_THREAD_ID inside Codex, the "
         "session name inside Claude Code, otherwise the operator's address and any running relay inboxes.",
     )

@@ -20,9 +20,11 @@ BANNER = """relay_repl {version} — `session` is being prepared (discovery runs
   session                      targets, your address, open deliveries
   await session.refresh()      re-discover targets
   await session.send("claude:alpha", "hello", want="ack")
-  await session.debug(d)       walk a stuck delivery's stages, re-read the receiver (never re-sends)
-  session.why("<relay id>")     every event recorded for one id
+  dbg = session.debugger(d)    a stuck delivery: print dbg, await dbg.look() / dbg.step() / dbg.resume()
+  session.why("<relay id>")    every event recorded for one id, as a table
   run = await session.run("ping", target="claude:alpha")   a saved recipe (`relay recipes` lists them)
+  session.transports           the transports and their capabilities; `a | b` chains them
+Tab completes targets inside session.send("…"); Ctrl-C stops a wait (the delivery stays, debuggable).
 Every side effect shows its plan and asks [y/N] first."""
 
 
@@ -60,6 +62,16 @@ class LazySession:
     def __dir__(self) -> list[str]:
         return dir(self._get())
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: D105 - `isinstance(session, Session)` holds while it is being built
+        from relay_repl.session.session import Session
+
+        return Session
+
+    def built(self) -> Any:
+        """The real session if it is built already, else None (never waits)."""
+        return object.__getattribute__(self, "_real")
+
 
 async def _main(fake: bool) -> None:
     import anyio
@@ -86,8 +98,17 @@ async def _main(fake: bool) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(prepare)
         namespace: dict[str, Any] = {"session": session, "anyio": anyio, "tg": tg, "__name__": "__main__"}
+        def configure(repl: Any) -> None:
+            from prompt_toolkit.completion import merge_completers
+
+            from relay_repl.frontends.completion import RelayCompleter
+
+            ours = RelayCompleter(lambda: object.__getattribute__(session, "_real"))
+            repl.completer = merge_completers([ours, repl.completer])
+
         try:
             await embed(
+                configure=configure,
                 globals=namespace,
                 return_asyncio_coroutine=True,
                 patch_stdout=True,

@@ -35,6 +35,7 @@ from relay_repl.core.plan import Plan
 from relay_repl.core.target import Me, Target, TargetTable
 from relay_repl.agents.discovery import Provider, discover_all
 from relay_repl.transports.base import StageLog, Transport
+from relay_repl.transports.chain import Chain, TransportTable, chain_of
 
 
 def default_me() -> Me:
@@ -62,7 +63,7 @@ class Session:
         self.approve: ApproveFn = approve or DenyGate()
         self.me = me or default_me()
         self.providers = list(providers)
-        self.transports: dict[str, Transport] = {t.name: t for t in transports}
+        self.transports: TransportTable = TransportTable({t.name: t for t in transports})
         self.deliveries: list[Delivery] = []
         self.echo = echo
         self._targets: list[Target] = []
@@ -155,7 +156,7 @@ class Session:
         body: str,
         *,
         want: Want = "none",
-        transport: str | None = None,
+        transport: str | Transport | Chain | None = None,
         to_role: str = "peer",
         durable: bool = False,
         native_reply: bool = False,
@@ -164,6 +165,7 @@ class Session:
         heading: str | None = None,
         relay_id: str | None = None,
         reply_via: str | None = None,
+        _fallback: str | None = None,
     ) -> Delivery:
         """Plan, ask, send, confirm. Returns the Delivery with its explicit state.
 
@@ -177,7 +179,15 @@ class Session:
         A body holding a control character is refused before anything else.
         `reply_via` asks for one reply route (native, relay-reply, mcp, turn) instead of the
         one the target's configuration allows best; the plan names the route either way.
+        `transport` may be a name, a transport object (`session.transports.tmux`) or a chain
+        (`session.transports.codex_queue | session.transports.tmux`).
         """
+        chain = chain_of(transport)
+        if chain is not None:
+            return await self._send_chain(chain, target, body, want=want, to_role=to_role, durable=durable,
+                                          native_reply=native_reply, timeout=timeout, hop=hop, heading=heading,
+                                          relay_id=relay_id, reply_via=reply_via)
+        assert transport is None or isinstance(transport, str)
         check_body(body)
         tgt = await self.target(target)
         self._check_halt()
@@ -187,10 +197,43 @@ class Session:
         earlier = self._earlier(tgt, body)
         relay_id = relay_id or self.ledger.next_id(self.me.address)
         envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=hop, want=want, body=body)
-        return await self._deliver(tgt, envelope, choice.transport, choice.fallback, timeout,
+        return await self._deliver(tgt, envelope, choice.transport, _fallback or choice.fallback, timeout,
                                    tuple(choice.notes) + extra + earlier,
                                    reply_route=self.reply_route(tgt, relay_id, via=route.via).how if route else None,
                                    heading=heading, reply_via=route.via if route else None)
+
+    async def _send_chain(self, chain: Chain, target: str | Target, body: str, *, relay_id: str | None,
+                          **kw: Any) -> Delivery:
+        """Each transport of the chain in order; the next only when the previous refused before any
+        side effect (at choice time, or at a stage that sent nothing). One relay id throughout."""
+        check_body(body)
+        tgt = await self.target(target)
+        self._check_halt()
+        rid = relay_id or self.ledger.next_id(self.me.address)
+        members = list(chain.members)
+        skipped: list[str] = []
+        for i, t in enumerate(members):
+            if self.transports.get(t.name) is not t:
+                skipped.append(f"{t.name}: not a transport of this session")
+                continue
+            rest = [m.name for m in members[i + 1:]]
+            fallback = (f"{' then '.join(rest)} (chain {chain}: tried only if {t.name} refuses before any side effect)"
+                        if rest else f"none (last of chain {chain})")
+            if skipped:
+                fallback += f"; passed over: {'; '.join(skipped)}"
+            try:
+                d = await self.send(tgt, body, transport=t.name, relay_id=rid, _fallback=fallback, **kw)
+            except LoopHalt:
+                raise
+            except (PolicyRefusal, UsageError) as exc:  # refused before any plan: nothing happened
+                skipped.append(f"{t.name}: {exc}")
+                continue
+            if rest and d.state is DeliveryState.REFUSED and t.refused_before_side_effect(d):
+                skipped.append(f"{t.name}: {d.reason}")
+                (self.echo or print)(f"chain {chain}: {t.name} refused before any side effect; trying {rest[0]}")
+                continue
+            return d
+        raise PolicyRefusal(f"no transport of chain {chain} can reach {tgt.spec}: {'; '.join(skipped)}")
 
     def _native_for_route(self, route: ReplyRoute | None, transport: str | None) -> tuple[bool, tuple[str, ...]]:
         """Whether the route needs a natively answerable transport. An explicitly requested

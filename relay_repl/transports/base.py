@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 import json
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -193,6 +194,17 @@ class Transport(ABC):
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
         """Read receiver evidence until delivered or the timeout; never re-send."""
 
+    def __or__(self, other: Any) -> Any:
+        """`a | b`: a chain that tries b only when a refused before any side effect."""
+        if isinstance(other, (Transport, Chain)):
+            return Chain((self,)) | other
+        return NotImplemented
+
+    def refused_before_side_effect(self, delivery: Delivery) -> bool:
+        """True when this delivery was refused before anything left (a chain may then try
+        the next transport). False unless the transport knows it for sure."""
+        return False
+
     async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
         """Read the receiver's evidence for this delivery now, sending nothing."""
         return Look(transport=self.name, verdict=f"{self.name} has no read-only look at the receiver")
@@ -200,3 +212,27 @@ class Transport(ABC):
     def __repr__(self) -> str:
         caps = ", ".join(k for k, v in self.capabilities.model_dump().items() if v) or "none"
         return f"<Transport {self.name} [{caps}]>"
+
+
+class Chain:
+    """An ordered list of transports to try: `session.transports.codex_queue | session.transports.tmux`."""
+
+    def __init__(self, members: Iterable[Transport]) -> None:
+        self.members: tuple[Transport, ...] = tuple(members)
+
+    def __or__(self, other: Any) -> Chain:
+        if isinstance(other, Chain):
+            return Chain(self.members + other.members)
+        if isinstance(other, Transport):
+            return Chain((*self.members, other))
+        return NotImplemented
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.members]
+
+    def __str__(self) -> str:
+        return " | ".join(self.names)
+
+    def __repr__(self) -> str:
+        return f"<Chain {self} (the next only when the previous refused before any side effect)>"

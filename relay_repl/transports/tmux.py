@@ -495,6 +495,10 @@ class TmuxTransport(Transport):
         log("screen", DeliveryState.SUBMITTED, "after Enter: " + ("; ".join(hint.reasons) or "no change seen"),
             hint=hint.model_dump(), **self._ev(seen, None))
 
+    def refused_before_side_effect(self, delivery: Delivery) -> bool:
+        """Refused at preflight or the re-check: no key was sent."""
+        return delivery.state is DeliveryState.REFUSED and delivery.stage in ("preflight", "recheck")
+
     # -- look (read-only) ---------------------------------------------------------------
     async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
         """The pane now with the classifier's verdict and its reasons, and whether the

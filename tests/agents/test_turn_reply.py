@@ -121,3 +121,17 @@ def test_claude_interrupted_turn_and_unknown_msg_id(tmp_path):
     f.write_text("".join(json.dumps(r) + "\n" for r in recs))
     r = ClaudeTurnWatch(f, text="typed hello").poll()
     assert r is not None and r.status == "aborted" and r.text is None
+
+
+def test_tail_resumes_after_the_last_complete_line(tmp_path):
+    from relay_repl.agents.turn_reply import Tail
+
+    f = tmp_path / "t.jsonl"
+    f.write_text('{"n": 1}\nnot json\n{"n": 2}\n{"n": 3')
+    t = Tail(f)
+    assert [r["n"] for r in t] == [1, 2]
+    assert list(t) == []
+    with f.open("a") as h:
+        h.write('}\n[1]\n{"n": 4}\n')
+    assert [r["n"] for r in t] == [3, 4]
+    assert list(Tail(tmp_path / "missing.jsonl")) == []

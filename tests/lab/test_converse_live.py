@@ -47,7 +47,7 @@ async def wait_idle(name: str) -> None:
 
 
 async def test_claude_agent_answers_want_reply_by_sendmessage_to_the_listed_inbox(lab):
-    async with StubClient(lab.stub.control) as stub, live_session([True, True]) as (s, gate, inbox):
+    async with StubClient(lab.stub.control) as stub, live_session([True, True, True]) as (s, gate, inbox):
         assert await s.register_inbox() is True
         await stub.clear_requests("alpha")
         d = await s.send(CLAUDE, "please summarize the repo", want="reply", transport="claude-code-socket",
@@ -61,10 +61,22 @@ async def test_claude_agent_answers_want_reply_by_sendmessage_to_the_listed_inbo
         assert msg.line.endswith(f'reply to {d.relay_id}: received "please summarize the repo"')
         assert msg.origin["verifiedPeerPid"] == lab.session("alpha").pid  # the agent itself sent it
         assert msg.origin["claims"].get("from-name") == "alpha"
-        tools = [r.reply_tool for r in await stub.requests("alpha", kind="main", body=False)]
-        assert tools[:2] == ["ToolSearch", "SendMessage"], tools
+        reqs = await stub.requests("alpha", kind="main")
+        offered = any(t.get("name") == "SendMessage" for t in reqs[0].body.get("tools", []))
+        tools = [r.reply_tool for r in reqs]
+        # SendMessage is deferred: ToolSearch loads it, unless an earlier turn already did
+        assert tools[:2] == (["SendMessage", None] if offered else ["ToolSearch", "SendMessage"]), tools
         await wait_idle("alpha")
+
+        # a second question: SendMessage is loaded now, so the agent calls it directly
         await anyio.sleep(1)  # the turn's last request is recorded before the clear below
+        await stub.clear_requests("alpha")
+        d2 = await s.send(CLAUDE, "and the tests?", want="ack", transport="claude-code-socket", timeout=30)
+        (ack,) = await answers_to(inbox, d2.relay_id, 30)
+        assert ack.line.endswith(f"ack {d2.relay_id}")
+        assert [r.reply_tool for r in await stub.requests("alpha", kind="main", body=False)][:2] == ["SendMessage", None]
+        await wait_idle("alpha")
+        await anyio.sleep(1)
 
         # a replay of the same id, then a new id carrying relay-halt, injected raw into alpha's
         # socket: the agent answers neither (its turn ends with a text, no tool call)
@@ -79,7 +91,7 @@ async def test_claude_agent_answers_want_reply_by_sendmessage_to_the_listed_inbo
             await wait_idle("alpha")
         assert "duplicate relay id" in reqs[0].reply_text and "relay-halt" in reqs[1].reply_text
         await anyio.sleep(1)
-        assert len(inbox.received) == 1, [m.line for m in inbox.received]
+        assert len(inbox.received) == 2, [m.line for m in inbox.received]
     await wait_idle("alpha")
 
 

@@ -131,3 +131,17 @@ def test_reply_line_parses_back_and_quotes_ids_safely() -> None:
     line = reply_line(env, sender="agent:claude-code@alpha", new_id="alpha-7")
     assert header_fields(line)["re"] == "x%5Dy-1"
     assert reply_body(env).startswith("reply to x]y-1:")
+
+
+def test_claude_skips_toolsearch_once_sendmessage_is_offered() -> None:
+    st = claude()
+    first = st.answer(LastInput(text=env_line(), tools=["Bash", "ToolSearch", "SendMessage"]))
+    assert first.tool and first.tool.name == "SendMessage"
+    assert "answered" in st.answer(tool_done()).text and st.pending() is None
+
+
+def test_anthropic_last_input_lists_the_offered_tools() -> None:
+    import relay_repl.lab.stubs.anthropic as anthropic
+
+    body = {"tools": [{"name": "Bash"}, {"name": "SendMessage"}], "messages": [{"role": "user", "content": "hi"}]}
+    assert anthropic.last_input(body).tools == ["Bash", "SendMessage"]

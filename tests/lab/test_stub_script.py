@@ -84,7 +84,8 @@ CODEX_TITLE = {
 
 
 def test_claude_last_user_text_skips_system_role_and_reminders() -> None:
-    assert anthropic.last_input(CLAUDE_FIRST_TURN) == LastInput(text="hello stub one", tool_result=False)
+    assert anthropic.last_input(CLAUDE_FIRST_TURN) == LastInput(text="hello stub one", tool_result=False,
+                                                                tools=["Bash", "ListAgents", "ToolSearch"])
 
 
 def test_claude_tool_result_is_marked() -> None:

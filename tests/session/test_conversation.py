@@ -345,3 +345,17 @@ async def test_relay_why_prints_the_answer_beside_the_send(relay_home, capsys):
     out = capsys.readouterr().out
     assert "answer: inbox #1 inbox-1 from agent:fake@inbox: the answer" in out
     assert "verdict verified: claimed agent:fake@inbox; connected as fake:inbox" in out
+
+
+async def test_the_inbox_table_shows_verdict_session_pid_and_link(relay_home):
+    async with convo(relay_home, [True]) as c:
+        d = await c.s.send("fake:inbox", "q", want="reply")
+        pid = await c.from_agent(answer(d.relay_id, "a"))
+        await c.from_stranger(answer(None, "b", id="inbox-7"))
+        await c.arrived(2)
+        table = repr(c.s.inbox)
+        first, second = table.splitlines()[1:3]
+        assert "verified fake:inbox" in first and d.relay_id in first
+        assert f" {c.s.inbox[0].verdict.pid} " in first, "the PID column is the kernel's connecting pid"
+        assert c.s.inbox[0].verdict.session_pid == pid
+        assert "mismatch" in second and "unlinked" in second

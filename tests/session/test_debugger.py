@@ -146,3 +146,41 @@ async def test_abandon_is_recorded(tmp_path):
     again = session(tmp_path / "l.sqlite", [LateReceiver()], [tgt]).debugger(d.relay_id)
     assert again.delivery.outcome == "abandoned" and again.delivery.exit_code == 1
     assert "next: nothing" in repr(again)
+
+
+# -- transports as values: the table and `a | b` chains -------------------------------------------
+
+class Refuses(InMemoryTransport):
+    """Refuses every target at preflight, before any side effect."""
+
+    name = "refuses"
+
+    def refusal(self, target):
+        return "never reaches anyone"
+
+
+async def test_transports_print_and_chain_falls_through_only_on_refusal(tmp_path):
+    mem, no = InMemoryTransport(), Refuses()
+    tgt = fake_target().model_copy(update={"transports": ("memory", "refuses")})
+    gate = ScriptedGate([True])
+    s = session(tmp_path / "l.sqlite", [no, mem], [tgt], [True])
+    s.approve = gate
+    text = repr(s.transports)
+    assert "memory" in text and "durable, receipts" in text and "transports.refuses" in text
+    assert s.transports.memory is mem
+    chain = s.transports.refuses | s.transports.memory
+    assert str(chain) == "refuses | memory"
+    d = await s.send("fake:inbox", "via the chain", transport=chain)
+    assert d.transport == "memory" and d.outcome == "delivered" and len(mem.received) == 1
+    assert len(gate.shown) == 1 and "passed over: refuses: " in gate.shown[0].fallback
+
+    # the first usable one wins; the plan names the chain and what comes next
+    gate2 = ScriptedGate([True])
+    s.approve = gate2
+    d = await s.send("fake:inbox", "again", transport=s.transports.memory | s.transports.refuses)
+    assert d.transport == "memory" and "chain memory | refuses" in gate2.shown[0].fallback
+
+    from relay_repl.core.errors import PolicyRefusal
+
+    with pytest.raises(PolicyRefusal, match=r"no transport of chain refuses \| refuses can reach fake:inbox"):
+        await s.send("fake:inbox", "nowhere", transport=s.transports.refuses | s.transports.refuses)

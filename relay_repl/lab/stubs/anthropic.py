@@ -56,7 +56,8 @@ def last_input(body: dict[str, Any]) -> LastInput:
         is_tool = any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks)
         raw = _content_text(content)
         clean = REMINDER_RE.sub("", raw).strip()
-        return LastInput(text=clean or raw.strip(), tool_result=is_tool)
+        tools = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict) and t.get("name")]
+        return LastInput(text=clean or raw.strip(), tool_result=is_tool, tools=tools)
     return LastInput()
 
 

@@ -5,8 +5,8 @@ round-trip tests need agents that answer the way a real agent is asked to (seed 
 5 and 9; README): a user message carrying `[relay/1 ... want=reply|ack]` makes
 
 - a Claude lab agent call `ToolSearch select:SendMessage` (SendMessage is a deferred tool in
-  2.1.328), then `SendMessage` to the sender's listed peer name with a reply envelope, then
-  end the turn with a short text;
+  2.1.328; skipped when the client already offers SendMessage), then `SendMessage` to the
+  sender's listed peer name with a reply envelope, then end the turn with a short text;
 - a Codex lab agent run the shell command `relay reply <id> <text>` (the lab puts `relay` on
   the PATH Codex rebuilds for its commands, and runs it outside the socket-refusing sandbox),
   then end the turn with a short text.
@@ -105,9 +105,10 @@ class Converser:
         self._next += 1
         return f"{self.name}-{self._next}"
 
-    def answer(self, text: str) -> tuple[str, list[Step]] | None:
+    def answer(self, text: str, tools: list[str] | None = None) -> tuple[str, list[Step]] | None:
         """(label, steps) for a user text holding relay envelopes, or None when it holds none
-        that asks for an answer (the stub's ordinary default reply then applies)."""
+        that asks for an answer (the stub's ordinary default reply then applies). `tools` are
+        the tool names the client offered: SendMessage already among them needs no ToolSearch."""
         if not self.enabled:
             return None
         envs = find_envelopes(text)
@@ -137,10 +138,11 @@ class Converser:
             fresh.append(env)
         if not fresh:
             return "converse: nothing to answer", [Step(text="; ".join(notes) or "nothing to answer")]
-        steps = self._claude(fresh, notes) if self.api == "anthropic" else self._codex(fresh)
+        loaded = "SendMessage" in (tools or [])
+        steps = self._claude(fresh, notes, loaded) if self.api == "anthropic" else self._codex(fresh)
         return "converse: " + " ".join(e.id for e in fresh), steps
 
-    def _claude(self, envs: list[Envelope], notes: list[str]) -> list[Step]:
+    def _claude(self, envs: list[Envelope], notes: list[str], loaded: bool = False) -> list[Step]:
         calls: list[Step] = []
         done: list[str] = []
         for env in envs:
@@ -156,7 +158,7 @@ class Converser:
         if not calls:
             return [Step(text="; ".join(notes))]
         search = Step(tool=ToolCall(name="ToolSearch", input={"query": "select:SendMessage", "max_results": 1}))
-        return [search, *calls, Step(text="; ".join(done + notes))]
+        return [*([] if loaded else [search]), *calls, Step(text="; ".join(done + notes))]
 
     def _codex(self, envs: list[Envelope]) -> list[Step]:
         steps: list[Step] = []

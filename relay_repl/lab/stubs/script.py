@@ -95,6 +95,7 @@ class LastInput(_Model):
 
     text: str = ""
     tool_result: bool = False
+    tools: list[str] = Field(default_factory=list, description="the tool names the client offered with this request")
 
 
 class Reply(_Model):
@@ -131,7 +132,7 @@ class Converses(Protocol):
     enabled: bool
     seen: set[str]
 
-    def answer(self, text: str) -> tuple[str, list[Step]] | None: ...
+    def answer(self, text: str, tools: list[str] | None = None) -> tuple[str, list[Step]] | None: ...
 
 
 class ScriptState:
@@ -193,7 +194,7 @@ class ScriptState:
                     for n, step in enumerate(rule.steps[1:], start=2):
                         self._pending.append((label, n, total, step))
                     return self._resolve(rule.steps[0], last, f"{label} step 1/{total}")
-            answer = self.converser.answer(last.text) if self.converser is not None else None
+            answer = self.converser.answer(last.text, last.tools) if self.converser is not None else None
             if answer is not None:
                 label, steps = answer
                 total = len(steps)
