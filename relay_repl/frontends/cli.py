@@ -358,6 +358,7 @@ def _target_json(t) -> dict:
     return {
         "kind": t.kind, "name": t.name, "spec": t.spec, "address": t.address, "pid": t.pid, "live": t.live,
         "state": t.state, "pane": t.pane, "transports": list(t.transports), "identified_by": t.identified_by,
+        "client_version": t.client_version, "client_status": t.client_status,
         "detail": t.detail,
     }
 
