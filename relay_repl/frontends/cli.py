@@ -498,6 +498,13 @@ def _cmd_debug(args: argparse.Namespace) -> int:
         line = await anyio.to_thread.run_sync(sys.stdin.readline)
         return line if line else None
 
+    import relay_repl.store.paths as paths
+    from relay_repl.core.errors import RelayError
+
+    ledger = paths.state_dir(create=False) / "ledger.sqlite"
+    if not ledger.exists():  # debugging reads the ledger; it never creates one
+        raise RelayError(f"no ledger at {ledger}: nothing was ever sent from here (set RELAY_HOME, or use --lab)")
+
     async def run() -> int:
         session = make_session(fake=args.fake, echo=say)
         dbg = session.debugger(args.id)
