@@ -76,12 +76,14 @@ class TargetTable(list):
 
 
 def format_targets(targets: list[Target]) -> str:
-    """Live first, then stale; one row each: spec, pid, state, pane, transports."""
+    """Live first, then stale; one row each: spec, pid, state, pane, client version (and the
+    version policy's word on it), transports."""
     if not targets:
         return "no Claude Code or Codex sessions found (start one, or try `relay --lab targets`)"
-    rows = [("TARGET", "PID", "STATE", "PANE", "TRANSPORTS")]
+    rows = [("TARGET", "PID", "STATE", "PANE", "CLIENT", "TRANSPORTS")]
     for t in sorted(targets, key=lambda t: (not t.live, t.kind, t.name)):
-        rows.append((t.spec, str(t.pid or "-"), t.state if t.live else "STALE", t.pane or "-",
+        client = f"{t.client_version or '?'} {t.client_status or ''}".strip() if (t.client_version or t.client_status) else "-"
+        rows.append((t.spec, str(t.pid or "-"), t.state if t.live else "STALE", t.pane or "-", client,
                      ", ".join(t.transports) or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

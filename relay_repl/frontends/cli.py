@@ -358,6 +358,7 @@ def _target_json(t) -> dict:
     return {
         "kind": t.kind, "name": t.name, "spec": t.spec, "address": t.address, "pid": t.pid, "live": t.live,
         "state": t.state, "pane": t.pane, "transports": list(t.transports), "identified_by": t.identified_by,
+        "client_version": t.client_version, "client_status": t.client_status,
         "detail": t.detail,
     }
 
@@ -496,6 +497,13 @@ def _cmd_debug(args: argparse.Namespace) -> int:
                 return None
         line = await anyio.to_thread.run_sync(sys.stdin.readline)
         return line if line else None
+
+    import relay_repl.store.paths as paths
+    from relay_repl.core.errors import RelayError
+
+    ledger = paths.state_dir(create=False) / "ledger.sqlite"
+    if not ledger.exists():  # debugging reads the ledger; it never creates one
+        raise RelayError(f"no ledger at {ledger}: nothing was ever sent from here (set RELAY_HOME, or use --lab)")
 
     async def run() -> int:
         session = make_session(fake=args.fake, echo=say)

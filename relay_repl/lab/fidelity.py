@@ -8,7 +8,8 @@ screen class the classifiers know and reads it back through the product's own
 `PaneIO.snapshot` and classifiers). Fidelity runs exactly those, not copies, with the
 lab pointed at the candidate clients, and maps each result to the fact it proves.
 The recorder writes fresh captures for the version next to the golden ones
-(tests/agents/screens/captures/<kind>-<version>/).
+(tests/agents/screens/captures/<kind>-<version>/) when it has none yet; a version that
+has goldens is re-recorded under <state>/fidelity/captures/ (tracked files untouched).
 
 While it runs, `RELAY_FIDELITY_CANDIDATE` (set only in the child processes) lets the
 version policy treat the candidate versions as verified, so the product paths under
@@ -39,6 +40,7 @@ from relay_repl.agents import versions
 from relay_repl.agents.versions import CLAUDE, CODEX, KINDS
 from relay_repl.core.errors import LabError
 from relay_repl.lab.install import resolve_clients
+from relay_repl.store import paths
 
 Progress = Callable[[str], object]
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,8 +126,8 @@ class FidelityReport(BaseModel):
         rows.append(f"{passed}/{len(self.facts)} facts hold")
         for kind, v in self.recorded.items():
             rows.append(f"recorded: {kind} {v} is verified on this machine (its refusals are lifted)")
-        for kind, paths in self.refused_paths.items():
-            rows.append(f"{kind} {self.versions.get(kind)} stays unverified: refused paths: {', '.join(paths)}")
+        for kind, refused in self.refused_paths.items():
+            rows.append(f"{kind} {self.versions.get(kind)} stays unverified: refused paths: {', '.join(refused)}")
         for kind, d in self.captures.items():
             rows.append(f"captures for {kind}: {d}")
         return "\n".join(rows)
@@ -232,12 +234,19 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
     with open(logs["pytest"], "w") as fh:
         procs.append(("pytest", subprocess.Popen(pytest_cmd, cwd=ROOT, env=test_env, stdout=fh,
                                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)))
+    # Fresh captures go beside the golden ones when this version has none yet (the new
+    # goldens of a pin move); a version that has goldens is re-recorded into the state
+    # directory instead, so a check never rewrites tracked files.
+    fresh_out = CAPTURES
+    if any((CAPTURES / f"{kind}-{got[kind]}").exists() for kind in KINDS):
+        fresh_out = paths.state_dir() / "fidelity" / "captures"
+        fresh_out.mkdir(parents=True, exist_ok=True)
     if screens:
         logs["screens"] = work / "screens.log"
         screen_env = _child_env(prefix, got, work / "screens-home")
         with open(logs["screens"], "w") as fh:
             procs.append(("screens", subprocess.Popen(
-                [sys.executable, "-m", "bench.record_screens", "--out", str(CAPTURES)], cwd=ROOT, env=screen_env,
+                [sys.executable, "-m", "bench.record_screens", "--out", str(fresh_out)], cwd=ROOT, env=screen_env,
                 stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)))
     try:
         last = time.monotonic()
@@ -279,7 +288,7 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
                                        evidence=f"recorder gave no readings: {final[:200]} (log {logs['screens']})")]
         facts += screen_facts
         for kind in KINDS:
-            d = CAPTURES / f"{kind}-{got[kind]}"
+            d = fresh_out / f"{kind}-{got[kind]}"
             if d.is_dir():
                 captures[kind] = str(d)
     ok = all(f.ok for f in facts)

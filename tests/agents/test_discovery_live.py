@@ -130,12 +130,15 @@ async def test_both_kinds_listed_idle_with_their_panes_and_transports(lab):
         assert (t.pid, t.pane, t.state, t.address) == (s.pid, s.pane_id, "idle", s.messaging_socket)
         assert t.transports == ("claude-code-socket", "claude-code-message", "tmux")
         assert t.identified_by.startswith(f"claude agents --json + sessions/{s.pid}.json (procStart ")
-        assert t.detail["version"] == "2.1.328" and t.detail["version_verified"]
+        # the registry's version is the running binary's (pinned in CI; the candidate under `relay fidelity`)
+        assert t.detail["version"] == st.versions["claude-code"] == t.client_version
+        assert t.client_status in ("pinned", "verified")
     for name in ("gamma", "delta"):
         s = st.session(name)
         t = one(ts, f"codex:{name}")
         assert (t.address, t.pane, t.state, t.pid) == (s.thread_id, s.pane_id, "idle", s.daemon_pid)
         assert t.transports == ("codex-queue", "tmux")
+        assert t.client_version == st.versions["codex"] and t.client_status in ("pinned", "verified")
         assert t.identified_by == (f"session_index.jsonl thread_name={name}; lock held by daemon pid {s.daemon_pid}; "
                                    f"status idle from daemon; pane {s.pane_id}: footer names thread '{name}'")
 
@@ -268,7 +271,11 @@ async def test_codex_thread_loaded_without_a_tui_is_live_with_no_pane(lab):
         async def tui_gone() -> bool:
             return lab_tmux("display-message", "-p", "-t", "=detach:", "#{pane_dead}").stdout.strip() == "1"
 
-        await until(tui_gone, timeout=20)
+        try:
+            await until(tui_gone, timeout=5)
+        except AssertionError:  # a TUI still drawing its welcome takes the first C-c as a key; quit asks twice
+            lab_tmux("send-keys", "-t", "=detach:", "C-c")
+            await until(tui_gone, timeout=20)
         t = one(await discover(), "codex:detached-one")
         assert t.live and t.state == "idle" and t.pane is None and "tmux" not in t.transports
         assert t.detail["holder_kind"] == "daemon" and t.pid == launcher.status().session("gamma").daemon_pid

@@ -55,7 +55,7 @@ def test_why_and_log(relay_home):
 def test_fake_targets_table():
     res = run("--fake", "targets")
     assert res.returncode == 0
-    assert res.stdout.splitlines()[0].split() == ["TARGET", "PID", "STATE", "PANE", "TRANSPORTS"]
+    assert res.stdout.splitlines()[0].split() == ["TARGET", "PID", "STATE", "PANE", "CLIENT", "TRANSPORTS"]
     assert "fake:inbox" in res.stdout
 
 

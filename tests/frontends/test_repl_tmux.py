@@ -28,7 +28,7 @@ def repl(relay_home):
 def test_repl_shows_session_then_gates_a_send(repl, relay_home):
     repl.type_line("session")
     screen = repl.wait_for(lambda s: s.count("<Session me=operator:relay@") >= 2)
-    assert re.search(r"fake:inbox +- +idle +- +memory", screen)
+    assert re.search(r"fake:inbox +- +idle +- +- +memory", screen)
 
     # answer n: nothing happens, and the ledger records the refusal
     repl.type_line('d1 = await session.send("fake:inbox", "first try", want="ack")')

@@ -184,3 +184,10 @@ async def test_transports_print_and_chain_falls_through_only_on_refusal(tmp_path
 
     with pytest.raises(PolicyRefusal, match=r"no transport of chain refuses \| refuses can reach fake:inbox"):
         await s.send("fake:inbox", "nowhere", transport=s.transports.refuses | s.transports.refuses)
+
+
+def test_relay_debug_without_a_ledger_creates_nothing(relay_home, capsys):
+    from relay_repl.frontends.cli import main
+
+    assert main(["debug", "someone-1", "--look"]) == 1
+    assert "no ledger at" in capsys.readouterr().err and not relay_home.exists()

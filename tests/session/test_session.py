@@ -148,8 +148,8 @@ async def test_repr_shows_address_targets_and_open_deliveries(tmp_path):
     await s.refresh()
     r = repr(s)
     assert "operator:relay@me" in r and "deliveries: 0" in r
-    assert "TARGET" in r and re.search(r"fake:inbox +- +idle +- +memory", r)
-    assert re.search(r"fake:inbox +- +idle +- +memory", repr(s.targets))
+    assert "TARGET" in r and re.search(r"fake:inbox +- +idle +- +- +memory", r)
+    assert re.search(r"fake:inbox +- +idle +- +- +memory", repr(s.targets))
 
 
 async def test_forwarding_a_pasted_envelope(tmp_path):
