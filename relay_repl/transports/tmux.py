@@ -55,7 +55,7 @@ from relay_repl.core.envelope import Envelope, check_typed_line
 from relay_repl.core.errors import EnvelopeError, PaneGone, TmuxError
 from relay_repl.system.tmux import TmuxResult
 from relay_repl.system.tmux import run as run_tmux
-from relay_repl.agents.screens.model import ScreenReading, Snapshot
+from relay_repl.agents.screens.model import ScreenReading, Snapshot, SubmitHint
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 from relay_repl.transports.tmux_steps import Action, Phase, StepContext, decide
@@ -82,6 +82,46 @@ class PaneRef(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.pane_id}@{self.socket_path}"
+
+
+class Baseline(BaseModel):
+    """Where receiver evidence will appear and how long that file was before typing."""
+
+    path: str | None = None
+    offset: int = 0
+
+
+class TmuxProgress(BaseModel):
+    """How far a tmux delivery got, kept in `delivery.extra["tmux"]` as its JSON dump
+    (the ledger stores it; the debugger's fresh process reads it back with `of`).
+
+    Monotonic times (`started`, `typed_at`, ...) mean something only in the process
+    that recorded them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    started: float | None = None
+    keys: list[str] = []
+    pane: str | None = None
+    pane_ref: PaneRef | None = None
+    kind_at_preflight: str | None = None
+    baseline: Baseline | None = None
+    typed_at: float | None = None
+    entered_at: float | None = None
+    kind_at_submit: str | None = None
+    submitted: bool = False
+    screen_after_enter: SubmitHint | None = None
+    confirmed_at: float | None = None
+    latency: float | None = None
+
+    @classmethod
+    def of(cls, delivery: Delivery) -> TmuxProgress:
+        """The progress recorded on `delivery` (empty if none)."""
+        return cls.model_validate(delivery.extra.get("tmux") or {})
+
+    def save(self, delivery: Delivery) -> None:
+        """Write back into `delivery.extra["tmux"]` (call after each change, before logging)."""
+        delivery.extra["tmux"] = self.model_dump(mode="json", exclude_none=True)
 
 
 class PaneIO:
@@ -322,16 +362,16 @@ class TmuxTransport(Transport):
         delivery.reason = why
         log(stage, DeliveryState.REFUSED, why, keys_sent=0, **data)
 
-    def _baseline(self, target: Target) -> dict[str, Any]:
+    def _baseline(self, target: Target) -> Baseline:
         """Where receiver evidence will appear (the agent says), and how far the file was before we typed."""
         agent = agent_for(target.kind)
         path = agent.evidence_file(target) if agent else None
-        return {"path": str(path) if path else None, "offset": _file_size(path)}
+        return Baseline(path=str(path) if path else None, offset=_file_size(path))
 
     # -- send --------------------------------------------------------------------------
     async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
-        tm: dict[str, Any] = {"started": self.clock(), "keys": []}
-        delivery.extra["tmux"] = tm
+        tm = TmuxProgress(started=self.clock())
+        tm.save(delivery)
         agent, cls = self._agent(target)
         if agent is None or cls is None:
             self._refuse(delivery, log, "preflight", f"no screen classifier for {target.kind!r}")
@@ -345,8 +385,8 @@ class TmuxTransport(Transport):
         if pane is None:
             self._refuse(delivery, log, "preflight", f"rostered pane {target.pane} no longer exists on its tmux server")
             return
-        tm["pane"] = str(pane)
-        tm["pane_ref"] = pane.model_dump()
+        tm.pane, tm.pane_ref = str(pane), pane
+        tm.save(delivery)
 
         # preflight
         snap, reading, why = await self._check(target, pane, cls)
@@ -354,11 +394,13 @@ class TmuxTransport(Transport):
             self._refuse(delivery, log, "preflight", why, **self._ev(snap, reading))
             return
         assert snap is not None and reading is not None
-        tm["kind_at_preflight"] = reading.kind
+        tm.kind_at_preflight = reading.kind
+        tm.save(delivery)
         log("preflight", DeliveryState.PLANNED,
             f"pane {pane.pane_id} runs the target; {reading.kind}, composer empty, no blockers",
             pane=str(pane), **self._ev(snap, reading))
-        tm["baseline"] = await self._io(self._baseline, target)
+        tm.baseline = await self._io(self._baseline, target)
+        tm.save(delivery)
 
         # re-check immediately before typing
         snap, reading, why = await self._check(target, pane, cls)
@@ -375,8 +417,9 @@ class TmuxTransport(Transport):
             log.fail("stage", f"could not type into {pane}: {exc}")
             return
         t_lit = self.clock()
-        tm["keys"].append("literal")
-        tm["typed_at"] = t_lit
+        tm.keys.append("literal")
+        tm.typed_at = t_lit
+        tm.save(delivery)
         ctx = self._ctx(agent, cls, payload)
         last: Snapshot | None = snap
         while True:
@@ -403,21 +446,22 @@ class TmuxTransport(Transport):
     async def submit_staged(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
         """The submit stage alone, for a delivery left TYPED (the debugger's step): the same
         re-classification and one Enter as in `send`, on the pane the payload was typed into."""
-        tm = delivery.extra.setdefault("tmux", {"keys": []})
+        tm = TmuxProgress.of(delivery)
+        tm.save(delivery)
         cls = self._agent(target)[1]
-        ref = tm.get("pane_ref")
-        if cls is None or not ref:
+        ref = tm.pane_ref
+        if cls is None or ref is None:
             delivery.reason = "no record of the pane the payload was typed into; Enter NOT pressed"
             log("submit", DeliveryState.TYPED, delivery.reason)
             return
-        tm["started"] = self.clock()  # this process's clock: the sender's monotonic time means nothing here
-        tm.setdefault("keys", [])
-        await self._submit(delivery, target, PaneRef(**ref), cls, payload, log, None)
+        tm.started = self.clock()  # this process's clock: the sender's monotonic time means nothing here
+        tm.save(delivery)
+        await self._submit(delivery, target, ref, cls, payload, log, None)
 
     async def _submit(self, delivery: Delivery, target: Target, pane: PaneRef, cls: ModuleType, payload: str,
                       log: StageLog, t_lit: float | None) -> None:
         """Re-classify, then one Enter in its own tmux call (never beside the text)."""
-        tm = delivery.extra["tmux"]
+        tm = TmuxProgress.of(delivery)
         agent = agent_for(target.kind)
         assert agent is not None  # a classifier came from it
         # submit: re-classify first
@@ -440,10 +484,11 @@ class TmuxTransport(Transport):
             log("submit", DeliveryState.TYPED, delivery.reason)
             return
         t_enter = self.clock()
-        tm["keys"].append("Enter")
-        tm["entered_at"] = t_enter
-        tm["kind_at_submit"] = r.kind
-        tm["submitted"] = True
+        tm.keys.append("Enter")
+        tm.entered_at = t_enter
+        tm.kind_at_submit = r.kind
+        tm.submitted = True
+        tm.save(delivery)
         log("submit", DeliveryState.SUBMITTED, d.reason,
             since_literal=round(t_enter - t_lit, 3) if t_lit is not None else None, **self._ev(before, r))
         await self._after_enter(delivery, agent, pane, cls, before, payload, log, r.kind)
@@ -451,8 +496,9 @@ class TmuxTransport(Transport):
     async def _after_enter(self, delivery: Delivery, agent: Agent, pane: PaneRef, cls: ModuleType,
                            before: Snapshot, payload: str, log: StageLog, kind: str) -> None:
         """Watch the screen briefly after Enter; Codex busy may earn exactly one Tab."""
-        tm = delivery.extra["tmux"]
-        t_enter = tm["entered_at"]
+        tm = TmuxProgress.of(delivery)
+        assert tm.entered_at is not None
+        t_enter = tm.entered_at
         hint = None
         ctx = replace(self._ctx(agent, cls, payload), before=before)
         seen: Snapshot | None = None
@@ -469,12 +515,14 @@ class TmuxTransport(Transport):
             if d.action is Action.TAB:
                 log.checkpoint("submit (Tab)")
                 await self._io(self.io.send_key, pane, "Tab")
-                tm["keys"].append("Tab")
+                tm.keys.append("Tab")
+                tm.save(delivery)
                 log("submit", DeliveryState.SUBMITTED, d.reason, **self._ev(after, d.reading))
                 ctx = replace(ctx, tabbed=True, before=after)
         if hint is None:
             return
-        tm["screen_after_enter"] = hint.model_dump()
+        tm.screen_after_enter = hint
+        tm.save(delivery)
         if hint.payload_in_composer and not hint.composer_emptied:
             delivery.reason = ("Enter was pressed but the payload is still in the composer; not pressed again "
                                "(a second Enter could double-send): look at the pane")
@@ -489,13 +537,12 @@ class TmuxTransport(Transport):
     async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
         """The pane now with the classifier's verdict and its reasons, and whether the
         receiver's transcript/rollout carries the payload. Sends no key."""
-        tm = delivery.extra.get("tmux") or {}
+        tm = TmuxProgress.of(delivery)
         agent, cls = self._agent(target)
         if agent is None or cls is None:
             return Look(transport=self.name, verdict=f"no screen classifier for {target.kind!r}")
-        ref = tm.get("pane_ref")
-        pane = PaneRef(**ref) if ref else await self._io(self.io.locate, target)
-        path, offset = await self._io(self._evidence_path, target, tm.get("baseline") or {})
+        pane = tm.pane_ref or await self._io(self.io.locate, target)
+        path, offset = await self._io(self._evidence_path, target, tm.baseline or Baseline())
         ev = await self._io(agent.typed_evidence, path, offset, payload) if path else None
         hits = ev.records if ev else []
         landed: bool | None = ev.landed if ev else None
@@ -503,7 +550,7 @@ class TmuxTransport(Transport):
         snap = await self._snap(pane) if pane is not None else None
         if snap is None:
             return Look(transport=self.name, receiver="moved", landed=landed, records=hits, data=data,
-                        verdict=f"the pane {tm.get('pane') or target.pane} is gone from its tmux server")
+                        verdict=f"the pane {tm.pane or target.pane} is gone from its tmux server")
         reading = cls.classify(snap)
         staged = cls.payload_visible(snap, payload)
         roster = await self._roster(target, snap, cls)
@@ -528,10 +575,10 @@ class TmuxTransport(Transport):
 
     # -- confirm ------------------------------------------------------------------------
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
-        tm = delivery.extra.get("tmux") or {}
-        if not tm.get("submitted"):
+        tm = TmuxProgress.of(delivery)
+        if not tm.submitted:
             return
-        base = tm.get("baseline") or {}
+        base = tm.baseline or Baseline()
         agent = agent_for(target.kind)
         deadline = self.clock() + timeout
         last_report = self.clock()
@@ -550,7 +597,7 @@ class TmuxTransport(Transport):
                 return
             now = self.clock()
             if now >= deadline:
-                snap = await self._snap(PaneRef(**tm["pane_ref"])) if tm.get("pane_ref") else None
+                snap = await self._snap(tm.pane_ref) if tm.pane_ref else None
                 delivery.reason = (f"Enter pressed, but no receiver evidence after {timeout:.0f}s "
                                    f"({'enqueued, not yet taken' if enqueued else 'nothing in the transcript/rollout'}); "
                                    "inspect the pane before any retry — never re-send blind")
@@ -562,24 +609,25 @@ class TmuxTransport(Transport):
                              f"to show the typed line ({deadline - now:.0f}s left)")
             await anyio.sleep(self.confirm_poll)
 
-    def _evidence_path(self, target: Target, base: dict[str, Any]) -> tuple[Path | None, int]:
+    def _evidence_path(self, target: Target, base: Baseline) -> tuple[Path | None, int]:
         """The evidence file now and the offset to read from (0 if it changed or appeared)."""
-        now = self._baseline(target)["path"]
+        now = self._baseline(target).path
         if now is None:
             return None, 0
-        if base.get("path") and now == base["path"]:
-            return Path(now), int(base.get("offset") or 0)
+        if base.path and now == base.path:
+            return Path(now), base.offset
         return Path(now), 0
 
     async def _confirmed(self, delivery: Delivery, target: Target, payload: str, log: StageLog,
-                         tm: dict[str, Any], detail: str, **data: Any) -> None:
-        tm["confirmed_at"] = self.clock()
-        tm["latency"] = round(tm["confirmed_at"] - tm["started"], 3)
+                         tm: TmuxProgress, detail: str, **data: Any) -> None:
+        tm.confirmed_at = self.clock()
+        tm.latency = round(tm.confirmed_at - (tm.started if tm.started is not None else tm.confirmed_at), 3)
+        tm.save(delivery)
         screen: dict[str, Any] = {}
-        if tm.get("pane_ref"):
-            snap = await self._snap(PaneRef(**tm["pane_ref"]))
+        if tm.pane_ref:
+            snap = await self._snap(tm.pane_ref)
             cls = self._agent(target)[1]
             if snap is not None and cls is not None:
                 r = cls.classify(snap)
                 screen = {"screen_now": r.summary(), "capture": snap.excerpt(8)}
-        log("confirm", DeliveryState.IN_TURN, f"{detail} ({tm['latency']:.2f}s after send began)", **data, **screen)
+        log("confirm", DeliveryState.IN_TURN, f"{detail} ({tm.latency:.2f}s after send began)", **data, **screen)

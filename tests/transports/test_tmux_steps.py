@@ -107,3 +107,24 @@ def test_after_enter_codex_tabs_once_only_after_tab_after():
     queued = decide(Phase.AFTER_ENTER, snap(CODEX, "busy_tab_queued"), None, 1.2, replace(c, tabbed=True))
     assert queued.action is Action.DONE and queued.hint.queued
     assert decide(Phase.AFTER_ENTER, None, None, 1.2, c).action is Action.GONE
+
+
+def test_progress_round_trips_through_the_delivery_extra_as_json():
+    """The debugger's fresh process reads the sender's progress back from the ledger's JSON."""
+    import json
+
+    from relay_repl.core.delivery import Delivery
+    from relay_repl.transports.tmux import Baseline, PaneRef, TmuxProgress
+
+    d = Delivery.model_construct(extra={})
+    assert TmuxProgress.of(d).submitted is False and TmuxProgress.of(d).pane_ref is None
+    pg = TmuxProgress(started=1.0, pane_ref=PaneRef(socket_path="/s", pane_id="%1"),
+                      baseline=Baseline(path="/t.jsonl", offset=7))
+    pg.keys.append("literal")
+    pg.screen_after_enter = screens.codex.submitted(snap(CODEX, "busy_staged"), snap(CODEX, "busy_tab_queued"), X_BUSY)
+    pg.save(d)
+    raw = json.loads(json.dumps(d.extra["tmux"]))
+    assert raw["keys"] == ["literal"] and raw["screen_after_enter"]["queued"] and "latency" not in raw
+    back = TmuxProgress.model_validate(raw)
+    assert back.pane_ref == PaneRef(socket_path="/s", pane_id="%1") and back.baseline.offset == 7
+    assert TmuxProgress().keys is not TmuxProgress().keys  # no shared default list
