@@ -35,10 +35,12 @@ a key leaves), so a test can wrap it and count every keystroke.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import secrets
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, TypeVar
@@ -56,6 +58,7 @@ from relay_repl.system.tmux import run as run_tmux
 from relay_repl.agents.screens.model import ScreenReading, Snapshot
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
+from relay_repl.transports.tmux_steps import Action, Phase, StepContext, decide
 
 T = TypeVar("T")
 
@@ -258,6 +261,12 @@ class TmuxTransport(Transport):
         return agent.tmux_delivered_when() if agent else "nothing: no agent knows this kind, so nothing is typed"
 
     # -- helpers ---------------------------------------------------------------------
+    def _ctx(self, agent: Agent, cls: ModuleType, payload: str) -> StepContext:
+        """The pure decision rules' inputs that do not change from poll to poll."""
+        return StepContext(payload=payload, screen=cls, stage_timeout=self.stage_timeout, submit_gap=self.submit_gap,
+                           settle=self.settle, tab_after=self.tab_after,
+                           tab_queues_when_busy=agent.tab_queues_when_busy, busy_submit=agent.busy_submit)
+
     async def _io(self, fn: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args))
 
@@ -368,32 +377,25 @@ class TmuxTransport(Transport):
         t_lit = self.clock()
         tm["keys"].append("literal")
         tm["typed_at"] = t_lit
-        deadline = t_lit + self.stage_timeout
-        prev = False
+        ctx = self._ctx(agent, cls, payload)
         last: Snapshot | None = snap
-        visible = False
         while True:
             await anyio.sleep(self.poll)
             cur = await self._snap(pane)
-            if cur is None:
+            d = decide(Phase.STAGE, cur, None, self.clock() - t_lit, ctx)
+            if d.action is Action.GONE:
                 delivery.reason = f"pane {pane} vanished after the payload was typed; Enter not pressed"
                 log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, None))
                 return
             last = cur
-            now_visible = cls.payload_visible(cur, payload)
-            if now_visible and prev:
-                visible = True
+            if d.action is Action.STAGED:
                 break
-            prev = now_visible
-            if self.clock() >= deadline:
-                break
-        if not visible:
-            r = cls.classify(last)
-            delivery.reason = (f"pending staged: the payload did not become fully visible in the composer within "
-                               f"{self.stage_timeout:g}s; Enter NOT pressed, pane left as is (look at it before any retry)")
-            log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, r))
-            return
-        log("stage", DeliveryState.TYPED, "payload visible in the composer, exact and stable on two polls",
+            if d.action is Action.HOLD:
+                delivery.reason = d.reason
+                log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, d.reading))
+                return
+            ctx = replace(ctx, visible_before=d.visible)
+        log("stage", DeliveryState.TYPED, d.reason,
             waited=round(self.clock() - t_lit, 3), recheck=reading.summary(), **self._ev(last, cls.classify(last)))
 
         await self._submit(delivery, target, pane, cls, payload, log, t_lit)
@@ -420,24 +422,16 @@ class TmuxTransport(Transport):
         assert agent is not None  # a classifier came from it
         # submit: re-classify first
         before = await self._snap(pane)
-        r = cls.classify(before) if before else None
-        problem = None
-        if before is None or r is None:
-            problem = "pane vanished"
-        elif not cls.payload_visible(before, payload):
-            problem = "the composer no longer shows exactly the payload"
-        elif set(r.blockers) - {"draft"}:
-            problem = f"screen now shows {', '.join(sorted(set(r.blockers) - {'draft'}))}"
-        elif r.kind == "unknown":
-            problem = "screen no longer recognised as idle or busy"
-        if problem:
-            delivery.reason = f"pending staged: {problem}; Enter NOT pressed (it could answer a dialog or run a command)"
+        elapsed = self.clock() - t_lit if t_lit is not None else math.inf
+        d = decide(Phase.SUBMIT, before, None, elapsed, self._ctx(agent, cls, payload))
+        r = d.reading
+        if d.action is not Action.ENTER:
+            delivery.reason = d.reason
             log("submit", DeliveryState.TYPED, delivery.reason, **self._ev(before, r))
             return
         assert before is not None and r is not None
-        gap = self.submit_gap - (self.clock() - t_lit) if t_lit is not None else 0
-        if gap > 0:
-            await anyio.sleep(gap)
+        if d.delay > 0:
+            await anyio.sleep(d.delay)
         log.checkpoint("submit (Enter)")
         try:
             await self._io(self.io.send_key, pane, "Enter")
@@ -450,8 +444,7 @@ class TmuxTransport(Transport):
         tm["entered_at"] = t_enter
         tm["kind_at_submit"] = r.kind
         tm["submitted"] = True
-        what = {"idle": "a new turn should start", "busy": agent.busy_submit}[r.kind]
-        log("submit", DeliveryState.SUBMITTED, f"Enter pressed once ({r.kind} target: {what})",
+        log("submit", DeliveryState.SUBMITTED, d.reason,
             since_literal=round(t_enter - t_lit, 3) if t_lit is not None else None, **self._ev(before, r))
         await self._after_enter(delivery, agent, pane, cls, before, payload, log, r.kind)
 
@@ -461,31 +454,24 @@ class TmuxTransport(Transport):
         tm = delivery.extra["tmux"]
         t_enter = tm["entered_at"]
         hint = None
-        tabbed = False
+        ctx = replace(self._ctx(agent, cls, payload), before=before)
         seen: Snapshot | None = None
         while self.clock() - t_enter < self.settle:
             await anyio.sleep(self.poll)
             after = await self._snap(pane)
-            if after is None:
+            d = decide(Phase.AFTER_ENTER, after, None, self.clock() - t_enter, ctx)
+            if d.action is Action.GONE:
                 break
             seen = after
-            hint = cls.submitted(before, after, payload)
-            if hint.composer_emptied or hint.payload_in_history or hint.queued:
+            hint = d.hint
+            if d.action is Action.DONE:
                 break
-            if (agent.tab_queues_when_busy and not tabbed and hint.tab_to_queue and hint.turn_running
-                    and self.clock() - t_enter >= self.tab_after):
-                r = cls.classify(after)
-                if set(r.blockers) - {"draft"} or not cls.payload_visible(after, payload):
-                    break
+            if d.action is Action.TAB:
                 log.checkpoint("submit (Tab)")
                 await self._io(self.io.send_key, pane, "Tab")
-                tabbed = True
                 tm["keys"].append("Tab")
-                log("submit", DeliveryState.SUBMITTED,
-                    f"Enter did not take: {self.clock() - t_enter:.1f}s later the payload still sits beside "
-                    "`tab to queue message` in a busy turn; Tab sent once to queue it as a follow-up",
-                    **self._ev(after, r))
-                before = after
+                log("submit", DeliveryState.SUBMITTED, d.reason, **self._ev(after, d.reading))
+                ctx = replace(ctx, tabbed=True, before=after)
         if hint is None:
             return
         tm["screen_after_enter"] = hint.model_dump()
