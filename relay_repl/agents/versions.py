@@ -173,7 +173,7 @@ def unverified_refusal(kind: str, version: str | None, what: str) -> str | None:
     want = verified_version(kind) if kind in KINDS else "?"
     shown = f"{kind} {version}" if version else f"{kind} (version unknown)"
     return (f"{shown} is not verified: {what} measured on {want} only; "
-            f"verify it with `{FIDELITY_HINT}` (or use the pinned lab: `relay --lab ...`)")
+            f"verify it with `{FIDELITY_HINT}` (or run the pinned {want})")
 
 
 def require_verified(kind: str, binary: str | Path | None = None) -> str:
