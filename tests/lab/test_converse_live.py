@@ -52,7 +52,7 @@ async def test_claude_agent_answers_want_reply_by_sendmessage_to_the_listed_inbo
         await stub.clear_requests("alpha")
         d = await s.send(CLAUDE, "please summarize the repo", want="reply", transport="claude-code-socket",
                          timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        assert d.state in {DeliveryState.IN_TURN, DeliveryState.REPLIED}, d.summary()  # the answer may already be in
         got = await answers_to(inbox, d.relay_id, 30)
         assert len(got) == 1, [m.line for m in inbox.received]
         msg = got[0]
@@ -99,7 +99,7 @@ async def test_codex_agent_answers_want_reply_with_relay_reply(lab):
     async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, inbox):
         await stub.clear_requests("beta")
         d = await s.send(CODEX, "please rerun the suite", want="reply", transport="codex-queue", timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        assert d.state in {DeliveryState.IN_TURN, DeliveryState.REPLIED}, d.summary()  # the answer may already be in
         with anyio.move_on_after(60):
             while not inbox.received:
                 await anyio.sleep(0.1)
