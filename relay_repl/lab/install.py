@@ -155,8 +155,10 @@ def _last_error_line(log: Path) -> str:
         lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:
         return "no output"
-    errs = [ln for ln in lines if "ERR" in ln]
-    return (errs or lines or ["no output"])[-1][:300]
+    errs = [ln for ln in lines if ("ERR" in ln or "npm error" in ln) and "complete log" not in ln
+            and not ln.rstrip().endswith(("npm error", "npm ERR!"))]
+    said = [ln for ln in errs if " code " not in ln]  # `npm error code ETARGET` says less than the next line
+    return (said[:1] or errs[-1:] or lines[-1:] or ["no output"])[0][:300]
 
 
 # ---- other client sets: any version from npm, or the clients installed on this machine ------
