@@ -53,6 +53,7 @@ from relay_repl.agents.agent import Agent
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, check_typed_line
 from relay_repl.core.errors import EnvelopeError, PaneGone, TmuxError
+from relay_repl.system.polling import poll_until
 from relay_repl.system.tmux import TmuxResult
 from relay_repl.system.tmux import run as run_tmux
 from relay_repl.agents.screens.model import ScreenReading, Snapshot, SubmitHint
@@ -580,34 +581,34 @@ class TmuxTransport(Transport):
             return
         base = tm.baseline or Baseline()
         agent = agent_for(target.kind)
-        deadline = self.clock() + timeout
-        last_report = self.clock()
         enqueued = False
-        while True:
+        path: Path | None = None
+
+        async def check() -> Any:
+            nonlocal enqueued, path
             path, offset = await self._io(self._evidence_path, target, base)
             ev = await self._io(agent.typed_evidence, path, offset, payload) if path and agent else None
             if ev is not None and ev.state == "enqueued" and not enqueued:
                 enqueued = True
                 log("confirm", DeliveryState.QUEUED, ev.detail, **ev.data)
-            if ev is not None and ev.state == "confirmed":
-                await self._confirmed(delivery, target, payload, log, tm, ev.detail, **ev.data)
-                return
-            if ev is not None and ev.state == "mismatch":
-                log("confirm", DeliveryState.UNKNOWN, ev.detail, **ev.data)
-                return
-            now = self.clock()
-            if now >= deadline:
-                snap = await self._snap(tm.pane_ref) if tm.pane_ref else None
-                delivery.reason = (f"Enter pressed, but no receiver evidence after {timeout:.0f}s "
-                                   f"({'enqueued, not yet taken' if enqueued else 'nothing in the transcript/rollout'}); "
-                                   "inspect the pane before any retry — never re-send blind")
-                log("confirm", DeliveryState.SUBMITTED, delivery.reason, evidence_file=str(path), **self._ev(snap, None))
-                return
-            if now - last_report >= 5:
-                last_report = now
-                log.progress(f"waiting for {target.spec}'s {agent.evidence_name if agent else 'evidence'} "
-                             f"to show the typed line ({deadline - now:.0f}s left)")
-            await anyio.sleep(self.confirm_poll)
+            return ev if ev is not None and ev.state in ("confirmed", "mismatch") else None
+
+        def progress(left: float) -> None:
+            log.progress(f"waiting for {target.spec}'s {agent.evidence_name if agent else 'evidence'} "
+                         f"to show the typed line ({left:.0f}s left)")
+
+        ev = await poll_until(check, timeout=timeout, interval=self.confirm_poll, clock=self.clock,
+                              progress=progress)
+        if ev is not None and ev.state == "confirmed":
+            await self._confirmed(delivery, target, payload, log, tm, ev.detail, **ev.data)
+        elif ev is not None:
+            log("confirm", DeliveryState.UNKNOWN, ev.detail, **ev.data)
+        else:
+            snap = await self._snap(tm.pane_ref) if tm.pane_ref else None
+            delivery.reason = (f"Enter pressed, but no receiver evidence after {timeout:.0f}s "
+                               f"({'enqueued, not yet taken' if enqueued else 'nothing in the transcript/rollout'}); "
+                               "inspect the pane before any retry — never re-send blind")
+            log("confirm", DeliveryState.SUBMITTED, delivery.reason, evidence_file=str(path), **self._ev(snap, None))
 
     def _evidence_path(self, target: Target, base: Baseline) -> tuple[Path | None, int]:
         """The evidence file now and the offset to read from (0 if it changed or appeared)."""

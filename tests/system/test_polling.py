@@ -1,0 +1,56 @@
+"""`poll_until` with a fake clock: no real time passes."""
+
+from __future__ import annotations
+
+import anyio
+
+from relay_repl.system.polling import poll_until
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+        self.now += s
+
+
+def run(check, clock: FakeClock, **kw):
+    return anyio.run(lambda: poll_until(check, clock=clock, sleep=clock.sleep, **kw))
+
+
+def test_returns_the_first_non_none_result_without_waiting_further():
+    clock, calls = FakeClock(), []
+
+    async def check():
+        calls.append(clock.now)
+        return "seen" if len(calls) == 3 else None
+
+    assert run(check, clock, timeout=10, interval=0.5) == "seen"
+    assert calls == [100.0, 100.5, 101.0] and clock.sleeps == [0.5, 0.5]
+
+
+def test_gives_up_after_the_timeout_with_one_check_at_the_deadline():
+    clock, calls, reports = FakeClock(), [], []
+
+    async def check():
+        calls.append(clock.now)
+        return None
+
+    assert run(check, clock, timeout=12, interval=1.0, progress=reports.append, progress_every=5) is None
+    assert calls[0] == 100.0 and calls[-1] == 112.0 and len(calls) == 13
+    assert reports == [7.0, 2.0]  # at t+5 and t+10: seconds left
+
+
+def test_a_falsy_result_other_than_none_counts():
+    clock = FakeClock()
+
+    async def check():
+        return 0
+
+    assert run(check, clock, timeout=1, interval=0.1) == 0 and clock.sleeps == []
