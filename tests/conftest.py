@@ -54,4 +54,23 @@ def lab(lab_home, lab_size, monkeypatch):
     state = launcher.ensure_lab(claude=claude, codex=codex, progress=lambda m: None)
     for k, v in launcher.env().items():
         monkeypatch.setenv(k, v)
+    _no_halt_left_over()
     return state
+
+
+def _no_halt_left_over() -> None:
+    """The lab's ledger is shared by the tests that use the lab: a relay-halt an earlier test left
+    in force (its own failure) would refuse every later send. Clear it, and say so."""
+    import warnings
+
+    from relay_repl.store.ledger import Ledger
+
+    led = Ledger.default()
+    try:
+        halt = led.active_halt()
+        if halt is not None:
+            led.clear_halts(by="tests/conftest.py lab fixture")
+            warnings.warn(f"an earlier test left a relay-halt in force in the shared lab ({halt.reason}); cleared",
+                          stacklevel=2)
+    finally:
+        led.close()

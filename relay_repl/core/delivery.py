@@ -91,12 +91,14 @@ class Delivery(BaseModel):
         leaving `d.state` as `no_reply` (the delivery itself stays delivered).
         A relay-halt arriving meanwhile stops the wait with LoopHalt.
         """
-        if self.reply is not None:
-            return self.reply
         if self._waiter is None:
+            if self.reply is not None:
+                return self.reply
             from relay_repl.core.errors import UsageError
 
             raise UsageError("this delivery was not made by a session, so nothing is listening for its reply")
+        # the session's waiter returns an answer already in at once, but a relay-halt in force
+        # (even one carried by that very answer) still stops the wait: no wait continues under a halt
         return await self._waiter(self, timeout)
 
     @property

@@ -232,6 +232,20 @@ async def test_a_relay_halt_in_a_reply_stops_every_wait(relay_home):
             await c.s.send("fake:inbox", "after the halt")
 
 
+async def test_a_halting_answer_already_in_still_stops_the_wait(relay_home):
+    """The halt arrived (in the answer itself) before anyone waited: the wait is stopped all
+    the same, and the halting answer stays recorded as the answer."""
+    async with convo(relay_home, [True]) as c:
+        d = await c.s.send("fake:inbox", "one", want="reply")
+        await c.from_agent(answer(d.relay_id, "relay-halt: stop everything"))
+        await c.arrived(1)
+        assert d.reply is not None and c.s.ledger.active_halt() is not None
+        with pytest.raises(LoopHalt, match="relay-halt"):
+            await d.wait_reply(5)
+        c.s.unhalt()
+        assert (await d.wait_reply(5)) is d.reply, "with the halt cleared the answer is returned at once"
+
+
 async def test_our_own_id_coming_back_is_a_duplicate(relay_home):
     async with convo(relay_home, [True]) as c:
         d = await c.s.send("fake:inbox", "mine", want="reply")

@@ -125,16 +125,18 @@ async def test_a_relay_halt_in_a_real_claude_reply_stops_every_wait(lab):
                 await d.wait_reply(60)
             stopped.append(d.relay_id)
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(wait, asked)
-            if waiting.reply is None:  # the Codex answer may already be in
-                tg.start_soon(wait, waiting)
-        assert asked.relay_id in stopped
-        assert asked.reply is not None and asked.reply.verdict.verdict == "verified"
-        assert s.ledger.active_halt() is not None
-        with pytest.raises(LoopHalt):
-            await s.send(CODEX, "nothing goes out now")
-        s.unhalt()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait, asked)  # the halting answer may already be in: the wait still stops
+                if waiting.reply is None:  # the Codex answer may already be in
+                    tg.start_soon(wait, waiting)
+            assert asked.relay_id in stopped
+            assert asked.reply is not None and asked.reply.verdict.verdict == "verified"
+            assert s.ledger.active_halt() is not None
+            with pytest.raises(LoopHalt):
+                await s.send(CODEX, "nothing goes out now")
+        finally:
+            s.unhalt()  # the lab is shared: never leave it halted for the next test
     await wait_idle("alpha")
     await wait_idle("beta")
 
