@@ -17,7 +17,7 @@ def test_both_adapters_load_and_match_their_kind():
     assert {"claude-code", "codex"} <= set(available_adapters())
     cc, cx = load_adapter("claude-code"), load_adapter("codex")
     assert (cc.kind, cc.prefix, cx.kind, cx.prefix) == ("claude-code", "claude", "codex", "codex")
-    assert cc.verified_versions == ["2.1.328"] and cx.verified_versions == ["0.169.0"]
+    assert cc.verified_versions == ["2.1.328", "2.1.332"] and cx.verified_versions == ["0.169.0", "0.171.0"]
     assert cc.registry.env == "CLAUDE_CONFIG_DIR" and cx.registry.env == "CODEX_HOME"
 
 
