@@ -30,7 +30,6 @@ Origin records by relay id (seed section 8), measured on 2.1.328:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
 from relay_repl.core.relay_ids import carries_id, id_needle
-from relay_repl.store.jsonl import LineScan
+from relay_repl.store.jsonl import LineScan, parse_object
 
 KIND = "claude-code"
 INTERRUPTED = "[Request interrupted"
@@ -185,11 +184,8 @@ def find_relay_id(transcript: Path | str, relay_id: str) -> TranscriptScan:
     scan = LineScan(transcript, needle, (ORIGIN_KEY,), followed_by=follow)
     hits: list[OriginHit] = []
     for offset, raw in scan:
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(rec, dict):
+        rec = parse_object(raw)
+        if rec is None:
             continue
         found = origin_of(rec)
         if found is None:

@@ -17,14 +17,13 @@ turn's `turn_trigger`), never who sent it; `turns_carrying` reports exactly that
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
 from relay_repl.core.relay_ids import carries_id, id_needle
-from relay_repl.store.jsonl import LineScan
+from relay_repl.store.jsonl import LineScan, parse_object
 
 KIND = "codex"
 
@@ -111,12 +110,9 @@ def turns_carrying(rollout: Path | str, relay_id: str) -> tuple[list[RolloutTurn
     needle, follow = id_needle(relay_id)
     scan = LineScan(rollout, needle, (b'"UserMessage"',), followed_by=follow)
     for _, raw in scan:
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        p = rec.get("payload") if isinstance(rec, dict) else None
-        if not isinstance(p, dict):
+        rec = parse_object(raw)
+        p = rec.get("payload") if rec is not None else None
+        if rec is None or not isinstance(p, dict):
             continue
         item = p.get("item")
         if not (isinstance(item, dict) and p.get("type") == "item_completed" and item.get("type") == "UserMessage"):
@@ -131,10 +127,10 @@ def turns_carrying(rollout: Path | str, relay_id: str) -> tuple[list[RolloutTurn
         wanted = {t.turn_id for t in found}
         starts = LineScan(rollout, b'"task_started"')
         for _, raw in starts:
-            try:
-                p = json.loads(raw).get("payload") or {}
-            except (ValueError, AttributeError):
+            rec = parse_object(raw)
+            if rec is None:
                 continue
+            p = rec.get("payload") or {}
             if p.get("turn_id") in wanted:
                 trigger = (p.get("turn_attribution") or {}).get("turn_trigger")
                 for t in found:

@@ -15,12 +15,13 @@ far it read, so a long transcript is read once, not on every poll.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+
+import relay_repl.store.jsonl as jsonl
 
 
 TurnStatus = Literal["answered", "no final message", "aborted"]
@@ -70,19 +71,8 @@ class Tail:
         self._offset = 0
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        try:
-            f = open(self.path, "rb")
-        except OSError:
-            return
-        with f:
-            f.seek(self._offset)
-            for raw in f:
-                if not raw.endswith(b"\n"):
-                    return
-                self._offset += len(raw)
-                try:
-                    rec = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict):
-                    yield rec
+        for at, raw in jsonl.complete_lines(self.path, self._offset):
+            self._offset = at + len(raw)
+            rec = jsonl.parse_object(raw)
+            if rec is not None:
+                yield rec

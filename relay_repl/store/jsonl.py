@@ -16,23 +16,37 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 
-def records(path: Path | str, offset: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(byte offset, record) for each complete JSON-object line at or after `offset`."""
+def parse_object(raw: bytes) -> dict[str, Any] | None:
+    """One line parsed as a JSON object; None for anything else (garbage, a list, a number)."""
     try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read()
+        rec = json.loads(raw)
+    except ValueError:
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def complete_lines(path: Path | str, offset: int = 0) -> Iterator[tuple[int, bytes]]:
+    """(byte offset, raw line with its newline) for each complete line at or after `offset`,
+    streamed (constant memory); stops at a last line without its newline (still being written)."""
+    try:
+        f = open(path, "rb")
     except OSError:
         return
-    pos = offset
-    for raw in data.split(b"\n")[:-1]:
-        at = pos
-        pos += len(raw) + 1
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
+    with f:
+        f.seek(offset)
+        pos = offset
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                return
+            yield pos, raw
+            pos += len(raw)
+
+
+def records(path: Path | str, offset: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, record) for each complete JSON-object line at or after `offset`."""
+    for at, raw in complete_lines(path, offset):
+        rec = parse_object(raw)
+        if rec is not None:
             yield at, rec
 
 
