@@ -5,23 +5,11 @@ completion of targets, a transport chain, Ctrl-C stopping a wait but not the REP
 from __future__ import annotations
 
 import shutil
-import sys
 
 import pytest
 
-from tests.support.tmuxdrive import Screen, python_env
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
-
-
-@pytest.fixture
-def repl(relay_home):
-    screen = Screen([sys.executable, "-m", "relay_repl", "--fake"], python_env(RELAY_HOME=str(relay_home)))
-    try:
-        screen.wait_for(">>>")
-        yield screen
-    finally:
-        screen.close()
 
 
 def test_isinstance_right_after_start_up(repl):

@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 
 import pytest
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.store.ledger import Ledger
-from tests.support.tmuxdrive import Screen, python_env
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
-
-
-@pytest.fixture
-def repl(relay_home):
-    screen = Screen([sys.executable, "-m", "relay_repl", "--fake"], python_env(RELAY_HOME=str(relay_home)))
-    try:
-        screen.wait_for(">>>")
-        yield screen
-    finally:
-        screen.close()
 
 
 def test_repl_shows_session_then_gates_a_send(repl, relay_home):
