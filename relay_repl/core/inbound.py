@@ -9,6 +9,9 @@ that process is (or ran it), the claim it made, and one of
 
 - `verified`        the process is (or was started by) the session it claims to be;
 - `mismatch`        it claimed one session but connected as another process;
+- `host verified`  the process is (or was started by) a host of several sessions (a shared
+                  Codex daemon hosts every thread): the pid proves the host, not which of its
+                  sessions answered, and nothing else named the one; never linked as an answer;
 - `unknown process` the process is no discovered session and claims none we know;
 - `receiver's own record` no process connected at all: the answer is the target's own
                   final message, read from its transcript/rollout where the harness
@@ -28,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-VerdictKind = Literal["verified", "mismatch", "unknown process", "receiver's own record"]
+VerdictKind = Literal["verified", "host verified", "mismatch", "unknown process", "receiver's own record"]
 
 
 class Verdict(BaseModel):
@@ -111,6 +114,25 @@ class PeerIdentity(BaseModel):
     evidence: str = ""
     specs: dict[str, str] = Field(default_factory=dict,
                                   description="claimable string -> spec, when one process hosts several sessions")
+    host_only: bool = Field(default=False, description="the process hosts several sessions (a shared daemon): "
+                            "its pid proves the host, not which session acted")
+
+
+class ToolCall(BaseModel):
+    """What a session's own record must hold to prove that it, of all the sessions one host
+    process runs, made a call: the relay tool and what it was called with.
+
+    Why: a shared host (Codex's daemon) runs every thread's tools, so the kernel pid of a
+    `relay reply` or `relay mcp` process names the host only; an environment variable
+    such as CODEX_THREAD_ID is set by whoever starts the command, so it is a claim. The
+    thread's own rollout, written by the host as the model made the call, is evidence.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: Literal["relay_reply", "relay_requests"]
+    relay_id: str | None = Field(default=None, description="the id answered (relay_reply)")
+    text: str | None = Field(default=None, description="the answer's body, whitespace-normalised")
 
 
 def claim_address(claim: str | None) -> str | None:
@@ -123,3 +145,34 @@ def claim_address(claim: str | None) -> str | None:
     if sep and "@" in rest:
         return rest.partition("@")[2]
     return claim
+
+
+class Receipt(BaseModel):
+    """A control frame (a Claude receipt or notice) that reached the operator's inbox, with
+    the one authenticated fact about it: the connecting process (SO_PEERCRED pid and start).
+
+    Why kept apart from the frame: `status: delivered` or `dropped` in a frame is a claim any
+    local process can write to the inbox socket; only a frame whose connection came from the
+    delivery's receiver may move that delivery's state (issue 16 case 2).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    frame: dict[str, Any]
+    pid: int | None = Field(default=None, description="the connecting process (SO_PEERCRED)")
+    proc_start: str | None = Field(default=None, description="its start time, field 22 of /proc/<pid>/stat")
+    at: float = Field(default_factory=time.time)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A field of the frame (a claim)."""
+        return self.frame.get(key, default)
+
+    def sent_by(self, pid: int | None, proc_start: str | None) -> tuple[bool, str]:
+        """Whether this frame's connection came from process (`pid`, `proc_start`), and why."""
+        if pid is None or proc_start is None:
+            return False, "the receiver's pid and start time are not known, so no sender can be verified as it"
+        if self.pid != pid:
+            return False, f"sent by pid {self.pid}, not by the receiver (pid {pid})"
+        if self.proc_start != str(proc_start):
+            return False, f"sent by pid {pid} started at {self.proc_start}, not the receiver started at {proc_start}"
+        return True, f"sent by the receiver (pid {pid}, procStart {proc_start})"

@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_repl.system.proc import proc_start, same_process
 from relay_repl.core.envelope import Envelope, contains_halt
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, TransportError, describe
-from relay_repl.core.inbound import InboundMessage, Verdict
+from relay_repl.core.inbound import InboundMessage, Receipt, ToolCall, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
 from relay_repl.system.wire import peer_cred
@@ -232,11 +232,12 @@ class Inbox:
     """Listens on a unix socket; every frame becomes an inbox message or event."""
 
     def __init__(self, ledger: Ledger, address: str, sender: str, echo: Callable[[str], None] | None = None,
-                 judge: Callable[[dict[str, Any], str | None], Verdict] | None = None) -> None:
-        """`judge(origin, claim)` gives each message its verdict (default: agents.origin
-        against this process's environment, built on first use)."""
+                 judge: Callable[[dict[str, Any], str | None], Verdict] | None = None, origin: Any = None) -> None:
+        """`judge(origin, claim)` gives each message its verdict (default: `origin`, an
+        agents.origin.OriginJudge, else one over this process's environment built on first use)."""
         self.ledger = ledger
         self._judge = judge
+        self._origin: Any = origin
         self.on_message: list[Callable[[InboundMessage], None]] = []
         self.address = address
         self.sender = sender
@@ -249,7 +250,7 @@ class Inbox:
         self._tg: Any = None
         self._scopes: list[Any] = []
         self.received: list[InboxMessage] = []
-        self.receipts: list[dict[str, Any]] = []
+        self.receipts: list[Receipt] = []
 
     @property
     def record_path(self) -> Path:
@@ -364,11 +365,13 @@ class Inbox:
         kind = frame["type"]
         if kind == "auth":
             return
-        if kind == "control":
-            self.receipts.append(frame)
+        if kind == "control":  # a claim until the transport that sent orig_msg_id checks who sent it
+            self.receipts.append(Receipt(frame=frame, pid=origin_base.get("verifiedPeerPid"),
+                                         proc_start=origin_base.get("verifiedPeerProcStart")))
             self.ledger.event("receipt", data={**origin_base, "frame": frame})
             status = frame.get("status") or frame.get("state") or frame.get("action")
-            self.echo(f"inbox: receipt {frame.get('action')} {status} for {frame.get('orig_msg_id')}")
+            self.echo(f"inbox: receipt {frame.get('action')} {status} for {frame.get('orig_msg_id')} "
+                      f"(pid {origin_base.get('verifiedPeerPid')})")
             return
         if kind != "user":
             return
@@ -385,13 +388,17 @@ class Inbox:
         }
         self.accept(body, origin)
 
-    def judge(self, origin: dict[str, Any], claim: str | None) -> Verdict:
-        if self._judge is None:
-            from relay_repl.agents.origin import OriginJudge
-
-            self._judge = OriginJudge.default().judge
+    def judge(self, origin: dict[str, Any], claim: str | None, call: ToolCall | None = None) -> Verdict:
+        """`call` is what the sender's own record should hold (the answer it sent): it can
+        prove which of a shared host's sessions sent it (agents.origin)."""
         try:
-            return self._judge(origin, claim)
+            if self._judge is not None:
+                return self._judge(origin, claim)
+            if self._origin is None:
+                from relay_repl.agents.origin import OriginJudge
+
+                self._origin = OriginJudge.default()
+            return self._origin.judge(origin, claim, call=call)
         except Exception as exc:  # a registry mid-write must not lose the message: judge it unknown
             return Verdict(verdict="unknown process", pid=origin.get("verifiedPeerPid"), claim=claim,
                            detail=f"could not be judged ({describe(exc, 'reading the sender')})")
@@ -417,8 +424,11 @@ class Inbox:
             self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line})
             self.echo(f"inbox: duplicate relay id {env.id} from pid {pid}: logged, not acted on")
             return None
-        verdict = self.judge(origin, claim)
         answers = env.re if env is not None and env.re and self.ledger.was_sent(env.re) else None
+        call = ToolCall(tool="relay_reply", relay_id=env.re, text=env.body) if env is not None and env.re else None
+        verdict = self.judge(origin, claim, call)
+        if answers:
+            verdict = asked_only(verdict, self.ledger.sent_to(answers))
         msg = self.ledger.add_inbox(line, origin=origin, relay_id=relay_id, peer=peer, answers=answers, verdict=verdict,
                                     hop=env.hop if env else None)
         self.received.append(msg)
@@ -439,6 +449,18 @@ class Inbox:
         for callback in list(self.on_message):
             callback(msg)
         return msg
+
+
+def asked_only(verdict: Verdict, asked: str | None) -> Verdict:
+    """An answer is the asked session's only: a verified sender that is another session
+    becomes `mismatch: answered by X, asked Y` (seed section 9; issue 16 case 1). `asked` is
+    the ledger's record of where the id went; an id a `relay reply` sent (`inbox:<pid>`) was
+    asked of nobody."""
+    if (verdict.verdict != "verified" or not verdict.session or not asked or asked.startswith("inbox:")
+            or verdict.session == asked):
+        return verdict
+    return verdict.model_copy(update={"verdict": "mismatch", "detail": f"answered by {verdict.session}, asked {asked}"
+                                      + (f" ({verdict.detail})" if verdict.detail else "")})
 
 
 def user_frame(text: str, sender_tag: str) -> dict[str, Any]:

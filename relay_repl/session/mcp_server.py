@@ -11,8 +11,13 @@ hand-written protocol. Two tools:
 - `relay_reply(relay_id, text)` does exactly what `relay reply` does
   (session/reply.py): the same ledger check (only ids the operator sent), hop + 1,
   the `re=` link when the envelope supports it, and relay-halt.
-- `relay_requests()` is read-only: the relay messages the operator sent that ask
-  for a reply or ack and have none yet, so the agent can see what it was asked.
+- `relay_requests()` is read-only: the relay messages the operator sent TO THE
+  CALLING SESSION that ask for a reply or ack and have none yet, so the agent can
+  see what it was asked. The caller is the session that started this server,
+  established as strongly as the evidence allows (agents.origin: a Claude
+  session's own pid; of a shared Codex daemon's threads, the one whose rollout
+  holds the call in flight); when it cannot be established, nothing is listed
+  and the answer says why (issue 16 case 1: a peer must not read another's asks).
 
 The server holds no state of its own: every call reads the shared ledger, so an
 agent's MCP server started long before the operator's REPL still answers it.
@@ -21,12 +26,15 @@ agent's MCP server started long before the operator's REPL still answers it.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.agents import detect_me
+from relay_repl.core.inbound import ToolCall
 from relay_repl.core.errors import RelayError, UsageError
 from relay_repl.core.target import Me
 from relay_repl.store.ledger import Ledger
@@ -39,7 +47,8 @@ INSTRUCTIONS = (
     "Relay lets the operator send you one-line messages of the form "
     "`[relay/1 from=... to=... id=<relay id> hop=<k> want=<reply|ack|none>] <body>`. "
     "When such a message asks want=reply or want=ack, answer it with the relay_reply tool "
-    "(relay_id = the id= value, text = your one-line answer). relay_requests lists the open requests. "
+    "(relay_id = the id= value, text = your one-line answer). relay_requests lists the open requests "
+    "addressed to you. "
     "Never answer a message that carries relay-halt or an id you have already answered."
 )
 
@@ -58,7 +67,8 @@ class OpenRequest(BaseModel):
 
 
 def open_requests(ledger: Ledger, target: str | None = None) -> list[OpenRequest]:
-    """Approved sends with want=reply|ack and no reply recorded yet, oldest first.
+    """Approved sends with want=reply|ack and no reply recorded yet, oldest first; with
+    `target` (a spec such as codex:beta), only those sent to exactly that session.
 
     Read from the ledger's own events (plan, answer, reply), so it sees what every
     relay process on this machine sent under the same RELAY_HOME.
@@ -78,25 +88,42 @@ def open_requests(ledger: Ledger, target: str | None = None) -> list[OpenRequest
         if env is None or env.want == "none" or env.is_halt:
             continue
         where = str(e.data.get("target") or "")
-        if target and target not in where:
+        if target is not None and ledger.sent_to(rid) != target:
             continue
         out[rid] = OpenRequest(relay_id=rid, target=where, want=env.want, hop=env.hop, payload=payload, sent_at=e.at)
     return list(out.values())
 
 
-def answerer(relay_id: str, ledger: Ledger) -> Me:
+def caller_session(call: ToolCall) -> tuple[str | None, str]:
+    """The session this MCP server acts for (its spec), or None and why not: the nearest
+    session above this process, narrowed by the calling thread's own record where one
+    host runs several (agents.origin)."""
+    from relay_repl.agents.origin import OriginJudge
+
+    try:
+        return OriginJudge.default().session_of(os.getpid(), call)
+    except (OSError, RelayError) as exc:
+        return None, f"the calling session could not be read ({exc})"
+
+
+def answerer(relay_id: str, ledger: Ledger, text: str | None = None) -> Me:
     """Who is answering, as the envelope's `from=` will claim it.
 
     A process that runs inside an agent knows its own address (seed section 1), but an
     MCP server is started by the agent's host with a reduced environment: Codex's daemon
-    hosts every thread, so no CODEX_THREAD_ID reaches it. Then the answerer is the
-    session the operator sent this id to (the ledger's record of the send), which is
-    the only session that was asked. This is a claim like any `from=`: the inbox judges
-    the connection by its kernel pid, never by this.
+    hosts every thread, so no CODEX_THREAD_ID reaches it. Then the answerer is the session
+    that started this server, where the evidence names it (its own record holds this call),
+    else the session the operator sent this id to (the ledger's record of the send). Either
+    is a claim like any `from=`: the inbox judges the connection by its kernel pid and the
+    sender's own record, never by this.
     """
     me = detect_me()
     if me is not None:
         return me
+    spec, _why = caller_session(ToolCall(tool="relay_reply", relay_id=relay_id, text=text))
+    kind, sep, name = (spec or "").partition(":")
+    if sep and kind and name:
+        return Me(role="agent", agent=kind, address=name)
     rows = [e for e in ledger.events(kind="plan", relay_id=relay_id)]
     spec = ""
     if rows:
@@ -116,12 +143,23 @@ def do_reply(relay_id: str, text: str, ledger: Ledger | None = None) -> dict[str
         raise UsageError("the reply text is empty: pass the one-line answer as `text`")
     ledger = ledger or Ledger.default()
     relay_id = relay_id.strip()
-    env, inbox = reply(relay_id, text, ledger=ledger, me=answerer(relay_id, ledger))
+    env, inbox = reply(relay_id, text, ledger=ledger, me=answerer(relay_id, ledger, text))
     return {"replied_to": relay_id, "reply_id": env.id, "hop": env.hop, "inbox": inbox, "line": env.compose()}
 
 
-def build_server(ledger_factory: Any = Ledger.default) -> Any:
-    """The MCP server object (not yet running); `ledger_factory` is for tests."""
+def requests_for(ledger: Ledger, caller: tuple[str | None, str]) -> dict[str, Any]:
+    """The relay_requests tool's answer: the open requests addressed to the caller only, or
+    none and why when the caller's session is not established."""
+    spec, why = caller
+    if spec is None:
+        return {"session": None, "requests": [],
+                "why": f"nothing listed: the calling session cannot be established ({why})"}
+    return {"session": spec, "evidence": why, "requests": [r.model_dump() for r in open_requests(ledger, spec)]}
+
+
+def build_server(ledger_factory: Any = Ledger.default,
+                 caller: Callable[[ToolCall], tuple[str | None, str]] = caller_session) -> Any:
+    """The MCP server object (not yet running); `ledger_factory` and `caller` are for tests."""
     import anyio
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -148,13 +186,15 @@ def build_server(ledger_factory: Any = Ledger.default) -> Any:
         return json.dumps(done, ensure_ascii=False)
 
     @server.tool(name=REQUESTS_TOOL, description=(
-        "List the relay messages the operator sent that ask for a reply or ack and have none yet "
-        "(read-only). Each has relay_id, target, want, hop and the exact payload."))
+        "List the relay messages the operator sent to you that ask for a reply or ack and have none yet "
+        "(read-only). Each has relay_id, target, want, hop and the exact payload; when relay cannot tell "
+        "which session you are, none are listed and `why` says so."))
     async def relay_requests() -> str:
-        def run() -> list[dict[str, Any]]:
+        def run() -> dict[str, Any]:
+            who = caller(ToolCall(tool="relay_requests"))
             led = ledger_factory()
             try:
-                return [r.model_dump() for r in open_requests(led)]
+                return requests_for(led, who)
             finally:
                 led.close()
 

@@ -26,7 +26,7 @@ from relay_repl.core.controls import control_refusal
 from relay_repl.core.errors import (AmbiguousTarget, describe, EnvelopeError, Halted, LoopHalt, PolicyRefusal, RelayError,
                                     StaleTarget,
                                     UnknownTarget, UsageError)
-from relay_repl.core.inbound import InboundMessage
+from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.session.gate import ApproveFn, DenyGate
 from relay_repl.session.unfinished import earlier_unfinished, owner, sweep_interrupted
@@ -531,14 +531,19 @@ class Session:
 
     # -- answers -------------------------------------------------------------------------
     def _on_inbound(self, msg: InboundMessage) -> None:
-        """Link an inbox message to the delivery its `re=` names; wake every waiter."""
+        """Link an inbox message to the delivery its `re=` names; wake every waiter.
+
+        Only the asked session's answer becomes `d.reply`: its verdict must be ok AND name
+        the delivery's target (for a forward, where the forward went). Anything else is kept
+        in `d.replies`, whatever the route (issue 16 case 1)."""
         if msg.answers:
             hits = [d for d in self.deliveries if d.relay_id == msg.answers]
             if hits:
                 d = hits[-1]
                 d.replies.append(msg)
                 v = msg.verdict
-                if v is not None and v.ok and d.reply is None:
+                why_not = answer_refusal(v, d.target)
+                if why_not is None and v is not None and d.reply is None:
                     d.reply = msg
                     if d.outcome != "refused":
                         d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
@@ -546,14 +551,14 @@ class Session:
                     self.ledger.event("linked", delivery=d.key, relay_id=d.relay_id,
                                       data={"seq": msg.seq, "reply_id": msg.relay_id, "session": v.session,
                                             "pid": v.pid, "state": d.state.value})
-                    if self.echo and v.session and v.session != d.target:
-                        self.echo(f"note: {d.relay_id} was answered by {v.session}, not by its target {d.target}")
-                elif v is None or not v.ok:
+                elif why_not is not None:
                     self.ledger.event("answer-rejected", delivery=d.key, relay_id=d.relay_id,
-                                      data={"seq": msg.seq, "verdict": v.model_dump(mode="json") if v else None})
+                                      data={"seq": msg.seq, "why": why_not,
+                                            "detail": f"inbox #{msg.seq} not accepted as the answer: {why_not}",
+                                            "verdict": v.model_dump(mode="json") if v else None})
                     if self.echo:
-                        self.echo(f"warning: inbox #{msg.seq} answers {d.relay_id} but is {v.verdict if v else 'unjudged'}"
-                                  f" ({v.detail if v else ''}): kept in d.replies, NOT accepted as the answer")
+                        self.echo(f"warning: inbox #{msg.seq} answers {d.relay_id} but is {why_not}: kept in "
+                                  "d.replies, NOT accepted as the answer")
         for ev in list(self._wakeups):
             ev.set()
         self._wakeups.clear()
@@ -825,3 +830,16 @@ class Session:
             lines.append(f"  HALTED: {halt.reason}")
         return "\n".join(lines) + ">"
 
+
+
+def answer_refusal(v: Verdict | None, asked: str) -> str | None:
+    """Why an answer is not the asked session's own (one phrase), or None when it is."""
+    if v is None:
+        return "unjudged"
+    if not v.ok:
+        if v.verdict == "mismatch" and v.detail.startswith("answered by "):
+            return f"mismatch: {v.detail}"
+        return f"{v.verdict} ({v.detail})" if v.detail else v.verdict
+    if v.session != asked:
+        return f"mismatch: answered by {v.session or 'no discovered session'}, asked {asked}"
+    return None

@@ -242,6 +242,11 @@ class Ledger:
     def was_sent(self, relay_id: str) -> bool:
         return bool(self._query("SELECT 1 FROM relay_ids WHERE relay_id=? AND direction='sent'", (relay_id,)))
 
+    def sent_to(self, relay_id: str) -> str | None:
+        """Who an id we sent was addressed to (the target's spec; for a forward, where it went)."""
+        rows = self._query("SELECT peer FROM relay_ids WHERE relay_id=? AND direction='sent'", (relay_id,))
+        return rows[0][0] if rows else None
+
     def sent_hop(self, relay_id: str) -> int | None:
         """The hop an id we sent carried, or None if we never sent it."""
         rows = self._query("SELECT hop FROM relay_ids WHERE relay_id=? AND direction='sent'", (relay_id,))

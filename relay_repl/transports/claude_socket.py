@@ -243,12 +243,22 @@ class ClaudeSocketTransport(Transport):
             inbox = self._inbox()
             receipts = [r for r in (inbox.receipts if inbox else []) if r.get("orig_msg_id") == msg_id]
             for r in receipts[seen_receipts:]:
+                ok, why = r.sent_by(target.pid, target.detail.get("procStart"))
+                if not ok:  # any local process can write a frame to our inbox: a claim, logged, no state change
+                    claim = f"{r.get('action')} {r.get('status') or r.get('state') or ''}".strip()
+                    log.ledger.event("unverified-claim", delivery=delivery.key, relay_id=delivery.relay_id,
+                                     data={"detail": f"unverified claim {claim!r} ignored, state unchanged: {why}",
+                                           "claim": claim, "why": why, "frame": r.frame, "pid": r.pid,
+                                           "proc_start": r.proc_start})
+                    delivery.extra.setdefault("unverified_claims", []).append(f"{claim}: {why}")
+                    log.progress(f"ignored an unverified receipt ({claim}): {why}")
+                    continue
                 status = r.get("status", "?")
                 state = RECEIPT_STATES.get(status, DeliveryState.UNKNOWN)
                 detail = r.get("drop_reason") or r.get("status_detail") or r.get("reason") or ""
                 if state in (DeliveryState.FAILED, DeliveryState.REFUSED):
                     delivery.reason = f"receiver {status} it{': ' + detail if detail else ''}"
-                log("receipt", state, f"receiver says {status} {detail}".strip(), receipt=r)
+                log("receipt", state, f"receiver says {status} {detail}".strip(), receipt=r.frame, pid=r.pid)
                 if state in (DeliveryState.FAILED, DeliveryState.REFUSED):
                     return
             seen_receipts = len(receipts)

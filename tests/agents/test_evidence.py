@@ -93,3 +93,42 @@ def test_turns_since_lists_the_turns_and_their_text():
     turns = turns_since(TYPED_ROLLOUT, 0)
     assert [t["trigger"] for t in turns] == ["queue", "user", "queue"]
     assert turns[1]["user"] == "SLOW8 lab helper keeps beta busy for 8s"
+
+
+def test_a_threads_own_rollout_proves_its_relay_reply_call(tmp_path):
+    """Which of a shared daemon's threads answered: the call in its own rollout (recorded
+    lab rollout: codex:beta called the relay MCP tool relay_reply for operator.vm.6492-1)."""
+    from relay_repl.agents.codex.evidence import holds_reply_call, pending_calls, reply_calls
+
+    assert reply_calls(ROLLOUT, "operator.vm.6492-1", "beta answers via mcp") == 1
+    assert reply_calls(ROLLOUT, "operator.vm.6492-1", "another text") == 0
+    assert reply_calls(ROLLOUT, "operator.vm.6492-2", None) == 0
+    assert pending_calls(ROLLOUT, "relay_reply") == []  # its output is recorded: not in flight
+
+    def shell(cmd: str) -> dict:
+        return {"type": "function_call", "name": "exec_command", "arguments": json.dumps({"cmd": cmd})}
+
+    assert holds_reply_call(shell("relay reply op-1 'all tests pass'"), "op-1", "all tests pass")
+    assert holds_reply_call(shell("/x/.venv/bin/relay reply op-1 all  tests pass"), "op-1", "all tests pass")
+    assert not holds_reply_call(shell("relay reply op-12 all tests pass"), "op-1", "all tests pass")
+    assert not holds_reply_call(shell("echo relay reply op-1 all tests pass"), "op-1", "x")
+    assert not holds_reply_call(shell("CODEX_THREAD_ID=gamma relay whoami"), "op-1", None)
+
+    rollout = tmp_path / "rollout.jsonl"
+    call = {"type": "response_item", "payload": {"type": "function_call", "name": "relay_requests",
+                                                 "arguments": "{}", "call_id": "c1"}}
+    rollout.write_text(json.dumps(call) + "\n")
+    assert pending_calls(rollout, "relay_requests") == ["c1"]
+    out = {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "[]"}}
+    rollout.write_text(json.dumps(call) + "\n" + json.dumps(out) + "\n")
+    assert pending_calls(rollout, "relay_requests") == []
+
+
+def test_a_receipt_counts_only_from_the_receiver_process():
+    from relay_repl.core.inbound import Receipt
+
+    r = Receipt(frame={"type": "control", "status": "delivered", "pid": 10}, pid=42, proc_start="777")
+    assert r.sent_by(42, "777")[0] and r.get("status") == "delivered"
+    assert r.sent_by(43, "777") == (False, "sent by pid 42, not by the receiver (pid 43)")
+    assert not r.sent_by(42, "778")[0]  # the pid was reused by another process
+    assert not r.sent_by(42, None)[0]

@@ -99,7 +99,7 @@ async def test_garbage_and_receipts(relay_home):
         """)])
         await proc.wait()
         await wait_until(lambda: inbox.receipts)
-        assert inbox.receipts[0]["status"] == "dropped"
+        assert inbox.receipts[0].get("status") == "dropped" and inbox.receipts[0].pid == proc.pid
         assert inbox.received == []
         assert len(led.events(kind="inbox-garbage")) == 1
 

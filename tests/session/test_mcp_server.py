@@ -11,7 +11,7 @@ import pytest
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.session.inbox import Inbox
-from relay_repl.session.mcp_server import REPLY_TOOL, REQUESTS_TOOL, open_requests
+from relay_repl.session.mcp_server import REPLY_TOOL, REQUESTS_TOOL, open_requests, requests_for
 from relay_repl.store.ledger import Ledger
 
 pytestmark = pytest.mark.anyio
@@ -53,9 +53,13 @@ async def test_relay_mcp_replies_into_the_inbox_and_lists_open_requests(relay_ho
                     names = {t.name for t in (await client.list_tools()).tools}
                     assert {REPLY_TOOL, REQUESTS_TOOL} <= names
 
+                    # this server was started by pytest, not by a session: it cannot say whose requests to show
                     listed = json.loads(text_of(await client.call_tool(REQUESTS_TOOL, {})))
-                    assert [r["relay_id"] for r in listed] == ["op-1", "op-3"]
-                    assert listed[0]["want"] == "reply" and listed[0]["target"] == "codex:beta"
+                    assert listed["requests"] == [] and listed["session"] is None
+                    assert "cannot be established" in listed["why"] and "no discovered session" in listed["why"]
+                    mine = requests_for(led, ("codex:beta", "test"))["requests"]
+                    assert [r["relay_id"] for r in mine] == ["op-1", "op-3"]
+                    assert mine[0]["want"] == "reply" and mine[0]["target"] == "codex:beta"
 
                     bad = await client.call_tool(REPLY_TOOL, {"relay_id": "op-99", "text": "hello"})
                     assert bad.is_error and "was not sent by the operator" in text_of(bad)
@@ -74,7 +78,7 @@ async def test_relay_mcp_replies_into_the_inbox_and_lists_open_requests(relay_ho
                     assert env.sender == "agent:codex@beta" and env.id.startswith("beta-")
                     assert msg.origin["verifiedPeerPid"] != os.getpid()  # the MCP server process wrote it
 
-                    left = json.loads(text_of(await client.call_tool(REQUESTS_TOOL, {})))
+                    left = requests_for(led, ("codex:beta", "test"))["requests"]
                     assert [r["relay_id"] for r in left] == ["op-3"]
 
                     led.halt("test halt", by="operator")
@@ -84,3 +88,16 @@ async def test_relay_mcp_replies_into_the_inbox_and_lists_open_requests(relay_ho
         finally:
             await inbox.close()
             tg.cancel_scope.cancel()
+
+
+def test_relay_requests_lists_only_the_callers_own_requests(relay_home):
+    """A peer must not read another session's asks: exact spec match, not a prefix (codex:beta
+    sees nothing sent to codex:beta2 or claude:alpha)."""
+    led = Ledger.default()
+    sent(led, "op-1", "reply", target="codex:beta")
+    sent(led, "op-2", "reply", target="codex:beta2")
+    sent(led, "op-3", "ack", target="claude:alpha")
+    assert [r["relay_id"] for r in requests_for(led, ("codex:beta", "own pid"))["requests"]] == ["op-1"]
+    assert [r["relay_id"] for r in requests_for(led, ("claude:alpha", "own pid"))["requests"]] == ["op-3"]
+    nobody = requests_for(led, (None, "pid 7 hosts beta, beta2; thread not provable"))
+    assert nobody["requests"] == [] and "thread not provable" in nobody["why"]

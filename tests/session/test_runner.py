@@ -10,7 +10,7 @@ import pytest
 
 from relay_repl.agents.discovery import StaticProvider
 from relay_repl.core.envelope import Envelope
-from relay_repl.core.inbound import Verdict
+from relay_repl.core.inbound import Verdict, claim_address
 from relay_repl.core.recipe import RecipeError
 from relay_repl.core.target import Me
 from relay_repl.session.gate import ScriptedGate
@@ -45,8 +45,10 @@ timeout = 5
 
 
 def verified(origin, claim):
-    """The fake receivers are who they claim to be (the origin judge is tested on its own)."""
-    return Verdict(verdict="verified", pid=origin.get("verifiedPeerPid"), claim=claim, session=claim)
+    """The fake receivers are who they claim to be (the origin judge is tested on its own):
+    `peer:fake@a` is the session fake:a."""
+    return Verdict(verdict="verified", pid=origin.get("verifiedPeerPid"), claim=claim,
+                   session=f"fake:{claim_address(claim)}")
 
 
 def mk(tmp_path, answers, names=("a", "b"), tg=None, led=None, judge=verified, **kw):

@@ -138,3 +138,73 @@ def turns_since(rollout: Path, since: float) -> list[dict[str, Any]]:
         if turn is not None and p.get("type") == "item_completed" and item.get("type") == "UserMessage":
             turn["user"] = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))[:300]
     return list(turns.values())
+
+
+CALL_TAIL = 4 * 1024 * 1024
+"""How far back a rollout is searched for a relay tool call: the call is the thread's latest
+activity when its answer arrives, so the tail holds it; a long history is never parsed."""
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _shell_words(cmd: str) -> list[str]:
+    import shlex
+
+    try:
+        return shlex.split(cmd)
+    except ValueError:  # unbalanced quotes: the plain words still show what was run
+        return cmd.split()
+
+
+def _call_args(payload: dict[str, Any]) -> dict[str, Any]:
+    raw = payload.get("arguments")
+    if isinstance(raw, dict):
+        return raw
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else {}
+    except ValueError:
+        return {}
+    return args if isinstance(args, dict) else {}
+
+
+def holds_reply_call(payload: dict[str, Any], relay_id: str, text: str | None) -> bool:
+    """Whether one rollout `function_call` payload is this thread answering `relay_id` with
+    `text`: the relay MCP tool `relay_reply(relay_id, text)`, or a shell command
+    (`exec_command`'s `cmd`) running `relay reply <relay_id> <text>`."""
+    if payload.get("type") != "function_call":
+        return False
+    args = _call_args(payload)
+    if payload.get("name") == "relay_reply":
+        return (str(args.get("relay_id", "")).strip() == relay_id
+                and (text is None or _words(str(args.get("text", ""))) == _words(text)))
+    cmd = args.get("cmd") or args.get("command")
+    if isinstance(cmd, list):
+        cmd = " ".join(str(c) for c in cmd)
+    if not isinstance(cmd, str) or "reply" not in cmd:
+        return False
+    words = _shell_words(cmd)
+    runs = any(w.rsplit("/", 1)[-1] == "relay" and words[i + 1: i + 3][:1] == ["reply"] and
+               words[i + 2: i + 3] == [relay_id] for i, w in enumerate(words))
+    return runs and (text is None or _words(text) in " ".join(words))
+
+
+def reply_calls(rollout: Path | str, relay_id: str, text: str | None) -> int:
+    """How many tool calls in the rollout's tail answer `relay_id` with `text` (see holds_reply_call)."""
+    return sum(1 for rec in jsonl.latest_first(rollout, tail=CALL_TAIL, containing=relay_id.encode())
+               if rec.get("type") == "response_item" and holds_reply_call(rec.get("payload") or {}, relay_id, text))
+
+
+def pending_calls(rollout: Path | str, tool: str) -> list[str]:
+    """Call ids of `tool` calls in the rollout's tail that have no output yet: a call in flight,
+    which is what the tool's own server sees while it runs."""
+    calls: list[str] = []
+    done: set[str] = set()
+    for rec in jsonl.latest_first(rollout, tail=CALL_TAIL, containing=b"function_call"):
+        p = rec.get("payload") or {}
+        if p.get("type") == "function_call_output":
+            done.add(str(p.get("call_id")))
+        elif p.get("type") == "function_call" and p.get("name") == tool:
+            calls.append(str(p.get("call_id")))
+    return [c for c in calls if c not in done]

@@ -31,7 +31,8 @@ from urllib.parse import quote
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from relay_repl.core.inbound import PeerIdentity
+from relay_repl.core.inbound import PeerIdentity, ToolCall
+from relay_repl.agents.codex.evidence import pending_calls, reply_calls, rollout_for
 from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
 from relay_repl.core.errors import DaemonError, describe
 from relay_repl.core.target import Me, Target
@@ -416,10 +417,10 @@ class CodexProvider:
 
         A host is the holder of a `thread-writer-locks/<T>.lock` flock, or the daemon
         of `daemon.pid` (codex.md §0, §2.2). The daemon hosts every thread of its
-        CODEX_HOME, so when a command it ran (`relay reply`) connected, the thread is
-        narrowed by `CODEX_THREAD_ID` in that command's environment, which Codex sets
-        for every tool command (codex.md §1); a thread the host does not hold is
-        claimable by nobody, so the verdict becomes mismatch.
+        CODEX_HOME, so when it hosts several, its pid proves the host only
+        (`host_only`): which thread acted is proven by that thread's own rollout
+        (`prove_thread`). `CODEX_THREAD_ID` in a command's environment is noted but
+        proves nothing: whoever starts a command can set it.
         """
         locks = self._lock_files()
         held = [tid for tid, pids in self._holders(locks).items() if pids == pid] if locks else []
@@ -432,15 +433,11 @@ class CodexProvider:
         evidence = (f"pid {pid} holds the lock of {len(held)} thread(s)" if held else f"pid {pid} is no thread's lock holder")
         if is_daemon:
             evidence += f"; it is the daemon of {self.home} (daemon.pid)"
-        thread_env = None
         for p in below:
             env = read_environ(p) or {}
             if env.get("CODEX_THREAD_ID"):
-                thread_env = env["CODEX_THREAD_ID"]
+                evidence += f"; the command it ran claims CODEX_THREAD_ID={env['CODEX_THREAD_ID']} (a claim, not proof)"
                 break
-        if thread_env is not None:
-            evidence += f"; the command it ran has CODEX_THREAD_ID={thread_env}"
-            held = [t for t in held if t == thread_env]
         specs: dict[str, str] = {}
         for tid in held:
             name = names.get(tid)
@@ -449,7 +446,32 @@ class CodexProvider:
             if isinstance(name, str) and name:
                 specs[name] = spec
         spec = specs[held[0]] if len(held) == 1 else f"{prefix}:daemon {pid}"
-        return PeerIdentity(kind=KIND, spec=spec, pid=pid, claimable=frozenset(specs), evidence=evidence, specs=specs)
+        return PeerIdentity(kind=KIND, spec=spec, pid=pid, claimable=frozenset(specs), evidence=evidence, specs=specs,
+                            host_only=len(held) > 1)
+
+    def prove_thread(self, ident: PeerIdentity, call: ToolCall) -> tuple[str | None, str]:
+        """The one thread of host `ident` whose own rollout holds `call`, and the evidence;
+        (None, why) when none or several do. The host writes a thread's rollout as its model
+        makes the call, before the tool runs (codex.md §9), so the call is there when the
+        answer arrives."""
+        tids = [k for k in ident.specs if UUID_RE.match(k)]
+        found: list[str] = []
+        for tid in tids:
+            rollout = rollout_for(self.home, tid, None)
+            if rollout is None:
+                continue
+            if call.tool == "relay_reply" and call.relay_id:
+                hit = reply_calls(rollout, call.relay_id, call.text) > 0
+            else:
+                hit = bool(pending_calls(rollout, call.tool))
+            if hit:
+                found.append(tid)
+        what = (f"a {call.tool} call for {call.relay_id}" if call.relay_id else f"a {call.tool} call in flight")
+        if len(found) == 1:
+            return ident.specs[found[0]], f"thread proven: its own rollout holds {what}"
+        if not found:
+            return None, f"no hosted thread's rollout holds {what}"
+        return None, f"{len(found)} hosted threads' rollouts hold {what}"
 
     def claimed_session(self, address: str) -> str | None:
         """The loaded thread a claimed address names (its id or session_index name), or None."""
