@@ -289,7 +289,9 @@ def _mcp_command(lay: Layout) -> McpCommand:
     else:  # a source checkout run without the console script
         command, args = sys.executable, ("-m", "relay_repl", "mcp")
     env = _lab_env(lay)
-    keep = ("RELAY_HOME", "PATH")
+    # the client registries too: the server identifies the session that called it (relay_requests
+    # lists that session's requests only; a relay_reply claims the session proven to make it)
+    keep = ("RELAY_HOME", "PATH", "CODEX_HOME", "CLAUDE_CONFIG_DIR")
     return McpCommand(command=command, args=args, env=tuple((k, env[k]) for k in keep if env.get(k)))
 
 

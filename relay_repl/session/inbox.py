@@ -453,11 +453,12 @@ class Inbox:
 
 def asked_only(verdict: Verdict, asked: str | None) -> Verdict:
     """An answer is the asked session's only: a verified sender that is another session
-    becomes `mismatch: answered by X, asked Y` (seed section 9; issue 16 case 1). `asked` is
+    becomes `mismatch: answered by X, asked Y` (seed section 9; issue 16 case 1); a mismatch
+    whose process is another session says so first too. `asked` is
     the ledger's record of where the id went; an id a `relay reply` sent (`inbox:<pid>`) was
     asked of nobody."""
-    if (verdict.verdict != "verified" or not verdict.session or not asked or asked.startswith("inbox:")
-            or verdict.session == asked):
+    if (verdict.verdict not in ("verified", "mismatch") or not verdict.session or not asked
+            or asked.startswith("inbox:") or verdict.session == asked):
         return verdict
     return verdict.model_copy(update={"verdict": "mismatch", "detail": f"answered by {verdict.session}, asked {asked}"
                                       + (f" ({verdict.detail})" if verdict.detail else "")})
