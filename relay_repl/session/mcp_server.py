@@ -74,7 +74,11 @@ def open_requests(ledger: Ledger, target: str | None = None) -> list[OpenRequest
     relay process on this machine sent under the same RELAY_HOME.
     """
     approved = {e.relay_id for e in ledger.events(kind="answer") if e.relay_id and e.data.get("approved")}
-    answered = {str(e.data.get("answers")) for e in ledger.events(kind="reply") if e.data.get("answers")}
+    # answered = an answer the operator's side accepted: the inbox's verdict on it (its `reply`
+    # event) or the session's link; a `relay reply` by anyone (the answerer's own `reply` event,
+    # with `answers`) closes nothing, or a peer could hide another's request by answering it
+    answered = {e.relay_id for e in ledger.events(kind="reply") if e.relay_id and e.data.get("verdict") == "verified"}
+    answered |= {e.relay_id for e in ledger.events(kind="linked") if e.relay_id}
     out: dict[str, OpenRequest] = {}
     for e in ledger.events(kind="plan"):
         rid = e.relay_id

@@ -78,6 +78,11 @@ async def test_relay_mcp_replies_into_the_inbox_and_lists_open_requests(relay_ho
                     assert env.sender == "agent:codex@beta" and env.id.startswith("beta-")
                     assert msg.origin["verifiedPeerPid"] != os.getpid()  # the MCP server process wrote it
 
+                    # pytest started this server, so the inbox cannot verify the answer: it closes nothing
+                    assert msg.verdict is not None and msg.verdict.verdict != "verified"
+                    left = requests_for(led, ("codex:beta", "test"))["requests"]
+                    assert [r["relay_id"] for r in left] == ["op-1", "op-3"]
+                    led.event("linked", relay_id="op-1", data={"seq": msg.seq})  # what the session records
                     left = requests_for(led, ("codex:beta", "test"))["requests"]
                     assert [r["relay_id"] for r in left] == ["op-3"]
 
