@@ -65,18 +65,43 @@ def declined_because(line: str | None) -> str:
 def discard_typeahead(inp: Any) -> int:
     """Throw away every key typed before now so none answers the plan just shown:
     the terminal's unread input (when it is a tty) and prompt_toolkit's type-ahead
-    buffer for this input. Returns how many buffered key presses were dropped."""
+    buffer for this input. Returns how many keys (bytes, on the tty) were dropped,
+    so the operator can be told why what they typed early did not count."""
     from prompt_toolkit.input.typeahead import get_typeahead
 
+    dropped = len(get_typeahead(inp))
     try:
         fd = inp.fileno()
     except (AttributeError, NotImplementedError, OSError, ValueError):
-        fd = None
-    if fd is not None and os.isatty(fd):
+        return dropped
+    if os.isatty(fd):
+        import fcntl
+        import struct
         import termios
 
-        termios.tcflush(fd, termios.TCIFLUSH)
-    return len(get_typeahead(inp))
+        with inp.raw_mode():  # in cooked mode a half-typed line (`yy`, no Enter) is not counted
+            try:
+                dropped += struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+            except OSError:
+                pass
+            termios.tcflush(fd, termios.TCIFLUSH)
+    return dropped
+
+
+async def plan_on_screen(timeout: float = 2.0) -> None:
+    """Wait (bounded) until what was printed is on the terminal. In the REPL stdout is
+    prompt_toolkit's patch_stdout proxy, whose thread writes up to 0.2 s late: without
+    this wait the prompt could be drawn, and read keys, before its plan was visible."""
+    pending = getattr(sys.stdout, "_flush_queue", None)  # StdoutProxy's queue of text not yet written
+    if pending is None:
+        return
+    sys.stdout.flush()
+    from relay_repl.system.polling import poll_until
+
+    async def written() -> bool | None:
+        return True if pending.empty() else None
+
+    await poll_until(written, timeout=timeout, interval=0.01)
 
 
 class TerminalGate:
@@ -106,8 +131,11 @@ class TerminalGate:
 
     async def _read_answer(self) -> str | None:
         """The line typed after the plan was shown; type-ahead is discarded first."""
+        await plan_on_screen()
         session = yes_no_session(PROMPT, **self._io)
-        discard_typeahead(session.input)
+        if dropped := discard_typeahead(session.input):
+            self._write(f"({dropped} key{'s' if dropped > 1 else ''} typed before this plan was shown: "
+                        "discarded, not an answer)")
         return await session.prompt_async()
 
 

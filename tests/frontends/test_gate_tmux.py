@@ -44,7 +44,8 @@ def recipe(tmp_path):
 
 
 def prompts(n: int):
-    return lambda screen: screen.count(PROMPT) >= n
+    """The prompt of the n-th plan is drawn below that plan (so it is the one reading keys)."""
+    return lambda screen: PROMPT in "".join(screen.split("Plan: send to")[n:n + 1])
 
 
 def answers(relay_home) -> list[bool]:
@@ -59,7 +60,8 @@ def start_run(repl, recipe, typed_ahead: str) -> None:
 
 def test_yy_typed_ahead_answers_neither_step(repl, recipe, relay_home):
     start_run(repl, recipe, "yy")
-    repl.wait_for(prompts(1))
+    text = repl.wait_for(prompts(1))
+    assert "(2 keys typed before this plan was shown: discarded, not an answer)" in text
     repl.keys("y", "Enter")  # step 1: answered after its plan was shown
     repl.wait_for(prompts(2))
     repl.keys("Enter")  # step 2: Enter alone declines it
@@ -70,15 +72,17 @@ def test_yy_typed_ahead_answers_neither_step(repl, recipe, relay_home):
     assert answers(relay_home) == [True, False]
 
 
-def test_y_enter_typed_ahead_answers_nothing_and_each_step_is_asked(repl, recipe, relay_home):
+def test_y_enter_typed_ahead_answers_nothing(repl, recipe, relay_home):
+    """`y` Enter typed with the run line approves no step: step 1 is answered by the `n`
+    typed after its plan was shown, so nothing is sent and step 2 is never asked."""
     start_run(repl, recipe, "y\r")
     repl.wait_for(prompts(1))
-    repl.keys("y", "Enter")
-    repl.wait_for(prompts(2))
-    repl.keys("y", "Enter")
+    repl.keys("n", "Enter")
+    text = repl.wait_for("you answered 'n'")
+    assert "declined: nothing was done (send to fake:inbox; you answered 'n'" in text
     repl.type_line('print("STATE", r.state, len(session.transports["memory"].received))')
-    repl.wait_for("STATE done 2")
-    assert answers(relay_home) == [True, True]
+    repl.wait_for("STATE withheld 0")
+    assert answers(relay_home) == [False]
 
 
 def test_y_enter_after_each_prompt_approves_each_step(repl, recipe, relay_home):
@@ -97,7 +101,8 @@ def test_y_then_more_keys_at_step_one_never_reach_step_two(repl, recipe, relay_h
     repl.type_line(f'r = await session.run("{recipe}")')
     repl.wait_for(prompts(1))
     repl.pane.send_keys("y\ryy\r", enter=False, literal=True)
-    repl.wait_for(prompts(2))
+    text = repl.wait_for(prompts(2))
+    assert "(3 keys typed before this plan was shown: discarded, not an answer)" in text
     repl.keys("y", "Enter")
     repl.type_line('print("STATE", r.state, len(session.transports["memory"].received))')
     repl.wait_for("STATE done 2")
@@ -111,7 +116,8 @@ def test_cli_run_discards_keys_typed_before_the_first_plan(recipe, relay_home):
     screen = Screen(["sh", "-c", cmd], python_env(RELAY_HOME=str(relay_home)))
     try:
         screen.pane.send_keys("yy", enter=False, literal=True)
-        screen.wait_for(prompts(1), timeout=30)
+        text = screen.wait_for(prompts(1), timeout=30)
+        assert "(2 keys typed before this plan was shown: discarded, not an answer)" in text
         screen.keys("Enter")
         text = screen.wait_for("RC=", timeout=30)
         assert "RC=1" in text and "you answered Enter alone" in text, text
@@ -132,3 +138,21 @@ def test_cli_run_y_enter_at_each_prompt_finishes(recipe, relay_home):
     finally:
         screen.close()
     assert answers(relay_home) == [True, True]
+
+
+def test_in_the_repl_each_prompt_is_drawn_below_its_plan(repl, tmp_path, relay_home):
+    """The REPL prints through patch_stdout, whose thread writes up to 0.2 s late: the
+    gate waits for the plan to be on the screen before it draws the prompt and reads keys.
+    At the first moment the n-th prompt is on the screen, the n-th plan is above it."""
+    steps = "".join(f'\n[[steps]]\nkind = "tell"\nwant = "none"\nto = "fake:inbox"\nbody = "step {i}"\n'
+                    for i in range(1, 6))  # hop cap 4: five steps at most
+    path = tmp_path / "five-steps.toml"
+    path.write_text(f'name = "five-steps"\ndescription = "five gated tells"\nrounds = 1\n{steps}')
+    repl.type_line(f'r = await session.run("{path}")')
+    for n in range(1, 6):
+        text = repl.wait_for(lambda t, n=n: t.count(PROMPT) >= n)
+        assert text.count(PROMPT) == n and text.rindex(PROMPT) > text.rindex(f"hop={n - 1} want=none] step {n}"), text
+        repl.keys("y", "Enter")
+    repl.type_line('print("STATE", r.state, len(session.transports["memory"].received))')
+    repl.wait_for("STATE done 5")
+    assert answers(relay_home) == [True] * 5

@@ -132,6 +132,8 @@ async def test_prompt_toolkit_typeahead_never_answers(typeahead):
     with create_pipe_input() as inp:
         answer, shown = await _answer(inp, "\r", typeahead=typeahead)
         assert answer is False and "you answered Enter alone" in shown[-1]
+        n = len(typeahead)
+        assert shown[1] == f"({n} key{'s' if n > 1 else ''} typed before this plan was shown: discarded, not an answer)"
         answer, _ = await _answer(inp, "y\r", typeahead="n\r")
         assert answer is True
 
@@ -171,6 +173,8 @@ async def test_keys_typed_on_the_terminal_before_the_plan_never_answer_it(before
             await _prompt_up(screen)
             term.send_text("\r")
         assert result == [False] and "you answered Enter alone" in shown[-1]
+        n = len(before)
+        assert shown[1] == f"({n} key{'s' if n > 1 else ''} typed before this plan was shown: discarded, not an answer)"
     finally:
         term.close()
 
