@@ -25,7 +25,8 @@ def test_five_rounds_answered_y_enter_at_each_prompt_reaches_round_5(lab):
     answered = 0
     try:
         while True:  # the inbox listing (a Claude target answers to it), then 2 asks in each of 5 rounds
-            text = screen.wait_for(lambda t: "RC=" in t or t.count(PROMPT) > answered, timeout=180)
+            text = screen.wait_for(  # the end, or the prompt below the next plan
+                lambda t, n=answered + 1: "RC=" in t or PROMPT in "".join(t.split("\nPlan: ")[n:n + 1]), timeout=180)
             if "RC=" in text:
                 break
             assert answered < 11, f"more prompts than the listing and ten asks:\n{text}"

@@ -62,14 +62,14 @@ async def _prompt_up(screen: _Screen) -> None:
     assert await poll_until(drawn, timeout=10, interval=0.01), "the gate never drew its prompt"
 
 
-async def _answer(inp, send_after: str, *, before: str = "", typeahead: str = "") -> tuple[bool, list[str]]:
-    """Run the gate on `inp`: `before` is written to the input and `typeahead` left in
-    prompt_toolkit's type-ahead buffer before the plan is shown; `send_after` is typed
-    once the prompt is on the screen."""
+async def _answer(inp, *chunks: str, keyboard=None, typeahead: str = "", between=None) -> tuple[bool, list[str]]:
+    """Run the gate on `inp`: `typeahead` is left in prompt_toolkit's type-ahead buffer
+    before the plan is shown; once the prompt is drawn, each chunk is typed on
+    `keyboard` (the pipe itself by default), awaiting `between(screen, result, shown)`
+    after each chunk but the last."""
+    keyboard = keyboard or inp
     shown: list[str] = []
     screen = _Screen()
-    if before:
-        inp.send_text(before) if hasattr(inp, "send_text") else os.write(inp.master, before.encode())
     if typeahead:
         store_typeahead(inp, [KeyPress(c) if c != "\r" else KeyPress(Keys.ControlM, "\r") for c in typeahead])
     gate = TerminalGate(input=inp, output=_output(screen), write=shown.append)
@@ -80,8 +80,15 @@ async def _answer(inp, send_after: str, *, before: str = "", typeahead: str = ""
 
         tg.start_soon(ask)
         await _prompt_up(screen)
-        inp.send_text(send_after)
+        for i, chunk in enumerate(chunks):
+            keyboard.send_text(chunk)
+            if between is not None and i < len(chunks) - 1:
+                await between(screen, result, shown)
     return result[0], shown
+
+
+def _discarded(n: int) -> str:
+    return f"({n} key{'s' if n > 1 else ''} typed before this plan was shown: discarded, not an answer)"
 
 
 @pytest.mark.parametrize(
@@ -103,26 +110,16 @@ async def test_terminal_gate_approves_only_y_then_enter(keys, expected):
 
 async def test_a_lone_y_is_not_an_answer_until_enter():
     """`y` alone waits for Enter: a key is never a whole answer."""
+    async def y_on_the_line_nothing_answered(screen, result, shown) -> None:
+        async def echoed():
+            return True if "y" in screen.getvalue().rpartition(PROMPT)[2] else None
+
+        assert await poll_until(echoed, timeout=10, interval=0.01)
+        assert result == [] and shown == [PLAN.render()]
+
     with create_pipe_input() as inp:
-        shown: list[str] = []
-        screen = _Screen()
-        gate = TerminalGate(input=inp, output=_output(screen), write=shown.append)
-        result: list[bool] = []
-        async with anyio.create_task_group() as tg:
-            async def ask() -> None:
-                result.append(await gate(PLAN))
-
-            tg.start_soon(ask)
-            await _prompt_up(screen)
-            inp.send_text("y")
-
-            async def echoed():
-                return True if "y" in screen.getvalue().rpartition(PROMPT)[2] else None
-
-            assert await poll_until(echoed, timeout=10, interval=0.01)
-            assert result == [] and shown == [PLAN.render()]  # the y is on the line, nothing answered yet
-            inp.send_text("\r")
-    assert result == [True]
+        answer, _ = await _answer(inp, "y", "\r", between=y_on_the_line_nothing_answered)
+    assert answer is True
 
 
 @pytest.mark.parametrize("typeahead", ["y\r", "yy", "y"])
@@ -132,8 +129,7 @@ async def test_prompt_toolkit_typeahead_never_answers(typeahead):
     with create_pipe_input() as inp:
         answer, shown = await _answer(inp, "\r", typeahead=typeahead)
         assert answer is False and "you answered Enter alone" in shown[-1]
-        n = len(typeahead)
-        assert shown[1] == f"({n} key{'s' if n > 1 else ''} typed before this plan was shown: discarded, not an answer)"
+        assert shown[1] == _discarded(len(typeahead))
         answer, _ = await _answer(inp, "y\r", typeahead="n\r")
         assert answer is True
 
@@ -160,21 +156,9 @@ async def test_keys_typed_on_the_terminal_before_the_plan_never_answer_it(before
     term = _Pty()
     try:
         term.send_text(before)
-        inp = create_input(term.file)
-        shown: list[str] = []
-        screen = _Screen()
-        gate = TerminalGate(input=inp, output=_output(screen), write=shown.append)
-        result: list[bool] = []
-        async with anyio.create_task_group() as tg:
-            async def ask() -> None:
-                result.append(await gate(PLAN))
-
-            tg.start_soon(ask)
-            await _prompt_up(screen)
-            term.send_text("\r")
-        assert result == [False] and "you answered Enter alone" in shown[-1]
-        n = len(before)
-        assert shown[1] == f"({n} key{'s' if n > 1 else ''} typed before this plan was shown: discarded, not an answer)"
+        answer, shown = await _answer(create_input(term.file), "\r", keyboard=term)
+        assert answer is False and "you answered Enter alone" in shown[-1]
+        assert shown[1] == _discarded(len(before))
     finally:
         term.close()
 
