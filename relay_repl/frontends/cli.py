@@ -940,13 +940,13 @@ def main(argv: list[str] | None = None) -> int:
             _fast_exit(code)
         return code
     except RelayError as exc:
-        print(f"relay: {exc}", file=sys.stderr)
+        print(visible(f"relay: {exc}"), file=sys.stderr)  # a halt's reason names a peer's claim
         return exc.exit_code
     except BaseExceptionGroup as group:  # errors raised inside a task group
         inner = _first_relay_error(group)
         if inner is None:
             raise
-        print(f"relay: {inner}", file=sys.stderr)
+        print(visible(f"relay: {inner}"), file=sys.stderr)
         return inner.exit_code
     except KeyboardInterrupt:
         print("relay: interrupted", file=sys.stderr)
