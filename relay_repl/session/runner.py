@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 
-from relay_repl.core.controls import safe_echo
+from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import DELIVERED, Delivery, DeliveryState
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, decode_value
 from relay_repl.core.peertext import quote
@@ -147,7 +147,7 @@ class Run(BaseModel):
         if not self.steps:
             return head + ">"
         body = "\n".join("  " + line.rstrip() for line in self.table().splitlines())
-        return f"{head}\n{body}>"
+        return visible(f"{head}\n{body}>", keep_newlines=True)  # replies are a peer's text
 
     __str__ = __repr__
 
