@@ -53,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_repl.system.proc import proc_start, same_process
 from relay_repl.core.controls import safe_echo
 from relay_repl.core.envelope import Envelope, contains_halt
+from relay_repl.core.peertext import consent_acts, consent_flag
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, TransportError, describe
 from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
@@ -434,6 +435,8 @@ class Inbox:
                                                  if env is not None and env.re else "unlinked")
         who = f"{peer or '?'} [{verdict.verdict}: pid {pid}" + (f" is {verdict.session}" if verdict.session else "") + "]"
         self.echo(f"inbox ← {who} ({link}): {line}")
+        if consent_acts(msg.body):  # a peer's ask is never the operator's consent (seed section 9)
+            self.echo(f"inbox: #{msg.seq} FLAG: {consent_flag(msg.body)}")
         if contains_halt(line):  # recorded by ledger.add_inbox, the one check; said here
             self.echo("inbox: relay-halt received: every send and every wait is stopped until `session.unhalt()`")
         for callback in list(self.on_message):

@@ -475,9 +475,9 @@ class Runner:
         self._event("run-answer", round=rec.round, step=rec.index, target=rec.target, answers=rec.relay_id,
                     answer=answer.model_dump())
         self.say(f"  {where}: {what} (hop {answer.hop}) ← {rec.target}: {answer.body}")
-        if contains_halt(answer.line):
+        if contains_halt(answer.line):  # kept through the inbox, so normally recorded already; else the one check
             if not self.ledger.active_halt():
-                self.ledger.halt(f"relay-halt in the {what} to {rec.relay_id}", by=answer.peer or rec.target)
+                self.ledger.halt_if_carried(answer.line, where=f"the {what} to {rec.relay_id}", by=answer.peer or rec.target)
             raise Stop("halted", f"{where}: the {what} carries relay-halt: stopped at once")
         return rec
 

@@ -93,3 +93,13 @@ def test_the_plan_notes_say_which_bytes_are_whose_and_flag_consent_asks():
     assert calm and "consent-only" not in calm[0]
     fwd = forwarded_notes("agent:codex@beta", "push --force now")
     assert "agent:codex@beta's words" in fwd[0] and "consent-only" in fwd[0]
+
+
+def test_the_plan_names_a_bidi_control_in_the_payload_instead_of_applying_it():
+    from relay_repl.core.plan import Plan
+
+    payload = "[relay/1 from=agent:codex@beta to=peer id=beta-1 hop=1 want=none] see \u202egnp.exe"
+    plan = Plan(action="forward", target="t", identified_by="i", transport="x", payload=payload, delivered_when="d")
+    shown = plan.render()
+    assert "\u202e" not in shown and "see ⟨U+202E⟩gnp.exe" in shown
+    assert plan.payload == payload  # the bytes approved and sent are unchanged

@@ -254,6 +254,7 @@ to = "fake:b"
     assert (sent.id, sent.hop, sent.body) == (ask.answer.relay_id, ask.answer.hop + 1, ask.answer.body)
     assert fwd.relay_id == ask.answer.relay_id and fwd.hop == 2
     assert gate.shown[-1].heading.endswith("round 1/1, step 2: forward fake:b")
+    assert any(n.startswith(f"the whole body is {sent.sender}'s words") for n in gate.shown[-1].notes)  # passed on
 
 
 async def test_an_unknown_outcome_is_inspected_and_a_resend_needs_a_new_plan_and_yes(tmp_path):
