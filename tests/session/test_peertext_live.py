@@ -63,11 +63,13 @@ async def test_relay_halt_in_a_turn_reply_halts_the_wait_and_the_next_send(lab, 
         Ledger.default().clear_halts(by="test")
 
 
-def test_one_liner_exits_halted_when_the_turn_reply_carries_relay_halt(lab):
-    """`relay send codex:beta ... --want reply --reply-via turn --wait 60`: exit 1, halt recorded."""
+@pytest.mark.parametrize("spec, transport", [("codex:beta", []), ("claude:alpha", ["--transport", "claude-code-socket"])])
+def test_one_liner_exits_halted_when_the_turn_reply_carries_relay_halt(lab, spec, transport):
+    """`relay send TARGET ... --want reply --reply-via turn --wait 60`: exit 1, halt recorded, next send refused."""
     tag = f"halt-one-liner-{uuid.uuid4().hex[:8]}"
-    SyncStubClient(lab.stub.control).add_rule("beta", {"match": tag, "once": True, "steps": [{"text": HALT_TEXT}]})
-    screen = in_terminal(["send", "codex:beta", tag, "--want", "reply", "--reply-via", "turn", "--wait", "60"])
+    SyncStubClient(lab.stub.control).add_rule(spec.split(":")[1], {"match": tag, "once": True,
+                                                                   "steps": [{"text": HALT_TEXT}]})
+    screen = in_terminal(["send", spec, tag, "--want", "reply", "--reply-via", "turn", "--wait", "60", *transport])
     try:
         screen.wait_for("Proceed? [y/N]", timeout=60)
         screen.keys("y")
@@ -75,8 +77,8 @@ def test_one_liner_exits_halted_when_the_turn_reply_carries_relay_halt(lab):
         assert rc_of(text) == 1, text
         assert "relay-halt" in text, text
         halt = Ledger.default().active_halt()
-        assert halt is not None and "codex:beta" in halt.reason, halt
-        later = in_terminal(["send", "codex:beta", "after the halt"])
+        assert halt is not None and spec in halt.reason, halt
+        later = in_terminal(["send", spec, "after the halt"])
         try:
             out = later.wait_for("RC=", timeout=60)
             assert rc_of(out) != 0 and "relay-halt is in force" in out and "Proceed?" not in out, out
