@@ -144,9 +144,13 @@ async def test_both_kinds_listed_idle_with_their_panes_and_transports(lab):
 
 
 async def test_busy_while_a_slow_turn_runs(lab):
-    await anyio.to_thread.run_sync(helpers.make_busy, "alpha", 12)
-    await anyio.to_thread.run_sync(helpers.make_busy, "gamma", 12)
-    ts = await discover()
+    # both turns start together (one after the other, a slow Codex start-up on a loaded machine
+    # used up Claude's hold before discovery ran), and discovery is asked until it sees both
+    # busy: Claude's registry record and the Codex daemon catch up with the screen a little later
+    async with anyio.create_task_group() as tg:
+        for name in ("alpha", "gamma"):
+            tg.start_soon(anyio.to_thread.run_sync, helpers.make_busy, name, 15)
+    ts = await until(lambda: _states(("claude:alpha", "busy"), ("codex:gamma", "busy")), timeout=10)
     a, g = one(ts, "claude:alpha"), one(ts, "codex:gamma")
     assert (a.state, a.detail["status_raw"]) == ("busy", "busy")
     assert g.state == "busy" and g.detail["status_raw"]["type"] == "active"
