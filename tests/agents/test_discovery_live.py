@@ -1,8 +1,8 @@
 """Live: discovery against the REAL pinned Claude Code and Codex clients in the lab.
 
-One lab per module (2 Claude: alpha, beta; 2 Codex: gamma, delta) under a tmp
-RELAY_HOME, torn down at the end. It does not use conftest's shared 1+1 lab: it needs
-two sessions of each kind, and in a 1+1 lab `beta` is the Codex session. The clients come from `$RELAY_LAB_CLIENTS`, else
+conftest's shared 2+2 lab (2 Claude: alpha, beta; 2 Codex: gamma, delta) under a tmp
+RELAY_HOME, not the shared 1+1 one: it needs two sessions of each kind, and in a 1+1 lab
+`beta` is the Codex session. The clients come from `$RELAY_LAB_CLIENTS`, else
 the default client cache; the module is skipped when they cannot be installed.
 
 What the tests stage themselves (by typing into lab panes or calling the Codex daemon
@@ -22,8 +22,6 @@ from typing import Any
 
 import anyio
 import pytest
-
-from tests.support.labs import private_lab_home
 
 import relay_repl.store.paths as paths
 from relay_repl.agents import ClaudeProvider, CodexProvider, default_providers
@@ -49,9 +47,8 @@ def lab_size():
 
 
 @pytest.fixture(scope="module")
-def lab_home(tmp_path_factory):
-    with private_lab_home(tmp_path_factory, "disc") as home:
-        yield home
+def lab_home(lab_home_2x2):
+    return lab_home_2x2
 
 
 def lab_env() -> dict[str, str]:

@@ -10,7 +10,6 @@ import time
 import pytest
 from libtmux.test.retry import retry_until
 
-from tests.support.labs import private_lab_home
 
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
@@ -21,13 +20,13 @@ pytestmark = pytest.mark.live
 
 @pytest.fixture(scope="module")
 def lab_size():
-    return 2, 1
+    return 2, 2
 
 
 @pytest.fixture(scope="module")
-def lab_home(tmp_path_factory):
-    with private_lab_home(tmp_path_factory, "stub-features-lab") as home:
-        yield home
+def lab_home(lab_home_2x2):
+    """conftest's shared 2+2 lab: two Claude sessions (alpha, beta) and the Codex gamma."""
+    return lab_home_2x2
 
 
 def status_of(lab, name: str) -> str:
