@@ -188,13 +188,8 @@ def _require_idle_empty(s: LabSession, p: LabPane, timeout: float = 10.0) -> Non
 def make_busy(session: SessionRef, seconds: float = 30.0, timeout: float = 15.0) -> None:
     """Start a turn the stub holds for `seconds` (types `SLOW<n> ...` into the idle pane)."""
     _state, s = _resolve(session)
-    p = pane(s)
-    _require_idle_empty(s, p)
     n = int(seconds) if float(seconds).is_integer() else seconds
-    text = f"SLOW{n} lab helper keeps {s.name} busy for {n}s"
-    _type(p, text)
-    _wait_composer_shows(s, text, timeout)
-    _enter(p)
+    submit(s, f"SLOW{n} lab helper keeps {s.name} busy for {n}s", timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if is_busy(s):
@@ -205,11 +200,7 @@ def make_busy(session: SessionRef, seconds: float = 30.0, timeout: float = 15.0)
 
 def put_draft(session: SessionRef, text: str, timeout: float = 5.0) -> None:
     """Leave `text` typed but unsent in the idle composer."""
-    _state, s = _resolve(session)
-    p = pane(s)
-    _require_idle_empty(s, p)
-    _type(p, text)
-    _wait_composer_shows(s, text, timeout)
+    type_text(session, text, timeout)
 
 
 def copy_mode(session: SessionRef) -> None:
