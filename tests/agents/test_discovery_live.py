@@ -146,7 +146,7 @@ async def test_busy_while_a_slow_turn_runs(lab):
     # busy: Claude's registry record and the Codex daemon catch up with the screen a little later
     async with anyio.create_task_group() as tg:
         for name in ("alpha", "gamma"):
-            tg.start_soon(anyio.to_thread.run_sync, helpers.make_busy, name, 15)
+            tg.start_soon(anyio.to_thread.run_sync, helpers.make_busy, name, 12)
     ts = await until(lambda: _states(("claude:alpha", "busy"), ("codex:gamma", "busy")), timeout=10)
     a, g = one(ts, "claude:alpha"), one(ts, "codex:gamma")
     assert (a.state, a.detail["status_raw"]) == ("busy", "busy")
