@@ -11,6 +11,8 @@ import sys
 from typing import Any
 
 from relay_repl import __version__
+from relay_repl.core.controls import visible  # pure, no dependency: every echo of a peer's text passes it
+from relay_repl.core.peertext import consent_flag
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions (Claude Code,
@@ -19,8 +21,8 @@ Codex) on this machine, safely and verifiably.
 With no subcommand, `relay` opens an async Python REPL with `session`
 preloaded. Every side effect (a keystroke, a socket write, a queue insert)
 first prints a four-part plan — target, transport and fallback, exact payload,
-what counts as delivered — and waits for y/N. No means nothing happens; with
-no terminal the answer is No.
+what counts as delivered — and waits for y/N: only y then Enter, typed after the
+plan was shown, approves. No means nothing happens; with no terminal the answer is No.
 """
 
 EPILOG = """\
@@ -438,14 +440,17 @@ def _cmd_send(args: argparse.Namespace) -> int:
                           "reply": _reply_json(answer) if answer is not None else None,
                           "missing": missing}))
     else:
-        print(d.summary())
-        if answer is not None:
+        print(visible(d.summary()))
+        if answer is not None:  # a peer's words: shown, never acted on by the terminal
             v = answer.verdict
-            print(f"reply {answer.relay_id or ''} from {answer.peer or '?'} [{v.verdict if v else 'no verdict'}"
-                  f"{', pid ' + str(v.pid) if v and v.pid else ''}"
-                  f"{', ' + v.session if v and v.session else ''}]: {answer.body}")
+            flag = consent_flag(answer.body)
+            print(visible(f"reply {answer.relay_id or ''} from {answer.peer or '?'} [{v.verdict if v else 'no verdict'}"
+                          f"{', pid ' + str(v.pid) if v and v.pid else ''}"
+                          f"{', ' + v.session if v and v.session else ''}]: {answer.body}"))
+            if flag:
+                print(f"  FLAG: the reply {flag}")
     if missing:
-        err(f"relay: {missing}")
+        err(f"relay: {visible(missing)}")
     return code
 
 
@@ -506,15 +511,18 @@ def _cmd_debug(args: argparse.Namespace) -> int:
         raise RelayError(f"no ledger at {ledger}: nothing was ever sent from here (set RELAY_HOME, or use --lab)")
 
     async def run() -> int:
-        session = make_session(fake=args.fake, echo=say)
+        from relay_repl.store.ledger import Ledger
+
+        # --look only reads: a read-only ledger, and the look is not recorded
+        session = make_session(fake=args.fake, echo=say, ledger=Ledger.read_only_at(ledger) if args.look else None)
         dbg = session.debugger(args.id)
         if args.look:
-            lk = await dbg.look()
+            lk = await dbg.look(record=False)
             if args.json:
                 print(json.dumps(_look_json(dbg, lk), ensure_ascii=False, default=str))
             else:
                 print(dbg.table())
-                print(lk.render())
+                print(visible(lk.render(), keep_newlines=True))
             return 1 if lk.receiver == "gone" else 0
         print(dbg.table())
         print(DEBUG_HELP)
@@ -535,7 +543,7 @@ def _cmd_debug(args: argparse.Namespace) -> int:
             if word in ("l", "look"):
                 lk = await dbg.look()
                 gone = lk.receiver == "gone"
-                print(lk.render(), flush=True)
+                print(visible(lk.render(), keep_newlines=True), flush=True)
             elif word in ("s", "step"):
                 await dbg.step()
                 print(f"now: {dbg.delivery.summary()}", flush=True)
@@ -707,10 +715,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     """Read-only: a transcript file needs no discovery; a target (or none) does."""
     from relay_repl.session import verify as v
     from relay_repl.store.ledger import Ledger
-    from relay_repl.store.paths import state_dir
 
-    existing = state_dir(create=False) / "ledger.sqlite"
-    ledger = Ledger(existing) if existing.exists() else Ledger(":memory:")  # read-only: never create state
+    ledger = Ledger.read_only_default()  # read-only: never creates, changes or deletes a file
     if args.transcript is not None:
         report = v.verify_file(args.relay_id, args.transcript, ledger)
     else:
@@ -775,13 +781,13 @@ def _print_events(events: list, as_json: bool) -> None:
         else:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.at))
             data = _event_text(e)
-            print(f"{e.seq:>6} {when} {e.kind:<16} {e.relay_id or '-':<28} {data}")
+            print(visible(f"{e.seq:>6} {when} {e.kind:<16} {e.relay_id or '-':<28} {data}"))  # data may be a peer's
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
     from relay_repl.store.ledger import Ledger
 
-    led = Ledger.default()
+    led = Ledger.read_only_default()
     events = led.events()
     _print_events(events[-args.n :], args.json)
     return 0
@@ -882,7 +888,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_why(args: argparse.Namespace) -> int:
     from relay_repl.store.ledger import Ledger
 
-    led = Ledger.default()
+    led = Ledger.read_only_default()
     events = led.events(relay_id=args.relay_id)
     if any(e.kind == "run-start" for e in events):  # a recipe run: its steps and every event of every id it sent
         ids = {e.data.get("relay_id") for e in events if e.kind == "run-step"}
@@ -896,8 +902,10 @@ def _cmd_why(args: argparse.Namespace) -> int:
     _print_events(events, args.json)
     if not args.json:  # the answers beside the send (linked by their re= header), with their verdicts
         for m in led.inbox(answers=args.relay_id):
-            print(f"answer: inbox #{m.seq} {m.relay_id or ''} from {m.peer or '?'}: {m.body}")
-            print(f"  verdict {m.verdict}" if m.verdict else "  verdict: none recorded")
+            print(visible(f"answer: inbox #{m.seq} {m.relay_id or ''} from {m.peer or '?'}: {m.body}"))
+            print(visible(f"  verdict {m.verdict}") if m.verdict else "  verdict: none recorded")
+            if consent_flag(m.body):
+                print(f"  FLAG: the answer {consent_flag(m.body)}")
     return 0
 
 
@@ -933,13 +941,13 @@ def main(argv: list[str] | None = None) -> int:
             _fast_exit(code)
         return code
     except RelayError as exc:
-        print(f"relay: {exc}", file=sys.stderr)
+        print(visible(f"relay: {exc}"), file=sys.stderr)  # a halt's reason names a peer's claim
         return exc.exit_code
     except BaseExceptionGroup as group:  # errors raised inside a task group
         inner = _first_relay_error(group)
         if inner is None:
             raise
-        print(f"relay: {inner}", file=sys.stderr)
+        print(visible(f"relay: {inner}"), file=sys.stderr)
         return inner.exit_code
     except KeyboardInterrupt:
         print("relay: interrupted", file=sys.stderr)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import Delivery, DeliveryState, Evidence
 from relay_repl.core.errors import DiscoveryError, RelayError
 from relay_repl.core.plan import Plan
@@ -163,7 +164,7 @@ class Debugger:
         return "confirm: read the receiver's evidence (read-only)"
 
     def _say(self, text: str) -> None:
-        (self.session.echo or print)(text)
+        (self.session.echo or safe_echo(print))(text)
 
     # -- the receiver now --------------------------------------------------------------------
     async def receiver(self) -> Receiver:
@@ -203,8 +204,9 @@ class Debugger:
         return Receiver(status="gone", detail=f"receiver gone: {rec.spec} ({what}){after}")
 
     # -- look ----------------------------------------------------------------------------
-    async def look(self) -> Look:
-        """Read the receiver now, read-only; prints and returns what was found."""
+    async def look(self, record: bool = True) -> Look:
+        """Read the receiver now, read-only; prints and returns what was found. `record=False`
+        (`relay debug --look`, a read-only command) leaves the ledger as it was."""
         d = self.delivery
         where = self._where = await self.receiver()
         tr = self.session.transports.get(d.transport)
@@ -223,9 +225,10 @@ class Debugger:
             reasons = lk.reasons if where.status == "present" else [where.detail, *lk.reasons]
             lk = lk.model_copy(update={"receiver": status, "reasons": reasons})
         self.last_look = lk
-        self.session.ledger.event("debug-look", delivery=d.key, relay_id=d.relay_id,
-                                  data={"receiver": lk.receiver, "landed": lk.landed, "staged": lk.staged,
-                                        "verdict": lk.verdict})
+        if record:
+            self.session.ledger.event("debug-look", delivery=d.key, relay_id=d.relay_id,
+                                      data={"receiver": lk.receiver, "landed": lk.landed, "staged": lk.staged,
+                                            "verdict": lk.verdict})
         return lk
 
     # -- step / resume / abandon -------------------------------------------------------------
@@ -342,7 +345,7 @@ class Debugger:
         lines.append(f"  now: {d.summary()}")
         nxt = self.next_stage
         lines.append(f"  next: {nxt}" if nxt else "  next: nothing (the delivery is finished)")
-        return "\n".join(lines)
+        return visible("\n".join(lines), keep_newlines=True)  # payloads and evidence may hold a peer's text
 
     def __repr__(self) -> str:
         return self.table()

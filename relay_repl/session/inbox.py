@@ -51,7 +51,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.system.proc import proc_start, same_process
+from relay_repl.core.controls import safe_echo
 from relay_repl.core.envelope import Envelope, contains_halt
+from relay_repl.core.peertext import consent_acts, consent_flag
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, TransportError, describe
 from relay_repl.core.inbound import InboundMessage, Receipt, ToolCall, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
@@ -116,15 +118,18 @@ class InboxRecord(BaseModel):
         return same_process(self.pid, self.proc_start)[0]  # the one liveness rule: a zombie is dead
 
 
-def inbox_dir() -> Path:
-    d = state_dir() / "inbox"
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+def inbox_dir(create: bool = True) -> Path:
+    """Where running inboxes keep their socket and record; made only by one that opens."""
+    d = state_dir(create=create) / "inbox"
+    if create:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return d
 
 
 def read_records() -> list[InboxRecord]:
+    """The inbox records on disk; reading makes no directory (`relay whoami` is read-only)."""
     out = []
-    for f in sorted(inbox_dir().glob("*.json")):
+    for f in sorted(inbox_dir(create=False).glob("*.json")):
         try:
             out.append(InboxRecord.model_validate_json(f.read_text()))
         except (OSError, ValueError):
@@ -152,7 +157,7 @@ def clean_stale(echo: Callable[[str], None] | None = None) -> list[InboxRecord]:
             elif why_not:
                 say(f"left {path}: {why_not}")
         try:
-            (inbox_dir() / f"{rec.pid}.json").unlink()
+            (inbox_dir(create=False) / f"{rec.pid}.json").unlink()
         except FileNotFoundError:
             pass
         removed.append(rec)
@@ -213,7 +218,7 @@ def find_inbox(relay_id: str | None = None) -> InboxRecord:
     if len(live) == 1:
         return live[0]
     if not live:
-        raise DiscoveryError(f"no relay REPL inbox is running under {state_dir()}; start `relay` (or set RELAY_HOME to the operator's)")
+        raise DiscoveryError(f"no relay REPL inbox is running under {state_dir(create=False)}; start `relay` (or set RELAY_HOME to the operator's)")
     raise DiscoveryError(
         f"{len(live)} relay inboxes are running and none owns {relay_id!r}: pass the relay id you are answering"
     )
@@ -241,7 +246,7 @@ class Inbox:
         self.on_message: list[Callable[[InboundMessage], None]] = []
         self.address = address
         self.sender = sender
-        self.echo = echo or (lambda s: None)
+        self.echo = safe_echo(echo) if echo else (lambda s: None)  # a peer's line never reaches a terminal raw
         self.path = inbox_dir() / f"{os.getpid()}.sock"
         self.extra_paths: list[Path] = []
         self.owned_files: list[str] = []
@@ -443,8 +448,9 @@ class Inbox:
                                                  if env is not None and env.re else "unlinked")
         who = f"{peer or '?'} [{verdict.verdict}: pid {pid}" + (f" is {verdict.session}" if verdict.session else "") + "]"
         self.echo(f"inbox ← {who} ({link}): {line}")
-        if contains_halt(line):
-            self.ledger.halt(f"relay-halt received from {who}", by=str(peer))
+        if consent_acts(msg.body):  # a peer's ask is never the operator's consent (seed section 9)
+            self.echo(f"inbox: #{msg.seq} FLAG: {consent_flag(msg.body)}")
+        if contains_halt(line):  # recorded by ledger.add_inbox, the one check; said here
             self.echo("inbox: relay-halt received: every send and every wait is stopped until `session.unhalt()`")
         for callback in list(self.on_message):
             callback(msg)

@@ -34,8 +34,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_repl.core.envelope import contains_halt
 from relay_repl.core.errors import LedgerError
 from relay_repl.store.ledger_file import check_ledger_file
+from relay_repl.store.sqlite_read import connect_read_only
 from relay_repl.core.inbound import InboundMessage, Verdict
 
 InboxMessage = InboundMessage  # the name this module used before the value moved to core
@@ -136,8 +138,29 @@ def _create(path: Path) -> None:
             pass
 
 
+def _in_memory_copy(path: Path) -> sqlite3.Connection:
+    """An older ledger (before the inbox's later columns), copied into memory and migrated
+    there, so the reading code sees one schema and the file is left as it is."""
+    src = connect_read_only(path, timeout=10.0)
+    try:
+        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        src.backup(con)
+    finally:
+        src.close()
+    con.executescript(SCHEMA)
+    have = {r[1] for r in con.execute("PRAGMA table_info(inbox)")}
+    for col, typ in INBOX_COLUMNS.items():
+        if col not in have:
+            con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
+    con.execute("PRAGMA query_only=ON")
+    return con
+
+
 class Ledger:
     """Thread-safe handle on the ledger file (one connection, one lock)."""
+
+    read_only = False
+    """True for `Ledger.read_only_at`/`read_only_default`: every write raises LedgerError."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -176,6 +199,43 @@ class Ledger:
         from relay_repl.store.paths import ledger_path
 
         return cls(ledger_path())
+
+    @classmethod
+    def read_only_at(cls, path: Path | str) -> Ledger:
+        """The ledger for a command that only reads it (`why`, `log`, `verify`, `debug --look`).
+
+        Creates, changes and deletes no file (issue 16 case 8): an existing ledger is opened
+        through `connect_read_only` (no schema, no WAL switch, no side files); a missing one
+        is an empty ledger in memory, never a file (before, `Ledger(":memory:")` made a file
+        of that name in the working directory). Any write raises LedgerError."""
+        self = cls.__new__(cls)
+        self.path = Path(path)
+        self.read_only = True
+        self._lock = threading.Lock()
+        try:
+            if os.path.lexists(self.path):
+                check_ledger_file(self.path, write=False)
+                self._con = connect_read_only(self.path, timeout=10.0, check_same_thread=False)
+                self._con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                have = {r[1] for r in self._con.execute("PRAGMA table_info(inbox)")}
+                if have and not set(INBOX_COLUMNS) <= have:  # an older ledger: read it as if migrated
+                    self._con.close()
+                    self._con = _in_memory_copy(self.path)
+            else:
+                self._con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                self._con.executescript(SCHEMA)
+                for col, typ in INBOX_COLUMNS.items():
+                    self._con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
+                self._con.execute("PRAGMA query_only=ON")
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot read the ledger at {self.path}: {exc}; nothing was changed") from exc
+        return self
+
+    @classmethod
+    def read_only_default(cls) -> Ledger:
+        from relay_repl.store.paths import ledger_path
+
+        return cls.read_only_at(ledger_path())
 
     def close(self) -> None:
         with self._lock:
@@ -265,6 +325,14 @@ class Ledger:
         self.event("halt", data={"reason": reason, "by": by})
         return Halt(seq=int(seq or 0), at=now, reason=reason, by=by)
 
+    def halt_if_carried(self, text: str | None, *, where: str, by: str) -> Halt | None:
+        """THE check for `relay-halt` in a message (seed section 9): every inbound message kept
+        (inbox line, MCP relay_reply, turn reply), a reply a recipe or notebook reads, passes here,
+        so a halt anywhere is recorded once and every wait and send sees it through `active_halt`."""
+        if not text or not contains_halt(text):
+            return None
+        return self.halt(f"relay-halt received in {where}", by=by)
+
     def active_halt(self) -> Halt | None:
         rows = self._query("SELECT seq, at, reason, by FROM halts WHERE cleared IS NULL ORDER BY seq DESC LIMIT 1")
         return Halt(seq=rows[0][0], at=rows[0][1], reason=rows[0][2], by=rows[0][3]) if rows else None
@@ -328,6 +396,7 @@ class Ledger:
                  verdict.model_dump_json() if verdict else None, hop),
             )
             seq = int(cur.lastrowid or 0)
+        self.halt_if_carried(line, where=f"inbox #{seq} from {peer or 'an unknown sender'}", by=str(peer))
         return InboundMessage(seq=seq, at=now, relay_id=relay_id, peer=peer, line=line, origin=origin,
                               answers=answers, verdict=verdict, hop=hop)
 

@@ -98,7 +98,7 @@ async def test_pending_tmux_delivery_is_debugged_from_a_fresh_process(dlab, dbg_
         text = sender.wait_for("Proceed? [y/N]", timeout=90)
         relay_id = re.search(r"relay id (\S+)\)", text).group(1)
         with frozen(s.pid, s.pane_pid):
-            sender.keys("y")
+            sender.keys("y", "Enter")
             text = sender.wait_for("RELAY_EXIT=", timeout=60)
         assert "RELAY_EXIT=3" in text and "pending at stage stage" in text, text
     finally:
@@ -125,9 +125,9 @@ async def test_pending_tmux_delivery_is_debugged_from_a_fresh_process(dlab, dbg_
         text = dbg.wait_for("Proceed? [y/N]", timeout=60)
         assert "<Enter> (one key; nothing is typed)" in text and body in text
         assert pane_unchanged_by_us("alpha") == before, "a key left before the answer"
-        dbg.keys("n")
+        dbg.keys("n", "Enter")
         dbg.wait_for("declined: no key was sent", timeout=30)
-        await anyio.sleep(1.5)
+        await anyio.sleep(1.5)  # a key that did leave would show by now; absence has no event to wait for
         assert pane_unchanged_by_us("alpha") == before, "answering No changed the pane"
         led = Ledger(dbg_lab_home / "ledger.sqlite")
         key = led.events(relay_id=relay_id, kind="plan")[0].delivery
@@ -136,7 +136,7 @@ async def test_pending_tmux_delivery_is_debugged_from_a_fresh_process(dlab, dbg_
 
         dbg.type_line("step")
         dbg.wait_for(lambda t: t.count("Proceed? [y/N]") >= 2, timeout=60)
-        dbg.keys("y")
+        dbg.keys("y", "Enter")
         dbg.wait_for("Enter pressed once", timeout=60)
         dbg.type_line("step")
         text = dbg.wait_for("now: delivered", timeout=60)
@@ -149,6 +149,7 @@ async def test_pending_tmux_delivery_is_debugged_from_a_fresh_process(dlab, dbg_
 
 async def test_receiver_killed_is_reported_gone_exit_1(dlab):
     import relay_repl.lab.launcher as launcher
+    import relay_repl.lab.procs as procs
     from relay_repl.session.app import make_session
     from relay_repl.session.gate import ScriptedGate
 
@@ -160,7 +161,7 @@ async def test_receiver_killed_is_reported_gone_exit_1(dlab):
         d = await session.send("claude:alpha", "to a receiver about to be killed", transport="tmux")
     assert d.exit_code == 3, d.summary()
     os.kill(s.pid, signal.SIGKILL)
-    await anyio.sleep(1.0)
+    assert not await anyio.to_thread.run_sync(procs.wait_gone, [s.pid], 10.0), "alpha survived SIGKILL"
 
     res = subprocess.run(relay_cmd("debug", d.relay_id, "--look", "--json"), capture_output=True, text=True,
                          timeout=120)

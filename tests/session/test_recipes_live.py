@@ -154,7 +154,7 @@ async def test_sigkill_mid_round_then_resume_delivers_each_step_once(lab):
             for n in range(1, 5):  # register, r1 s1, r1 s2, r2 s1
                 await anyio.to_thread.run_sync(
                     lambda n=n: screen.wait_for(lambda t: t.count("Proceed? [y/N]") >= n, timeout=120))
-                screen.keys("y")
+                screen.keys("y", "Enter")
             text = await anyio.to_thread.run_sync(
                 lambda: screen.wait_for(lambda t: t.count("Proceed? [y/N]") >= 5, timeout=120))
             assert "round 2/5, step 2: ask codex:beta" in text
@@ -195,7 +195,7 @@ async def test_cli_dry_run_prints_every_plan_and_sends_nothing(lab):
         hops = re.findall(r"3 payload +\[relay/1 [^\]]* hop=(\d) want=reply\]", res.stdout)
         assert hops == ["0", "2"] * 5
         assert res.stdout.count("Plan: send to") == 10 and "Proceed?" not in res.stdout
-        await anyio.sleep(2)
+        await anyio.sleep(2)  # nothing may arrive: absence has no event to wait for
         assert await stub.requests("alpha", body=False) == [] and await stub.requests("beta", body=False) == []
         assert Ledger.default().events(since=before) == []  # not a plan, an id or an answer was written
         bad = await anyio.to_thread.run_sync(lambda: subprocess.run(
