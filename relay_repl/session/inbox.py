@@ -347,7 +347,10 @@ class Inbox:
 
         with anyio.CancelScope() as scope:
             self._scopes.append(scope)
-            await listener.serve(self._handle)
+            try:
+                await listener.serve(self._handle)
+            except* anyio.ClosedResourceError:
+                pass  # close() came before this task started serving: the listener is closed, serving is over
 
     def own_file(self, path: str) -> None:
         """Remember a file written into another program's registry, for cleanup; call it
