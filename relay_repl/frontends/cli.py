@@ -21,8 +21,8 @@ Codex) on this machine, safely and verifiably.
 With no subcommand, `relay` opens an async Python REPL with `session`
 preloaded. Every side effect (a keystroke, a socket write, a queue insert)
 first prints a four-part plan — target, transport and fallback, exact payload,
-what counts as delivered — and waits for y/N. No means nothing happens; with
-no terminal the answer is No.
+what counts as delivered — and waits for y/N: only y then Enter, typed after the
+plan was shown, approves. No means nothing happens; with no terminal the answer is No.
 """
 
 EPILOG = """\
@@ -511,10 +511,13 @@ def _cmd_debug(args: argparse.Namespace) -> int:
         raise RelayError(f"no ledger at {ledger}: nothing was ever sent from here (set RELAY_HOME, or use --lab)")
 
     async def run() -> int:
-        session = make_session(fake=args.fake, echo=say)
+        from relay_repl.store.ledger import Ledger
+
+        # --look only reads: a read-only ledger, and the look is not recorded
+        session = make_session(fake=args.fake, echo=say, ledger=Ledger.read_only_at(ledger) if args.look else None)
         dbg = session.debugger(args.id)
         if args.look:
-            lk = await dbg.look()
+            lk = await dbg.look(record=False)
             if args.json:
                 print(json.dumps(_look_json(dbg, lk), ensure_ascii=False, default=str))
             else:
@@ -725,10 +728,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     """Read-only: a transcript file needs no discovery; a target (or none) does."""
     from relay_repl.session import verify as v
     from relay_repl.store.ledger import Ledger
-    from relay_repl.store.paths import state_dir
 
-    existing = state_dir(create=False) / "ledger.sqlite"
-    ledger = Ledger(existing) if existing.exists() else Ledger(":memory:")  # read-only: never create state
+    ledger = Ledger.read_only_default()  # read-only: never creates, changes or deletes a file
     if args.transcript is not None:
         report = v.verify_file(args.relay_id, args.transcript, ledger)
     else:
@@ -799,7 +800,7 @@ def _print_events(events: list, as_json: bool) -> None:
 def _cmd_log(args: argparse.Namespace) -> int:
     from relay_repl.store.ledger import Ledger
 
-    led = Ledger.default()
+    led = Ledger.read_only_default()
     events = led.events()
     _print_events(events[-args.n :], args.json)
     return 0
@@ -900,7 +901,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_why(args: argparse.Namespace) -> int:
     from relay_repl.store.ledger import Ledger
 
-    led = Ledger.default()
+    led = Ledger.read_only_default()
     events = led.events(relay_id=args.relay_id)
     if any(e.kind == "run-start" for e in events):  # a recipe run: its steps and every event of every id it sent
         ids = {e.data.get("relay_id") for e in events if e.kind == "run-step"}

@@ -551,12 +551,7 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
     prefix = [sys.executable, _NETNS, "--enter", str(state.stub.pid), "--"] if netns else None
 
     def start(s: LabSession, first: bool) -> None:
-        if s.kind == CLAUDE:
-            cmd = lay.claude_command(bins, s.name, mcp_config=lay.claude_mcp_config_path)
-            extra = {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url}
-        else:
-            cmd = lay.codex_command(bins, s.name, first=(s is codexes[0]))
-            extra = {}
+        cmd, extra = _launch_command(lay, state, s, bins)
         if first:
             args = ["new-session", "-d", "-s", s.name, "-x", str(PANE_WIDTH), "-y", str(PANE_HEIGHT),
                     "-c", s.cwd]
@@ -583,17 +578,20 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
     save(state, lay.state_file)
 
     named: set[str] = set()
-    for i, s in enumerate(codexes):
-        if i == 1:
-            for later in codexes[1:]:
-                start(later, first=False)
+    for s in codexes:
+        # One Codex thread at a time, each started only once the one before is named (its
+        # rollout is on disk) and has its shell snapshot: see _wait_codex_snapshot.
+        if s is not codexes[0]:
+            start(s, first=False)
         _wait_codex(lay, state, s, deadline, progress, named)
         named.add(s.thread_id or "")
+        _wait_codex_snapshot(lay, s, deadline)
         save(state, lay.state_file)
     for s in claudes:
         _wait_claude(lay, state, s, deadline, progress)
     for s in codexes:  # all renamed; confirm each is still idle with its thread loaded
         _wait_codex_idle(lay, s, deadline)
+    _check_codex_snapshots(lay, codexes)
     state.phase = "ready"
     state.ready_at = time.time()
     _refresh(lay, state)
@@ -602,6 +600,18 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
     for line in state.targets():
         progress("  " + line)
     return state
+
+
+def _launch_command(lay: Layout, state: LabState, s: LabSession, bins: Path) -> tuple[list[str], dict[str, str]]:
+    """The command a lab session runs and the environment it adds, for its first start and for
+    every restart alike: one builder, so a restarted session cannot come back with less than it
+    started with (a Claude session restarted without `--mcp-config` lost its relay MCP server,
+    and `--reply-via mcp` to it was refused: issue 16 case 10)."""
+    if s.kind == CLAUDE:
+        return (lay.claude_command(bins, s.name, mcp_config=lay.claude_mcp_config_path),
+                {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url})
+    codexes = state.of_kind(CODEX)
+    return lay.codex_command(bins, s.name, first=bool(codexes) and s is codexes[0]), {}
 
 
 def _pane_info(lay: Layout, s: LabSession) -> dict[str, str] | None:
@@ -669,6 +679,39 @@ def _wait_codex(lay: Layout, state: LabState, s: LabSession, deadline: float, pr
     s.daemon_pid = _codex_daemon_pid(lay)
     progress(f"  {s.name}: codex thread {tid} named")
     _wait_codex_idle(lay, s, deadline)
+
+
+def codex_shell_snapshots(lay: Layout, thread_id: str) -> list[Path]:
+    """The thread's shell snapshot files (`$CODEX_HOME/shell_snapshots/<thread>.<nonce>.sh`)."""
+    return _glob(lay.codex_home / "shell_snapshots", f"{thread_id}.*.sh") if thread_id else []
+
+
+def _wait_codex_snapshot(lay: Layout, s: LabSession, deadline: float) -> None:
+    """Wait until the new thread's shell snapshot is on disk, before the next thread starts.
+
+    Why (Codex 0.171.0, measured; adapters/codex.md): every new thread's snapshot task first
+    deletes each *other* snapshot whose thread has no rollout file yet, and a fresh thread's
+    rollout is written only on its first persisted item (here the lab's `/rename`). Threads
+    started together therefore delete each other's fresh snapshots; a thread left without
+    one runs its commands as `bash -lc`, whose /etc/profile resets PATH, so the configured
+    `[shell_environment_policy] set PATH` is lost (`relay: command not found`, exit 127).
+    Named (rollout on disk) and snapshotted before the next starts, no thread's snapshot is
+    ever without its rollout when another thread's clean-up runs."""
+    while time.monotonic() < deadline:
+        if codex_shell_snapshots(lay, s.thread_id or ""):
+            return
+        time.sleep(0.1)
+    raise LabError(f"{s.name}: Codex took no shell snapshot of thread {s.thread_id} before the deadline "
+                   f"(nothing in {lay.codex_home / 'shell_snapshots'}); its commands would run without the "
+                   "lab's PATH")
+
+
+def _check_codex_snapshots(lay: Layout, codexes: list[LabSession]) -> None:
+    """Every Codex thread of the lab still has its shell snapshot once all are up."""
+    lost = [s.name for s in codexes if not codex_shell_snapshots(lay, s.thread_id or "")]
+    if lost:
+        raise LabError(f"Codex deleted the shell snapshot of {', '.join(lost)} while the lab started, so its "
+                       "commands would run without the lab's PATH: `relay lab down`, then `relay lab up`")
 
 
 def _start_codex_daemon(lay: Layout, state: LabState) -> None:
@@ -828,7 +871,6 @@ def _restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress
     t0 = time.monotonic()
     deadline = t0 + UP_TIMEOUT
     bins = bin_dir()
-    codexes = state.of_kind(CODEX)
     named = set(codex_thread_names(lay)) | _codex_locks(lay)  # threads that exist: a restarted TUI names a new one
     waiting = [s for s in dead if s.kind == CODEX and s.pid and procs.is_alive(s.pid, s.proc_start)]
     if waiting and _codex_daemon_pid(lay) is None:
@@ -848,14 +890,9 @@ def _restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress
     for s in dead:
         progress(f"restarting {s.name} ({s.kind}, pid {s.pid or '-'} is gone); the live sessions are left alone")
         s.alive = s.ready = False
-        if s.kind == CLAUDE:
-            cmd = lay.claude_command(bins, s.name)
-            extra = {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url}
-        else:
-            cmd = lay.codex_command(bins, s.name, first=bool(codexes) and s is codexes[0])
-            extra = {}
-            if s.thread_id:  # the same thread again: its id, name, rollout and queue stay valid
-                cmd += ["resume", s.thread_id]
+        cmd, extra = _launch_command(lay, state, s, bins)
+        if s.kind == CODEX and s.thread_id:  # the same thread again: its id, name, rollout and queue stay valid
+            cmd += ["resume", s.thread_id]
         info = _pane_info(lay, s)
         if info is None:
             _new_session(lay, s.tmux_session, Path(s.cwd), cmd, extra)
