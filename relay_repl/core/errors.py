@@ -49,6 +49,10 @@ class PolicyRefusal(RelayError):
     """A rule forbids the action (loop guard, peer consent, downgrade, unverified version)."""
 
 
+class NoApproval(PolicyRefusal):
+    """A side effect was attempted without a live approval the gate minted for its plan."""
+
+
 class LoopHalt(PolicyRefusal):
     """Hop cap reached, duplicate id, or relay-halt in force."""
 

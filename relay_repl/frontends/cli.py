@@ -674,10 +674,23 @@ def _use_lab(start: bool) -> None:
 
 
 def _cmd_clean(args: argparse.Namespace) -> int:
-    """Remove what a killed relay REPL left (its socket, its entry in Claude's registry)."""
-    from relay_repl.session.inbox import clean_stale
+    """Remove what a killed relay REPL left (its socket, its entry in Claude's registry): files in
+    other programs' directories only after their plan is shown and approved (on stderr)."""
+    import anyio
 
-    removed = clean_stale(echo=lambda line: print(f"relay: {line}", file=sys.stderr))
+    from relay_repl.session.gate import TerminalGate
+    from relay_repl.session.session import Session
+    from relay_repl.store.ledger import Ledger
+
+    say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731 - stdout stays empty
+    io: dict = {}
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        from prompt_toolkit.output import create_output
+
+        io["output"] = create_output(stdout=sys.stderr)
+    gate = TerminalGate(write=say, isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty(), **io)
+    session = Session(ledger=Ledger.default(), approve=gate, echo=say)
+    removed = anyio.run(session.clean, lambda line: say(f"relay: {line}"))
     if not removed:
         print("relay: nothing to clean: no inbox record of a crashed relay", file=sys.stderr)
     return 0

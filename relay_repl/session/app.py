@@ -52,7 +52,7 @@ def make_session(
         session.providers.append(StaticProvider("fake", [fake_target()]))
         transports.append(InMemoryTransport())
     for t in transports:
-        session.transports[t.name] = t
+        session.transports[t.name] = t  # installs the object; session.transports hands out handles
     from relay_repl.session.unfinished import sweep_interrupted
 
     # sends a killed process left without an outcome (a read-only command records nothing)

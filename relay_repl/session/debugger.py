@@ -209,7 +209,7 @@ class Debugger:
         (`relay debug --look`, a read-only command) leaves the ledger as it was."""
         d = self.delivery
         where = self._where = await self.receiver()
-        tr = self.session.transports.get(d.transport)
+        tr = self.session._transports.get(d.transport)
         if where.target is None or where.status == "gone":
             lk = Look(transport=d.transport, receiver="gone", landed=None, verdict=where.detail)
         elif tr is None or d.plan is None:
@@ -242,7 +242,7 @@ class Debugger:
         if lk.receiver == "gone":
             self._say(f"not stepping: {lk.verdict}")
             return d
-        tr = self.session.transports.get(d.transport)
+        tr = self.session._transports.get(d.transport)
         target = self._where.target if self._where else None
         if tr is None or target is None or d.plan is None:
             self._say(f"not stepping: {lk.verdict}")
@@ -268,24 +268,27 @@ class Debugger:
                         notes=(f"the composer already holds exactly: {payload}",
                                "a fresh look shows the receiver has not taken it; the screen is re-read right "
                                "before the key and Enter is withheld if anything changed"))
-            if not await self.session._gated(plan, delivery=d.key):
-                self._say("declined: no key was sent")
-                return d
             submit = getattr(tr, "submit_staged", None)
             if submit is None:
                 self._say(f"{d.transport} has no separate submit stage")
                 return d
-            await self.session.run_armed(d, log, lambda: submit(d, target, payload, log))
+            approval = await self.session._gated(plan, delivery=d.key, target=target)
+            if approval is None:
+                self._say("declined: no key was sent")
+                return d
+            await self.session._run_armed(d, log, approval,
+                                          lambda a: submit(d, target, payload, log, approval=a))
         elif d.state is DeliveryState.PLANNED:
             if lk.landed is not False or d.evidence:
                 self._say(f"refused: sending now could land it twice ({lk.verdict}); nothing was sent")
                 return d
-            if not await self.session._gated(d.plan, delivery=d.key):
+            approval = await self.session._gated(d.plan, delivery=d.key, target=target)
+            if approval is None:
                 self._say("declined: nothing was sent")
                 return d
             if self.session.ledger.active_halt() is None:  # a halt after the yes: nothing is sent or recorded
                 self.session.ledger.record_sent(d.relay_id or "", 0, d.target)
-            await self.session.run_armed(d, log, lambda: tr.send(d, target, payload, log))
+            await self.session._run_armed(d, log, approval, lambda a: tr.send(d, target, payload, log, approval=a))
         else:
             await self._confirm(tr, target, payload, log)
         self.session.record_outcome(d, debugger=True)

@@ -16,6 +16,11 @@ Keys typed before the plan has finished printing never answer it: right
 before reading, the terminal's pending input (tcflush) and prompt_toolkit's
 own type-ahead buffer (keys an earlier app, e.g. ptpython, read but did not
 process) are discarded. With no terminal it answers No and says why.
+
+What the gate returns to the session is an `Approval` (core/approval.py), not a
+bool: `ask(approve, plan, scope)` asks the injected approver on the plan and, on
+yes, mints the one approval bound to that plan's scope. The mint is taken here at
+import, once per process, so no other module can mint one.
 """
 
 from __future__ import annotations
@@ -25,7 +30,10 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from relay_repl.core.approval import Approval, Scope, minter
 from relay_repl.core.plan import Plan
+
+_mint = minter()  # the only mint in this process (core.approval refuses a second taker)
 
 PROMPT = "Proceed? [y/N] (type y then Enter)"
 YES = ("y", "yes")
@@ -165,3 +173,11 @@ class DenyGate:
 
 
 ApproveFn = Callable[[Plan], Awaitable[bool]]
+
+
+async def ask(approve: ApproveFn, plan: Plan, scope: Scope) -> Approval | None:
+    """Show `plan` to the approver; on yes, the approval for exactly `scope` (which the
+    session built from this very plan and its target), else None."""
+    if scope.plan != Scope.of(plan).plan:
+        raise ValueError("the scope is not the plan's")  # a bug in the caller, never an operator error
+    return _mint(scope) if bool(await approve(plan)) else None

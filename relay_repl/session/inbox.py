@@ -31,7 +31,11 @@ inode, and for a regular file the sha256 of the exact bytes written); a file
 is removed only while it still matches its stamp and, when it carries a
 `procStart`, names the crashed process's full identity (pid AND start time).
 Only the REPL's start, `relay send` and `relay clean` clean; read-only
-commands never do.
+commands never do. A file outside relay's own inbox directory (a record in
+Claude's registry, a socket in a Claude session's socket directory) is another
+program's directory: it is unlinked only under an approval of the plan that names
+it (`clean_plan`, asked by `session.clean()` / `relay clean`); without one it is
+left, the record is kept, and the line says so.
 """
 
 from __future__ import annotations
@@ -51,10 +55,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.system.proc import proc_start, same_process
+from relay_repl.core.approval import Approval, check
 from relay_repl.core.controls import safe_echo
 from relay_repl.core.envelope import Envelope, contains_halt
 from relay_repl.core.peertext import consent_acts, consent_flag
-from relay_repl.core.errors import DiscoveryError, EnvelopeError, TransportError, describe
+from relay_repl.core.errors import DiscoveryError, EnvelopeError, NoApproval, TransportError, describe
+from relay_repl.core.plan import Plan
 from relay_repl.core.inbound import InboundMessage, Receipt, ToolCall, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
@@ -137,25 +143,64 @@ def read_records() -> list[InboxRecord]:
     return out
 
 
-def clean_stale(echo: Callable[[str], None] | None = None) -> list[InboxRecord]:
+def _foreign(path: str) -> bool:
+    """A file outside relay's own inbox directory: another program's directory."""
+    return Path(path).parent.resolve() != inbox_dir().resolve()
+
+
+def _leftovers(rec: InboxRecord) -> list[str]:
+    return list(dict.fromkeys([rec.socket, *rec.extra_sockets, *rec.owned_files]))
+
+
+def clean_plan() -> Plan | None:
+    """The plan for unlinking what crashed inboxes left in other programs' directories
+    (only files that provably are relay's, as `_remove_if_ours` checks), or None."""
+    files = [(p, rec.pid) for rec in read_records() if not rec.live for p in _leftovers(rec)
+             if _foreign(p) and _remove_if_ours(p, rec, dry=True) is None]
+    if not files:
+        return None
+    pids = sorted({pid for _, pid in files})
+    return Plan(action="remove what crashed relay processes left in other programs' directories",
+                target=f"files of crashed relay pid(s) {', '.join(map(str, pids))}",
+                identified_by="their inbox records: process (pid and start time) gone; each file still matches "
+                              "the stamp relay took when it created it",
+                transport="unlink", payload="unlink " + " ".join(p for p, _ in files),
+                delivered_when="the files are gone (each is re-checked right before it is unlinked)",
+                files=tuple(f"removes {p} (left by crashed relay pid {pid})" for p, pid in files))
+
+
+def clean_stale(echo: Callable[[str], None] | None = None, approval: Approval | None = None) -> list[InboxRecord]:
     """Remove what crashed inboxes left: their sockets, their registry entries.
 
     A record is stale when its process (pid AND start time) is gone. Of the files
     it names, only those still matching the stamp taken when we created them are
     removed (see the module doc); every removal, and every file left because it
     is not provably ours, is reported through `echo` (the CLI sends it to stderr).
+    A file in another program's directory is removed only under `approval` (the
+    gate's yes to `clean_plan()`); without it the file and its record are kept.
     """
     removed = []
     say = echo or (lambda line: None)
     for rec in read_records():
         if rec.live:
             continue
-        for path in dict.fromkeys([rec.socket, *rec.extra_sockets, *rec.owned_files]):
+        kept = False
+        for path in _leftovers(rec):
+            if _foreign(path) and _remove_if_ours(path, rec, dry=True) is None:
+                try:
+                    check(approval, what=f"unlinking {path}", file=path)
+                except NoApproval:
+                    kept = True
+                    say(f"left {path} (left by crashed relay pid {rec.pid}): not removed without the operator's "
+                        "approval (`relay clean` shows the plan and asks)")
+                    continue
             why_not = _remove_if_ours(path, rec)
             if why_not is None:
                 say(f"removed {path} (left by crashed relay pid {rec.pid})")
             elif why_not:
                 say(f"left {path}: {why_not}")
+        if kept:
+            continue
         try:
             (inbox_dir(create=False) / f"{rec.pid}.json").unlink()
         except FileNotFoundError:
@@ -165,9 +210,9 @@ def clean_stale(echo: Callable[[str], None] | None = None) -> list[InboxRecord]:
     return removed
 
 
-def _remove_if_ours(path: str, rec: InboxRecord) -> str | None:
+def _remove_if_ours(path: str, rec: InboxRecord, *, dry: bool = False) -> str | None:
     """Unlink `path` if it provably is what `rec`'s process created; else say why not
-    ("" when there is nothing there)."""
+    ("" when there is nothing there). `dry`: only say whether it would."""
     p = Path(path)
     now = FileStamp.of(p)
     if now is None:
@@ -198,6 +243,8 @@ def _remove_if_ours(path: str, rec: InboxRecord) -> str | None:
             pass
         finally:
             s.close()
+    if dry:
+        return None
     try:
         p.unlink()
     except FileNotFoundError:
@@ -277,11 +324,14 @@ class Inbox:
         tmp.write_text(rec.model_dump_json())
         tmp.replace(self.record_path)
 
-    async def listen(self, task_group: Any = None, path: Path | None = None) -> Path:
+    async def listen(self, task_group: Any = None, path: Path | None = None, approval: Approval | None = None) -> Path:
         """Bind and serve one listening socket (the default, or an extra one).
-        Extra sockets are served in the task group the first one was."""
+        Extra sockets are served in the task group the first one was. An extra socket is
+        a file in another program's directory: only under an approval whose plan names it."""
         import anyio
 
+        if path is not None:
+            check(approval, what=f"creating the socket {path}", file=str(path))
         self._tg = task_group = task_group or self._tg
         target = Path(path) if path else self.path
         if target.exists() or target.is_symlink():
@@ -303,7 +353,10 @@ class Inbox:
 
         with anyio.CancelScope() as scope:
             self._scopes.append(scope)
-            await listener.serve(self._handle)
+            try:
+                await listener.serve(self._handle)
+            except* anyio.ClosedResourceError:
+                pass  # close() came before this task started serving: the listener is closed, serving is over
 
     def own_file(self, path: str) -> None:
         """Remember a file written into another program's registry, for cleanup; call it

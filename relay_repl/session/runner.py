@@ -571,7 +571,7 @@ class Runner:
             plan = Plan.model_validate(plans[-1].data)
         except ValueError:
             return "pending"
-        transport = self.session.transports.get(plan.transport)
+        transport = self.session._transports.get(plan.transport)  # read-only: confirm sends nothing
         if transport is None:
             return "pending"
         d = Delivery(relay_id=rid, target=rec.target, transport=plan.transport, plan=plan)

@@ -2,7 +2,12 @@
 
 Every side effect goes through `_gated()`: the plan is built, shown, logged,
 and only a yes from the injected approver lets the transport act. A no leaves
-nothing on the target and one `answer` event in the ledger.
+nothing on the target and one `answer` event in the ledger. The yes is an
+`Approval` (core/approval.py) minted by the gate for that plan's scope (target
+with pid and start time, transport, exact payload, files); every primitive below
+refuses without it, and it is spent when the delivery (or debugger step) ends.
+`session.transports` holds handles that send through `session.send`, never the
+transport objects themselves (transports/chain.py).
 
 Conversations: a send that asks for an answer (want=reply|ack) first asks the
 target's agent module how the answer will come back (the plan shows it) and
@@ -20,6 +25,7 @@ from typing import Any
 
 import anyio
 
+from relay_repl.core.approval import Approval, Scope, spend
 from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, Want, check_body, contains_halt
 from relay_repl.core.peertext import forwarded_notes, provenance_notes
@@ -29,14 +35,14 @@ from relay_repl.core.errors import (AmbiguousTarget, describe, EnvelopeError, Ha
                                     UnknownTarget, UsageError)
 from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.core.plan import ReplyContext, ReplyRoute
-from relay_repl.session.gate import ApproveFn, DenyGate
+from relay_repl.session.gate import ApproveFn, DenyGate, ask
 from relay_repl.session.unfinished import earlier_unfinished, owner, sweep_interrupted
 from relay_repl.store.ledger import Ledger
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Me, Target, TargetTable
 from relay_repl.agents.discovery import Provider, discover_all
 from relay_repl.transports.base import StageLog, Transport
-from relay_repl.transports.chain import Chain, TransportTable, chain_of
+from relay_repl.transports.chain import Chain, TransportTable, chain_of, raw_of
 
 
 def default_me() -> Me:
@@ -64,7 +70,8 @@ class Session:
         self.approve: ApproveFn = approve or DenyGate()
         self.me = me or default_me()
         self.providers = list(providers)
-        self.transports: TransportTable = TransportTable({t.name: t for t in transports})
+        self._transports: dict[str, Transport] = {t.name: t for t in transports}
+        self._table = TransportTable(self._transports, self.send)
         self.deliveries: list[Delivery] = []
         self.echo = echo  # through the property below: every echo shows peer text through `visible`
         self._targets: list[Target] = []
@@ -79,6 +86,12 @@ class Session:
         self._targets = found
         self._refreshed = True
         return found
+
+    @property
+    def transports(self) -> TransportTable:
+        """The transports as handles: `session.transports.tmux.send(target, body)` plans and asks like
+        `session.send`; `a | b` chains them; `session.transports[NAME] = transport` installs one."""
+        return self._table
 
     @property
     def targets(self) -> TargetTable:
@@ -130,24 +143,40 @@ class Session:
         raise UnknownTarget(f"no target {spec}: run `relay targets` (or `await session.refresh()`) to list live sessions")
 
     # -- the gate ------------------------------------------------------------------
-    async def _gated(self, plan: Plan, *, delivery: str | None = None) -> bool:
+    async def _gated(self, plan: Plan, *, delivery: str | None = None, target: Target | None = None) -> Approval | None:
+        """Show, log and ask; the gate's approval for exactly this plan and `target` (pid and
+        process start time included), or None for a No."""
         self.ledger.event("plan", delivery=delivery, relay_id=plan.relay_id, data=plan.model_dump())
+        scope = self._scope(plan, target)
         try:
-            answer = bool(await self.approve(plan))
+            approval = await ask(self.approve, plan, scope)
         except BaseException:
             self.ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data={"approved": False, "why": "prompt aborted"})
             raise
-        self.ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data={"approved": answer})
-        return answer
+        data: dict[str, Any] = {"approved": approval is not None}
+        if approval is not None:
+            data["approval"] = approval.digest
+        self.ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data=data)
+        return approval
+
+    @staticmethod
+    def _scope(plan: Plan, target: Target | None) -> Scope:
+        if target is None:
+            return Scope.of(plan)
+        from relay_repl.system.proc import proc_start
+
+        start = target.detail.get("procStart") or (proc_start(target.pid) if target.pid else None)
+        return Scope.of(plan, target=target.spec, pid=target.pid, proc_start=None if start is None else str(start),
+                        address=target.address, pane=target.pane)
 
     def choose_transport(self, target: Target, requested: str | None = None, *, durable: bool = False,
                          native_reply: bool = False) -> Any:
         """Rank the transports by capability (see transports.ranking)."""
         from relay_repl.transports.ranking import Requirements, choose
 
-        if requested is not None and requested not in self.transports:
-            raise UsageError(f"unknown transport {requested!r}; known: {', '.join(self.transports) or 'none'}")
-        return choose(target, list(self.transports.values()), Requirements(durable=durable, native_reply=native_reply),
+        if requested is not None and requested not in self._transports:
+            raise UsageError(f"unknown transport {requested!r}; known: {', '.join(self._transports) or 'none'}")
+        return choose(target, list(self._transports.values()), Requirements(durable=durable, native_reply=native_reply),
                       requested)
 
     # -- sending -------------------------------------------------------------------
@@ -214,7 +243,7 @@ class Session:
         members = list(chain.members)
         skipped: list[str] = []
         for i, t in enumerate(members):
-            if self.transports.get(t.name) is not t:
+            if self._transports.get(t.name) is not raw_of(t):
                 skipped.append(f"{t.name}: not a transport of this session")
                 continue
             rest = [m.name for m in members[i + 1:]]
@@ -241,7 +270,7 @@ class Session:
         transport is kept (never silently replaced), with a note that the route is weaker."""
         if route is None or not route.needs_native_reply:
             return False, ()
-        chosen = self.transports.get(transport) if transport else None
+        chosen = self._transports.get(transport) if transport else None
         if chosen is not None and not chosen.capabilities.native_reply:
             return False, (f"{transport} does not tell the receiver which listed peer to answer: it can answer "
                            "only if it finds this inbox in its peer list by itself",)
@@ -422,10 +451,21 @@ class Session:
         self.ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
                                                             "spec": tgt.spec, "body": envelope.body, **owner(),
                                                             "target": tgt.model_dump(mode="json")})
-        if not await self._gated(plan, delivery=d.key):
+        approval = await self._gated(plan, delivery=d.key, target=tgt)
+        if approval is None:
             d.state, d.stage, d.reason = DeliveryState.WITHHELD, "gate", "the operator answered No"
             self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason})
             return d
+        try:
+            await self._approved(d, tgt, envelope, chosen, plan, timeout, forwarded, approval)
+        finally:
+            spend(approval)  # single use: the delivery is over, whatever its outcome
+        self.record_outcome(d)
+        return d
+
+    async def _approved(self, d: Delivery, tgt: Target, envelope: Envelope, chosen: Transport, plan: Plan,
+                        timeout: float, forwarded: Envelope | None, approval: Approval) -> None:
+        """The delivery after the operator's yes, under the approval the gate minted for it."""
         log = StageLog(d, self.ledger, echo=self.echo)
         halt = self.ledger.active_halt()  # it may have arrived while the plan was on screen
         if halt is not None:
@@ -437,9 +477,7 @@ class Session:
             log("gate", DeliveryState.REFUSED, d.reason)
         else:
             self.ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
-            await self._run(d, tgt, chosen, plan.payload, log, timeout)
-        self.record_outcome(d)
-        return d
+            await self._run(d, tgt, chosen, plan.payload, log, timeout, approval)
 
     def _mark_forwarded(self, env: Envelope, tgt: Target) -> bool:
         """Record a forward the operator approved; False if it was forwarded meanwhile."""
@@ -448,11 +486,11 @@ class Session:
         return self.ledger.mark_forwarded(env.id, tgt.spec)
 
     async def _run(self, d: Delivery, tgt: Target, chosen: Transport, payload: str, log: StageLog,
-                   timeout: float) -> None:
+                   timeout: float, approval: Approval) -> None:
         """The transport's stages, then its confirmation; a halt stops them at the next boundary."""
         log.armed = True  # from here each stage boundary stops on a halt
         try:
-            await chosen.send(d, tgt, payload, log)
+            await chosen.send(d, tgt, payload, log, approval=approval)
             log.armed = False  # all that is left is reading receiver evidence
             if d.state not in {DeliveryState.FAILED, DeliveryState.REFUSED, DeliveryState.TYPED}:
                 await chosen.confirm(d, tgt, payload, log, timeout)
@@ -471,17 +509,24 @@ class Session:
             # receiver evidence in itself, and the stage log must not overwrite it
             d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
 
-    async def run_armed(self, d: Delivery, log: StageLog, step: Callable[[], Awaitable[None]]) -> None:
+    async def _run_armed(self, d: Delivery, log: StageLog, approval: Approval | None,
+                         step: Callable[[Approval], Awaitable[None]]) -> None:
         """Run one side-effecting step approved at the gate (the debugger's) with the halt
-        boundary armed: a halt already in force, or one at any stage, stops it as in a send."""
+        boundary armed: a halt already in force, or one at any stage, stops it as in a send.
+        The step gets the approval its own plan got; it is spent when the step ends."""
+        from relay_repl.core.approval import check
+
+        check(approval, what="the debugger's step", relay_id=d.relay_id)
+        assert approval is not None
         log.armed = True
         try:
             log.checkpoint("the approved step")
-            await step()
+            await step(approval)
         except Halted as h:
             self._halted(d, log, h)
         finally:
             log.armed = False
+            spend(approval)
 
     def _halted(self, d: Delivery, log: StageLog, h: Halted) -> None:
         """Record a send stopped by a relay-halt: what it had done, and that nothing more was."""
@@ -514,6 +559,19 @@ class Session:
         await inbox.listen(task_group)
         self.attach_inbox(inbox)
         return inbox
+
+    async def clean(self, echo: Callable[[str], None] | None = None) -> list[Any]:
+        """Remove what crashed relay inboxes left (`relay clean`): relay's own files at once; files in
+        other programs' directories (Claude's registry, its socket directories) only after the plan
+        naming each one is shown and approved. Returns the inbox records cleaned."""
+        from relay_repl.session.inbox import clean_plan, clean_stale
+
+        plan = clean_plan()
+        approval = await self._gated(plan) if plan is not None else None
+        try:
+            return clean_stale(echo=echo, approval=approval)
+        finally:
+            spend(approval)
 
     async def close_inbox(self) -> None:
         """Remove the inbox's sockets and any registry entry it wrote (even while cancelled)."""
@@ -674,10 +732,14 @@ class Session:
             raise UsageError("no inbox is listening here: only the `relay` REPL runs one")
         version = await anyio.to_thread.run_sync(require_verified, "claude-code")  # refuses unverified versions
         reg = ClaudePeerRegistration(name=name, claude_version=version)
-        if not await self._gated(reg.plan()):
+        approval = await self._gated(reg.plan())
+        if approval is None:
             return False
-        await inbox.listen(path=reg.socket_path)  # listen first: a SendMessage never meets a dead socket
-        reg.write()
+        try:
+            await inbox.listen(path=reg.socket_path, approval=approval)  # listen first: a SendMessage never meets a dead socket
+            reg.write(approval)
+        finally:
+            spend(approval)
         inbox.own_file(str(reg.record_path))
         inbox.own_file(str(reg.key_path))
         self.registration = reg
@@ -711,13 +773,13 @@ class Session:
             say("  the payload was typed but never shown in full, so Enter was never pressed; look at the pane "
                 "(`relay lab attach NAME` or `tmux attach`) and submit or clear it yourself: relay will not")
             return d
-        if d.plan is None or d.transport not in self.transports:
+        if d.plan is None or d.transport not in self._transports:
             say("  no transport to re-read evidence with")
             return d
         await self.refresh()
         target = await self.target(d.target)
         say(f"  re-reading receiver evidence for up to {recheck:g}s (nothing is sent) …")
-        await self.transports[d.transport].confirm(d, target, d.plan.payload, StageLog(d, self.ledger, echo=say), recheck)
+        await self._transports[d.transport].confirm(d, target, d.plan.payload, StageLog(d, self.ledger, echo=say), recheck)
         say(f"  now: {d.summary()}")
         return d
 

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict
 from relay_repl.agents.versions import unverified_refusal
 from relay_repl.core.delivery import Delivery, DeliveryState, Evidence
 from relay_repl.core.envelope import Envelope
-from relay_repl.core.errors import Halted
+from relay_repl.core.approval import NO_APPROVAL, Approval, Scope, check
+from relay_repl.core.errors import Halted, NoApproval
 from relay_repl.store.ledger import Ledger
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
@@ -187,8 +188,27 @@ class Transport(ABC):
         )
 
     @abstractmethod
-    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
-        """Do the side effect, stage by stage. Called only after the gate said yes."""
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog, *,
+                   approval: Approval | None = None) -> None:
+        """Do the side effect, stage by stage, under the gate's `approval` for this plan
+        (`require` first: without it nothing happens)."""
+
+    def require(self, approval: Approval | None, target: Target, payload: str | None, what: str,
+                delivery: Delivery | None = None) -> Scope:
+        """The approval's scope if it is live and covers this transport, `target` (spec, pid,
+        address, pane, and the process start time it was approved with), `payload` and
+        `delivery` (its relay id); else NoApproval, before anything is done."""
+        scope = check(approval, what=what, transport=self.name, payload=payload, target=target.spec,
+                      pid=target.pid, address=target.address, pane=target.pane,
+                      relay_id=delivery.relay_id if delivery is not None else None)
+        if scope.pid is not None and scope.proc_start is not None:
+            from relay_repl.system.proc import proc_start
+
+            now = proc_start(scope.pid)
+            if now is not None and str(now) != scope.proc_start:
+                raise NoApproval(f"{what} refused: pid {scope.pid} is another process now (started {now}, "
+                                 f"approved {scope.proc_start}); {NO_APPROVAL}")
+        return scope
 
     @abstractmethod
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
@@ -215,21 +235,35 @@ class Transport(ABC):
 
 
 class Chain:
-    """An ordered list of transports to try: `session.transports.codex_queue | session.transports.tmux`."""
+    """An ordered list of transports to try: `session.transports.codex_queue | session.transports.tmux`.
 
-    def __init__(self, members: Iterable[Transport]) -> None:
-        self.members: tuple[Transport, ...] = tuple(members)
+    Members are the session's transport handles (transports/chain.py) or, inside the
+    package, transport objects; `chain.send(target, body, ...)` is `session.send(...,
+    transport=chain)`: planned and asked like any send."""
+
+    def __init__(self, members: Iterable[Any]) -> None:
+        self.members: tuple[Any, ...] = tuple(members)
 
     def __or__(self, other: Any) -> Chain:
         if isinstance(other, Chain):
             return Chain(self.members + other.members)
-        if isinstance(other, Transport):
+        if isinstance(other, Transport) or type(other).__name__ == "TransportHandle":
             return Chain((*self.members, other))
         return NotImplemented
 
     @property
     def names(self) -> list[str]:
         return [t.name for t in self.members]
+
+    async def send(self, target: Any, body: str, **kw: Any) -> Any:
+        """`session.send(target, body, transport=<this chain>, ...)`: planned, asked y/N, confirmed."""
+        from relay_repl.core.errors import UsageError
+
+        send = next((m._send for m in self.members if type(m).__name__ == "TransportHandle"), None)
+        if send is None:
+            raise UsageError("this chain was not built from session.transports: send it with "
+                             "session.send(target, body, transport=chain)")
+        return await send(target, body, transport=self, **kw)
 
     def __str__(self) -> str:
         return " | ".join(self.names)

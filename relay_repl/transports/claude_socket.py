@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import RelayError, TransportError
@@ -136,25 +137,28 @@ class ClaudeSocketTransport(Transport):
             f"verifiedPeerPid {os.getpid()} (this process); Claude sends no positive receipt"
         )
 
-    async def _reply_socket(self, target: Target) -> str | None:
+    async def _reply_socket(self, target: Target, approval: Approval | None = None) -> str | None:
         """Our listener in the target's socket directory (receipts only go there): the
-        path the plan named. Inbox.listen refuses a path someone else took since."""
+        path the plan named (the approval covers it). Inbox.listen refuses a path someone
+        else took since."""
         inbox = self._inbox()
         want = self._reply_path(target, choose=False)
         if inbox is None or want is None:
             return None
         if want not in [Path(p) for p in inbox.extra_paths]:
-            await inbox.listen(path=want)
+            await inbox.listen(path=want, approval=approval)
         return str(want)
 
-    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog, *,
+                   approval: Approval | None = None) -> None:
         import anyio
         from anyio.abc import SocketAttribute
 
+        self.require(approval, target, payload, f"{self.name} write to {target.spec}")
         sock_path = target.detail["socket"]
         log.checkpoint("connect")  # a relay-halt that arrived since the gate stops it here
         try:
-            reply_sock = await self._reply_socket(target)
+            reply_sock = await self._reply_socket(target, approval)
         except RelayError as exc:  # e.g. the planned listener path was taken since: nothing written
             log.fail("listen", str(exc))
             return
@@ -321,7 +325,7 @@ class ClaudeMessageTransport(ClaudeSocketTransport):
     def plan_files(self, target: Target) -> tuple[str, ...]:
         return ()  # replies come back to the listed inbox socket, created (and planned) by register_inbox
 
-    async def _reply_socket(self, target: Target) -> str | None:
+    async def _reply_socket(self, target: Target, approval: Approval | None = None) -> str | None:
         reg = self._registration()
         if reg is None:
             raise TransportError("the operator inbox is no longer listed as a Claude peer: nothing written")

@@ -22,6 +22,7 @@ import re
 import time
 from typing import Any
 
+from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.agents.codex import codex_home, find_in_rollout, read_item, rollout_for, turns_since
@@ -74,8 +75,11 @@ class CodexQueueTransport(Transport):
             "item's client_id (exactly this payload); the row leaving queue_1.sqlite only proves dequeue"
         )
 
-    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog, *,
+                   approval: Approval | None = None) -> None:
         import anyio
+
+        self.require(approval, target, payload, f"codex queue insert for {target.spec}")
 
         home = codex_home(target)
         cmd = [self._bin(), "queue", "--thread", target.address, "--message", payload]

@@ -8,6 +8,7 @@ yes, and exactly the planned payload arrives.
 
 from __future__ import annotations
 
+from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Target
@@ -24,7 +25,9 @@ class InMemoryTransport(Transport):
     def delivered_when(self, target: Target, envelope: Envelope) -> str:
         return f"the in-memory inbox of {target.spec} holds exactly this payload"
 
-    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog, *,
+                   approval: Approval | None = None) -> None:
+        self.require(approval, target, payload, f"in-memory write for {target.spec}")
         log.checkpoint("write")
         self.received.append(payload)
         log("write", DeliveryState.QUEUED, f"appended to the in-memory inbox ({len(self.received)} held)")

@@ -29,7 +29,9 @@ what it read:
   recorded beside it as secondary evidence.
 
 All I/O goes through `PaneIO` (snapshot / send_literal / send_key are the only ways
-a key leaves), so a test can wrap it and count every keystroke.
+a key leaves), so a test can wrap it and count every keystroke. Each of those ways,
+and `send`/`submit_staged`, takes the gate's approval for this plan (the tmux
+transport, this pane, for literal text these exact bytes) and refuses without it.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents import agent_for
 from relay_repl.agents.agent import Agent
+from relay_repl.core.approval import Approval, check
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, check_typed_line
 from relay_repl.core.errors import EnvelopeError, PaneGone, TmuxError
@@ -225,14 +228,19 @@ class PaneIO:
         return [(pid, read_cmdline(pid) or []) for pid in descendants(root, table)]
 
     # -- the only ways a key leaves -----------------------------------------------------
-    def send_literal(self, pane: PaneRef, text: str) -> None:
-        """`send-keys -l -- text`: the bytes as typed, no key names, no Enter."""
+    def send_literal(self, pane: PaneRef, text: str, approval: Approval | None = None) -> None:
+        """`send-keys -l -- text`: the bytes as typed, no key names, no Enter; only the
+        approved payload, into the approved target's pane."""
+        check(approval, what=f"typing into pane {pane.pane_id}", transport=TmuxTransport.name, payload=text,
+              pane=pane.pane_id)
         self._cmd(pane, "send-keys", "-t", pane.pane_id, "-l", "--", text)
 
-    def send_key(self, pane: PaneRef, key: str) -> None:
-        """One named key, from a fixed allow-list (Enter, Tab). Escape is refused."""
+    def send_key(self, pane: PaneRef, key: str, approval: Approval | None = None) -> None:
+        """One named key, from a fixed allow-list (Enter, Tab). Escape is refused; so is a
+        key without an approval for a tmux plan to this pane."""
         if key not in ALLOWED_KEYS:
             raise ValueError(f"refusing to send key {key!r}: only {sorted(ALLOWED_KEYS)} are ever sent")
+        check(approval, what=f"{key} into pane {pane.pane_id}", transport=TmuxTransport.name, pane=pane.pane_id)
         self._cmd(pane, "send-keys", "-t", pane.pane_id, key)
 
 
@@ -370,7 +378,9 @@ class TmuxTransport(Transport):
         return Baseline(path=str(path) if path else None, offset=_file_size(path))
 
     # -- send --------------------------------------------------------------------------
-    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog, *,
+                   approval: Approval | None = None) -> None:
+        self.require(approval, target, payload, f"typing into {target.spec}'s pane")
         tm = TmuxProgress(started=self.clock())
         tm.save(delivery)
         agent, cls = self._agent(target)
@@ -413,7 +423,7 @@ class TmuxTransport(Transport):
         # stage
         log.checkpoint("stage (typing the payload)")
         try:
-            await self._io(self.io.send_literal, pane, payload)
+            await self._io(self.io.send_literal, pane, payload, approval)
         except PaneGone as exc:
             log.fail("stage", f"could not type into {pane}: {exc}")
             return
@@ -442,11 +452,14 @@ class TmuxTransport(Transport):
         log("stage", DeliveryState.TYPED, d.reason,
             waited=round(self.clock() - t_lit, 3), recheck=reading.summary(), **self._ev(last, cls.classify(last)))
 
-        await self._submit(delivery, target, pane, cls, payload, log, t_lit)
+        await self._submit(delivery, target, pane, cls, payload, log, t_lit, approval)
 
-    async def submit_staged(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
+    async def submit_staged(self, delivery: Delivery, target: Target, payload: str, log: StageLog, *,
+                            approval: Approval | None = None) -> None:
         """The submit stage alone, for a delivery left TYPED (the debugger's step): the same
-        re-classification and one Enter as in `send`, on the pane the payload was typed into."""
+        re-classification and one Enter as in `send`, on the pane the payload was typed into,
+        under the approval the debugger's own plan got."""
+        self.require(approval, target, None, f"submitting into {target.spec}'s pane", delivery)
         tm = TmuxProgress.of(delivery)
         tm.save(delivery)
         cls = self._agent(target)[1]
@@ -457,10 +470,10 @@ class TmuxTransport(Transport):
             return
         tm.started = self.clock()  # this process's clock: the sender's monotonic time means nothing here
         tm.save(delivery)
-        await self._submit(delivery, target, ref, cls, payload, log, None)
+        await self._submit(delivery, target, ref, cls, payload, log, None, approval)
 
     async def _submit(self, delivery: Delivery, target: Target, pane: PaneRef, cls: ModuleType, payload: str,
-                      log: StageLog, t_lit: float | None) -> None:
+                      log: StageLog, t_lit: float | None, approval: Approval | None) -> None:
         """Re-classify, then one Enter in its own tmux call (never beside the text)."""
         tm = TmuxProgress.of(delivery)
         agent = agent_for(target.kind)
@@ -479,7 +492,7 @@ class TmuxTransport(Transport):
             await anyio.sleep(d.delay)
         log.checkpoint("submit (Enter)")
         try:
-            await self._io(self.io.send_key, pane, "Enter")
+            await self._io(self.io.send_key, pane, "Enter", approval)
         except PaneGone as exc:
             delivery.reason = f"Enter could not be sent ({exc}); payload left staged"
             log("submit", DeliveryState.TYPED, delivery.reason)
@@ -492,10 +505,10 @@ class TmuxTransport(Transport):
         tm.save(delivery)
         log("submit", DeliveryState.SUBMITTED, d.reason,
             since_literal=round(t_enter - t_lit, 3) if t_lit is not None else None, **self._ev(before, r))
-        await self._after_enter(delivery, agent, pane, cls, before, payload, log, r.kind)
+        await self._after_enter(delivery, agent, pane, cls, before, payload, log, r.kind, approval)
 
     async def _after_enter(self, delivery: Delivery, agent: Agent, pane: PaneRef, cls: ModuleType,
-                           before: Snapshot, payload: str, log: StageLog, kind: str) -> None:
+                           before: Snapshot, payload: str, log: StageLog, kind: str, approval: Approval | None) -> None:
         """Watch the screen briefly after Enter; Codex busy may earn exactly one Tab."""
         tm = TmuxProgress.of(delivery)
         assert tm.entered_at is not None
@@ -515,7 +528,7 @@ class TmuxTransport(Transport):
                 break
             if d.action is Action.TAB:
                 log.checkpoint("submit (Tab)")
-                await self._io(self.io.send_key, pane, "Tab")
+                await self._io(self.io.send_key, pane, "Tab", approval)
                 tm.keys.append("Tab")
                 tm.save(delivery)
                 log("submit", DeliveryState.SUBMITTED, d.reason, **self._ev(after, d.reading))

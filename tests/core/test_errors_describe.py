@@ -43,7 +43,7 @@ async def test_a_transport_exception_reaches_the_operator_as_one_sentence(tmp_pa
     from relay_repl.transports.fake import InMemoryTransport, fake_target
 
     class Broken(InMemoryTransport):
-        async def send(self, delivery, target, payload, log):
+        async def send(self, delivery, target, payload, log, approval=None):
             raise sqlite3.OperationalError("database is locked")
 
     led = Ledger(tmp_path / "l.sqlite")

@@ -67,7 +67,7 @@ def test_yy_typed_ahead_answers_neither_step(repl, recipe, relay_home):
     repl.keys("Enter")  # step 2: Enter alone declines it
     text = repl.wait_for("you answered Enter alone")
     assert "declined: nothing was done (send to fake:inbox; you answered Enter alone" in text
-    repl.type_line('print("STATE", r.state, len(session.transports["memory"].received))')
+    repl.type_line('print("STATE", r.state, len(session._transports["memory"].received))')
     repl.wait_for("STATE withheld 1")
     assert answers(relay_home) == [True, False]
 
@@ -80,7 +80,7 @@ def test_y_enter_typed_ahead_answers_nothing(repl, recipe, relay_home):
     repl.keys("n", "Enter")
     text = repl.wait_for("you answered 'n'")
     assert "declined: nothing was done (send to fake:inbox; you answered 'n'" in text
-    repl.type_line('print("STATE", r.state, len(session.transports["memory"].received))')
+    repl.type_line('print("STATE", r.state, len(session._transports["memory"].received))')
     repl.wait_for("STATE withheld 0")
     assert answers(relay_home) == [False]
 
@@ -90,7 +90,7 @@ def test_y_enter_after_each_prompt_approves_each_step(repl, recipe, relay_home):
     for n in (1, 2):
         repl.wait_for(prompts(n))
         repl.keys("y", "Enter")
-    repl.type_line('print("STATE", r.state, len(session.transports["memory"].received))')
+    repl.type_line('print("STATE", r.state, len(session._transports["memory"].received))')
     repl.wait_for("STATE done 2")
     assert answers(relay_home) == [True, True]
 
@@ -104,7 +104,7 @@ def test_y_then_more_keys_at_step_one_never_reach_step_two(repl, recipe, relay_h
     text = repl.wait_for(prompts(2))
     assert "(3 keys typed before this plan was shown: discarded, not an answer)" in text
     repl.keys("y", "Enter")
-    repl.type_line('print("STATE", r.state, len(session.transports["memory"].received))')
+    repl.type_line('print("STATE", r.state, len(session._transports["memory"].received))')
     repl.wait_for("STATE done 2")
     assert answers(relay_home) == [True, True]
 
@@ -153,6 +153,6 @@ def test_in_the_repl_each_prompt_is_drawn_below_its_plan(repl, tmp_path, relay_h
         text = repl.wait_for(lambda t, n=n: t.count(PROMPT) >= n)
         assert text.count(PROMPT) == n and text.rindex(PROMPT) > text.rindex(f"hop={n - 1} want=none] step {n}"), text
         repl.keys("y", "Enter")
-    repl.type_line('print("STATE", r.state, len(session.transports["memory"].received))')
+    repl.type_line('print("STATE", r.state, len(session._transports["memory"].received))')
     repl.wait_for("STATE done 5")
     assert answers(relay_home) == [True] * 5

@@ -23,7 +23,7 @@ def test_repl_shows_session_then_gates_a_send(repl, relay_home):
     repl.wait_for("Proceed? [y/N]")
     repl.keys("n", "Enter")
     repl.wait_for("declined: nothing was done")
-    repl.type_line('print("HELD", len(session.transports["memory"].received))')
+    repl.type_line('print("HELD", len(session._transports["memory"].received))')
     repl.wait_for("HELD 0")
 
     led = Ledger(relay_home / "ledger.sqlite")
@@ -37,7 +37,7 @@ def test_repl_shows_session_then_gates_a_send(repl, relay_home):
     repl.wait_for(lambda s: s.count("Proceed? [y/N]") >= 2)
     repl.keys("y", "Enter")
     repl.wait_for("[confirm] in_turn")
-    repl.type_line('print("GOT", repr(session.transports["memory"].received[0]))')
+    repl.type_line('print("GOT", repr(session._transports["memory"].received[0]))')
     screen = repl.wait_for("GOT '")
 
     plans = led.events(kind="plan")

@@ -76,7 +76,8 @@ class TwoStage(InMemoryTransport):
         super().__init__()
         self.between = between
 
-    async def send(self, delivery, target, payload, log: StageLog):
+    async def send(self, delivery, target, payload, log: StageLog, approval=None):
+        self.require(approval, target, payload, "test write")
         log.checkpoint("first half")
         self.received.append(payload[:10])
         self.between()

@@ -11,6 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from relay_repl.session.gate import ScriptedGate
+
 from relay_repl.core.envelope import Envelope
 from relay_repl.session.inbox import Inbox, clean_stale, find_inbox, parse_content, proc_start, read_records
 from relay_repl.store.ledger import Ledger
@@ -162,7 +164,8 @@ INBOX_PROC = textwrap.dedent(
             inbox = Inbox(Ledger.default(), address="crashy", sender="operator:relay@crashy")
             await inbox.listen(tg)
             extra = Path(sys.argv[1]) / "9.sock"
-            await inbox.listen(tg, extra)
+            from tests.support.approvals import file_approval
+            await inbox.listen(tg, extra, await file_approval(extra))
             owned = Path(sys.argv[1]) / "registry.json"
             import os, json
             owned.write_text(json.dumps({"pid": os.getpid()}))
@@ -186,10 +189,26 @@ def test_a_killed_inbox_is_found_and_cleaned(relay_home, tmp_path):
     proc.wait()
     leftovers = [Path(rec.socket), other / "9.sock", other / "registry.json"]
     assert all(p.exists() for p in leftovers)
-    removed = clean_stale()
-    assert [r.pid for r in removed] == [proc.pid]
+    # without the operator's approval only relay's own socket goes; the files in another
+    # program's directory (and the record naming them) stay, and the lines say why
+    said: list[str] = []
+    assert clean_stale(echo=said.append) == []
+    assert not leftovers[0].exists() and all(p.exists() for p in leftovers[1:])
+    assert [r.pid for r in read_records()] == [proc.pid]
+    assert sum("not removed without the operator's approval" in line for line in said) == 2, said
+    gate = ScriptedGate([True])
+    removed = approved_clean(gate)
+    assert [r.pid for r in removed] == [proc.pid] and len(gate.shown) == 1
+    assert gate.shown[0].files == tuple(f"removes {p} (left by crashed relay pid {proc.pid})" for p in leftovers[1:])
     assert not any(p.exists() for p in leftovers)
     assert read_records() == []
+
+
+def approved_clean(gate):
+    """`session.clean()` under `gate` (relay clean answered at the terminal)."""
+    from relay_repl.session.session import Session
+
+    return anyio.run(Session(ledger=Ledger.default(), approve=gate).clean)
 
 
 def test_proc_start_matches_proc():
@@ -306,9 +325,12 @@ def test_read_only_commands_never_clean_and_relay_clean_reports_on_stderr(relay_
         assert all(p.exists() for p in leftovers), args
         assert [r.pid for r in read_records()] == [rec.pid], args
     json.loads(relay_cli("targets", "--json").stdout)
-    res = relay_cli("clean")
+    res = relay_cli("clean")  # no terminal to ask on: the gate answers No, so only relay's own socket goes
     assert res.returncode == 0 and res.stdout == ""
     assert f"removed {leftovers[0]}" in res.stderr and f"crashed relay pid {rec.pid}" in res.stderr
+    assert "No terminal to ask on" in res.stderr and "Plan: remove what crashed relay processes left" in res.stderr
+    assert all(p.exists() for p in leftovers[1:]) and [r.pid for r in read_records()] == [rec.pid]
+    approved_clean(ScriptedGate([True]))
     assert not any(p.exists() for p in leftovers) and read_records() == []
     res = relay_cli("clean")
     assert res.returncode == 0 and "nothing to clean" in res.stderr
@@ -321,8 +343,13 @@ async def test_an_extra_socket_never_replaces_a_file_it_did_not_create(relay_hom
     async def body(inbox, led, seen):
         from relay_repl.core.errors import TransportError
 
+        from relay_repl.core.errors import NoApproval
+        from tests.support.approvals import file_approval
+
+        with pytest.raises(NoApproval, match="no approval for this plan"):
+            await inbox.listen(path=squatter)  # a file in another directory needs the gate first
         with pytest.raises(TransportError, match="will not replace"):
-            await inbox.listen(path=squatter)
+            await inbox.listen(path=squatter, approval=await file_approval(squatter))
         assert squatter.read_text() == "someone else's"
 
     await run_inbox(relay_home, body)

@@ -190,9 +190,9 @@ class LateReceiver(InMemoryTransport):
         self.arrived = False
         self.sends = 0
 
-    async def send(self, d, target, payload, log):
+    async def send(self, d, target, payload, log, approval=None):
         self.sends += 1
-        await super().send(d, target, payload, log)
+        await super().send(d, target, payload, log, approval=approval)
 
     async def confirm(self, d, target, payload, log, timeout):
         if self.arrived:

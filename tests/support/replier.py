@@ -37,8 +37,8 @@ class Replier(InMemoryTransport):
         self.n = 0
         self.tag = "." + uuid.uuid4().hex[:6]  # reply ids unique across repliers, as the ledger makes them
 
-    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog) -> None:
-        await super().send(delivery, target, payload, log)
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog, approval: Any = None) -> None:
+        await super().send(delivery, target, payload, log, approval=approval)
         env = Envelope.parse(payload)
         assert env is not None
         self.log.append(("sent", env.id))

@@ -22,6 +22,7 @@ from relay_repl.store.ledger import Ledger
 from relay_repl.store.paths import ledger_path
 from relay_repl.transports.base import StageLog
 from relay_repl.transports.tmux import PaneIO, TmuxTransport
+from tests.support.approvals import approved_send
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
@@ -37,13 +38,13 @@ class CountingIO(PaneIO):
         super().__init__()
         self.keys: list[tuple[str, str]] = []
 
-    def send_literal(self, pane, text):  # type: ignore[no-untyped-def]
+    def send_literal(self, pane, text, approval=None):  # type: ignore[no-untyped-def]
         self.keys.append(("literal", text))
-        super().send_literal(pane, text)
+        super().send_literal(pane, text, approval)
 
-    def send_key(self, pane, key):  # type: ignore[no-untyped-def]
+    def send_key(self, pane, key, approval=None):  # type: ignore[no-untyped-def]
         self.keys.append(("key", key))
-        super().send_key(pane, key)
+        super().send_key(pane, key, approval)
 
 
 def composer(name: str) -> str | None:
@@ -84,7 +85,7 @@ async def test_control_characters_never_reach_the_pane(lab, spec, name):
     gate = ScriptedGate([True] * 20)
     s = make_session(approve=gate, echo=lambda line: None)
     await s.refresh()
-    tmux = s.transports["tmux"]
+    tmux = s._transports["tmux"]
     io = CountingIO()
     tmux.io = io
     for ch in CONTROLS:
@@ -94,7 +95,7 @@ async def test_control_characters_never_reach_the_pane(lab, spec, name):
         # the transport refuses on its own too, should a payload ever get past the session
         target = await s.target(spec)
         d = Delivery(target=spec, transport="tmux")
-        await TmuxTransport(io).send(d, target, f"[relay/1 x] ctrl{ch}byte", StageLog(d, s.ledger))
+        await approved_send(TmuxTransport(io), d, target, f"[relay/1 x] ctrl{ch}byte", StageLog(d, s.ledger))
         assert d.state is DeliveryState.REFUSED and f"U+{ord(ch):04X}" in (d.reason or "")
     assert gate.shown == [], "no plan may be shown for such a body"
     assert io.keys == [], "not one key may leave"
@@ -128,7 +129,7 @@ async def test_halt_after_preflight_types_nothing(lab):
 
     s = make_session(approve=ScriptedGate([True]), echo=echo)
     io = CountingIO()
-    s.transports["tmux"].io = io
+    s._transports["tmux"].io = io
     try:
         await s.refresh()
         d = await s.send(spec, f"halted after preflight {uuid.uuid4().hex[:6]}", transport="tmux")
@@ -158,7 +159,7 @@ async def test_halt_after_typing_never_presses_enter(lab):
 
     s = make_session(approve=ScriptedGate([True]), echo=echo)
     io = CountingIO()
-    s.transports["tmux"].io = io
+    s._transports["tmux"].io = io
     try:
         await s.refresh()
         d = await s.send(spec, body, transport="tmux")

@@ -16,7 +16,7 @@ def make(name: str, **caps) -> Transport:
         def delivered_when(self, target, envelope):
             return "x"
 
-        async def send(self, d: Delivery, target, payload, log: StageLog):
+        async def send(self, d: Delivery, target, payload, log: StageLog, approval=None):
             raise AssertionError("ranking must never send")
 
         async def confirm(self, d, target, payload, log, timeout):

@@ -27,6 +27,7 @@ from relay_repl.testing import replay
 from relay_repl.transports.base import StageLog
 from relay_repl.transports.claude_socket import ClaudeSocketTransport
 from relay_repl.transports.codex_queue import CodexQueueTransport
+from tests.support.approvals import approved_send
 
 pytestmark = pytest.mark.anyio
 FIX = Path(__file__).parent.parent / "agents" / "fixtures"
@@ -60,7 +61,7 @@ async def test_codex_queue_send_reads_back_its_row_and_confirms_the_queue_turn(t
     home = Path(target.detail["codex_home"])
     d = Delivery(target=target.spec, transport=t.name)
     log = _log(d, tmp_path)
-    await t.send(d, target, PAYLOAD, log)
+    await approved_send(t, d, target, PAYLOAD, log)
     assert d.state == DeliveryState.QUEUED and d.stage == "enqueue"
     rows = replay.queue_rows(home)
     assert [r["id"] for r in rows] == [d.extra["item_id"]]
@@ -83,7 +84,7 @@ async def test_codex_queue_a_turn_of_another_trigger_is_not_delivery(tmp_path):
     t, target, rollout = _codex(tmp_path)
     d = Delivery(target=target.spec, transport=t.name)
     log = _log(d, tmp_path)
-    await t.send(d, target, PAYLOAD, log)
+    await approved_send(t, d, target, PAYLOAD, log)
     replay.take_queued_item(Path(target.detail["codex_home"]), d.extra["item_id"], rollout, ROLLOUT, trigger="user")
     await t.confirm(d, target, PAYLOAD, log, timeout=5)
     assert d.state == DeliveryState.UNKNOWN and "not queue" in d.evidence[-1].detail
@@ -92,7 +93,7 @@ async def test_codex_queue_a_turn_of_another_trigger_is_not_delivery(tmp_path):
 async def test_codex_queue_failure_and_refusals(tmp_path):
     t, target, _ = _codex(tmp_path, fail=replay.UNKNOWN_THREAD.format(thread=THREAD))
     d = Delivery(target=target.spec, transport=t.name)
-    await t.send(d, target, PAYLOAD, _log(d, tmp_path))
+    await approved_send(t, d, target, PAYLOAD, _log(d, tmp_path))
     assert d.state == DeliveryState.FAILED and "no rollout found for thread id" in d.evidence[-1].detail
     assert replay.queue_rows(Path(target.detail["codex_home"])) == []
     assert t.refusal(target) is None
@@ -134,7 +135,7 @@ async def test_claude_socket_send_and_confirm_from_the_transcript(tmp_path, clau
         t = ClaudeSocketTransport()
         d = Delivery(target=target.spec, transport=t.name)
         log = _log(d, tmp_path)
-        await t.send(d, target, PAYLOAD, log)
+        await approved_send(t, d, target, PAYLOAD, log)
         assert d.state == DeliveryState.QUEUED and d.stage == "write"
         with anyio.fail_after(5):
             while not session.frames:
@@ -156,7 +157,7 @@ async def test_claude_socket_no_record_is_not_delivery(tmp_path, claude):
         t = ClaudeSocketTransport()
         d = Delivery(target=target.spec, transport=t.name)
         log = _log(d, tmp_path)
-        await t.send(d, target, PAYLOAD, log)
+        await approved_send(t, d, target, PAYLOAD, log)
         await t.confirm(d, target, PAYLOAD, log, timeout=0.5)
         assert d.state == DeliveryState.QUEUED and "do not re-send" in (d.reason or "")
     finally:
@@ -170,7 +171,7 @@ async def test_claude_socket_refuses_a_socket_served_by_another_pid(tmp_path, cl
         t = ClaudeSocketTransport()
         other = target.model_copy(update={"pid": 1})
         d = Delivery(target=target.spec, transport=t.name)
-        await t.send(d, other, PAYLOAD, _log(d, tmp_path))
+        await approved_send(t, d, other, PAYLOAD, _log(d, tmp_path))
         assert d.state == DeliveryState.REFUSED and "socket owner does not match" in (d.reason or "")
         assert session.frames == []  # nothing was written
         assert "does not offer claude-code-socket" in t.refusal(target.model_copy(update={"transports": ("tmux",)}))

@@ -34,7 +34,9 @@ from relay_repl.store.ledger import Ledger
 from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
 from relay_repl.transports.base import StageLog
+from relay_repl.core.approval import check
 from relay_repl.transports.tmux import PaneIO, PaneRef, TmuxTransport
+from tests.support.approvals import approved_send
 
 pytestmark = pytest.mark.anyio
 live = pytest.mark.live
@@ -51,13 +53,13 @@ class RecordingIO(PaneIO):
         super().__init__(env)
         self.keys: list[tuple[str, str]] = []
 
-    def send_literal(self, pane: PaneRef, text: str) -> None:
+    def send_literal(self, pane: PaneRef, text: str, approval: Any = None) -> None:
         self.keys.append(("literal", text))
-        super().send_literal(pane, text)
+        super().send_literal(pane, text, approval)
 
-    def send_key(self, pane: PaneRef, key: str) -> None:
+    def send_key(self, pane: PaneRef, key: str, approval: Any = None) -> None:
         self.keys.append(("key", key))
-        super().send_key(pane, key)
+        super().send_key(pane, key, approval)
 
 
 def golden(client: str, scenario: str) -> Snapshot:
@@ -89,13 +91,15 @@ class ReplayIO(PaneIO):
     def processes(self, root: int) -> list[tuple[int, list[str]]]:
         return [(root, self.argv)]
 
-    def send_literal(self, pane: PaneRef, text: str) -> None:
+    def send_literal(self, pane: PaneRef, text: str, approval: Any = None) -> None:
+        check(approval, what="replayed literal", transport="tmux", payload=text, pane=pane.pane_id)
         self.keys.append(("literal", text))
         if self.on_literal is not None:
             self.screen = self.on_literal
 
-    def send_key(self, pane: PaneRef, key: str) -> None:
+    def send_key(self, pane: PaneRef, key: str, approval: Any = None) -> None:
         assert key in ("Enter", "Tab")
+        check(approval, what="replayed key", transport="tmux", pane=pane.pane_id)
         self.keys.append(("key", key))
         nxt = {"Enter": self.on_enter, "Tab": self.on_tab}[key]
         if nxt is not None:
@@ -131,7 +135,7 @@ async def test_replay_blocked_screens_are_refused_with_zero_keys(tmp_path, clien
     snap = golden(client, scenario)
     io = ReplayIO(snap, argv=["/x/codex"] if client == "codex" else ["claude"])
     d, log = stage_log(tmp_path)
-    await fast(io).send(d, replay_target(client, snap, tmp_path), "[relay/1 t] hello", log)
+    await approved_send(fast(io), d, replay_target(client, snap, tmp_path), "[relay/1 t] hello", log)
     assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.reason
     assert io.keys == []
     assert d.evidence[-1].data["keys_sent"] == 0 and "reading" in d.evidence[-1].data
@@ -142,7 +146,7 @@ async def test_replay_untypable_payload_is_refused_before_any_io(tmp_path, paylo
     snap = golden("claude-code", "after_turn")
     io = ReplayIO(snap)
     d, log = stage_log(tmp_path)
-    await fast(io).send(d, replay_target("claude-code", snap, tmp_path), payload, log)
+    await approved_send(fast(io), d, replay_target("claude-code", snap, tmp_path), payload, log)
     assert d.state is DeliveryState.REFUSED and io.keys == []
 
 
@@ -151,7 +155,7 @@ async def test_replay_roster_mismatch_is_refused(tmp_path):
     io = ReplayIO(snap)
     t = replay_target("claude-code", snap, tmp_path).model_copy(update={"pid": (snap.pane_pid or 0) + 1})
     d, log = stage_log(tmp_path)
-    await fast(io).send(d, t, "[relay/1 t] hello", log)
+    await approved_send(fast(io), d, t, "[relay/1 t] hello", log)
     assert d.state is DeliveryState.REFUSED and "roster" in (d.reason or "") and io.keys == []
 
 
@@ -160,7 +164,7 @@ async def test_replay_codex_pane_not_tied_to_the_thread_is_refused(tmp_path):
     io = ReplayIO(snap, argv=["/x/codex"])
     t = replay_target("codex", snap, tmp_path, name="someone-else").model_copy(update={"pid": 1})
     d, log = stage_log(tmp_path)
-    await fast(io).send(d, t, "[relay/1 t] hello", log)
+    await approved_send(fast(io), d, t, "[relay/1 t] hello", log)
     assert d.state is DeliveryState.REFUSED and "cannot be tied" in (d.reason or "") and io.keys == []
 
 
@@ -168,7 +172,7 @@ async def test_replay_payload_never_visible_means_no_enter(tmp_path):
     snap = golden("claude-code", "after_turn")
     io = ReplayIO(snap)  # the screen never changes: a frozen client
     d, log = stage_log(tmp_path)
-    await fast(io).send(d, replay_target("claude-code", snap, tmp_path), "[relay/1 t] hello", log)
+    await approved_send(fast(io), d, replay_target("claude-code", snap, tmp_path), "[relay/1 t] hello", log)
     assert d.state is DeliveryState.TYPED and d.stage == "stage"
     assert io.keys == [("literal", "[relay/1 t] hello")]
     assert "pending staged" in (d.reason or "") and d.evidence[-1].data["capture"]
@@ -193,7 +197,7 @@ async def test_replay_dialog_between_stage_and_submit_withholds_enter(tmp_path):
 
     io = Flip(idle, on_literal=staged)
     d, log = stage_log(tmp_path)
-    await fast(io).send(d, replay_target("claude-code", idle, tmp_path), payload, log)
+    await approved_send(fast(io), d, replay_target("claude-code", idle, tmp_path), payload, log)
     assert d.state is DeliveryState.TYPED and d.stage == "submit", d.reason
     assert [k for k in io.keys if k[0] == "key"] == []
 
@@ -202,7 +206,7 @@ async def test_replay_claude_busy_gets_one_enter_and_nothing_else(tmp_path):
     busy, staged, queued = (golden("claude-code", s) for s in ("busy", "busy_staged", "busy_queued"))
     io = ReplayIO(busy, on_literal=staged, on_enter=queued)
     d, log = stage_log(tmp_path)
-    await fast(io).send(d, replay_target("claude-code", busy, tmp_path), "[relay/1 test] typed while busy", log)
+    await approved_send(fast(io), d, replay_target("claude-code", busy, tmp_path), "[relay/1 test] typed while busy", log)
     assert d.state is DeliveryState.SUBMITTED
     assert io.keys == [("literal", "[relay/1 test] typed while busy"), ("key", "Enter")]
     hint = d.extra["tmux"]["screen_after_enter"]
@@ -213,7 +217,7 @@ async def test_replay_claude_enter_that_does_not_take_is_never_repeated(tmp_path
     busy, staged = golden("claude-code", "busy"), golden("claude-code", "busy_staged")
     io = ReplayIO(busy, on_literal=staged)  # Enter changes nothing
     d, log = stage_log(tmp_path)
-    await fast(io).send(d, replay_target("claude-code", busy, tmp_path), "[relay/1 test] typed while busy", log)
+    await approved_send(fast(io), d, replay_target("claude-code", busy, tmp_path), "[relay/1 test] typed while busy", log)
     assert [k for k in io.keys if k[0] == "key"] == [("key", "Enter")]
     assert "not pressed again" in (d.reason or "")
 
@@ -222,7 +226,7 @@ async def test_replay_codex_tab_only_when_enter_left_it_beside_tab_to_queue(tmp_
     busy, staged, queued = (golden("codex", s) for s in ("busy", "busy_staged", "busy_tab_queued"))
     io = ReplayIO(busy, on_literal=staged, on_tab=queued, argv=["/x/codex"])  # Enter changes nothing
     d, log = stage_log(tmp_path)
-    await fast(io).send(d, replay_target("codex", busy, tmp_path), "[relay/1 test] staged while busy", log)
+    await approved_send(fast(io), d, replay_target("codex", busy, tmp_path), "[relay/1 test] staged while busy", log)
     assert io.keys == [("literal", "[relay/1 test] staged while busy"), ("key", "Enter"), ("key", "Tab")]
     why = [e for e in d.evidence if e.stage == "submit" and "Tab sent once" in e.detail]
     assert len(why) == 1 and "tab to queue message" in why[0].detail
@@ -234,7 +238,7 @@ async def test_replay_codex_steer_sends_no_tab(tmp_path):
     payload = "[relay/1 test] staged while busy"
     io = ReplayIO(busy, on_literal=staged, on_enter=steered, argv=["/x/codex"])
     d, log = stage_log(tmp_path)
-    await fast(io).send(d, replay_target("codex", busy, tmp_path), payload, log)
+    await approved_send(fast(io), d, replay_target("codex", busy, tmp_path), payload, log)
     assert io.keys == [("literal", payload), ("key", "Enter")]
 
 
@@ -294,7 +298,7 @@ async def live_send(name: str, payload: str, timeout: float = 30.0, target: Targ
     tr = TmuxTransport(io, **kw)
     d = Delivery(target=target.spec, transport="tmux")
     log = StageLog(d, Ledger(paths.state_dir() / "tmux-live-ledger.sqlite"))
-    await tr.send(d, target, payload, log)
+    await approved_send(tr, d, target, payload, log)
     if d.state is DeliveryState.SUBMITTED:
         await tr.confirm(d, target, payload, log, timeout)
     return d, io, target

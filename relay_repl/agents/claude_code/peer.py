@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from relay_repl.agents.adapter import load_adapter
+from relay_repl.core.approval import Approval, check
 from relay_repl.core.errors import DiscoveryError
 from relay_repl.core.plan import Plan
 from relay_repl.system.proc import proc_start, same_process
@@ -144,7 +145,10 @@ class ClaudePeerRegistration:
                 f"{verb(self.key_path)}: its key file (mode 0600, a fresh peerToken)",
                 f"creates {self.socket_path}: the listening socket Claude sessions reply to")
 
-    def write(self) -> None:
+    def write(self, approval: Approval | None = None) -> None:
+        """Write the record and key file: only under the gate's approval of `plan()`."""
+        check(approval, what=f"writing {self.record_path} into Claude's registry",
+              payload=json.dumps(self.record, separators=(",", ":")), file=str(self.record_path))
         sessions = self.cfg / "sessions"
         tmp = self.key_path.with_name(self.key_path.name + f".tmp.{secrets.token_hex(4)}")
         tmp.write_text(json.dumps(self.key))
