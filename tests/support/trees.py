@@ -7,13 +7,21 @@ file whose content changed cannot keep its old stat; a larger file (the lab's 40
 daemon copy) is compared by stat alone, which that makes sound. A directory's mtime changes
 when an entry is created or removed in it, so a file made and deleted again by the command
 (a -wal left for a moment) still shows.
+
+Contents are hashed in a CHILD process, never here: reading a database file (or its -wal
+or -shm) with open()/close() drops every POSIX lock this process's SQLite connections hold
+on it (SQLite's "how to corrupt" list, 2.2), and a test process may still hold the shared
+lab's ledger open; another process then re-initialises the WAL index under it, and the
+ledger is corrupted ("database disk image is malformed" in a later test).
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
@@ -23,15 +31,31 @@ Entry = tuple[str, int, int, int, int, int, str | None]
 Tree = dict[str, Entry]
 
 
-def _sha256(path: Path) -> str | None:
+_HASHER = """
+import hashlib, json, sys
+out = {}
+for p in json.load(sys.stdin):
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        with open(p, "rb") as f:
+            out[p] = hashlib.sha256(f.read()).hexdigest()
     except OSError as exc:  # a socket, a file that went away, no permission: say so, comparably
-        return f"unreadable: {exc.strerror}"
+        out[p] = "unreadable: " + (exc.strerror or str(exc))
+json.dump(out, sys.stdout)
+"""
+
+
+def _sha256_many(paths: list[str]) -> dict[str, str]:
+    """sha256 of each file, read by a child process (see the module docstring for why)."""
+    if not paths:
+        return {}
+    done = subprocess.run([sys.executable, "-c", _HASHER], input=json.dumps(paths), capture_output=True, text=True,
+                          check=True, timeout=120)
+    return json.loads(done.stdout)
 
 
 def snapshot(roots: Iterable[Path]) -> Tree:
     out: Tree = {}
+    to_hash: list[str] = []
     for root in roots:
         if not os.path.lexists(root):
             out[str(root)] = ("absent", 0, 0, 0, 0, 0, None)
@@ -47,7 +71,7 @@ def snapshot(roots: Iterable[Path]) -> Tree:
                     else "link" if stat.S_ISLNK(st.st_mode) else "sock" if stat.S_ISSOCK(st.st_mode) else "other")
             digest = None
             if kind == "file" and st.st_size <= HASH_LIMIT:
-                digest = _sha256(p)
+                to_hash.append(str(p))
             elif kind == "link":
                 digest = os.readlink(p)
             out[str(p)] = (kind, st.st_size if kind != "dir" else 0, st.st_mode, st.st_ino, st.st_mtime_ns,
@@ -57,6 +81,8 @@ def snapshot(roots: Iterable[Path]) -> Tree:
                     stack.extend(sorted(p.iterdir()))
                 except OSError:
                     continue
+    for path, digest in _sha256_many(to_hash).items():
+        out[path] = (*out[path][:6], digest)
     return out
 
 
