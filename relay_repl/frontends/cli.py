@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from relay_repl import __version__
@@ -294,6 +295,33 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("relay_id", help="the id= value of the message you are answering")
     s.add_argument("text", nargs="+", help="the reply, one line")
     s.set_defaults(func=_cmd_reply)
+
+    nb = sub.add_parser(
+        "notebook",
+        help="run a notebook (a .py file of `# %%` cells) against the session, outputs kept beside it",
+        description="A notebook is a plain Python file in the jupytext percent format (`# %% title` starts a code "
+        "cell, `# %% [markdown]` a prose cell). Its cells run top to bottom in one namespace holding `session` and "
+        "`anyio`, with top-level await; every send shows its plan and asks y/N, headed with the notebook, run and "
+        "cell. Outputs go to <stem>.relay/<run id>/ (cells.jsonl, report.md), never into the file.\n\n"
+        "exit codes: 0 every cell ran, 1 a cell raised (later cells not run), 2 a syntax error or a bad -p, "
+        "before any cell runs; 130 Ctrl-C (resumable with --resume)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    nsub = nb.add_subparsers(dest="notebook_command", metavar="NBCOMMAND", required=True)
+    x = nsub.add_parser("run", help="run a notebook's cells", description="Run a notebook's cells top to bottom.")
+    x.add_argument("file", help="the notebook, FILE.py")
+    x.add_argument("-p", dest="param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter (the cell tagged parameters holds the defaults; the value is typed by the default)")
+    x.add_argument("--dry-run", action="store_true", help="show every send's plan, send nothing")
+    x.add_argument("--resume", metavar="RUN", help="continue a stopped run: sends it made are answered from the ledger")
+    x.add_argument("--json", action="store_true", help="the run as JSON on stdout (cell output and plans on stderr)")
+    x.set_defaults(func=_cmd_notebook_run)
+    x = nsub.add_parser("show", help="print a run's report (the newest by default)",
+                        description="Print the report.md of the newest (or the named) run of a notebook.")
+    x.add_argument("file", help="the notebook, FILE.py")
+    x.add_argument("run", nargs="?", help="a run id (default: the newest)")
+    x.add_argument("--json", action="store_true", help="the run (run.json) instead of the report")
+    x.set_defaults(func=_cmd_notebook_show)
 
     s = sub.add_parser(
         "mcp",
@@ -877,6 +905,68 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         print(repr(run))
     return 0 if run.state in ("done", "planned") else 1
+
+
+def _cmd_notebook_run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from relay_repl.core.errors import UsageError
+    from relay_repl.session.app import make_session
+    from relay_repl.session.notebook import read_notebook, run_notebook
+
+    params: dict[str, str] = {}
+    for item in args.param:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"-p {item!r} must be KEY=VALUE")
+        params[key.strip()] = value
+    if args.resume and args.dry_run:
+        raise UsageError("--resume and --dry-run do not mix: a dry run sends nothing, so there is nothing to resume")
+    read_notebook(Path(args.file))  # a syntax error is one line before anything else starts
+    err = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    say = err if args.json else (lambda s: print(s, flush=True))
+    approve = None
+    if args.json:  # stdout carries only the run's JSON: plans and the y/N prompt go to stderr
+        from relay_repl.session.gate import TerminalGate
+
+        io: dict = {}
+        if sys.stdin.isatty() and sys.stderr.isatty():
+            from prompt_toolkit.output import create_output
+
+            io["output"] = create_output(stdout=sys.stderr)
+        approve = TerminalGate(write=say, isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty(), **io)
+
+    async def go():
+        session = make_session(fake=args.fake, echo=say, approve=approve)
+        async with anyio.create_task_group() as tg:
+            if not args.dry_run:  # replies need somewhere to go; a dry run opens nothing
+                await session.open_inbox(tg, echo=say)
+            try:
+                return await run_notebook(session, args.file, params, dry_run=args.dry_run, resume=args.resume,
+                                          say=say, progress=err, out=sys.stderr if args.json else None)
+            finally:
+                await session.close_inbox()
+                tg.cancel_scope.cancel()
+
+    run = anyio.run(go)
+    if args.json:
+        print(run.model_dump_json(indent=1))
+    else:
+        where = Path(args.file).with_name(Path(args.file).stem + ".relay") / run.id
+        print(f"notebook {run.notebook} run {run.id}: {run.state}" + (f" ({run.reason})" if run.reason else "")
+              + f"; report: {where / 'report.md'}")
+    return run.exit_code
+
+
+def _cmd_notebook_show(args: argparse.Namespace) -> int:
+    from relay_repl.session.notebook import load_run
+
+    run, where = load_run(Path(args.file), args.run)
+    if args.json:
+        print(run.model_dump_json(indent=1))
+    else:
+        print((where / "report.md").read_text(encoding="utf-8"), end="")
+    return 0
 
 
 def _cmd_why(args: argparse.Namespace) -> int:
