@@ -823,17 +823,34 @@ def _cmd_recipes(args: argparse.Namespace) -> int:
 
         print(json.dumps(recipe_schema(), indent=1))
         return 0
+    from relay_repl.core.errors import UsageError
     from relay_repl.core.recipe import RecipeError
-    from relay_repl.session.recipes import list_recipes
+    from relay_repl.session.recipes import list_notebooks, list_recipes
 
     found = list_recipes()
+    notebooks = list_notebooks()
     if args.json:
         print(json.dumps([
-            {"name": r.name, "path": str(p), "description": r.description, "rounds": r.rounds, "until": r.until,
-             "params": {k: v.model_dump() for k, v in r.params.items()}} if not isinstance(r, RecipeError)
-            else {"name": p.stem, "path": str(p), "error": str(r)} for p, r in found], indent=1))
+            {"name": r.name, "kind": "recipe", "path": str(p), "description": r.description, "rounds": r.rounds,
+             "until": r.until, "params": {k: v.model_dump() for k, v in r.params.items()}}
+            if not isinstance(r, RecipeError) else {"name": p.stem, "kind": "recipe", "path": str(p), "error": str(r)}
+            for p, r in found] + [
+            {"name": p.stem, "kind": "notebook", "path": str(p), "title": nb.title, "params": nb.defaults()}
+            if not isinstance(nb, UsageError) else {"name": p.stem, "kind": "notebook", "path": str(p), "error": str(nb)}
+            for p, nb in notebooks], indent=1))
         return 0
-    if not found:
+    if notebooks:
+        print("notebooks (`relay run NAME` or `relay notebook run FILE.py`):")
+        for p, nb in notebooks:
+            if isinstance(nb, UsageError):
+                print(f"{p.stem:<14} BROKEN: {nb}")
+                continue
+            print(f"{p.stem:<14} {nb.title or '(untitled)'} [notebook, {len(nb.code_cells)} cells]")
+            for k, v in nb.defaults().items():
+                print(f"{'':<16}-p {k}=<{type(v).__name__}> (default {v!r})")
+        if found:
+            print("recipes:")
+    if not found and not notebooks:
         print("no recipes found (put NAME.toml in ./recipes/ or $RELAY_HOME/recipes/)")
         return 0
     for p, r in found:
@@ -877,6 +894,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
             io["output"] = create_output(stdout=sys.stderr)
         approve = TerminalGate(write=say, isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty(), **io)
+
+    if args.recipe:
+        from relay_repl.session.recipes import find_recipe
+
+        if find_recipe(args.recipe).suffix == ".py":  # a notebook on the same shelf: the notebook runner runs it
+            args.file, args.resume = str(find_recipe(args.recipe)), None
+            return _cmd_notebook_run(args)
 
     async def go():
         session = make_session(fake=args.fake, echo=say, approve=approve)

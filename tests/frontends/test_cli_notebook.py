@@ -87,3 +87,19 @@ def test_the_runner_loads_no_jupyter_kernel_machinery(tmp_path):
     r = relay("--fake", "notebook", "run", "demo.py", "--dry-run", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "kernel modules: []" in r.stdout
+
+
+def test_recipes_lists_notebooks_beside_the_toml_recipes_and_run_runs_either(tmp_path):
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "demo.py").write_text(NB)
+    (tmp_path / "recipes" / "plain.py").write_text("print('not a notebook')\n")
+    r = relay("recipes", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "demo           Demo [notebook, 3 cells]" in r.stdout and "-p n=<int> (default 2)" in r.stdout
+    assert "triage " in r.stdout and "handoff " in r.stdout and "ping " in r.stdout and "plain" not in r.stdout
+    listed = {x["name"]: x for x in json.loads(relay("recipes", "--json", cwd=tmp_path).stdout)}
+    assert listed["demo"]["kind"] == "notebook" and listed["demo"]["params"] == {"target": "fake:inbox", "n": 2}
+    assert listed["triage"]["params"]["follow_up"] == "claude:alpha" and listed["ping"]["kind"] == "recipe"
+    run = relay("--fake", "run", "demo", "-p", "n=4", "--dry-run", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "first cell ran 4" in run.stdout and (tmp_path / "recipes" / "demo.relay").is_dir()
