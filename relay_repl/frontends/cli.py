@@ -322,6 +322,13 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("run", nargs="?", help="a run id (default: the newest)")
     x.add_argument("--json", action="store_true", help="the run (run.json) instead of the report")
     x.set_defaults(func=_cmd_notebook_show)
+    x = nsub.add_parser("export", help="write a run as a Jupyter .ipynb (for reading: no kernel is named)",
+                        description="Write the cells and a run's outputs (the newest by default) as an nbformat-4 "
+                        "notebook, to read in Jupyter, JupyterLab or on a code host. Needs nbformat.")
+    x.add_argument("file", help="the notebook, FILE.py")
+    x.add_argument("run", nargs="?", help="a run id (default: the newest)")
+    x.add_argument("--ipynb", required=True, metavar="OUT.ipynb", help="where to write it")
+    x.set_defaults(func=_cmd_notebook_export)
 
     s = sub.add_parser(
         "mcp",
@@ -990,6 +997,14 @@ def _cmd_notebook_show(args: argparse.Namespace) -> int:
         print(run.model_dump_json(indent=1))
     else:
         print((where / "report.md").read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def _cmd_notebook_export(args: argparse.Namespace) -> int:
+    from relay_repl.session.notebook import export_ipynb
+
+    out = export_ipynb(Path(args.file), args.run, Path(args.ipynb))
+    print(f"wrote {out}")
     return 0
 
 

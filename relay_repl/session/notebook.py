@@ -296,7 +296,7 @@ class NotebookRunner:
                 value = await _eval(last, ns)
                 if value is not None:
                     rec.result = repr(value)
-                    print(rec.result)
+                    print(rec.result, file=self.tee.real, flush=True)  # shown as the REPL shows it; kept apart
             rec.state = "done"
         except ResumeMismatch as exc:
             rec.state, rec.error = "error", str(exc)
@@ -544,8 +544,8 @@ def render_report(run: NotebookRun) -> str:
             out.append("")
         if c.stdout.strip():
             out += ["Output:", "", "```text", c.stdout.rstrip("\n"), "```", ""]
-        if c.result is not None and not c.stdout.rstrip("\n").endswith(c.result):
-            out += [f"Result: `{c.result}`", ""]
+        if c.result is not None:
+            out += ["Result:", "", "```text", c.result, "```", ""]
         if c.deliveries:
             out += ["| relay id | target | state | verdict | reply |", "|---|---|---|---|---|"]
             for d in c.deliveries:
@@ -589,6 +589,53 @@ def load_run(path: Path, run_id: str | None = None) -> tuple[NotebookRun, Path]:
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read {chosen / 'run.json'}: {str(exc).splitlines()[0]}") from None
     return run, chosen
+
+
+def export_ipynb(path: Path, run_id: str | None, out: Path) -> Path:
+    """A real nbformat-4 notebook of a run, for reading in Jupyter, JupyterLab or on a code host:
+    the cells, and that run's outputs as stream and execute_result outputs. No kernelspec is
+    written: nothing names a kernel that could run it (it runs only through `relay`)."""
+    try:
+        import nbformat
+        from nbformat import v4
+    except ImportError:
+        raise UsageError("exporting to .ipynb needs nbformat: pip install nbformat") from None
+    run, _ = load_run(path, run_id)
+    cells = []
+    count = 0
+    for c in run.cells:
+        if c.kind == "markdown":
+            cells.append(v4.new_markdown_cell(c.source))
+            continue
+        if c.kind == "raw":
+            cells.append(v4.new_raw_cell(c.source))
+            continue
+        outputs = []
+        if c.stdout:
+            outputs.append(v4.new_output("stream", name="stdout", text=c.stdout))
+        ran = c.state in ("done", "error", "interrupted")
+        count += 1 if ran else 0
+        if c.result is not None:
+            outputs.append(v4.new_output("execute_result", data={"text/plain": c.result}, execution_count=count))
+        if c.error:
+            outputs.append(v4.new_output("stream", name="stderr", text=c.error))
+        meta: dict[str, Any] = {"relay": {"state": c.state, "sha256": c.sha256,
+                                          "plans": [p.model_dump() for p in c.plans],
+                                          "deliveries": [d.model_dump() for d in c.deliveries]}}
+        if c.title:
+            meta["title"] = c.title
+        if c.title == "injected-parameters":
+            meta["tags"] = ["injected-parameters"]
+        cells.append(v4.new_code_cell(c.source, outputs=outputs, execution_count=count if ran else None,
+                                      metadata=meta))
+    nb = v4.new_notebook(cells=cells, metadata={
+        "language_info": {"name": "python"},
+        "relay": {"run": run.id, "notebook": run.path, "state": run.state, "dry_run": run.dry_run,
+                  "params": run.params, "note": "outputs of a `relay notebook run`; run it with relay, not a kernel"}})
+    nbformat.validate(nb)
+    out = Path(out)
+    out.write_text(nbformat.writes(nb), encoding="utf-8")
+    return out
 
 
 async def run_notebook(session: Any, path: str | Path, params: dict[str, str] | None = None, *, dry_run: bool = False,

@@ -103,3 +103,34 @@ def test_recipes_lists_notebooks_beside_the_toml_recipes_and_run_runs_either(tmp
     run = relay("--fake", "run", "demo", "-p", "n=4", "--dry-run", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "first cell ran 4" in run.stdout and (tmp_path / "recipes" / "demo.relay").is_dir()
+
+
+def test_export_ipynb_is_a_valid_nbformat_4_notebook_with_the_runs_outputs_and_no_kernel(tmp_path):
+    import nbformat
+
+    nb(tmp_path)
+    assert relay("--fake", "notebook", "run", "demo.py", "--dry-run", cwd=tmp_path).returncode == 0
+    r = relay("notebook", "export", "demo.py", "--ipynb", "out.ipynb", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    book = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    nbformat.validate(book)
+    assert "kernelspec" not in book.metadata
+    kinds = [c.cell_type for c in book.cells]
+    assert kinds == ["markdown", "code", "code", "code"]
+    first = book.cells[2]
+    assert first.outputs[0].output_type == "stream" and first.outputs[0].text == "first cell ran 2\n"
+    last = book.cells[3]
+    assert last.outputs[-1].output_type == "execute_result" and last.outputs[-1].data["text/plain"] == "'withheld'"
+
+
+def test_jupytext_reads_the_shipped_notebooks_as_the_cells_the_runner_runs():
+    import jupytext
+
+    from relay_repl.core.notebook_cells import parse_cells
+
+    for name in ("triage", "handoff"):
+        path = ROOT / "recipes" / f"{name}.py"
+        theirs = [(c.cell_type, c.source, c.metadata.get("title", ""), c.metadata.get("tags", []))
+                  for c in jupytext.read(path).cells]
+        ours = [(c.kind, c.source, c.title, c.tags) for c in parse_cells(path.read_text(), str(path)).cells]
+        assert theirs == ours and len(ours) >= 5
