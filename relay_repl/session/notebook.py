@@ -638,6 +638,60 @@ def export_ipynb(path: Path, run_id: str | None, out: Path) -> Path:
     return out
 
 
+class ReplInput(BaseModel):
+    """One input typed in the REPL, whether it ran without error, and the repr of its value."""
+
+    text: str
+    ok: bool
+    result: str | None = None
+
+
+def notebook_from_inputs(inputs: list[ReplInput], title: str) -> str:
+    """Percent-format text of the inputs that ran without error, one cell each, in order
+    (a `session.save_notebook(...)` line itself is left out)."""
+    lines = ["# %% [markdown]", f"# # {title}", "# Saved from a relay REPL session: each cell is an input that ran "
+             "without error.", "# Run it with `relay notebook run FILE.py` (`--dry-run` shows every plan first).", ""]
+    n = 0
+    for i in inputs:
+        if not i.ok or not i.text.strip() or "save_notebook(" in i.text:
+            continue
+        n += 1
+        lines += [f"# %% input {n}", i.text.rstrip("\n"), ""]
+    if n == 0:
+        raise UsageError("no input of this REPL session ran without error yet: nothing to save")
+    return "\n".join(lines)
+
+
+def save_notebook(session: Any, name: str, *, overwrite: bool = False) -> Path:
+    """Write the REPL session's successful inputs as `./NAME.py` (or a NAME.py path), with a first
+    report beside it from their values; refuses to overwrite unless asked."""
+    import re
+
+    path = Path(name if name.endswith(".py") else f"{name}.py")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", path.stem):
+        raise UsageError(f"notebook name {path.stem!r} must be letters, digits, _ or -")
+    if path.exists() and not overwrite:
+        raise UsageError(f"{path} exists: pick another name or pass overwrite=True")
+    inputs = [i if isinstance(i, ReplInput) else ReplInput.model_validate(i) for i in session.repl_inputs]
+    text = notebook_from_inputs(inputs, path.stem)
+    nb = parse_cells(text, str(path))  # what is written must load
+    path.write_text(text, encoding="utf-8")
+    kept = [i for i in inputs if i.ok and i.text.strip() and "save_notebook(" not in i.text]
+    run = NotebookRun(id=new_run_id() + "-repl", notebook=path.stem, path=str(path), state="done",
+                      reason="saved from a REPL session: the values its inputs had there")
+    results = iter(kept)
+    for c in nb.cells:
+        got = next(results) if c.kind == "code" else None
+        run.cells.append(CellRecord(index=c.index, kind=c.kind, title=c.title, sha256=c.sha256, source=c.source,
+                                    state="done" if c.kind == "code" else "prose",
+                                    result=got.result if got is not None else None))
+    where = outputs_root(path) / run.id
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "run.json").write_text(run.model_dump_json(indent=1), encoding="utf-8")
+    write_report(run, where)
+    return path
+
+
 async def run_notebook(session: Any, path: str | Path, params: dict[str, str] | None = None, *, dry_run: bool = False,
                        resume: str | None = None, say: Callable[[str], None] | None = None,
                        progress: Callable[[str], None] | None = None, out: Any = None) -> NotebookRun:

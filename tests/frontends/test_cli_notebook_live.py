@@ -16,26 +16,13 @@ import pytest
 
 import relay_repl.lab.helpers as helpers
 from relay_repl.store.ledger import Ledger
+from tests.support.gate_keys import answer_yes
 from tests.support.tmuxdrive import Screen
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAUDE, CODEX = "claude:alpha", "codex:beta"
-
-
-def answer_yes(screen: Screen, n: int) -> None:
-    """Answer the n-th prompt yes as a person would: `y`, and Enter when the gate asks for it
-    (the y-then-Enter gate); a gate that takes `y` alone has said `approved` by then."""
-    screen.wait_for(lambda t: t.count("Proceed? [y/N]") >= n or "RC=" in t, timeout=240)
-    if "RC=" in screen.text():
-        return
-    screen.keys("y")
-    try:
-        screen.wait_for(lambda t: t.count("approved") >= n, timeout=2)
-    except AssertionError:
-        screen.keys("Enter")
-        screen.wait_for(lambda t: t.count("approved") >= n, timeout=10)
 
 
 async def test_triage_notebook_typed_in_a_terminal_exits_0_with_verified_replies(lab, tmp_path):
@@ -46,10 +33,8 @@ async def test_triage_notebook_typed_in_a_terminal_exits_0_with_verified_replies
     screen = Screen(["sh", "-c", cmd], dict(os.environ, TERM="xterm-256color"), height=60)
     try:
         n = 0
-        while "RC=" not in screen.text():
+        while n < 8 and await anyio.to_thread.run_sync(lambda: answer_yes(screen, n + 1, done="RC=")):
             n += 1
-            assert n <= 8, screen.text()
-            await anyio.to_thread.run_sync(answer_yes, screen, n)
         text = await anyio.to_thread.run_sync(lambda: screen.wait_for("RC=", timeout=60))
     finally:
         screen.close()

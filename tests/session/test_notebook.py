@@ -157,3 +157,12 @@ async def test_cancelling_a_waiting_cell_keeps_its_output_and_leaves_the_run_res
     run, _ = load_run(path)
     assert run.state == "interrupted" and run.cells[2].state == "interrupted"
     assert len(rep.received) == 1
+
+
+async def test_session_notebook_runs_one_from_the_repl_with_the_same_gate(tmp_path, flag):
+    flag.touch()
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 3)
+    run = await s.notebook(str(write(tmp_path)), rounds=3)
+    assert run.state == "done" and run.params == {"rounds": 3}
+    assert len(gate.shown) == 3 and "round 3: status?" in gate.shown[0].payload
+    assert s.send.__func__ is type(s).send  # the run's own send is gone once it ends  # type: ignore[attr-defined]
