@@ -26,6 +26,7 @@ Pure: imports nothing above core.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import re
@@ -187,7 +188,14 @@ def cell_ast(cell: Cell, path: str) -> ast.Module:
 
 def compile_cell(cell: Cell, path: str) -> tuple[Any, Any]:
     """(statements, last expression or None): the last expression is compiled apart so its
-    value can be shown and recorded, as a REPL shows it."""
+    value can be shown and recorded, as a REPL shows it. Cached: the check before any cell
+    runs and the run itself compile each cell once."""
+    return _compiled(cell.source, cell.line, cell.index, cell.title, path)
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(source: str, line: int, index: int, title: str, path: str) -> tuple[Any, Any]:
+    cell = Cell(index=index, title=title, source=source, line=line)
     tree = cell_ast(cell, path)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):

@@ -1045,7 +1045,8 @@ def _first_relay_error(group: BaseExceptionGroup):
 
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
-    if "targets" in words[:3] and "--help" not in words and "-h" not in words:
+    nb_run = "notebook" in words[:3] and "run" in words[:4]  # a notebook's first cell needs the targets too
+    if ("targets" in words[:3] or nb_run) and "--help" not in words and "-h" not in words:
         import relay_repl.agents.prefetch as prefetch
 
         prefetch.start()  # before anything else: the listing overlaps parsing and imports
