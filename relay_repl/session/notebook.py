@@ -185,6 +185,7 @@ class NotebookRunner:
         self.in_gate = False
         self.tee: _Tee | None = None
         self.prior: dict[tuple[int, int], dict[str, Any]] = {}
+        self.notes: dict[str, list[str]] = {}  # relay id -> plan notes (the same send in an earlier run)
         self._dry_n = 0
 
     # -- before any cell ---------------------------------------------------------
@@ -335,7 +336,8 @@ class NotebookRunner:
     def _approve(self, original: Any) -> Any:
         async def approve(plan: Plan) -> Any:
             heading = self.heading()
-            shown = plan.model_copy(update={"heading": f"{heading}: {plan.heading}" if plan.heading else heading})
+            shown = plan.model_copy(update={"heading": f"{heading}: {plan.heading}" if plan.heading else heading,
+                                            "notes": plan.notes + tuple(self.notes.get(plan.relay_id or "", ()))})
             self.in_gate = True
             saved = sys.stdout
             sys.stdout = self.tee.real if self.tee is not None else saved  # the prompt is not the cell's output
@@ -368,8 +370,11 @@ class NotebookRunner:
         if prior is not None:
             return await self._replay(prior, tgt.spec, body, want, cell)
         rid = kw.pop("relay_id", None) or self.session.ledger.next_id(self.session.me.address)
+        earlier = self._sent_before(index, tgt.spec, body)
+        if earlier:
+            self.notes[rid] = earlier
         self._event("notebook-send", cell=index, sha256=cell.sha256 if cell else None, call=n, target=tgt.spec,
-                    body=body, want=want, relay_id=rid)
+                    body=body, want=want, relay_id=rid, path=str(self.path.resolve()))
         self.cell_ids.append(rid)
         return await type(self.session).send(self.session, tgt, body, want=want, relay_id=rid, **kw)
 
@@ -398,6 +403,25 @@ class NotebookRunner:
             self.rec.plans.append(PlanShown(heading=self.heading(), target=d.target, transport=plan.transport,
                                             relay_id=rid, payload=plan.payload, answer="dry run"))
         return d
+
+    def _sent_before(self, cell: int, spec: str, body: str) -> list[str]:
+        """Notes for a plan whose target and body match a delivery an earlier run of this
+        notebook made from the same cell: its id, when, and its final state."""
+        import datetime as dt
+
+        led = self.session.ledger
+        path = str(self.path.resolve())
+        notes = []
+        for e in led.events(kind="notebook-send"):
+            d = e.data
+            if (d.get("path"), d.get("cell"), d.get("target"), d.get("body")) != (path, cell, spec, body) or \
+                    d.get("run") == self.run.id or d.get("replayed_from"):
+                continue
+            outcomes = [o for o in led.events(relay_id=d["relay_id"]) if o.kind == "outcome"]
+            state = outcomes[-1].data.get("state") if outcomes else "no outcome recorded"
+            when = dt.datetime.fromtimestamp(e.at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+            notes.append(f"sent before from this cell: {d['relay_id']} (run {d.get('run')}, {when}), {state}")
+        return notes[-3:]
 
     # -- resume ---------------------------------------------------------------------------
     def _load_prior(self, run_id: str) -> None:

@@ -166,3 +166,17 @@ async def test_session_notebook_runs_one_from_the_repl_with_the_same_gate(tmp_pa
     assert run.state == "done" and run.params == {"rounds": 3}
     assert len(gate.shown) == 3 and "round 3: status?" in gate.shown[0].payload
     assert s.send.__func__ is type(s).send  # the run's own send is gone once it ends  # type: ignore[attr-defined]
+
+
+async def test_a_new_run_plans_as_usual_and_says_the_same_cell_sent_this_before(tmp_path, flag):
+    flag.touch()
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 6)
+    path = write(tmp_path)
+    first = await run_notebook(s, path, {})
+    s2, rep2, gate2, _, _ = mk(tmp_path, [True] * 6, led=led)
+    await run_notebook(s2, path, {})
+    assert len(rep2.received) == 3  # sent again: a new run is not a resume
+    first_id = first.cells[2].deliveries[0].relay_id
+    (note,) = [n for n in gate2.shown[0].notes if n.startswith("sent before")]
+    assert f"sent before from this cell: {first_id} (run {first.id}, " in note and note.endswith(", replied")
+    assert not any(n.startswith("sent before") for n in gate.shown[0].notes)
