@@ -419,7 +419,7 @@ class NotebookRunner:
                 continue
             outcomes = [o for o in led.events(relay_id=d["relay_id"]) if o.kind == "outcome"]
             state = outcomes[-1].data.get("state") if outcomes else "no outcome recorded"
-            when = dt.datetime.fromtimestamp(e.at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+            when = dt.datetime.fromtimestamp(e.at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
             notes.append(f"sent before from this cell: {d['relay_id']} (run {d.get('run')}, {when}), {state}")
         return notes[-3:]
 
