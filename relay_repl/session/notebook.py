@@ -336,6 +336,15 @@ class NotebookRunner:
     def _approve(self, original: Any) -> Any:
         async def approve(plan: Plan) -> Any:
             heading = self.heading()
+            if self.dry_run:  # any other side effect a cell asks for (forward, reply, listing the inbox): shown, not done
+                real = self.tee.real if self.tee is not None else sys.stdout
+                print(plan.model_copy(update={"heading": heading}).render() + "\ndry run: not done", file=real,
+                      flush=True)
+                if self.rec is not None:
+                    self.rec.plans.append(PlanShown(heading=heading, target=plan.target.split(" ")[0],
+                                                    transport=plan.transport, relay_id=plan.relay_id,
+                                                    payload=plan.payload, answer="dry run"))
+                return False
             shown = plan.model_copy(update={"heading": f"{heading}: {plan.heading}" if plan.heading else heading,
                                             "notes": plan.notes + tuple(self.notes.get(plan.relay_id or "", ()))})
             self.in_gate = True

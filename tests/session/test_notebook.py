@@ -180,3 +180,12 @@ async def test_a_new_run_plans_as_usual_and_says_the_same_cell_sent_this_before(
     (note,) = [n for n in gate2.shown[0].notes if n.startswith("sent before")]
     assert f"sent before from this cell: {first_id} (run {first.id}, " in note and note.endswith(", replied")
     assert not any(n.startswith("sent before") for n in gate.shown[0].notes)
+
+
+async def test_dry_run_never_asks_the_gate_for_any_side_effect(tmp_path, flag):
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 3)
+    nb = ('# %% forward\nd = await session.forward("fake:a", "[relay/1 from=agent:x@peer to=peer id=peer-1 hop=0 '
+          'want=none] hi")\nd.state.value\n')
+    run = await run_notebook(s, write(tmp_path, nb, name="fwd"), {}, dry_run=True)
+    assert gate.shown == [] and rep.received == []
+    assert run.cells[0].plans[0].answer == "dry run" and run.cells[0].result == "'withheld'"
