@@ -873,6 +873,31 @@ def _cmd_recipes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _params(items: list[str]) -> dict[str, str]:
+    """`-p KEY=VALUE` flags as a dict (typed later, by the recipe or the notebook)."""
+    from relay_repl.core.errors import UsageError
+
+    params: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"-p {item!r} must be KEY=VALUE")
+        params[key.strip()] = value
+    return params
+
+
+def _stderr_gate(say: Any) -> Any:
+    """The terminal gate with its plans and y/N prompt on stderr, so stdout can carry JSON only."""
+    from relay_repl.session.gate import TerminalGate
+
+    io: dict = {}
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        from prompt_toolkit.output import create_output
+
+        io["output"] = create_output(stdout=sys.stderr)
+    return TerminalGate(write=say, isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty(), **io)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -883,24 +908,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("name a recipe (relay run NAME) or a run to resume (relay run --resume RUN_ID), not both")
     if args.resume and (args.param or args.dry_run):
         raise UsageError("--resume takes no -p or --dry-run: a run resumes with the parameters it started with")
-    params: dict[str, str] = {}
-    for item in args.param:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise UsageError(f"-p {item!r} must be KEY=VALUE")
-        params[key.strip()] = value
+    params = _params(args.param)
     say = (lambda s: print(s, file=sys.stderr, flush=True)) if args.json else (lambda s: print(s, flush=True))
 
-    approve = None
-    if args.json:  # stdout carries only the run's JSON: plans and the y/N prompt go to stderr
-        from relay_repl.session.gate import TerminalGate
-
-        io: dict = {}
-        if sys.stdin.isatty() and sys.stderr.isatty():
-            from prompt_toolkit.output import create_output
-
-            io["output"] = create_output(stdout=sys.stderr)
-        approve = TerminalGate(write=say, isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty(), **io)
+    approve = _stderr_gate(say) if args.json else None  # stdout carries only the run's JSON
 
     if args.recipe:
         from relay_repl.session.recipes import find_recipe
@@ -945,27 +956,13 @@ def _cmd_notebook_run(args: argparse.Namespace) -> int:
     from relay_repl.session.app import make_session
     from relay_repl.session.notebook import read_notebook, run_notebook
 
-    params: dict[str, str] = {}
-    for item in args.param:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise UsageError(f"-p {item!r} must be KEY=VALUE")
-        params[key.strip()] = value
+    params = _params(args.param)
     if args.resume and args.dry_run:
         raise UsageError("--resume and --dry-run do not mix: a dry run sends nothing, so there is nothing to resume")
     read_notebook(Path(args.file))  # a syntax error is one line before anything else starts
     err = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     say = err if args.json else (lambda s: print(s, flush=True))
-    approve = None
-    if args.json:  # stdout carries only the run's JSON: plans and the y/N prompt go to stderr
-        from relay_repl.session.gate import TerminalGate
-
-        io: dict = {}
-        if sys.stdin.isatty() and sys.stderr.isatty():
-            from prompt_toolkit.output import create_output
-
-            io["output"] = create_output(stdout=sys.stderr)
-        approve = TerminalGate(write=say, isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty(), **io)
+    approve = _stderr_gate(say) if args.json else None  # stdout carries only the run's JSON
 
     async def go():
         session = make_session(fake=args.fake, echo=say, approve=approve)
