@@ -112,3 +112,26 @@ async def test_ctrl_c_then_resume_sends_no_relay_id_twice(lab, tmp_path):
         assert sorted(answered) == sorted(sent) and not dupes, (answered, dupes)
     for name in ("alpha", "beta"):
         await anyio.to_thread.run_sync(lambda n=name: helpers.wait_idle(n, timeout=90))
+
+
+async def test_handoff_notebook_by_name_verifies_both_answers(lab, tmp_path):
+    (tmp_path / "recipes").mkdir()
+    shutil.copy(ROOT / "recipes" / "handoff.py", tmp_path / "recipes" / "handoff.py")
+    cmd = f"cd {tmp_path} && {sys.executable} -m relay_repl.frontends.cli --lab run handoff; echo RC=$?; sleep 600"
+    screen = Screen(["sh", "-c", cmd], dict(os.environ, TERM="xterm-256color"), height=60)
+    try:
+        n = 0
+        while n < 6 and await anyio.to_thread.run_sync(lambda n=n: answer_yes(screen, n + 1, done="RC=")):
+            n += 1
+        text = await anyio.to_thread.run_sync(lambda: screen.wait_for("RC=", timeout=60))
+    finally:
+        screen.close()
+    assert "RC=0" in text, text
+    (run_dir,) = (tmp_path / "recipes" / "handoff.relay").iterdir()
+    report = (run_dir / "report.md").read_text()
+    verify = report.split('"verify both": done', 1)[1]
+    lines = re.findall(r"^(\S+) in (\S+): (\S+); answer (\S+) (.+)$", verify, re.M)
+    assert [(t, a) for _, t, _, _, a in lines] == [(CODEX, "verified"), (CLAUDE, "verified")], verify
+    assert {v for _, _, v, _, _ in lines} == {"verified"}, verify  # who sent each id, per the receivers
+    for name in ("alpha", "beta"):
+        await anyio.to_thread.run_sync(lambda n=name: helpers.wait_idle(n, timeout=90))
