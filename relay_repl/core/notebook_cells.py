@@ -26,7 +26,6 @@ Pure: imports nothing above core.
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
 import json
 import re
@@ -188,14 +187,22 @@ def cell_ast(cell: Cell, path: str) -> ast.Module:
 
 def compile_cell(cell: Cell, path: str) -> tuple[Any, Any]:
     """(statements, last expression or None): the last expression is compiled apart so its
-    value can be shown and recorded, as a REPL shows it. Cached: the check before any cell
-    runs and the run itself compile each cell once."""
-    return _compiled(cell.source, cell.line, cell.index, cell.title, path)
+    value can be shown and recorded, as a REPL shows it. Cached by source and place: the
+    check before any cell runs and the run itself compile each cell once."""
+    key = (cell.source, cell.line, path)
+    hit = _COMPILED.get(key)
+    if hit is None:
+        hit = _compile_cell(cell, path)
+        if len(_COMPILED) >= 512:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        _COMPILED[key] = hit
+    return hit
 
 
-@functools.lru_cache(maxsize=512)
-def _compiled(source: str, line: int, index: int, title: str, path: str) -> tuple[Any, Any]:
-    cell = Cell(index=index, title=title, source=source, line=line)
+_COMPILED: dict[tuple[str, int, str], tuple[Any, Any]] = {}
+
+
+def _compile_cell(cell: Cell, path: str) -> tuple[Any, Any]:
     tree = cell_ast(cell, path)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):

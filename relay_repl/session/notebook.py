@@ -445,7 +445,8 @@ class NotebookRunner:
         if ends and ends[-1].data.get("state") == "done":
             raise NotebookError(f"run {run_id} already finished; start a new one without --resume")
         if not self.raw_params:
-            self.raw_params = {k: str(v) for k, v in (start.data.get("params") or {}).items()}
+            self.raw_params = {k: ",".join(map(str, v)) if isinstance(v, list) else str(v)
+                               for k, v in (start.data.get("params") or {}).items()}
         for e in events:
             if e.kind == "notebook-send":
                 self.prior[(int(e.data["cell"]), int(e.data["call"]))] = e.data
