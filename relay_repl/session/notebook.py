@@ -181,6 +181,7 @@ class NotebookRunner:
         self.rec: CellRecord | None = None
         self.calls = 0
         self.cell_ids: list[str] = []
+        self.ids_of: dict[int, list[str]] = {}  # cell index -> the relay ids its sends took
         self.cell_started = 0.0
         self.in_gate = False
         self.tee: _Tee | None = None
@@ -275,6 +276,8 @@ class NotebookRunner:
                 self.run.reason = self.run.reason or "interrupted (Ctrl-C)"
             self.run.ended = time.time()
             self._event("notebook-end", state=self.run.state, reason=self.run.reason)
+            self._refresh_deliveries()
+            self._rewrite_cells()  # appended cell by cell while running; now with every delivery's final state
             self._write_run()
             write_report(self.run, self.dir)
             if self.run.state == "interrupted" and not self.dry_run:
@@ -315,7 +318,8 @@ class NotebookRunner:
         finally:
             rec.ended = time.time()
             rec.stdout = self.tee.take()
-            rec.deliveries = self._deliveries_of(cell)
+            self.ids_of[rec.index] = list(self.cell_ids)
+            self._refresh_deliveries()
             self._append_cell(rec)
             self.cell = None
         return rec.state == "done"
@@ -473,13 +477,14 @@ class NotebookRunner:
         return d
 
     # -- records --------------------------------------------------------------------------
-    def _deliveries_of(self, cell: Cell) -> list[SendRecord]:
-        """The deliveries this cell's sends made (by the relay ids handed out while it ran), newest object per id."""
-        mine: dict[str, Delivery] = {}
-        for d in self.session.deliveries:
-            if d.relay_id in self.cell_ids:
-                mine[d.relay_id] = d
-        return [send_record(mine[rid]) for rid in self.cell_ids if rid in mine]
+    def _refresh_deliveries(self) -> None:
+        """Each run cell's deliveries (by the relay ids handed out while it ran) as they stand now:
+        a reply that came while a later cell waited is its final state, shown under the cell that sent."""
+        latest: dict[str, Delivery] = {d.relay_id: d for d in self.session.deliveries if d.relay_id}
+        for rec in self.run.cells:
+            ids = self.ids_of.get(rec.index)
+            if ids:
+                rec.deliveries = [send_record(latest[rid]) for rid in ids if rid in latest]
 
     def _event(self, kind: str, **data: Any) -> None:
         if not self.dry_run:
@@ -488,6 +493,12 @@ class NotebookRunner:
     def _append_cell(self, rec: CellRecord) -> None:
         with (self.dir / "cells.jsonl").open("a", encoding="utf-8") as f:
             f.write(rec.model_dump_json(exclude={"source"}) + "\n")
+
+    def _rewrite_cells(self) -> None:
+        ran = [rec for rec in self.run.cells if rec.kind == "code" and rec.started is not None]
+        tmp = self.dir / "cells.jsonl.tmp"
+        tmp.write_text("".join(rec.model_dump_json(exclude={"source"}) + "\n" for rec in ran), encoding="utf-8")
+        tmp.replace(self.dir / "cells.jsonl")
 
     def _write_run(self) -> None:
         tmp = self.dir / "run.json.tmp"

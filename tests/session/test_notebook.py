@@ -189,3 +189,17 @@ async def test_dry_run_never_asks_the_gate_for_any_side_effect(tmp_path, flag):
     run = await run_notebook(s, write(tmp_path, nb, name="fwd"), {}, dry_run=True)
     assert gate.shown == [] and rep.received == []
     assert run.cells[0].plans[0].answer == "dry run" and run.cells[0].result == "'withheld'"
+
+
+async def test_a_reply_that_comes_while_a_later_cell_waits_is_the_final_state_under_the_sending_cell(tmp_path, flag):
+    async with anyio.create_task_group() as tg:
+        s, rep, gate, led, lines = mk(tmp_path, [True], tg=tg, delay=0.3)
+        nb = ('# %% send\nd = await session.send("fake:a", "later", want="reply")\nd.state.value\n\n'
+              '# %% wait\nawait d.wait_reply(5)\nprint(d.state.value)\n')
+        run = await run_notebook(s, write(tmp_path, nb, name="late"), {})
+        tg.cancel_scope.cancel()
+    assert run.state == "done" and run.cells[0].result == "'in_turn'" and run.cells[1].stdout == "replied\n"
+    assert run.cells[0].deliveries[0].state == "replied" and run.cells[0].deliveries[0].verdict == "verified"
+    (line, _) = (tmp_path / "late.relay" / run.id / "cells.jsonl").read_text().splitlines()
+    assert json.loads(line)["deliveries"][0]["reply"].startswith("a heard: later")
+    assert "| fake:a | replied | verified | a heard: later |" in (tmp_path / "late.relay" / run.id / "report.md").read_text()
