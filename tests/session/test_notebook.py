@@ -203,3 +203,15 @@ async def test_a_reply_that_comes_while_a_later_cell_waits_is_the_final_state_un
     (line, _) = (tmp_path / "late.relay" / run.id / "cells.jsonl").read_text().splitlines()
     assert json.loads(line)["deliveries"][0]["reply"].startswith("a heard: later")
     assert "| fake:a | replied | verified | a heard: later |" in (tmp_path / "late.relay" / run.id / "report.md").read_text()
+
+
+async def test_a_long_cell_shows_which_cell_runs_and_for_how_long(tmp_path, flag, monkeypatch):
+    import relay_repl.session.notebook as notebook
+
+    monkeypatch.setattr(notebook, "PROGRESS_FIRST", 0.2)
+    s, rep, gate, led, lines = mk(tmp_path, [])
+    said: list[str] = []
+    run = await run_notebook(s, write(tmp_path, "# %% slow\nawait anyio.sleep(1.5)\n", name="slow"), {},
+                             progress=said.append)
+    assert run.state == "done"
+    assert len(said) == 1 and said[0].startswith(f'  … notebook slow, run {run.id}, cell 1 "slow": running for ')
