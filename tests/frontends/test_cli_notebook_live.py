@@ -48,7 +48,7 @@ async def test_triage_notebook_typed_in_a_terminal_exits_0_with_verified_replies
                         report, re.M)
         assert row, (spec, report)
         assert Ledger.default().sightings(row.group(1), "sent") == 1  # each relay id sent once
-    assert '## cell 7 "table": done' in report and "TARGET" in report.split('"table"')[1]
+    assert '## cell 6 "table": done' in report and "TARGET" in report.split('"table"')[1]
     assert "- state: done" in report
     for name in ("alpha", "beta"):
         await anyio.to_thread.run_sync(lambda n=name: helpers.wait_idle(n, timeout=90))
@@ -130,8 +130,10 @@ async def test_handoff_notebook_by_name_verifies_both_answers(lab, tmp_path):
     (run_dir,) = (tmp_path / "recipes" / "handoff.relay").iterdir()
     report = (run_dir / "report.md").read_text()
     verify = report.split('"verify both": done', 1)[1]
-    lines = re.findall(r"^(\S+) in (\S+): (\S+); answer (\S+) (.+)$", verify, re.M)
+    lines = re.findall(r"^(\S+) in (\S+): (.+); answer (\S+) (\S+)$", verify, re.M)
     assert [(t, a) for _, t, _, _, a in lines] == [(CODEX, "verified"), (CLAUDE, "verified")], verify
-    assert {v for _, _, v, _, _ in lines} == {"verified"}, verify  # who sent each id, per the receivers
+    # who sent each id, per the receiver's own records: Claude's origin names our pid; Codex keeps
+    # no provenance, so the best it can say is that the turn carrying our id exists
+    assert [v for _, _, v, _, _ in lines] == ["no provenance", "verified"], verify
     for name in ("alpha", "beta"):
         await anyio.to_thread.run_sync(lambda n=name: helpers.wait_idle(n, timeout=90))
