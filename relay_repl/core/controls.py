@@ -12,6 +12,8 @@ with one line naming the character and its position.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 _C0 = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI "
        "DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC FS GS RS US").split()
 _C1 = ("PAD HOP BPH NBH IND NEL SSA ESA HTS HTJ VTS PLD PLU RI SS2 SS3 "
@@ -62,3 +64,47 @@ def control_refusal(text: str, what: str = "message") -> str | None:
     return (f"refusing to send: the {what} holds the control character {name_of(ch)} at position {pos} of "
             f"{len(text)}{others}; a terminal would take it as a key and a model would get bytes the plan does "
             "not show — remove it (write tabs as spaces, keep the message on one line) and send again")
+
+
+# -- showing text that came from a peer --------------------------------------------------
+BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+"""Bidirectional embeddings, overrides, isolates and marks: invisible, yet they reorder
+what the terminal shows (a U+202E makes `txt.exe` read as `exe.txt`)."""
+_INVISIBLE_BREAKS = frozenset("\u2028\u2029")
+
+
+def visible(text: str, *, keep_newlines: bool = False) -> str:
+    """`text` as a terminal may show it: nothing in it acts on the terminal or reorders it.
+
+    Why one function: a line a peer wrote is printed by many echoes (the REPL's, `relay
+    send --wait`, `relay inbox`/`why`/`log`, tables, reprs); an escape sequence in it could
+    clear the screen or draw a forged `delivered ... verified` line, a bidi override could
+    reverse what the operator reads. So every echo of inbound text passes this: each C0/C1
+    control and DEL is shown as `\\x1b`, each bidi control, line/paragraph separator and
+    lone surrogate as `⟨U+202E⟩`. A backslash stays itself (a peer's literal `\\x1b` is
+    harmless text). `keep_newlines` leaves `\\n` for our own multi-line tables; JSON output
+    does not use this (JSON escaping keeps the exact text safely).
+    """
+    out: list[str] = []
+    for ch in text:
+        if keep_newlines and ch == "\n":
+            out.append(ch)
+        elif is_forbidden(ch) and not 0xD800 <= ord(ch) <= 0xDFFF:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ch in BIDI or ch in _INVISIBLE_BREAKS or 0xD800 <= ord(ch) <= 0xDFFF:
+            out.append(f"⟨U+{ord(ch):04X}⟩")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def safe_echo(echo: Callable[[str], None]) -> Callable[[str], None]:
+    """`echo` that shows every line through `visible` (newlines kept: our own messages span lines)."""
+    if getattr(echo, "_relay_visible", False):
+        return echo
+
+    def shown(line: str) -> None:
+        echo(visible(str(line), keep_newlines=True))
+
+    shown._relay_visible = True  # type: ignore[attr-defined]
+    return shown

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from relay_repl.core.controls import visible
 from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.plan import Plan
 
@@ -124,7 +125,7 @@ class Delivery(BaseModel):
             verdict = self.reply.verdict.verdict if self.reply.verdict else "no verdict"
             why += f"; answer {self.reply.relay_id or ''} ({verdict}): {self.reply.body[:60]!r}"
         where = f" at stage {self.stage}" if self.outcome == "pending" else ""
-        return f"{self.outcome}{where} ({self.state.value}) via {self.transport} to {self.target}{why}"
+        return visible(f"{self.outcome}{where} ({self.state.value}) via {self.transport} to {self.target}{why}")
 
     def __repr__(self) -> str:
         return f"<Delivery {self.key} {self.relay_id or ''} {self.summary()}>"

@@ -28,6 +28,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay_repl.core.controls import visible
+from relay_repl.core.peertext import consent_flag
+
 VerdictKind = Literal["verified", "mismatch", "unknown process", "receiver's own record"]
 
 
@@ -91,7 +94,9 @@ class InboundMessage(BaseModel):
         link = f"re {self.answers}" if self.answers else "unlinked"
         verdict = self.verdict.verdict if self.verdict else "no verdict"
         pid = self.origin.get("verifiedPeerPid")
-        return f"<InboxMessage #{self.seq} {when} from {self.peer or '?'} [{verdict}, pid {pid}, {link}]: {self.line[:80]!r}>"
+        flag = consent_flag(self.body)
+        return visible(f"<InboxMessage #{self.seq} {when} from {self.peer or '?'} [{verdict}, pid {pid}, {link}]"
+                       f"{' FLAG: ' + flag if flag else ''}: {self.line[:80]!r}>")
 
 
 class PeerIdentity(BaseModel):

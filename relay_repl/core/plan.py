@@ -14,6 +14,8 @@ import textwrap
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay_repl.core.controls import visible
+
 
 class Plan(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,8 +48,9 @@ class Plan(BaseModel):
             head,
             block("1 target", f"{self.target} — identified by {self.identified_by}"),
             block("2 transport", f"{self.transport}; fallback: {self.fallback}"),
-            # The payload is never wrapped or trimmed: the operator approves the exact bytes.
-            f"  {'3 payload':<13} {self.payload}",
+            # The payload is never wrapped or trimmed: the operator approves the exact bytes, so an
+            # invisible direction control (a forwarded peer's U+202E) is named, never applied to the screen.
+            f"  {'3 payload':<13} {visible(self.payload)}",
             block("4 delivered", self.delivered_when),
         ]
         if self.reply_route:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from relay_repl import __version__
+from relay_repl.core.controls import visible  # pure, no dependency: every echo of a peer's text passes it
+from relay_repl.core.peertext import consent_flag
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions (Claude Code,
@@ -473,14 +475,17 @@ def _cmd_send(args: argparse.Namespace) -> int:
                           "reply": _reply_json(answer) if answer is not None else None,
                           "missing": missing}))
     else:
-        print(d.summary())
-        if answer is not None:
+        print(visible(d.summary()))
+        if answer is not None:  # a peer's words: shown, never acted on by the terminal
             v = answer.verdict
-            print(f"reply {answer.relay_id or ''} from {answer.peer or '?'} [{v.verdict if v else 'no verdict'}"
-                  f"{', pid ' + str(v.pid) if v and v.pid else ''}"
-                  f"{', ' + v.session if v and v.session else ''}]: {answer.body}")
+            flag = consent_flag(answer.body)
+            print(visible(f"reply {answer.relay_id or ''} from {answer.peer or '?'} [{v.verdict if v else 'no verdict'}"
+                          f"{', pid ' + str(v.pid) if v and v.pid else ''}"
+                          f"{', ' + v.session if v and v.session else ''}]: {answer.body}"))
+            if flag:
+                print(f"  FLAG: the reply {flag}")
     if missing:
-        err(f"relay: {missing}")
+        err(f"relay: {visible(missing)}")
     return code
 
 
@@ -549,7 +554,7 @@ def _cmd_debug(args: argparse.Namespace) -> int:
                 print(json.dumps(_look_json(dbg, lk), ensure_ascii=False, default=str))
             else:
                 print(dbg.table())
-                print(lk.render())
+                print(visible(lk.render(), keep_newlines=True))
             return 1 if lk.receiver == "gone" else 0
         print(dbg.table())
         print(DEBUG_HELP)
@@ -570,7 +575,7 @@ def _cmd_debug(args: argparse.Namespace) -> int:
             if word in ("l", "look"):
                 lk = await dbg.look()
                 gone = lk.receiver == "gone"
-                print(lk.render(), flush=True)
+                print(visible(lk.render(), keep_newlines=True), flush=True)
             elif word in ("s", "step"):
                 await dbg.step()
                 print(f"now: {dbg.delivery.summary()}", flush=True)
@@ -810,7 +815,7 @@ def _print_events(events: list, as_json: bool) -> None:
         else:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.at))
             data = _event_text(e)
-            print(f"{e.seq:>6} {when} {e.kind:<16} {e.relay_id or '-':<28} {data}")
+            print(visible(f"{e.seq:>6} {when} {e.kind:<16} {e.relay_id or '-':<28} {data}"))  # data may be a peer's
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
@@ -1022,8 +1027,10 @@ def _cmd_why(args: argparse.Namespace) -> int:
     _print_events(events, args.json)
     if not args.json:  # the answers beside the send (linked by their re= header), with their verdicts
         for m in led.inbox(answers=args.relay_id):
-            print(f"answer: inbox #{m.seq} {m.relay_id or ''} from {m.peer or '?'}: {m.body}")
-            print(f"  verdict {m.verdict}" if m.verdict else "  verdict: none recorded")
+            print(visible(f"answer: inbox #{m.seq} {m.relay_id or ''} from {m.peer or '?'}: {m.body}"))
+            print(visible(f"  verdict {m.verdict}") if m.verdict else "  verdict: none recorded")
+            if consent_flag(m.body):
+                print(f"  FLAG: the answer {consent_flag(m.body)}")
     return 0
 
 
@@ -1060,13 +1067,13 @@ def main(argv: list[str] | None = None) -> int:
             _fast_exit(code)
         return code
     except RelayError as exc:
-        print(f"relay: {exc}", file=sys.stderr)
+        print(visible(f"relay: {exc}"), file=sys.stderr)  # a halt's reason names a peer's claim
         return exc.exit_code
     except BaseExceptionGroup as group:  # errors raised inside a task group
         inner = _first_relay_error(group)
         if inner is None:
             raise
-        print(f"relay: {inner}", file=sys.stderr)
+        print(visible(f"relay: {inner}"), file=sys.stderr)
         return inner.exit_code
     except KeyboardInterrupt:
         print("relay: interrupted", file=sys.stderr)

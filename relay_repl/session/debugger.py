@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import Delivery, DeliveryState, Evidence
 from relay_repl.core.errors import DiscoveryError, RelayError
 from relay_repl.core.plan import Plan
@@ -163,7 +164,7 @@ class Debugger:
         return "confirm: read the receiver's evidence (read-only)"
 
     def _say(self, text: str) -> None:
-        (self.session.echo or print)(text)
+        (self.session.echo or safe_echo(print))(text)
 
     # -- the receiver now --------------------------------------------------------------------
     async def receiver(self) -> Receiver:
@@ -342,7 +343,7 @@ class Debugger:
         lines.append(f"  now: {d.summary()}")
         nxt = self.next_stage
         lines.append(f"  next: {nxt}" if nxt else "  next: nothing (the delivery is finished)")
-        return "\n".join(lines)
+        return visible("\n".join(lines), keep_newlines=True)  # payloads and evidence may hold a peer's text
 
     def __repr__(self) -> str:
         return self.table()

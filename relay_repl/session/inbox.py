@@ -51,7 +51,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.system.proc import proc_start, same_process
+from relay_repl.core.controls import safe_echo
 from relay_repl.core.envelope import Envelope, contains_halt
+from relay_repl.core.peertext import consent_acts, consent_flag
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, TransportError, describe
 from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
@@ -240,7 +242,7 @@ class Inbox:
         self.on_message: list[Callable[[InboundMessage], None]] = []
         self.address = address
         self.sender = sender
-        self.echo = echo or (lambda s: None)
+        self.echo = safe_echo(echo) if echo else (lambda s: None)  # a peer's line never reaches a terminal raw
         self.path = inbox_dir() / f"{os.getpid()}.sock"
         self.extra_paths: list[Path] = []
         self.owned_files: list[str] = []
@@ -433,8 +435,9 @@ class Inbox:
                                                  if env is not None and env.re else "unlinked")
         who = f"{peer or '?'} [{verdict.verdict}: pid {pid}" + (f" is {verdict.session}" if verdict.session else "") + "]"
         self.echo(f"inbox ← {who} ({link}): {line}")
-        if contains_halt(line):
-            self.ledger.halt(f"relay-halt received from {who}", by=str(peer))
+        if consent_acts(msg.body):  # a peer's ask is never the operator's consent (seed section 9)
+            self.echo(f"inbox: #{msg.seq} FLAG: {consent_flag(msg.body)}")
+        if contains_halt(line):  # recorded by ledger.add_inbox, the one check; said here
             self.echo("inbox: relay-halt received: every send and every wait is stopped until `session.unhalt()`")
         for callback in list(self.on_message):
             callback(msg)

@@ -35,8 +35,10 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 
+from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import DELIVERED, Delivery, DeliveryState
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, decode_value
+from relay_repl.core.peertext import quote
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, LoopHalt, RelayError, UsageError
 from relay_repl.core.plan import Plan
 from relay_repl.core.recipe import Recipe, RecipeError, Step, parse_recipe, render
@@ -67,7 +69,14 @@ class Answer(BaseModel):
     line: str
     peer: str | None = None
     verdict: str | None = Field(default=None, description="The origin verdict, when the conversation layer gives one")
+    session: str | None = Field(default=None, description="The session the kernel pid was found to be (not a claim)")
     at: float = Field(default_factory=time.time)
+
+
+def quoted(answer: Answer) -> str:
+    """An answer as it goes into a later body (`{reply.NAME}`, `{last}`): its sender's words with the
+    verdict, `codex:beta (verified) wrote: «...»`, never bare text the receiver would take as the operator's."""
+    return quote(answer.session or answer.peer or "?", answer.verdict or "no verdict", answer.body)
 
 
 class StepRun(BaseModel):
@@ -138,7 +147,7 @@ class Run(BaseModel):
         if not self.steps:
             return head + ">"
         body = "\n".join("  " + line.rstrip() for line in self.table().splitlines())
-        return f"{head}\n{body}>"
+        return visible(f"{head}\n{body}>", keep_newlines=True)  # replies are a peer's text
 
     __str__ = __repr__
 
@@ -191,7 +200,7 @@ class Runner:
         self.path = path
         self.dry_run = dry_run
         self.resume = resume
-        self.say = echo or session.echo or print
+        self.say = safe_echo(echo or session.echo or print)  # answers are printed: never raw to the terminal
         self.run = Run(id=run_id or new_run_id(), recipe=recipe.name, params=params, rounds=recipe.rounds,
                        dry_run=dry_run)
         self.prior: dict[tuple[int, int, str], StepRun] = {}
@@ -348,12 +357,11 @@ class Runner:
             for a in answers:
                 chain = max(chain, a.hop)
             if step.waits_for_answer and step.reply_name:
-                texts = [a.body for a in answers]
+                texts = [quoted(a) for a in answers]  # peer text stays peer text: quoted, never the operator's
                 if texts:
-                    self.replies[step.reply_name] = texts[0] if len(texts) == 1 else " | ".join(
-                        f"{r.target}: {r.answer.body}" for r in results if r.answer is not None)
+                    self.replies[step.reply_name] = " | ".join(texts)
             if answers:
-                self.last = answers[-1].body
+                self.last = quoted(answers[-1])
 
     async def _fan_out(self, round_: int, index: int, step: Step, targets: list[str], hop: int) -> list[StepRun]:
         """One step to each of its targets: one prompt at a time (the gate's lock), but
@@ -467,9 +475,9 @@ class Runner:
         self._event("run-answer", round=rec.round, step=rec.index, target=rec.target, answers=rec.relay_id,
                     answer=answer.model_dump())
         self.say(f"  {where}: {what} (hop {answer.hop}) ← {rec.target}: {answer.body}")
-        if contains_halt(answer.line):
+        if contains_halt(answer.line):  # kept through the inbox, so normally recorded already; else the one check
             if not self.ledger.active_halt():
-                self.ledger.halt(f"relay-halt in the {what} to {rec.relay_id}", by=answer.peer or rec.target)
+                self.ledger.halt_if_carried(answer.line, where=f"the {what} to {rec.relay_id}", by=answer.peer or rec.target)
             raise Stop("halted", f"{where}: the {what} carries relay-halt: stopped at once")
         return rec
 
@@ -503,7 +511,8 @@ class Runner:
                 continue
             return Answer(answers=relay_id, relay_id=own_id, hop=env.hop if env else 0,
                           body=env.body if env else line, line=line,
-                          peer=(env.sender if env else getattr(msg, "peer", None)), verdict=kind)
+                          peer=(env.sender if env else getattr(msg, "peer", None)), verdict=kind,
+                          session=getattr(verdict, "session", None))
         return None
 
     # -- resume ------------------------------------------------------------------

@@ -22,7 +22,8 @@ import anyio
 
 from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, Want, check_body, contains_halt
-from relay_repl.core.controls import control_refusal
+from relay_repl.core.peertext import forwarded_notes, provenance_notes
+from relay_repl.core.controls import control_refusal, safe_echo
 from relay_repl.core.errors import (AmbiguousTarget, describe, EnvelopeError, Halted, LoopHalt, PolicyRefusal, RelayError,
                                     StaleTarget,
                                     UnknownTarget, UsageError)
@@ -65,7 +66,7 @@ class Session:
         self.providers = list(providers)
         self.transports: TransportTable = TransportTable({t.name: t for t in transports})
         self.deliveries: list[Delivery] = []
-        self.echo = echo
+        self.echo = echo  # through the property below: every echo shows peer text through `visible`
         self._targets: list[Target] = []
         self._refreshed = False
         self.inbox_server: Any = None
@@ -195,7 +196,7 @@ class Session:
         route = await self._route(tgt, want, reply_via) if want != "none" else None
         native, extra = self._native_for_route(route, transport)
         choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply or native)
-        earlier = self._earlier(tgt, body)
+        earlier = self._earlier(tgt, body) + provenance_notes(body)  # which bytes are a peer's, and what they ask
         relay_id = relay_id or self.ledger.next_id(self.me.address)
         envelope = Envelope.make(sender=self.me.sender, to=to_role, id=relay_id, hop=hop, want=want, body=body)
         return await self._deliver(tgt, envelope, choice.transport, _fallback or choice.fallback, timeout,
@@ -335,7 +336,8 @@ class Session:
         tgt = await self.target(target)
         choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
         return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout,
-                                   tuple(choice.notes) + self._earlier(tgt, env.body), heading=heading, forwarded=env)
+                                   tuple(choice.notes) + self._earlier(tgt, env.body)
+                                   + forwarded_notes(env.sender, env.body), heading=heading, forwarded=env)
 
     def _earlier(self, tgt: Target, body: str) -> tuple[str, ...]:
         """Plan notes naming earlier sends of this body to this target that are interrupted or pending."""
@@ -530,6 +532,16 @@ class Session:
         if callbacks is not None and self._on_inbound not in callbacks:
             callbacks.append(self._on_inbound)
 
+    @property
+    def echo(self) -> Callable[[str], None] | None:
+        """Where progress and inbound lines go; None: nowhere. Whatever is assigned is wrapped in
+        `safe_echo`, so a peer's escape sequence or bidi override never reaches the terminal raw."""
+        return self._echo
+
+    @echo.setter
+    def echo(self, echo: Callable[[str], None] | None) -> None:
+        self._echo = safe_echo(echo) if echo is not None else None
+
     # -- answers -------------------------------------------------------------------------
     def _on_inbound(self, msg: InboundMessage) -> None:
         """Link an inbox message to the delivery its `re=` names; wake every waiter."""
@@ -714,7 +726,11 @@ class Session:
 
         d = self._find_delivery(delivery)
         tgt = await self.target(d.target)
-        return await wait_turn_reply(d, tgt, self.ledger, timeout, echo=self.echo)
+        found = await wait_turn_reply(d, tgt, self.ledger, timeout, echo=self.echo)
+        if found is not None and self.ledger.halt_if_carried(found.text, where=f"{tgt.spec}'s turn reply to "
+                                                             f"{d.relay_id}", by=tgt.spec):
+            self._check_halt()
+        return found
 
     def _find_delivery(self, ref: Delivery | str) -> Delivery:
         if isinstance(ref, Delivery):

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_repl.core.envelope import contains_halt
 from relay_repl.core.errors import LedgerError
 from relay_repl.store.ledger_file import check_ledger_file
 from relay_repl.core.inbound import InboundMessage, Verdict
@@ -260,6 +261,14 @@ class Ledger:
         self.event("halt", data={"reason": reason, "by": by})
         return Halt(seq=int(seq or 0), at=now, reason=reason, by=by)
 
+    def halt_if_carried(self, text: str | None, *, where: str, by: str) -> Halt | None:
+        """THE check for `relay-halt` in a message (seed section 9): every inbound message kept
+        (inbox line, MCP relay_reply, turn reply), a reply a recipe or notebook reads, passes here,
+        so a halt anywhere is recorded once and every wait and send sees it through `active_halt`."""
+        if not text or not contains_halt(text):
+            return None
+        return self.halt(f"relay-halt received in {where}", by=by)
+
     def active_halt(self) -> Halt | None:
         rows = self._query("SELECT seq, at, reason, by FROM halts WHERE cleared IS NULL ORDER BY seq DESC LIMIT 1")
         return Halt(seq=rows[0][0], at=rows[0][1], reason=rows[0][2], by=rows[0][3]) if rows else None
@@ -323,6 +332,7 @@ class Ledger:
                  verdict.model_dump_json() if verdict else None, hop),
             )
             seq = int(cur.lastrowid or 0)
+        self.halt_if_carried(line, where=f"inbox #{seq} from {peer or 'an unknown sender'}", by=str(peer))
         return InboundMessage(seq=seq, at=now, relay_id=relay_id, peer=peer, line=line, origin=origin,
                               answers=answers, verdict=verdict, hop=hop)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from relay_repl.core.controls import visible
+from relay_repl.core.peertext import consent_acts, consent_flag
 from relay_repl.store.ledger import Event, InboxMessage
 
 
@@ -71,10 +73,12 @@ class Timeline(list):
             out.append(f"  verdict {m.verdict}" if m.verdict else f"  verdict {inbox_verdict(m.origin)}")
         for m in self.answers:
             out.append(f"answer: inbox #{m.seq} {m.relay_id or ''}: {m.body!r}")
+            if consent_flag(m.body):
+                out.append(f"  FLAG: {consent_flag(m.body)}")
             out.append(f"  verdict {m.verdict}" if m.verdict else f"  verdict {inbox_verdict(m.origin)}")
         if not self.answers and any(e.kind == "plan" and e.data.get("reply_route") for e in self):
             out.append("answer: none received yet")
-        return "\n".join(out)
+        return visible("\n".join(out), keep_newlines=True)  # peer text (lines, claims) never reaches the terminal raw
 
 
 def message_verdict(m: InboxMessage) -> str:
@@ -105,9 +109,12 @@ class InboxTable(list):
         rows = [("#", "TIME", "FROM", "VERDICT", "PID", "RELAY ID", "ANSWERS", "LINE")]
         for m in self:
             assert isinstance(m, InboxMessage)
-            line = m.line if len(m.line) <= 70 else m.line[:69] + "…"
+            line = visible(m.line if len(m.line) <= 70 else m.line[:69] + "…")
+            acts = consent_acts(m.body)
+            line = f"[FLAG asks: {', '.join(acts)}] {line}" if acts else line
             pid = str(m.origin.get("verifiedPeerPid") or "?")
             rows.append((str(m.seq), _clock(m.at), m.peer or "?", message_verdict(m), pid, m.relay_id or "-",
                          m.answers or "unlinked", line))
+        rows = [(*(visible(c) for c in r),) for r in rows]  # type: ignore[misc]  # FROM is a claim: shown, never acted on by the terminal
         widths = [max(len(r[i]) for r in rows) for i in range(7)]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:7], widths)) + "  " + r[7] for r in rows)

@@ -191,3 +191,15 @@ def test_relay_debug_without_a_ledger_creates_nothing(relay_home, capsys):
 
     assert main(["debug", "someone-1", "--look"]) == 1
     assert "no ledger at" in capsys.readouterr().err and not relay_home.exists()
+
+
+async def test_the_debuggers_table_shows_a_forwarded_peers_bidi_and_escapes_visibly(tmp_path):
+    """Issue 16 case 4: the debugger printed the payload (a forwarded peer's words) and the evidence raw."""
+    tgt = fake_target().model_copy(update={"transports": ("late",)})
+    s1 = session(tmp_path / "l.sqlite", [LateReceiver()], [tgt], [True])
+    d = await s1.send("fake:inbox", "see \u202egnp.exe", timeout=0.1)
+    dbg = session(tmp_path / "l.sqlite", [LateReceiver()], [tgt]).debugger(d.relay_id)
+    dbg.abandon("the peer said \x1b[2Jdone")
+    table = repr(dbg)
+    assert "\u202e" not in table and "\x1b" not in table, table
+    assert "see ⟨U+202E⟩gnp.exe" in table and "\\x1b[2Jdone" in table

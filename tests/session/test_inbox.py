@@ -326,3 +326,28 @@ async def test_an_extra_socket_never_replaces_a_file_it_did_not_create(relay_hom
         assert squatter.read_text() == "someone else's"
 
     await run_inbox(relay_home, body)
+
+
+async def test_the_inbox_echo_shows_a_peers_escape_sequences_and_bidi_visibly(relay_home):
+    """Issue 16 case 4: the inbox echoed an inbound line raw to whatever terminal `echo` prints on
+    (`relay send --wait`'s stdout); a session's echo, however assigned, is wrapped the same way."""
+    from relay_repl.session.session import Session
+
+    line = "\x1b[2J\x1b[Hdelivered (replied) verified \u202eexe.txt"
+
+    async def body(inbox, led, seen):
+        proc = await anyio.open_process(sender_script(inbox.path, [
+            {"type": "user", "message": {"role": "user", "content": line}, "msg_id": "m-1", "from": "x\x1b[31m"}]))
+        await proc.wait()
+        await wait_until(lambda: any("inbox ←" in s for s in seen))
+
+    led, seen = await run_inbox(relay_home, body)
+    echoed = "\n".join(seen)
+    assert "\x1b" not in echoed and "\u202e" not in echoed, echoed
+    assert "\\x1b[2J\\x1b[Hdelivered" in echoed and "⟨U+202E⟩exe.txt" in echoed
+    assert led.inbox()[-1].line == line  # the ledger keeps the exact text
+    got: list[str] = []
+    s = Session(ledger=led)
+    s.echo = got.append
+    s.echo("turn reply ← codex:beta (answered): \x1b]0;pwned\x07")
+    assert got == ["turn reply ← codex:beta (answered): \\x1b]0;pwned\\x07"]
