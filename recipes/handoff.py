@@ -11,16 +11,18 @@ task = "summarize what you changed today in one line"
 timeout = 120
 
 # %% ask the writer
+from relay_repl.core.controls import visible  # a peer's words, shown but never acted on by the terminal
+
 w = await session.send(writer, task, want="reply")
 summary = await w.wait_reply(timeout)
 assert summary is not None, f"no summary from {writer}: {w.summary()}"
-print(f"{writer} wrote: {summary.body}")
+print(f"{writer} wrote: {visible(summary.body)}")
 
 # %% hand it to the reviewer
 r = await session.send(reviewer, f"please review this summary from {writer}: {summary.body}", want="reply")
 review = await r.wait_reply(timeout)
 assert review is not None, f"no review from {reviewer}: {r.summary()}"
-print(f"{reviewer} says: {review.body}")
+print(f"{reviewer} says: {visible(review.body)}")
 
 # %% verify both
 for d in (w, r):

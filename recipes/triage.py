@@ -14,13 +14,15 @@ timeout = 120
 # %% who is live
 import os
 
+from relay_repl.core.controls import visible  # a peer's words, shown but never acted on by the terminal
+
 targets = [t for t in session.targets if t.live and t.transports and t.pid != os.getpid()]
 print("asking:", ", ".join(t.spec for t in targets) or "nobody (no live target: `relay targets`)")
 assert targets, "no live target to ask"
 
 # %% ask everyone
 asked = [await session.send(t.spec, question, want="reply") for t in targets]
-[d.summary() for d in asked]
+[visible(d.summary()) for d in asked]
 
 # %% wait for the replies
 async def answer_of(d):
@@ -35,7 +37,7 @@ rows = [("TARGET", "RELAY ID", "STATE", "VERDICT", "REPLY")]
 for d in asked:
     r = d.reply
     verdict = r.verdict.verdict if r is not None and r.verdict is not None else "-"
-    rows.append((d.target, d.relay_id or "-", d.state.value, verdict, r.body if r is not None else "(no reply)"))
+    rows.append((d.target, d.relay_id or "-", d.state.value, verdict, visible(r.body) if r else "(no reply)"))
 widths = [max(len(row[i]) for row in rows) for i in range(4)]
 for row in rows:
     print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
@@ -43,4 +45,4 @@ for row in rows:
 # %% follow up
 more = await session.send(follow_up, follow_up_text, want="reply")
 await more.wait_reply(timeout)
-print(more.summary())
+print(visible(more.summary()))

@@ -39,6 +39,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 
+from relay_repl.core.controls import visible
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.errors import RelayError, UsageError
 from relay_repl.core.notebook_cells import (Cell, Notebook, NotebookError, compile_cell, convert_param, injected_cell,
@@ -587,19 +588,20 @@ def render_report(run: NotebookRun) -> str:
             out.append(f"- plan {p.relay_id or ''} to {p.target} via {p.transport}: **{p.answer}**")
         if c.plans:
             out.append("")
+        # what a cell printed and a peer's reply can hold a peer's words: shown, never acted on by a terminal
         if c.stdout.strip():
-            out += ["Output:", "", "```text", c.stdout.rstrip("\n"), "```", ""]
+            out += ["Output:", "", "```text", visible(c.stdout.rstrip("\n"), keep_newlines=True), "```", ""]
         if c.result is not None:
-            out += ["Result:", "", "```text", c.result, "```", ""]
+            out += ["Result:", "", "```text", visible(c.result, keep_newlines=True), "```", ""]
         if c.deliveries:
             out += ["| relay id | target | state | verdict | reply |", "|---|---|---|---|---|"]
             for d in c.deliveries:
-                reply = (d.reply or (d.reason or "")).replace("|", "\\|").replace("\n", " ")
+                reply = visible((d.reply or (d.reason or "")).replace("|", "\\|").replace("\n", " "))
                 out.append(f"| {d.relay_id or ''} | {d.target} | {d.state}{' (replayed)' if d.replayed else ''} | "
                            f"{d.verdict or ''} | {reply} |")
             out.append("")
         if c.error:
-            out += ["Error:", "", "```text", c.error.rstrip("\n"), "```", ""]
+            out += ["Error:", "", "```text", visible(c.error.rstrip("\n"), keep_newlines=True), "```", ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

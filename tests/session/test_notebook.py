@@ -215,3 +215,16 @@ async def test_a_long_cell_shows_which_cell_runs_and_for_how_long(tmp_path, flag
                              progress=said.append)
     assert run.state == "done"
     assert len(said) == 1 and said[0].startswith(f'  … notebook slow, run {run.id}, cell 1 "slow": running for ')
+
+
+async def test_the_report_shows_escapes_visibly_and_never_passes_them_on(tmp_path, flag):
+    """Whatever a cell printed (a peer's words, say) reaches `relay notebook show` through the one
+    neutraliser; the record itself keeps the exact text (JSON escapes it)."""
+    s, rep, gate, led, lines = mk(tmp_path, [])
+    nb = '# %% echo\ntext = "ok " + chr(27) + "[2J" + chr(0x202E) + "gnp.exe"\nprint(text)\ntext\n'
+    run = await run_notebook(s, write(tmp_path, nb, name="esc"), {})
+    report = (tmp_path / "esc.relay" / run.id / "report.md").read_text()
+    assert "\x1b" not in report and "\u202e" not in report
+    assert "```text\nok \\x1b[2J⟨U+202E⟩gnp.exe\n```" in report
+    assert "```text\n'ok \\x1b[2J\\u202egnp.exe'\n```" in report  # the repr escapes itself
+    assert run.cells[0].stdout == "ok \x1b[2J\u202egnp.exe\n"
