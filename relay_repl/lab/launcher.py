@@ -583,17 +583,20 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
     save(state, lay.state_file)
 
     named: set[str] = set()
-    for i, s in enumerate(codexes):
-        if i == 1:
-            for later in codexes[1:]:
-                start(later, first=False)
+    for s in codexes:
+        # One Codex thread at a time, each started only once the one before is named (its
+        # rollout is on disk) and has its shell snapshot: see _wait_codex_snapshot.
+        if s is not codexes[0]:
+            start(s, first=False)
         _wait_codex(lay, state, s, deadline, progress, named)
         named.add(s.thread_id or "")
+        _wait_codex_snapshot(lay, s, deadline)
         save(state, lay.state_file)
     for s in claudes:
         _wait_claude(lay, state, s, deadline, progress)
     for s in codexes:  # all renamed; confirm each is still idle with its thread loaded
         _wait_codex_idle(lay, s, deadline)
+    _check_codex_snapshots(lay, codexes)
     state.phase = "ready"
     state.ready_at = time.time()
     _refresh(lay, state)
@@ -669,6 +672,39 @@ def _wait_codex(lay: Layout, state: LabState, s: LabSession, deadline: float, pr
     s.daemon_pid = _codex_daemon_pid(lay)
     progress(f"  {s.name}: codex thread {tid} named")
     _wait_codex_idle(lay, s, deadline)
+
+
+def codex_shell_snapshots(lay: Layout, thread_id: str) -> list[Path]:
+    """The thread's shell snapshot files (`$CODEX_HOME/shell_snapshots/<thread>.<nonce>.sh`)."""
+    return _glob(lay.codex_home / "shell_snapshots", f"{thread_id}.*.sh") if thread_id else []
+
+
+def _wait_codex_snapshot(lay: Layout, s: LabSession, deadline: float) -> None:
+    """Wait until the new thread's shell snapshot is on disk, before the next thread starts.
+
+    Why (Codex 0.171.0, measured; adapters/codex.md): every new thread's snapshot task first
+    deletes each *other* snapshot whose thread has no rollout file yet, and a fresh thread's
+    rollout is written only on its first persisted item (here the lab's `/rename`). Threads
+    started together therefore delete each other's fresh snapshots; a thread left without
+    one runs its commands as `bash -lc`, whose /etc/profile resets PATH, so the configured
+    `[shell_environment_policy] set PATH` is lost (`relay: command not found`, exit 127).
+    Named (rollout on disk) and snapshotted before the next starts, no thread's snapshot is
+    ever without its rollout when another thread's clean-up runs."""
+    while time.monotonic() < deadline:
+        if codex_shell_snapshots(lay, s.thread_id or ""):
+            return
+        time.sleep(0.1)
+    raise LabError(f"{s.name}: Codex took no shell snapshot of thread {s.thread_id} before the deadline "
+                   f"(nothing in {lay.codex_home / 'shell_snapshots'}); its commands would run without the "
+                   "lab's PATH")
+
+
+def _check_codex_snapshots(lay: Layout, codexes: list[LabSession]) -> None:
+    """Every Codex thread of the lab still has its shell snapshot once all are up."""
+    lost = [s.name for s in codexes if not codex_shell_snapshots(lay, s.thread_id or "")]
+    if lost:
+        raise LabError(f"Codex deleted the shell snapshot of {', '.join(lost)} while the lab started, so its "
+                       "commands would run without the lab's PATH: `relay lab down`, then `relay lab up`")
 
 
 def _start_codex_daemon(lay: Layout, state: LabState) -> None:
