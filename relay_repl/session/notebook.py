@@ -384,11 +384,14 @@ class NotebookRunner:
         if prior is not None:
             return await self._replay(prior, tgt.spec, body, want, cell)
         rid = kw.pop("relay_id", None) or self.session.ledger.next_id(self.session.me.address)
-        earlier = self._sent_before(index, tgt.spec, body)
+        key = self._send_key(index, tgt.spec, body)
+        earlier = self._sent_before(key)
         if earlier:
             self.notes[rid] = earlier
         self._event("notebook-send", cell=index, sha256=cell.sha256 if cell else None, call=n, target=tgt.spec,
                     body=body, want=want, relay_id=rid, path=str(self.path.resolve()))
+        if not self.dry_run:  # found again by an indexed key, however long the ledger grows
+            self.session.ledger.event("notebook-sent", relay_id=key, data={"run": self.run.id, "relay_id": rid})
         self.cell_ids.append(rid)
         return await type(self.session).send(self.session, tgt, body, want=want, relay_id=rid, **kw)
 
@@ -418,23 +421,28 @@ class NotebookRunner:
                                             relay_id=rid, payload=plan.payload, answer="dry run"))
         return d
 
-    def _sent_before(self, cell: int, spec: str, body: str) -> list[str]:
+    def _send_key(self, cell: int, spec: str, body: str) -> str:
+        """One key per (notebook file, cell, target, body): what "the same send" means across runs."""
+        import hashlib
+
+        raw = "\0".join((str(self.path.resolve()), str(cell), spec, body))
+        return "notebook-send:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:24]
+
+    def _sent_before(self, key: str) -> list[str]:
         """Notes for a plan whose target and body match a delivery an earlier run of this
         notebook made from the same cell: its id, when, and its final state."""
         import datetime as dt
 
         led = self.session.ledger
-        path = str(self.path.resolve())
         notes = []
-        for e in led.events(kind="notebook-send"):
-            d = e.data
-            if (d.get("path"), d.get("cell"), d.get("target"), d.get("body")) != (path, cell, spec, body) or \
-                    d.get("run") == self.run.id or d.get("replayed_from"):
+        for e in led.events(relay_id=key, kind="notebook-sent"):
+            if e.data.get("run") == self.run.id:
                 continue
-            outcomes = [o for o in led.events(relay_id=d["relay_id"]) if o.kind == "outcome"]
+            rid = e.data["relay_id"]
+            outcomes = [o for o in led.events(relay_id=rid) if o.kind == "outcome"]
             state = outcomes[-1].data.get("state") if outcomes else "no outcome recorded"
             when = dt.datetime.fromtimestamp(e.at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-            notes.append(f"sent before from this cell: {d['relay_id']} (run {d.get('run')}, {when}), {state}")
+            notes.append(f"sent before from this cell: {rid} (run {e.data.get('run')}, {when}), {state}")
         return notes[-3:]
 
     # -- resume ---------------------------------------------------------------------------
