@@ -22,8 +22,8 @@ Codex) on this machine, safely and verifiably.
 With no subcommand, `relay` opens an async Python REPL with `session`
 preloaded. Every side effect (a keystroke, a socket write, a queue insert)
 first prints a four-part plan — target, transport and fallback, exact payload,
-what counts as delivered — and waits for y/N. No means nothing happens; with
-no terminal the answer is No.
+what counts as delivered — and waits for y/N: only y then Enter, typed after the
+plan was shown, approves. No means nothing happens; with no terminal the answer is No.
 """
 
 EPILOG = """\

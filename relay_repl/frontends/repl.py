@@ -25,7 +25,7 @@ BANNER = """relay_repl {version} — `session` is being prepared (discovery runs
   run = await session.run("ping", target="claude:alpha")   a saved recipe (`relay recipes` lists them)
   session.transports           the transports and their capabilities; `a | b` chains them
 Tab completes targets inside session.send("…"); Ctrl-C stops a wait (the delivery stays, debuggable).
-Every side effect shows its plan and asks [y/N] first."""
+Every side effect shows its plan and asks [y/N] first: type y then Enter to approve."""
 
 
 class LazySession:

@@ -78,7 +78,7 @@ def test_send_json_asks_on_the_terminal_and_stdout_stays_json(relay_home, tmp_pa
     try:
         screen.wait_for("Proceed? [y/N]", timeout=30)
         assert "3 payload" in screen.text()  # the plan reached the operator (on stderr)
-        screen.keys("y")
+        screen.keys("y", "Enter")
         text = screen.wait_for("RC=", timeout=30)
         assert "RC=0" in text, text
     finally:

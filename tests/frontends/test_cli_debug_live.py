@@ -98,7 +98,7 @@ async def test_pending_tmux_delivery_is_debugged_from_a_fresh_process(dlab, dbg_
         text = sender.wait_for("Proceed? [y/N]", timeout=90)
         relay_id = re.search(r"relay id (\S+)\)", text).group(1)
         with frozen(s.pid, s.pane_pid):
-            sender.keys("y")
+            sender.keys("y", "Enter")
             text = sender.wait_for("RELAY_EXIT=", timeout=60)
         assert "RELAY_EXIT=3" in text and "pending at stage stage" in text, text
     finally:
@@ -125,7 +125,7 @@ async def test_pending_tmux_delivery_is_debugged_from_a_fresh_process(dlab, dbg_
         text = dbg.wait_for("Proceed? [y/N]", timeout=60)
         assert "<Enter> (one key; nothing is typed)" in text and body in text
         assert pane_unchanged_by_us("alpha") == before, "a key left before the answer"
-        dbg.keys("n")
+        dbg.keys("n", "Enter")
         dbg.wait_for("declined: no key was sent", timeout=30)
         await anyio.sleep(1.5)
         assert pane_unchanged_by_us("alpha") == before, "answering No changed the pane"
@@ -136,7 +136,7 @@ async def test_pending_tmux_delivery_is_debugged_from_a_fresh_process(dlab, dbg_
 
         dbg.type_line("step")
         dbg.wait_for(lambda t: t.count("Proceed? [y/N]") >= 2, timeout=60)
-        dbg.keys("y")
+        dbg.keys("y", "Enter")
         dbg.wait_for("Enter pressed once", timeout=60)
         dbg.type_line("step")
         text = dbg.wait_for("now: delivered", timeout=60)

@@ -24,7 +24,7 @@ def run(args: list[str], answers: int, timeout: float = 90) -> tuple[int, str]:
     try:
         for n in range(1, answers + 1):
             screen.wait_for(lambda t, n=n: t.count("Proceed? [y/N]") >= n, timeout=60)
-            screen.keys("y")
+            screen.keys("y", "Enter")
         text = screen.wait_for("RC=", timeout=timeout)
         return int(text.split("RC=")[-1].split()[0]), text
     finally:

@@ -61,7 +61,7 @@ def test_halt_into_the_inbox_while_the_prompt_is_open_then_yes_delivers_nothing(
                      "relay-halt: stop every relay now")
         send_frames(rec.socket, [user_frame(halt_line, "test-peer")])
         screen.wait_for("relay-halt received", timeout=10)
-        screen.keys("y")
+        screen.keys("y", "Enter")
         text = screen.wait_for("RC=", timeout=60)
         assert rc_of(text) != 0, text
         assert "halted" in text and "nothing was typed, written or queued" in text.replace("\n", "")
@@ -94,7 +94,7 @@ def test_a_send_killed_with_sigkill_is_interrupted_and_named_in_the_next_plan(la
     try:
         screen.wait_for("Proceed? [y/N]", timeout=60)
         rec = the_inbox_of_the_send(started)
-        screen.keys("y")
+        screen.keys("y", "Enter")
         screen.wait_for("[enqueue] queued", timeout=30)
         os.kill(rec.pid, signal.SIGKILL)
         text = screen.wait_for("RC=", timeout=10)

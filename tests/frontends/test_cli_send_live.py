@@ -23,7 +23,7 @@ def run_in_terminal(args: list[str], answer: str | None, timeout: float = 90) ->
     try:
         if answer is not None:
             screen.wait_for("Proceed? [y/N]", timeout=60)
-            screen.keys(answer)
+            screen.keys(answer, "Enter")  # an answer is a line: y then Enter
         text = screen.wait_for("RC=", timeout=timeout)
         rc = int(text.split("RC=")[-1].split()[0])
         return rc, text

@@ -95,7 +95,7 @@ def test_unverified_version_is_refused_then_lifted_by_a_recorded_pass(other_lab)
     try:
         plan = screen.wait_for("Proceed? [y/N]", timeout=90)
         assert f"{CLAUDE} {have} verified" in plan  # the plan shows the target's client version
-        screen.keys("y")
+        screen.keys("y", "Enter")
         text = screen.wait_for("RC=", timeout=120)
     finally:
         screen.close()

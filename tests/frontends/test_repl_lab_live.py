@@ -32,7 +32,7 @@ def start_repl() -> Screen:
 def register(screen: Screen) -> tuple[int, list[str]]:
     screen.type_line("ok = await session.register_inbox()")
     screen.wait_for("Proceed? [y/N]", timeout=30)
-    screen.keys("y")
+    screen.keys("y", "Enter")
     screen.type_line('print("REGISTERED", ok, session.registration.name)')
     text = screen.wait_for("REGISTERED True", timeout=30)
     name = text.split("REGISTERED True ")[-1].split()[0]

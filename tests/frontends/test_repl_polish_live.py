@@ -45,7 +45,7 @@ def test_repl_polish_on_the_lab(lab):
         text = screen.wait_for("Proceed? [y/N]", timeout=60)
         plan = text.split("chain to a paneless target")[0].split("Plan:")[-1]
         assert "codex-queue" in plan and "chain codex-queue | tmux" in text
-        screen.keys("y")
+        screen.keys("y", "Enter")
         screen.wait_for("[turn] in_turn", timeout=120)
         screen.type_line("print('VIA', d.transport, d.outcome)")
         screen.wait_for("VIA codex-queue delivered", timeout=30)

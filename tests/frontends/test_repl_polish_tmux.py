@@ -25,7 +25,7 @@ def test_why_and_transports_are_tables_and_a_chain_sends(repl):
     repl.type_line('d = await session.send("fake:inbox", "via a chain", transport=session.transports.tmux | session.transports.memory)')
     text = repl.wait_for("Proceed? [y/N]")
     assert "chain tmux | memory" in text or "passed over: tmux" in text
-    repl.keys("y")
+    repl.keys("y", "Enter")
     repl.wait_for("[confirm] in_turn")
     repl.type_line("session.why(d)")
     text = repl.wait_for(lambda t: "SEQ" in t and "outcome" in t.split("session.why(d)")[-1])

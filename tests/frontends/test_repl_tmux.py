@@ -21,7 +21,7 @@ def test_repl_shows_session_then_gates_a_send(repl, relay_home):
     # answer n: nothing happens, and the ledger records the refusal
     repl.type_line('d1 = await session.send("fake:inbox", "first try", want="ack")')
     repl.wait_for("Proceed? [y/N]")
-    repl.keys("n")
+    repl.keys("n", "Enter")
     repl.wait_for("declined: nothing was done")
     repl.type_line('print("HELD", len(session.transports["memory"].received))')
     repl.wait_for("HELD 0")
@@ -35,7 +35,7 @@ def test_repl_shows_session_then_gates_a_send(repl, relay_home):
     # answer y: the fake transport receives exactly the planned payload
     repl.type_line('d2 = await session.send("fake:inbox", "second try", want="ack")')
     repl.wait_for(lambda s: s.count("Proceed? [y/N]") >= 2)
-    repl.keys("y")
+    repl.keys("y", "Enter")
     repl.wait_for("[confirm] in_turn")
     repl.type_line('print("GOT", repr(session.transports["memory"].received[0]))')
     screen = repl.wait_for("GOT '")

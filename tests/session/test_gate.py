@@ -1,11 +1,21 @@
 from __future__ import annotations
 
-import pytest
-from prompt_toolkit.input import create_pipe_input
-from prompt_toolkit.output import DummyOutput
+import io
+import os
+import pty
 
-from relay_repl.session.gate import DenyGate, ScriptedGate, TerminalGate
+import anyio
+import pytest
+from prompt_toolkit.data_structures import Size
+from prompt_toolkit.input import create_input, create_pipe_input
+from prompt_toolkit.input.typeahead import store_typeahead
+from prompt_toolkit.key_binding import KeyPress
+from prompt_toolkit.keys import Keys
+from prompt_toolkit.output.vt100 import Vt100_Output
+
+from relay_repl.session.gate import PROMPT, DenyGate, ScriptedGate, TerminalGate
 from relay_repl.core.plan import Plan
+from relay_repl.system.polling import poll_until
 
 pytestmark = pytest.mark.anyio
 
@@ -31,23 +41,126 @@ def test_plan_renders_four_parts_and_exact_payload():
     assert "fallback: tmux %3" in text
 
 
-async def _ask(keys: str) -> tuple[bool, list[str]]:
+class _Screen(io.StringIO):
+    """What the gate's prompt_toolkit app draws, as text (to wait for the prompt)."""
+
+    encoding = "utf-8"
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _output(screen: _Screen) -> Vt100_Output:
+    return Vt100_Output(screen, lambda: Size(rows=24, columns=100), term="xterm")
+
+
+async def _prompt_up(screen: _Screen) -> None:
+    """Wait (bounded) until the gate's prompt is drawn: it reads only from then on."""
+    async def drawn():
+        return True if "Proceed?" in screen.getvalue() else None
+
+    assert await poll_until(drawn, timeout=10, interval=0.01), "the gate never drew its prompt"
+
+
+async def _answer(inp, *chunks: str, keyboard=None, typeahead: str = "", between=None) -> tuple[bool, list[str]]:
+    """Run the gate on `inp`: `typeahead` is left in prompt_toolkit's type-ahead buffer
+    before the plan is shown; once the prompt is drawn, each chunk is typed on
+    `keyboard` (the pipe itself by default), awaiting `between(screen, result, shown)`
+    after each chunk but the last."""
+    keyboard = keyboard or inp
     shown: list[str] = []
-    with create_pipe_input() as inp:
-        inp.send_text(keys)
-        gate = TerminalGate(input=inp, output=DummyOutput(), write=shown.append)
-        return await gate(PLAN), shown
+    screen = _Screen()
+    if typeahead:
+        store_typeahead(inp, [KeyPress(c) if c != "\r" else KeyPress(Keys.ControlM, "\r") for c in typeahead])
+    gate = TerminalGate(input=inp, output=_output(screen), write=shown.append)
+    result: list[bool] = []
+    async with anyio.create_task_group() as tg:
+        async def ask() -> None:
+            result.append(await gate(PLAN))
+
+        tg.start_soon(ask)
+        await _prompt_up(screen)
+        for i, chunk in enumerate(chunks):
+            keyboard.send_text(chunk)
+            if between is not None and i < len(chunks) - 1:
+                await between(screen, result, shown)
+    return result[0], shown
+
+
+def _discarded(n: int) -> str:
+    return f"({n} key{'s' if n > 1 else ''} typed before this plan was shown: discarded, not an answer)"
 
 
 @pytest.mark.parametrize(
     "keys, expected",
-    [("y", True), ("Y", True), ("n", False), ("N", False), ("\r", False), ("\x03", False), ("x z q n", False), ("abc y", True)],
+    [("y\r", True), ("Y\r", True), ("yes\r", True), (" YES \r", True), ("\r", False), ("n\r", False), ("N\r", False),
+     ("yy\r", False), ("no\r", False), ("x y\r", False), ("\x03", False), ("\x04", False), ("y\x03", False)],
 )
-async def test_terminal_gate_answers(keys, expected):
-    answer, shown = await _ask(keys)
+async def test_terminal_gate_approves_only_y_then_enter(keys, expected):
+    with create_pipe_input() as inp:
+        answer, shown = await _answer(inp, keys)
     assert answer is expected
     assert shown[0] == PLAN.render()
-    assert shown[-1] == ("approved" if expected else "declined: nothing was done")
+    if expected:
+        assert shown[-1] == "approved"
+    else:
+        assert shown[-1].startswith("declined: nothing was done (send to codex:fix-tests; you answered ")
+        assert shown[-1].endswith("only y then Enter approves)")
+
+
+async def test_a_lone_y_is_not_an_answer_until_enter():
+    """`y` alone waits for Enter: a key is never a whole answer."""
+    async def y_on_the_line_nothing_answered(screen, result, shown) -> None:
+        async def echoed():
+            return True if "y" in screen.getvalue().rpartition(PROMPT)[2] else None
+
+        assert await poll_until(echoed, timeout=10, interval=0.01)
+        assert result == [] and shown == [PLAN.render()]
+
+    with create_pipe_input() as inp:
+        answer, _ = await _answer(inp, "y", "\r", between=y_on_the_line_nothing_answered)
+    assert answer is True
+
+
+@pytest.mark.parametrize("typeahead", ["y\r", "yy", "y"])
+async def test_prompt_toolkit_typeahead_never_answers(typeahead):
+    """Keys an earlier prompt_toolkit app (ptpython) read but did not process are dropped:
+    the answer is only what is typed after the prompt is drawn."""
+    with create_pipe_input() as inp:
+        answer, shown = await _answer(inp, "\r", typeahead=typeahead)
+        assert answer is False and "you answered Enter alone" in shown[-1]
+        assert shown[1] == _discarded(len(typeahead))
+        answer, _ = await _answer(inp, "y\r", typeahead="n\r")
+        assert answer is True
+
+
+class _Pty:
+    """A real pseudo-terminal: the gate reads its slave side, the test types on the master."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = pty.openpty()
+        self.file = os.fdopen(self.slave, "r", closefd=False)
+
+    def send_text(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def close(self) -> None:
+        self.file.close()
+        os.close(self.slave)
+        os.close(self.master)
+
+
+@pytest.mark.parametrize("before", ["y\r", "yy", "y"])
+async def test_keys_typed_on_the_terminal_before_the_plan_never_answer_it(before):
+    """Keys waiting in a real terminal's input queue when the plan is shown are flushed."""
+    term = _Pty()
+    try:
+        term.send_text(before)
+        answer, shown = await _answer(create_input(term.file), "\r", keyboard=term)
+        assert answer is False and "you answered Enter alone" in shown[-1]
+        assert shown[1] == _discarded(len(before))
+    finally:
+        term.close()
 
 
 async def test_no_terminal_means_no():

@@ -72,7 +72,7 @@ def test_one_liner_exits_halted_when_the_turn_reply_carries_relay_halt(lab, spec
     screen = in_terminal(["send", spec, tag, "--want", "reply", "--reply-via", "turn", "--wait", "60", *transport])
     try:
         screen.wait_for("Proceed? [y/N]", timeout=60)
-        screen.keys("y")
+        screen.keys("y", "Enter")
         text = screen.wait_for("RC=", timeout=90)
         assert rc_of(text) == 1, text
         assert "relay-halt" in text, text
@@ -110,7 +110,7 @@ def test_escape_sequences_in_an_inbound_line_do_not_reach_the_terminal_of_relay_
     screen = in_terminal(["send", "codex:beta", tag, "--want", "reply", "--wait", "15"])
     try:
         screen.wait_for("Proceed? [y/N]", timeout=60)
-        screen.keys("y")
+        screen.keys("y", "Enter")
         screen.wait_for("waiting up to", timeout=60)
         send_frames(the_inbox_of(started), [user_frame(line, "test-peer")])
         screen.wait_for("inbox ←", timeout=10)

@@ -154,7 +154,7 @@ async def test_sigkill_mid_round_then_resume_delivers_each_step_once(lab):
             for n in range(1, 5):  # register, r1 s1, r1 s2, r2 s1
                 await anyio.to_thread.run_sync(
                     lambda n=n: screen.wait_for(lambda t: t.count("Proceed? [y/N]") >= n, timeout=120))
-                screen.keys("y")
+                screen.keys("y", "Enter")
             text = await anyio.to_thread.run_sync(
                 lambda: screen.wait_for(lambda t: t.count("Proceed? [y/N]") >= 5, timeout=120))
             assert "round 2/5, step 2: ask codex:beta" in text

@@ -184,7 +184,7 @@ def test_one_liner_gets_a_turn_reply_from_sandboxed_codex(lab):
     screen = Screen(["sh", "-c", cmd], dict(os.environ, TERM="xterm-256color"))
     try:
         screen.wait_for(lambda t: "Proceed? [y/N]" in t, timeout=60)
-        screen.keys("y")
+        screen.keys("y", "Enter")
         text = screen.wait_for("RC=", timeout=90)
     finally:
         screen.close()
