@@ -19,8 +19,8 @@ def approvals(text: str) -> int:
 
 def _after_last_answer(text: str) -> str:
     lines = text.splitlines()
-    last = max((i for i, line in enumerate(lines) if line.strip() in ("approved", "declined: nothing was done")),
-               default=-1)
+    last = max((i for i, line in enumerate(lines)
+                if line.strip() == "approved" or line.strip().startswith("declined: nothing was done")), default=-1)
     return "\n".join(lines[last + 1:])
 
 
