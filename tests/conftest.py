@@ -37,6 +37,16 @@ def lab_home(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def lab_home_2x2(tmp_path_factory):
+    """A second shared lab, for the modules that need two sessions of a kind (Claude alpha and
+    beta, Codex gamma and delta): started once for them all, not once per module (a lab costs
+    about 20 s to start and take down). Such a module overrides `lab_home` with it and
+    `lab_size` with (2, 2)."""
+    with private_lab_home(tmp_path_factory, "shared-lab-2x2") as home:
+        yield home
+
+
+@pytest.fixture(scope="session")
 def lab_size() -> tuple[int, int]:
     """(Claude, Codex) sessions the lab needs; a module with its own `lab_home` may override it."""
     return 1, 1

@@ -29,6 +29,9 @@ def start(env: dict[str, str] | None = None) -> None:
     exe = claude_binary(environ)
     if exe is None:
         return
+    cfg = environ.get("CLAUDE_CONFIG_DIR") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".claude")
+    if not os.path.isdir(os.path.join(cfg, "sessions")):
+        return  # no session registered there: nothing to list, and a first listing writes .claude.json
     key = (exe, environ.get("CLAUDE_CONFIG_DIR", ""))
     if key in _pending:
         return

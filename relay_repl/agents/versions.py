@@ -18,7 +18,6 @@ import re
 import time
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from relay_repl.agents.adapter import load_adapter
@@ -58,6 +57,9 @@ def verified_versions() -> dict[str, str]:
     return {kind: verified_version(kind) for kind in KINDS}
 
 
+NO_HOME = "/dev/null/relay-version"
+"""A client home no process can create (its parent is not a directory)."""
+
 _version_cache: dict[tuple[str, float], str | None] = {}
 
 
@@ -73,17 +75,16 @@ def binary_version(binary: str | Path, timeout: float = 20.0) -> str | None:
         return _version_cache[key]
     env = dict(os.environ)
     env.setdefault("DISABLE_AUTOUPDATER", "1")
-    # `codex --version` writes helper links under $CODEX_HOME/tmp: give it a throwaway home
-    # so asking a version never touches the operator's ~/.codex.
-    scratch = tempfile.mkdtemp(prefix="relay-version-")
-    env["CODEX_HOME"] = scratch
+    # `codex --version` writes helper links under $CODEX_HOME/tmp: give it a home that cannot
+    # exist, so asking a version writes nowhere: not the operator's ~/.codex, and not a
+    # throwaway directory in $TMPDIR either (a read-only command makes no file, not even for a
+    # moment: issue 16 case 8). Codex 0.171.0 warns on stderr and prints its version (measured).
+    env["CODEX_HOME"] = NO_HOME
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, env=env, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     version = parse_version(proc.stdout) if proc.returncode == 0 else None
     _version_cache[key] = version
     return version
@@ -116,7 +117,7 @@ FIDELITY_HINT = "relay fidelity --clients system"
 
 def verified_file() -> Path:
     """Where `relay fidelity` records the versions it verified on this machine."""
-    return paths.state_dir() / "verified-clients.json"
+    return paths.state_dir(create=False) / "verified-clients.json"
 
 
 def _verified_here_all() -> dict[str, dict[str, dict[str, object]]]:
@@ -140,6 +141,7 @@ def record_verified(kind: str, version: str, facts: int) -> Path:
     data.setdefault(kind, {})[version] = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                           "facts": facts}
     path = verified_file()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)

@@ -546,10 +546,13 @@ def _cmd_debug(args: argparse.Namespace) -> int:
         raise RelayError(f"no ledger at {ledger}: nothing was ever sent from here (set RELAY_HOME, or use --lab)")
 
     async def run() -> int:
-        session = make_session(fake=args.fake, echo=say)
+        from relay_repl.store.ledger import Ledger
+
+        # --look only reads: a read-only ledger, and the look is not recorded
+        session = make_session(fake=args.fake, echo=say, ledger=Ledger.read_only_at(ledger) if args.look else None)
         dbg = session.debugger(args.id)
         if args.look:
-            lk = await dbg.look()
+            lk = await dbg.look(record=False)
             if args.json:
                 print(json.dumps(_look_json(dbg, lk), ensure_ascii=False, default=str))
             else:
@@ -747,10 +750,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     """Read-only: a transcript file needs no discovery; a target (or none) does."""
     from relay_repl.session import verify as v
     from relay_repl.store.ledger import Ledger
-    from relay_repl.store.paths import state_dir
 
-    existing = state_dir(create=False) / "ledger.sqlite"
-    ledger = Ledger(existing) if existing.exists() else Ledger(":memory:")  # read-only: never create state
+    ledger = Ledger.read_only_default()  # read-only: never creates, changes or deletes a file
     if args.transcript is not None:
         report = v.verify_file(args.relay_id, args.transcript, ledger)
     else:
@@ -821,7 +822,7 @@ def _print_events(events: list, as_json: bool) -> None:
 def _cmd_log(args: argparse.Namespace) -> int:
     from relay_repl.store.ledger import Ledger
 
-    led = Ledger.default()
+    led = Ledger.read_only_default()
     events = led.events()
     _print_events(events[-args.n :], args.json)
     return 0
@@ -1013,7 +1014,7 @@ def _cmd_notebook_export(args: argparse.Namespace) -> int:
 def _cmd_why(args: argparse.Namespace) -> int:
     from relay_repl.store.ledger import Ledger
 
-    led = Ledger.default()
+    led = Ledger.read_only_default()
     events = led.events(relay_id=args.relay_id)
     if any(e.kind == "run-start" for e in events):  # a recipe run: its steps and every event of every id it sent
         ids = {e.data.get("relay_id") for e in events if e.kind == "run-step"}

@@ -136,6 +136,44 @@ def _enter(p: LabPane) -> None:
     p.send_keys("Enter", enter=False)
 
 
+def _wait_composer_shows(s: LabSession, text: str, timeout: float) -> None:
+    """Until the composer's first row shows the start of `text`: the client has taken the
+    typed bytes in (Codex flushes its paste burst only then). An Enter sent before that
+    (a fixed pause is not enough on a loaded machine) lands inside the burst and becomes
+    a newline, so the turn never starts."""
+    want = text.strip()[:40]
+    deadline = time.monotonic() + timeout
+    while True:
+        got = _composer_text(s, capture(s)) or ""
+        if want and want in got:
+            return
+        if time.monotonic() >= deadline:
+            raise LabError(f"{s.name}: typed text not visible in the composer after {timeout:g}s; "
+                           f"screen: {launcher._tail(capture(s))}")
+        time.sleep(0.05)
+
+
+def type_text(session: SessionRef, text: str, timeout: float = 15.0) -> None:
+    """Type `text` into the session's idle, empty composer and return once it shows there."""
+    _state, s = _resolve(session)
+    p = pane(s)
+    _require_idle_empty(s, p)
+    _type(p, text)
+    _wait_composer_shows(s, text, timeout)
+
+
+def submit(session: SessionRef, text: str, timeout: float = 15.0) -> None:
+    """Type `text` into the session's idle composer and press Enter once it shows there
+    (the way an operator does; the lab's tests stage turns with it)."""
+    type_text(session, text, timeout)
+    press_enter(session)
+
+
+def press_enter(session: SessionRef) -> None:
+    """Enter, in its own tmux call, after the gap Codex needs to tell it from a paste."""
+    _enter(pane(session))
+
+
 def _require_idle_empty(s: LabSession, p: LabPane, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -150,11 +188,8 @@ def _require_idle_empty(s: LabSession, p: LabPane, timeout: float = 10.0) -> Non
 def make_busy(session: SessionRef, seconds: float = 30.0, timeout: float = 15.0) -> None:
     """Start a turn the stub holds for `seconds` (types `SLOW<n> ...` into the idle pane)."""
     _state, s = _resolve(session)
-    p = pane(s)
-    _require_idle_empty(s, p)
     n = int(seconds) if float(seconds).is_integer() else seconds
-    _type(p, f"SLOW{n} lab helper keeps {s.name} busy for {n}s")
-    _enter(p)
+    submit(s, f"SLOW{n} lab helper keeps {s.name} busy for {n}s", timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if is_busy(s):
@@ -165,18 +200,7 @@ def make_busy(session: SessionRef, seconds: float = 30.0, timeout: float = 15.0)
 
 def put_draft(session: SessionRef, text: str, timeout: float = 5.0) -> None:
     """Leave `text` typed but unsent in the idle composer."""
-    _state, s = _resolve(session)
-    p = pane(s)
-    _require_idle_empty(s, p)
-    _type(p, text)
-    deadline = time.monotonic() + timeout
-    want = text.strip()[:40]
-    while time.monotonic() < deadline:
-        got = _composer_text(s, capture(s)) or ""
-        if want and want in got:
-            return
-        time.sleep(0.05)
-    raise LabError(f"{s.name}: draft not visible in the composer")
+    type_text(session, text, timeout)
 
 
 def copy_mode(session: SessionRef) -> None:

@@ -551,12 +551,7 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
     prefix = [sys.executable, _NETNS, "--enter", str(state.stub.pid), "--"] if netns else None
 
     def start(s: LabSession, first: bool) -> None:
-        if s.kind == CLAUDE:
-            cmd = lay.claude_command(bins, s.name, mcp_config=lay.claude_mcp_config_path)
-            extra = {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url}
-        else:
-            cmd = lay.codex_command(bins, s.name, first=(s is codexes[0]))
-            extra = {}
+        cmd, extra = _launch_command(lay, state, s, bins)
         if first:
             args = ["new-session", "-d", "-s", s.name, "-x", str(PANE_WIDTH), "-y", str(PANE_HEIGHT),
                     "-c", s.cwd]
@@ -605,6 +600,18 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
     for line in state.targets():
         progress("  " + line)
     return state
+
+
+def _launch_command(lay: Layout, state: LabState, s: LabSession, bins: Path) -> tuple[list[str], dict[str, str]]:
+    """The command a lab session runs and the environment it adds, for its first start and for
+    every restart alike: one builder, so a restarted session cannot come back with less than it
+    started with (a Claude session restarted without `--mcp-config` lost its relay MCP server,
+    and `--reply-via mcp` to it was refused: issue 16 case 10)."""
+    if s.kind == CLAUDE:
+        return (lay.claude_command(bins, s.name, mcp_config=lay.claude_mcp_config_path),
+                {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url})
+    codexes = state.of_kind(CODEX)
+    return lay.codex_command(bins, s.name, first=bool(codexes) and s is codexes[0]), {}
 
 
 def _pane_info(lay: Layout, s: LabSession) -> dict[str, str] | None:
@@ -864,7 +871,6 @@ def _restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress
     t0 = time.monotonic()
     deadline = t0 + UP_TIMEOUT
     bins = bin_dir()
-    codexes = state.of_kind(CODEX)
     named = set(codex_thread_names(lay)) | _codex_locks(lay)  # threads that exist: a restarted TUI names a new one
     waiting = [s for s in dead if s.kind == CODEX and s.pid and procs.is_alive(s.pid, s.proc_start)]
     if waiting and _codex_daemon_pid(lay) is None:
@@ -884,14 +890,9 @@ def _restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress
     for s in dead:
         progress(f"restarting {s.name} ({s.kind}, pid {s.pid or '-'} is gone); the live sessions are left alone")
         s.alive = s.ready = False
-        if s.kind == CLAUDE:
-            cmd = lay.claude_command(bins, s.name)
-            extra = {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url}
-        else:
-            cmd = lay.codex_command(bins, s.name, first=bool(codexes) and s is codexes[0])
-            extra = {}
-            if s.thread_id:  # the same thread again: its id, name, rollout and queue stay valid
-                cmd += ["resume", s.thread_id]
+        cmd, extra = _launch_command(lay, state, s, bins)
+        if s.kind == CODEX and s.thread_id:  # the same thread again: its id, name, rollout and queue stay valid
+            cmd += ["resume", s.thread_id]
         info = _pane_info(lay, s)
         if info is None:
             _new_session(lay, s.tmux_session, Path(s.cwd), cmd, extra)

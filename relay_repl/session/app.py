@@ -55,7 +55,8 @@ def make_session(
         session.transports[t.name] = t
     from relay_repl.session.unfinished import sweep_interrupted
 
-    found = sweep_interrupted(session.ledger)  # sends a killed process left without an outcome
+    # sends a killed process left without an outcome (a read-only command records nothing)
+    found = [] if session.ledger.read_only else sweep_interrupted(session.ledger)
     if found and echo is not None:
         echo(f"relay: the ledger records {len(found)} send(s) interrupted before an outcome: {', '.join(found)} "
              "(`relay why ID` shows how far each got)")

@@ -204,8 +204,9 @@ class Debugger:
         return Receiver(status="gone", detail=f"receiver gone: {rec.spec} ({what}){after}")
 
     # -- look ----------------------------------------------------------------------------
-    async def look(self) -> Look:
-        """Read the receiver now, read-only; prints and returns what was found."""
+    async def look(self, record: bool = True) -> Look:
+        """Read the receiver now, read-only; prints and returns what was found. `record=False`
+        (`relay debug --look`, a read-only command) leaves the ledger as it was."""
         d = self.delivery
         where = self._where = await self.receiver()
         tr = self.session.transports.get(d.transport)
@@ -224,9 +225,10 @@ class Debugger:
             reasons = lk.reasons if where.status == "present" else [where.detail, *lk.reasons]
             lk = lk.model_copy(update={"receiver": status, "reasons": reasons})
         self.last_look = lk
-        self.session.ledger.event("debug-look", delivery=d.key, relay_id=d.relay_id,
-                                  data={"receiver": lk.receiver, "landed": lk.landed, "staged": lk.staged,
-                                        "verdict": lk.verdict})
+        if record:
+            self.session.ledger.event("debug-look", delivery=d.key, relay_id=d.relay_id,
+                                      data={"receiver": lk.receiver, "landed": lk.landed, "staged": lk.staged,
+                                            "verdict": lk.verdict})
         return lk
 
     # -- step / resume / abandon -------------------------------------------------------------

@@ -12,7 +12,7 @@ import os
 import shutil
 import sqlite3
 from pathlib import Path
-from urllib.request import pathname2url
+from relay_repl.store.sqlite_read import connect_read_only
 
 from pydantic import BaseModel, ConfigDict
 
@@ -46,7 +46,7 @@ class Report(list):
 
 
 def _ro(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{pathname2url(str(path))}?mode=ro", uri=True, timeout=2)
+    return connect_read_only(path)
 
 
 def check_tmux() -> Check:

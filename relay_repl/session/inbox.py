@@ -118,15 +118,18 @@ class InboxRecord(BaseModel):
         return same_process(self.pid, self.proc_start)[0]  # the one liveness rule: a zombie is dead
 
 
-def inbox_dir() -> Path:
-    d = state_dir() / "inbox"
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+def inbox_dir(create: bool = True) -> Path:
+    """Where running inboxes keep their socket and record; made only by one that opens."""
+    d = state_dir(create=create) / "inbox"
+    if create:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return d
 
 
 def read_records() -> list[InboxRecord]:
+    """The inbox records on disk; reading makes no directory (`relay whoami` is read-only)."""
     out = []
-    for f in sorted(inbox_dir().glob("*.json")):
+    for f in sorted(inbox_dir(create=False).glob("*.json")):
         try:
             out.append(InboxRecord.model_validate_json(f.read_text()))
         except (OSError, ValueError):
@@ -154,7 +157,7 @@ def clean_stale(echo: Callable[[str], None] | None = None) -> list[InboxRecord]:
             elif why_not:
                 say(f"left {path}: {why_not}")
         try:
-            (inbox_dir() / f"{rec.pid}.json").unlink()
+            (inbox_dir(create=False) / f"{rec.pid}.json").unlink()
         except FileNotFoundError:
             pass
         removed.append(rec)
@@ -215,7 +218,7 @@ def find_inbox(relay_id: str | None = None) -> InboxRecord:
     if len(live) == 1:
         return live[0]
     if not live:
-        raise DiscoveryError(f"no relay REPL inbox is running under {state_dir()}; start `relay` (or set RELAY_HOME to the operator's)")
+        raise DiscoveryError(f"no relay REPL inbox is running under {state_dir(create=False)}; start `relay` (or set RELAY_HOME to the operator's)")
     raise DiscoveryError(
         f"{len(live)} relay inboxes are running and none owns {relay_id!r}: pass the relay id you are answering"
     )

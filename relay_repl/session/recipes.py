@@ -22,7 +22,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "recipes"
 
 
 def recipe_dirs() -> list[Path]:
-    dirs = [Path.cwd() / "recipes", SHIPPED, state_dir() / "recipes"]
+    dirs = [Path.cwd() / "recipes", SHIPPED, state_dir(create=False) / "recipes"]
     out: list[Path] = []
     for d in dirs:
         r = d.resolve()

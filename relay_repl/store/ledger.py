@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict
 from relay_repl.core.envelope import contains_halt
 from relay_repl.core.errors import LedgerError
 from relay_repl.store.ledger_file import check_ledger_file
+from relay_repl.store.sqlite_read import connect_read_only
 from relay_repl.core.inbound import InboundMessage, Verdict
 
 InboxMessage = InboundMessage  # the name this module used before the value moved to core
@@ -137,8 +138,29 @@ def _create(path: Path) -> None:
             pass
 
 
+def _in_memory_copy(path: Path) -> sqlite3.Connection:
+    """An older ledger (before the inbox's later columns), copied into memory and migrated
+    there, so the reading code sees one schema and the file is left as it is."""
+    src = connect_read_only(path, timeout=10.0)
+    try:
+        con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        src.backup(con)
+    finally:
+        src.close()
+    con.executescript(SCHEMA)
+    have = {r[1] for r in con.execute("PRAGMA table_info(inbox)")}
+    for col, typ in INBOX_COLUMNS.items():
+        if col not in have:
+            con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
+    con.execute("PRAGMA query_only=ON")
+    return con
+
+
 class Ledger:
     """Thread-safe handle on the ledger file (one connection, one lock)."""
+
+    read_only = False
+    """True for `Ledger.read_only_at`/`read_only_default`: every write raises LedgerError."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -177,6 +199,43 @@ class Ledger:
         from relay_repl.store.paths import ledger_path
 
         return cls(ledger_path())
+
+    @classmethod
+    def read_only_at(cls, path: Path | str) -> Ledger:
+        """The ledger for a command that only reads it (`why`, `log`, `verify`, `debug --look`).
+
+        Creates, changes and deletes no file (issue 16 case 8): an existing ledger is opened
+        through `connect_read_only` (no schema, no WAL switch, no side files); a missing one
+        is an empty ledger in memory, never a file (before, `Ledger(":memory:")` made a file
+        of that name in the working directory). Any write raises LedgerError."""
+        self = cls.__new__(cls)
+        self.path = Path(path)
+        self.read_only = True
+        self._lock = threading.Lock()
+        try:
+            if os.path.lexists(self.path):
+                check_ledger_file(self.path, write=False)
+                self._con = connect_read_only(self.path, timeout=10.0, check_same_thread=False)
+                self._con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                have = {r[1] for r in self._con.execute("PRAGMA table_info(inbox)")}
+                if have and not set(INBOX_COLUMNS) <= have:  # an older ledger: read it as if migrated
+                    self._con.close()
+                    self._con = _in_memory_copy(self.path)
+            else:
+                self._con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                self._con.executescript(SCHEMA)
+                for col, typ in INBOX_COLUMNS.items():
+                    self._con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
+                self._con.execute("PRAGMA query_only=ON")
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot read the ledger at {self.path}: {exc}; nothing was changed") from exc
+        return self
+
+    @classmethod
+    def read_only_default(cls) -> Ledger:
+        from relay_repl.store.paths import ledger_path
+
+        return cls.read_only_at(ledger_path())
 
     def close(self) -> None:
         with self._lock:

@@ -13,7 +13,7 @@ from pathlib import Path
 from relay_repl.core.errors import LedgerError
 
 
-def check_ledger_file(path: Path) -> None:
+def check_ledger_file(path: Path, write: bool = True) -> None:
     """Refuse a ledger file that sqlite would silently treat as new or that cannot be used.
 
     sqlite opens a 0-byte file as an empty database and writes a fresh schema into it,
@@ -29,7 +29,7 @@ def check_ledger_file(path: Path) -> None:
     if stat.S_ISDIR(st.st_mode):
         raise LedgerError(f"cannot open the ledger at {path}: it is a directory, not a file; move it aside "
                          "or set RELAY_HOME to another directory")
-    if not os.access(path, os.R_OK | os.W_OK):
+    if not os.access(path, os.R_OK | os.W_OK if write else os.R_OK):
         raise LedgerError(f"cannot read the ledger at {path}: permission denied; make it readable and writable "
                          "by you (chmod u+rw), or set RELAY_HOME to another directory")
     if st.st_size == 0:

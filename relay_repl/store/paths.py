@@ -13,7 +13,11 @@ from pathlib import Path
 
 
 def state_dir(create: bool = True) -> Path:
-    """The state directory, created 0700 on first use."""
+    """The state directory; with `create`, made 0700 if missing.
+
+    Only a command that writes state may create it: the paths below never do, so reading
+    (`relay log`, `why`, `whoami`, `targets`, `lab status`...) leaves a fresh machine as it
+    found it (issue 16 case 8). Whoever writes under one of them makes its directory."""
     env = os.environ.get("RELAY_HOME")
     if env:
         path = Path(env).expanduser()
@@ -26,18 +30,19 @@ def state_dir(create: bool = True) -> Path:
 
 
 def ledger_path() -> Path:
-    return state_dir() / "ledger.sqlite"
+    return state_dir(create=False) / "ledger.sqlite"
 
 
 def history_path() -> Path:
+    """The REPL's history file; the REPL writes it, so its directory is made here."""
     return state_dir() / "repl-history"
 
 
 def clients_dir() -> Path:
     """Cache of the pinned npm clients (`relay lab install`)."""
-    return state_dir() / "clients"
+    return state_dir(create=False) / "clients"
 
 
 def lab_dir() -> Path:
     """The one lab this state directory owns (`relay lab up`)."""
-    return state_dir() / "lab"
+    return state_dir(create=False) / "lab"

@@ -94,5 +94,17 @@ def choose(
         if req.native_reply:
             raise PolicyRefusal(f"no transport gives {target.spec} an unassisted native reply{why}")
         raise PolicyRefusal(f"no transport can reach {target.spec}{why}")
-    fallback = ranked[1].name if len(ranked) > 1 else "none"
-    return Choice(transport=ranked[0], fallback=fallback, notes=tuple(notes))
+    return Choice(transport=ranked[0], fallback=plain_fallback(ranked), notes=tuple(notes))
+
+
+def plain_fallback(ranked: Sequence[Transport]) -> str:
+    """What a plain send falls back to: nothing, and the plan says so (issue 16 case 9).
+
+    A plain send runs only the chosen transport; only an explicit chain (`a | b`) tries the
+    next one after a refusal with no side effect. The plan names the runner-up and the
+    chain that would try it, so the operator who wants a fallback can compose one."""
+    if len(ranked) < 2:
+        return "none"
+    first, second = (t.name.replace("-", "_") for t in ranked[:2])
+    return (f"none (a plain send uses one transport; {ranked[1].name} would also work: "
+            f"transport=session.transports.{first} | session.transports.{second} tries it next)")

@@ -41,7 +41,7 @@ files = [open(p, "a") for p in sys.argv[1:] if p.endswith(".lock")]
 for f in files:
     fcntl.flock(f, fcntl.LOCK_EX)
 print("locked", flush=True)
-time.sleep(600)
+time.sleep(600)  # the holder's body: it holds the locks until the test kills it
 """
 
 

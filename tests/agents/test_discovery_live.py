@@ -1,8 +1,8 @@
 """Live: discovery against the REAL pinned Claude Code and Codex clients in the lab.
 
-One lab per module (2 Claude: alpha, beta; 2 Codex: gamma, delta) under a tmp
-RELAY_HOME, torn down at the end. It does not use conftest's shared 1+1 lab: it needs
-two sessions of each kind, and in a 1+1 lab `beta` is the Codex session. The clients come from `$RELAY_LAB_CLIENTS`, else
+conftest's shared 2+2 lab (2 Claude: alpha, beta; 2 Codex: gamma, delta) under a tmp
+RELAY_HOME, not the shared 1+1 one: it needs two sessions of each kind, and in a 1+1 lab
+`beta` is the Codex session. The clients come from `$RELAY_LAB_CLIENTS`, else
 the default client cache; the module is skipped when they cannot be installed.
 
 What the tests stage themselves (by typing into lab panes or calling the Codex daemon
@@ -22,8 +22,6 @@ from typing import Any
 
 import anyio
 import pytest
-
-from tests.support.labs import private_lab_home
 
 import relay_repl.store.paths as paths
 from relay_repl.agents import ClaudeProvider, CodexProvider, default_providers
@@ -49,9 +47,8 @@ def lab_size():
 
 
 @pytest.fixture(scope="module")
-def lab_home(tmp_path_factory):
-    with private_lab_home(tmp_path_factory, "disc") as home:
-        yield home
+def lab_home(lab_home_2x2):
+    return lab_home_2x2
 
 
 def lab_env() -> dict[str, str]:
@@ -144,9 +141,13 @@ async def test_both_kinds_listed_idle_with_their_panes_and_transports(lab):
 
 
 async def test_busy_while_a_slow_turn_runs(lab):
-    await anyio.to_thread.run_sync(helpers.make_busy, "alpha", 12)
-    await anyio.to_thread.run_sync(helpers.make_busy, "gamma", 12)
-    ts = await discover()
+    # both turns start together (one after the other, a slow Codex start-up on a loaded machine
+    # used up Claude's hold before discovery ran), and discovery is asked until it sees both
+    # busy: Claude's registry record and the Codex daemon catch up with the screen a little later
+    async with anyio.create_task_group() as tg:
+        for name in ("alpha", "gamma"):
+            tg.start_soon(anyio.to_thread.run_sync, helpers.make_busy, name, 12)
+    ts = await until(lambda: _states(("claude:alpha", "busy"), ("codex:gamma", "busy")), timeout=10)
     a, g = one(ts, "claude:alpha"), one(ts, "codex:gamma")
     assert (a.state, a.detail["status_raw"]) == ("busy", "busy")
     assert g.state == "busy" and g.detail["status_raw"]["type"] == "active"

@@ -48,7 +48,9 @@ def test_recording_a_pass_lifts_the_refusal_for_that_version_only():
 
 
 def test_a_corrupt_record_file_verifies_nothing():
-    versions.verified_file().write_text("{not json")
+    path = versions.verified_file()
+    path.parent.mkdir(parents=True, exist_ok=True)  # reading never makes the state directory; a writer does
+    path.write_text("{not json")
     assert versions.version_status(CLAUDE, "9.9.9") == "unverified"
 
 

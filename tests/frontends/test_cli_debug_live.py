@@ -127,7 +127,7 @@ async def test_pending_tmux_delivery_is_debugged_from_a_fresh_process(dlab, dbg_
         assert pane_unchanged_by_us("alpha") == before, "a key left before the answer"
         dbg.keys("n", "Enter")
         dbg.wait_for("declined: no key was sent", timeout=30)
-        await anyio.sleep(1.5)
+        await anyio.sleep(1.5)  # a key that did leave would show by now; absence has no event to wait for
         assert pane_unchanged_by_us("alpha") == before, "answering No changed the pane"
         led = Ledger(dbg_lab_home / "ledger.sqlite")
         key = led.events(relay_id=relay_id, kind="plan")[0].delivery
@@ -149,6 +149,7 @@ async def test_pending_tmux_delivery_is_debugged_from_a_fresh_process(dlab, dbg_
 
 async def test_receiver_killed_is_reported_gone_exit_1(dlab):
     import relay_repl.lab.launcher as launcher
+    import relay_repl.lab.procs as procs
     from relay_repl.session.app import make_session
     from relay_repl.session.gate import ScriptedGate
 
@@ -160,7 +161,7 @@ async def test_receiver_killed_is_reported_gone_exit_1(dlab):
         d = await session.send("claude:alpha", "to a receiver about to be killed", transport="tmux")
     assert d.exit_code == 3, d.summary()
     os.kill(s.pid, signal.SIGKILL)
-    await anyio.sleep(1.0)
+    assert not await anyio.to_thread.run_sync(procs.wait_gone, [s.pid], 10.0), "alpha survived SIGKILL"
 
     res = subprocess.run(relay_cmd("debug", d.relay_id, "--look", "--json"), capture_output=True, text=True,
                          timeout=120)

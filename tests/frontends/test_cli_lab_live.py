@@ -12,9 +12,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+from libtmux.test.retry import retry_until
 
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
@@ -131,10 +131,12 @@ def test_targets_json_healthy_then_one_client_sigkilled_then_lab_up_then_down(la
     assert {k: v for k, v in lab_pids(launcher.status()).items() if k != "beta"} == \
         {k: v for k, v in lab_pids(repaired).items() if k != "beta"}
     # ... until the daemon unloads the thread (40-60 s, codex.md section 0): then it is stale
-    deadline = time.monotonic() + 150
-    while [r for r in by_name(rows, "codex", "beta") if r["live"]] and time.monotonic() < deadline:
-        time.sleep(5)
+    def unloaded() -> bool:
+        nonlocal rows
         rows = targets_json()
+        return not [r for r in by_name(rows, "codex", "beta") if r["live"]]
+
+    retry_until(unloaded, 150, interval=5, raises=False)  # each look runs `relay targets`: not more often
     assert [r["live"] for r in by_name(rows, "codex", "beta")] == [False], rows
     assert {k: v for k, v in lab_pids(launcher.status()).items() if k != "beta"} == \
         {k: v for k, v in lab_pids(repaired).items() if k != "beta"}

@@ -46,7 +46,7 @@ def the_inbox_of_the_send(started: float):
         recs = [r for r in read_records() if r.live and r.started >= started]
         if len(recs) == 1:
             return recs[0]
-        time.sleep(0.1)
+        time.sleep(0.1)  # a bounded poll for the record itself (the event), not a fixed wait
     raise AssertionError(f"no single inbox record of the relay send process: {read_records()}")
 
 
@@ -71,6 +71,7 @@ def test_halt_into_the_inbox_while_the_prompt_is_open_then_yes_delivers_nothing(
         rid = sends[0].relay_id
         assert [e.kind for e in led.events(relay_id=rid)] == ["plan", "answer", "stage:halt", "outcome"]
         assert not led.was_sent(rid)
+        # absence has no event to wait for: 3 s is 6x codex-queue's measured enqueue-to-rollout time
         time.sleep(3)
         assert not rollouts_hold(body), "the halted message reached Codex"
     finally:

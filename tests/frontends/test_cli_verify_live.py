@@ -69,11 +69,10 @@ async def test_verify_reads_attachment_origin_when_absorbed_mid_turn(lab):
     async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, _):
         await stub.tool_call("alpha", "Bash", {"command": "sleep 4", "description": "wait"}, match="RUNTOOL",
                              then_text="tool done")
-        await anyio.to_thread.run_sync(lambda: helpers.pane("alpha").send_keys("RUNTOOL now", enter=True))
-        with anyio.fail_after(20):
-            while not await anyio.to_thread.run_sync(lambda: helpers.is_busy("alpha")):
+        await anyio.to_thread.run_sync(helpers.submit, "alpha", "RUNTOOL now")
+        with anyio.fail_after(20):  # the Bash call is running: its command is on the screen
+            while "sleep 4" not in await anyio.to_thread.run_sync(helpers.capture, "alpha"):
                 await anyio.sleep(0.1)
-        await anyio.sleep(1.0)  # the Bash call is running now
         await s.refresh()
         d = await s.send(CLAUDE, "absorbed at the tool boundary", transport="claude-code-socket", timeout=45)
         assert d.state is DeliveryState.IN_TURN, d.summary()

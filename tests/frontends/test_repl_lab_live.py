@@ -8,9 +8,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+from libtmux.test.retry import retry_until
 
 from relay_repl.session.inbox import read_records
 from tests.support.tmuxdrive import Screen
@@ -51,9 +51,7 @@ def test_repl_on_the_lab_and_its_inbox_lifecycle(lab):
         screen.keys("C-d")
         screen.wait_for("exit", timeout=10)
         screen.keys("y")
-        deadline = time.time() + 20
-        while any(os.path.exists(f) for f in files) and time.time() < deadline:
-            time.sleep(0.2)
+        retry_until(lambda: not any(os.path.exists(f) for f in files), 20, interval=0.2, raises=False)
         assert not any(os.path.exists(f) for f in files)
         assert name not in listed()
     finally:
@@ -66,9 +64,7 @@ def test_repl_on_the_lab_and_its_inbox_lifecycle(lab):
         os.kill(pid, signal.SIGKILL)
         # Claude's liveness rule (kill(pid, 0) + procStart) still lists a zombie; the
         # killed REPL is one until init reaps it (about a second, measured)
-        deadline = time.time() + 15
-        while name in listed() and time.time() < deadline:
-            time.sleep(0.3)
+        retry_until(lambda: name not in listed(), 15, interval=0.3, raises=False)
         assert name not in listed()
         assert any(os.path.exists(f) for f in files), "a SIGKILLed REPL cannot clean up by itself"
         for args in (["targets", "--json"], ["whoami"]):  # read-only: they change nothing

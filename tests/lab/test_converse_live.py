@@ -18,6 +18,7 @@ import relay_repl.lab.helpers as helpers
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.session.inbox import user_frame
+from relay_repl.system.polling import poll_until
 from relay_repl.system.wire import send_frames
 from relay_repl.lab.stubs.client import StubClient
 from tests.support.sessions import live_session
@@ -36,10 +37,24 @@ async def answers_to(inbox, relay_id: str, timeout: float) -> list:
     """Inbox messages whose envelope header answers `relay_id` (re=<id>), waiting up to `timeout`."""
     def hits() -> list:
         return [m for m in inbox.received if m.line.startswith("[relay/1 ") and header(m.line).get("re") == relay_id]
-    with anyio.move_on_after(timeout):
-        while not hits():
-            await anyio.sleep(0.1)
-    return hits()
+    async def check() -> list | None:
+        return hits() or None
+    return await poll_until(check, timeout=timeout, interval=0.1) or []
+
+
+async def whole_turn(stub: StubClient, name: str, timeout: float = 30) -> list:
+    """The main requests recorded since the last clear, once the turn's last one is among them.
+
+    A turn ends with a request the stub answers with text (no tool call). The request after a
+    tool call reaches the stub only after the tool ran, so the tool's effect (a message in our
+    inbox) can come before it: reading the log at that moment misses the turn's end."""
+    with anyio.fail_after(timeout):
+        n = 1
+        while True:
+            reqs = await stub.requests(name, kind="main", min_count=n, timeout=timeout, body=False)
+            if reqs and reqs[-1].reply_tool is None:
+                return reqs
+            n = len(reqs) + 1
 
 
 async def wait_idle(name: str) -> None:
@@ -61,22 +76,20 @@ async def test_claude_agent_answers_want_reply_by_sendmessage_to_the_listed_inbo
         assert msg.line.endswith(f'reply to {d.relay_id}: received "please summarize the repo"')
         assert msg.origin["verifiedPeerPid"] == lab.session("alpha").pid  # the agent itself sent it
         assert msg.origin["claims"].get("from-name") == "alpha"
+        tools = [r.reply_tool for r in await whole_turn(stub, "alpha")]
         reqs = await stub.requests("alpha", kind="main")
         offered = any(t.get("name") == "SendMessage" for t in reqs[0].body.get("tools", []))
-        tools = [r.reply_tool for r in reqs]
         # SendMessage is deferred: ToolSearch loads it, unless an earlier turn already did
-        assert tools[:2] == (["SendMessage", None] if offered else ["ToolSearch", "SendMessage"]), tools
+        assert tools == (["SendMessage", None] if offered else ["ToolSearch", "SendMessage", None]), tools
         await wait_idle("alpha")
 
         # a second question: SendMessage is loaded now, so the agent calls it directly
-        await anyio.sleep(1)  # the turn's last request is recorded before the clear below
         await stub.clear_requests("alpha")
         d2 = await s.send(CLAUDE, "and the tests?", want="ack", transport="claude-code-socket", timeout=30)
         (ack,) = await answers_to(inbox, d2.relay_id, 30)
         assert ack.line.endswith(f"ack {d2.relay_id}")
-        assert [r.reply_tool for r in await stub.requests("alpha", kind="main", body=False)][:2] == ["SendMessage", None]
+        assert [r.reply_tool for r in await whole_turn(stub, "alpha")] == ["SendMessage", None]
         await wait_idle("alpha")
-        await anyio.sleep(1)
 
         # a replay of the same id, then a new id carrying relay-halt, injected raw into alpha's
         # socket: the agent answers neither (its turn ends with a text, no tool call)
@@ -90,7 +103,7 @@ async def test_claude_agent_answers_want_reply_by_sendmessage_to_the_listed_inbo
             assert len(reqs) == n and reqs[-1].reply_tool is None, [r.answered_by for r in reqs]
             await wait_idle("alpha")
         assert "duplicate relay id" in reqs[0].reply_text and "relay-halt" in reqs[1].reply_text
-        await anyio.sleep(1)
+        # both turns ended with text and no tool call (above), so nothing can still be on its way
         assert len(inbox.received) == 2, [m.line for m in inbox.received]
     await wait_idle("alpha")
 
@@ -100,10 +113,9 @@ async def test_codex_agent_answers_want_reply_with_relay_reply(lab):
         await stub.clear_requests("beta")
         d = await s.send(CODEX, "please rerun the suite", want="reply", transport="codex-queue", timeout=30)
         assert d.state in {DeliveryState.IN_TURN, DeliveryState.REPLIED}, d.summary()  # the answer may already be in
-        with anyio.move_on_after(60):
-            while not inbox.received:
-                await anyio.sleep(0.1)
-        assert inbox.received, "no reply reached the inbox"
+        async def arrived() -> bool | None:
+            return True if inbox.received else None
+        assert await poll_until(arrived, timeout=60, interval=0.1), "no reply reached the inbox"
         msg = inbox.received[0]
         thread = (await s.target(CODEX)).address
         fields = header(msg.line)

@@ -30,6 +30,7 @@ def test_lab_processes_by_home_cmdline_and_client_home(tmp_path, spawn):
     lab = tmp_path / "lab"
     home = lab / "home"
     by_home = spawn({"HOME": str(home)})
+    # (the spawned processes' own body: alive until the fixture kills them)
     by_cmdline = spawn({}, [sys.executable, "-c", "import time; time.sleep(30)", str(lab / "x")])
     shell_with_lab_env = spawn({"CODEX_HOME": str(lab / "codex"), "HOME": "/root"})
     sibling_lab = spawn({"HOME": str(tmp_path / "lab2" / "home")},

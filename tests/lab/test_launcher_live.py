@@ -100,10 +100,7 @@ def test_tools_run_without_dialogs_on_their_own_stub_ports(lab):
     stub.tool_call("beta", "exec_command", {"cmd": "echo lab-exec-ok", "yield_time_ms": 10000},
                    then_text="exec done")
     for name in ("alpha", "beta"):
-        p = helpers.pane(name)
-        p.send_keys(f"probe tools in {name}", enter=False, literal=True)
-        time.sleep(0.15)
-        p.send_keys("Enter", enter=False)
+        helpers.submit(name, f"probe tools in {name}")
     for name, marker in (("alpha", "lab-bash-ok"), ("beta", "lab-exec-ok")):
         reqs = stub.requests(name, min_count=2, timeout=30)
         results = [r for r in reqs if r.tool_result]

@@ -198,8 +198,9 @@ def test_codex_daemon_targets_are_sha256_of_the_link_path(tmp_path):
     assert len(targets) == 2
 
 
-def test_socket_path_problem(tmp_path):
-    assert Layout.at(tmp_path / "lab").socket_path_problem() is None
+def test_socket_path_problem():
+    # a path, not a directory: pytest's tmp_path is deeper under xdist (popen-gwN) and on other machines
+    assert Layout.at("/tmp/pytest-of-root/pytest-999/test_socket_path_problem0/lab").socket_path_problem() is None
     deep = Layout.at("/" + "d" * 90 + "/lab")
     problem = deep.socket_path_problem()
     assert problem and "RELAY_HOME" in problem

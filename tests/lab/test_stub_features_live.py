@@ -8,8 +8,8 @@ import os
 import time
 
 import pytest
+from libtmux.test.retry import retry_until
 
-from tests.support.labs import private_lab_home
 
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
@@ -20,13 +20,13 @@ pytestmark = pytest.mark.live
 
 @pytest.fixture(scope="module")
 def lab_size():
-    return 2, 1
+    return 2, 2
 
 
 @pytest.fixture(scope="module")
-def lab_home(tmp_path_factory):
-    with private_lab_home(tmp_path_factory, "stub-features-lab") as home:
-        yield home
+def lab_home(lab_home_2x2):
+    """conftest's shared 2+2 lab: two Claude sessions (alpha, beta) and the Codex gamma."""
+    return lab_home_2x2
 
 
 def status_of(lab, name: str) -> str:
@@ -36,10 +36,7 @@ def status_of(lab, name: str) -> str:
 
 
 def type_into(name: str, text: str) -> None:
-    p = helpers.pane(name)
-    p.send_keys(text, enter=False, literal=True)
-    time.sleep(0.2)
-    p.send_keys("Enter", enter=False)
+    helpers.submit(name, text)
 
 
 def test_a_scripted_hold_keeps_each_client_busy_then_idle(lab):
@@ -49,9 +46,8 @@ def test_a_scripted_hold_keeps_each_client_busy_then_idle(lab):
     t0 = time.monotonic()
     type_into("alpha", "hold me please")
     type_into("gamma", "hold me please")
-    time.sleep(1.5)
-    assert status_of(lab, "alpha") == "busy"
-    assert "esc to interrupt" in helpers.capture("gamma")
+    assert retry_until(lambda: status_of(lab, "alpha") == "busy", 10, raises=False), status_of(lab, "alpha")
+    assert retry_until(lambda: "esc to interrupt" in helpers.capture("gamma"), 10, raises=False)
     helpers.wait_idle("alpha", 30)
     helpers.wait_idle("gamma", 30)
     assert time.monotonic() - t0 >= 3.5
@@ -69,16 +65,19 @@ def test_sendmessage_from_one_claude_agent_reaches_another(lab):
     reqs = stub.requests("beta", kind="main", min_count=1, timeout=30)
     assert any("lab hello from alpha to beta" in json.dumps(r.body) for r in reqs)
     beta = st.session("beta")
-    deadline = time.monotonic() + 20
     origin = None
-    while origin is None and time.monotonic() < deadline:
+
+    def peer_record() -> bool:
+        nonlocal origin
         if os.path.exists(beta.transcript):
             for line in open(beta.transcript, encoding="utf-8"):
                 d = json.loads(line)
                 o = d.get("origin") or (d.get("attachment") or {}).get("origin")
                 if o and o.get("kind") == "peer" and "lab hello from alpha" in line:
                     origin = o
-        time.sleep(0.2)
+        return origin is not None
+
+    retry_until(peer_record, 20, interval=0.2, raises=False)
     assert origin is not None, "beta's transcript has no peer origin record"
     assert origin["verifiedPeerPid"] == st.session("alpha").pid
     assert origin.get("name") == "alpha"

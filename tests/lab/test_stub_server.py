@@ -22,6 +22,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from libtmux.test.retry import retry_until
 
 from relay_repl.core.errors import LabError
 from relay_repl.lab.stubs.client import StubClient, SyncStubClient
@@ -339,11 +340,12 @@ def test_process_ready_file_sync_client_and_sigterm(sockdir: Path) -> None:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 10
-        while not ready.exists():
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "no ready file"
-            time.sleep(0.02)
+        def ready_or_exited() -> bool:
+            return ready.exists() or proc.poll() is not None
+
+        retry_until(ready_or_exited, 10, interval=0.02, raises=False)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert ready.exists(), "no ready file"
         info = json.loads(ready.read_text())
         assert info == {"pid": proc.pid, "control": str(ctl)}
         c = SyncStubClient(ctl, timeout=5)
@@ -369,10 +371,7 @@ def test_second_server_refuses_a_live_socket(sockdir: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "relay_repl.lab.stubs", "--control", str(ctl)], cwd=REPO,
                             stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 10
-        while not ctl.exists():
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        assert retry_until(ctl.exists, 10, interval=0.02, raises=False), "no control socket"
         second = subprocess.run(
             [sys.executable, "-m", "relay_repl.lab.stubs", "--control", str(ctl)], cwd=REPO,
             capture_output=True, text=True, timeout=10,

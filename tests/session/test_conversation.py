@@ -45,7 +45,9 @@ SENDER = textwrap.dedent("""
     while s.recv(4096):
         pass
 """)
-AGENT = "import subprocess, sys; subprocess.run(sys.argv[1:], check=True)"
+# the stand-in agent runs the sender only once told to: the test knows the agent's pid by then
+# (under load, the inbox could otherwise judge the sender before the pid was written down)
+AGENT = "import subprocess, sys; sys.stdin.readline(); subprocess.run(sys.argv[1:], check=True)"
 
 
 class AgentStandIn:
@@ -74,6 +76,8 @@ class Convo:
         proc = await anyio.open_process([sys.executable, "-c", AGENT, sys.executable, "-c", SENDER,
                                          str(self.inbox.path), line])
         self.agent.pids.add(proc.pid)
+        assert proc.stdin is not None
+        await proc.stdin.send(b"go\n")
         await proc.wait()
         return proc.pid
 

@@ -95,7 +95,7 @@ def the_inbox_of(pid_after: float) -> str:
         recs = [r for r in read_records() if r.live and r.started >= pid_after - 1 and r.pid != os.getpid()]
         if len(recs) == 1:
             return recs[0].socket
-        time.sleep(0.1)
+        time.sleep(0.1)  # a bounded poll for the record itself (the event), not a fixed wait
     raise AssertionError(f"no single inbox record of the relay send process: {read_records()}")
 
 

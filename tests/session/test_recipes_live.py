@@ -195,7 +195,7 @@ async def test_cli_dry_run_prints_every_plan_and_sends_nothing(lab):
         hops = re.findall(r"3 payload +\[relay/1 [^\]]* hop=(\d) want=reply\]", res.stdout)
         assert hops == ["0", "2"] * 5
         assert res.stdout.count("Plan: send to") == 10 and "Proceed?" not in res.stdout
-        await anyio.sleep(2)
+        await anyio.sleep(2)  # nothing may arrive: absence has no event to wait for
         assert await stub.requests("alpha", body=False) == [] and await stub.requests("beta", body=False) == []
         assert Ledger.default().events(since=before) == []  # not a plan, an id or an answer was written
         bad = await anyio.to_thread.run_sync(lambda: subprocess.run(

@@ -31,11 +31,15 @@ class Screen:
                 return screen
             if time.monotonic() > end:
                 raise AssertionError(f"timed out waiting for {predicate!r}; screen was:\n{screen}")
-            time.sleep(0.1)
+            time.sleep(0.1)  # the poll interval of this bounded wait
 
-    def type_line(self, text: str) -> None:
+    def type_line(self, text: str, timeout: float = 20.0) -> None:
+        """Type `text`, and press Enter once the program has drawn it (one more copy of its tail on
+        the screen): an Enter that overtakes the text's echo can be taken before the text."""
+        tail = text[-30:]
+        before = self.text().count(tail)
         self.pane.send_keys(text, enter=False, literal=True)
-        time.sleep(0.15)
+        self.wait_for(lambda s: s.count(tail) > before, timeout=timeout)
         self.pane.send_keys("Enter", enter=False)
 
     def keys(self, *keys: str) -> None:

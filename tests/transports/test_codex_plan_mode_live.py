@@ -9,10 +9,10 @@ about 8 full runs; not understood). On a fresh lab it has not failed.
 
 from __future__ import annotations
 
-import time
 
 import anyio
 import pytest
+from libtmux.test.retry import retry_until
 
 from tests.support.sessions import live_session
 
@@ -54,15 +54,11 @@ async def test_codex_in_plan_mode_is_said_in_the_plan_and_still_delivered(lab):
         return any("Plan mode (shift+tab" in ln for ln in bottom)
 
     def wait_plan_mode(present: bool) -> None:
-        deadline = time.monotonic() + 20
-        while in_plan_mode() != present:
-            assert time.monotonic() < deadline, helpers.capture("beta")
-            time.sleep(0.2)
+        assert retry_until(lambda: in_plan_mode() == present, 20, interval=0.2, raises=False), helpers.capture("beta")
 
     pane = helpers.pane("beta")
-    pane.send_keys("/plan", enter=False, literal=True)
-    time.sleep(0.5)
-    pane.send_keys("Enter", enter=False)
+    helpers.type_text("beta", "/plan")  # Enter only once the composer shows it (else a paste-burst newline)
+    helpers.press_enter("beta")
     wait_plan_mode(True)
     try:
         async with live_session([True]) as (s, gate, _):
@@ -80,9 +76,7 @@ async def test_codex_in_plan_mode_is_said_in_the_plan_and_still_delivered(lab):
             if not in_plan_mode():
                 break
             pane.send_keys("BTab", enter=False)
-            deadline = time.monotonic() + 10
-            while in_plan_mode() and time.monotonic() < deadline:
-                time.sleep(0.2)
+            retry_until(lambda: not in_plan_mode(), 10, interval=0.2, raises=False)
         wait_plan_mode(False)
     async with live_session() as (s, _, _):
         await plan_mode_reads(s, False)

@@ -98,7 +98,7 @@ async def test_control_characters_never_reach_the_pane(lab, spec, name):
         assert d.state is DeliveryState.REFUSED and f"U+{ord(ch):04X}" in (d.reason or "")
     assert gate.shown == [], "no plan may be shown for such a body"
     assert io.keys == [], "not one key may leave"
-    await anyio.sleep(1.0)
+    await anyio.sleep(1.0)  # no key may have left: absence has no event to wait for
     assert composer(name) == draft_before
     assert stable(helpers.capture(name)) == before
 
@@ -135,7 +135,7 @@ async def test_halt_after_preflight_types_nothing(lab):
         assert d.state is DeliveryState.HALTED, d.summary()
         assert "after stage preflight" in (d.reason or "") and "the step after preflight was not done" in d.reason
         assert io.keys == []
-        await anyio.sleep(1.0)
+        await anyio.sleep(1.0)  # no key may have left: absence has no event to wait for
         assert stable(helpers.capture(name)) == before
         assert s.ledger.events(relay_id=d.relay_id)[-1].data["state"] == "halted"
     finally:

@@ -113,7 +113,7 @@ async def test_answering_no_leaves_no_trace(lab, spec, transport, stubname):
         screen = helpers.capture(stubname)
         d = await s.send(spec, "this must never arrive", transport=transport)
         assert d.state is DeliveryState.WITHHELD and len(gate.shown) == 1
-        await anyio.sleep(3)
+        await anyio.sleep(3)  # nothing may arrive: absence has no event to wait for
         assert len(await stub.requests(stubname)) == before
         assert (os.path.getsize(transcript) if transcript and os.path.exists(transcript) else 0) == size
         assert typed_regions(helpers.capture(stubname)) == typed_regions(screen)

@@ -41,7 +41,7 @@ def tgt(*names, pane="%1", state="idle", live=True):
 def test_strongest_capability_wins_regardless_of_list_order():
     assert choose(tgt("tmux", "sock", "msg", "queue"), ALL).transport is QUEUE
     c = choose(tgt("tmux", "sock", "msg"), ALL)
-    assert (c.transport, c.fallback) == (MSG, "sock")
+    assert c.transport is MSG
     assert choose(tgt("tmux", "sock"), ALL).transport is SOCK
     assert choose(tgt("tmux"), ALL).transport is TMUX
 
@@ -91,3 +91,13 @@ def test_explicit_request_is_honoured_or_refused_never_swapped():
 def test_dead_target_live_only_refused():
     with pytest.raises(PolicyRefusal, match="not live"):
         choose(tgt("sock", live=False), ALL)
+
+
+def test_the_plan_names_no_fallback_a_plain_send_would_not_take():
+    """Issue 16 case 9: a plain send runs only the chosen transport, so the plan's fallback
+    says none, names the runner-up and the chain that would try it (before: 'sock')."""
+    c = choose(tgt("tmux", "sock", "msg"), ALL)
+    assert c.fallback.startswith("none (")
+    assert "sock would also work" in c.fallback
+    assert "transport=session.transports.msg | session.transports.sock" in c.fallback
+    assert choose(tgt("tmux"), ALL).fallback == "none"

@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 import pytest
+from libtmux.test.retry import retry_until
 
 from tests.support.labs import private_lab_home
 
@@ -312,6 +313,19 @@ async def wait_screen(name: str, pred: Any, what: str, timeout: float = 20) -> N
         await anyio.sleep(0.1)
 
 
+async def settled(name: str, timeout: float = 10) -> list[str]:
+    """The screen once two looks 0.2 s apart agree (the staging keys are drawn, the client is still)."""
+    last: list[str] | None = None
+    end = time.monotonic() + timeout
+    while True:
+        now = screen(name)
+        if now == last:
+            return now
+        assert time.monotonic() < end, f"{name}: the screen never settled:\n" + "\n".join(now)
+        last = now
+        await anyio.sleep(0.2)
+
+
 async def idle(name: str, timeout: float = 60) -> None:
     import relay_repl.lab.helpers as helpers
 
@@ -339,7 +353,7 @@ def clear_composer(name: str) -> None:
         else:
             p.send_keys("End" if s.kind == "claude-code" else "C-e", enter=False)
             p.send_keys("C-u", enter=False)
-        time.sleep(0.25)
+        time.sleep(0.25)  # a key round per look, slower than the client redraws (too fast would over-delete)
     raise AssertionError(f"{name}: composer not cleared:\n{helpers.capture(name)}")
 
 
@@ -421,10 +435,7 @@ async def test_live_busy_claude_mid_tool_is_absorbed_at_the_tool_boundary(tlab):
     stub = SyncStubClient(tlab.stub.control)
     await _run(stub.tool_call, "alpha", "Bash", {"command": "sleep 6", "description": "hold a tool call"},
                then_text="tool done", match="TOOLHOLD")
-    p = helpers.pane("alpha")
-    p.send_keys("TOOLHOLD run a slow tool", enter=False, literal=True)
-    await anyio.sleep(0.2)
-    p.send_keys("Enter", enter=False)
+    await _run(helpers.submit, "alpha", "TOOLHOLD run a slow tool")
     await wait_screen("alpha", lambda rows: any("sleep 6" in ln for ln in rows), "the Bash tool running")
     payload = "[relay/1 from=operator:relay@t to=peer id=t-tool hop=0 want=none] typed while a tool runs"
     d, io, _ = await live_send("alpha", payload, timeout=40)
@@ -460,10 +471,7 @@ async def test_live_busy_codex_mid_tool_waits_for_the_tool_then_joins_the_turn(t
     stub = SyncStubClient(tlab.stub.control)
     await _run(stub.tool_call, "beta", "exec_command", {"cmd": "sleep 5", "yield_time_ms": 20000},
                then_text="tool done", match="TOOLHOLD")
-    p = helpers.pane("beta")
-    p.send_keys("TOOLHOLD run a slow tool", enter=False, literal=True)
-    await anyio.sleep(0.2)
-    p.send_keys("Enter", enter=False)
+    await _run(helpers.submit, "beta", "TOOLHOLD run a slow tool")
     await wait_screen("beta", lambda rows: any("background terminal running" in ln for ln in rows), "the tool running")
     payload = "[relay/1 from=operator:relay@t to=peer id=t-codex-tool hop=0 want=none] typed while a codex tool runs"
     d, io, _ = await live_send("beta", payload, timeout=30)
@@ -491,17 +499,16 @@ def _stage_slash(name: str) -> None:
 
     p = helpers.pane(name)
     p.send_keys("/", enter=False, literal=True)
-    end = time.monotonic() + 5
-    while time.monotonic() < end and not any(("/add-dir" in ln or "/model" in ln) for ln in p.capture_pane()):
-        time.sleep(0.05)
+    retry_until(lambda: any(("/add-dir" in ln or "/model" in ln) for ln in p.capture_pane()), 10)
 
 
 def _undo(name: str, how: str) -> None:
     import relay_repl.lab.helpers as helpers
 
     if how == "copy-mode":
-        helpers.pane(name).cmd("send-keys", "-X", "cancel")
-        time.sleep(0.2)
+        p = helpers.pane(name)
+        p.cmd("send-keys", "-X", "cancel")
+        retry_until(lambda: p.cmd("display-message", "-p", "#{pane_in_mode}").stdout == ["0"], 10)
     clear_composer(name)
 
 
@@ -515,8 +522,7 @@ def _undo(name: str, how: str) -> None:
 async def test_live_refusal_sends_zero_keys(tlab, name, how, stage, blocker):
     await idle(name)
     await _run(stage, name)
-    await anyio.sleep(0.4)
-    before = screen(name)
+    before = await settled(name)
     try:
         d, io, _ = await live_send(name, f"[relay/1 t] must not be typed over a {how}")
         after = screen(name)
@@ -536,10 +542,7 @@ async def _open_claude_dialog(tlab) -> None:
     stub = SyncStubClient(tlab.stub.control)
     await _run(stub.tool_call, "alpha", "WebFetch", {"url": "http://127.0.0.1:9/relay-test", "prompt": "x"},
                then_text="fetch done", match="DIALOGTEST")
-    p = helpers.pane("alpha")
-    p.send_keys("DIALOGTEST fetch something", enter=False, literal=True)
-    await anyio.sleep(0.2)
-    p.send_keys("Enter", enter=False)
+    await _run(helpers.submit, "alpha", "DIALOGTEST fetch something")
     end = time.monotonic() + 20
     while not any("Do you want to" in ln for ln in screen("alpha")):
         assert time.monotonic() < end, "no permission dialog appeared"
@@ -559,10 +562,9 @@ async def _open_codex_dialog(tlab) -> None:
             assert time.monotonic() < end, f"never saw {text!r}:\n" + "\n".join(screen("beta"))
             await anyio.sleep(0.1)
 
-    p.send_keys("/permissions", enter=False, literal=True)
+    await _run(helpers.type_text, "beta", "/permissions")
     await until("/permissions  choose")
-    await anyio.sleep(0.15)
-    p.send_keys("Enter", enter=False)
+    await _run(helpers.press_enter, "beta")
     await until("Update Model Permissions")
     p.send_keys("1", enter=False, literal=True)
     await until("Permission selection requested")
@@ -571,9 +573,7 @@ async def _open_codex_dialog(tlab) -> None:
     await _run(stub.tool_call, "beta", "exec_command",
                {"cmd": "true", "sandbox_permissions": "require_escalated", "justification": "relay test dialog",
                 "yield_time_ms": 10000}, then_text="approval done", match="DIALOGTEST")
-    p.send_keys("DIALOGTEST run something", enter=False, literal=True)
-    await anyio.sleep(0.2)
-    p.send_keys("Enter", enter=False)
+    await _run(helpers.submit, "beta", "DIALOGTEST run something")
     await until("Would you like to run the following command?", 20)
 
 
@@ -587,15 +587,15 @@ async def test_live_dialog_refusal_sends_zero_keys(tlab, name):
     # discovered before the dialog opens: it hides the Codex footer that ties the pane to the thread
     target = await discover(name)
     await (_open_claude_dialog if name == "alpha" else _open_codex_dialog)(tlab)
-    await anyio.sleep(0.4)
-    before = screen(name)
+    before = await settled(name)
     try:
         d, io, _ = await live_send(name, "[relay/1 t] must not answer a dialog", target=target)
         after = screen(name)
     finally:
         # answer the dialog as an operator would, without Escape: Claude "3" (No), Codex "y" (runs `true`)
         helpers.pane(name).send_keys("3" if name == "alpha" else "y", enter=False, literal=True)
-        await anyio.sleep(0.5)
+        asked = "Do you want to" if name == "alpha" else "Would you like to run the following command?"
+        await wait_screen(name, lambda rows: not any(asked in ln for ln in rows), "the dialog answered")
         await _run(SyncStubClient(tlab.stub.control).set_script, name, {"rules": []})
     assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.summary()
     assert io.keys == []
@@ -627,9 +627,7 @@ def frozen(pid: int, pane_pid: int | None) -> Iterator[str]:
         try:
             (d / "cgroup.procs").write_text(str(pid))
             (d / "freezer.state").write_text("FROZEN")
-            end = time.monotonic() + 5
-            while (d / "freezer.state").read_text().strip() != "FROZEN" and time.monotonic() < end:
-                time.sleep(0.02)
+            retry_until(lambda: (d / "freezer.state").read_text().strip() == "FROZEN", 5, interval=0.02, raises=False)
             yield "cgroup freezer"
         finally:
             (d / "freezer.state").write_text("THAWED")

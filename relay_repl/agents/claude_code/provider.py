@@ -222,6 +222,10 @@ class ClaudeProvider:
 
     async def list_agents(self) -> tuple[list[ListedAgent] | None, str]:
         """Run `claude agents --json` once. (None, why) when it cannot be used."""
+        if not (self.config_dir / "sessions").is_dir():
+            # No Claude session ever registered here, so the listing is empty; and running it
+            # would not be read-only: a first `claude agents` writes its .claude.json and backups.
+            return [], f"no {self.config_dir / 'sessions'}: no Claude session has run here (listing not run)"
         exe = self._binary()
         if exe is None:
             wanted = self.claude_bin or "claude on PATH"

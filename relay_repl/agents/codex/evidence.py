@@ -16,10 +16,9 @@ from __future__ import annotations
 import glob
 import json
 import os
-import sqlite3
 from pathlib import Path
 from typing import Any
-from urllib.request import pathname2url
+from relay_repl.store.sqlite_read import connect_read_only
 
 import relay_repl.store.jsonl as jsonl
 from relay_repl.core.target import Target
@@ -35,7 +34,7 @@ def read_item(home: Path, item_id: str) -> dict[str, Any] | None:
     db = home / "queue_1.sqlite"
     if not db.exists():
         return None
-    con = sqlite3.connect(f"file:{pathname2url(str(db))}?mode=ro", uri=True, timeout=2)
+    con = connect_read_only(db)
     try:
         cols = [r[1] for r in con.execute("PRAGMA table_info(queued_items)")]
         id_col = "id" if "id" in cols else "queued_item_id"

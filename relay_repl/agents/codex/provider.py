@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from relay_repl.store.sqlite_read import connect_read_only
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -78,8 +78,8 @@ def read_session_index(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _ro_connect(path: Path) -> sqlite3.Connection:
-    """Read-only SQLite connection (never writes rows; WAL readers are fine)."""
-    return sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=1.0)
+    """Read-only SQLite connection that leaves no -wal/-shm behind (store.sqlite_read)."""
+    return connect_read_only(path, timeout=1.0)
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:

@@ -1,0 +1,87 @@
+"""Live: every read-only command against the running lab creates, changes and deletes nothing
+(issue 16 case 8, Done-when: "compares the trees before and after: identical").
+
+Each read-only command (its --json form, and `relay --lab <cmd>`) runs as the real
+`.venv/bin/relay` from an empty working directory, pointed at the lab (its RELAY_HOME, which
+holds the clients' homes CLAUDE_CONFIG_DIR and CODEX_HOME, TMPDIR and XDG_RUNTIME_DIR). The
+working directory and the whole RELAY_HOME are snapshotted before and after each command
+(tests/support/trees.py) and must be identical, except only what the running agents change
+by themselves, listed in AGENTS_OWN below with the reason for each.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from pathlib import Path
+
+import anyio
+import pytest
+
+import relay_repl.lab.helpers as helpers
+from tests.support.readonly import read_only_commands, touched
+from tests.support.sessions import live_session
+from tests.support.trees import ANY, snapshot
+
+pytestmark = [pytest.mark.live, pytest.mark.anyio]
+
+AGENTS_OWN = {
+    "/lab/logs/": "each client's own debug log (the lab starts Claude with --debug-file); written on its own timers",
+    "/lab/claude/.claude.json": "Claude Code rewrites its global config by itself after a turn (atomically: new inode)",
+    "/lab/codex/logs_2.sqlite": "Codex's own log database, which the daemon writes continuously",
+    "/lab/codex/.tmp/": "the Codex daemon's plugin sync (plugins-clone-*), made and removed on its own schedule",
+}
+"""Paths the running agents change by themselves, with or without relay: not compared."""
+
+SQLITE_SIDE = {
+    "-wal": ("ctime",),
+    "-shm": ("ctime", "mtime", "content"),
+}
+"""The side files of a database another process holds open in WAL mode (the Codex daemon's
+state, goals and queue databases; the ledger while a relay process or `relay mcp` has it
+open). Reading such a database needs them: SQLite, run as root, fchowns both to the database's
+owner on open (ctime only, measured), and a reader records its read mark in the -shm, which is
+shared memory (mtime, content). Creating, deleting, resizing or rewriting a -wal is still caught."""
+
+
+AGENTS_DIRS = ("/lab/claude", "/lab/codex/.tmp")
+"""Directories holding AGENTS_OWN entries: an entry made, renamed or removed there by the agent
+changes the directory's mtime (nothing else of the directory may change)."""
+
+
+def allowed(path: str) -> tuple[str, ...]:
+    if any(part in path for part in AGENTS_OWN):
+        return (ANY,)
+    if path.endswith(AGENTS_DIRS):
+        return ("mtime", "ctime")
+    for suffix, fields in SQLITE_SIDE.items():
+        if path.endswith(suffix):
+            return fields
+    return ()
+
+
+async def test_no_read_only_command_touches_the_lab_or_the_working_directory(lab, lab_home, tmp_path):
+    async with live_session([True]) as (s, gate, _):
+        d = await s.send("claude:alpha", "a delivery for the read-only commands to read", transport="claude-code-socket",
+                         timeout=30)
+        assert d.outcome == "delivered", d.summary()
+        alpha = await s.target("claude:alpha")
+    await anyio.to_thread.run_sync(lambda: helpers.wait_idle("alpha", timeout=60))
+    transcript = next(x for x in lab.sessions if x.name == "alpha").transcript
+    assert transcript and Path(transcript).exists()
+    assert alpha.live
+
+    cwd = tmp_path / "empty"
+    cwd.mkdir()
+    roots = [cwd, Path(lab_home)]
+    env = dict(os.environ)
+    commands = read_only_commands(d.relay_id or "", transcript, "claude:alpha")
+    found: dict[str, list[str]] = {}
+    before = snapshot(roots)
+    for args in commands:
+        ran, diff, before = await anyio.to_thread.run_sync(partial(touched, args, cwd, env, roots, before, allowed))
+        assert "Traceback" not in ran.stderr, (args, ran.stderr[-2000:])
+        assert ran.json_ok(), (args, ran.stdout[:800])
+        if diff:
+            found[" ".join(args)] = diff
+    assert found == {}, "\n".join(f"relay {c}:\n  " + "\n  ".join(lines) for c, lines in found.items())
