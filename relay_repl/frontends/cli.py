@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from relay_repl import __version__
@@ -296,6 +297,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("relay_id", help="the id= value of the message you are answering")
     s.add_argument("text", nargs="+", help="the reply, one line")
     s.set_defaults(func=_cmd_reply)
+
+    nb = sub.add_parser(
+        "notebook",
+        help="run a notebook (a .py file of `# %%` cells) against the session, outputs kept beside it",
+        description="A notebook is a plain Python file in the jupytext percent format (`# %% title` starts a code "
+        "cell, `# %% [markdown]` a prose cell). Its cells run top to bottom in one namespace holding `session` and "
+        "`anyio`, with top-level await; every send shows its plan and asks y/N, headed with the notebook, run and "
+        "cell. Outputs go to <stem>.relay/<run id>/ (cells.jsonl, report.md), never into the file.\n\n"
+        "exit codes: 0 every cell ran, 1 a cell raised (later cells not run), 2 a syntax error or a bad -p, "
+        "before any cell runs; 130 Ctrl-C (resumable with --resume)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    nsub = nb.add_subparsers(dest="notebook_command", metavar="NBCOMMAND", required=True)
+    x = nsub.add_parser("run", help="run a notebook's cells", description="Run a notebook's cells top to bottom.")
+    x.add_argument("file", help="the notebook, FILE.py")
+    x.add_argument("-p", dest="param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter (the cell tagged parameters holds the defaults; the value is typed by the default)")
+    x.add_argument("--dry-run", action="store_true", help="show every send's plan, send nothing")
+    x.add_argument("--resume", metavar="RUN", help="continue a stopped run: sends it made are answered from the ledger")
+    x.add_argument("--json", action="store_true", help="the run as JSON on stdout (cell output and plans on stderr)")
+    x.set_defaults(func=_cmd_notebook_run)
+    x = nsub.add_parser("show", help="print a run's report (the newest by default)",
+                        description="Print the report.md of the newest (or the named) run of a notebook.")
+    x.add_argument("file", help="the notebook, FILE.py")
+    x.add_argument("run", nargs="?", help="a run id (default: the newest)")
+    x.add_argument("--json", action="store_true", help="the run (run.json) instead of the report")
+    x.set_defaults(func=_cmd_notebook_show)
+    x = nsub.add_parser("export", help="write a run as a Jupyter .ipynb (for reading: no kernel is named)",
+                        description="Write the cells and a run's outputs (the newest by default) as an nbformat-4 "
+                        "notebook, to read in Jupyter, JupyterLab or on a code host. Needs nbformat.")
+    x.add_argument("file", help="the notebook, FILE.py")
+    x.add_argument("run", nargs="?", help="a run id (default: the newest)")
+    x.add_argument("--ipynb", required=True, metavar="OUT.ipynb", help="where to write it")
+    x.set_defaults(func=_cmd_notebook_export)
 
     s = sub.add_parser(
         "mcp",
@@ -814,17 +849,34 @@ def _cmd_recipes(args: argparse.Namespace) -> int:
 
         print(json.dumps(recipe_schema(), indent=1))
         return 0
+    from relay_repl.core.errors import UsageError
     from relay_repl.core.recipe import RecipeError
-    from relay_repl.session.recipes import list_recipes
+    from relay_repl.session.recipes import list_notebooks, list_recipes
 
     found = list_recipes()
+    notebooks = list_notebooks()
     if args.json:
         print(json.dumps([
-            {"name": r.name, "path": str(p), "description": r.description, "rounds": r.rounds, "until": r.until,
-             "params": {k: v.model_dump() for k, v in r.params.items()}} if not isinstance(r, RecipeError)
-            else {"name": p.stem, "path": str(p), "error": str(r)} for p, r in found], indent=1))
+            {"name": r.name, "kind": "recipe", "path": str(p), "description": r.description, "rounds": r.rounds,
+             "until": r.until, "params": {k: v.model_dump() for k, v in r.params.items()}}
+            if not isinstance(r, RecipeError) else {"name": p.stem, "kind": "recipe", "path": str(p), "error": str(r)}
+            for p, r in found] + [
+            {"name": p.stem, "kind": "notebook", "path": str(p), "title": nb.title, "params": nb.defaults()}
+            if not isinstance(nb, UsageError) else {"name": p.stem, "kind": "notebook", "path": str(p), "error": str(nb)}
+            for p, nb in notebooks], indent=1))
         return 0
-    if not found:
+    if notebooks:
+        print("notebooks (`relay run NAME` or `relay notebook run FILE.py`):")
+        for p, nb in notebooks:
+            if isinstance(nb, UsageError):
+                print(f"{p.stem:<14} BROKEN: {nb}")
+                continue
+            print(f"{p.stem:<14} {nb.title or '(untitled)'} [notebook, {len(nb.code_cells)} cells]")
+            for k, v in nb.defaults().items():
+                print(f"{'':<16}-p {k}=<{type(v).__name__}> (default {v!r})")
+        if found:
+            print("recipes:")
+    if not found and not notebooks:
         print("no recipes found (put NAME.toml in ./recipes/ or $RELAY_HOME/recipes/)")
         return 0
     for p, r in found:
@@ -840,6 +892,31 @@ def _cmd_recipes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _params(items: list[str]) -> dict[str, str]:
+    """`-p KEY=VALUE` flags as a dict (typed later, by the recipe or the notebook)."""
+    from relay_repl.core.errors import UsageError
+
+    params: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"-p {item!r} must be KEY=VALUE")
+        params[key.strip()] = value
+    return params
+
+
+def _stderr_gate(say: Any) -> Any:
+    """The terminal gate with its plans and y/N prompt on stderr, so stdout can carry JSON only."""
+    from relay_repl.session.gate import TerminalGate
+
+    io: dict = {}
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        from prompt_toolkit.output import create_output
+
+        io["output"] = create_output(stdout=sys.stderr)
+    return TerminalGate(write=say, isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty(), **io)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -850,24 +927,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("name a recipe (relay run NAME) or a run to resume (relay run --resume RUN_ID), not both")
     if args.resume and (args.param or args.dry_run):
         raise UsageError("--resume takes no -p or --dry-run: a run resumes with the parameters it started with")
-    params: dict[str, str] = {}
-    for item in args.param:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise UsageError(f"-p {item!r} must be KEY=VALUE")
-        params[key.strip()] = value
+    params = _params(args.param)
     say = (lambda s: print(s, file=sys.stderr, flush=True)) if args.json else (lambda s: print(s, flush=True))
 
-    approve = None
-    if args.json:  # stdout carries only the run's JSON: plans and the y/N prompt go to stderr
-        from relay_repl.session.gate import TerminalGate
+    approve = _stderr_gate(say) if args.json else None  # stdout carries only the run's JSON
 
-        io: dict = {}
-        if sys.stdin.isatty() and sys.stderr.isatty():
-            from prompt_toolkit.output import create_output
+    if args.recipe:
+        from relay_repl.session.recipes import find_recipe
 
-            io["output"] = create_output(stdout=sys.stderr)
-        approve = TerminalGate(write=say, isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty(), **io)
+        if find_recipe(args.recipe).suffix == ".py":  # a notebook on the same shelf: the notebook runner runs it
+            args.file, args.resume = str(find_recipe(args.recipe)), None
+            return _cmd_notebook_run(args)
 
     async def go():
         session = make_session(fake=args.fake, echo=say, approve=approve)
@@ -896,6 +966,62 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         print(repr(run))
     return 0 if run.state in ("done", "planned") else 1
+
+
+def _cmd_notebook_run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from relay_repl.core.errors import UsageError
+    from relay_repl.session.app import make_session
+    from relay_repl.session.notebook import read_notebook, run_notebook
+
+    params = _params(args.param)
+    if args.resume and args.dry_run:
+        raise UsageError("--resume and --dry-run do not mix: a dry run sends nothing, so there is nothing to resume")
+    read_notebook(Path(args.file))  # a syntax error is one line before anything else starts
+    err = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    say = err if args.json else (lambda s: print(s, flush=True))
+    approve = _stderr_gate(say) if args.json else None  # stdout carries only the run's JSON
+
+    async def go():
+        session = make_session(fake=args.fake, echo=say, approve=approve)
+        async with anyio.create_task_group() as tg:
+            if not args.dry_run:  # replies need somewhere to go; a dry run opens nothing
+                await session.open_inbox(tg, echo=say)
+            try:
+                return await run_notebook(session, args.file, params, dry_run=args.dry_run, resume=args.resume,
+                                          say=say, progress=err, out=sys.stderr if args.json else None)
+            finally:
+                await session.close_inbox()
+                tg.cancel_scope.cancel()
+
+    run = anyio.run(go)
+    if args.json:
+        print(run.model_dump_json(indent=1))
+    else:
+        where = Path(args.file).with_name(Path(args.file).stem + ".relay") / run.id
+        print(f"notebook {run.notebook} run {run.id}: {run.state}" + (f" ({run.reason})" if run.reason else "")
+              + f"; report: {where / 'report.md'}")
+    return run.exit_code
+
+
+def _cmd_notebook_show(args: argparse.Namespace) -> int:
+    from relay_repl.session.notebook import load_run
+
+    run, where = load_run(Path(args.file), args.run)
+    if args.json:
+        print(run.model_dump_json(indent=1))
+    else:
+        print((where / "report.md").read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def _cmd_notebook_export(args: argparse.Namespace) -> int:
+    from relay_repl.session.notebook import export_ipynb
+
+    out = export_ipynb(Path(args.file), args.run, Path(args.ipynb))
+    print(f"wrote {out}")
+    return 0
 
 
 def _cmd_why(args: argparse.Namespace) -> int:
@@ -937,7 +1063,8 @@ def _first_relay_error(group: BaseExceptionGroup):
 
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
-    if "targets" in words[:3] and "--help" not in words and "-h" not in words:
+    nb_run = "notebook" in words[:3] and "run" in words[:4]  # a notebook's first cell needs the targets too
+    if ("targets" in words[:3] or nb_run) and "--help" not in words and "-h" not in words:
         import relay_repl.agents.prefetch as prefetch
 
         prefetch.start()  # before anything else: the listing overlaps parsing and imports

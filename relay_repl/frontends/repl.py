@@ -73,6 +73,24 @@ class LazySession:
         return object.__getattribute__(self, "_real")
 
 
+def record_inputs(repl: Any, inputs: list[Any]) -> None:
+    """Keep each input with whether it ran without error (and its value's repr), so that
+    `session.save_notebook("name")` can write what worked as cells (plain dicts: nothing more
+    is imported before the prompt)."""
+    evaluate = repl.eval_async
+
+    async def recording(line: str) -> Any:
+        try:
+            value = await evaluate(line)
+        except BaseException:
+            inputs.append({"text": line, "ok": False})
+            raise
+        inputs.append({"text": line, "ok": True, "result": None if value is None else repr(value)})
+        return value
+
+    repl.eval_async = recording
+
+
 async def _main(fake: bool) -> None:
     import anyio
     from ptpython.repl import embed
@@ -80,10 +98,14 @@ async def _main(fake: bool) -> None:
     from relay_repl import __version__
     from relay_repl.store.paths import history_path
 
+    inputs: list[Any] = []  # every input and whether it ran without error: session.save_notebook reads it
+
     def build() -> Any:
         from relay_repl.session.app import make_session
 
-        return make_session(fake=fake)
+        real = make_session(fake=fake)
+        real.repl_inputs = inputs
+        return real
 
     session = LazySession(build)
 
@@ -105,6 +127,7 @@ async def _main(fake: bool) -> None:
 
             ours = RelayCompleter(lambda: object.__getattribute__(session, "_real"))
             repl.completer = merge_completers([ours, repl.completer])
+            record_inputs(repl, inputs)
 
         try:
             await embed(

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from relay_repl.core.envelope import Envelope
+from relay_repl.core.errors import UsageError
+from relay_repl.core.notebook_cells import Notebook
 from relay_repl.core.recipe import Recipe, RecipeError, load_recipe, parse_recipe
 from relay_repl.session.runner import Run, Runner, load_prior, read_source
 from relay_repl.store.paths import state_dir
@@ -30,18 +32,50 @@ def recipe_dirs() -> list[Path]:
 
 
 def find_recipe(ref: str) -> Path:
-    """NAME or FILE.toml to a file; a miss says where it looked."""
-    if ref.endswith(".toml") or "/" in ref:
+    """NAME, FILE.toml or FILE.py (a notebook) to a file; a miss says where it looked.
+    For a NAME, a recipe NAME.toml comes before a notebook NAME.py in the same place."""
+    if ref.endswith((".toml", ".py")) or "/" in ref:
         p = Path(ref).expanduser()
         if not p.is_file():
-            raise RecipeError(f"no recipe file {ref}: give an existing .toml file, or a name from `relay recipes`")
+            raise RecipeError(f"no recipe file {ref}: give an existing .toml or notebook .py file, or a name from "
+                              "`relay recipes`")
         return p
     for d in recipe_dirs():
-        p = d / f"{ref}.toml"
-        if p.is_file():
-            return p
-    names = ", ".join(sorted({p.stem for d in recipe_dirs() for p in d.glob("*.toml")})) or "none"
+        for p in (d / f"{ref}.toml", d / f"{ref}.py"):
+            if p.is_file() and (p.suffix == ".toml" or is_notebook(p)):
+                return p
+    names = ", ".join(sorted({p.stem for d in recipe_dirs() for p in d.glob("*.toml")}
+                             | {p.stem for p, _ in list_notebooks()})) or "none"
     raise RecipeError(f"no recipe named {ref!r} (known: {names}); `relay recipes` lists them")
+
+
+def is_notebook(path: Path) -> bool:
+    """A `.py` file with `# %%` cells (the percent format), not any Python file."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            return any(line.startswith("# %%") for line in f)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def list_notebooks() -> list[tuple[Path, Notebook | UsageError]]:
+    """Every notebook on the same shelf as the recipes (same places, first name wins); a bad one with its error."""
+    from relay_repl.core.notebook_cells import parse_cells
+
+    seen: set[str] = set()
+    out: list[tuple[Path, Notebook | UsageError]] = []
+    for d in recipe_dirs():
+        for p in sorted(d.glob("*.py")):
+            if p.stem in seen or not is_notebook(p):
+                continue
+            seen.add(p.stem)
+            try:
+                nb = parse_cells(p.read_text(encoding="utf-8"), str(p))
+                nb.defaults()
+                out.append((p, nb))
+            except UsageError as exc:
+                out.append((p, exc))
+    return out
 
 
 def list_recipes() -> list[tuple[Path, Recipe | RecipeError]]:

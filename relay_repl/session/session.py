@@ -79,6 +79,7 @@ class Session:
         self.inbox_server: Any = None
         self.registration: Any = None
         self._wakeups: set[anyio.Event] = set()
+        self.repl_inputs: list[Any] = []  # what the REPL ran (session.notebook.ReplInput), for save_notebook
 
     # -- discovery -------------------------------------------------------------
     async def refresh(self) -> list[Target]:
@@ -826,6 +827,21 @@ class Session:
 
         path = save_recipe(self, name, description=description, overwrite=overwrite)
         (self.echo or print)(f"wrote {path}; run it with `await session.run({name!r})` or `relay run {name}`")
+        return path
+
+    # -- notebooks ---------------------------------------------------------------------
+    async def notebook(self, path: str, *, dry_run: bool = False, **params: Any) -> Any:
+        """Run a notebook (FILE.py of `# %%` cells) here, through this session's gate; returns its run."""
+        from relay_repl.session.notebook import run_notebook
+
+        return await run_notebook(self, path, {k: str(v) for k, v in params.items()}, dry_run=dry_run)
+
+    def save_notebook(self, name: str, *, overwrite: bool = False) -> Any:
+        """Write this REPL session's inputs that ran without error as ./NAME.py cells, with a first report."""
+        from relay_repl.session.notebook import save_notebook
+
+        path = save_notebook(self, name, overwrite=overwrite)
+        (self.echo or print)(f"wrote {path}; run it with `relay notebook run {path}` (--dry-run shows every plan)")
         return path
 
     # -- halts and history -----------------------------------------------------------
