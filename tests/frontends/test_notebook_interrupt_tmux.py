@@ -24,7 +24,7 @@ if not os.path.exists("go"):
     await anyio.sleep(120)
 
 # %% after
-print("AFTER", d.relay_id, len(session.transports["memory"].received))
+print("AFTER", d.relay_id, len(session._transports["memory"].received))
 '''
 
 
