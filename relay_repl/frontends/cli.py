@@ -984,7 +984,11 @@ def _cmd_notebook_run(args: argparse.Namespace) -> int:
     approve = _stderr_gate(say) if args.json else None  # stdout carries only the run's JSON
 
     async def go():
-        session = make_session(fake=args.fake, echo=say, approve=approve)
+        from relay_repl.store.ledger import Ledger
+
+        # a dry run sends nothing, so it only reads the ledger: no RELAY_HOME, no ledger file made (issue 18, 9)
+        ledger = Ledger.read_only_default() if args.dry_run else None
+        session = make_session(fake=args.fake, echo=say, approve=approve, ledger=ledger)
         async with anyio.create_task_group() as tg:
             if not args.dry_run:  # replies need somewhere to go; a dry run opens nothing
                 await session.open_inbox(tg, echo=say)

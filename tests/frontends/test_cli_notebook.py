@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.trees import differences, snapshot
+
 RELAY = [sys.executable, "-m", "relay_repl.frontends.cli"]
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,6 +81,25 @@ def test_dry_run_exit_0_says_so_and_sends_nothing(tmp_path, relay_home):
     assert run["dry_run"] and run["state"] == "done"
     assert "dry run: not sent" in r.stderr and "3 payload" in r.stderr
     assert "plan" not in relay("log", cwd=tmp_path).stdout
+
+
+def test_dry_run_changes_no_file_outside_its_outputs_not_even_a_fresh_relay_home(tmp_path, relay_home):
+    """Issue 18, 9: a dry run sends nothing, so it makes no RELAY_HOME and no ledger, and an
+    existing ledger is only read; the one thing it writes is its run under `demo.relay/`."""
+    nb(tmp_path)
+    outputs = str(tmp_path / "demo.relay")
+    allowed = lambda p: ("*",) if p.startswith(outputs) else ("mtime", "ctime") if p == str(tmp_path) else ()  # noqa: E731
+    assert not relay_home.exists()
+    before = snapshot([tmp_path])
+    r = relay("--fake", "notebook", "run", "demo.py", "--dry-run", cwd=tmp_path)
+    assert r.returncode == 0 and "dry run: not sent" in r.stdout, r.stderr
+    assert differences(before, snapshot([tmp_path]), allowed) == []
+    assert relay("--fake", "notebook", "run", "demo.py", cwd=tmp_path).returncode == 0  # declined; makes the ledger
+    assert (relay_home / "ledger.sqlite").exists()
+    before = snapshot([tmp_path])
+    r = relay("--fake", "notebook", "run", "demo.py", "--dry-run", cwd=tmp_path)
+    assert r.returncode == 0 and "dry run: not sent" in r.stdout, r.stderr
+    assert differences(before, snapshot([tmp_path]), allowed) == []
 
 
 def test_the_runner_loads_no_jupyter_kernel_machinery(tmp_path):
