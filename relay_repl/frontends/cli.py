@@ -351,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_targets(args: argparse.Namespace) -> int:
-    import relay_repl.agents.prefetch as prefetch
+    import relay_repl.system.prefetch as prefetch
 
     prefetch.start()  # the listing runs while the imports below happen
     import anyio
@@ -1069,7 +1069,7 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     nb_run = "notebook" in words[:3] and "run" in words[:4]  # a notebook's first cell needs the targets too
     if ("targets" in words[:3] or nb_run) and "--help" not in words and "-h" not in words:
-        import relay_repl.agents.prefetch as prefetch
+        import relay_repl.system.prefetch as prefetch
 
         prefetch.start()  # before anything else: the listing overlaps parsing and imports
     parser = build_parser()

@@ -203,14 +203,14 @@ class ClaudeProvider:
 
     # -- the listing ---------------------------------------------------------------------
     def _binary(self) -> str | None:
-        from relay_repl.agents.prefetch import claude_binary
+        from relay_repl.system.prefetch import claude_binary
 
         return claude_binary(self.env, self.claude_bin)
 
     async def _run_listing(self, exe: str, env: dict[str, str], timeout: float) -> tuple[int, bytes, bytes]:
         """The listing's exit code and output: a prefetched process (`prefetch.start`) if one
         matches this binary and config dir, else a fresh run."""
-        import relay_repl.agents.prefetch as prefetch
+        import relay_repl.system.prefetch as prefetch
 
         pre = prefetch.take(exe, env.get("CLAUDE_CONFIG_DIR", ""))
         if pre is not None:

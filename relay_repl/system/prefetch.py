@@ -3,7 +3,10 @@
 `relay targets` is a cold start: about 0.14 s of Python imports, then the
 listing, which is a node process of its own (~0.16 s). Started first, the two
 run side by side. Standard library only: this module is imported before
-pydantic and friends.
+pydantic and friends. It lives in `system/`, not `agents/`, because importing
+`relay_repl.agents.prefetch` first runs the agents package (pydantic and every
+agent module, ~0.2 s), so the listing started only after the imports it was
+meant to overlap; `relay notebook run` then waited for it before its first cell.
 """
 
 from __future__ import annotations
