@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -138,10 +139,19 @@ def start_ratio(runs: int) -> tuple[float, float]:
         finally:
             sess.kill()
 
+    # With a `claude` on PATH and a Claude config that has sessions/, discovery lists them
+    # (`claude agents --json`, a node process) as on an operator's machine: the notebook waits
+    # for that listing before its first cell, the REPL draws its prompt first.
+    claude = shutil.which("claude", path=os.path.join(os.environ.get("RELAY_LAB_CLIENTS", ""), "node_modules", ".bin")
+                          + os.pathsep + os.environ.get("PATH", ""))
+    path = f"{bindir}:{os.path.dirname(claude)}:/usr/bin:/bin" if claude else f"{bindir}:/usr/bin:/bin"
+    print(f"start: discovery lists Claude sessions with {claude}" if claude else "start: no claude on PATH")
     with tempfile.TemporaryDirectory() as home:
         nb = Path(home) / "first.py"
         nb.write_text('# %% first\nprint("FIRST CELL")\n')
-        env = f"HOME={home} RELAY_HOME={home}/relay TERM=xterm-256color LANG=C.UTF-8 PATH={bindir}:/usr/bin:/bin"
+        if claude:
+            (Path(home) / ".claude" / "sessions").mkdir(parents=True)
+        env = f"HOME={home} RELAY_HOME={home}/relay TERM=xterm-256color LANG=C.UTF-8 PATH={path}"
         server = libtmux.Server(socket_name=f"relay-bench-{uuid.uuid4().hex[:6]}")
         server.new_session(session_name="keep", x=80, y=20)
         cmds = {"repl": (f"{bindir}/relay --fake", ">>>"),
