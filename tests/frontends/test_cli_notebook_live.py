@@ -71,6 +71,19 @@ print("AFTER", *[d.reply.body for d in asked])
 '''
 
 
+def receivers_hold(lab, relay_id: str) -> dict[str, int]:
+    """How many times `relay_id` reached each lab agent, by its own record: origin records in
+    alpha's transcript whose envelope carries the id, and user-message turns in beta's rollout
+    carrying it (the records `relay verify` reads)."""
+    from relay_repl.agents.claude_transcript import find_relay_id
+    from relay_repl.agents.codex_rollout import turns_carrying
+
+    where = {s.name: s.transcript for s in lab.sessions}
+    assert where["alpha"] and where["beta"], where
+    return {"claude transcript": len(find_relay_id(where["alpha"], relay_id).hits),
+            "codex rollout": len(turns_carrying(where["beta"], relay_id)[0])}
+
+
 async def test_ctrl_c_then_resume_sends_no_relay_id_twice(lab, tmp_path):
     from relay_repl.lab.stubs.client import StubClient
     from tests.session.test_recipes_live import answered_ids
@@ -110,6 +123,9 @@ async def test_ctrl_c_then_resume_sends_no_relay_id_twice(lab, tmp_path):
             assert Ledger.default().sightings(rid, "sent") == 1, rid
         answered, dupes = await answered_ids(stub)
         assert sorted(answered) == sorted(sent) and not dupes, (answered, dupes)
+        # and by the receivers' own records: each id once, in its receiver only (beta was asked first)
+        assert receivers_hold(lab, sent[0]) == {"claude transcript": 0, "codex rollout": 1}, sent[0]
+        assert receivers_hold(lab, sent[1]) == {"claude transcript": 1, "codex rollout": 0}, sent[1]
     for name in ("alpha", "beta"):
         await anyio.to_thread.run_sync(lambda n=name: helpers.wait_idle(n, timeout=90))
 
