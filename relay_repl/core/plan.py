@@ -50,7 +50,7 @@ class Plan(BaseModel):
             block("2 transport", f"{self.transport}; fallback: {self.fallback}"),
             # The payload is never wrapped or trimmed: the operator approves the exact bytes, so an
             # invisible direction control (a forwarded peer's U+202E) is named, never applied to the screen.
-            f"  {'3 payload':<13} {visible(self.payload)}",
+            f"  {'3 payload':<13} {visible(self.payload, keep_newlines=True)}",
             block("4 delivered", self.delivered_when),
         ]
         if self.reply_route:
