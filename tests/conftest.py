@@ -65,7 +65,32 @@ def lab(lab_home, lab_size, monkeypatch):
     for k, v in launcher.env().items():
         monkeypatch.setenv(k, v)
     _no_halt_left_over()
+    _no_crash_leftovers()
     return state
+
+
+def _no_crash_leftovers() -> None:
+    """Tests that SIGKILL a relay process (a send, a recipe at its prompt) leave its inbox record,
+    and its files in the lab's Claude registry, which relay removes only with the operator's
+    approval. Approve that clean here, in-process and in the test's name, so every later test
+    sees the lab as a fresh one would be (and `relay ...` prints no leftover notice)."""
+    import anyio
+
+    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.inbox import clean_plan
+    from relay_repl.session.session import Session
+    from relay_repl.store.ledger import Ledger
+
+    if clean_plan() is None:
+        return
+    led = Ledger.default()
+    try:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:  # a thread of its own: an async test's loop may be running here
+            pool.submit(anyio.run, Session(ledger=led, approve=ScriptedGate([True])).clean, lambda line: None).result()
+    finally:
+        led.close()
 
 
 def _no_halt_left_over() -> None:

@@ -51,7 +51,7 @@ def test_repl_on_the_lab_and_its_inbox_lifecycle(lab):
         screen.keys("C-d")
         screen.wait_for("exit", timeout=10)
         screen.keys("y")
-        retry_until(lambda: not any(os.path.exists(f) for f in files), 20, interval=0.2, raises=False)
+        retry_until(lambda: not any(os.path.exists(f) for f in files), 45, interval=0.2, raises=False)
         assert not any(os.path.exists(f) for f in files)
         assert name not in listed()
     finally:
@@ -71,9 +71,22 @@ def test_repl_on_the_lab_and_its_inbox_lifecycle(lab):
             res = subprocess.run([sys.executable, "-m", "relay_repl", *args], capture_output=True, text=True, timeout=60)
             assert res.returncode == 0 and "crashed relay" not in res.stderr
         assert any(os.path.exists(f) for f in files)
-        res = subprocess.run([sys.executable, "-m", "relay_repl", "clean"], capture_output=True, text=True, timeout=60)
-        assert res.returncode == 0 and f"crashed relay pid {pid}" in res.stderr
-        assert not any(os.path.exists(f) for f in files)
+        # the files in Claude's registry are another program's directory: with no terminal to ask on,
+        # `relay clean` shows the plan, answers No and removes none of them
+        res = subprocess.run([sys.executable, "-m", "relay_repl", "clean"], capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+        assert res.returncode == 0 and "Plan: remove what crashed relay processes left" in res.stderr, res.stderr
+        assert all(os.path.exists(f) for f in files if "/inbox/" not in f), res.stderr
+    finally:
+        screen.close()
+    # in a real terminal, answered y then Enter, it removes them all
+    screen = Screen([sys.executable, "-m", "relay_repl", "clean"], dict(os.environ, TERM="xterm-256color"))
+    try:
+        screen.wait_for("Proceed? [y/N]", timeout=60)
+        screen.keys("y", "Enter")
+        screen.wait_for(f"crashed relay pid {pid}", timeout=30)
+        retry_until(lambda: not any(os.path.exists(f) for f in files), 20, interval=0.2, raises=False)
+        assert not any(os.path.exists(f) for f in files), screen.text()
         assert read_records() == []
     finally:
         screen.close()
