@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     nb = sub.add_parser(
         "notebook",
-        help="run a notebook (a .py file of `# %%` cells) against the session, outputs kept beside it",
+        help="run a notebook (a .py file of `# %%%%` cells) against the session, outputs kept beside it",
         description="A notebook is a plain Python file in the jupytext percent format (`# %% title` starts a code "
         "cell, `# %% [markdown]` a prose cell). Its cells run top to bottom in one namespace holding `session` and "
         "`anyio`, with top-level await; every send shows its plan and asks y/N, headed with the notebook, run and "
