@@ -435,26 +435,21 @@ def _cmd_send(args: argparse.Namespace) -> int:
     async def run():
         nonlocal answer, wants_answer
         session = make_session(fake=args.fake, interrupt=args.interrupt, approve=gate, echo=out)
-        async with anyio.create_task_group() as tg:
-            await session.open_inbox(tg, echo=out)
-            try:
-                if Envelope.parse(args.message) is not None:
-                    wants_answer = False  # the answer to a forward goes to its original sender, not here
-                    return await session.forward(args.target, args.message, transport=args.transport,
-                                                 durable=args.durable, native_reply=args.native_reply, want=args.want,
-                                                 timeout=args.timeout)
-                d = await session.send(args.target, args.message, want=args.want or "none", transport=args.transport,
-                                       durable=args.durable, native_reply=args.native_reply, timeout=args.timeout,
-                                       reply_via=args.reply_via if wants_answer else None)
-                if wants_answer and d.outcome not in ("refused", "halted") and d.state.value != "failed":
-                    session.echo = err  # progress of the wait: stderr
-                    err(f"waiting up to {wait:g}s for {d.target} to answer {d.relay_id} "
-                        f"(this command's inbox closes when it exits)")
-                    answer = await d.wait_reply(wait)
-                return d
-            finally:
-                await session.close_inbox()
-                tg.cancel_scope.cancel()
+        async with _inbox_open(session, out):
+            if Envelope.parse(args.message) is not None:
+                wants_answer = False  # the answer to a forward goes to its original sender, not here
+                return await session.forward(args.target, args.message, transport=args.transport,
+                                             durable=args.durable, native_reply=args.native_reply, want=args.want,
+                                             timeout=args.timeout)
+            d = await session.send(args.target, args.message, want=args.want or "none", transport=args.transport,
+                                   durable=args.durable, native_reply=args.native_reply, timeout=args.timeout,
+                                   reply_via=args.reply_via if wants_answer else None)
+            if wants_answer and d.outcome not in ("refused", "halted") and d.state.value != "failed":
+                session.echo = err  # progress of the wait: stderr
+                err(f"waiting up to {wait:g}s for {d.target} to answer {d.relay_id} "
+                    f"(this command's inbox closes when it exits)")
+                answer = await d.wait_reply(wait)
+            return d
 
     d = anyio.run(run)
     code = d.exit_code
@@ -947,18 +942,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
             path = find_recipe(args.recipe)
             parse_recipe(read_source(path), str(path)).resolve_params(params)
-        async with anyio.create_task_group() as tg:
-            if not args.dry_run:  # replies need somewhere to go; a dry run opens nothing
-                await session.open_inbox(tg, echo=say)
-            try:
-                if args.resume:
-                    return await session.resume(args.resume)
-                from relay_repl.session.recipes import run_recipe
+        async with _inbox_open(session, say, listen=not args.dry_run):
+            if args.resume:
+                return await session.resume(args.resume)
+            from relay_repl.session.recipes import run_recipe
 
-                return await run_recipe(session, args.recipe, params, dry_run=args.dry_run, echo=say)
-            finally:
-                await session.close_inbox()
-                tg.cancel_scope.cancel()
+            return await run_recipe(session, args.recipe, params, dry_run=args.dry_run, echo=say)
 
     run = anyio.run(go)
     if args.json:
@@ -967,6 +956,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(repr(run))
     return 0 if run.state in ("done", "planned") else 1
 
+
+
+def _inbox_open(session: Any, echo: Any, *, listen: bool = True) -> Any:
+    """`async with _inbox_open(session, say):` the session's inbox listening for the block (replies need
+    somewhere to go; `listen=False` for a dry run, which opens nothing), closed after it even when cancelled."""
+    from contextlib import asynccontextmanager
+
+    import anyio
+
+    @asynccontextmanager
+    async def opened() -> Any:
+        async with anyio.create_task_group() as tg:
+            if listen:
+                await session.open_inbox(tg, echo=echo)
+            try:
+                yield
+            finally:
+                await session.close_inbox()
+                tg.cancel_scope.cancel()
+
+    return opened()
 
 def _cmd_notebook_run(args: argparse.Namespace) -> int:
     import anyio
@@ -989,15 +999,9 @@ def _cmd_notebook_run(args: argparse.Namespace) -> int:
         # a dry run sends nothing, so it only reads the ledger: no RELAY_HOME, no ledger file made (issue 18, 9)
         ledger = Ledger.read_only_default() if args.dry_run else None
         session = make_session(fake=args.fake, echo=say, approve=approve, ledger=ledger)
-        async with anyio.create_task_group() as tg:
-            if not args.dry_run:  # replies need somewhere to go; a dry run opens nothing
-                await session.open_inbox(tg, echo=say)
-            try:
-                return await run_notebook(session, args.file, params, dry_run=args.dry_run, resume=args.resume,
-                                          say=say, progress=err, out=sys.stderr if args.json else None)
-            finally:
-                await session.close_inbox()
-                tg.cancel_scope.cancel()
+        async with _inbox_open(session, say, listen=not args.dry_run):
+            return await run_notebook(session, args.file, params, dry_run=args.dry_run, resume=args.resume,
+                                      say=say, progress=err, out=sys.stderr if args.json else None)
 
     run = anyio.run(go)
     if args.json:
