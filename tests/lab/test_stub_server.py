@@ -126,7 +126,7 @@ async def test_sessions_get_their_own_ports_and_base_urls(stub: tuple[StubServer
     with pytest.raises(LabError, match="already exists"):
         await c.add_session("alpha", "openai")
     with pytest.raises(LabError, match="invalid api"):
-        await c.add_session("x", "gemini")
+        await c.add_session("x", "cohere")
     await c.remove_session("cx")
     with pytest.raises(aiohttp.ClientConnectionError):
         async with aiohttp.ClientSession() as http:

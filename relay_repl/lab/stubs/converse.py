@@ -9,7 +9,8 @@ round-trip tests need agents that answer the way a real agent is asked to (seed 
   sender's listed peer name with a reply envelope, then end the turn with a short text;
 - a Codex lab agent run the shell command `relay reply <id> <text>` (the lab puts `relay` on
   the PATH Codex rebuilds for its commands, and runs it outside the socket-refusing sandbox),
-  then end the turn with a short text.
+  then end the turn with a short text; a Gemini CLI lab agent does the same through its
+  `run_shell_command` tool.
 
 The reply body is recognisable: `ack <id>` for want=ack, `reply to <id>: ...` for want=reply,
 and a Claude reply envelope carries `re=<id>` (a Codex reply's envelope is built by `relay
@@ -98,7 +99,7 @@ class Converser:
 
     @property
     def sender(self) -> str:
-        agent = "claude-code" if self.api == "anthropic" else "codex"
+        agent = {"anthropic": "claude-code", "gemini": "gemini-cli"}.get(self.api, "codex")
         return f"agent:{agent}@{self.name}"
 
     def _new_id(self) -> str:
@@ -139,7 +140,10 @@ class Converser:
         if not fresh:
             return "converse: nothing to answer", [Step(text="; ".join(notes) or "nothing to answer")]
         loaded = "SendMessage" in (tools or [])
-        steps = self._claude(fresh, notes, loaded) if self.api == "anthropic" else self._codex(fresh)
+        if self.api == "anthropic":
+            steps = self._claude(fresh, notes, loaded)
+        else:
+            steps = self._codex(fresh, "run_shell_command" if self.api == "gemini" else "exec_command")
         return "converse: " + " ".join(e.id for e in fresh), steps
 
     def _claude(self, envs: list[Envelope], notes: list[str], loaded: bool = False) -> list[Step]:
@@ -160,10 +164,14 @@ class Converser:
         search = Step(tool=ToolCall(name="ToolSearch", input={"query": "select:SendMessage", "max_results": 1}))
         return [*([] if loaded else [search]), *calls, Step(text="; ".join(done + notes))]
 
-    def _codex(self, envs: list[Envelope]) -> list[Step]:
+    def _codex(self, envs: list[Envelope], shell: str = "exec_command") -> list[Step]:
+        """`relay reply` through the client's shell tool: Codex's `exec_command {cmd}`, Gemini
+        CLI's `run_shell_command {command}`."""
         steps: list[Step] = []
         for env in envs:
             cmd = f"relay reply {shlex.quote(env.id)} {shlex.quote(reply_body(env))}"
-            steps.append(Step(tool=ToolCall(name="exec_command", input={"cmd": cmd, "yield_time_ms": 30000})))
+            args = {"cmd": cmd, "yield_time_ms": 30000} if shell == "exec_command" else {
+                "command": cmd, "description": f"answer relay message {env.id}"}
+            steps.append(Step(tool=ToolCall(name=shell, input=args)))
         steps.append(Step(text="; ".join(f"answered {e.id} with relay reply" for e in envs)))
         return steps
