@@ -77,15 +77,13 @@ class ClientPin(_Frozen):
     """The client the lab installs and the version gate names: one per kind, in its package."""
 
     binary: str = Field(description="the executable on PATH, e.g. 'claude'")
-    npm_package: str | None = Field(default=None, description="npm package that installs it, or None (not on npm)")
+    npm_package: str = Field(description="the npm package that installs it, e.g. '@anthropic-ai/claude-code'")
     version: str = Field(description="the pinned version (the newest of the adapter's verified_versions)")
 
     @property
     def install_hint(self) -> str:
         """The one command that installs the pinned client system-wide."""
-        if self.npm_package:
-            return f"npm i -g {self.npm_package}@{self.version}"
-        return f"install {self.binary} {self.version}"
+        return f"npm i -g {self.npm_package}@{self.version}"
 
 
 class LabSpec(_Frozen):

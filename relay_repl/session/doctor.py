@@ -51,20 +51,12 @@ def check_tmux() -> Check:
 
 
 def check_client(kind: str) -> Check:
-    from relay_repl.agents.versions import (
-        BINARIES,
-        NPM_PACKAGES,
-        binary_version,
-        verified_here,
-        verified_version,
-        version_status,
-    )
+    from relay_repl.agents.versions import binary_version, pin, verified_here, version_status
 
     name = f"{kind} client"
-    want = verified_version(kind)
-    binary = BINARIES[kind]
+    client = pin(kind)
+    want, binary, install = client.version, client.binary, client.install_hint
     exe = shutil.which(binary)
-    install = f"npm i -g {NPM_PACKAGES[kind]}@{want}"
     if exe is None:
         return Check(name=name, ok=False, detail=f"`{binary}` not found on PATH",
                      fix=f"install it ({install}) or put its directory on PATH; or use the lab: "
