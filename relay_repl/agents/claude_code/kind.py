@@ -50,12 +50,12 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
         return reply_route(target, ctx)
 
     def reply_options(self, target: Target) -> ReplyOptions | None:
-        from relay_repl.agents.replies import claude_options
+        from relay_repl.agents.claude_code.replies import claude_options
 
         return claude_options(target)
 
     def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
-        from relay_repl.agents.replies import claude_watch
+        from relay_repl.agents.claude_code.replies import claude_watch
 
         return claude_watch(target, delivery)
 

@@ -51,12 +51,12 @@ class CodexKind(CodexAgent, AgentKindBase):
         return reply_route(target, ctx)
 
     def reply_options(self, target: Target) -> ReplyOptions | None:
-        from relay_repl.agents.replies import codex_options
+        from relay_repl.agents.codex.replies import codex_options
 
         return codex_options(target)
 
     def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
-        from relay_repl.agents.replies import codex_watch
+        from relay_repl.agents.codex.replies import codex_watch
 
         return codex_watch(target, delivery)
 
