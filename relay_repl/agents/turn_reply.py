@@ -9,7 +9,7 @@ receiver's own record: the harness wrote it, keyed by an id the model never sees
 (Codex's queue `client_id`, Claude's `msg_id` with its kernel-supplied peer pid).
 
 The value here is shared; each agent's reader lives with that agent's knowledge
-(`codex_rollout.py`, `claude_transcript.py`). A watcher is polled: it remembers how
+(`codex/rollout.py`, `claude_code/transcript.py`). A watcher is polled: it remembers how
 far it read, so a long transcript is read once, not on every poll.
 """
 

@@ -20,21 +20,19 @@ from pathlib import Path
 
 import relay_repl.store.paths as paths
 from relay_repl.agents import versions
+from relay_repl.agents.registry import kind_names
 from relay_repl.agents.versions import (
-    BINARIES,
-    CLAUDE,
-    CODEX,
-    KINDS,
     binary_version,
     check_kind,
     client_version,
     parse_version,
+    pin,
     require_verified,
 )
 from relay_repl.core.errors import LabError
 
 # re-exported for the lab's callers: the policy itself lives in agents.versions
-__all__ = ["BINARIES", "VERIFIED_VERSIONS", "any_clients", "bin_dir", "client_version", "clients_root", "install",
+__all__ = ["VERIFIED_VERSIONS", "described", "any_clients", "bin_dir", "client_version", "clients_root", "install",
            "install_versions", "installed_versions", "lab_binary", "latest_versions", "node_tools",
            "require_verified", "resolve_clients", "set_root", "system_root"]
 
@@ -43,6 +41,11 @@ MIN_NODE_MAJOR = 20
 NODE_HINT = "install Node.js >= 20 and npm, e.g. apt-get install nodejs npm"
 
 Progress = Callable[[str], object]
+
+
+def described(got: dict[str, str] | dict[str, str | None]) -> str:
+    """`claude-code 2.1.332, codex 0.171.0`: a client set in one phrase."""
+    return ", ".join(f"{k} {v}" for k, v in got.items())
 
 
 def clients_root() -> Path:
@@ -68,12 +71,11 @@ def bin_dir() -> Path:
 
 
 def lab_binary(kind: str) -> Path:
-    check_kind(kind)
-    return bin_dir() / BINARIES[kind]
+    return bin_dir() / check_kind(kind).pin().binary
 
 
 def installed_versions() -> dict[str, str | None]:
-    return {kind: binary_version(lab_binary(kind)) for kind in KINDS}
+    return {kind: binary_version(lab_binary(kind)) for kind in kind_names()}
 
 
 def _node_major(node: str) -> int | None:
@@ -112,10 +114,10 @@ def install(progress: Progress = print) -> dict[str, str]:
         if missing:
             raise LabError(f"no working {' or '.join(missing)} in {bin_dir()}: install that client set first "
                            f"(`relay lab install --claude VERSION --codex VERSION`)")
-        progress(f"lab clients from {dest}: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
+        progress(f"lab clients from {dest}: {described(have)}")
         return {k: str(v) for k, v in have.items()}
     if have == VERIFIED_VERSIONS:
-        progress(f"lab clients present in {dest}: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
+        progress(f"lab clients present in {dest}: {described(have)}")
         return dict(VERIFIED_VERSIONS)
     _, npm = node_tools()
     try:
@@ -125,7 +127,7 @@ def install(progress: Progress = print) -> dict[str, str]:
     except OSError as exc:
         raise LabError(f"cannot prepare client cache {dest}: {exc.strerror or exc}") from exc
     log = dest / "npm-install.log"
-    progress(f"installing claude-code {VERIFIED_VERSIONS[CLAUDE]} and codex {VERIFIED_VERSIONS[CODEX]} "
+    progress(f"installing {described(VERIFIED_VERSIONS)} "
              f"from the npm registry into {dest} (about 800 MB) ...")
     t0 = time.monotonic()
     cmd = [npm, "ci", "--no-audit", "--no-fund", "--omit-lockfile-registry-resolved", "--loglevel=warn"]
@@ -146,7 +148,7 @@ def install(progress: Progress = print) -> dict[str, str]:
     have = installed_versions()
     if have != VERIFIED_VERSIONS:
         raise LabError(f"after npm ci the clients report {have}, expected {VERIFIED_VERSIONS}; see {log}")
-    progress(f"installed in {time.monotonic() - t0:.0f}s: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
+    progress(f"installed in {time.monotonic() - t0:.0f}s: {described(have)}")
     return dict(VERIFIED_VERSIONS)
 
 
@@ -168,15 +170,15 @@ def latest_versions() -> dict[str, str]:
     """{kind: newest version on the npm registry} (`npm view PACKAGE version`)."""
     _, npm = node_tools()
     out: dict[str, str] = {}
-    for kind in KINDS:
+    for kind in kind_names():
         try:
-            proc = subprocess.run([npm, "view", versions.NPM_PACKAGES[kind], "version"], capture_output=True,
+            proc = subprocess.run([npm, "view", pin(kind).npm_package, "version"], capture_output=True,
                                   text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise LabError(f"cannot ask npm for the latest {kind}: {exc}") from exc
         v = parse_version(proc.stdout)
         if proc.returncode != 0 or v is None:
-            raise LabError(f"npm view {versions.NPM_PACKAGES[kind]} version failed: "
+            raise LabError(f"npm view {pin(kind).npm_package} version failed: "
                            f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:] or ['no output']}")
         out[kind] = v
     return out
@@ -184,10 +186,10 @@ def latest_versions() -> dict[str, str]:
 
 def set_root_for(want: dict[str, str]) -> Path:
     """The npm prefix of one client set: the pinned cache for the pinned versions, else
-    `<state>/clients-<claude>-<codex>` (each set its own, so none replaces another)."""
+    `<state>/clients-<v1>-<v2>...` (versions in kind order; each set its own, so none replaces another)."""
     if want == VERIFIED_VERSIONS:
         return paths.clients_dir()
-    return paths.state_dir() / f"clients-{want[CLAUDE]}-{want[CODEX]}"
+    return paths.state_dir() / ("clients-" + "-".join(want[k] for k in sorted(want)))
 
 
 def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
@@ -201,22 +203,22 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
     if dest == paths.clients_dir() and "RELAY_LAB_CLIENTS" not in os.environ:
         install(progress)
         return dest
-    have = {kind: binary_version(dest / "node_modules" / ".bin" / BINARIES[kind]) for kind in KINDS}
+    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in kind_names()}
     if have == want:
-        progress(f"clients present in {dest}: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
+        progress(f"clients present in {dest}: {described(have)}")
         return dest
     _, npm = node_tools()
     try:
         dest.mkdir(parents=True, exist_ok=True, mode=0o700)
         pkg = {"name": "relay-repl-lab-clients-candidate", "private": True,
-               "dependencies": {versions.NPM_PACKAGES[k]: want[k] for k in KINDS}}
+               "dependencies": {pin(k).npm_package: want[k] for k in kind_names()}}
         import json
 
         (dest / "package.json").write_text(json.dumps(pkg, indent=2) + "\n")
     except OSError as exc:
         raise LabError(f"cannot prepare client cache {dest}: {exc.strerror or exc}") from exc
     log = dest / "npm-install.log"
-    progress(f"installing claude-code {want[CLAUDE]} and codex {want[CODEX]} into {dest} (about 800 MB) ...")
+    progress(f"installing {described(want)} into {dest} (about 800 MB) ...")
     env = dict(os.environ)
     env.setdefault("DISABLE_AUTOUPDATER", "1")
     try:
@@ -231,7 +233,7 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
     if proc.returncode != 0:
         raise LabError(f"npm install failed (exit {proc.returncode}): {_last_error_line(log)}; full log: {log}")
     versions.clear_cache()
-    have = {kind: binary_version(dest / "node_modules" / ".bin" / BINARIES[kind]) for kind in KINDS}
+    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in kind_names()}
     if have != want:
         raise LabError(f"after npm install the clients report {have}, expected {want}; see {log}")
     return dest
@@ -243,12 +245,12 @@ def system_root() -> Path:
     dest = paths.state_dir() / "clients-system"
     bins = dest / "node_modules" / ".bin"
     bins.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for kind in KINDS:
-        found = shutil.which(BINARIES[kind])
+    for kind in kind_names():
+        found = shutil.which(pin(kind).binary)
         if found is None:
-            raise LabError(f"no `{BINARIES[kind]}` on PATH: install {kind} "
-                           f"(npm i -g {versions.NPM_PACKAGES[kind]}) or pick --clients pinned|latest")
-        link = bins / BINARIES[kind]
+            raise LabError(f"no `{pin(kind).binary}` on PATH: install {kind} "
+                           f"(npm i -g {pin(kind).npm_package}) or pick --clients pinned|latest")
+        link = bins / pin(kind).binary
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(os.path.realpath(found))
@@ -271,7 +273,7 @@ def resolve_clients(which: str, progress: Progress = print) -> tuple[Path, dict[
         if not (root / "node_modules" / ".bin").is_dir():
             raise LabError(f"{root} holds no node_modules/.bin: use pinned, latest, system or an npm prefix "
                            "made by `relay lab install --claude VERSION --codex VERSION`")
-    got = {kind: binary_version(root / "node_modules" / ".bin" / BINARIES[kind]) for kind in KINDS}
+    got = {kind: binary_version(root / "node_modules" / ".bin" / pin(kind).binary) for kind in kind_names()}
     missing = [k for k, v in got.items() if v is None]
     if missing:
         raise LabError(f"{', '.join(missing)} in {root} does not answer --version")

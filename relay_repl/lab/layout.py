@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from relay_repl.agents.versions import CLAUDE, CODEX  # the kinds are the agents'
+from relay_repl.agents.claude_code.agent import KIND as CLAUDE  # the kinds are the agents'
+from relay_repl.agents.codex.agent import KIND as CODEX
 
 # Greek letters in order; sessions are named alpha, beta, ... (Claude first, then Codex).
 GREEK = (

@@ -29,8 +29,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from relay_repl.agents.claude_transcript import OriginHit, find_relay_id
-from relay_repl.agents.codex_rollout import turns_carrying
+from relay_repl.agents.claude_code.transcript import OriginHit, find_relay_id
+from relay_repl.agents.codex.rollout import turns_carrying
 from relay_repl.core.errors import UsageError
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Ledger

@@ -25,7 +25,7 @@ from typing import Any
 from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
-from relay_repl.agents.codex import codex_home, find_in_rollout, read_item, rollout_for, turns_since
+from relay_repl.agents.codex import codex_home, find_in_rollout, read_item, rollout_path, turns_since
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
@@ -114,7 +114,7 @@ class CodexQueueTransport(Transport):
             return Look(transport=self.name, landed=None,
                         verdict="no queue item id was recorded: `codex queue` never printed one, nothing was queued")
         row = await anyio.to_thread.run_sync(read_item, home, item)
-        rollout = rollout_for(home, target.address, target.detail.get("rollout"))
+        rollout = rollout_path(home, target.address, target.detail.get("rollout"))
         client_id = (row or {}).get("client_id") or delivery.extra.get("client_id")
         hit = await anyio.to_thread.run_sync(
             lambda: find_in_rollout(rollout, client_id=client_id, text=payload)) if rollout else None
@@ -157,7 +157,7 @@ class CodexQueueTransport(Transport):
                 dequeued = True
                 log("readback", DeliveryState.DEQUEUED, f"item {item} left queue_1.sqlite (dequeued, not yet seen in a turn)")
             if row is None:
-                rollout = rollout_for(home, target.address, target.detail.get("rollout"))
+                rollout = rollout_path(home, target.address, target.detail.get("rollout"))
                 hit = await anyio.to_thread.run_sync(
                     functools.partial(find_in_rollout, rollout, client_id=delivery.extra.get("client_id"), text=payload)
                 ) if rollout else None

@@ -20,7 +20,8 @@ import anyio
 import libtmux
 import pytest
 
-from relay_repl.agents import ClaudeProvider, PaneRoster
+from relay_repl.agents import PaneRoster
+from relay_repl.agents.claude_code import ClaudeProvider
 from relay_repl.agents.claude_code.provider import _java_hash, munge_cwd, transcript_path
 from relay_repl.system.proc import proc_start
 from relay_repl.core.errors import AmbiguousTarget, StaleTarget

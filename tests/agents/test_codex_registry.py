@@ -21,7 +21,9 @@ import libtmux
 import pytest
 from websockets.asyncio.server import unix_serve
 
-from relay_repl.agents import ClaudeProvider, CodexProvider, PaneRoster
+from relay_repl.agents import PaneRoster
+from relay_repl.agents.claude_code import ClaudeProvider
+from relay_repl.agents.codex import CodexProvider
 from relay_repl.agents.codex import footer_thread_name, read_session_index
 from relay_repl.agents.adapter import load_adapter
 from relay_repl.system.proc import file_key, lock_holders, parse_proc_locks, proc_start, read_proc_locks

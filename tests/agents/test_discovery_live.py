@@ -24,7 +24,9 @@ import anyio
 import pytest
 
 import relay_repl.store.paths as paths
-from relay_repl.agents import ClaudeProvider, CodexProvider, default_providers
+from relay_repl.agents import default_providers
+from relay_repl.agents.claude_code import ClaudeProvider
+from relay_repl.agents.codex import CodexProvider
 from relay_repl.core.errors import AmbiguousTarget
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher

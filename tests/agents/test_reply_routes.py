@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from relay_repl.agents import reply_route
-from relay_repl.agents.replies import check_via, codex_options
+from relay_repl.agents.codex.replies import codex_options
+from relay_repl.agents.replies import check_via
 from relay_repl.core.errors import UsageError
 from relay_repl.core.plan import ReplyContext
 from relay_repl.core.target import Target

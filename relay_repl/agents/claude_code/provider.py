@@ -128,7 +128,7 @@ def transcript_path(cfg: Path | str, cwd: str | None, session_id: str | None) ->
 def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     """The route this session's configuration allows (agents.replies picks: the operator's
     `via`, else native, else the relay MCP server, else the turn reply)."""
-    from relay_repl.agents.replies import claude_route
+    from relay_repl.agents.claude_code.replies import claude_route
 
     return claude_route(target, ctx, native_route)
 

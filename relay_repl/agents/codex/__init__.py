@@ -17,9 +17,9 @@ from relay_repl.agents.codex.evidence import (
     codex_typed_items,
     find_in_rollout,
     read_item,
-    rollout_for,
     turns_since,
 )
+from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
 from relay_repl.agents.codex.provider import (
     KIND,
     reply_route,
@@ -31,9 +31,9 @@ from relay_repl.agents.codex.provider import (
     is_codex_argv,
     is_codex_tui,
     read_session_index,
-    scan_rollouts,
+
 )
 
 __all__ = ["KIND", "reply_route", "CodexAgent", "CodexProvider", "DaemonError", "codex_home", "codex_typed_items",
            "collaboration_mode", "daemon_thread_status", "find_in_rollout", "footer_thread_name", "is_codex_argv",
-           "is_codex_tui", "read_item", "read_session_index", "rollout_for", "scan_rollouts", "turns_since"]
+           "is_codex_tui", "read_item", "read_session_index", "rollout_path", "scan_rollouts", "turns_since"]

@@ -6,7 +6,8 @@ from pathlib import Path
 from types import ModuleType
 
 from relay_repl.agents.agent import Processes, TypedEvidence
-from relay_repl.agents.codex.evidence import codex_home, codex_typed_items, rollout_for
+from relay_repl.agents.codex.evidence import codex_home, codex_typed_items
+from relay_repl.agents.codex.rollout import rollout_path
 from relay_repl.agents.codex.provider import is_codex_tui
 from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
@@ -62,7 +63,7 @@ class CodexAgent:
         return None  # an approval dialog shows on the screen, which the classifier reads
 
     def evidence_file(self, target: Target) -> Path | None:
-        return rollout_for(codex_home(target), str(target.detail.get("thread_id") or target.address),
+        return rollout_path(codex_home(target), str(target.detail.get("thread_id") or target.address),
                            target.detail.get("rollout"))
 
     def typed_evidence(self, path: Path, offset: int, payload: str) -> TypedEvidence:

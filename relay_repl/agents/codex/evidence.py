@@ -13,7 +13,6 @@ All readers are blocking and tolerant (a file mid-write or gone reads as no evid
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 from pathlib import Path
@@ -63,13 +62,6 @@ def read_item(home: Path, item_id: str) -> dict[str, Any] | None:
         "state": rec.get("state", "pending"),
         "failure": rec.get("failure_jsonb"),
     }
-
-
-def rollout_for(home: Path, thread_id: str, hint: str | None) -> Path | None:
-    if hint and Path(hint).exists():
-        return Path(hint)
-    paths = sorted(glob.glob(str(home / "sessions" / "*" / "*" / "*" / f"rollout-*-{thread_id}.jsonl")))
-    return Path(paths[-1]) if paths else None
 
 
 def find_in_rollout(rollout: Path, *, client_id: str | None, text: str) -> dict[str, Any] | None:

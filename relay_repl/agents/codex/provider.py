@@ -32,7 +32,8 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.inbound import PeerIdentity, ToolCall
-from relay_repl.agents.codex.evidence import pending_calls, reply_calls, rollout_for
+from relay_repl.agents.codex.evidence import pending_calls, reply_calls
+from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
 from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
 from relay_repl.core.errors import DaemonError, describe
 from relay_repl.core.target import Me, Target
@@ -151,20 +152,6 @@ def read_daemon_pid(path: Path) -> tuple[int | None, str | None]:
         return None, None
     ticks = (d.get("processIdentity") or {}).get("startTicks")
     return pid, None if ticks is None else str(ticks)
-
-
-def scan_rollouts(sessions: Path, wanted: set[str]) -> dict[str, Path]:
-    """Rollout files for the wanted thread ids, from one walk of `sessions/YYYY/MM/DD`."""
-    found: dict[str, Path] = {}
-    if not wanted or not sessions.is_dir():
-        return found
-    for root, _dirs, files in os.walk(sessions):
-        for f in files:
-            if f.startswith("rollout-") and f.endswith(".jsonl"):
-                tid = f[-len(".jsonl") - 36 : -len(".jsonl")]
-                if tid in wanted:
-                    found[tid] = Path(root) / f
-    return found
 
 
 def _set_client_versions(targets: list[Target]) -> None:
@@ -349,7 +336,7 @@ class _Thread(BaseModel):
 def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     """The route this thread's configuration allows (agents.replies picks: the operator's `via`,
     else `relay reply` when no sandbox is in its way, else the relay MCP server, else the turn reply)."""
-    from relay_repl.agents.replies import codex_route
+    from relay_repl.agents.codex.replies import codex_route
 
     return codex_route(target, ctx, relay_reply_command_route)
 
@@ -457,7 +444,7 @@ class CodexProvider:
         tids = [k for k in ident.specs if UUID_RE.match(k)]
         found: list[str] = []
         for tid in tids:
-            rollout = rollout_for(self.home, tid, None)
+            rollout = rollout_path(self.home, tid)
             if rollout is None:
                 continue
             if call.tool == "relay_reply" and call.relay_id:

@@ -17,11 +17,7 @@ from types import ModuleType
 
 import relay_repl.agents.screens.claude_code as claude_code
 import relay_repl.agents.screens.codex as codex
-from relay_repl.agents.versions import verified_versions
 from relay_repl.agents.screens.model import BLOCKERS, Cell, ScreenReading, Snapshot, SubmitHint, parse_styles
-
-# the versions the marks were recorded on: the agents' one list (adapters' verified_versions)
-VERIFIED = verified_versions()
 
 
 def for_kind(kind: str) -> ModuleType | None:
@@ -40,5 +36,5 @@ def for_kind(kind: str) -> ModuleType | None:
         return None
 
 
-__all__ = ["BLOCKERS", "Cell", "ScreenReading", "Snapshot", "SubmitHint", "VERIFIED", "claude_code", "codex",
+__all__ = ["BLOCKERS", "Cell", "ScreenReading", "Snapshot", "SubmitHint", "claude_code", "codex",
            "for_kind", "parse_styles"]

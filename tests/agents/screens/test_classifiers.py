@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import relay_repl.agents.screens as screens
+from relay_repl.agents.versions import verified_versions
 from relay_repl.agents.screens.model import Snapshot, parse_styles, wrapped_equals
 
 CAPTURES = Path(__file__).parent / "captures"
@@ -47,8 +48,8 @@ def _id(p: Path) -> str:
 
 def test_captures_exist_for_both_clients():
     dirs = {p.parent.name for p in _cases()}
-    assert f"claude-code-{screens.VERIFIED['claude-code']}" in dirs
-    assert f"codex-{screens.VERIFIED['codex']}" in dirs
+    assert f"claude-code-{verified_versions()['claude-code']}" in dirs
+    assert f"codex-{verified_versions()['codex']}" in dirs
     needed = {"fresh", "after_turn", "idle_draft_fresh", "busy", "busy_staged", "slash_menu", "shell_mode",
               "shortcuts_overlay", "copy_mode", "dead"}
     for d in dirs:
