@@ -220,8 +220,9 @@ def test_lab_pins_the_verified_versions():
 
     pins = json.loads(resources.files("relay_repl.lab").joinpath("clients", "package.json").read_text())["dependencies"]
     assert pins == {"@anthropic-ai/claude-code": install.VERIFIED_VERSIONS[CLAUDE],
+                    "@google/gemini-cli": install.VERIFIED_VERSIONS["gemini-cli"],
                     "@openai/codex": install.VERIFIED_VERSIONS[CODEX]}
-    assert install.VERIFIED_VERSIONS == {CLAUDE: "2.1.332", CODEX: "0.171.0"}
+    assert install.VERIFIED_VERSIONS == {CLAUDE: "2.1.332", CODEX: "0.171.0", "gemini-cli": "0.61.0"}
 
 
 def test_install_without_node_says_what_to_do(tmp_path, monkeypatch):
@@ -240,6 +241,7 @@ def test_shipped_lockfile_pins_both_clients_and_names_no_registry():
     pkgs = lock["packages"]
     assert pkgs["node_modules/@anthropic-ai/claude-code"]["version"] == "2.1.332"
     assert pkgs["node_modules/@openai/codex"]["version"] == "0.171.0"
+    assert pkgs["node_modules/@google/gemini-cli"]["version"] == "0.61.0"
     raw = install._shipped("package-lock.json").decode()
     assert "resolved" not in raw and "http" not in raw
 
