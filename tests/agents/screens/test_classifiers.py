@@ -35,11 +35,11 @@ def load(meta_path: Path) -> tuple[Snapshot, dict]:
 
 
 def _classifier(kind: str):
-    """The kind's classifier: the adapter-named module, else its package's `screen` module
-    (an agent package that keeps its classifier at home, like gemini_cli)."""
-    import importlib
+    """The kind's classifier, as its registered agent kind gives it (gemini_cli keeps it in its package)."""
+    from relay_repl.agents.registry import kind_for
 
-    return screens.for_kind(kind) or importlib.import_module(f"relay_repl.agents.{kind.replace('-', '_')}.screen")
+    found = kind_for(kind)
+    return found.screen() if found is not None else None
 
 
 def _id(p: Path) -> str:
