@@ -186,7 +186,7 @@ def _names(sessions: list[Session]) -> dict[int, str]:
     count: dict[str, int] = {}
     for s in sessions:
         if s.project:
-            count[s.project] = count.get(s.project, 0) + 1
+            count[s.project] = count.get(s.project, 0) + 1  # across homes too: a name must be unique
     names: dict[int, str] = {}
     for s in sessions:
         base = s.project or os.path.basename(s.cwd.rstrip("/")) or str(s.pid)

@@ -4,9 +4,11 @@ Marks recorded from the real client in the lab (tests/agents/screens/captures/ge
 adapters/gemini-cli.md "Screen marks"):
 
 - Bottom of the screen: [status row] · a `─` rule · the mode row (`Shift+Tab to accept
-  edits`, `YOLO mode`, ` shell mode enabled (esc to disable)`) · blank · the composer
-  (` > ` prompt at column 1, continuation rows indented three spaces) · blank · [completion
-  list] · footer (a labels row and a values row). The composer is searched just under the
+  edits`, `YOLO Ctrl+Y`, ` shell mode enabled (esc to disable)`) · blank · the composer
+  (` > ` prompt at column 1, ` * ` in YOLO mode, continuation rows indented three spaces) ·
+  blank · [completion list] · footer (a labels row and a values row). With a true-colour
+  terminal (`COLORTERM=truecolor`) the blank rows around the composer are half-block bars
+  (`▄▄▄` above, `▀▀▀` below) that paint its background. The composer is searched just under the
   last rule: history rows (` > text`) are above it, so they never match.
 - Empty composer: the row is ` >` + Gemini's own reverse-video cursor cell at column 3 +
   the placeholder `Type your message or @path/to/file` (grey, not dim), and the terminal
@@ -43,7 +45,7 @@ from relay_repl.agents.screens.model import (
 )
 
 RULE = re.compile(r"^─{20,}\s*$")
-PROMPT_ROW = re.compile(r"^ ([>!])(?: |$)")
+PROMPT_ROW = re.compile(r"^ ([>!*])(?: |$)")  # `*`: the composer in YOLO mode
 TEXT_COL = 3  # where the composer's text (and the empty composer's cursor) starts
 CONTINUATION = " " * TEXT_COL
 PLACEHOLDERS = ("Type your message or @path/to/file", "Type your shell command")
