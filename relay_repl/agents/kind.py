@@ -39,7 +39,9 @@ Methods, by subject:
   `lab_files(ctx, names)`, `lab_launch(ctx, name, first)`, `lab_ready(ctx, name, pane)`:
   the config files it needs, the command and environment a lab pane runs, and when a
   started session counts as ready (polled by the launcher);
-- typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind).
+- typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind);
+- the operator's inbox as a peer: `answers_listed_inbox` (its sessions answer natively only to a
+  peer listed in its own registry) and `inbox_listing(name)` (the gated listing, or None).
 """
 
 from __future__ import annotations
@@ -54,9 +56,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_repl.agents.adapter import AdapterSpec, TransportSpec, load_adapter
 from relay_repl.agents.agent import Agent, Processes, TypedEvidence
 from relay_repl.agents.screens.model import Snapshot
+from relay_repl.core.approval import Approval
 from relay_repl.core.check import Check
 from relay_repl.core.delivery import Delivery
-from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
+from relay_repl.core.plan import Plan, ReplyContext, ReplyRoute, relay_reply_route
 from relay_repl.core.target import Me, Target
 
 if TYPE_CHECKING:
@@ -65,7 +68,7 @@ if TYPE_CHECKING:
     from relay_repl.agents.turn_reply import TurnWatch
     from relay_repl.system.panes import PaneRoster
 
-__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "LabContext", "LabLaunch", "LabPane", "LabReady",
+__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "InboxListing", "LabContext", "LabLaunch", "LabPane", "LabReady",
            "LabSpec", "NoDetail"]
 
 
@@ -135,6 +138,33 @@ class LabReady(_Frozen):
     extra: dict[str, str] = Field(default_factory=dict)
 
 
+@runtime_checkable
+class InboxListing(Protocol):
+    """The operator's inbox listed as a peer in one kind's registry: planned, written only under
+    the gate's approval of `plan()`, removed when the inbox closes."""
+
+    name: str
+    """The name the kind's sessions see the inbox under."""
+    socket_path: Path
+    """Where the inbox must listen for the kind's sessions to reach it."""
+
+    def plan(self) -> Plan:
+        """The plan the gate shows (what is written where, and why)."""
+        ...
+
+    def write(self, approval: Approval | None = None) -> None:
+        """Write the listing (refuses without a live approval of `plan()`)."""
+        ...
+
+    def remove(self) -> None:
+        """Remove what `write` wrote (idempotent)."""
+        ...
+
+    def files(self) -> tuple[Path, ...]:
+        """The files `write` creates, which the inbox owns and removes at exit."""
+        ...
+
+
 class NoDetail(BaseModel):
     """The detail of a kind that keeps none beyond the common Target fields."""
 
@@ -156,6 +186,9 @@ class AgentKind(Agent, Protocol):
     'none': a typed or queued message is plain user input, so origin is never proven from its record."""
     detail_model: type[BaseModel]
     """The pydantic model of `Target.detail` for this kind."""
+    answers_listed_inbox: bool
+    """True when its sessions answer natively only to a peer listed in its own registry (so a
+    want=reply step lists the operator's inbox first, through `inbox_listing`)."""
 
     def adapter(self) -> AdapterSpec:
         """Its adapter file's validated toml block (adapters/<kind>.md)."""
@@ -201,6 +234,11 @@ class AgentKind(Agent, Protocol):
         """Versions relay_repl's knowledge of this kind was measured on (its adapter file), oldest first."""
         ...
 
+    def inbox_listing(self, name: str) -> InboxListing | None:
+        """The operator's inbox listed as a peer under `name` (not yet written), or None when the kind
+        has no peer registry (blocking; raises a RelayError when listing is impossible now)."""
+        ...
+
     def lab(self) -> LabSpec | None:
         """How `relay lab up` offers it, or None when the lab cannot run it offline."""
         ...
@@ -231,6 +269,7 @@ class AgentKindBase:
     label: str = ""
     provenance: Literal["kernel", "none"] = "none"
     detail_model: type[BaseModel] = NoDetail
+    answers_listed_inbox: bool = False
     evidence_name: str = "record"
     busy_submit: str = "unknown: never typed while busy"
     tab_queues_when_busy: bool = False
@@ -306,6 +345,9 @@ class AgentKindBase:
 
     def pin(self) -> ClientPin:
         raise NotImplementedError(f"agent kind {self.kind!r} names no client to install")
+
+    def inbox_listing(self, name: str) -> InboxListing | None:
+        return None
 
     # -- the lab --------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.claude_code.agent import KIND, ClaudeAgent
-from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabSpec
+from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, InboxListing, LabSpec
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
@@ -30,6 +30,7 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
     prefix = "claude"
     label = "Claude Code"
     provenance: Literal["kernel", "none"] = "kernel"
+    answers_listed_inbox = True  # native SendMessage reaches only a peer ListAgents shows
 
     def address_rule(self) -> str:
         return "claude:NAME (the session's name as `claude agents --json` lists it)"
@@ -66,6 +67,13 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
 
     def pin(self) -> ClientPin:
         return ClientPin(binary=BINARY, npm_package=NPM_PACKAGE, version=self.verified_versions()[-1])
+
+    def inbox_listing(self, name: str) -> InboxListing | None:
+        """Listed in Claude's registry (sessions/<pid>.json + key file), for the verified version only."""
+        from relay_repl.agents.claude_code.peer import ClaudePeerRegistration
+        from relay_repl.agents.versions import require_verified
+
+        return ClaudePeerRegistration(name=name, claude_version=require_verified(self.kind))
 
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="claude", stub_api="anthropic", help="Claude Code sessions")
