@@ -30,7 +30,8 @@ Methods, by subject:
   `reply_options(target)` (relay-reply / mcp / turn, each with evidence), `turn_watch(target,
   delivery)` (a reader of the turn reply in its own record); `provenance` says whether its
   record carries kernel-supplied provenance ("kernel") or none ("none": a typed or queued
-  message is plain user input);
+  message is plain user input); `verify(relay_id, target, ledger)`, `verify_file(...)` and
+  `origin_records(...)`: `relay verify` on its own record (agents/provenance.py judges);
 - `relay doctor`: `doctor_checks(env)` -> `Check` rows (async; read-only);
 - versions and install: `pin()` (binary, npm package, pinned version the lab installs),
   `verified_versions()` (from its adapter file);
@@ -61,8 +62,10 @@ from relay_repl.core.check import Check
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import Plan, ReplyContext, ReplyRoute, relay_reply_route
 from relay_repl.core.target import Me, Target
+from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:
+    from relay_repl.agents.provenance import CheckedRecord, VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.replies import ReplyOptions
     from relay_repl.agents.turn_reply import TurnWatch
@@ -222,6 +225,20 @@ class AgentKind(Agent, Protocol):
         """A reader of the turn `delivery` started in `target` (its turn reply), or None."""
         ...
 
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        """`relay verify ID --in target`: what `target`'s own record proves about who sent `relay_id`."""
+        ...
+
+    def verify_file(self, relay_id: str, path: Path, ledger: Ledger | None) -> VerifyReport | None:
+        """`relay verify ID --transcript FILE`: audit a loose file of this kind, or None (it audits none)."""
+        ...
+
+    def origin_records(self, relay_id: str, target: Target,
+                       ledger: Ledger | None) -> tuple[list[CheckedRecord], str, int, int] | None:
+        """For `relay verify ID` over every live target: (judged records, source, bytes scanned,
+        oversized lines) of `target`'s record, or None (no record yet, or no provenance kept)."""
+        ...
+
     async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
         """`relay doctor` rows for this kind beyond the client version: its registry/home, daemons, config."""
         ...
@@ -333,6 +350,21 @@ class AgentKindBase:
         return None
 
     def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
+        return None
+
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        from relay_repl.agents.provenance import VerifyReport
+
+        return VerifyReport(relay_id=relay_id, source=f"{self.label or self.kind} keeps no record relay reads",
+                            target=target.spec, kind=self.kind, verdict="no provenance",
+                            summary=f"{self.label or self.kind} keeps no provenance: a message is plain user input "
+                                    "to the model; the envelope's from= is a convention, not evidence")
+
+    def verify_file(self, relay_id: str, path: Path, ledger: Ledger | None) -> VerifyReport | None:
+        return None
+
+    def origin_records(self, relay_id: str, target: Target,
+                       ledger: Ledger | None) -> tuple[list[CheckedRecord], str, int, int] | None:
         return None
 
     # -- doctor, versions ---------------------------------------------------------------------

@@ -117,7 +117,7 @@ async def test_codex_target_keeps_no_provenance(lab):
         report = json.loads(out)
         assert code == 4 and report["verdict"] == "no provenance", (out, err)
         assert "keeps no provenance" in report["summary"]
-        (turn,) = report["codex"]
+        (turn,) = report["turns"]
         seen = next(e for e in d.evidence if e.stage == "turn").data["client_id"]  # the row may be gone at once
         assert turn["turn_trigger"] == "queue" and turn["client_id"] == seen and turn["queued_by_us"]
     await wait_idle("beta")

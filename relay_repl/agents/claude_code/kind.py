@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.claude_code.agent import KIND, ClaudeAgent
@@ -11,8 +12,10 @@ from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, InboxListing
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
+from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:
+    from relay_repl.agents.provenance import CheckedRecord, VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.replies import ReplyOptions
     from relay_repl.agents.turn_reply import TurnWatch
@@ -59,6 +62,22 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
         from relay_repl.agents.claude_code.replies import claude_watch
 
         return claude_watch(target, delivery)
+
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        from relay_repl.agents.claude_code.verify import verify_target
+
+        return verify_target(relay_id, target, ledger)
+
+    def verify_file(self, relay_id: str, path: Path, ledger: Ledger | None) -> VerifyReport | None:
+        from relay_repl.agents.claude_code.verify import verify_file
+
+        return verify_file(relay_id, path, ledger)
+
+    def origin_records(self, relay_id: str, target: Target,
+                       ledger: Ledger | None) -> tuple[list[CheckedRecord], str, int, int] | None:
+        from relay_repl.agents.claude_code.verify import records_of
+
+        return records_of(relay_id, target, ledger)
 
     async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
         from relay_repl.agents.claude_code.doctor import check_claude
