@@ -24,7 +24,8 @@ Methods, by subject:
   (and optionally `prove_thread(ident, call)`, see agents/origin.py); `own_address(env)`:
   our own `Me` when this process runs inside one of its sessions;
 - transports: `transports()` (the adapter's TransportSpec list: name, capability flags,
-  when it applies); `screen()` (the classifier module), the `Agent` members;
+  when it applies); `screen()` (the classifier module), `ui_mode_chars()` (first characters
+  that open a UI mode in its composer: a typed line must not start with one), the `Agent` members;
 - evidence: `evidence_file(target)`, `typed_evidence(path, offset, payload)` (from `Agent`);
 - replies: `reply_route(target, ctx)` (how it will answer a want=reply|ack message),
   `reply_options(target)` (relay-reply / mcp / turn, each with evidence), `turn_watch(target,
@@ -213,6 +214,10 @@ class AgentKind(Agent, Protocol):
         """The transports it offers, each with what it needs (capability flags, `when`)."""
         ...
 
+    def ui_mode_chars(self) -> str:
+        """First characters that open a UI mode in its composer instead of entering text."""
+        ...
+
     def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
         """How `target` will answer a want=reply|ack message (the plan's words and whether it can)."""
         ...
@@ -310,6 +315,9 @@ class AgentKindBase:
 
     def transports(self) -> tuple[TransportSpec, ...]:
         return tuple(self.adapter().transports)
+
+    def ui_mode_chars(self) -> str:
+        return self.adapter().screen.ui_mode_chars
 
     # -- the transports' questions (Agent) ------------------------------------------------------
 

@@ -51,7 +51,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents import agent_for
-from relay_repl.agents.agent import Agent
+from relay_repl.agents.kind import AgentKind as Agent
 from relay_repl.core.approval import Approval, check
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, check_typed_line
@@ -388,7 +388,7 @@ class TmuxTransport(Transport):
             self._refuse(delivery, log, "preflight", f"no screen classifier for {target.kind!r}")
             return
         try:
-            check_typed_line(payload)
+            check_typed_line(payload, agent.ui_mode_chars())  # the receiver's own UI-mode characters
         except EnvelopeError as exc:
             self._refuse(delivery, log, "preflight", str(exc))
             return
