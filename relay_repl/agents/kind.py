@@ -62,7 +62,7 @@ from relay_repl.core.approval import Approval
 from relay_repl.core.check import Check
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import Plan, ReplyContext, ReplyRoute, relay_reply_route
-from relay_repl.core.target import Me, Target
+from relay_repl.core.target import AgentDetail, Me, Target
 from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:
@@ -169,10 +169,8 @@ class InboxListing(Protocol):
         ...
 
 
-class NoDetail(BaseModel):
-    """The detail of a kind that keeps none beyond the common Target fields."""
-
-    model_config = ConfigDict(frozen=True, extra="allow")
+NoDetail = AgentDetail
+"""The detail of a kind that keeps none beyond the common Target fields."""
 
 
 @runtime_checkable
@@ -188,8 +186,8 @@ class AgentKind(Agent, Protocol):
     provenance: Literal["kernel", "none"]
     """'kernel': its records carry kernel-supplied provenance (verifiedPeerPid) `relay verify` checks;
     'none': a typed or queued message is plain user input, so origin is never proven from its record."""
-    detail_model: type[BaseModel]
-    """The pydantic model of `Target.detail` for this kind."""
+    detail_model: type[AgentDetail]
+    """The pydantic model of `Target.detail` for this kind (a frozen `core.target.AgentDetail`)."""
     answers_listed_inbox: bool
     """True when its sessions answer natively only to a peer listed in its own registry (so a
     want=reply step lists the operator's inbox first, through `inbox_listing`)."""
@@ -290,7 +288,7 @@ class AgentKindBase:
     prefix: str = ""
     label: str = ""
     provenance: Literal["kernel", "none"] = "none"
-    detail_model: type[BaseModel] = NoDetail
+    detail_model: type[AgentDetail] = AgentDetail
     answers_listed_inbox: bool = False
     evidence_name: str = "record"
     busy_submit: str = "unknown: never typed while busy"

@@ -146,7 +146,7 @@ class Session:
         if len(dormant) > 1:
             raise AmbiguousTarget(f"{spec} matches {len(dormant)} sessions that are not running: name one by uuid")
         if hits:
-            why = hits[0].detail.get("stale_reason") or "its process is gone"
+            why = hits[0].stale_reason or "its process is gone"
             raise StaleTarget(f"{spec} is stale ({hits[0].describe()}): {why}; nothing will be sent to it")
         raise UnknownTarget(f"no target {spec}: run `relay targets` (or `await session.refresh()`) to list live sessions")
 
@@ -173,7 +173,7 @@ class Session:
             return Scope.of(plan)
         from relay_repl.system.proc import proc_start
 
-        start = target.detail.get("procStart") or (proc_start(target.pid) if target.pid else None)
+        start = target.proc_start or (proc_start(target.pid) if target.pid else None)
         return Scope.of(plan, target=target.spec, pid=target.pid, proc_start=None if start is None else str(start),
                         address=target.address, pane=target.pane)
 

@@ -161,10 +161,10 @@ class PaneIO:
             return None
         from relay_repl.system.panes import tmux_servers
 
-        rostered = target.detail.get("tmux_socket")
+        rostered = target.tmux_socket
         candidates: list[tuple[str, str]] = []
         if rostered:
-            candidates.append((str(rostered), str(target.detail.get("tmux_server") or "rostered")))
+            candidates.append((rostered, target.tmux_server or "rostered"))
         else:
             candidates += [(s.socket_path, s.label) for s in tmux_servers(self.env)]
         for sock, label in candidates:
@@ -301,8 +301,6 @@ class TmuxTransport(Transport):
         busy = agent.tmux_busy_note(target) if agent else None
         if busy:
             notes.append(busy)
-        if target.detail.get("plan_mode"):
-            notes.append("target is in Plan mode: the agent will plan, not act, on this message")
         return tuple(notes)
 
     def delivered_when(self, target: Target, envelope: Envelope) -> str:

@@ -61,3 +61,19 @@ def test_an_unknown_kind_is_none_and_a_broken_entry_point_is_one_line(monkeypatc
             registry.kind_for("broken")
     finally:
         registry._load.cache_clear()
+
+
+def test_target_detail_is_the_kinds_own_frozen_model():
+    from pydantic import ValidationError
+
+    from relay_repl.core.target import AgentDetail, Target
+
+    t = Target(kind="codex", name="beta", address="x", identified_by="test", detail={"thread_id": "abc", "plan_mode": True})
+    assert type(t.detail) is registry.kind_for("codex").detail_model and t.detail.plan_mode  # type: ignore[attr-defined]
+    with pytest.raises(ValidationError):
+        t.detail.plan_mode = False  # type: ignore[attr-defined]  # frozen like the target
+    with pytest.raises(ValidationError, match="thread_id"):
+        Target(kind="claude-code", name="a", address="x", identified_by="test", detail={"thread_id": "abc"})
+    assert Target.model_validate_json(t.model_dump_json()) == t  # the tag is the kind: plain data round-trips
+    assert isinstance(Target(kind="no-such-kind", name="a", address="x", identified_by="t").detail, AgentDetail)
+    assert "dict" not in str(Target.model_fields["detail"].annotation)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.claude_code.agent import KIND, ClaudeAgent
+from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, InboxListing, LabSpec
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
@@ -33,6 +34,7 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
     prefix = "claude"
     label = "Claude Code"
     provenance: Literal["kernel", "none"] = "kernel"
+    detail_model = ClaudeDetail
     answers_listed_inbox = True  # native SendMessage reaches only a peer ListAgents shows
 
     def address_rule(self) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.codex.agent import KIND, CodexAgent
+from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabSpec
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
@@ -33,6 +34,7 @@ class CodexKind(CodexAgent, AgentKindBase):
     prefix = "codex"
     label = "Codex"
     provenance: Literal["kernel", "none"] = "none"
+    detail_model = CodexDetail
 
     def address_rule(self) -> str:
         return "codex:NAME or codex:<thread uuid> (the thread's name in session_index.jsonl, or its id)"

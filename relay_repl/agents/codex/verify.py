@@ -19,7 +19,7 @@ from relay_repl.store.ledger import Ledger
 
 def verify_target(relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
     """Codex keeps no provenance: show the turn(s) whose user message carries the id, nothing more."""
-    rollout = rollout_path(codex_home(target), target.address, target.detail.get("rollout"))
+    rollout = rollout_path(codex_home(target), target.address, target.evidence_file)
     note = ("Codex keeps no provenance: a queued or typed message is plain user input to the model, "
             "indistinguishable from the operator; the envelope's from= is a convention, not evidence")
     if not rollout or not Path(str(rollout)).exists():
