@@ -31,7 +31,6 @@ PENDING: dict[str, str] = {
     "lab/stubs/converse.py": "the lab: stub conversations name their client",
     "lab/stubs/server.py": "the lab: stub server reads Claude's registry",
     "frontends/cli.py": "`relay lab install --claude/--codex` and `relay lab up --claude/--codex` (lab part)",
-    "session/app.py": "builds the kind-specific transports by name (claude_socket, codex_queue)",
     "transports/claude_socket.py": "Claude's socket transports live in transports/ (the layers forbid agents/ "
                                    "importing transports/), so they import its package",
     "transports/codex_queue.py": "Codex's queue transport: the same, and it runs the `codex` binary",

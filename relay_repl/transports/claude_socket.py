@@ -28,6 +28,8 @@ fresh `<pid>-<8hex>.sock` name is planned instead (the receiver accepts any
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import os
 import secrets
 import time
@@ -48,6 +50,9 @@ from relay_repl.agents.claude_code import transcript_for as transcript_path
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
+if TYPE_CHECKING:
+    from relay_repl.transports.registry import TransportContext
+
 RECEIPT_STATES = {
     "dropped": DeliveryState.FAILED,
     "held": DeliveryState.HELD,
@@ -61,6 +66,11 @@ class ClaudeSocketTransport(Transport):
     name = "claude-code-socket"
     capabilities = Capabilities(receipts=True, live_only=True, same_uid_only=True)
     relies_on = "the messaging-socket wire format and transcript origin records were"
+
+    @classmethod
+    def from_context(cls, ctx: TransportContext) -> ClaudeSocketTransport:
+        """The `relay_repl.transports` entry point's factory."""
+        return cls(ctx.inbox, interrupt=ctx.interrupt)
 
     def __init__(self, inbox: Callable[[], Any] | None = None, *, interrupt: bool = False) -> None:
         """`inbox` returns the running Inbox (for receipts) or None."""
@@ -302,6 +312,11 @@ class ClaudeMessageTransport(ClaudeSocketTransport):
 
     name = "claude-code-message"
     capabilities = Capabilities(native_reply=True, receipts=True, live_only=True, same_uid_only=True)
+
+    @classmethod
+    def from_context(cls, ctx: TransportContext) -> ClaudeMessageTransport:
+        """The `relay_repl.transports` entry point's factory."""
+        return cls(ctx.inbox, ctx.registration, interrupt=ctx.interrupt)
 
     def __init__(self, inbox: Callable[[], Any] | None = None, registration: Callable[[], Any] | None = None,
                  **kw: Any) -> None:

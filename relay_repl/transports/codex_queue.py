@@ -16,6 +16,8 @@ Why this shape (codex.md section 3, seed section 7):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import functools
 import os
 import re
@@ -30,6 +32,9 @@ from relay_repl.agents.codex import codex_home, find_in_rollout, read_item, roll
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
+if TYPE_CHECKING:
+    from relay_repl.transports.registry import TransportContext
+
 QUEUED = re.compile(r"Queued message (?P<item>[0-9a-fA-F-]{36}) for thread (?P<thread>[0-9a-fA-F-]{36})\.")
 
 
@@ -37,6 +42,11 @@ class CodexQueueTransport(Transport):
     name = "codex-queue"
     capabilities = Capabilities(durable=True)
     relies_on = "the queue schema, rollout records and daemon protocol were"
+
+    @classmethod
+    def from_context(cls, ctx: TransportContext) -> CodexQueueTransport:
+        """The `relay_repl.transports` entry point's factory."""
+        return cls()
 
     def __init__(self, codex_bin: str | None = None) -> None:
         self.codex_bin = codex_bin

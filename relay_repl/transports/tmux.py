@@ -36,6 +36,8 @@ transport, this pane, for literal text these exact bytes) and refuses without it
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import functools
 import math
 import os
@@ -62,6 +64,9 @@ from relay_repl.system.tmux import run as run_tmux
 from relay_repl.agents.screens.model import ScreenReading, Snapshot, SubmitHint
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
+
+if TYPE_CHECKING:
+    from relay_repl.transports.registry import TransportContext
 from relay_repl.transports.tmux_steps import Action, Phase, StepContext, decide
 
 T = TypeVar("T")
@@ -257,6 +262,11 @@ class TmuxTransport(Transport):
     name: ClassVar[str] = "tmux"
     capabilities: ClassVar[Capabilities] = Capabilities(live_only=True, needs_pane=True)
     relies_on: ClassVar[str | None] = "the screen classifiers and typed-line evidence records were"
+
+    @classmethod
+    def from_context(cls, ctx: TransportContext) -> TmuxTransport:
+        """The `relay_repl.transports` entry point's factory."""
+        return cls()
 
     def __init__(
         self,

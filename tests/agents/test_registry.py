@@ -77,3 +77,16 @@ def test_target_detail_is_the_kinds_own_frozen_model():
     assert Target.model_validate_json(t.model_dump_json()) == t  # the tag is the kind: plain data round-trips
     assert isinstance(Target(kind="no-such-kind", name="a", address="x", identified_by="t").detail, AgentDetail)
     assert "dict" not in str(Target.model_fields["detail"].annotation)
+
+
+def test_the_session_installs_the_transports_the_entry_points_name(tmp_path):
+    from relay_repl.session.app import make_session
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.transports.registry import GROUP
+
+    declared = {ep.name for ep in entry_points(group=GROUP)}
+    assert {"tmux", "codex-queue", "claude-code-socket", "claude-code-message"} <= declared
+    s = make_session(discover=False, echo=None, ledger=Ledger(tmp_path / "l.sqlite"))
+    assert set(s.transports) == declared
+    offered = {t.name for k in registry.kinds() for t in k.transports()}
+    assert offered <= declared  # every transport a kind offers is installed
