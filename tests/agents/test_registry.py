@@ -37,10 +37,14 @@ def test_every_kind_answers_the_whole_protocol():
 
 
 def test_the_lab_installs_what_each_kind_pins():
-    shipped = json.loads((Path(registry.__file__).parents[1] / "lab" / "clients" / "package.json").read_text())
+    from relay_repl.lab import install
+
+    deps = install.manifest(install.VERIFIED_VERSIONS)["dependencies"]
     for k in registry.kinds():
         pin = k.pin()
-        assert shipped["dependencies"].get(pin.npm_package) == pin.version
+        assert deps.get(pin.npm_package) == pin.version
+    lock = json.loads((Path(registry.__file__).parents[1] / "lab" / "clients" / "package-lock.json").read_text())
+    assert lock["packages"][""]["dependencies"] == deps
 
 
 def test_providers_come_from_every_kind(tmp_path):
