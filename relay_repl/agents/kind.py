@@ -24,13 +24,15 @@ Methods, by subject:
   (and optionally `prove_thread(ident, call)`, see agents/origin.py); `own_address(env)`:
   our own `Me` when this process runs inside one of its sessions;
 - transports: `transports()` (the adapter's TransportSpec list: name, capability flags,
-  when it applies); `screen()` (the classifier module), the `Agent` members;
+  when it applies); `screen()` (the classifier module), `ui_mode_chars()` (first characters
+  that open a UI mode in its composer: a typed line must not start with one), the `Agent` members;
 - evidence: `evidence_file(target)`, `typed_evidence(path, offset, payload)` (from `Agent`);
 - replies: `reply_route(target, ctx)` (how it will answer a want=reply|ack message),
   `reply_options(target)` (relay-reply / mcp / turn, each with evidence), `turn_watch(target,
   delivery)` (a reader of the turn reply in its own record); `provenance` says whether its
   record carries kernel-supplied provenance ("kernel") or none ("none": a typed or queued
-  message is plain user input);
+  message is plain user input); `verify(relay_id, target, ledger)`, `verify_file(...)` and
+  `origin_records(...)`: `relay verify` on its own record (agents/provenance.py judges);
 - `relay doctor`: `doctor_checks(env)` -> `Check` rows (async; read-only);
 - versions and install: `pin()` (binary, npm package, pinned version the lab installs),
   `verified_versions()` (from its adapter file);
@@ -39,7 +41,9 @@ Methods, by subject:
   `lab_files(ctx, names)`, `lab_launch(ctx, name, first)`, `lab_ready(ctx, name, pane)`:
   the config files it needs, the command and environment a lab pane runs, and when a
   started session counts as ready (polled by the launcher);
-- typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind).
+- typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind);
+- the operator's inbox as a peer: `answers_listed_inbox` (its sessions answer natively only to a
+  peer listed in its own registry) and `inbox_listing(name)` (the gated listing, or None).
 """
 
 from __future__ import annotations
@@ -54,18 +58,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_repl.agents.adapter import AdapterSpec, TransportSpec, load_adapter
 from relay_repl.agents.agent import Agent, Processes, TypedEvidence
 from relay_repl.agents.screens.model import Snapshot
+from relay_repl.core.approval import Approval
 from relay_repl.core.check import Check
 from relay_repl.core.delivery import Delivery
-from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
-from relay_repl.core.target import Me, Target
+from relay_repl.core.plan import Plan, ReplyContext, ReplyRoute, relay_reply_route
+from relay_repl.core.target import AgentDetail, Me, Target
+from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:
+    from relay_repl.agents.provenance import CheckedRecord, VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.replies import ReplyOptions
     from relay_repl.agents.turn_reply import TurnWatch
     from relay_repl.system.panes import PaneRoster
 
-__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "LabContext", "LabLaunch", "LabPane", "LabReady",
+__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "InboxListing", "LabContext", "LabLaunch", "LabPane", "LabReady",
            "LabSpec", "NoDetail"]
 
 
@@ -135,10 +142,35 @@ class LabReady(_Frozen):
     extra: dict[str, str] = Field(default_factory=dict)
 
 
-class NoDetail(BaseModel):
-    """The detail of a kind that keeps none beyond the common Target fields."""
+@runtime_checkable
+class InboxListing(Protocol):
+    """The operator's inbox listed as a peer in one kind's registry: planned, written only under
+    the gate's approval of `plan()`, removed when the inbox closes."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    name: str
+    """The name the kind's sessions see the inbox under."""
+    socket_path: Path
+    """Where the inbox must listen for the kind's sessions to reach it."""
+
+    def plan(self) -> Plan:
+        """The plan the gate shows (what is written where, and why)."""
+        ...
+
+    def write(self, approval: Approval | None = None) -> None:
+        """Write the listing (refuses without a live approval of `plan()`)."""
+        ...
+
+    def remove(self) -> None:
+        """Remove what `write` wrote (idempotent)."""
+        ...
+
+    def files(self) -> tuple[Path, ...]:
+        """The files `write` creates, which the inbox owns and removes at exit."""
+        ...
+
+
+NoDetail = AgentDetail
+"""The detail of a kind that keeps none beyond the common Target fields."""
 
 
 @runtime_checkable
@@ -154,8 +186,11 @@ class AgentKind(Agent, Protocol):
     provenance: Literal["kernel", "none"]
     """'kernel': its records carry kernel-supplied provenance (verifiedPeerPid) `relay verify` checks;
     'none': a typed or queued message is plain user input, so origin is never proven from its record."""
-    detail_model: type[BaseModel]
-    """The pydantic model of `Target.detail` for this kind."""
+    detail_model: type[AgentDetail]
+    """The pydantic model of `Target.detail` for this kind (a frozen `core.target.AgentDetail`)."""
+    answers_listed_inbox: bool
+    """True when its sessions answer natively only to a peer listed in its own registry (so a
+    want=reply step lists the operator's inbox first, through `inbox_listing`)."""
 
     def adapter(self) -> AdapterSpec:
         """Its adapter file's validated toml block (adapters/<kind>.md)."""
@@ -177,6 +212,10 @@ class AgentKind(Agent, Protocol):
         """The transports it offers, each with what it needs (capability flags, `when`)."""
         ...
 
+    def ui_mode_chars(self) -> str:
+        """First characters that open a UI mode in its composer instead of entering text."""
+        ...
+
     def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
         """How `target` will answer a want=reply|ack message (the plan's words and whether it can)."""
         ...
@@ -189,6 +228,20 @@ class AgentKind(Agent, Protocol):
         """A reader of the turn `delivery` started in `target` (its turn reply), or None."""
         ...
 
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        """`relay verify ID --in target`: what `target`'s own record proves about who sent `relay_id`."""
+        ...
+
+    def verify_file(self, relay_id: str, path: Path, ledger: Ledger | None) -> VerifyReport | None:
+        """`relay verify ID --transcript FILE`: audit a loose file of this kind, or None (it audits none)."""
+        ...
+
+    def origin_records(self, relay_id: str, target: Target,
+                       ledger: Ledger | None) -> tuple[list[CheckedRecord], str, int, int] | None:
+        """For `relay verify ID` over every live target: (judged records, source, bytes scanned,
+        oversized lines) of `target`'s record, or None (no record yet, or no provenance kept)."""
+        ...
+
     async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
         """`relay doctor` rows for this kind beyond the client version: its registry/home, daemons, config."""
         ...
@@ -199,6 +252,11 @@ class AgentKind(Agent, Protocol):
 
     def verified_versions(self) -> tuple[str, ...]:
         """Versions relay_repl's knowledge of this kind was measured on (its adapter file), oldest first."""
+        ...
+
+    def inbox_listing(self, name: str) -> InboxListing | None:
+        """The operator's inbox listed as a peer under `name` (not yet written), or None when the kind
+        has no peer registry (blocking; raises a RelayError when listing is impossible now)."""
         ...
 
     def lab(self) -> LabSpec | None:
@@ -230,7 +288,8 @@ class AgentKindBase:
     prefix: str = ""
     label: str = ""
     provenance: Literal["kernel", "none"] = "none"
-    detail_model: type[BaseModel] = NoDetail
+    detail_model: type[AgentDetail] = AgentDetail
+    answers_listed_inbox: bool = False
     evidence_name: str = "record"
     busy_submit: str = "unknown: never typed while busy"
     tab_queues_when_busy: bool = False
@@ -254,6 +313,9 @@ class AgentKindBase:
 
     def transports(self) -> tuple[TransportSpec, ...]:
         return tuple(self.adapter().transports)
+
+    def ui_mode_chars(self) -> str:
+        return self.adapter().screen.ui_mode_chars
 
     # -- the transports' questions (Agent) ------------------------------------------------------
 
@@ -296,6 +358,21 @@ class AgentKindBase:
     def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
         return None
 
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        from relay_repl.agents.provenance import VerifyReport
+
+        return VerifyReport(relay_id=relay_id, source=f"{self.label or self.kind} keeps no record relay reads",
+                            target=target.spec, kind=self.kind, verdict="no provenance",
+                            summary=f"{self.label or self.kind} keeps no provenance: a message is plain user input "
+                                    "to the model; the envelope's from= is a convention, not evidence")
+
+    def verify_file(self, relay_id: str, path: Path, ledger: Ledger | None) -> VerifyReport | None:
+        return None
+
+    def origin_records(self, relay_id: str, target: Target,
+                       ledger: Ledger | None) -> tuple[list[CheckedRecord], str, int, int] | None:
+        return None
+
     # -- doctor, versions ---------------------------------------------------------------------
 
     async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
@@ -306,6 +383,9 @@ class AgentKindBase:
 
     def pin(self) -> ClientPin:
         raise NotImplementedError(f"agent kind {self.kind!r} names no client to install")
+
+    def inbox_listing(self, name: str) -> InboxListing | None:
+        return None
 
     # -- the lab --------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from importlib.metadata import EntryPoint, entry_points
 
 from relay_repl.agents.kind import AgentKind
 from relay_repl.core.errors import RelayError
+from relay_repl.core.target import AgentDetail, detail_models
 
 GROUP = "relay_repl.agents"
 
@@ -86,3 +87,16 @@ def clear() -> None:
     """Forget what was loaded (tests that install a kind at run time)."""
     _entry_points.cache_clear()
     _load.cache_clear()
+
+
+def _detail_model(name: str) -> type[AgentDetail] | None:
+    """The detail model of kind `name` (for a Target built from plain data), or None."""
+    try:
+        k = kind_for(name)
+    except RegistryError:
+        return None
+    model = getattr(k, "detail_model", None) if k is not None else None
+    return model if isinstance(model, type) and issubclass(model, AgentDetail) else None
+
+
+detail_models(_detail_model)

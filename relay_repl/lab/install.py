@@ -1,10 +1,12 @@
 """The pinned agent clients: install them for the lab.
 
-`install()` (`relay lab install`) puts exactly the verified versions (the agents' own
-policy, `relay_repl.agents.versions`, read from each adapter's `verified_versions`)
-into the client cache (`paths.clients_dir()`, or `$RELAY_LAB_CLIENTS` when set) with
-`npm ci` from the shipped package.json + package-lock.json, whose pins a fast test
-holds equal to the adapters'. All functions here are synchronous (blocking); call
+`install()` (`relay lab install`) puts exactly the pinned clients into the client cache
+(`paths.clients_dir()`, or `$RELAY_LAB_CLIENTS` when set). The pins are the agent kinds' own
+(`AgentKind.pin()`: npm package and version, in each kind's package; the lab asks every kind
+the lab runs): the npm manifest is built from them here, never kept as a second list. When
+the shipped package-lock.json locks exactly that set, `npm ci` installs it (every transitive
+version fixed); a set it does not cover (a kind added since) is installed with `npm install`
+and says so. All functions here are synchronous (blocking); call
 them from async code through `anyio.to_thread.run_sync`.
 """
 
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import relay_repl.store.paths as paths
 from relay_repl.agents import versions
-from relay_repl.agents.registry import kind_names
+from relay_repl.agents.registry import kinds
 from relay_repl.agents.versions import (
     binary_version,
     check_kind,
@@ -32,11 +34,16 @@ from relay_repl.agents.versions import (
 from relay_repl.core.errors import LabError
 
 # re-exported for the lab's callers: the policy itself lives in agents.versions
-__all__ = ["VERIFIED_VERSIONS", "described", "any_clients", "bin_dir", "client_version", "clients_root", "install",
+__all__ = ["VERIFIED_VERSIONS", "described", "lab_kinds", "manifest", "shipped_lock_covers", "any_clients", "bin_dir", "client_version", "clients_root", "install",
            "install_versions", "installed_versions", "lab_binary", "latest_versions", "node_tools",
            "require_verified", "resolve_clients", "set_root", "system_root"]
 
-VERIFIED_VERSIONS: dict[str, str] = versions.verified_versions()
+def lab_kinds() -> tuple[str, ...]:
+    """The kinds the lab runs (those whose package says how: `AgentKind.lab()`), in name order."""
+    return tuple(k.kind for k in kinds() if k.lab() is not None)
+
+
+VERIFIED_VERSIONS: dict[str, str] = {k: versions.verified_version(k) for k in lab_kinds()}
 MIN_NODE_MAJOR = 20
 NODE_HINT = "install Node.js >= 20 and npm, e.g. apt-get install nodejs npm"
 
@@ -75,7 +82,25 @@ def lab_binary(kind: str) -> Path:
 
 
 def installed_versions() -> dict[str, str | None]:
-    return {kind: binary_version(lab_binary(kind)) for kind in kind_names()}
+    return {kind: binary_version(lab_binary(kind)) for kind in lab_kinds()}
+
+
+def manifest(want: dict[str, str], name: str = "relay-repl-lab-clients") -> dict:
+    """The npm manifest of a client set {kind: version}, from each kind's own npm package."""
+    return {"name": name, "private": True,
+            "description": "The agent CLIs relay_repl's lab runs, as each agent kind pins them.",
+            "dependencies": {pin(k).npm_package: v for k, v in sorted(want.items())}}
+
+
+def shipped_lock_covers(want: dict[str, str]) -> bool:
+    """Whether the shipped package-lock.json locks exactly this set (then `npm ci` installs it)."""
+    import json
+
+    try:
+        root = json.loads(_shipped("package-lock.json"))["packages"][""]
+    except (OSError, ValueError, KeyError):
+        return False
+    return root.get("dependencies") == manifest(want)["dependencies"]
 
 
 def _node_major(node: str) -> int | None:
@@ -120,17 +145,25 @@ def install(progress: Progress = print) -> dict[str, str]:
         progress(f"lab clients present in {dest}: {described(have)}")
         return dict(VERIFIED_VERSIONS)
     _, npm = node_tools()
+    locked = shipped_lock_covers(VERIFIED_VERSIONS)
     try:
+        import json
+
         dest.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for name in ("package.json", "package-lock.json"):
-            (dest / name).write_bytes(_shipped(name))
+        (dest / "package.json").write_text(json.dumps(manifest(VERIFIED_VERSIONS), indent=2) + "\n")
+        lock = dest / "package-lock.json"
+        if locked:
+            lock.write_bytes(_shipped("package-lock.json"))
+        elif lock.exists():
+            lock.unlink()  # a lock of another set would make npm keep what it locked
     except OSError as exc:
         raise LabError(f"cannot prepare client cache {dest}: {exc.strerror or exc}") from exc
     log = dest / "npm-install.log"
-    progress(f"installing {described(VERIFIED_VERSIONS)} "
-             f"from the npm registry into {dest} (about 800 MB) ...")
+    how = "the shipped lockfile" if locked else "npm (no shipped lockfile covers this set: transitive versions resolved now)"
+    progress(f"installing {described(VERIFIED_VERSIONS)} with {how} into {dest} (about 800 MB) ...")
     t0 = time.monotonic()
-    cmd = [npm, "ci", "--no-audit", "--no-fund", "--omit-lockfile-registry-resolved", "--loglevel=warn"]
+    cmd = ([npm, "ci", "--no-audit", "--no-fund", "--omit-lockfile-registry-resolved", "--loglevel=warn"] if locked
+           else [npm, "install", "--no-audit", "--no-fund", "--loglevel=warn"])
     env = dict(os.environ)
     env.setdefault("DISABLE_AUTOUPDATER", "1")
     try:
@@ -138,16 +171,16 @@ def install(progress: Progress = print) -> dict[str, str]:
             proc = subprocess.run(cmd, cwd=dest, stdout=fh, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, env=env, timeout=1800)
     except subprocess.TimeoutExpired as exc:
-        raise LabError(f"npm ci timed out after 30 min; see {log}") from exc
+        raise LabError(f"npm {cmd[1]} timed out after 30 min; see {log}") from exc
     except OSError as exc:
         raise LabError(f"cannot run npm: {exc.strerror or exc}: {NODE_HINT}") from exc
     if proc.returncode != 0:
         tail = _last_error_line(log)
-        raise LabError(f"npm ci failed (exit {proc.returncode}): {tail}; full log: {log}")
+        raise LabError(f"{' '.join(cmd[1:2])} failed (exit {proc.returncode}): {tail}; full log: {log}")
     versions.clear_cache()
     have = installed_versions()
     if have != VERIFIED_VERSIONS:
-        raise LabError(f"after npm ci the clients report {have}, expected {VERIFIED_VERSIONS}; see {log}")
+        raise LabError(f"after npm {cmd[1]} the clients report {have}, expected {VERIFIED_VERSIONS}; see {log}")
     progress(f"installed in {time.monotonic() - t0:.0f}s: {described(have)}")
     return dict(VERIFIED_VERSIONS)
 
@@ -170,7 +203,7 @@ def latest_versions() -> dict[str, str]:
     """{kind: newest version on the npm registry} (`npm view PACKAGE version`)."""
     _, npm = node_tools()
     out: dict[str, str] = {}
-    for kind in kind_names():
+    for kind in lab_kinds():
         try:
             proc = subprocess.run([npm, "view", pin(kind).npm_package, "version"], capture_output=True,
                                   text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
@@ -203,18 +236,16 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
     if dest == paths.clients_dir() and "RELAY_LAB_CLIENTS" not in os.environ:
         install(progress)
         return dest
-    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in kind_names()}
+    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}
     if have == want:
         progress(f"clients present in {dest}: {described(have)}")
         return dest
     _, npm = node_tools()
     try:
         dest.mkdir(parents=True, exist_ok=True, mode=0o700)
-        pkg = {"name": "relay-repl-lab-clients-candidate", "private": True,
-               "dependencies": {pin(k).npm_package: want[k] for k in kind_names()}}
         import json
 
-        (dest / "package.json").write_text(json.dumps(pkg, indent=2) + "\n")
+        (dest / "package.json").write_text(json.dumps(manifest(want, "relay-repl-lab-clients-candidate"), indent=2) + "\n")
     except OSError as exc:
         raise LabError(f"cannot prepare client cache {dest}: {exc.strerror or exc}") from exc
     log = dest / "npm-install.log"
@@ -233,7 +264,7 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
     if proc.returncode != 0:
         raise LabError(f"npm install failed (exit {proc.returncode}): {_last_error_line(log)}; full log: {log}")
     versions.clear_cache()
-    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in kind_names()}
+    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}
     if have != want:
         raise LabError(f"after npm install the clients report {have}, expected {want}; see {log}")
     return dest
@@ -245,7 +276,7 @@ def system_root() -> Path:
     dest = paths.state_dir() / "clients-system"
     bins = dest / "node_modules" / ".bin"
     bins.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for kind in kind_names():
+    for kind in lab_kinds():
         found = shutil.which(pin(kind).binary)
         if found is None:
             raise LabError(f"no `{pin(kind).binary}` on PATH: install {kind} "
@@ -273,7 +304,7 @@ def resolve_clients(which: str, progress: Progress = print) -> tuple[Path, dict[
         if not (root / "node_modules" / ".bin").is_dir():
             raise LabError(f"{root} holds no node_modules/.bin: use pinned, latest, system or an npm prefix "
                            "made by `relay lab install --claude VERSION --codex VERSION`")
-    got = {kind: binary_version(root / "node_modules" / ".bin" / pin(kind).binary) for kind in kind_names()}
+    got = {kind: binary_version(root / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}
     missing = [k for k, v in got.items() if v is None]
     if missing:
         raise LabError(f"{', '.join(missing)} in {root} does not answer --version")

@@ -53,6 +53,12 @@ def default_me() -> Me:
     return Me(address=f"{user}.{socket.gethostname().split('.')[0]}.{os.getpid()}")
 
 
+def _prefixes() -> list[str]:
+    """What operators type before a name, one per registered agent kind (for usage errors)."""
+    from relay_repl.agents.registry import kinds
+
+    return [k.prefix for k in kinds()]
+
 class Session:
     """What `session` is in the REPL. Async throughout; cheap to refresh."""
 
@@ -111,17 +117,18 @@ class Session:
             await self.refresh()
         spec = spec.strip()
         if not spec:
-            raise UsageError("empty target: name one like claude:alpha, codex:<name or uuid> or %<pane id>")
+            raise UsageError(f"empty target: name one like {', '.join(p + ':NAME' for p in _prefixes())} or %<pane id>")
         if spec.startswith("%"):
             hits = [t for t in self._targets if t.pane == spec]
         else:
             prefix, sep, name = spec.partition(":")
             if not sep:
-                raise UsageError(f"target {spec!r} needs a kind: claude:{spec} or codex:{spec} (see `relay targets`)")
-            # prefixes come from the adapters via their targets: a new agent needs no change here
+                raise UsageError(f"target {spec!r} needs a kind: {' or '.join(p + ':' + spec for p in _prefixes())} "
+                                 "(see `relay targets`)")
+            # prefixes come from the agent kinds via their targets: a new agent needs no change here
             of_kind = [t for t in self._targets if prefix in (t.prefix or t.kind, t.kind)]
             if not of_kind:
-                known = sorted({t.prefix or t.kind for t in self._targets}) or ["claude", "codex"]
+                known = sorted({t.prefix or t.kind for t in self._targets}) or _prefixes()
                 raise UsageError(f"no discovered target of kind {prefix!r} in {spec!r}: use "
                                  f"{', '.join(k + ':' for k in known)} or %<pane id>")
             hits = [t for t in of_kind if t.name == name or t.address == name]
@@ -139,7 +146,7 @@ class Session:
         if len(dormant) > 1:
             raise AmbiguousTarget(f"{spec} matches {len(dormant)} sessions that are not running: name one by uuid")
         if hits:
-            why = hits[0].detail.get("stale_reason") or "its process is gone"
+            why = hits[0].stale_reason or "its process is gone"
             raise StaleTarget(f"{spec} is stale ({hits[0].describe()}): {why}; nothing will be sent to it")
         raise UnknownTarget(f"no target {spec}: run `relay targets` (or `await session.refresh()`) to list live sessions")
 
@@ -166,7 +173,7 @@ class Session:
             return Scope.of(plan)
         from relay_repl.system.proc import proc_start
 
-        start = target.detail.get("procStart") or (proc_start(target.pid) if target.pid else None)
+        start = target.proc_start or (proc_start(target.pid) if target.pid else None)
         return Scope.of(plan, target=target.spec, pid=target.pid, proc_start=None if start is None else str(start),
                         address=target.address, pane=target.pane)
 
@@ -722,17 +729,21 @@ class Session:
         return await self._find_delivery(delivery).wait_reply(timeout)
 
     async def register_inbox(self, name: str = "relay-operator") -> bool:
-        """List the inbox as a Claude peer (gated): ListAgents shows it, SendMessage reaches it."""
+        """List the inbox as a peer (gated) of the agent kind whose sessions answer only to a listed
+        peer (`AgentKind.answers_listed_inbox`): its own listing names it, its native send reaches it."""
         import anyio
 
-        from relay_repl.agents.claude_code.peer import ClaudePeerRegistration
-        from relay_repl.agents.versions import require_verified
+        from relay_repl.agents.registry import kinds
 
         inbox = self.inbox_server
         if inbox is None:
             raise UsageError("no inbox is listening here: only the `relay` REPL runs one")
-        version = await anyio.to_thread.run_sync(require_verified, "claude-code")  # refuses unverified versions
-        reg = ClaudePeerRegistration(name=name, claude_version=version)
+        listing = [k for k in kinds() if k.answers_listed_inbox]
+        if not listing:
+            raise UsageError("no registered agent kind lists peers: answers come by `relay reply`, MCP or turn reply")
+        reg = await anyio.to_thread.run_sync(listing[0].inbox_listing, name)  # refuses unverified versions
+        if reg is None:
+            raise UsageError(f"{listing[0].label} offers no peer listing for the inbox")
         approval = await self._gated(reg.plan())
         if approval is None:
             return False
@@ -741,10 +752,10 @@ class Session:
             reg.write(approval)
         finally:
             spend(approval)
-        inbox.own_file(str(reg.record_path))
-        inbox.own_file(str(reg.key_path))
+        for path in reg.files():
+            inbox.own_file(str(path))
         self.registration = reg
-        self.ledger.event("inbox-registered", data={"name": reg.name, "record": str(reg.record_path)})
+        self.ledger.event("inbox-registered", data={"name": reg.name, "record": str(reg.files()[0])})
         return True
 
     # -- debugging a stuck delivery -------------------------------------------------------

@@ -35,9 +35,10 @@ def test_transport_capabilities_are_the_documented_ones():
 
 
 def test_ui_mode_chars_follow_the_facts_not_the_seed():
-    # codex.md §4: `#` is literal there, `?` is swallowed; Claude keeps the seed's set.
+    # codex.md §4: `#` is literal there, `?` is swallowed; Claude keeps the seed's set plus `?`
+    # (its shortcuts panel, adapters/claude-code.md Screen marks).
     assert set(load_adapter("codex").screen.ui_mode_chars) == set("/@!?")
-    assert set(load_adapter("claude-code").screen.ui_mode_chars) == set("/!#@")
+    assert set(load_adapter("claude-code").screen.ui_mode_chars) == set("/!#@?")
 
 
 # Literal captures from the facts documents (codex.md §4, claude-code.md §6).

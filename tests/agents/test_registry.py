@@ -37,10 +37,14 @@ def test_every_kind_answers_the_whole_protocol():
 
 
 def test_the_lab_installs_what_each_kind_pins():
-    shipped = json.loads((Path(registry.__file__).parents[1] / "lab" / "clients" / "package.json").read_text())
+    from relay_repl.lab import install
+
+    deps = install.manifest(install.VERIFIED_VERSIONS)["dependencies"]
     for k in registry.kinds():
         pin = k.pin()
-        assert shipped["dependencies"].get(pin.npm_package) == pin.version
+        assert deps.get(pin.npm_package) == pin.version
+    lock = json.loads((Path(registry.__file__).parents[1] / "lab" / "clients" / "package-lock.json").read_text())
+    assert lock["packages"][""]["dependencies"] == deps
 
 
 def test_providers_come_from_every_kind(tmp_path):
@@ -61,3 +65,32 @@ def test_an_unknown_kind_is_none_and_a_broken_entry_point_is_one_line(monkeypatc
             registry.kind_for("broken")
     finally:
         registry._load.cache_clear()
+
+
+def test_target_detail_is_the_kinds_own_frozen_model():
+    from pydantic import ValidationError
+
+    from relay_repl.core.target import AgentDetail, Target
+
+    t = Target(kind="codex", name="beta", address="x", identified_by="test", detail={"thread_id": "abc", "plan_mode": True})
+    assert type(t.detail) is registry.kind_for("codex").detail_model and t.detail.plan_mode  # type: ignore[attr-defined]
+    with pytest.raises(ValidationError):
+        t.detail.plan_mode = False  # type: ignore[attr-defined]  # frozen like the target
+    with pytest.raises(ValidationError, match="thread_id"):
+        Target(kind="claude-code", name="a", address="x", identified_by="test", detail={"thread_id": "abc"})
+    assert Target.model_validate_json(t.model_dump_json()) == t  # the tag is the kind: plain data round-trips
+    assert isinstance(Target(kind="no-such-kind", name="a", address="x", identified_by="t").detail, AgentDetail)
+    assert "dict" not in str(Target.model_fields["detail"].annotation)
+
+
+def test_the_session_installs_the_transports_the_entry_points_name(tmp_path):
+    from relay_repl.session.app import make_session
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.transports.registry import GROUP
+
+    declared = {ep.name for ep in entry_points(group=GROUP)}
+    assert {"tmux", "codex-queue", "claude-code-socket", "claude-code-message"} <= declared
+    s = make_session(discover=False, echo=None, ledger=Ledger(tmp_path / "l.sqlite"))
+    assert set(s.transports) == declared
+    offered = {t.name for k in registry.kinds() for t in k.transports()}
+    assert offered <= declared  # every transport a kind offers is installed

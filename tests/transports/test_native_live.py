@@ -108,7 +108,7 @@ async def test_answering_no_leaves_no_trace(lab, spec, transport, stubname):
     async with StubClient(lab.stub.control) as stub, live_session([False]) as (s, gate, _):
         target = await s.target(spec)
         before = len(await stub.requests(stubname))
-        transcript = target.detail.get("transcript") or target.detail.get("rollout")
+        transcript = target.evidence_file
         size = os.path.getsize(transcript) if transcript and os.path.exists(transcript) else 0
         screen = helpers.capture(stubname)
         d = await s.send(spec, "this must never arrive", transport=transport)

@@ -58,7 +58,7 @@ def _codex(tmp_path: Path, *, fail: str | None = None) -> tuple[CodexQueueTransp
 
 async def test_codex_queue_send_reads_back_its_row_and_confirms_the_queue_turn(tmp_path):
     t, target, rollout = _codex(tmp_path)
-    home = Path(target.detail["codex_home"])
+    home = Path(str(target.detail.codex_home))
     d = Delivery(target=target.spec, transport=t.name)
     log = _log(d, tmp_path)
     await approved_send(t, d, target, PAYLOAD, log)
@@ -85,7 +85,7 @@ async def test_codex_queue_a_turn_of_another_trigger_is_not_delivery(tmp_path):
     d = Delivery(target=target.spec, transport=t.name)
     log = _log(d, tmp_path)
     await approved_send(t, d, target, PAYLOAD, log)
-    replay.take_queued_item(Path(target.detail["codex_home"]), d.extra["item_id"], rollout, ROLLOUT, trigger="user")
+    replay.take_queued_item(Path(str(target.detail.codex_home)), d.extra["item_id"], rollout, ROLLOUT, trigger="user")
     await t.confirm(d, target, PAYLOAD, log, timeout=5)
     assert d.state == DeliveryState.UNKNOWN and "not queue" in d.evidence[-1].detail
 
@@ -95,10 +95,10 @@ async def test_codex_queue_failure_and_refusals(tmp_path):
     d = Delivery(target=target.spec, transport=t.name)
     await approved_send(t, d, target, PAYLOAD, _log(d, tmp_path))
     assert d.state == DeliveryState.FAILED and "no rollout found for thread id" in d.evidence[-1].detail
-    assert replay.queue_rows(Path(target.detail["codex_home"])) == []
+    assert replay.queue_rows(Path(str(target.detail.codex_home))) == []
     assert t.refusal(target) is None
     assert "has no thread uuid" in t.refusal(target.model_copy(update={"address": "beta"}))
-    assert "no rollout yet" in t.refusal(target.model_copy(update={"detail": {"queue_note": "no rollout yet"}}))
+    assert "no rollout yet" in t.refusal(target.model_copy(update={"detail": target.detail.model_copy(update={"queue_note": "no rollout yet"})}))
     assert "does not offer codex-queue" in t.refusal(target.model_copy(update={"transports": ("tmux",)}))
 
 
@@ -122,7 +122,7 @@ def claude(tmp_path):
     tp.write_text("")
     target = Target(kind="claude-code", prefix="claude", name="alpha", address=str(sock), pid=os.getpid(), live=True,
                     state="idle", transports=("claude-code-socket",), identified_by="replay",
-                    detail={"socket": str(sock), "record": str(record)})
+                    socket=str(sock), detail={"record": str(record)})
     yield target, sock, tp
     shutil.rmtree(short, ignore_errors=True)
 

@@ -674,3 +674,19 @@ async def test_live_payload_never_visible_leaves_no_enter(tlab, name):
     await _run(clear_composer, name)
     await idle(name)
     assert payload not in "\n".join(screen(name)[-6:])
+
+
+async def test_replay_a_leading_hash_is_typed_to_codex_but_refused_to_claude(tmp_path):
+    """The receiver's own UI-mode characters (its adapter's, asked through its agent kind) decide:
+    `#` opens Claude's memory mode but is literal text in Codex (codex.md §4)."""
+    snap = golden("claude-code", "after_turn")
+    io = ReplayIO(snap)
+    d, log = stage_log(tmp_path)
+    await approved_send(fast(io), d, replay_target("claude-code", snap, tmp_path), "#note", log)
+    assert d.state is DeliveryState.REFUSED and "opens a UI mode" in (d.reason or "") and io.keys == []
+    snap = golden("codex", "fresh")
+    io = ReplayIO(snap, argv=["/x/codex"])
+    (tmp_path / "codex").mkdir()
+    d, log = stage_log(tmp_path / "codex")
+    await approved_send(fast(io), d, replay_target("codex", snap, tmp_path), "#note", log)
+    assert "opens a UI mode" not in (d.reason or ""), d.reason

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import relay_repl.store.jsonl as jsonl
+from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.claude_code.provider import transcript_path as derive_transcript_path
 from relay_repl.agents.claude_code.transcript import content_of, origin_of
 from relay_repl.core.target import Target
@@ -28,13 +29,13 @@ from relay_repl.core.target import Target
 
 def config_dir_of(target: Target) -> Path | None:
     """`$CFG` of the session, from the registry record discovery read (`<cfg>/sessions/<pid>.json`)."""
-    rec = target.detail.get("record")
+    rec = ClaudeDetail.of(target).record
     return Path(rec).parent.parent if rec else None
 
 
 def transcript_for(target: Target) -> Path | None:
     """Re-derived each time from the live record: sessionId changes on /clear or resume."""
-    rec_file = target.detail.get("record")
+    rec_file = ClaudeDetail.of(target).record
     cfg = config_dir_of(target)
     if rec_file and cfg:
         try:
@@ -43,14 +44,14 @@ def transcript_for(target: Target) -> Path | None:
                 return derive_transcript_path(cfg, rec["cwd"], rec["sessionId"])
         except (OSError, ValueError, KeyError):
             pass
-    t = target.detail.get("transcript")
+    t = target.evidence_file
     return Path(t) if t else None
 
 
 def peer_token(target: Target) -> str | None:
     """The receiver's peerToken, if its key file is readable (not required on Linux)."""
     cfg = config_dir_of(target)
-    sock = target.detail.get("socket")
+    sock = target.socket
     if not (cfg and sock):
         return None
     h = hashlib.sha256(str(sock).encode()).hexdigest()
@@ -64,7 +65,7 @@ def peer_token(target: Target) -> str | None:
 
 def record_status(target: Target) -> tuple[str | None, str | None]:
     """(status, waitingFor) of the target's live registry record, or (None, None)."""
-    rec = target.detail.get("record")
+    rec = ClaudeDetail.of(target).record
     if not rec:
         return None, None
     try:

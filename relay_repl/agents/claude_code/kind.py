@@ -4,15 +4,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.claude_code.agent import KIND, ClaudeAgent
-from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabSpec
+from relay_repl.agents.claude_code.detail import ClaudeDetail
+from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, InboxListing, LabSpec
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
+from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:
+    from relay_repl.agents.provenance import CheckedRecord, VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.replies import ReplyOptions
     from relay_repl.agents.turn_reply import TurnWatch
@@ -30,6 +34,8 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
     prefix = "claude"
     label = "Claude Code"
     provenance: Literal["kernel", "none"] = "kernel"
+    detail_model = ClaudeDetail
+    answers_listed_inbox = True  # native SendMessage reaches only a peer ListAgents shows
 
     def address_rule(self) -> str:
         return "claude:NAME (the session's name as `claude agents --json` lists it)"
@@ -59,6 +65,22 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
 
         return claude_watch(target, delivery)
 
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        from relay_repl.agents.claude_code.verify import verify_target
+
+        return verify_target(relay_id, target, ledger)
+
+    def verify_file(self, relay_id: str, path: Path, ledger: Ledger | None) -> VerifyReport | None:
+        from relay_repl.agents.claude_code.verify import verify_file
+
+        return verify_file(relay_id, path, ledger)
+
+    def origin_records(self, relay_id: str, target: Target,
+                       ledger: Ledger | None) -> tuple[list[CheckedRecord], str, int, int] | None:
+        from relay_repl.agents.claude_code.verify import records_of
+
+        return records_of(relay_id, target, ledger)
+
     async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
         from relay_repl.agents.claude_code.doctor import check_claude
 
@@ -66,6 +88,13 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
 
     def pin(self) -> ClientPin:
         return ClientPin(binary=BINARY, npm_package=NPM_PACKAGE, version=self.verified_versions()[-1])
+
+    def inbox_listing(self, name: str) -> InboxListing | None:
+        """Listed in Claude's registry (sessions/<pid>.json + key file), for the verified version only."""
+        from relay_repl.agents.claude_code.peer import ClaudePeerRegistration
+        from relay_repl.agents.versions import require_verified
+
+        return ClaudePeerRegistration(name=name, claude_version=require_verified(self.kind))
 
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="claude", stub_api="anthropic", help="Claude Code sessions")

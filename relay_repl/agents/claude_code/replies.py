@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.claude_code.transcript import ClaudeTurnWatch
 from relay_repl.agents.replies import Default, ReplyOptions, delivery_evidence, forced_route, relay_servers
 from relay_repl.agents.turn_reply import TurnWatch
@@ -32,14 +33,14 @@ def _claude_mcp(target: Target) -> str | None:
                 continue
             if relay_servers(data.get("mcpServers")):
                 return f"--mcp-config {src if len(src) < 80 else '(inline)'}"
-    record = target.detail.get("record")
+    record = ClaudeDetail.of(target).record
     cfg_dir = Path(record).parent.parent if record else None
     for cfg in [p for p in ((cfg_dir / ".claude.json") if cfg_dir else None, Path.home() / ".claude.json") if p]:
         try:
             data = json.loads(cfg.read_text())
         except (OSError, ValueError):
             continue
-        cwd = target.detail.get("cwd")
+        cwd = ClaudeDetail.of(target).cwd
         project = (data.get("projects") or {}).get(cwd) if cwd else None
         for scope, servers in (("user", data.get("mcpServers")), ("project", (project or {}).get("mcpServers"))):
             if relay_servers(servers):
@@ -48,7 +49,7 @@ def _claude_mcp(target: Target) -> str | None:
 
 
 def claude_options(target: Target) -> ReplyOptions:
-    transcript = target.detail.get("transcript")
+    transcript = target.evidence_file
     return ReplyOptions(relay_reply=True, relay_reply_why="Claude Code runs Bash unsandboxed by default",
                         mcp=_claude_mcp(target),
                         turn=str(transcript) if transcript else None,
@@ -56,7 +57,7 @@ def claude_options(target: Target) -> ReplyOptions:
 
 
 def claude_watch(target: Target, delivery: Delivery) -> TurnWatch | None:
-    transcript = delivery_evidence(delivery, "transcript") or target.detail.get("transcript")
+    transcript = delivery_evidence(delivery, "transcript") or target.evidence_file
     if not transcript:
         return None
     msg_id = delivery.extra.get("msg_id")

@@ -20,11 +20,12 @@ from typing import Any
 from relay_repl.store.sqlite_read import connect_read_only
 
 import relay_repl.store.jsonl as jsonl
+from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.core.target import Target
 
 
 def codex_home(target: Target) -> Path:
-    home = target.detail.get("codex_home") or os.environ.get("CODEX_HOME") or Path.home() / ".codex"
+    home = CodexDetail.of(target).codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex"
     return Path(home)
 
 

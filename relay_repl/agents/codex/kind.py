@@ -7,12 +7,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.codex.agent import KIND, CodexAgent
+from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabSpec
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
+from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:
+    from relay_repl.agents.provenance import VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.replies import ReplyOptions
     from relay_repl.agents.turn_reply import TurnWatch
@@ -31,6 +34,7 @@ class CodexKind(CodexAgent, AgentKindBase):
     prefix = "codex"
     label = "Codex"
     provenance: Literal["kernel", "none"] = "none"
+    detail_model = CodexDetail
 
     def address_rule(self) -> str:
         return "codex:NAME or codex:<thread uuid> (the thread's name in session_index.jsonl, or its id)"
@@ -59,6 +63,11 @@ class CodexKind(CodexAgent, AgentKindBase):
         from relay_repl.agents.codex.replies import codex_watch
 
         return codex_watch(target, delivery)
+
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        from relay_repl.agents.codex.verify import verify_target
+
+        return verify_target(relay_id, target, ledger)
 
     async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
         from relay_repl.agents.codex.doctor import check_codex

@@ -32,6 +32,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.inbound import PeerIdentity, ToolCall
+from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.codex.evidence import pending_calls, reply_calls
 from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
 from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
@@ -159,8 +160,9 @@ def _set_client_versions(targets: list[Target]) -> None:
     `--version` (the process that runs it now), else the thread's recorded `cli_version`.
     Blocking (one `--version` per distinct binary, cached)."""
     for i, t in enumerate(targets):
-        version = t.detail.get("cli_version")
-        holder = t.detail.get("holder_pid")
+        detail = CodexDetail.of(t)
+        version = detail.cli_version
+        holder = detail.holder_pid
         if holder:
             try:
                 exe = os.readlink(f"/proc/{holder}/exe")
@@ -168,8 +170,8 @@ def _set_client_versions(targets: list[Target]) -> None:
                 exe = None
             if exe:
                 version = binary_version(exe) or version
-                t.detail["holder_version"] = version
-        targets[i] = t.model_copy(update={"client_version": version,
+                detail = detail.model_copy(update={"holder_version": version})
+        targets[i] = t.model_copy(update={"client_version": version, "detail": detail,
                                           "client_status": version_status(KIND, version)})
 
 
@@ -586,11 +588,11 @@ class CodexProvider:
                 named_by = f"state_5.sqlite title={str(row['title'])[:40]!r} (never renamed)"
             else:
                 named_by = "unnamed (uuid)"
+            common: dict[str, Any] = {"evidence_file": t.rollout}
             detail: dict[str, Any] = {
                 "thread_id": tid,
                 "codex_home": str(self.home),
                 "lock": t.lock,
-                "rollout": t.rollout,
                 "cwd": row.get("cwd") or read.get("cwd"),
                 "title": row.get("title"),
                 "source": row.get("source") or read.get("source"),
@@ -611,10 +613,10 @@ class CodexProvider:
             pid = held.get(tid)
             if pid is None:
                 why = "not loaded (lock free)" if t.lock else "not loaded (no lock file)"
-                detail["stale_reason"] = why
                 evidence.append(why)
                 targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=tid, pid=None, live=False, state="unknown",
-                                      transports=tuple(transports), identified_by="; ".join(evidence), detail=detail,
+                                      transports=tuple(transports), identified_by="; ".join(evidence),
+                                      detail=CodexDetail(**detail), stale_reason=why, **common,
                                       client_version=detail["cli_version"],
                                       client_status=version_status(KIND, detail["cli_version"])))
                 continue
@@ -640,7 +642,7 @@ class CodexProvider:
             if goal and goal.get("status") == "active" and state != "waiting":
                 state = "never-idle"
                 evidence.append("goal active (auto-resumes)")
-            mode = collaboration_mode(detail.get("rollout"))
+            mode = collaboration_mode(t.rollout)
             if mode:
                 detail["collaboration_mode"] = mode
                 detail["plan_mode"] = mode == "plan"
@@ -649,14 +651,15 @@ class CodexProvider:
             pane = pane_of.get(tid)
             if pane is not None:
                 transports.append("tmux")
-                detail.update(pane.as_detail())
+                detail.update(pane.detail_fields())
+                common.update(pane.target_fields())
                 evidence.append(f"pane {pane.pane_id}: {pane_why[tid]}")
             elif tid in pane_notes:
                 detail["pane_note"] = pane_notes[tid]
             targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=tid, pid=pid, live=True,
                                   state=state,
                                   pane=pane.pane_id if pane else None, transports=tuple(transports),
-                                  identified_by="; ".join(evidence), detail=detail))
+                                  identified_by="; ".join(evidence), detail=CodexDetail(**detail), **common))
         await anyio.to_thread.run_sync(_set_client_versions, targets)
         return targets
 

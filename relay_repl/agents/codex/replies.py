@@ -61,7 +61,7 @@ def codex_options(target: Target) -> ReplyOptions:
                     '"approve"), so Codex refuses the call')
         elif mode != "approve":
             note = "Codex may ask the operator to approve the relay_reply call in the agent's pane"
-    rollout = target.detail.get("rollout")
+    rollout = target.evidence_file
     return ReplyOptions(relay_reply=unsandboxed, relay_reply_why=why, mcp=mcp, mcp_note=note,
                         turn=str(rollout) if rollout else f"thread {target.address}'s rollout (written at its first turn)",
                         turn_why="the task_complete of the turn whose user message has our queue item's client_id")
@@ -71,7 +71,7 @@ def codex_watch(target: Target, delivery: Delivery) -> TurnWatch | None:
     client_id = delivery_evidence(delivery, "client_id")
     # a thread's rollout is created at its first turn: look again now if discovery saw none
     found = rollout_path(codex_home(target), target.address,
-                         delivery_evidence(delivery, "rollout") or target.detail.get("rollout"))
+                         delivery_evidence(delivery, "rollout") or target.evidence_file)
     if found is None:
         return None
     rollout = str(found)

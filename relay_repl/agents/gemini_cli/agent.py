@@ -7,6 +7,7 @@ from types import ModuleType
 
 from relay_repl.agents.agent import Processes, TypedEvidence
 from relay_repl.agents.gemini_cli.chats import find_chat, typed_records
+from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND, is_gemini
 from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
@@ -42,7 +43,7 @@ class GeminiAgent:
         if target.pid not in {pid for pid, argv in procs if is_gemini(argv)}:
             return f"gemini.js process {target.pid} no longer runs under pane {snap.pane_id} (pane pid {snap.pane_pid})"
         shown = screen.footer_session(snap)
-        sid = str(target.detail.get("session_id") or "")
+        sid = GeminiDetail.of(target).session_id or ""
         if shown and sid and not sid.startswith(shown):
             return (f"the footer of pane {snap.pane_id} shows session {shown}, not {sid[:8]}: "
                     "the session changed (/clear or /resume); rediscover")
@@ -52,11 +53,10 @@ class GeminiAgent:
         return None  # an approval box shows on the screen, which the classifier reads
 
     def evidence_file(self, target: Target) -> Path | None:
-        chat = target.detail.get("chat")
-        if chat and Path(str(chat)).is_file():
-            return Path(str(chat))
-        gdir, sid = target.detail.get("gemini_dir"), target.detail.get("session_id")
-        found = find_chat(Path(str(gdir)), str(sid)) if gdir and sid else None
+        if target.evidence_file and Path(target.evidence_file).is_file():
+            return Path(target.evidence_file)
+        d = GeminiDetail.of(target)
+        found = find_chat(Path(d.gemini_dir), d.session_id) if d.gemini_dir and d.session_id else None
         return found.path if found else None
 
     def typed_evidence(self, path: Path, offset: int, payload: str) -> TypedEvidence:

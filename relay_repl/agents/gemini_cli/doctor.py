@@ -39,7 +39,7 @@ async def check_gemini(env: Mapping[str, str] | None = None) -> list[Check]:
             f"{path}: the footer does not show the session id; a pane is tied to its chat file by start time "
             f"(add \"{FOOTER_ITEM}\" to ui.footer.items to make it exact)")))
     found = await GeminiProvider(env=environ).discover()
-    untied = [t.spec for t in found if not t.detail.get("chat")]
+    untied = [t.spec for t in found if not t.evidence_file]
     out.append(Check(name="Gemini CLI sessions", ok=not untied,
                      detail=f"{len(found)} live session(s)" + (f"; no chat file for {', '.join(untied)}" if untied else ""),
                      fix="start each session in its own directory, or show the session id in the footer (above)"))

@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from relay_repl.agents.gemini_cli.agent import GeminiAgent
+from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND, PREFIX
 from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabPane, LabReady, LabSpec
 from relay_repl.core.delivery import Delivery
@@ -57,6 +58,7 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
     prefix = PREFIX
     label = "Gemini CLI"
     provenance: Literal["kernel", "none"] = "none"
+    detail_model = GeminiDetail
 
     def address_rule(self) -> str:
         return ("gemini:PROJECT (the directory name the session was started in) or gemini:PROJECT-<8 hex of its "
@@ -99,7 +101,7 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
     # -- the lab -----------------------------------------------------------------------------------
 
     def lab(self) -> LabSpec | None:
-        return LabSpec(count_flag="gemini", default_count=0, stub_api="gemini", help="Gemini CLI sessions")
+        return LabSpec(count_flag="gemini", default_count=0, stub_api="google", help="Gemini CLI sessions")
 
     def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
         return {ctx.home / ".gemini" / "settings.json": json.dumps(lab_settings(ctx.mcp_command), indent=1) + "\n"}

@@ -22,11 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
 import anyio
 
 from relay_repl.agents.gemini_cli.chats import Chat, chats, gemini_dir, project_id
+from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.core.inbound import PeerIdentity
 from relay_repl.core.target import Me, Target, TargetState
 from relay_repl.system.panes import Pane, PaneRoster
@@ -254,15 +253,11 @@ class GeminiProvider:
         targets: list[Target] = []
         for s in found:
             version = package_version(s.argv)
-            detail: dict[str, Any] = {
-                "cwd": s.cwd, "project": s.project, "gemini_dir": str(s.gdir), "proc_start": s.start,
-                "worker_pid": s.worker, "chat": str(s.chat.path) if s.chat else None,
-                "session_id": s.chat.session_id if s.chat else None, "tied_by": s.tied_by or None,
-            }
-            if s.pane is not None:
-                detail.update(s.pane.as_detail())
-            if s.notes:
-                detail["notes"] = list(s.notes)
+            chat = str(s.chat.path) if s.chat else None
+            detail = GeminiDetail(cwd=s.cwd, project=s.project, gemini_dir=str(s.gdir),
+                                  session_id=s.chat.session_id if s.chat else None, worker_pid=s.worker,
+                                  tied_by=s.tied_by or None, notes=tuple(s.notes),
+                                  **(s.pane.detail_fields() if s.pane is not None else {}))
             how = f"live gemini.js process {s.pid} (cwd {s.cwd})"
             how += f"; chat: {s.tied_by}" if s.chat else "; no chat file tied to it"
             targets.append(Target(
@@ -270,7 +265,8 @@ class GeminiProvider:
                 address=s.chat.session_id if s.chat else f"pid:{s.pid}", pid=s.pid, live=True,
                 state=_state(s.screen), pane=s.pane.pane_id if s.pane else None,
                 transports=("tmux",) if s.pane is not None and s.chat is not None else (),
-                identified_by=how, detail=detail, client_version=version,
+                identified_by=how, detail=detail, client_version=version, evidence_file=chat,
+                proc_start=s.start, **(s.pane.target_fields() if s.pane is not None else {}),
                 client_status=version_status(KIND, version)))
         return targets
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from relay_repl.agents.gemini_cli.chats import model_text, user_text
+from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND
 from relay_repl.agents.replies import Default, ReplyOptions, delivery_evidence, forced_route, mcp_route, relay_servers, turn_route
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus, TurnWatch
@@ -24,7 +25,7 @@ from relay_repl.core.target import Target
 
 def settings(target: Target) -> tuple[dict[str, Any], Path]:
     """`<gemini dir>/settings.json` of the session's home (user settings; project settings are not read)."""
-    path = Path(str(target.detail.get("gemini_dir") or "~/.gemini")).expanduser() / "settings.json"
+    path = Path(GeminiDetail.of(target).gemini_dir or "~/.gemini").expanduser() / "settings.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -47,7 +48,7 @@ def gemini_options(target: Target) -> ReplyOptions:
         entry = cfg["mcpServers"][name]
         if not entry.get("trust"):
             note = "the server is not `trust: true`: Gemini CLI asks the operator to allow the call in the agent's pane"
-    chat = target.detail.get("chat")
+    chat = target.evidence_file
     return ReplyOptions(relay_reply=not boxed, relay_reply_why=why, mcp=mcp, mcp_note=note,
                         turn=str(chat) if chat else "the session's chat file",
                         turn_why="the last `gemini` record without tool calls after the `user` record carrying our line")
@@ -105,7 +106,7 @@ class GeminiTurnWatch:
 
 
 def gemini_watch(target: Target, delivery: Delivery) -> TurnWatch | None:
-    chat = delivery_evidence(delivery, "chat") or target.detail.get("chat")
+    chat = delivery_evidence(delivery, "chat") or target.evidence_file
     payload = delivery.plan.payload if delivery.plan else None
     if not chat or not payload:
         return None

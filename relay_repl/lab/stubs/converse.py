@@ -99,7 +99,7 @@ class Converser:
 
     @property
     def sender(self) -> str:
-        agent = {"anthropic": "claude-code", "gemini": "gemini-cli"}.get(self.api, "codex")
+        agent = {"anthropic": "claude-code", "google": "gemini-cli"}.get(self.api, "codex")
         return f"agent:{agent}@{self.name}"
 
     def _new_id(self) -> str:
@@ -143,7 +143,7 @@ class Converser:
         if self.api == "anthropic":
             steps = self._claude(fresh, notes, loaded)
         else:
-            steps = self._codex(fresh, "run_shell_command" if self.api == "gemini" else "exec_command")
+            steps = self._codex(fresh, "run_shell_command" if self.api == "google" else "exec_command")
         return "converse: " + " ".join(e.id for e in fresh), steps
 
     def _claude(self, envs: list[Envelope], notes: list[str], loaded: bool = False) -> list[Step]:

@@ -27,7 +27,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-Api = Literal["anthropic", "openai", "gemini"]
+Api = Literal["anthropic", "openai", "google"]
 
 SLOW_RE = re.compile(r"SLOW(\d+(?:\.\d+)?)")
 MAX_HOLD = 3600.0

@@ -25,7 +25,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 import relay_repl.lab.stubs.anthropic as anthropic
-import relay_repl.lab.stubs.gemini as gemini
+import relay_repl.lab.stubs.google as google
 import relay_repl.lab.stubs.openai as openai
 from relay_repl.core.envelope import Envelope
 from relay_repl.lab.stubs.converse import Converser
@@ -176,7 +176,7 @@ class StubSession:
                 body = json.loads(raw)
             except ValueError:
                 body = None
-        mod = {"anthropic": anthropic, "openai": openai, "gemini": gemini}[self.spec.api]
+        mod = {"anthropic": anthropic, "openai": openai, "google": google}[self.spec.api]
         reason = mod.side_reason(request.method, request.path, body)
         last = mod.last_input(body) if isinstance(body, dict) else LastInput()
         if reason is None:
@@ -203,7 +203,7 @@ class StubSession:
         )
         await self._record(rec)
         model = str(body.get("model", "stub-model")) if isinstance(body, dict) else "stub-model"
-        if self.spec.api == "gemini" and "/models/" in request.path:
+        if self.spec.api == "google" and "/models/" in request.path:
             model = request.path.split("/models/", 1)[1].split(":", 1)[0]
         print(
             f"stub {self.spec.name} {self.spec.api} {request.method} {request.path} "
@@ -232,8 +232,8 @@ class StubSession:
     ) -> tuple[web.StreamResponse, bool]:
         """The HTTP answer, and whether it was delivered whole."""
         path = request.path.rstrip("/")
-        if self.spec.api == "gemini":
-            return await _gemini_respond(request, body, reason, reply, model)
+        if self.spec.api == "google":
+            return await _google_respond(request, body, reason, reply, model)
         if self.spec.api == "anthropic":
             if request.method in ("GET", "HEAD"):
                 return web.json_response({}), True
@@ -262,10 +262,10 @@ class StubSession:
         return await _sse(request, prelude, events, reply.hold, openai.encode, None)
 
 
-async def _gemini_respond(
+async def _google_respond(
     request: web.Request, body: Any, reason: str | None, reply: Reply, model: str
 ) -> tuple[web.StreamResponse, bool]:
-    """Gemini API: chat turns stream (or answer whole) from the script, helpers get `side_response`."""
+    """The Gemini API (Google): chat turns stream (or answer whole) from the script, helpers get `side_response`."""
     if request.method in ("GET", "HEAD"):
         return web.json_response({"models": []}), True
     tail = request.path.rsplit(":", 1)[-1]
@@ -275,15 +275,15 @@ async def _gemini_respond(
         return web.json_response({"error": {"code": 404, "message": f"stub: no {request.path}", "status": "NOT_FOUND"}},
                                  status=404), True
     if reason is not None:
-        side = gemini.side_response(body, model)
+        side = google.side_response(body, model)
         if tail == "generateContent":
             return web.json_response(side), True
-        return await _sse(request, [], [("", side)], 0.0, gemini.encode, None)
+        return await _sse(request, [], [("", side)], 0.0, google.encode, None)
     if tail == "generateContent":
         await asyncio.sleep(reply.hold)
-        return web.json_response(gemini.response(reply, model)), True
-    prelude, events = gemini.stream(reply, model)
-    return await _sse(request, prelude, events, reply.hold, gemini.encode, None)
+        return web.json_response(google.response(reply, model)), True
+    prelude, events = google.stream(reply, model)
+    return await _sse(request, prelude, events, reply.hold, google.encode, None)
 
 
 async def _sse(

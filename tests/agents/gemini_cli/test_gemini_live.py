@@ -82,7 +82,7 @@ def gemini_lab() -> Iterator[GeminiLab]:
     try:
         _wait(ready.exists, "the stub's ready file", 20)
         stub = SyncStubClient(sock)
-        info = stub.add_session(NAME, "gemini")
+        info = stub.add_session(NAME, "google")
         relay_home = root / "relay-home"
         ctx = LabContext(root=root, home=root / "home", bin_dir=binary.parent, logs=root, api_key="stub-key",
                          mcp_command=(str(VENV_BIN / "relay"), "mcp"), base_urls={NAME: info.base_url})

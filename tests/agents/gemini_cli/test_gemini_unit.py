@@ -42,7 +42,7 @@ def test_the_registry_offers_gemini_by_kind_and_prefix():
     assert k.provenance == "none" and k.pin().npm_package == "@google/gemini-cli"
     assert k.pin().version == "0.61.0" and [t.name for t in k.transports()] == ["tmux"]
     lab = k.lab()
-    assert lab is not None and (lab.count_flag, lab.stub_api) == ("gemini", "gemini")
+    assert lab is not None and (lab.count_flag, lab.stub_api) == ("gemini", "google")
 
 
 def test_typed_lines_are_user_records_with_exactly_the_text():
@@ -111,8 +111,8 @@ def test_argv_rules():
 def test_reply_options_read_the_settings(tmp_path):
     gdir = tmp_path / ".gemini"
     gdir.mkdir()
-    t = Target(kind="gemini-cli", name="gamma", address="s", identified_by="test",
-               detail={"gemini_dir": str(gdir), "chat": "/c.jsonl"})
+    t = Target(kind="gemini-cli", name="gamma", address="s", identified_by="test", evidence_file="/c.jsonl",
+               detail={"gemini_dir": str(gdir)})
     (gdir / "settings.json").write_text(json.dumps(lab_settings(["/venv/bin/relay", "mcp"])))
     o = gemini_options(t)
     assert o.relay_reply and o.mcp == f"mcpServers.relay in {gdir / 'settings.json'}" and o.mcp_note is None

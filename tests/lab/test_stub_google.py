@@ -1,4 +1,4 @@
-"""The Gemini API stub (lab/stubs/gemini.py): request reading, side requests, the SSE stream.
+"""The Gemini API stub (lab/stubs/google.py): request reading, side requests, the SSE stream.
 
 Pure functions first, then the real server over loopback, parsing the SSE as
 @google/genai does (`data:` lines, no event names). The request shapes are the ones
@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-import relay_repl.lab.stubs.gemini as gemini
+import relay_repl.lab.stubs.google as gemini
 from relay_repl.core.envelope import Envelope
 from relay_repl.lab.stubs.client import StubClient
 from relay_repl.lab.stubs.converse import Converser
@@ -94,7 +94,7 @@ def test_tool_calls_use_gemini_names_and_args():
 
 
 def test_converse_answers_an_envelope_with_relay_reply_through_run_shell_command():
-    conv = Converser(name="gamma", api="gemini")
+    conv = Converser(name="gamma", api="google")
     env = Envelope.make(sender="operator:relay@host.1", to="gemini:gamma", id="r-1", hop=0, want="reply", body="hi")
     label, steps = conv.answer(env.compose()) or ("", [])
     assert label == "converse: r-1"
@@ -140,7 +140,7 @@ async def _sse(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.mark.anyio
 async def test_server_streams_a_scripted_turn_and_answers_helpers(stub: tuple[StubServer, StubClient]):
     _, client = stub
-    info = await client.add_session("gamma", "gemini")
+    info = await client.add_session("gamma", "google")
     assert info.base_url == f"http://127.0.0.1:{info.port}"
     await client.add_rule("gamma", Rule(match="RUN", steps=[
         Step(tool=ToolCall(name="run_shell_command", input={"command": "echo hi"})), Step(text="ran it")]))
