@@ -73,7 +73,9 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
         return [GeminiProvider(env=env, panes=panes)]
 
     def own_address(self, env: Mapping[str, str]) -> Me | None:
-        return None  # no variable names the session to its tools (adapters/gemini-cli.md, Identity)
+        from relay_repl.agents.gemini_cli.provider import GeminiProvider
+
+        return GeminiProvider(env=env).own_address()
 
     def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
         from relay_repl.agents.gemini_cli.replies import gemini_route

@@ -307,5 +307,15 @@ class GeminiProvider:
         return None
 
     def own_address(self) -> Me | None:
-        """Gemini CLI gives its tools no variable naming the session: no own address from the environment."""
+        """This process's address when it runs under a Gemini CLI session (a `relay reply` its shell tool
+        started), else None. Gemini CLI gives its tools no variable naming the session, so the session
+        is found the way the inbox will judge the answer: our own ancestry, from /proc."""
+        chain = ancestors(os.getpid())
+        if not any(is_gemini(read_cmdline(p)) for p in chain):
+            return None
+        sessions, names = self._live()
+        for p in chain:
+            s = next((x for x in sessions if p in (x.pid, x.worker)), None)
+            if s is not None:
+                return Me(role="agent", agent=KIND, address=names[s.pid])
         return None
