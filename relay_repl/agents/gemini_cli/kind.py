@@ -18,6 +18,8 @@ from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
 
 if TYPE_CHECKING:
+    from relay_repl.agents.provenance import VerifyReport
+    from relay_repl.store.ledger import Ledger
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.replies import ReplyOptions
     from relay_repl.agents.turn_reply import TurnWatch
@@ -91,6 +93,11 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
         from relay_repl.agents.gemini_cli.replies import gemini_watch
 
         return gemini_watch(target, delivery)
+
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        from relay_repl.agents.gemini_cli.verify import verify_target
+
+        return verify_target(relay_id, target, ledger)
 
     async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
         from relay_repl.agents.gemini_cli.doctor import check_gemini

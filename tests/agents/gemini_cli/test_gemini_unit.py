@@ -145,3 +145,19 @@ def test_lab_ready_needs_an_idle_screen_and_the_footer_s_chat(tmp_path):
     settings = json.loads(files[home / ".gemini" / "settings.json"])
     assert settings["mcpServers"]["relay"] == {"command": "/v/relay", "args": ["mcp"], "trust": True}
     assert "session-id" in settings["ui"]["footer"]["items"] and settings["telemetry"] == {"enabled": False}
+
+
+def test_verify_reports_no_provenance_with_the_typed_records(tmp_path):
+    from relay_repl.core.envelope import Envelope
+
+    chat = tmp_path / "session-2026-12-01T17-49-15af745b.jsonl"
+    line = Envelope.make(sender="operator:relay@h.1", to="gemini:gamma", id="h.1-7", hop=0, want="none",
+                         body="hello").compose()
+    chat.write_text(TYPED.read_text() + json.dumps({"id": "u1", "timestamp": "t", "type": "user",
+                                                    "content": [{"text": line}]}) + "\n")
+    t = Target(kind="gemini-cli", prefix="gemini", name="gamma", address="s", identified_by="test",
+               evidence_file=str(chat))
+    rep = GeminiCliKind().verify("h.1-7", t, None)
+    assert rep.verdict == "no provenance" and [f.turn_id for f in rep.turns] == ["u1"]
+    assert "keeps no provenance" in rep.summary
+    assert GeminiCliKind().verify("h.1-8", t, None).verdict == "none found"
