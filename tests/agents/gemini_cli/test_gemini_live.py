@@ -116,6 +116,17 @@ def gemini_lab() -> Iterator[GeminiLab]:
                       GEMINI_CLI_HOME=str(ctx.home))
         yield GeminiLab(root=root, socket=socket, stub=stub, env=op_env, pane=pane_id, pid=int(pane_pid))
     finally:
+        # Gemini CLI outlives its tmux server (measured: `kill-server` leaves the node processes
+        # running), so its process tree is ended first, by pid
+        panes = subprocess.run(["tmux", "-L", socket, "list-panes", "-a", "-F", "#{pane_pid}"],
+                               capture_output=True, text=True).stdout.split()
+        for pid in panes:
+            kids = subprocess.run(["pgrep", "-P", pid], capture_output=True, text=True).stdout.split()
+            for p in [*kids, pid]:
+                try:
+                    os.kill(int(p), 15)
+                except (OSError, ValueError):
+                    pass
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
         stub_proc.terminate()
         try:
