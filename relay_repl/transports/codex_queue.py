@@ -25,7 +25,7 @@ from typing import Any
 from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
-from relay_repl.agents.codex import codex_home, find_in_rollout, read_item, rollout_for, turns_since
+from relay_repl.agents.codex import RolloutScan, codex_home, find_in_rollout, read_item, rollout_for, turns_since
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
@@ -146,6 +146,11 @@ class CodexQueueTransport(Transport):
         deadline = time.monotonic() + timeout
         last_report = time.monotonic()  # progress lines only once a wait is long
         dequeued = False
+        scan: RolloutScan | None = None  # reads only what the rollout appended since the last poll
+        # Polls start at 20 ms and grow by half up to 100 ms: an idle Codex takes the item
+        # within a few hundred ms, and a fixed 100 ms poll added ~50 ms to every delivery on
+        # average (issue 20); the growth keeps a long wait (a busy target) at 10 polls/s.
+        wait = 0.02
         while True:
             row = await anyio.to_thread.run_sync(read_item, home, item)
             if row is not None:
@@ -158,9 +163,11 @@ class CodexQueueTransport(Transport):
                 log("readback", DeliveryState.DEQUEUED, f"item {item} left queue_1.sqlite (dequeued, not yet seen in a turn)")
             if row is None:
                 rollout = rollout_for(home, target.address, target.detail.get("rollout"))
+                if rollout is not None and (scan is None or scan.path != rollout):
+                    scan = RolloutScan(rollout)
                 hit = await anyio.to_thread.run_sync(
-                    functools.partial(find_in_rollout, rollout, client_id=delivery.extra.get("client_id"), text=payload)
-                ) if rollout else None
+                    functools.partial(scan.find, client_id=delivery.extra.get("client_id"), text=payload)
+                ) if rollout and scan else None
                 if hit:
                     if hit["turn_trigger"] == "queue":
                         log("turn", DeliveryState.IN_TURN, f"rollout turn {hit['turn_id']} (trigger queue) carries our message",
@@ -181,4 +188,5 @@ class CodexQueueTransport(Transport):
             if now - last_report > 5:
                 last_report = now
                 log.progress(f"waiting for Codex to take item {item} ({'in queue, %d ahead' % row['ahead'] if row else 'dequeued'})")
-            await anyio.sleep(0.1)
+            await anyio.sleep(wait)
+            wait = min(wait * 1.5, 0.1)

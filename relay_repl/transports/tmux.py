@@ -263,16 +263,25 @@ class TmuxTransport(Transport):
         io: PaneIO | None = None,
         *,
         stage_timeout: float = 5.0,
-        poll: float = 0.1,
+        poll: float = 0.025,
         submit_gap: float = 0.05,
         settle: float = 2.0,
         tab_after: float = 1.0,
-        confirm_poll: float = 0.2,
+        confirm_poll: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
+        poll_max: float = 0.1,
+        confirm_poll_max: float = 0.2,
     ) -> None:
         self.io = io or PaneIO()
         self.stage_timeout = stage_timeout
+        # Screen and evidence polls start short and grow by half up to the *_max: a typed
+        # line is usually on screen within tens of ms and in the rollout/transcript within a
+        # few hundred, so a fixed 100/200 ms poll added half its interval to every delivery
+        # on average (issue 20); the growth keeps a long wait to a few captures per second.
+        # Enter still never comes sooner than `submit_gap` after the text (decide's delay).
         self.poll = poll
+        self.poll_max = max(poll_max, poll)
+        self.confirm_poll_max = max(confirm_poll_max, confirm_poll)
         self.submit_gap = max(submit_gap, 0.05)  # never closer than 50 ms (Codex paste burst)
         self.settle = settle
         self.tab_after = tab_after
@@ -433,8 +442,10 @@ class TmuxTransport(Transport):
         tm.save(delivery)
         ctx = self._ctx(agent, cls, payload)
         last: Snapshot | None = snap
+        wait = self.poll
         while True:
-            await anyio.sleep(self.poll)
+            await anyio.sleep(wait)
+            wait = min(wait * 1.5, self.poll_max)
             cur = await self._snap(pane)
             d = decide(Phase.STAGE, cur, None, self.clock() - t_lit, ctx)
             if d.action is Action.GONE:
@@ -516,8 +527,10 @@ class TmuxTransport(Transport):
         hint = None
         ctx = replace(self._ctx(agent, cls, payload), before=before)
         seen: Snapshot | None = None
+        wait = self.poll
         while self.clock() - t_enter < self.settle:
-            await anyio.sleep(self.poll)
+            await anyio.sleep(wait)
+            wait = min(wait * 1.5, self.poll_max)
             after = await self._snap(pane)
             d = decide(Phase.AFTER_ENTER, after, None, self.clock() - t_enter, ctx)
             if d.action is Action.GONE:
@@ -610,7 +623,7 @@ class TmuxTransport(Transport):
             log.progress(f"waiting for {target.spec}'s {agent.evidence_name if agent else 'evidence'} "
                          f"to show the typed line ({left:.0f}s left)")
 
-        ev = await poll_until(check, timeout=timeout, interval=self.confirm_poll, clock=self.clock,
+        ev = await poll_until(check, timeout=timeout, interval=self.confirm_poll, clock=self.clock, max_interval=self.confirm_poll_max,
                               progress=progress)
         if ev is not None and ev.state == "confirmed":
             await self._confirmed(delivery, target, payload, log, tm, ev.detail, **ev.data)
