@@ -1076,8 +1076,9 @@ def main(argv: list[str] | None = None) -> int:
         import relay_repl.system.prefetch as prefetch
 
         prefetch.start()  # before anything else: the listing overlaps parsing and imports
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    # Bare `relay` is the REPL, whose start is measured against a bare ptpython: building the
+    # whole parser (~15 ms, mostly argparse's gettext lookups per subcommand) buys it nothing.
+    args = build_parser().parse_args(argv) if words else argparse.Namespace(fake=False, lab=False, command=None)
     func = getattr(args, "func", _cmd_repl)
     from relay_repl.core.errors import RelayError
 
