@@ -18,6 +18,13 @@ import subprocess
 _pending: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
 
 
+def wanted(words: list[str]) -> bool:
+    """Whether this command line lists targets first: `relay targets`, and `relay notebook run`
+    (its first cell needs the targets too); never for `--help`."""
+    nb_run = "notebook" in words[:3] and "run" in words[:4]
+    return ("targets" in words[:3] or nb_run) and "--help" not in words and "-h" not in words
+
+
 def claude_binary(env: dict[str, str] | os._Environ[str], explicit: str | None = None) -> str | None:
     """The `claude` that discovery runs: an explicit path, $RELAY_CLAUDE_BIN, or PATH."""
     exe = explicit or env.get("RELAY_CLAUDE_BIN")
