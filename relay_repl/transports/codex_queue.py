@@ -25,7 +25,8 @@ from typing import Any
 from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
-from relay_repl.agents.codex import RolloutScan, codex_home, find_in_rollout, read_item, rollout_for, turns_since
+from relay_repl.agents.codex import (RolloutScan, codex_command_env, codex_home, find_in_rollout, read_item, rollout_for,
+                                     turns_since)
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
@@ -82,8 +83,9 @@ class CodexQueueTransport(Transport):
         self.require(approval, target, payload, f"codex queue insert for {target.spec}")
 
         home = codex_home(target)
-        cmd = [self._bin(), "queue", "--thread", target.address, "--message", payload]
-        env = {**os.environ, "CODEX_HOME": str(home)}
+        # the npm `codex` is a Node wrapper: run the binary it would exec (~170 ms less, agents/codex/native.py)
+        exe, env = codex_command_env(self._bin(), {**os.environ, "CODEX_HOME": str(home)})
+        cmd = [exe, "queue", "--thread", target.address, "--message", payload]
         log.checkpoint("enqueue")  # a relay-halt that arrived since the gate stops it here
         res = await anyio.run_process(cmd, check=False, env=env)
         out = res.stdout.decode(errors="replace")
