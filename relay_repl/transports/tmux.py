@@ -445,9 +445,10 @@ class TmuxTransport(Transport):
         wait = self.poll
         while True:
             await anyio.sleep(wait)
-            wait = min(wait * 1.5, self.poll_max)
             cur = await self._snap(pane)
             d = decide(Phase.STAGE, cur, None, self.clock() - t_lit, ctx)
+            # once the payload shows, the second (stability) poll comes at the short interval again
+            wait = self.poll if d.visible else min(wait * 1.5, self.poll_max)
             if d.action is Action.GONE:
                 delivery.reason = f"pane {pane} vanished after the payload was typed; Enter not pressed"
                 log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, None))
