@@ -15,13 +15,43 @@ from relay_repl.core.errors import LabError
 import relay_repl.lab.procs as procs
 from relay_repl.lab.install import any_clients, clients_root, install
 
-from relay_repl.lab.layout import CLAUDE, CODEX, PANE_HEIGHT, PANE_WIDTH, Layout, codex_provider_id, session_names, tmux_socket_path
+from relay_repl.lab.layout import (
+    CLAUDE,
+    CODEX,
+    PANE_HEIGHT,
+    PANE_WIDTH,
+    Layout,
+    codex_provider_id,
+    session_names,
+    tmux_socket_path,
+)
 from relay_repl.lab.state import LabSession, LabState, StubInfo, save
 from relay_repl.lab.client_setup import launch_command, prepare_dirs, restore_codex_packages, write_configs
 from relay_repl.lab.lab_status import refresh, status
-from relay_repl.lab.labenv import NETNS, Progress, UP_TIMEOUT, bin_dir, env_for, lab_env, lab_lock, layout, netns_wanted, netns_works
+from relay_repl.lab.labenv import (
+    NETNS,
+    Progress,
+    UP_TIMEOUT,
+    bin_dir,
+    env_for,
+    lab_env,
+    lab_lock,
+    layout,
+    netns_wanted,
+    netns_works,
+)
 from relay_repl.lab.panes import new_session, pane_info, tail, tmux
-from relay_repl.lab.readiness import check_codex_snapshots, codex_daemon_pid, codex_locks, codex_thread_names, wait_claude, wait_codex, wait_codex_idle, wait_codex_resumed, wait_codex_snapshot
+from relay_repl.lab.readiness import (
+    check_codex_snapshots,
+    codex_daemon_pid,
+    codex_locks,
+    codex_thread_names,
+    wait_claude,
+    wait_codex,
+    wait_codex_idle,
+    wait_codex_resumed,
+    wait_codex_snapshot,
+)
 from relay_repl.lab.shutdown import cleanup
 from relay_repl.lab.stub_start import start_stub, stub_add_session
 
