@@ -3,7 +3,7 @@
 
 Before: `_restart_dead` rebuilt the Claude command without `--mcp-config`, so a restarted
 Claude session had no relay MCP server and a `--reply-via mcp` send to it was refused. Now
-one builder (`launcher._launch_command`) serves the first start and every restart.
+one builder (`lab.client_setup.launch_command`) serves the first start and every restart.
 
 On conftest's shared 2+2 lab (Claude alpha and beta, Codex gamma and delta; only Claude's
 restart lost anything), not the 1+1 lab most modules share nor one of its own (a lab costs
