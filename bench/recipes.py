@@ -131,8 +131,9 @@ def profile(s: Any, run: Any, t0: float, transcripts: dict[str, str]) -> None:
     plans = [p for _t, p, *_ in rows if p]
     if turns:
         print(f"  receivers' own turn time: median {statistics.median(turns):.2f} s, max {max(turns):.2f} s; "
-              f"delivered -> turn start: median {statistics.median(waits):.2f} s, max {max(waits):.2f} s; "
               f"plans spread over {max(plans) - min(plans):.2f} s")
+    if waits:  # a transport whose stages record no `delivered` state before the turn has none
+        print(f"  delivered -> turn start: median {statistics.median(waits):.2f} s, max {max(waits):.2f} s")
 
 
 async def ask_all(runs: int, transcripts: dict[str, str] | None = None) -> None:
@@ -165,11 +166,11 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None) -> None:
                 if run.state != "done" or got != len(targets):
                     raise SystemExit(f"ask-all run {i} failed ({got}/{len(targets)} replies): {run!r}")
                 ratio = (wall - gate.spent) / med
-                if transcripts is not None:
-                    profile(s, run, t0, transcripts)
                 print(f"ask-all over {len(targets)} targets: {wall:.2f} s (gate {gate.spent * 1000:.1f} ms); median "
                       f"single round trip {med:.2f} s (min {min(singles):.2f}, max {max(singles):.2f}) -> "
                       f"{ratio:.2f}x the round trip = {ratio / GOAL_ASK_ALL:.2f}x of the {GOAL_ASK_ALL:.0f}x goal")
+                if transcripts is not None:
+                    profile(s, run, t0, transcripts)
         finally:
             await s.close_inbox()
             tg.cancel_scope.cancel()
