@@ -117,8 +117,9 @@ def forced_route(target: Target, ctx: ReplyContext, opts: ReplyOptions, default:
 
 def delivery_evidence(delivery: Delivery, key: str) -> str | None:
     """The newest value a delivery stage recorded under `key` (extra first)."""
-    if delivery.extra.get(key):
-        return str(delivery.extra[key])
+    recorded = getattr(delivery.extra, key, None)
+    if recorded:
+        return str(recorded)
     for ev in reversed(delivery.evidence):
         if ev.data.get(key):
             return str(ev.data[key])

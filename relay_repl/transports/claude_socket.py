@@ -174,7 +174,8 @@ class ClaudeSocketTransport(Transport):
             log.fail("listen", str(exc))
             return
         msg_id = str(uuid.uuid4())
-        delivery.extra.update(msg_id=msg_id, sender_pid=os.getpid(), sender_proc_start=proc_start(os.getpid()))
+        delivery.extra.msg_id, delivery.extra.sender_pid = msg_id, os.getpid()
+        delivery.extra.sender_proc_start = proc_start(os.getpid())
         frames: list[dict[str, Any]] = []
         token = peer_token(target)
         if token:
@@ -222,14 +223,14 @@ class ClaudeSocketTransport(Transport):
         """The transcript records carrying our msg_id (both origin paths), and the receipts so far."""
         import anyio
 
-        msg_id = delivery.extra.get("msg_id")
+        msg_id = delivery.extra.msg_id
         receipts = [e.data.get("receipt") for e in delivery.evidence if e.stage == "receipt"]
         if not msg_id:
             return Look(transport=self.name, verdict="no msg_id was recorded: nothing was written to the socket",
                         landed=None)
         path = transcript_path(target)
         hits = await anyio.to_thread.run_sync(find_origin_records, path, msg_id) if path else []
-        me_pid = delivery.extra.get("sender_pid")
+        me_pid = delivery.extra.sender_pid
         ours = [h for h in hits if h["origin"].get("verifiedPeerPid") == me_pid]
         data: dict[str, Any] = {"msg_id": msg_id, "transcript": str(path) if path else "none found",
                                 "receipts": receipts or "none"}
@@ -247,10 +248,10 @@ class ClaudeSocketTransport(Transport):
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
         import anyio
 
-        msg_id = delivery.extra.get("msg_id")
+        msg_id = delivery.extra.msg_id
         if not msg_id:
             return
-        me_pid, me_start = delivery.extra["sender_pid"], delivery.extra["sender_proc_start"]
+        me_pid, me_start = delivery.extra.sender_pid, delivery.extra.sender_proc_start
         deadline = time.monotonic() + timeout
         last_report = time.monotonic()  # progress lines only once a wait is long
         seen_receipts = 0
@@ -265,7 +266,7 @@ class ClaudeSocketTransport(Transport):
                                      data={"detail": f"unverified claim {claim!r} ignored, state unchanged: {why}",
                                            "claim": claim, "why": why, "frame": r.frame, "pid": r.pid,
                                            "proc_start": r.proc_start})
-                    delivery.extra.setdefault("unverified_claims", []).append(f"{claim}: {why}")
+                    delivery.extra.unverified_claims.append(f"{claim}: {why}")
                     log.progress(f"ignored an unverified receipt ({claim}): {why}")
                     continue
                 status = r.get("status", "?")

@@ -109,10 +109,10 @@ class CodexQueueTransport(Transport):
         if m.group("thread").lower() != target.address.lower():
             log.fail("enqueue", f"codex queue answered for thread {m.group('thread')}, not {target.address}")
             return
-        delivery.extra["item_id"] = m.group("item")
+        delivery.extra.item_id = m.group("item")
         row = read_item(home, m.group("item"))
         if row:
-            delivery.extra["client_id"] = row["client_id"]
+            delivery.extra.client_id = row["client_id"]
         log("enqueue", DeliveryState.QUEUED, f"queued as item {m.group('item')}", item_id=m.group("item"),
             row=row, stdout=out.strip())
 
@@ -121,13 +121,13 @@ class CodexQueueTransport(Transport):
         import anyio
 
         home = codex_home(target)
-        item = delivery.extra.get("item_id")
+        item = delivery.extra.item_id
         if not item:
             return Look(transport=self.name, landed=None,
                         verdict="no queue item id was recorded: `codex queue` never printed one, nothing was queued")
         row = await anyio.to_thread.run_sync(read_item, home, item)
         rollout = rollout_path(home, target.address, target.evidence_file)
-        client_id = (row or {}).get("client_id") or delivery.extra.get("client_id")
+        client_id = (row or {}).get("client_id") or delivery.extra.client_id
         hit = await anyio.to_thread.run_sync(
             lambda: find_in_rollout(rollout, client_id=client_id, text=payload)) if rollout else None
         turns = await anyio.to_thread.run_sync(turns_since, rollout, delivery.started) if rollout else []
@@ -152,7 +152,7 @@ class CodexQueueTransport(Transport):
         import anyio
 
         home = codex_home(target)
-        item = delivery.extra.get("item_id")
+        item = delivery.extra.item_id
         if not item:
             return
         deadline = time.monotonic() + timeout
@@ -161,7 +161,7 @@ class CodexQueueTransport(Transport):
         while True:
             row = await anyio.to_thread.run_sync(read_item, home, item)
             if row is not None:
-                delivery.extra["client_id"] = row["client_id"] or delivery.extra.get("client_id")
+                delivery.extra.client_id = row["client_id"] or delivery.extra.client_id
                 if row["state"] == "failed":
                     log.fail("readback", f"Codex marked queue item {item} failed: {row['failure']}", row=row)
                     return
@@ -171,7 +171,7 @@ class CodexQueueTransport(Transport):
             if row is None:
                 rollout = rollout_path(home, target.address, target.evidence_file)
                 hit = await anyio.to_thread.run_sync(
-                    functools.partial(find_in_rollout, rollout, client_id=delivery.extra.get("client_id"), text=payload)
+                    functools.partial(find_in_rollout, rollout, client_id=delivery.extra.client_id, text=payload)
                 ) if rollout else None
                 if hit:
                     if hit["turn_trigger"] == "queue":

@@ -101,7 +101,7 @@ class Baseline(BaseModel):
 
 
 class TmuxProgress(BaseModel):
-    """How far a tmux delivery got, kept in `delivery.extra["tmux"]` as its JSON dump
+    """How far a tmux delivery got, kept in `delivery.extra.tmux` as its JSON dump
     (the ledger stores it; the debugger's fresh process reads it back with `of`).
 
     Monotonic times (`started`, `typed_at`, ...) mean something only in the process
@@ -126,11 +126,11 @@ class TmuxProgress(BaseModel):
     @classmethod
     def of(cls, delivery: Delivery) -> TmuxProgress:
         """The progress recorded on `delivery` (empty if none)."""
-        return cls.model_validate(delivery.extra.get("tmux") or {})
+        return cls.model_validate(delivery.extra.tmux or {})
 
     def save(self, delivery: Delivery) -> None:
-        """Write back into `delivery.extra["tmux"]` (call after each change, before logging)."""
-        delivery.extra["tmux"] = self.model_dump(mode="json", exclude_none=True)
+        """Write back into `delivery.extra.tmux` (call after each change, before logging)."""
+        delivery.extra.tmux = self.model_dump(mode="json", exclude_none=True)
 
 
 class PaneIO:

@@ -116,15 +116,31 @@ def test_progress_round_trips_through_the_delivery_extra_as_json():
     from relay_repl.core.delivery import Delivery
     from relay_repl.transports.tmux import Baseline, PaneRef, TmuxProgress
 
-    d = Delivery.model_construct(extra={})
+    d = Delivery(target="x", transport="tmux")
     assert TmuxProgress.of(d).submitted is False and TmuxProgress.of(d).pane_ref is None
     pg = TmuxProgress(started=1.0, pane_ref=PaneRef(socket_path="/s", pane_id="%1"),
                       baseline=Baseline(path="/t.jsonl", offset=7))
     pg.keys.append("literal")
     pg.screen_after_enter = screens.codex.submitted(snap(CODEX, "busy_staged"), snap(CODEX, "busy_tab_queued"), X_BUSY)
     pg.save(d)
-    raw = json.loads(json.dumps(d.extra["tmux"]))
+    raw = json.loads(json.dumps(d.extra.tmux))
     assert raw["keys"] == ["literal"] and raw["screen_after_enter"]["queued"] and "latency" not in raw
     back = TmuxProgress.model_validate(raw)
     assert back.pane_ref == PaneRef(socket_path="/s", pane_id="%1") and back.baseline.offset == 7
     assert TmuxProgress().keys is not TmuxProgress().keys  # no shared default list
+
+
+def test_the_delivery_extra_is_typed():
+    """A misspelt extra fails where it is written; an older ledger's unknown keys are dropped on read."""
+    import pytest
+    from pydantic import ValidationError
+
+    from relay_repl.core.delivery import Delivery, DeliveryExtra
+
+    d = Delivery(target="x", transport="tmux")
+    with pytest.raises(ValueError):
+        d.extra.msgid = "m-1"  # type: ignore[attr-defined]
+    with pytest.raises(ValidationError):
+        d.extra.sender_pid = "not a pid"  # type: ignore[assignment]
+    assert DeliveryExtra.model_validate({"msg_id": "m", "gone_key": 1}).msg_id == "m"
+    assert "dict" not in str(Delivery.model_fields["extra"].annotation)
