@@ -4,9 +4,10 @@
   locks, the app-server daemon's status API, which pane runs which thread);
 - `evidence`: the receiver's evidence readers (queue read-back from queue_1.sqlite,
   the rollout's queue turns and typed items);
-- `agent`: `CodexAgent`, what transports ask (the `Agent` protocol).
-The screen classifier is `relay_repl.agents.screens.codex` (named by the adapter,
-adapters/codex.md, which also holds the footer pattern and the verified versions).
+- `agent`: `CodexAgent`, what transports ask (the `Agent` protocol);
+- `screen`: the screen classifier (named by the adapter, adapters/codex.md, which
+  also holds the footer pattern and the verified versions);
+- `kind`: `CodexKind`, the `AgentKind` the registry loads (entry point `codex`).
 """
 
 from __future__ import annotations
