@@ -29,7 +29,6 @@ PENDING: dict[str, str] = {
     "lab/layout.py": "the lab: per-kind config files and commands (lab part not done)",
     "lab/stubs/converse.py": "the lab: stub conversations name their client",
     "lab/stubs/server.py": "the lab: stub server reads Claude's registry",
-    "frontends/commands/lab.py": "`relay lab install --claude/--codex` and `relay lab up --claude/--codex` (lab part)",
     "lab/lab_status.py": "the lab: reads Claude's registry for a session's status",
     "lab/readiness.py": "the lab: when a Claude or Codex session is ready",
     "lab/shutdown.py": "the lab: stops the Codex daemon, removes Claude's sockets",

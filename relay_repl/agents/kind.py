@@ -110,6 +110,8 @@ class LabContext(_Frozen):
     logs: Path
     api_key: str = Field(description="the fake API key the stubs accept")
     mcp_command: tuple[str, ...] = Field(description="argv that runs `relay mcp` against this lab")
+    mcp_env: dict[str, str] = Field(default_factory=dict, description="the environment `relay mcp` needs there "
+                                    "(RELAY_HOME, PATH, the clients' homes): clients start MCP servers with little")
     base_urls: dict[str, str] = Field(default_factory=dict, description="session name -> its stub's base URL")
 
     def workdir(self, name: str) -> Path:
