@@ -228,9 +228,9 @@ async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale
         ts = await discover()
         stale = one(ts, "claude:alpha", live=False)
         assert stale.pid == copy_pid and rec_file.exists()  # kill -9 leaves the record behind
-        assert stale.detail["stale_reason"] == f"pid {copy_pid} is not running"
+        assert stale.stale_reason == f"pid {copy_pid} is not running"
         assert stale.transports == () and stale.pane is None
-        assert stale.detail["status_raw"] == "idle"
+        assert stale.detail.status_raw == "idle"
         assert one(ts, "claude:alpha").pid == alpha.pid
         await session.refresh()
         assert (await session.target("claude:alpha")).pid == alpha.pid  # the live one, never the stale one
