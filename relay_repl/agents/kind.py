@@ -58,14 +58,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_repl.agents.adapter import AdapterSpec, TransportSpec, load_adapter
 from relay_repl.agents.agent import Agent, Processes, TypedEvidence
 from relay_repl.agents.screens.model import Snapshot
-from relay_repl.core.approval import Approval
 from relay_repl.core.check import Check
-from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import Plan, ReplyContext, ReplyOptions, ReplyRoute, relay_reply_route
 from relay_repl.core.target import AgentDetail, Me, Target
-from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.core.delivery import Delivery
+    from relay_repl.core.approval import Approval
     from relay_repl.agents.provenance import CheckedRecord, VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.turn_reply import TurnWatch
