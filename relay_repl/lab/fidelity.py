@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field
 from relay_repl.agents import versions
 from relay_repl.agents.claude_code.agent import KIND as CLAUDE
 from relay_repl.agents.codex.agent import KIND as CODEX
-from relay_repl.agents.registry import kind_names
+from relay_repl.lab.install import lab_kinds as kind_names  # the kinds the lab runs
 from relay_repl.core.errors import LabError
 from relay_repl.lab.install import resolve_clients
 from relay_repl.store import paths
