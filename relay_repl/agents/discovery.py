@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from relay_repl.core.inbound import PeerIdentity
 from relay_repl.core.target import Target
 
 
@@ -18,6 +19,20 @@ class Provider(Protocol):
     kind: str
 
     async def discover(self) -> list[Target]: ...
+
+
+class KindProvider(Provider, Protocol):
+    """An agent kind's provider: discovery, and the rules agents/origin.py judges an inbox
+    message's sender by (`prove_thread(ident, call)` may be added where one process hosts
+    several sessions)."""
+
+    def identify_process(self, pid: int, below: tuple[int, ...] = ()) -> PeerIdentity | None:
+        """The session `pid` is (`below`: the pids walked up to reach it), or None."""
+        ...
+
+    def claimed_session(self, address: str) -> str | None:
+        """The spec of the live session an envelope's claimed `address` names, or None."""
+        ...
 
 
 class StaticProvider:

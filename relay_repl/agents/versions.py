@@ -20,16 +20,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from relay_repl.agents.adapter import load_adapter
+from relay_repl.agents.kind import AgentKind, ClientPin
+from relay_repl.agents.registry import kind_for, kind_names
 from relay_repl.core.errors import PolicyRefusal
 from relay_repl.store import paths
-
-CLAUDE = "claude-code"
-CODEX = "codex"
-KINDS = (CLAUDE, CODEX)
-# the executable and the npm package of each kind's client
-BINARIES: dict[str, str] = {CLAUDE: "claude", CODEX: "codex"}
-NPM_PACKAGES: dict[str, str] = {CLAUDE: "@anthropic-ai/claude-code", CODEX: "@openai/codex"}
 
 _VERSION_RE = re.compile(r"(\d+\.\d+\.\d+)")
 
@@ -40,21 +34,28 @@ def parse_version(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"unknown client kind {kind!r} (expected one of {', '.join(KINDS)})")
+def check_kind(kind: str) -> AgentKind:
+    """The registered kind named `kind`; ValueError naming the registered ones otherwise."""
+    found = kind_for(kind)
+    if found is None:
+        raise ValueError(f"unknown client kind {kind!r} (expected one of {', '.join(kind_names())})")
+    return found
+
+
+def pin(kind: str) -> ClientPin:
+    """The client `kind` pins (binary, npm package, version), as its agent package says."""
+    return check_kind(kind).pin()
 
 
 def verified_version(kind: str) -> str:
     """The version the lab pins and the gate accepts: the newest verified one
     (the last of the adapter's `verified_versions`)."""
-    check_kind(kind)
-    return load_adapter(kind).verified_versions[-1]
+    return check_kind(kind).verified_versions()[-1]
 
 
 def verified_versions() -> dict[str, str]:
     """{kind: verified version} for every client kind."""
-    return {kind: verified_version(kind) for kind in KINDS}
+    return {kind: verified_version(kind) for kind in kind_names()}
 
 
 NO_HOME = "/dev/null/relay-version"
@@ -98,12 +99,12 @@ def clear_cache() -> None:
 def client_version(kind: str, binary: str | Path | None = None) -> str | None:
     """Version of the `kind` client that relay would drive.
 
-    `binary` defaults to the first `claude` / `codex` on $PATH (under `relay lab env`
+    `binary` defaults to the first of the kind's executable on $PATH (under `relay lab env`
     that is the lab's pinned install). None when not installed or not answering.
     """
-    check_kind(kind)
+    exe = pin(kind).binary
     if binary is None:
-        found = shutil.which(BINARIES[kind])
+        found = shutil.which(exe)
         if found is None:
             return None
         binary = found
@@ -152,9 +153,10 @@ def version_status(kind: str, version: str | None) -> str:
     """pinned (shipped verified list) | verified (on this machine) | unverified | unknown (no version)."""
     if version is None:
         return "unknown"
-    if kind not in KINDS:
+    known = kind_for(kind)
+    if known is None:
         return "unverified"
-    if version in load_adapter(kind).verified_versions:
+    if version in known.verified_versions():
         return "pinned"
     if version in verified_here(kind):
         return "verified"
@@ -172,7 +174,7 @@ def unverified_refusal(kind: str, version: str | None, what: str) -> str | None:
     status = version_status(kind, version)
     if status in ("pinned", "verified"):
         return None
-    want = verified_version(kind) if kind in KINDS else "?"
+    want = verified_version(kind) if kind_for(kind) is not None else "?"
     shown = f"{kind} {version}" if version else f"{kind} (version unknown)"
     return (f"{shown} is not verified: {what} measured on {want} only; "
             f"verify it with `{FIDELITY_HINT}` (or run the pinned {want})")
@@ -180,7 +182,6 @@ def unverified_refusal(kind: str, version: str | None, what: str) -> str | None:
 
 def require_verified(kind: str, binary: str | Path | None = None) -> str:
     """Return the client's version if it is pinned or verified here; refuse anything else."""
-    check_kind(kind)
     want = verified_version(kind)
     have = client_version(kind, binary)
     if have is None:
@@ -188,6 +189,6 @@ def require_verified(kind: str, binary: str | Path | None = None) -> str:
                             f"relay_repl is verified on {kind} {want} only (see `relay lab install`)")
     if not is_verified(kind, have):
         raise PolicyRefusal(f"{kind} {have} is not verified: relay_repl relies on behaviour measured on "
-                            f"{kind} {want}; verify it with `{FIDELITY_HINT}`, or install {want} (`npm i -g "
-                            f"{NPM_PACKAGES[kind]}@{want}`) or use the lab (`relay lab install`)")
+                            f"{kind} {want}; verify it with `{FIDELITY_HINT}`, or install {want} (`"
+                            f"{pin(kind).install_hint}`) or use the lab (`relay lab install`)")
     return have

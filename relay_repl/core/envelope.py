@@ -43,9 +43,10 @@ MAX_BODY = 4000
 transport (seed section 10), so stay far below every known cap."""
 
 UI_MODE_CHARS = frozenset("/!#@?")
-"""First characters that open a UI mode instead of entering text when typed:
-`/` commands, `!` shell, `@` file mentions, `#` (Claude memory), `?` (Codex
-swallows it on an empty composer). A leading `[` is safe."""
+"""First characters that open a UI mode in some agent's composer instead of entering text
+(`/` commands, `!` shell, `@` file mentions, `#` memory, `?` help): the refusal when the
+receiver's own list (its adapter's `ui_mode_chars`, asked through its agent kind) is not at
+hand. A leading `[` is safe."""
 
 _HEADER_KEYS = ("from", "to", "id", "hop", "want", "re")
 _REQUIRED_KEYS = ("from", "to", "id", "hop", "want")
@@ -139,15 +140,16 @@ Hop = Annotated[int, Field(ge=0, le=HOP_CAP)]
 Want = Literal["reply", "ack", "none"]
 
 
-def check_typed_line(line: str) -> str:
-    """Refuse a line that cannot safely be typed into a TUI composer."""
+def check_typed_line(line: str, mode_chars: Iterable[str] = UI_MODE_CHARS) -> str:
+    """Refuse a line that cannot safely be typed into a TUI composer whose UI modes open on
+    `mode_chars` (the receiver's own, from its adapter; default: every one known)."""
     if not line:
         raise EnvelopeError("refusing to type an empty line")
     why = control_refusal(line, "line")
     if why:
         raise EnvelopeError(why)
     _one_line_or_error(line)
-    if line[0] in UI_MODE_CHARS:
+    if line[0] in frozenset(mode_chars):
         raise EnvelopeError(
             f"refusing to type a line starting with {line[0]!r}: it opens a UI mode instead of entering text; "
             "wrap it in a relay envelope (which starts with '[')"

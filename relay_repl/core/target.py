@@ -2,11 +2,46 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
 TargetState = Literal["idle", "busy", "waiting", "unknown", "never-idle"]
+
+
+class AgentDetail(BaseModel):
+    """What one agent kind keeps about a target beyond the fields every kind has: each kind's
+    package subclasses it (`AgentKind.detail_model`), frozen like the target itself."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PaneDetail(AgentDetail):
+    """Detail fields of a kind whose sessions run in tmux panes (the roster's own facts)."""
+
+    tmux_session: str | None = None
+    pane_current_command: str | None = None
+    pane_note: str | None = Field(default=None, description="why no pane is rostered, when one could be")
+
+
+DetailModels = Callable[[str], "type[AgentDetail] | None"]
+_detail_models: list[DetailModels] = []
+
+
+def detail_models(resolve: DetailModels) -> None:
+    """Register how a kind names its detail model (the agent registry does, when it loads): a
+    Target built from plain data (a dict `detail`) is validated into its kind's own model."""
+    if resolve not in _detail_models:
+        _detail_models.append(resolve)
+
+
+def _detail_model(kind: str) -> type[AgentDetail]:
+    for resolve in _detail_models:
+        found = resolve(kind)
+        if found is not None:
+            return found
+    return AgentDetail
 
 class Target(BaseModel):
     """A discovered session: who it is, whether it lives, how it can be reached."""
@@ -24,11 +59,29 @@ class Target(BaseModel):
     pane: str | None = Field(default=None, description="Rostered tmux pane id, e.g. '%3', or None")
     transports: tuple[str, ...] = ()
     identified_by: str = Field(description="The evidence that resolved it, for the plan")
-    detail: dict[str, Any] = Field(default_factory=dict)
+    socket: str | None = Field(default=None, description="Its own listening socket (where a socket transport "
+                               "writes), as its registry names it, or None")
+    evidence_file: str | None = Field(default=None, description="The file where it records what it took "
+                                      "(transcript, rollout, chat file), as discovery found it, or None")
+    proc_start: str | None = Field(default=None, description="/proc/<pid>/stat start time recorded for `pid` "
+                                   "(a reused pid has another), or None")
+    stale_reason: str | None = Field(default=None, description="Why it is not live (live=False), in words")
+    tmux_socket: str | None = Field(default=None, description="The tmux server socket its pane is on, or None")
+    tmux_server: str | None = Field(default=None, description="That server's label (default, -L name, lab)")
+    detail: SerializeAsAny[AgentDetail] = Field(default_factory=AgentDetail,
+                                                description="The kind's own detail (its package's model)")
     client_version: str | None = Field(default=None, description="The version of the client running it, "
                                        "as its agent read it (registry record, process binary), or None")
     client_status: str | None = Field(default=None, description="The version policy's word on it: pinned | "
                                       "verified (on this machine, by `relay fidelity`) | unverified | unknown")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_detail(cls, data: Any) -> Any:
+        """A dict `detail` (plain data: JSON, tests) becomes the kind's own model."""
+        if isinstance(data, dict) and isinstance(data.get("detail"), dict):
+            data = {**data, "detail": _detail_model(str(data.get("kind") or "")).model_validate(data["detail"])}
+        return data
 
     @property
     def spec(self) -> str:

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 
+import relay_repl.lab.kind_sessions as kind_sessions
+from relay_repl.agents.kind import LabContext
 from relay_repl.lab.install import VERIFIED_VERSIONS
 
 from relay_repl.lab.layout import CLAUDE, CODEX, Layout, McpCommand
@@ -46,6 +48,12 @@ def _mcp_command(lay: Layout) -> McpCommand:
     # lists that session's requests only; a relay_reply claims the session proven to make it)
     keep = ("RELAY_HOME", "PATH", "CODEX_HOME", "CLAUDE_CONFIG_DIR")
     return McpCommand(command=command, args=args, env=tuple((k, env[k]) for k in keep if env.get(k)))
+
+
+def lab_context(lay: Layout, state: LabState, bins: Path) -> LabContext:
+    """What a kind starting through its own lab pieces is told about this lab."""
+    mcp = _mcp_command(lay)
+    return kind_sessions.context(lay, state, bins, (mcp.command, *mcp.args), dict(mcp.env))
 
 
 def write_configs(lay: Layout, names: list[tuple[str, str]], stub: StubInfo) -> None:
@@ -103,6 +111,9 @@ def launch_command(lay: Layout, state: LabState, s: LabSession, bins: Path) -> t
     if s.kind == CLAUDE:
         return (lay.claude_command(bins, s.name, mcp_config=lay.claude_mcp_config_path),
                 {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url})
+    if s.kind != CODEX:  # any other kind: its own package says
+        launch = kind_sessions.launch(lab_context(lay, state, bins), state, s)
+        return list(launch.command), dict(launch.env)
     codexes = state.of_kind(CODEX)
     return lay.codex_command(bins, s.name, first=bool(codexes) and s is codexes[0]), {}
 

@@ -37,7 +37,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from relay_repl.agents import versions
-from relay_repl.agents.versions import CLAUDE, CODEX, KINDS
+from relay_repl.agents.claude_code.agent import KIND as CLAUDE
+from relay_repl.agents.codex.agent import KIND as CODEX
+from relay_repl.lab.install import lab_kinds as kind_names  # the kinds the lab runs
 from relay_repl.core.errors import LabError
 from relay_repl.lab.install import resolve_clients
 from relay_repl.store import paths
@@ -238,7 +240,7 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
     # goldens of a pin move); a version that has goldens is re-recorded into the state
     # directory instead, so a check never rewrites tracked files.
     fresh_out = CAPTURES
-    if any((CAPTURES / f"{kind}-{got[kind]}").exists() for kind in KINDS):
+    if any((CAPTURES / f"{kind}-{got[kind]}").exists() for kind in kind_names()):
         fresh_out = paths.state_dir() / "fidelity" / "captures"
         fresh_out.mkdir(parents=True, exist_ok=True)
     if screens:
@@ -284,17 +286,17 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
         screen_facts, _ = _parse_screens(screen_log)
         if not screen_facts:
             final = next((ln.strip() for ln in reversed(screen_log.splitlines()) if ln.strip()), "no output")
-            screen_facts = [FactResult(fact="screen classes (recorder)", kinds=list(KINDS), paths="tmux", ok=False,
+            screen_facts = [FactResult(fact="screen classes (recorder)", kinds=list(kind_names()), paths="tmux", ok=False,
                                        evidence=f"recorder gave no readings: {final[:200]} (log {logs['screens']})")]
         facts += screen_facts
-        for kind in KINDS:
+        for kind in kind_names():
             d = fresh_out / f"{kind}-{got[kind]}"
             if d.is_dir():
                 captures[kind] = str(d)
     ok = all(f.ok for f in facts)
     recorded: dict[str, str] = {}
     refused: dict[str, list[str]] = {}
-    for kind in KINDS:
+    for kind in kind_names():
         bad = [f for f in facts if kind in f.kinds and not f.ok]
         if not bad:
             versions.record_verified(kind, got[kind], facts=sum(kind in f.kinds for f in facts))

@@ -1,10 +1,12 @@
 """The pinned agent clients: install them for the lab.
 
-`install()` (`relay lab install`) puts exactly the verified versions (the agents' own
-policy, `relay_repl.agents.versions`, read from each adapter's `verified_versions`)
-into the client cache (`paths.clients_dir()`, or `$RELAY_LAB_CLIENTS` when set) with
-`npm ci` from the shipped package.json + package-lock.json, whose pins a fast test
-holds equal to the adapters'. All functions here are synchronous (blocking); call
+`install()` (`relay lab install`) puts exactly the pinned clients into the client cache
+(`paths.clients_dir()`, or `$RELAY_LAB_CLIENTS` when set). The pins are the agent kinds' own
+(`AgentKind.pin()`: npm package and version, in each kind's package; the lab asks every kind
+the lab runs): the npm manifest is built from them here, never kept as a second list. When
+the shipped package-lock.json locks exactly that set, `npm ci` installs it (every transitive
+version fixed); a set it does not cover (a kind added since) is installed with `npm install`
+and says so. All functions here are synchronous (blocking); call
 them from async code through `anyio.to_thread.run_sync`.
 """
 
@@ -14,35 +16,43 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
 
 import relay_repl.store.paths as paths
 from relay_repl.agents import versions
+from relay_repl.agents.registry import kinds
 from relay_repl.agents.versions import (
-    BINARIES,
-    CLAUDE,
-    CODEX,
-    KINDS,
     binary_version,
     check_kind,
     client_version,
     parse_version,
+    pin,
     require_verified,
 )
 from relay_repl.core.errors import LabError
 
 # re-exported for the lab's callers: the policy itself lives in agents.versions
-__all__ = ["BINARIES", "VERIFIED_VERSIONS", "any_clients", "bin_dir", "client_version", "clients_root", "install",
+__all__ = ["VERIFIED_VERSIONS", "described", "lab_kinds", "manifest", "shipped_lock_covers", "any_clients", "bin_dir", "client_version", "clients_root", "install",
            "install_versions", "installed_versions", "lab_binary", "latest_versions", "node_tools",
            "require_verified", "resolve_clients", "set_root", "system_root"]
 
-VERIFIED_VERSIONS: dict[str, str] = versions.verified_versions()
+def lab_kinds() -> tuple[str, ...]:
+    """The kinds the lab runs (those whose package says how: `AgentKind.lab()`), in name order."""
+    return tuple(k.kind for k in kinds() if k.lab() is not None)
+
+
+VERIFIED_VERSIONS: dict[str, str] = {k: versions.verified_version(k) for k in lab_kinds()}
 MIN_NODE_MAJOR = 20
 NODE_HINT = "install Node.js >= 20 and npm, e.g. apt-get install nodejs npm"
 
 Progress = Callable[[str], object]
+
+
+def described(got: dict[str, str] | dict[str, str | None]) -> str:
+    """`claude-code 2.1.332, codex 0.171.0`: a client set in one phrase."""
+    return ", ".join(f"{k} {v}" for k, v in got.items())
 
 
 def clients_root() -> Path:
@@ -68,12 +78,29 @@ def bin_dir() -> Path:
 
 
 def lab_binary(kind: str) -> Path:
-    check_kind(kind)
-    return bin_dir() / BINARIES[kind]
+    return bin_dir() / check_kind(kind).pin().binary
 
 
 def installed_versions() -> dict[str, str | None]:
-    return {kind: binary_version(lab_binary(kind)) for kind in KINDS}
+    return {kind: binary_version(lab_binary(kind)) for kind in lab_kinds()}
+
+
+def manifest(want: dict[str, str], name: str = "relay-repl-lab-clients") -> dict:
+    """The npm manifest of a client set {kind: version}, from each kind's own npm package."""
+    return {"name": name, "private": True,
+            "description": "The agent CLIs relay_repl's lab runs, as each agent kind pins them.",
+            "dependencies": {pin(k).npm_package: v for k, v in sorted(want.items())}}
+
+
+def shipped_lock_covers(want: dict[str, str]) -> bool:
+    """Whether the shipped package-lock.json locks exactly this set (then `npm ci` installs it)."""
+    import json
+
+    try:
+        root = json.loads(_shipped("package-lock.json"))["packages"][""]
+    except (OSError, ValueError, KeyError):
+        return False
+    return root.get("dependencies") == manifest(want)["dependencies"]
 
 
 def _node_major(node: str) -> int | None:
@@ -100,35 +127,46 @@ def _shipped(name: str) -> bytes:
     return resources.files("relay_repl.lab").joinpath("clients", name).read_bytes()
 
 
-def install(progress: Progress = print) -> dict[str, str]:
-    """Install the pinned clients into `clients_root()`; skip when already right.
+def install(progress: Progress = print, kinds: Iterable[str] | None = None) -> dict[str, str]:
+    """Install the pinned clients into `clients_root()`; skip when those of `kinds` (default: every
+    lab kind; `up` names the kinds it starts) are already right. An install is always the whole
+    pinned set (one npm prefix holds them all).
 
-    Returns {kind: version}. Raises LabError (one line) on any failure.
+    Returns {kind: version} of `kinds`. Raises LabError (one line) on any failure.
     """
     dest = clients_root()
-    have = installed_versions()
+    need = list(kinds) if kinds is not None else list(VERIFIED_VERSIONS)
+    have = {k: v for k, v in installed_versions().items() if k in need}
     if any_clients():
         missing = [kind for kind, v in have.items() if v is None]
         if missing:
             raise LabError(f"no working {' or '.join(missing)} in {bin_dir()}: install that client set first "
-                           f"(`relay lab install --claude VERSION --codex VERSION`)")
-        progress(f"lab clients from {dest}: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
+                           f"(`relay lab install --KIND VERSION`)")
+        progress(f"lab clients from {dest}: {described(have)}")
         return {k: str(v) for k, v in have.items()}
-    if have == VERIFIED_VERSIONS:
-        progress(f"lab clients present in {dest}: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
-        return dict(VERIFIED_VERSIONS)
+    if have == {k: VERIFIED_VERSIONS[k] for k in need}:
+        progress(f"lab clients present in {dest}: {described(have)}")
+        return dict(have)  # type: ignore[arg-type]
     _, npm = node_tools()
+    locked = shipped_lock_covers(VERIFIED_VERSIONS)
     try:
+        import json
+
         dest.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for name in ("package.json", "package-lock.json"):
-            (dest / name).write_bytes(_shipped(name))
+        (dest / "package.json").write_text(json.dumps(manifest(VERIFIED_VERSIONS), indent=2) + "\n")
+        lock = dest / "package-lock.json"
+        if locked:
+            lock.write_bytes(_shipped("package-lock.json"))
+        elif lock.exists():
+            lock.unlink()  # a lock of another set would make npm keep what it locked
     except OSError as exc:
         raise LabError(f"cannot prepare client cache {dest}: {exc.strerror or exc}") from exc
     log = dest / "npm-install.log"
-    progress(f"installing claude-code {VERIFIED_VERSIONS[CLAUDE]} and codex {VERIFIED_VERSIONS[CODEX]} "
-             f"from the npm registry into {dest} (about 800 MB) ...")
+    how = "the shipped lockfile" if locked else "npm (no shipped lockfile covers this set: transitive versions resolved now)"
+    progress(f"installing {described(VERIFIED_VERSIONS)} with {how} into {dest} (about 800 MB) ...")
     t0 = time.monotonic()
-    cmd = [npm, "ci", "--no-audit", "--no-fund", "--omit-lockfile-registry-resolved", "--loglevel=warn"]
+    cmd = ([npm, "ci", "--no-audit", "--no-fund", "--omit-lockfile-registry-resolved", "--loglevel=warn"] if locked
+           else [npm, "install", "--no-audit", "--no-fund", "--loglevel=warn"])
     env = dict(os.environ)
     env.setdefault("DISABLE_AUTOUPDATER", "1")
     try:
@@ -136,18 +174,18 @@ def install(progress: Progress = print) -> dict[str, str]:
             proc = subprocess.run(cmd, cwd=dest, stdout=fh, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, env=env, timeout=1800)
     except subprocess.TimeoutExpired as exc:
-        raise LabError(f"npm ci timed out after 30 min; see {log}") from exc
+        raise LabError(f"npm {cmd[1]} timed out after 30 min; see {log}") from exc
     except OSError as exc:
         raise LabError(f"cannot run npm: {exc.strerror or exc}: {NODE_HINT}") from exc
     if proc.returncode != 0:
         tail = _last_error_line(log)
-        raise LabError(f"npm ci failed (exit {proc.returncode}): {tail}; full log: {log}")
+        raise LabError(f"{' '.join(cmd[1:2])} failed (exit {proc.returncode}): {tail}; full log: {log}")
     versions.clear_cache()
     have = installed_versions()
     if have != VERIFIED_VERSIONS:
-        raise LabError(f"after npm ci the clients report {have}, expected {VERIFIED_VERSIONS}; see {log}")
-    progress(f"installed in {time.monotonic() - t0:.0f}s: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
-    return dict(VERIFIED_VERSIONS)
+        raise LabError(f"after npm {cmd[1]} the clients report {have}, expected {VERIFIED_VERSIONS}; see {log}")
+    progress(f"installed in {time.monotonic() - t0:.0f}s: {described(have)}")
+    return {k: VERIFIED_VERSIONS[k] for k in need}
 
 
 def _last_error_line(log: Path) -> str:
@@ -168,15 +206,15 @@ def latest_versions() -> dict[str, str]:
     """{kind: newest version on the npm registry} (`npm view PACKAGE version`)."""
     _, npm = node_tools()
     out: dict[str, str] = {}
-    for kind in KINDS:
+    for kind in lab_kinds():
         try:
-            proc = subprocess.run([npm, "view", versions.NPM_PACKAGES[kind], "version"], capture_output=True,
+            proc = subprocess.run([npm, "view", pin(kind).npm_package, "version"], capture_output=True,
                                   text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise LabError(f"cannot ask npm for the latest {kind}: {exc}") from exc
         v = parse_version(proc.stdout)
         if proc.returncode != 0 or v is None:
-            raise LabError(f"npm view {versions.NPM_PACKAGES[kind]} version failed: "
+            raise LabError(f"npm view {pin(kind).npm_package} version failed: "
                            f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:] or ['no output']}")
         out[kind] = v
     return out
@@ -184,10 +222,10 @@ def latest_versions() -> dict[str, str]:
 
 def set_root_for(want: dict[str, str]) -> Path:
     """The npm prefix of one client set: the pinned cache for the pinned versions, else
-    `<state>/clients-<claude>-<codex>` (each set its own, so none replaces another)."""
+    `<state>/clients-<v1>-<v2>...` (versions in kind order; each set its own, so none replaces another)."""
     if want == VERIFIED_VERSIONS:
         return paths.clients_dir()
-    return paths.state_dir() / f"clients-{want[CLAUDE]}-{want[CODEX]}"
+    return paths.state_dir() / ("clients-" + "-".join(want[k] for k in sorted(want)))
 
 
 def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
@@ -201,22 +239,20 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
     if dest == paths.clients_dir() and "RELAY_LAB_CLIENTS" not in os.environ:
         install(progress)
         return dest
-    have = {kind: binary_version(dest / "node_modules" / ".bin" / BINARIES[kind]) for kind in KINDS}
+    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}
     if have == want:
-        progress(f"clients present in {dest}: claude-code {have[CLAUDE]}, codex {have[CODEX]}")
+        progress(f"clients present in {dest}: {described(have)}")
         return dest
     _, npm = node_tools()
     try:
         dest.mkdir(parents=True, exist_ok=True, mode=0o700)
-        pkg = {"name": "relay-repl-lab-clients-candidate", "private": True,
-               "dependencies": {versions.NPM_PACKAGES[k]: want[k] for k in KINDS}}
         import json
 
-        (dest / "package.json").write_text(json.dumps(pkg, indent=2) + "\n")
+        (dest / "package.json").write_text(json.dumps(manifest(want, "relay-repl-lab-clients-candidate"), indent=2) + "\n")
     except OSError as exc:
         raise LabError(f"cannot prepare client cache {dest}: {exc.strerror or exc}") from exc
     log = dest / "npm-install.log"
-    progress(f"installing claude-code {want[CLAUDE]} and codex {want[CODEX]} into {dest} (about 800 MB) ...")
+    progress(f"installing {described(want)} into {dest} (about 800 MB) ...")
     env = dict(os.environ)
     env.setdefault("DISABLE_AUTOUPDATER", "1")
     try:
@@ -231,7 +267,7 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
     if proc.returncode != 0:
         raise LabError(f"npm install failed (exit {proc.returncode}): {_last_error_line(log)}; full log: {log}")
     versions.clear_cache()
-    have = {kind: binary_version(dest / "node_modules" / ".bin" / BINARIES[kind]) for kind in KINDS}
+    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}
     if have != want:
         raise LabError(f"after npm install the clients report {have}, expected {want}; see {log}")
     return dest
@@ -243,12 +279,12 @@ def system_root() -> Path:
     dest = paths.state_dir() / "clients-system"
     bins = dest / "node_modules" / ".bin"
     bins.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for kind in KINDS:
-        found = shutil.which(BINARIES[kind])
+    for kind in lab_kinds():
+        found = shutil.which(pin(kind).binary)
         if found is None:
-            raise LabError(f"no `{BINARIES[kind]}` on PATH: install {kind} "
-                           f"(npm i -g {versions.NPM_PACKAGES[kind]}) or pick --clients pinned|latest")
-        link = bins / BINARIES[kind]
+            raise LabError(f"no `{pin(kind).binary}` on PATH: install {kind} "
+                           f"(npm i -g {pin(kind).npm_package}) or pick --clients pinned|latest")
+        link = bins / pin(kind).binary
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(os.path.realpath(found))
@@ -271,7 +307,7 @@ def resolve_clients(which: str, progress: Progress = print) -> tuple[Path, dict[
         if not (root / "node_modules" / ".bin").is_dir():
             raise LabError(f"{root} holds no node_modules/.bin: use pinned, latest, system or an npm prefix "
                            "made by `relay lab install --claude VERSION --codex VERSION`")
-    got = {kind: binary_version(root / "node_modules" / ".bin" / BINARIES[kind]) for kind in KINDS}
+    got = {kind: binary_version(root / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}
     missing = [k for k, v in got.items() if v is None]
     if missing:
         raise LabError(f"{', '.join(missing)} in {root} does not answer --version")

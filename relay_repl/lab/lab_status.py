@@ -7,12 +7,13 @@ import os
 import shutil
 from pathlib import Path
 
+import relay_repl.lab.kind_sessions as kind_sessions
 from relay_repl.core.errors import LabError
 
 import relay_repl.lab.procs as procs
 from relay_repl.agents.claude_code import transcript_path
 
-from relay_repl.lab.layout import CLAUDE, Layout, tmux_socket_path
+from relay_repl.lab.layout import CLAUDE, CODEX, Layout, tmux_socket_path
 from relay_repl.lab.state import LabState, load
 from relay_repl.lab.labenv import layout
 from relay_repl.lab.panes import list_panes, tmux_alive
@@ -30,7 +31,9 @@ def refresh(lay: Layout, state: LabState) -> LabState:
             continue
         s.pane_id = info["pane_id"]
         s.pane_pid = int(info["pane_pid"])
-        if s.kind == CLAUDE:
+        if s.kind not in (CLAUDE, CODEX):  # started through its kind's own lab pieces
+            kind_sessions.refresh(s, info)
+        elif s.kind == CLAUDE:
             s.pid = s.pane_pid
             rec = claude_record(lay, s.pid)
             if rec and str(rec.get("pid")) == str(s.pid):

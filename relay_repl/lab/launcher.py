@@ -9,7 +9,8 @@ leave loopback; unix sockets (tmux, stub control, agent messaging) still cross.
 API (all synchronous and blocking; from async code use `anyio.to_thread.run_sync`):
 
     install(progress=print) -> dict            pinned clients into the client cache
-    up(claude=1, codex=1, progress=print) -> LabState
+    up(claude=1, codex=1, progress=print, more={kind: n}) -> LabState
+    up_counts({kind: n}), ensure_lab_counts({kind: n})   the same, one count per lab kind (the CLI's flags)
     status() -> LabState | None                refreshed liveness, pids, panes, transcripts
     down(progress=print) -> bool               False (and "no lab running") if nothing to do
     env() -> dict[str, str]                    variables that point tools at the lab
@@ -34,7 +35,7 @@ from relay_repl.lab.lab_status import attach, status
 from relay_repl.lab.labenv import Progress, bin_dir, env, env_for, layout
 from relay_repl.lab.readiness import codex_shell_snapshots, codex_thread_names
 from relay_repl.lab.shutdown import down
-from relay_repl.lab.startup import ensure_lab, up
+from relay_repl.lab.startup import ensure_lab, ensure_lab_counts, up, up_counts
 
-__all__ = ["install", "up", "status", "down", "env", "attach", "ensure_lab", "layout", "Progress", "bin_dir",
+__all__ = ["install", "up", "up_counts", "status", "down", "env", "attach", "ensure_lab", "ensure_lab_counts", "layout", "Progress", "bin_dir",
            "env_for", "codex_shell_snapshots", "codex_thread_names", "launch_command"]

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from relay_repl.core.errors import LabError
@@ -26,7 +27,8 @@ from relay_repl.lab.layout import (
     tmux_socket_path,
 )
 from relay_repl.lab.state import LabSession, LabState, StubInfo, save
-from relay_repl.lab.client_setup import launch_command, prepare_dirs, restore_codex_packages, write_configs
+import relay_repl.lab.kind_sessions as kind_sessions
+from relay_repl.lab.client_setup import lab_context, launch_command, prepare_dirs, restore_codex_packages, write_configs
 from relay_repl.lab.lab_status import refresh, status
 from relay_repl.lab.labenv import (
     NETNS,
@@ -56,21 +58,41 @@ from relay_repl.lab.shutdown import cleanup
 from relay_repl.lab.stub_start import start_stub, stub_add_session
 
 
-def up(claude: int = 1, codex: int = 1, progress: Progress = print) -> LabState:
+def up(claude: int = 1, codex: int = 1, progress: Progress = print, *, more: Mapping[str, int] | None = None) -> LabState:
     """Start a fresh lab (cleaning any lab left behind first); wait until all are idle.
 
     Prints progress through `progress`, then one line per target. Any lab already in the
     directory (running, half-started or crashed) is stopped and removed first. On failure
     the half-started lab is left for inspection (`relay lab status`, `attach`, logs under
-    <lab>/logs) and a LabError is raised; the next `up` or `down` cleans it.
+    <lab>/logs) and a LabError is raised; the next `up` or `down` cleans it. `more`: sessions of
+    other registered kinds ({kind: count}), each started through its own lab pieces (kind_sessions).
     """
-    if claude + codex < 1:
-        raise LabError("a lab needs at least one session (claude + codex >= 1)")
+    more = {k: n for k, n in (more or {}).items() if n}
+    if claude + codex + sum(more.values()) < 1:
+        raise LabError("a lab needs at least one session")
     with lab_lock(layout()):
-        return _up(claude, codex, progress)
+        return _up(claude, codex, progress, more)
 
 
-def _up(claude: int, codex: int, progress: Progress) -> LabState:
+def split_counts(counts: Mapping[str, int]) -> tuple[int, int, dict[str, int]]:
+    """{kind: count} (the CLI's, one flag per lab kind) -> the lab's own two kinds and the rest."""
+    rest = dict(counts)
+    return rest.pop(CLAUDE, 0), rest.pop(CODEX, 0), rest
+
+
+def up_counts(counts: Mapping[str, int], progress: Progress = print) -> LabState:
+    """`up` for {kind: count}."""
+    claude, codex, more = split_counts(counts)
+    return up(claude, codex, progress, more=more)
+
+
+def ensure_lab_counts(counts: Mapping[str, int], progress: Progress = print) -> LabState:
+    """`ensure_lab` for {kind: count}."""
+    claude, codex, more = split_counts(counts)
+    return ensure_lab(claude, codex, progress, more=more)
+
+
+def _up(claude: int, codex: int, progress: Progress, more: Mapping[str, int]) -> LabState:
     t0 = time.monotonic()
     lay = layout()
     problem = lay.socket_path_problem()
@@ -79,8 +101,8 @@ def _up(claude: int, codex: int, progress: Progress) -> LabState:
     if not shutil.which("tmux"):
         raise LabError("tmux not found: install it, e.g. apt-get install tmux")
     cleanup(lay, progress)  # a lab left behind (crashed or still running) goes first
-    versions = install(progress=progress)
-    names = session_names(claude, codex)
+    names = session_names(claude, codex, more)
+    versions = install(progress=progress, kinds=sorted({k for _, k in names}))
     prepare_dirs(lay, names)
 
     netns = netns_wanted() and netns_works()
@@ -107,14 +129,19 @@ def _up(claude: int, codex: int, progress: Progress) -> LabState:
 def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns: bool, t0: float,
                progress: Progress) -> LabState:
     codex = sum(1 for _, k in names if k == CODEX)
+    others = [(n, k) for n, k in names if k not in (CLAUDE, CODEX)]  # kinds started through their own pieces
     sock = state.tmux_socket
     state.stub = start_stub(lay, netns, progress)
     state.netns_id = procs.net_ns(state.stub.pid) if netns and state.stub.pid is not None else None
     save(state, lay.state_file)
     for name, kind in names:
-        state.stub.sessions[name] = stub_add_session(state.stub.control, name,
-                                                      "anthropic" if kind == CLAUDE else "openai")
+        api = ("anthropic" if kind == CLAUDE else "openai") if kind in (CLAUDE, CODEX) else \
+            str(kind_sessions.own_kind(kind).lab().stub_api)  # type: ignore[union-attr]
+        state.stub.sessions[name] = stub_add_session(state.stub.control, name, api)
     write_configs(lay, names, state.stub)
+    if others:
+        kind_sessions.write_files(lab_context(lay, state, bin_dir()),
+                                  {k: [n for n, kk in others if kk == k] for _, k in others})
     if codex:
         restore_codex_packages(lay, progress)
     for name, kind in names:
@@ -148,7 +175,8 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
         progress(f"started {s.name} ({s.kind})")
 
     claudes, codexes = state.of_kind(CLAUDE), state.of_kind(CODEX)
-    first_batch = claudes + codexes[:1]
+    own = [s for s in state.sessions if s.kind not in (CLAUDE, CODEX)]
+    first_batch = claudes + own + codexes[:1]
     for i, s in enumerate(first_batch):
         start(s, first=(i == 0))
     save(state, lay.state_file)
@@ -165,6 +193,11 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
         save(state, lay.state_file)
     for s in claudes:
         wait_claude(lay, state, s, deadline, progress)
+    if own:
+        ctx = lab_context(lay, state, bins)
+        for s in own:
+            kind_sessions.wait_ready(lay, ctx, s, deadline, progress)
+            save(state, lay.state_file)
     for s in codexes:  # all renamed; confirm each is still idle with its thread loaded
         wait_codex_idle(lay, s, deadline)
     check_codex_snapshots(lay, codexes)
@@ -191,7 +224,8 @@ def start_codex_daemon(lay: Layout, state: LabState) -> None:
                        f"{tail(proc.stderr or proc.stdout, 2)[:300]}")
 
 
-def ensure_lab(claude: int = 1, codex: int = 1, progress: Progress = print) -> LabState:
+def ensure_lab(claude: int = 1, codex: int = 1, progress: Progress = print, *,
+               more: Mapping[str, int] | None = None) -> LabState:
     """The lab as it runs, starting only what is missing; a fresh `up` only when nothing of it lives.
 
     Why: an operator's live sessions (their pids, the Codex thread ids, the transcripts a
@@ -208,8 +242,12 @@ def ensure_lab(claude: int = 1, codex: int = 1, progress: Progress = print) -> L
     with lab_lock(lay):
         st = status()
         if st is None or st.phase != "ready" or not any(s.alive for s in st.sessions):
-            return up(claude=claude, codex=codex, progress=progress)
+            return up(claude=claude, codex=codex, progress=progress, more=more)
         have_claude, have_codex = len(st.of_kind(CLAUDE)), len(st.of_kind(CODEX))
+        short = {k: n for k, n in (more or {}).items() if len(st.of_kind(k)) < n}
+        if short:
+            raise LabError(f"the running lab has fewer {', '.join(short)} sessions than asked for ({short}); a running "
+                           "lab is not grown: `relay lab down`, then `relay lab up` with the counts")
         if have_claude < claude or have_codex < codex:
             raise LabError(f"the running lab has {have_claude} Claude and {have_codex} Codex sessions, "
                            f"{claude} and {codex} were asked for; a running lab is not grown: `relay lab down`, "
@@ -265,6 +303,8 @@ def restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress:
             tmux(lay, *args, "--", *cmd)
         if s.kind == CLAUDE:
             wait_claude(lay, state, s, deadline, progress)
+        elif s.kind != CODEX:
+            kind_sessions.wait_ready(lay, lab_context(lay, state, bins), s, deadline, progress)
         elif s.thread_id:
             wait_codex_resumed(lay, s, deadline, progress)
         else:

@@ -23,9 +23,7 @@ def make_session(
     ledger: Ledger | None = None,
     interrupt: bool = False,
 ) -> Session:
-    from relay_repl.transports.claude_socket import ClaudeMessageTransport, ClaudeSocketTransport
-    from relay_repl.transports.codex_queue import CodexQueueTransport
-    from relay_repl.transports.tmux import TmuxTransport
+    from relay_repl.transports.registry import TransportContext, build_transports
 
     providers: list = []
     if discover:
@@ -40,12 +38,8 @@ def make_session(
     )
     inbox = lambda: session.inbox_server  # noqa: E731 - late-bound: the inbox opens after the session exists
     registration = lambda: session.registration  # noqa: E731
-    transports = [
-        CodexQueueTransport(),
-        ClaudeSocketTransport(inbox, interrupt=interrupt),
-        ClaudeMessageTransport(inbox, registration, interrupt=interrupt),
-        TmuxTransport(),
-    ]
+    # every registered transport (entry points `relay_repl.transports`): none is named here
+    transports = build_transports(TransportContext(inbox=inbox, registration=registration, interrupt=interrupt))
     if fake:
         from relay_repl.transports.fake import InMemoryTransport, fake_target
 

@@ -75,6 +75,19 @@ class Recorded(BaseModel):
     approved: bool | None = None
 
 
+def _recorded_target(data: Any) -> Target | None:
+    """The target a delivery event recorded; one recorded before its kind's detail had its present
+    shape comes back without that detail (the common fields are what the walk shows)."""
+    if not isinstance(data, dict):
+        return None
+    for attempt in (data, {k: v for k, v in data.items() if k != "detail"}):
+        try:
+            return Target.model_validate(attempt)
+        except ValueError:
+            continue
+    return None
+
+
 def _plan_target_spec(plan: Plan | None) -> str | None:
     if plan and plan.action.startswith("send to "):
         return plan.action[len("send to "):].strip()
@@ -110,10 +123,7 @@ def _from_events(events: list[Event]) -> Recorded:
         if e.kind == "delivery":
             transport = e.data.get("transport") or transport
             relay_id = e.data.get("relay_id") or relay_id
-            try:
-                target = Target.model_validate(e.data.get("target") or {})
-            except ValueError:
-                target = None
+            target = _recorded_target(e.data.get("target"))
         elif e.kind == "plan":
             try:
                 plan = Plan.model_validate(e.data)

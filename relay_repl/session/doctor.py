@@ -14,22 +14,7 @@ import sqlite3
 from pathlib import Path
 from relay_repl.store.sqlite_read import connect_read_only
 
-from pydantic import BaseModel, ConfigDict
-
-
-class Check(BaseModel):
-    """One check: its name, ✔ or ✘, what was found, and the next step when it failed."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
-
-    def render(self) -> str:
-        line = f"{'✔' if self.ok else '✘'} {self.name}: {self.detail}"
-        return line + (f"\n    next: {self.fix}" if not self.ok and self.fix else "")
+from relay_repl.core.check import Check
 
 
 class Report(list):
@@ -66,20 +51,12 @@ def check_tmux() -> Check:
 
 
 def check_client(kind: str) -> Check:
-    from relay_repl.agents.versions import (
-        BINARIES,
-        NPM_PACKAGES,
-        binary_version,
-        verified_here,
-        verified_version,
-        version_status,
-    )
+    from relay_repl.agents.versions import binary_version, pin, verified_here, version_status
 
     name = f"{kind} client"
-    want = verified_version(kind)
-    binary = BINARIES[kind]
+    client = pin(kind)
+    want, binary, install = client.version, client.binary, client.install_hint
     exe = shutil.which(binary)
-    install = f"npm i -g {NPM_PACKAGES[kind]}@{want}"
     if exe is None:
         return Check(name=name, ok=False, detail=f"`{binary}` not found on PATH",
                      fix=f"install it ({install}) or put its directory on PATH; or use the lab: "
@@ -98,99 +75,6 @@ def check_client(kind: str) -> Check:
         return Check(name=name, ok=True, detail=f"{have} at {exe}: verified locally (on this machine, by relay fidelity "
                                                 f"{when}; pinned is {want})")
     return Check(name=name, ok=True, detail=f"{have} at {exe}: pinned (the version relay ships verified)")
-
-
-async def check_claude() -> list[Check]:
-    from relay_repl.agents.claude_code import ClaudeProvider
-
-    p = ClaudeProvider()
-    sessions = p.config_dir / "sessions"
-    out: list[Check] = []
-    if not p.config_dir.is_dir():
-        out.append(Check(name="Claude config dir", ok=False, detail=f"{p.config_dir} does not exist",
-                         fix="start Claude Code once, or set CLAUDE_CONFIG_DIR to the directory it uses"))
-    elif sessions.is_dir() and not os.access(sessions, os.R_OK | os.X_OK):
-        out.append(Check(name="Claude config dir", ok=False, detail=f"{sessions} is not readable",
-                         fix=f"run relay as the user who owns {sessions}"))
-    else:
-        n = len(list(sessions.glob("*.json"))) if sessions.is_dir() else 0
-        out.append(Check(name="Claude config dir", ok=True,
-                         detail=f"{p.config_dir} readable; registry {sessions} holds {n} session record(s)"))
-    listed, how = await p.list_agents()
-    if listed is None:
-        out.append(Check(name="claude agents --json", ok=False, detail=how,
-                         fix="fix the Claude client check above; run `claude agents --json` by hand to see why"))
-    else:
-        out.append(Check(name="claude agents --json", ok=True, detail=f"answers: {len(listed)} live session(s)"))
-    return out
-
-
-async def check_codex() -> list[Check]:
-    from relay_repl.agents.codex import CodexProvider, DaemonError, daemon_thread_status
-
-    p = CodexProvider()
-    home = p.home
-    out: list[Check] = []
-    if not home.is_dir():
-        fix = "start Codex once, or set CODEX_HOME to the directory it uses"
-        return [Check(name="CODEX_HOME", ok=False, detail=f"{home} does not exist", fix=fix)]
-    out.append(Check(name="CODEX_HOME", ok=True, detail=f"{home} ({'from $CODEX_HOME' if os.environ.get('CODEX_HOME') else 'the default'})"))
-    index = p._p("session_index")
-    if not index.exists():
-        out.append(Check(name="session_index.jsonl", ok=True, detail="not there yet (Codex writes it when a thread is named)"))
-    elif not os.access(index, os.R_OK):
-        out.append(Check(name="session_index.jsonl", ok=False, detail=f"{index} is not readable",
-                         fix=f"run relay as the user who owns {home}"))
-    else:
-        lines = sum(1 for _ in index.open("rb"))
-        out.append(Check(name="session_index.jsonl", ok=True, detail=f"readable, {lines} line(s)"))
-    queue = p._p("queue_db")
-    if not queue.exists():
-        out.append(Check(name="queue_1.sqlite", ok=True, detail="not there yet (the first `codex queue` creates it)"))
-    else:
-        try:
-            con = _ro(queue)
-            try:
-                (n,) = con.execute("SELECT COUNT(*) FROM queued_items").fetchone()
-            finally:
-                con.close()
-            out.append(Check(name="queue_1.sqlite", ok=True, detail=f"readable (read-only), {n} queued item(s)"))
-        except sqlite3.Error as exc:
-            out.append(Check(name="queue_1.sqlite", ok=False, detail=f"{queue}: {exc}",
-                             fix="check its permissions; Codex 0.169.0 keeps the table `queued_items` there"))
-    sock = p._p("control_socket")
-    if not os.path.exists(sock):
-        out.append(Check(name="Codex daemon", ok=False, detail=f"no control socket at {sock}",
-                         fix="start a Codex TUI (it starts the daemon) or run `codex app-server daemon start`"))
-    else:
-        try:
-            loaded, _ = await daemon_thread_status(sock, [], timeout=5.0)
-            out.append(Check(name="Codex daemon", ok=True, detail=f"answers on {sock}: {len(loaded)} thread(s) loaded"))
-        except DaemonError as exc:
-            out.append(Check(name="Codex daemon", ok=False, detail=f"{sock} does not answer: {exc}",
-                             fix="restart it: `codex app-server daemon start` (attached TUIs reconnect)"))
-    out.append(check_codex_sandbox(home))
-    return out
-
-
-def check_codex_sandbox(home: Path) -> Check:
-    """Can a Codex agent run `relay reply`? It connects to a Unix socket, which the
-    workspace-write and read-only sandboxes refuse (EPERM, measured in the lab)."""
-    import tomllib
-
-    name = "Codex sandbox allows `relay reply`"
-    cfg = home / "config.toml"
-    try:
-        mode = tomllib.loads(cfg.read_text()).get("sandbox_mode") if cfg.exists() else None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        return Check(name=name, ok=False, detail=f"{cfg} unreadable: {exc}", fix=f"fix {cfg}")
-    if mode == "danger-full-access":
-        return Check(name=name, ok=True, detail=f"sandbox_mode = {mode!r} in {cfg}: Unix sockets are allowed")
-    shown = repr(mode) if mode else "not set (Codex defaults to a sandbox)"
-    return Check(name=name, ok=False, detail=f"sandbox_mode {shown}: the sandbox refuses Unix sockets, so an "
-                 "agent's `relay reply` cannot reach your inbox",
-                 fix=f"for agents that must answer, set sandbox_mode = \"danger-full-access\" in {cfg} "
-                     "(weigh the risk), or ask them for replies through another path")
 
 
 def check_state() -> list[Check]:
@@ -238,12 +122,12 @@ async def run_checks() -> Report:
     """Every check, in layer order: system, clients, registries, state."""
     import anyio
 
-    from relay_repl.agents.versions import KINDS
+    from relay_repl.agents.registry import kinds
 
     checks: list[Check] = [await anyio.to_thread.run_sync(check_tmux)]
-    for kind in KINDS:
-        checks.append(await anyio.to_thread.run_sync(check_client, kind))
-    checks += await check_claude()
-    checks += await check_codex()
+    for k in kinds():
+        checks.append(await anyio.to_thread.run_sync(check_client, k.kind))
+    for k in kinds():
+        checks += await k.doctor_checks(os.environ)
     checks += await anyio.to_thread.run_sync(check_state)
     return Report(checks)

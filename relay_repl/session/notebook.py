@@ -559,7 +559,7 @@ def rebuild_delivery(session: Any, relay_id: str, spec: str, want: str) -> Deliv
     state = DeliveryState(outcomes[-1].data["state"]) if outcomes else DeliveryState.UNKNOWN
     d = Delivery(relay_id=relay_id, target=spec, transport=plan.transport if plan else "unknown", plan=plan,
                  state=state, want=want, stage="resumed")
-    d.extra["replayed"] = True
+    d.extra.replayed = True
     for msg in led.inbox(answers=relay_id):
         d.replies.append(msg)
         if d.reply is None and msg.verdict is not None and msg.verdict.ok:
@@ -575,7 +575,7 @@ def send_record(d: Delivery) -> SendRecord:
     return SendRecord(relay_id=d.relay_id, target=d.target, transport=d.transport, state=d.state.value,
                       outcome=d.outcome, reason=d.reason, reply=d.reply.body if d.reply is not None else None,
                       reply_id=d.reply.relay_id if d.reply is not None else None,
-                      verdict=v.verdict if v is not None else None, replayed=bool(d.extra.get("replayed")))
+                      verdict=v.verdict if v is not None else None, replayed=d.extra.replayed)
 
 
 # -- the report ---------------------------------------------------------------------------

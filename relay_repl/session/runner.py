@@ -212,21 +212,25 @@ class Runner:
             self._targets[step.to] = resolved
 
     async def _reply_route(self) -> None:
-        """A Claude target answers with SendMessage to a listed peer: list the operator's
-        inbox first (its own plan and y/N) when a step waits for a Claude answer."""
-        waits_on_claude = False
+        """Some agents answer natively only to a listed peer (Claude's SendMessage): list the
+        operator's inbox first (its own plan and y/N) when a step waits for such an answer."""
+        from relay_repl.agents.registry import kind_for
+
+        waits_on: str | None = None
         for step in self.recipe.steps:
             if not step.waits_for_answer:
                 continue
             for spec in self._targets[step.to]:
                 tgt = await self.session.target(spec)
-                waits_on_claude = waits_on_claude or tgt.kind == "claude-code"
-        if not waits_on_claude or self.session.inbox_server is None or self.session.registration is not None:
+                kind = kind_for(tgt.kind)
+                if kind is not None and kind.answers_listed_inbox:
+                    waits_on = waits_on or kind.label
+        if waits_on is None or self.session.inbox_server is None or self.session.registration is not None:
             return
-        self.say("Claude targets answer with SendMessage to a listed peer: listing this inbox first (asks y/N)")
+        self.say(f"{waits_on} targets answer natively to a listed peer: listing this inbox first (asks y/N)")
         if not await self.session.register_inbox():
-            raise Stop("withheld", "the operator declined to list the inbox as a Claude peer, so no Claude reply "
-                       "could come back; nothing was sent")
+            raise Stop("withheld", f"the operator declined to list the inbox as a {waits_on} peer, so no {waits_on} "
+                       "reply could come back; nothing was sent")
 
     def _specs(self, step: Step) -> list[str]:
         p = step.to_param

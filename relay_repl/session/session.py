@@ -53,6 +53,12 @@ def default_me() -> Me:
     return Me(address=f"{user}.{socket.gethostname().split('.')[0]}.{os.getpid()}")
 
 
+def _prefixes() -> list[str]:
+    """What operators type before a name, one per registered agent kind (for usage errors)."""
+    from relay_repl.agents.registry import kinds
+
+    return [k.prefix for k in kinds()]
+
 class Session:
     """What `session` is in the REPL. Async throughout; cheap to refresh."""
 
@@ -111,17 +117,18 @@ class Session:
             await self.refresh()
         spec = spec.strip()
         if not spec:
-            raise UsageError("empty target: name one like claude:alpha, codex:<name or uuid> or %<pane id>")
+            raise UsageError(f"empty target: name one like {', '.join(p + ':NAME' for p in _prefixes())} or %<pane id>")
         if spec.startswith("%"):
             hits = [t for t in self._targets if t.pane == spec]
         else:
             prefix, sep, name = spec.partition(":")
             if not sep:
-                raise UsageError(f"target {spec!r} needs a kind: claude:{spec} or codex:{spec} (see `relay targets`)")
-            # prefixes come from the adapters via their targets: a new agent needs no change here
+                raise UsageError(f"target {spec!r} needs a kind: {' or '.join(p + ':' + spec for p in _prefixes())} "
+                                 "(see `relay targets`)")
+            # prefixes come from the agent kinds via their targets: a new agent needs no change here
             of_kind = [t for t in self._targets if prefix in (t.prefix or t.kind, t.kind)]
             if not of_kind:
-                known = sorted({t.prefix or t.kind for t in self._targets}) or ["claude", "codex"]
+                known = sorted({t.prefix or t.kind for t in self._targets}) or _prefixes()
                 raise UsageError(f"no discovered target of kind {prefix!r} in {spec!r}: use "
                                  f"{', '.join(k + ':' for k in known)} or %<pane id>")
             hits = [t for t in of_kind if t.name == name or t.address == name]
@@ -139,7 +146,7 @@ class Session:
         if len(dormant) > 1:
             raise AmbiguousTarget(f"{spec} matches {len(dormant)} sessions that are not running: name one by uuid")
         if hits:
-            why = hits[0].detail.get("stale_reason") or "its process is gone"
+            why = hits[0].stale_reason or "its process is gone"
             raise StaleTarget(f"{spec} is stale ({hits[0].describe()}): {why}; nothing will be sent to it")
         raise UnknownTarget(f"no target {spec}: run `relay targets` (or `await session.refresh()`) to list live sessions")
 
@@ -166,7 +173,7 @@ class Session:
             return Scope.of(plan)
         from relay_repl.system.proc import proc_start
 
-        start = target.detail.get("procStart") or (proc_start(target.pid) if target.pid else None)
+        start = target.proc_start or (proc_start(target.pid) if target.pid else None)
         return Scope.of(plan, target=target.spec, pid=target.pid, proc_start=None if start is None else str(start),
                         address=target.address, pane=target.pane)
 
@@ -446,7 +453,7 @@ class Session:
         d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan, want=envelope.want)
         d._waiter = self._wait_reply
         if reply_via:
-            d.extra["reply_via"] = reply_via
+            d.extra.reply_via = reply_via
         self.deliveries.append(d)
         # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first)
         self.ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
@@ -536,7 +543,7 @@ class Session:
             done = "after the operator's yes, before anything was sent: nothing was typed, written or queued"
         else:
             last = d.evidence[-1]
-            nxt = d.extra.get("halted_before") or "the next stage"
+            nxt = d.extra.halted_before or "the next stage"
             done = (f"after stage {last.stage} ({last.state.value}: {last.detail}); {nxt} was not done and "
                     "nothing more was typed, written or queued")
         d.reason = f"relay-halt ({h.reason}, by {h.by}) stopped the send {done}; `session.unhalt()` clears the halt"
@@ -545,7 +552,7 @@ class Session:
     def record_outcome(self, d: Delivery, **more: Any) -> None:
         """The delivery's state and everything a later process needs to carry on (transport extras)."""
         self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id,
-                          data={"state": d.state.value, "reason": d.reason, "stage": d.stage, "extra": d.extra, **more})
+                          data={"state": d.state.value, "reason": d.reason, "stage": d.stage, "extra": d.extra.model_dump(mode="json", exclude_defaults=True), **more})
 
     # -- the operator's inbox ---------------------------------------------------------
     async def open_inbox(self, task_group: Any, echo: Callable[[str], None] | None = None) -> Any:
@@ -640,7 +647,7 @@ class Session:
             raise UsageError(f"{d.relay_id} was not delivered ({d.summary()}): no answer can come")
         if d.want == "none":
             raise UsageError(f"{d.relay_id} asked for no answer (want=none): nothing will come; send with want='reply'")
-        turn = d.extra.get("reply_via") == "turn"  # read from the target's own record: no inbox needed
+        turn = d.extra.reply_via == "turn"  # read from the target's own record: no inbox needed
         if self.inbox_server is None and not turn:
             raise UsageError("no inbox is listening here, so no answer can arrive")
         say = self.echo or (lambda line: None)
@@ -650,7 +657,7 @@ class Session:
         async with anyio.create_task_group() as tg:
             if turn:
                 tg.start_soon(self._watch_turn, d, timeout)
-            while d.reply is None and not d.extra.get("turn_ended"):
+            while d.reply is None and not d.extra.turn_ended:
                 if self.ledger.active_halt():
                     break  # raised below, outside the task group, as the LoopHalt it is
                 now = anyio.current_time()
@@ -668,7 +675,7 @@ class Session:
         self._check_halt()  # a relay-halt (even in this very answer) stops every wait in progress
         if d.reply is not None:
             return d.reply
-        why = str(d.extra["turn_ended"]) if d.extra.get("turn_ended") else f"no reply within {timeout:g} s"
+        why = d.extra.turn_ended if d.extra.turn_ended else f"no reply within {timeout:g} s"
         if d.replies:
             why += f" ({len(d.replies)} unverified answer(s) in d.replies)"
         if d.outcome == "delivered":
@@ -688,13 +695,13 @@ class Session:
         except LoopHalt:
             return  # the wait itself sees the halt and stops with it
         except RelayError as exc:
-            d.extra["turn_ended"] = f"no turn reply can be read: {exc}"
+            d.extra.turn_ended = f"no turn reply can be read: {exc}"
             found = None
         if found is not None and d.reply is None:
             if found.status == "answered":
                 self._link_turn_reply(d, tgt, found)
             else:  # the turn ended without an answer: say so now rather than wait out the timeout
-                d.extra["turn_ended"] = f"{d.target}'s turn ended: {found.status} ({found.record} in {found.source})"
+                d.extra.turn_ended = f"{d.target}'s turn ended: {found.status} ({found.record} in {found.source})"
         for ev in list(self._wakeups):
             ev.set()
 
@@ -722,17 +729,21 @@ class Session:
         return await self._find_delivery(delivery).wait_reply(timeout)
 
     async def register_inbox(self, name: str = "relay-operator") -> bool:
-        """List the inbox as a Claude peer (gated): ListAgents shows it, SendMessage reaches it."""
+        """List the inbox as a peer (gated) of the agent kind whose sessions answer only to a listed
+        peer (`AgentKind.answers_listed_inbox`): its own listing names it, its native send reaches it."""
         import anyio
 
-        from relay_repl.agents.claude_code.peer import ClaudePeerRegistration
-        from relay_repl.agents.versions import require_verified
+        from relay_repl.agents.registry import kinds
 
         inbox = self.inbox_server
         if inbox is None:
             raise UsageError("no inbox is listening here: only the `relay` REPL runs one")
-        version = await anyio.to_thread.run_sync(require_verified, "claude-code")  # refuses unverified versions
-        reg = ClaudePeerRegistration(name=name, claude_version=version)
+        listing = [k for k in kinds() if k.answers_listed_inbox]
+        if not listing:
+            raise UsageError("no registered agent kind lists peers: answers come by `relay reply`, MCP or turn reply")
+        reg = await anyio.to_thread.run_sync(listing[0].inbox_listing, name)  # refuses unverified versions
+        if reg is None:
+            raise UsageError(f"{listing[0].label} offers no peer listing for the inbox")
         approval = await self._gated(reg.plan())
         if approval is None:
             return False
@@ -741,10 +752,10 @@ class Session:
             reg.write(approval)
         finally:
             spend(approval)
-        inbox.own_file(str(reg.record_path))
-        inbox.own_file(str(reg.key_path))
+        for path in reg.files():
+            inbox.own_file(str(path))
         self.registration = reg
-        self.ledger.event("inbox-registered", data={"name": reg.name, "record": str(reg.record_path)})
+        self.ledger.event("inbox-registered", data={"name": reg.name, "record": str(reg.files()[0])})
         return True
 
     # -- debugging a stuck delivery -------------------------------------------------------

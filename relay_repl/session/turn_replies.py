@@ -55,7 +55,7 @@ async def wait_turn_reply(
         if found is not None:
             ledger.event("turn-reply", delivery=delivery.key, relay_id=delivery.relay_id,
                          data={**found.model_dump(), "target": target.spec})
-            delivery.extra["turn_reply"] = found.model_dump()
+            delivery.extra.turn_reply = found
             return found
         halt = ledger.active_halt()
         if halt:

@@ -5,8 +5,8 @@ a message" label prove nothing; what counts is the harness-written origin record
 receiver's transcript, and in it only the kernel-supplied `verifiedPeerPid` (+ start time).
 That pid is then checked against what the registries say NOW:
 
-- a genuine session is what its agent module says it is (agents.origin; a Claude session is a
-  live registry record, same start time, whose pid holds its `messagingSocketPath` listening),
+- a genuine session is what its agent kind says it is (agents.origin; e.g. a live registry record,
+  same start time, whose pid holds its listening socket),
   walked up the pid's parents so a `relay` run by a session's tool is that session relaying;
 - the operator's relay: the pid is the one in the operator address the envelope claims, and
   this ledger recorded writing a frame with that very `msg_id` (a relay's pid is the relay,
@@ -14,8 +14,9 @@ That pid is then checked against what the registries say NOW:
 - anything else is an `unknown process` (an injector's pid never owned a socket), or a
   `mismatch` when the envelope claims a live session that the pid is not.
 
-`hopChain` is shown as corroboration only. A Codex target keeps no provenance at all: the
-command says so and shows what is known (the queue item's client_id, the turn's trigger).
+`hopChain` is shown as corroboration only. A kind whose record keeps no provenance at all says
+so and shows what is known (how the message arrived). Each agent kind reads its own file
+(`AgentKind.verify`); the report and the judging are agents/provenance.py; this module picks.
 
 Exit codes: 0 verified, 1 none found, 4 ambiguous (non-unique id), mismatch or unverifiable,
 2 usage.
@@ -23,255 +24,16 @@ Exit codes: 0 verified, 1 none found, 4 ambiguous (non-unique id), mismatch or u
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
-from relay_repl.agents.claude_transcript import OriginHit, find_relay_id
-from relay_repl.agents.codex_rollout import turns_carrying
+from relay_repl.agents.provenance import CheckedRecord, TurnFinding, VerifyReport, conclude
+from relay_repl.agents.registry import kind_for, kinds
 from relay_repl.core.errors import UsageError
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Ledger
-from relay_repl.agents.origin import OriginJudge
-from relay_repl.system.proc import proc_start
 
-RecordVerdict = Literal["verified", "mismatch", "unknown process"]
-Overall = Literal["verified", "none found", "ambiguous", "mismatch", "unknown process", "no provenance"]
-EXIT = {"verified": 0, "none found": 1}
-
-
-class CheckedRecord(BaseModel):
-    """One origin record with the content beside it and the verdict on its kernel pid."""
-
-    path: str = Field(description="`origin` or `attachment.origin`")
-    type: str | None
-    offset: int
-    timestamp: str | None
-    content: str
-    origin: dict[str, Any]
-    header: dict[str, str]
-    verdict: RecordVerdict
-    sender: str = Field(description="what the kernel pid is, per the registries and the ledger")
-    detail: str
-    claim: str | None = Field(description="the envelope's from= (a claim)")
-    hop_chain: list[Any] | None = Field(description="origin.hopChain: corroboration only, never proof")
-    transcript: str | None = Field(default=None, description="set when several transcripts were read")
-
-
-class CodexFinding(BaseModel):
-    """What a Codex rollout knows about a message: how it arrived, never who sent it."""
-
-    turn_id: str | None
-    turn_trigger: str | None
-    client_id: str | None
-    content: str
-    timestamp: str | None
-    queued_by_us: bool = Field(description="this ledger's queue write recorded the same client_id")
-
-
-class VerifyReport(BaseModel):
-    relay_id: str
-    source: str = Field(description="the transcript (or rollout) read")
-    target: str | None = None
-    kind: Literal["claude-code", "codex"] = "claude-code"
-    verdict: Overall
-    summary: str
-    records: list[CheckedRecord] = Field(default_factory=list)
-    codex: list[CodexFinding] = Field(default_factory=list)
-    bytes_scanned: int = 0
-    oversized_lines: int = 0
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT.get(self.verdict, 4)
-
-    def __repr__(self) -> str:
-        return self.render()
-
-    def render(self) -> str:
-        """The human report: the verdict, then each record's origin with its content beside it."""
-        out = [f"{self.verdict.upper()}: {self.summary}", f"  read {self.source}"
-               + (f" ({self.target})" if self.target else "")]
-        for i, r in enumerate(self.records, 1):
-            o = r.origin
-            out.append(f"  record {i} at .{r.path} (line at byte {r.offset}, {r.type or '?'}, {r.timestamp or 'no time'})"
-                       + (f" in {r.transcript}" if r.transcript else ""))
-            out.append(f"    content:  {_one_line(r.content)}")
-            out.append(f"    origin:   kind={o.get('kind')} verifiedPeerPid={o.get('verifiedPeerPid')} "
-                       f"procStart={o.get('verifiedPeerProcStart')} from={o.get('from')} msg_id={o.get('msg_id')}"
-                       + (f" name={o.get('name')}" if o.get("name") else ""))
-            out.append(f"    claims:   from={r.claim} hop={r.header.get('hop')} (claims, not proof)")
-            if r.hop_chain:
-                out.append(f"    hopChain: {r.hop_chain} (corroboration only)")
-            out.append(f"    verdict:  {r.verdict}: {r.sender}; {r.detail}")
-        for c in self.codex:
-            out.append(f"  turn {c.turn_id} trigger={c.turn_trigger} client_id={c.client_id}"
-                       + (" (queued by this relay: same client_id in the ledger)" if c.queued_by_us else ""))
-            out.append(f"    content:  {_one_line(c.content)}")
-        if self.oversized_lines:
-            out.append(f"  note: {self.oversized_lines} line(s) over 8 MiB were skipped unread")
-        return "\n".join(out)
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ⏎ ".join(part for part in text.split("\n") if part.strip())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-# ---- who is a pid ----------------------------------------------------------------------------
-
-
-def _address(sender: str | None) -> str | None:
-    return sender.partition("@")[2] or None if sender and "@" in sender else None
-
-
-def _relay_wrote(ledger: Ledger | None, relay_id: str, msg_id: Any) -> bool:
-    """Did this ledger's relay write a frame with this msg_id for this relay id?"""
-    if ledger is None or not msg_id:
-        return False
-    return any(e.data.get("msg_id") == msg_id for e in ledger.events(relay_id=relay_id, kind="stage:write"))
-
-
-def judges_for(cfg: Path) -> OriginJudge:
-    """The agents' own rules for "which session is this pid" (agents.origin), with the Claude
-    registry the transcript belongs to."""
-    env = dict(os.environ)
-    env["CLAUDE_CONFIG_DIR"] = str(cfg)
-    return OriginJudge.default(env)
-
-
-def judge(hit: OriginHit, relay_id: str, cfg: Path, ledger: Ledger | None,
-          agents: OriginJudge | None = None) -> CheckedRecord:
-    """The verdict on one origin record's kernel pid (see the module docstring).
-
-    Which session a pid is, is each agent's own rule (`identify_process`: a Claude session is a
-    live record whose pid holds its listening socket), walked up the pid's parents so a
-    `relay` run by a session's tool is attributed to that session as the relay it is."""
-    agents = agents or judges_for(cfg)
-    o = hit.origin
-    pid = o.get("verifiedPeerPid")
-    start = o.get("verifiedPeerProcStart")
-    claim = hit.header.get("from")
-    addr = _address(claim)
-    hop = hit.header.get("hop", "0")
-    base = dict(path=hit.path, type=hit.type, offset=hit.offset, timestamp=hit.timestamp, content=hit.content,
-                origin=o, header=hit.header, claim=claim,
-                hop_chain=o.get("hopChain") if isinstance(o.get("hopChain"), list) else None)
-    if o.get("kind") != "peer" or not isinstance(pid, int) or pid <= 0:
-        return CheckedRecord(**base, verdict="unknown process", sender="no kernel pid",
-                             detail=f"origin kind {o.get('kind')!r} carries no verifiedPeerPid (typed, or not a peer message)")
-    alive = proc_start(pid) is not None and (start is None or proc_start(pid) == str(start))
-    # 1. the operator's relay: the pid in the claimed operator address, and this ledger wrote that msg_id
-    if addr and addr.rsplit(".", 1)[-1] == str(pid) and _relay_wrote(ledger, relay_id, o.get("msg_id")):
-        state = "still running" if alive else "since exited"
-        return CheckedRecord(**base, verdict="verified", sender=f"the operator's relay (pid {pid}, {state})",
-                             detail=f"this ledger recorded writing msg_id {o.get('msg_id')} for {relay_id}; a relay's "
-                                    "pid is the relay that connected, the operator who approved it is the author")
-    # 2. a genuine session (each agent's rule), possibly as the parent of the process that connected
-    ident, chain = agents.identify(pid) if alive else (None, ())
-    if ident is not None:
-        via = f" via pid {pid}" if ident.pid != pid else ""
-        who = f"{ident.spec} (pid {ident.pid}{via}): {ident.evidence}"
-        if addr is None or addr in ident.claimable:
-            return CheckedRecord(**base, verdict="verified", sender=who, detail="the claimed sender is this session")
-        if hop != "0":
-            return CheckedRecord(**base, verdict="verified", sender=who,
-                                 detail=f"relayed by {ident.spec} at hop {hop}: it connected; the author {claim} is a claim")
-        return CheckedRecord(**base, verdict="mismatch", sender=who,
-                             detail=f"claims {claim} at hop 0, but connected as {ident.spec}")
-    # 3. a claim naming a live session the pid is not: mismatch
-    named = agents.named(addr) if addr else None
-    if named:
-        return CheckedRecord(**base, verdict="mismatch", sender=f"pid {pid}" + ("" if alive else " (exited)"),
-                             detail=f"claims {claim}, which names the live session {named}, but pid {pid} is not that "
-                                    "session (it holds no session's listening socket, nor does a parent)")
-    if not alive:
-        return CheckedRecord(**base, verdict="unknown process", sender=f"pid {pid} (exited)",
-                             detail="it is no session now and this ledger did not write it: it cannot be checked "
-                                    "after the fact")
-    return CheckedRecord(**base, verdict="unknown process", sender=f"pid {pid} ({_exe(pid)})",
-                         detail="a live process that holds no session's listening socket (nor does any parent) and "
-                                "that this ledger did not write for: an injector, not a session")
-
-
-def _exe(pid: int) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return "exe unreadable"
-
-
-# ---- reports -----------------------------------------------------------------------------
-
-
-def claude_report(relay_id: str, transcript: Path, *, cfg: Path, ledger: Ledger | None,
-                  target: str | None = None) -> VerifyReport:
-    if not transcript.exists():
-        raise UsageError(f"no transcript at {transcript}: pass an existing file (--transcript FILE)")
-    if transcript.is_dir():
-        raise UsageError(f"{transcript} is a directory: pass one transcript .jsonl file")
-    try:
-        scan = find_relay_id(transcript, relay_id)
-    except OSError as exc:
-        raise UsageError(f"cannot read {transcript}: {exc.strerror or exc}") from None
-    agents = judges_for(cfg) if scan.hits else None
-    records = [judge(h, relay_id, cfg, ledger, agents) for h in scan.hits]
-    return conclude(relay_id, records, source=str(transcript), target=target, bytes_scanned=scan.bytes_scanned,
-                    oversized_lines=scan.oversized_lines)
-
-
-def conclude(relay_id: str, records: list[CheckedRecord], **common: Any) -> VerifyReport:
-    """One verdict over every record found: none, one (its verdict), or several (not unique)."""
-    if not records:
-        return VerifyReport(relay_id=relay_id, records=records, **common, verdict="none found",
-                            summary=f"no origin record (.origin or .attachment.origin) has an envelope with id={relay_id}")
-    if len(records) > 1:
-        return VerifyReport(relay_id=relay_id, records=records, **common, verdict="ambiguous",
-                            summary=f"{len(records)} records carry id={relay_id}: the id is not unique, so neither is "
-                                    "trusted (resolve that first; nothing here guesses which is real)")
-    r = records[0]
-    return VerifyReport(relay_id=relay_id, records=records, **common, verdict=r.verdict,
-                        summary=f"id={relay_id} at .{r.path}: {r.sender}")
-
-
-def codex_report(relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
-    """Codex keeps no provenance: show the turn(s) whose user message carries the id, nothing more."""
-    rollout = target.detail.get("rollout")
-    note = ("Codex keeps no provenance: a queued or typed message is plain user input to the model, "
-            "indistinguishable from the operator; the envelope's from= is a convention, not evidence")
-    if not rollout or not Path(str(rollout)).exists():
-        return VerifyReport(relay_id=relay_id, source=str(rollout or "no rollout yet"), target=target.spec, kind="codex",
-                            verdict="none found", summary=f"{note}; {target.spec} has no rollout to search")
-    ours: set[str] = set()
-    if ledger is not None:
-        for e in ledger.events(relay_id=relay_id):
-            for cid in (e.data.get("client_id"), (e.data.get("row") or {}).get("client_id")):
-                if cid:
-                    ours.add(str(cid))
-    turns, scanned = turns_carrying(rollout, relay_id)
-    found = [CodexFinding(**t.model_dump(), queued_by_us=bool(t.client_id) and t.client_id in ours) for t in turns]
-    verdict: Overall = "no provenance" if found else "none found"
-    where = f"{len(found)} turn(s) of {target.spec} carry id={relay_id}" if found else f"no turn of {target.spec} carries id={relay_id}"
-    return VerifyReport(relay_id=relay_id, source=str(rollout), target=target.spec, kind="codex", verdict=verdict,
-                        summary=f"{note}; {where}", codex=found, bytes_scanned=scanned)
-
-
-# ---- entry points ----------------------------------------------------------------------------
-
-
-def _claude_cfg(target: Target | None) -> Path:
-    from relay_repl.agents.claude_code.peer import claude_config_dir
-
-    rec = target.detail.get("record") if target is not None else None
-    return Path(str(rec)).parent.parent if rec else claude_config_dir()
-
-
-def _transcript_of(target: Target) -> Path | None:
-    from relay_repl.agents.claude_code import transcript_for
-
-    return transcript_for(target)
+__all__ = ["CheckedRecord", "TurnFinding", "VerifyReport", "check_id", "verify_everywhere", "verify_file",
+           "verify_target"]
 
 
 def check_id(relay_id: str) -> str:
@@ -282,40 +44,53 @@ def check_id(relay_id: str) -> str:
 
 
 def verify_file(relay_id: str, transcript: str | Path, ledger: Ledger | None = None) -> VerifyReport:
-    """Audit any Claude transcript file (after the fact): pids are checked against the registry now."""
-    return claude_report(check_id(relay_id), Path(transcript).expanduser(), cfg=_claude_cfg(None), ledger=ledger)
+    """Audit any receiver file after the fact (a kind that audits loose files: one whose records
+    carry provenance); pids are checked against the registries now."""
+    relay_id = check_id(relay_id)
+    path = Path(transcript).expanduser()
+    if not path.exists():
+        raise UsageError(f"no transcript at {path}: pass an existing file (--transcript FILE)")
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory: pass one transcript .jsonl file")
+    for k in kinds():
+        report = k.verify_file(relay_id, path, ledger)
+        if report is not None:
+            return report
+    raise UsageError("no registered agent kind audits a loose file: name a target (--in KIND:NAME)")
 
 
 def verify_target(relay_id: str, target: Target, ledger: Ledger | None = None) -> VerifyReport:
-    """Audit one discovered target: a Claude transcript's origin records, or what a Codex rollout knows."""
+    """Audit one discovered target, as its agent kind reads its own record."""
     relay_id = check_id(relay_id)
-    if "rollout" in target.detail and "transcript" not in target.detail:  # the agent keeps a rollout, not origins
-        return codex_report(relay_id, target, ledger)
-    path = _transcript_of(target)
-    if path is None or not path.exists():
-        return VerifyReport(relay_id=relay_id, source=str(path or "no transcript yet"), target=target.spec,
-                            verdict="none found", summary=f"{target.spec} has no transcript yet (no turn has run)")
-    return claude_report(relay_id, path, cfg=_claude_cfg(target), ledger=ledger, target=target.spec)
+    kind = kind_for(target.kind)
+    if kind is None:
+        return VerifyReport(relay_id=relay_id, source="no record", target=target.spec, kind=target.kind,
+                            verdict="no provenance", summary=f"{target.spec}: no agent kind {target.kind!r} is registered")
+    return kind.verify(relay_id, target, ledger)
 
 
 def verify_everywhere(relay_id: str, targets: list[Target], ledger: Ledger | None = None) -> VerifyReport:
-    """No target named: every live Claude target's transcript, as one audit (Codex keeps no origins)."""
+    """No target named: every live target whose record carries provenance, as one audit."""
     relay_id = check_id(relay_id)
     records: list[CheckedRecord] = []
     sources: list[str] = []
     scanned = oversized = 0
+    read: set[str] = set()
     for t in targets:
-        if not t.live or "transcript" not in t.detail:
+        kind = kind_for(t.kind)
+        if not t.live or kind is None or kind.provenance != "kernel":
             continue
-        path = _transcript_of(t)
-        if path is None or not path.exists():
+        found = kind.origin_records(relay_id, t, ledger)
+        if found is None:
             continue
-        scan = find_relay_id(path, relay_id)
-        sources.append(f"{t.spec}: {path}")
-        scanned += scan.bytes_scanned
-        oversized += scan.oversized_lines
-        agents = judges_for(_claude_cfg(t)) if scan.hits else None
-        records += [judge(h, relay_id, _claude_cfg(t), ledger, agents).model_copy(update={"transcript": str(path)})
-                    for h in scan.hits]
-    source = "; ".join(sources) if sources else "no live Claude transcript to read"
-    return conclude(relay_id, records, source=source, bytes_scanned=scanned, oversized_lines=oversized)
+        recs, source, n, big = found
+        read.add(t.kind)
+        records += recs
+        sources.append(source)
+        scanned += n
+        oversized += big
+    kernel = [k for k in kinds() if k.provenance == "kernel"]
+    labels = " or ".join(k.label for k in kernel) or "agent"
+    source = "; ".join(sources) if sources else f"no live {labels} record to read"
+    return conclude(relay_id, records, source=source, bytes_scanned=scanned, oversized_lines=oversized,
+                    kind=",".join(sorted(read or {k.kind for k in kernel})))

@@ -73,14 +73,13 @@ class Pane:
     def key(self) -> tuple[str, str]:
         return self.server.socket_path, self.pane_id
 
-    def as_detail(self) -> dict[str, object]:
-        """What a Target's detail records so a transport can reach the same pane."""
-        return {
-            "tmux_socket": self.server.socket_path,
-            "tmux_server": self.server.label,
-            "tmux_session": self.session_name,
-            "pane_current_command": self.current_command,
-        }
+    def target_fields(self) -> dict[str, str | None]:
+        """What a Target records so a transport can reach the same pane (its tmux server)."""
+        return {"tmux_socket": self.server.socket_path, "tmux_server": self.server.label}
+
+    def detail_fields(self) -> dict[str, str | None]:
+        """What a kind's detail (core.target.PaneDetail) records about the pane."""
+        return {"tmux_session": self.session_name, "pane_current_command": self.current_command}
 
 
 def _tmux_dir(env: Mapping[str, str]) -> Path:

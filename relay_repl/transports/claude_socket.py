@@ -28,6 +28,8 @@ fresh `<pid>-<8hex>.sock` name is planned instead (the receiver accepts any
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import os
 import secrets
 import uuid
@@ -41,11 +43,15 @@ from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import RelayError, TransportError
 from relay_repl.system.proc import proc_start
 from relay_repl.system.wire import encode_frames, peer_cred
+from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.claude_code import find_origin_records, peer_token, socket_is_ours
 from relay_repl.agents.claude_code import transcript_for as transcript_path
 from relay_repl.core.target import Target
 from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
+
+if TYPE_CHECKING:
+    from relay_repl.transports.registry import TransportContext
 
 RECEIPT_STATES = {
     "dropped": DeliveryState.FAILED,
@@ -61,6 +67,11 @@ class ClaudeSocketTransport(Transport):
     capabilities = Capabilities(receipts=True, live_only=True, same_uid_only=True)
     relies_on = "the messaging-socket wire format and transcript origin records were"
 
+    @classmethod
+    def from_context(cls, ctx: TransportContext) -> ClaudeSocketTransport:
+        """The `relay_repl.transports` entry point's factory."""
+        return cls(ctx.inbox, interrupt=ctx.interrupt)
+
     def __init__(self, inbox: Callable[[], Any] | None = None, *, interrupt: bool = False) -> None:
         """`inbox` returns the running Inbox (for receipts) or None."""
         self._inbox = inbox or (lambda: None)
@@ -74,7 +85,7 @@ class ClaudeSocketTransport(Transport):
         if self.name not in target.transports:
             return f"{target.spec} does not offer {self.name} (its agent lists {', '.join(target.transports) or 'none'})"
         # discovery checked this too; re-checked here because the socket may have changed since
-        ours, why = socket_is_ours(target.detail.get("socket"))
+        ours, why = socket_is_ours(target.socket)
         return None if ours else f"{why}: outside the same-uid trust boundary"
 
     def plan_notes(self, target: Target) -> tuple[str, ...]:
@@ -82,7 +93,7 @@ class ClaudeSocketTransport(Transport):
         if target.state == "busy":
             notes.append("target is busy: the message is absorbed at its next tool boundary or runs as the next turn")
         if target.state == "waiting":
-            notes.append(f"target is waiting ({target.detail.get('waitingFor', 'dialog')}): delivery may wait for the operator there")
+            notes.append(f"target is waiting ({ClaudeDetail.of(target).waiting_for or 'dialog'}): delivery may wait for the operator there")
         if self.interrupt:
             notes.append("priority now: this ABORTS the receiver's running model call")
         if self._inbox() is None:
@@ -93,7 +104,7 @@ class ClaudeSocketTransport(Transport):
     def _frame_note(self, target: Target) -> str:
         reply = self._reply_path(target)
         auth = "an auth frame with the receiver's peerToken, then " if peer_token(target) else ""
-        return (f"written to {target.detail.get('socket')} as {auth}one JSON line "
+        return (f"written to {target.socket} as {auth}one JSON line "
                 f'{{"type":"user","message":{{"role":"user","content":<payload 3>}},"msg_id":<new uuid>,'
                 f'"priority":"{"now" if self.interrupt else "next"}"'
                 + (f',"from":"uds:{reply}"' if reply else "") + "}; the receiving model reads "
@@ -107,7 +118,7 @@ class ClaudeSocketTransport(Transport):
         calls with choose=False and so binds the very path the plan named (or fails,
         never unlinking, if a file took that name since)."""
         inbox = self._inbox()
-        sock = target.detail.get("socket")
+        sock = target.socket
         if inbox is None or not sock:
             return None
         d = Path(sock).parent
@@ -155,7 +166,7 @@ class ClaudeSocketTransport(Transport):
         from anyio.abc import SocketAttribute
 
         self.require(approval, target, payload, f"{self.name} write to {target.spec}")
-        sock_path = target.detail["socket"]
+        sock_path = str(target.socket)
         log.checkpoint("connect")  # a relay-halt that arrived since the gate stops it here
         try:
             reply_sock = await self._reply_socket(target, approval)
@@ -163,7 +174,8 @@ class ClaudeSocketTransport(Transport):
             log.fail("listen", str(exc))
             return
         msg_id = str(uuid.uuid4())
-        delivery.extra.update(msg_id=msg_id, sender_pid=os.getpid(), sender_proc_start=proc_start(os.getpid()))
+        delivery.extra.msg_id, delivery.extra.sender_pid = msg_id, os.getpid()
+        delivery.extra.sender_proc_start = proc_start(os.getpid())
         frames: list[dict[str, Any]] = []
         token = peer_token(target)
         if token:
@@ -211,14 +223,14 @@ class ClaudeSocketTransport(Transport):
         """The transcript records carrying our msg_id (both origin paths), and the receipts so far."""
         import anyio
 
-        msg_id = delivery.extra.get("msg_id")
+        msg_id = delivery.extra.msg_id
         receipts = [e.data.get("receipt") for e in delivery.evidence if e.stage == "receipt"]
         if not msg_id:
             return Look(transport=self.name, verdict="no msg_id was recorded: nothing was written to the socket",
                         landed=None)
         path = transcript_path(target)
         hits = await anyio.to_thread.run_sync(find_origin_records, path, msg_id) if path else []
-        me_pid = delivery.extra.get("sender_pid")
+        me_pid = delivery.extra.sender_pid
         ours = [h for h in hits if h["origin"].get("verifiedPeerPid") == me_pid]
         data: dict[str, Any] = {"msg_id": msg_id, "transcript": str(path) if path else "none found",
                                 "receipts": receipts or "none"}
@@ -236,10 +248,10 @@ class ClaudeSocketTransport(Transport):
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
         import anyio
 
-        msg_id = delivery.extra.get("msg_id")
+        msg_id = delivery.extra.msg_id
         if not msg_id:
             return
-        me_pid, me_start = delivery.extra["sender_pid"], delivery.extra["sender_proc_start"]
+        me_pid, me_start = delivery.extra.sender_pid, delivery.extra.sender_proc_start
         seen_receipts = 0
 
         async def check() -> bool | None:
@@ -248,14 +260,14 @@ class ClaudeSocketTransport(Transport):
             inbox = self._inbox()
             receipts = [r for r in (inbox.receipts if inbox else []) if r.get("orig_msg_id") == msg_id]
             for r in receipts[seen_receipts:]:
-                ok, why = r.sent_by(target.pid, target.detail.get("procStart"))
+                ok, why = r.sent_by(target.pid, target.proc_start)
                 if not ok:  # any local process can write a frame to our inbox: a claim, logged, no state change
                     claim = f"{r.get('action')} {r.get('status') or r.get('state') or ''}".strip()
                     log.ledger.event("unverified-claim", delivery=delivery.key, relay_id=delivery.relay_id,
                                      data={"detail": f"unverified claim {claim!r} ignored, state unchanged: {why}",
                                            "claim": claim, "why": why, "frame": r.frame, "pid": r.pid,
                                            "proc_start": r.proc_start})
-                    delivery.extra.setdefault("unverified_claims", []).append(f"{claim}: {why}")
+                    delivery.extra.unverified_claims.append(f"{claim}: {why}")
                     log.progress(f"ignored an unverified receipt ({claim}): {why}")
                     continue
                 status = r.get("status", "?")
@@ -302,6 +314,11 @@ class ClaudeMessageTransport(ClaudeSocketTransport):
     name = "claude-code-message"
     capabilities = Capabilities(native_reply=True, receipts=True, live_only=True, same_uid_only=True)
 
+    @classmethod
+    def from_context(cls, ctx: TransportContext) -> ClaudeMessageTransport:
+        """The `relay_repl.transports` entry point's factory."""
+        return cls(ctx.inbox, ctx.registration, interrupt=ctx.interrupt)
+
     def __init__(self, inbox: Callable[[], Any] | None = None, registration: Callable[[], Any] | None = None,
                  **kw: Any) -> None:
         super().__init__(inbox, **kw)
@@ -314,7 +331,7 @@ class ClaudeMessageTransport(ClaudeSocketTransport):
         reg = self._registration()
         if reg is None:
             return "the operator inbox is not listed as a Claude peer: run `await session.register_inbox()` first"
-        if Path(reg.socket_path).parent != Path(target.detail["socket"]).parent:
+        if Path(reg.socket_path).parent != Path(str(target.socket)).parent:
             return "the listed inbox is in another socket directory than the target's: its reply could not reach us"
         return None
 

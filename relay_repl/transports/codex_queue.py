@@ -16,6 +16,8 @@ Why this shape (codex.md section 3, seed section 7):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import functools
 import os
 import re
@@ -24,11 +26,14 @@ from typing import Any
 from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
-from relay_repl.agents.codex import (RolloutScan, codex_command_env, codex_home, find_in_rollout, read_item, rollout_for,
-                                     turns_since)
+from relay_repl.agents.codex.detail import CodexDetail
+from relay_repl.agents.codex import RolloutScan, codex_command_env, codex_home, read_item, rollout_path, turns_since
 from relay_repl.core.target import Target
 from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
+
+if TYPE_CHECKING:
+    from relay_repl.transports.registry import TransportContext
 
 QUEUED = re.compile(r"Queued message (?P<item>[0-9a-fA-F-]{36}) for thread (?P<thread>[0-9a-fA-F-]{36})\.")
 
@@ -37,6 +42,11 @@ class CodexQueueTransport(Transport):
     name = "codex-queue"
     capabilities = Capabilities(durable=True)
     relies_on = "the queue schema, rollout records and daemon protocol were"
+
+    @classmethod
+    def from_context(cls, ctx: TransportContext) -> CodexQueueTransport:
+        """The `relay_repl.transports` entry point's factory."""
+        return cls()
 
     def __init__(self, codex_bin: str | None = None) -> None:
         self.codex_bin = codex_bin
@@ -53,15 +63,16 @@ class CodexQueueTransport(Transport):
             return f"{target.spec} does not offer {self.name} (its agent lists {', '.join(target.transports) or 'none'})"
         if not re.fullmatch(r"[0-9a-fA-F-]{36}", target.address):
             return f"{target.spec} has no thread uuid"
-        if target.detail.get("queue_note"):
-            return str(target.detail["queue_note"])
+        note = CodexDetail.of(target).queue_note
+        if note:
+            return note
         return self.version_refusal(target)
 
     def plan_notes(self, target: Target) -> tuple[str, ...]:
         notes = []
         if target.state == "never-idle":
             notes.append("goal-controller thread: the queue item runs at the next turn boundary, ahead of the goal continuation")
-        if target.detail.get("plan_mode"):
+        if CodexDetail.of(target).plan_mode:
             notes.append("target is in Plan mode: Codex 0.169.0 still runs the queued message, but as a planning turn "
                          "(the agent plans and does not change files)")
         if not target.live:
@@ -99,10 +110,10 @@ class CodexQueueTransport(Transport):
         if m.group("thread").lower() != target.address.lower():
             log.fail("enqueue", f"codex queue answered for thread {m.group('thread')}, not {target.address}")
             return
-        delivery.extra["item_id"] = m.group("item")
+        delivery.extra.item_id = m.group("item")
         row = read_item(home, m.group("item"))
         if row:
-            delivery.extra["client_id"] = row["client_id"]
+            delivery.extra.client_id = row["client_id"]
         log("enqueue", DeliveryState.QUEUED, f"queued as item {m.group('item')}", item_id=m.group("item"),
             row=row, stdout=out.strip())
 
@@ -111,13 +122,13 @@ class CodexQueueTransport(Transport):
         import anyio
 
         home = codex_home(target)
-        item = delivery.extra.get("item_id")
+        item = delivery.extra.item_id
         if not item:
             return Look(transport=self.name, landed=None,
                         verdict="no queue item id was recorded: `codex queue` never printed one, nothing was queued")
         row = await anyio.to_thread.run_sync(read_item, home, item)
-        rollout = rollout_for(home, target.address, target.detail.get("rollout"))
-        client_id = (row or {}).get("client_id") or delivery.extra.get("client_id")
+        rollout = rollout_path(home, target.address, target.evidence_file)
+        client_id = (row or {}).get("client_id") or delivery.extra.client_id
         hit = await anyio.to_thread.run_sync(
             lambda: find_in_rollout(rollout, client_id=client_id, text=payload)) if rollout else None
         turns = await anyio.to_thread.run_sync(turns_since, rollout, delivery.started) if rollout else []
@@ -142,7 +153,7 @@ class CodexQueueTransport(Transport):
         import anyio
 
         home = codex_home(target)
-        item = delivery.extra.get("item_id")
+        item = delivery.extra.item_id
         if not item:
             return
         dequeued = False
@@ -154,7 +165,7 @@ class CodexQueueTransport(Transport):
             nonlocal dequeued
             row = last["row"] = await anyio.to_thread.run_sync(read_item, home, item)
             if row is not None:
-                delivery.extra["client_id"] = row["client_id"] or delivery.extra.get("client_id")
+                delivery.extra.client_id = row["client_id"] or delivery.extra.client_id
                 if row["state"] == "failed":
                     log.fail("readback", f"Codex marked queue item {item} failed: {row['failure']}", row=row)
                     return True
@@ -162,10 +173,10 @@ class CodexQueueTransport(Transport):
             if not dequeued:
                 dequeued = True
                 log("readback", DeliveryState.DEQUEUED, f"item {item} left queue_1.sqlite (dequeued, not yet seen in a turn)")
-            rollout = rollout_for(home, target.address, target.detail.get("rollout"))
+            rollout = rollout_path(home, target.address, target.evidence_file)
             scan = scans.setdefault(str(rollout), RolloutScan(rollout)) if rollout else None
             hit = await anyio.to_thread.run_sync(
-                functools.partial(scan.find, client_id=delivery.extra.get("client_id"), text=payload)
+                functools.partial(scan.find, client_id=delivery.extra.client_id, text=payload)
             ) if scan else None
             if not hit:
                 return None

@@ -36,6 +36,8 @@ transport, this pane, for literal text these exact bytes) and refuses without it
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import functools
 import math
 import os
@@ -51,7 +53,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents import agent_for
-from relay_repl.agents.agent import Agent
+from relay_repl.agents.kind import AgentKind as Agent
 from relay_repl.core.approval import Approval, check
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, check_typed_line
@@ -62,6 +64,9 @@ from relay_repl.system.tmux import run as run_tmux
 from relay_repl.agents.screens.model import ScreenReading, Snapshot, SubmitHint
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
+
+if TYPE_CHECKING:
+    from relay_repl.transports.registry import TransportContext
 from relay_repl.transports.tmux_steps import Action, Decision, Phase, StepContext, decide
 
 T = TypeVar("T")
@@ -96,7 +101,7 @@ class Baseline(BaseModel):
 
 
 class TmuxProgress(BaseModel):
-    """How far a tmux delivery got, kept in `delivery.extra["tmux"]` as its JSON dump
+    """How far a tmux delivery got, kept in `delivery.extra.tmux` as its JSON dump
     (the ledger stores it; the debugger's fresh process reads it back with `of`).
 
     Monotonic times (`started`, `typed_at`, ...) mean something only in the process
@@ -121,11 +126,11 @@ class TmuxProgress(BaseModel):
     @classmethod
     def of(cls, delivery: Delivery) -> TmuxProgress:
         """The progress recorded on `delivery` (empty if none)."""
-        return cls.model_validate(delivery.extra.get("tmux") or {})
+        return cls.model_validate(delivery.extra.tmux or {})
 
     def save(self, delivery: Delivery) -> None:
-        """Write back into `delivery.extra["tmux"]` (call after each change, before logging)."""
-        delivery.extra["tmux"] = self.model_dump(mode="json", exclude_none=True)
+        """Write back into `delivery.extra.tmux` (call after each change, before logging)."""
+        delivery.extra.tmux = self.model_dump(mode="json", exclude_none=True)
 
 
 class PaneIO:
@@ -161,10 +166,10 @@ class PaneIO:
             return None
         from relay_repl.system.panes import tmux_servers
 
-        rostered = target.detail.get("tmux_socket")
+        rostered = target.tmux_socket
         candidates: list[tuple[str, str]] = []
         if rostered:
-            candidates.append((str(rostered), str(target.detail.get("tmux_server") or "rostered")))
+            candidates.append((rostered, target.tmux_server or "rostered"))
         else:
             candidates += [(s.socket_path, s.label) for s in tmux_servers(self.env)]
         for sock, label in candidates:
@@ -258,6 +263,11 @@ class TmuxTransport(Transport):
     capabilities: ClassVar[Capabilities] = Capabilities(live_only=True, needs_pane=True)
     relies_on: ClassVar[str | None] = "the screen classifiers and typed-line evidence records were"
 
+    @classmethod
+    def from_context(cls, ctx: TransportContext) -> TmuxTransport:
+        """The `relay_repl.transports` entry point's factory."""
+        return cls()
+
     def __init__(
         self,
         io: PaneIO | None = None,
@@ -310,8 +320,6 @@ class TmuxTransport(Transport):
         busy = agent.tmux_busy_note(target) if agent else None
         if busy:
             notes.append(busy)
-        if target.detail.get("plan_mode"):
-            notes.append("target is in Plan mode: the agent will plan, not act, on this message")
         return tuple(notes)
 
     def delivered_when(self, target: Target, envelope: Envelope) -> str:
@@ -397,7 +405,7 @@ class TmuxTransport(Transport):
             self._refuse(delivery, log, "preflight", f"no screen classifier for {target.kind!r}")
             return
         try:
-            check_typed_line(payload)
+            check_typed_line(payload, agent.ui_mode_chars())  # the receiver's own UI-mode characters
         except EnvelopeError as exc:
             self._refuse(delivery, log, "preflight", str(exc))
             return

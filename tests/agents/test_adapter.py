@@ -35,9 +35,10 @@ def test_transport_capabilities_are_the_documented_ones():
 
 
 def test_ui_mode_chars_follow_the_facts_not_the_seed():
-    # codex.md §4: `#` is literal there, `?` is swallowed; Claude keeps the seed's set.
+    # codex.md §4: `#` is literal there, `?` is swallowed; Claude keeps the seed's set plus `?`
+    # (its shortcuts panel, adapters/claude-code.md Screen marks).
     assert set(load_adapter("codex").screen.ui_mode_chars) == set("/@!?")
-    assert set(load_adapter("claude-code").screen.ui_mode_chars) == set("/!#@")
+    assert set(load_adapter("claude-code").screen.ui_mode_chars) == set("/!#@?")
 
 
 # Literal captures from the facts documents (codex.md §4, claude-code.md §6).
@@ -166,16 +167,19 @@ def test_adapters_dir_override_and_kind_check(tmp_path, monkeypatch):
 def test_each_adapter_names_a_classifier_module_that_exists():
     import relay_repl.agents.screens as screens
 
+    from relay_repl.agents import agent_for
+
     for kind in ("claude-code", "codex"):
         module = screens.for_kind(kind)
-        assert module is not None and module.__name__.endswith("." + load_adapter(kind).screen.classifier)
+        assert module is not None and module.__name__ == load_adapter(kind).screen.classifier
+        assert agent_for(kind).screen() is module  # the kind's own screen() and its adapter agree
 
 
 def test_one_codex_footer_pattern_for_discovery_and_the_classifier():
     """Discovery (footer names the thread) and the tmux preflight (screen classifier) read
     the same pattern from the adapter, so they cannot reach different verdicts on a pane."""
     from relay_repl.agents.codex import footer_thread_name
-    from relay_repl.agents.screens import codex as screen
+    from relay_repl.agents.codex import screen
     from relay_repl.agents.screens.model import Snapshot
 
     pats = load_adapter("codex").screen.compiled("footer")

@@ -20,7 +20,8 @@ import anyio
 import libtmux
 import pytest
 
-from relay_repl.agents import ClaudeProvider, PaneRoster
+from relay_repl.agents import PaneRoster
+from relay_repl.agents.claude_code import ClaudeProvider
 from relay_repl.agents.claude_code.provider import _java_hash, munge_cwd, transcript_path
 from relay_repl.system.proc import proc_start
 from relay_repl.core.errors import AmbiguousTarget, StaleTarget
@@ -156,7 +157,7 @@ async def test_live_record_is_live_with_socket_transports(cfg, tmp_path, procs, 
     assert t.address == sock and t.state == "idle"
     assert t.transports == ("claude-code-socket", "claude-code-message")
     assert t.pane is None  # no pane runs it: tmux is not offered
-    assert t.detail["procStart"] == proc_start(pid) and t.detail["socket"] == sock
+    assert t.proc_start == proc_start(pid) and t.socket == sock
     assert "registry files only (claude binary not found" in t.identified_by
     assert f"procStart {proc_start(pid)} matches" in t.identified_by
 
@@ -168,9 +169,9 @@ async def test_dead_pid_and_reused_pid_are_stale_and_never_offered(cfg, tmp_path
     write_record(cfg, reused, start="1", name="beta", sock=sockets("reused.sock"))
     ts = by_pid(await provider(cfg, tmp_path).discover())
     assert not ts[gone].live and ts[gone].transports == () and ts[gone].state == "unknown"
-    assert ts[gone].detail["stale_reason"] == f"pid {gone} is not running"
+    assert ts[gone].stale_reason == f"pid {gone} is not running"
     assert not ts[reused].live and ts[reused].transports == ()
-    assert "was reused: procStart 1 recorded" in ts[reused].detail["stale_reason"]
+    assert "was reused: procStart 1 recorded" in ts[reused].stale_reason
     assert ts[reused].identified_by.startswith(f"sessions/{reused}.json: stale")
 
 
@@ -178,7 +179,7 @@ async def test_record_without_procstart_is_not_trusted(cfg, tmp_path, procs):
     pid = procs()
     write_record(cfg, pid, start=None)
     (t,) = await provider(cfg, tmp_path).discover()
-    assert not t.live and "no procStart" in t.detail["stale_reason"]
+    assert not t.live and "no procStart" in t.stale_reason
 
 
 async def test_unreadable_records_become_entries_not_crashes(cfg, tmp_path, procs):
@@ -192,11 +193,11 @@ async def test_unreadable_records_become_entries_not_crashes(cfg, tmp_path, proc
     ts = await provider(cfg, tmp_path).discover()
     live = [t for t in ts if t.live]
     assert [t.pid for t in live] == [good]
-    broken = {t.name: t for t in ts if t.detail.get("unreadable")}
+    broken = {t.name: t for t in ts if t.detail.unreadable}
     assert set(broken) == {"111", "222", "333"}
-    assert "not a valid record" in broken["111"].detail["stale_reason"]
-    assert "unreadable" in broken["222"].detail["stale_reason"]
-    assert "names pid" in broken["333"].detail["stale_reason"]
+    assert "not a valid record" in broken["111"].stale_reason
+    assert "unreadable" in broken["222"].stale_reason
+    assert "names pid" in broken["333"].stale_reason
     assert all(not t.live and "\n" not in t.identified_by for t in broken.values())
 
 
@@ -219,7 +220,7 @@ async def test_listing_is_authoritative_and_gets_the_config_dir(cfg, tmp_path, p
     assert seen.read_text().strip() == f"agents --json|{cfg}"
     assert ts[listed].live and ts[listed].identified_by.startswith(f"claude agents --json + sessions/{listed}.json")
     assert not ts[unlisted].live
-    assert "does not list it" in ts[unlisted].detail["stale_reason"]
+    assert "does not list it" in ts[unlisted].stale_reason
 
 
 async def test_the_listing_runs_without_nonessential_traffic_unless_the_operator_set_it(cfg, tmp_path, procs):
@@ -279,10 +280,10 @@ async def test_status_mapping(cfg, tmp_path, procs):
         extra = {"waitingFor": "permission prompt"} if status == "waiting" else {}
         write_record(cfg, pid, name=f"s-{status}", status=status, **extra)
     ts = by_pid(await provider(cfg, tmp_path).discover())
-    got = {s: (ts[p].state, ts[p].detail["status_raw"]) for s, p in pids.items()}
+    got = {s: (ts[p].state, ts[p].detail.status_raw) for s, p in pids.items()}
     assert got == {"idle": ("idle", "idle"), "busy": ("busy", "busy"), "waiting": ("waiting", "waiting"),
                    "shell": ("idle", "shell"), None: ("unknown", None)}
-    assert ts[pids["waiting"]].detail["waitingFor"] == "permission prompt"
+    assert ts[pids["waiting"]].detail.waiting_for == "permission prompt"
 
 
 async def test_two_live_sessions_with_one_name_are_both_live_and_the_session_refuses(cfg, tmp_path, procs, sockets):
@@ -311,9 +312,9 @@ async def test_socket_transports_need_a_real_socket_we_own(cfg, tmp_path, procs)
     write_record(cfg, missing, name="c", sock=str(tmp_path / "gone.sock"))
     ts = by_pid(await provider(cfg, tmp_path).discover())
     assert all(ts[p].live and ts[p].transports == () for p in (no_sock, file_sock, missing))
-    assert ts[no_sock].address == "" and "no messagingSocketPath" in ts[no_sock].detail["socket_note"]
-    assert "is not a socket" in ts[file_sock].detail["socket_note"]
-    assert "does not exist" in ts[missing].detail["socket_note"]
+    assert ts[no_sock].address == "" and "no messagingSocketPath" in ts[no_sock].detail.socket_note
+    assert "is not a socket" in ts[file_sock].detail.socket_note
+    assert "does not exist" in ts[missing].detail.socket_note
 
 
 async def test_pane_is_the_one_running_the_pid_never_the_record_tmux_field(cfg, tmp_path, tmux_server, procs, sockets):
@@ -327,10 +328,10 @@ async def test_pane_is_the_one_running_the_pid_never_the_record_tmux_field(cfg, 
     ts = by_pid(await provider(cfg, tmp_path, tmux=tmux_server).discover())
     assert ts[pane_pid].pane == pane.pane_id
     assert ts[pane_pid].transports == ("claude-code-socket", "claude-code-message", "tmux")
-    assert ts[pane_pid].detail["tmux_socket"].endswith(tmux_server.socket_name)
+    assert ts[pane_pid].tmux_socket.endswith(tmux_server.socket_name)
     assert f"pane {pane.pane_id} has pane_pid {pane_pid}" in ts[pane_pid].identified_by
     assert ts[child].pane is None and "tmux" not in ts[child].transports
-    assert ts[child].detail["record_tmux"] == f"w:@0.{pane.pane_id}"
+    assert ts[child].detail.record_tmux == f"w:@0.{pane.pane_id}"
 
 
 def test_java_hash_matches_java():
@@ -366,8 +367,8 @@ async def test_detail_carries_the_transcript_and_record_facts(cfg, tmp_path, pro
     tp.write_text("")
     (t,) = await provider(cfg, tmp_path).discover()
     d = t.detail
-    assert (d["sessionId"], d["cwd"], d["transcript"], d["transcript_exists"]) == ("s-1", "/w/p", str(tp), True)
-    assert (d["nameSource"], d["version"], d["version_verified"]) == ("user", "2.1.328", True)
+    assert (d.session_id, d.cwd, t.evidence_file, d.transcript_exists) == ("s-1", "/w/p", str(tp), True)
+    assert (d.name_source, t.client_version, t.client_status) == ("user", "2.1.328", "pinned")
 
 
 async def test_own_address_inside_a_claude_session(cfg, tmp_path, procs, sockets):

@@ -21,7 +21,9 @@ import libtmux
 import pytest
 from websockets.asyncio.server import unix_serve
 
-from relay_repl.agents import ClaudeProvider, CodexProvider, PaneRoster
+from relay_repl.agents import PaneRoster
+from relay_repl.agents.claude_code import ClaudeProvider
+from relay_repl.agents.codex import CodexProvider
 from relay_repl.agents.codex import footer_thread_name, read_session_index
 from relay_repl.agents.adapter import load_adapter
 from relay_repl.system.proc import file_key, lock_holders, parse_proc_locks, proc_start, read_proc_locks
@@ -253,10 +255,10 @@ async def test_union_of_locks_index_and_sqlite_with_names(home, tmp_path, holder
     assert ts[T1].identified_by.startswith("session_index.jsonl thread_name=relay-a; lock held by tui pid ")
     assert ts[T1].transports == ("codex-queue",)
     assert (ts[T2].name, ts[T2].live, ts[T2].transports) == ("relay-b", False, ())  # no rollout yet
-    assert ts[T2].detail["stale_reason"] == "not loaded (lock free)"
-    assert "no rollout yet" in ts[T2].detail["queue_note"]
+    assert ts[T2].stale_reason == "not loaded (lock free)"
+    assert "no rollout yet" in ts[T2].detail.queue_note
     assert (ts[T3].name, ts[T3].live) == ("fix the tests", False)  # never renamed: its title
-    assert ts[T3].detail["stale_reason"] == "not loaded (no lock file)"
+    assert ts[T3].stale_reason == "not loaded (no lock file)"
 
 
 async def test_unnamed_thread_is_named_by_uuid_and_rollout_found_without_sqlite(home, tmp_path, holders):
@@ -265,7 +267,7 @@ async def test_unnamed_thread_is_named_by_uuid_and_rollout_found_without_sqlite(
     holders(home / "thread-writer-locks" / f"{T1}.lock")
     (t,) = await provider(home, tmp_path).discover()
     assert t.name == T1 and t.address == T1 and t.live and t.transports == ("codex-queue",)
-    assert t.state == "unknown" and t.detail["state_source"] == "no daemon: lock only"
+    assert t.state == "unknown" and t.detail.state_source == "no daemon: lock only"
 
 
 async def test_kill_9_of_holder_leaves_an_unlocked_file_not_live(home, tmp_path, holders):
@@ -276,7 +278,7 @@ async def test_kill_9_of_holder_leaves_an_unlocked_file_not_live(home, tmp_path,
     proc.kill()
     proc.wait()
     (t,) = await provider(home, tmp_path).discover()
-    assert p.exists() and not t.live and t.detail["stale_reason"] == "not loaded (lock free)"
+    assert p.exists() and not t.live and t.stale_reason == "not loaded (lock free)"
 
 
 async def test_holder_kinds(home, tmp_path, holders):
@@ -287,10 +289,10 @@ async def test_holder_kinds(home, tmp_path, holders):
     holders(home / "thread-writer-locks" / f"{T2}.lock", extra=("exec",))
     holders(home / "thread-writer-locks" / f"{T3}.lock", extra=("--no-daemon",))
     ts = by_id(await provider(home, tmp_path).discover())
-    assert [ts[t].detail["holder_kind"] for t in (T1, T2, T3)] == ["daemon", "exec", "tui"]
+    assert [ts[t].detail.holder_kind for t in (T1, T2, T3)] == ["daemon", "exec", "tui"]
     assert ts[T1].pid == dpid
     # daemon-held but no control socket: unknown, and said why
-    assert ts[T1].state == "unknown" and "control socket" in ts[T1].detail["state_source"]
+    assert ts[T1].state == "unknown" and "control socket" in ts[T1].detail.state_source
 
 
 async def test_daemon_status_mapping_and_helper_filter(home, tmp_path, holders, daemon):
@@ -310,7 +312,7 @@ async def test_daemon_status_mapping_and_helper_filter(home, tmp_path, holders, 
     ts = by_id(await provider(home, tmp_path).discover())
     assert {t: ts[t].state for t in ts} == {T1: "idle", T2: "busy", T3: "waiting"}
     assert ts[T1].identified_by == f"session_index.jsonl thread_name=idle-one; lock held by daemon pid {dpid}; status idle from daemon"
-    assert ts[T3].detail["status_raw"] == {"type": "active", "activeFlags": ["waitingOnApproval"]}
+    assert ts[T3].detail.status_raw == {"type": "active", "activeFlags": ["waitingOnApproval"]}
     assert fake.calls[:3] == ["initialize", "initialized", "thread/loaded/list"]
     assert fake.calls.count("thread/read") == 4
 
@@ -324,7 +326,7 @@ async def test_unreachable_daemon_gives_unknown_with_reason(home, tmp_path, hold
     t0 = time.perf_counter()
     (t,) = await provider(home, tmp_path, daemon_timeout=1.0).discover()
     assert time.perf_counter() - t0 < 2
-    assert t.live and t.state == "unknown" and t.detail["state_source"].startswith("daemon unreachable:")
+    assert t.live and t.state == "unknown" and t.detail.state_source.startswith("daemon unreachable:")
 
 
 async def test_active_goal_makes_a_thread_never_idle(home, tmp_path, holders, daemon):
@@ -336,9 +338,9 @@ async def test_active_goal_makes_a_thread_never_idle(home, tmp_path, holders, da
     await daemon({T1: {"type": "idle"}, T2: {"type": "idle"},
                   T3: {"type": "active", "activeFlags": ["waitingOnUserInput"]}})
     ts = by_id(await provider(home, tmp_path).discover())
-    assert ts[T1].state == "never-idle" and ts[T1].detail["goal_objective"] == "keep the suite green"
+    assert ts[T1].state == "never-idle" and ts[T1].detail.goal_objective == "keep the suite green"
     assert "goal active (auto-resumes)" in ts[T1].identified_by
-    assert ts[T2].state == "idle" and ts[T2].detail["goal_status"] == "complete"
+    assert ts[T2].state == "idle" and ts[T2].detail.goal_status == "complete"
     assert ts[T3].state == "waiting"  # waiting on the operator beats the goal loop
 
 
@@ -405,7 +407,7 @@ async def test_daemon_in_a_pane_is_never_rostered_by_ancestry(home, tmp_path, ho
         if t.live:
             break
         await anyio.sleep(0.05)
-    assert t.live and t.detail["holder_kind"] == "daemon" and t.pane is None
+    assert t.live and t.detail.holder_kind == "daemon" and t.pane is None
 
 
 async def wait_screen(pane: libtmux.Pane, text: str) -> None:
@@ -435,7 +437,7 @@ async def test_footer_names_the_thread_unique_among_panes(home, tmp_path, holder
     assert f"pane {a.pane_id}: footer names thread 'relay-a'" in ts[T1].identified_by
     assert ts[T1].transports == ("tmux",)
     assert ts[T2].pane is None and ts[T3].pane is None  # one footer, two threads named twin
-    assert "shared by 2 thread(s)" in ts[T2].detail["pane_note"]
+    assert "shared by 2 thread(s)" in ts[T2].detail.pane_note
 
 
 async def test_two_panes_with_one_footer_roster_neither(home, tmp_path, holders, daemon, tmux_server):
@@ -450,7 +452,7 @@ async def test_two_panes_with_one_footer_roster_neither(home, tmp_path, holders,
         await wait_screen(p, "/work · relay-a")
     (t,) = await provider(home, tmp_path, tmux_server).discover()
     assert t.live and t.pane is None and "tmux" not in t.transports
-    assert "1 thread(s) and 2 pane(s)" in t.detail["pane_note"]
+    assert "1 thread(s) and 2 pane(s)" in t.detail.pane_note
 
 
 async def test_resume_uuid_in_argv_rosters_the_pane(home, tmp_path, holders, daemon, tmux_server):

@@ -24,7 +24,9 @@ import anyio
 import pytest
 
 import relay_repl.store.paths as paths
-from relay_repl.agents import ClaudeProvider, CodexProvider, default_providers
+from relay_repl.agents import default_providers
+from relay_repl.agents.claude_code import ClaudeProvider
+from relay_repl.agents.codex import CodexProvider
 from relay_repl.core.errors import AmbiguousTarget
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
@@ -128,7 +130,7 @@ async def test_both_kinds_listed_idle_with_their_panes_and_transports(lab):
         assert t.transports == ("claude-code-socket", "claude-code-message", "tmux")
         assert t.identified_by.startswith(f"claude agents --json + sessions/{s.pid}.json (procStart ")
         # the registry's version is the running binary's (pinned in CI; the candidate under `relay fidelity`)
-        assert t.detail["version"] == st.versions["claude-code"] == t.client_version
+        assert st.versions["claude-code"] == t.client_version
         assert t.client_status in ("pinned", "verified")
     for name in ("gamma", "delta"):
         s = st.session(name)
@@ -149,13 +151,13 @@ async def test_busy_while_a_slow_turn_runs(lab):
             tg.start_soon(anyio.to_thread.run_sync, helpers.make_busy, name, 12)
     ts = await until(lambda: _states(("claude:alpha", "busy"), ("codex:gamma", "busy")), timeout=10)
     a, g = one(ts, "claude:alpha"), one(ts, "codex:gamma")
-    assert (a.state, a.detail["status_raw"]) == ("busy", "busy")
-    assert g.state == "busy" and g.detail["status_raw"]["type"] == "active"
+    assert (a.state, a.detail.status_raw) == ("busy", "busy")
+    assert g.state == "busy" and g.detail.status_raw["type"] == "active"
     assert one(ts, "claude:beta").state == "idle" and one(ts, "codex:delta").state == "idle"
     for name in ("alpha", "gamma"):
         await anyio.to_thread.run_sync(helpers.wait_idle, name, 60)
     ts = await until(lambda: _states(("claude:alpha", "idle"), ("codex:gamma", "idle")))
-    assert one(ts, "claude:alpha").detail["transcript_exists"]  # the turn wrote the transcript we point at
+    assert one(ts, "claude:alpha").detail.transcript_exists  # the turn wrote the transcript we point at
 
 
 async def _states(*want: tuple[str, str]) -> list[Target] | None:
@@ -166,8 +168,8 @@ async def _states(*want: tuple[str, str]) -> list[Target] | None:
 async def test_non_default_config_dirs_are_honoured(lab, tmp_path):
     lay = launcher.layout()
     ts = await discover()
-    assert {t.detail["codex_home"] for t in ts if t.kind == "codex"} == {str(lay.codex_home)}
-    assert {Path(t.detail["record"]).parent.parent for t in ts if t.kind == "claude-code"} == {lay.claude_config}
+    assert {t.detail.codex_home for t in ts if t.kind == "codex"} == {str(lay.codex_home)}
+    assert {Path(t.detail.record).parent.parent for t in ts if t.kind == "claude-code"} == {lay.claude_config}
     # The same machine seen with default dirs (HOME's ~/.claude, ~/.codex): the lab's
     # live sessions look missing — which is why both homes are resolved from the env.
     plain = {"HOME": str(lay.home), "PATH": lab_env()["PATH"], "RELAY_TMUX_SOCKET": lay.tmux_socket}
@@ -216,7 +218,7 @@ async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale
         live = await until(both_live, timeout=60)
         assert sorted(t.pid for t in live) == sorted([alpha.pid, copy_pid])
         copy = next(t for t in live if t.pid == copy_pid)
-        assert copy.pane == pane_id and copy.detail["sessionId"] == alpha.session_id  # one conversation, two pids
+        assert copy.pane == pane_id and copy.detail.session_id == alpha.session_id  # one conversation, two pids
         session = Session(ledger=Ledger(tmp_path / "l.sqlite"), providers=default_providers(lab_env()))
         with pytest.raises(AmbiguousTarget, match="claude:alpha is ambiguous, 2 live sessions match"):
             await session.target("claude:alpha")
@@ -226,9 +228,9 @@ async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale
         ts = await discover()
         stale = one(ts, "claude:alpha", live=False)
         assert stale.pid == copy_pid and rec_file.exists()  # kill -9 leaves the record behind
-        assert stale.detail["stale_reason"] == f"pid {copy_pid} is not running"
+        assert stale.stale_reason == f"pid {copy_pid} is not running"
         assert stale.transports == () and stale.pane is None
-        assert stale.detail["status_raw"] == "idle"
+        assert stale.detail.status_raw == "idle"
         assert one(ts, "claude:alpha").pid == alpha.pid
         await session.refresh()
         assert (await session.target("claude:alpha")).pid == alpha.pid  # the live one, never the stale one
@@ -279,7 +281,7 @@ async def test_codex_thread_loaded_without_a_tui_is_live_with_no_pane(lab):
             await until(tui_gone, timeout=20)
         t = one(await discover(), "codex:detached-one")
         assert t.live and t.state == "idle" and t.pane is None and "tmux" not in t.transports
-        assert t.detail["holder_kind"] == "daemon" and t.pid == launcher.status().session("gamma").daemon_pid
+        assert t.detail.holder_kind == "daemon" and t.pid == launcher.status().session("gamma").daemon_pid
     finally:
         lab_tmux("kill-session", "-t", "=detach")
 
@@ -297,7 +299,7 @@ async def test_goal_controller_thread_is_never_idle(lab):
         try:
             await daemon_call("thread/goal/set", {"threadId": tid, "objective": "keep the suite green", "status": "active"})
             t = await until(lambda: _state_is("codex:gamma", "never-idle"))
-            assert t.detail["goal_status"] == "active" and t.detail["goal_objective"] == "keep the suite green"
+            assert t.detail.goal_status == "active" and t.detail.goal_objective == "keep the suite green"
             assert "goal active (auto-resumes)" in t.identified_by
             # still never idle a few seconds later, between continuations
             await anyio.sleep(3)

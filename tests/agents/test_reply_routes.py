@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from relay_repl.agents import reply_route
-from relay_repl.agents.replies import check_via, codex_options
+from relay_repl.agents.codex.replies import codex_options
+from relay_repl.agents.replies import check_via
 from relay_repl.core.errors import UsageError
 from relay_repl.core.plan import ReplyContext
 from relay_repl.core.target import Target
@@ -19,7 +20,8 @@ def codex(home, config: str | None) -> Target:
     if config is not None:
         (home / "config.toml").write_text(config)
     return Target(kind="codex", prefix="codex", name="beta", address=TID, pid=4242, identified_by="test",
-                  detail={"codex_home": str(home), "rollout": str(home / "sessions" / f"rollout-x-{TID}.jsonl")})
+                  detail={"codex_home": str(home)},
+                  evidence_file=str(home / "sessions" / f"rollout-x-{TID}.jsonl"))
 
 
 def ctx(via=None, inbox="/run/inbox.sock"):
@@ -73,7 +75,7 @@ def test_other_mcp_servers_and_disabled_relay_do_not_count(tmp_path):
 
 def test_claude_routes(tmp_path):
     t = Target(kind="claude-code", prefix="claude", name="alpha", address="/run/cc-socks/1.sock", pid=None,
-               identified_by="test", detail={"transcript": str(tmp_path / "t.jsonl")})
+               identified_by="test", evidence_file=str(tmp_path / "t.jsonl"))
     native = reply_route(t, ReplyContext(relay_id="op-1", inbox="/run/i.sock", listed_name="relay-operator",
                                          listed_socket="/run/cc-socks/9.sock"))
     assert native.ok and native.via == "native"

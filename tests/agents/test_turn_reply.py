@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from relay_repl.agents.claude_transcript import ClaudeTurnWatch
-from relay_repl.agents.codex_rollout import CodexTurnWatch
+from relay_repl.agents.claude_code.transcript import ClaudeTurnWatch
+from relay_repl.agents.codex.rollout import CodexTurnWatch
 
 FIX = Path(__file__).parent / "fixtures"
 CLAUDE = FIX / "claude-2.1.328-transcript.jsonl"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from relay_repl.agents import versions
-from relay_repl.agents.versions import CLAUDE, CODEX
+CLAUDE, CODEX = "claude-code", "codex"
 from relay_repl.core.errors import PolicyRefusal
 from relay_repl.core.target import Target
 from relay_repl.transports.claude_socket import ClaudeMessageTransport, ClaudeSocketTransport

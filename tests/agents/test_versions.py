@@ -9,7 +9,7 @@ import pytest
 
 import relay_repl.agents.versions as versions
 from relay_repl.agents.adapter import load_adapter
-from relay_repl.agents.versions import CLAUDE, CODEX
+CLAUDE, CODEX = "claude-code", "codex"
 from relay_repl.core.errors import PolicyRefusal
 
 

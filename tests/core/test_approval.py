@@ -127,7 +127,7 @@ def claude(tmp_path: Path) -> Iterator[tuple[Target, replay.ClaudeSessionReplay]
     tp.write_text("")
     target = Target(kind="claude-code", prefix="claude", name="alpha", address=str(sock), pid=os.getpid(), live=True,
                     state="idle", transports=("claude-code-socket",), identified_by="replay",
-                    detail={"socket": str(sock)})
+                    socket=str(sock))
     session = replay.ClaudeSessionReplay(sock, tp, FIX / "claude-2.1.328-transcript.jsonl")
     yield target, session
     session.close()
@@ -169,7 +169,7 @@ def pane(tmp_path: Path) -> Iterator[tuple[PaneRef, Target, Callable[[], str]]]:
     pid = int(subprocess.run([*tmux, "display-message", "-p", "#{pane_pid}"], capture_output=True, text=True,
                              check=True).stdout.strip())
     target = Target(kind="claude-code", prefix="claude", name="alpha", address="x", pid=pid, live=True, state="idle",
-                    pane=pane_id, transports=("tmux",), identified_by="test pane", detail={"tmux_socket": str(sock)})
+                    pane=pane_id, transports=("tmux",), identified_by="test pane", tmux_socket=str(sock))
 
     def capture() -> str:
         return subprocess.run([*tmux, "capture-pane", "-p", "-t", pane_id], capture_output=True, text=True).stdout

@@ -75,8 +75,8 @@ def receivers_hold(lab, relay_id: str) -> dict[str, int]:
     """How many times `relay_id` reached each lab agent, by its own record: origin records in
     alpha's transcript whose envelope carries the id, and user-message turns in beta's rollout
     carrying it (the records `relay verify` reads)."""
-    from relay_repl.agents.claude_transcript import find_relay_id
-    from relay_repl.agents.codex_rollout import turns_carrying
+    from relay_repl.agents.claude_code.transcript import find_relay_id
+    from relay_repl.agents.codex.rollout import turns_carrying
 
     where = {s.name: s.transcript for s in lab.sessions}
     assert where["alpha"] and where["beta"], where

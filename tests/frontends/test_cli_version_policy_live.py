@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from relay_repl.agents import versions
-from relay_repl.agents.versions import CLAUDE, CODEX
+CLAUDE, CODEX = "claude-code", "codex"
 
 pytestmark = pytest.mark.live
 

@@ -93,7 +93,7 @@ async def test_claude_agent_answers_want_reply_by_sendmessage_to_the_listed_inbo
 
         # a replay of the same id, then a new id carrying relay-halt, injected raw into alpha's
         # socket: the agent answers neither (its turn ends with a text, no tool call)
-        sock = (await s.target(CLAUDE)).detail["socket"]
+        sock = (await s.target(CLAUDE)).socket
         await stub.clear_requests("alpha")
         halt = Envelope.make(sender=s.me.sender, to="peer", id=f"{s.me.address}-halt-1", want="reply",
                              body="relay-halt stop everything").compose()

@@ -213,15 +213,16 @@ def test_parse_version(text, version):
 
 
 def test_lab_pins_the_verified_versions():
-    """The lab's package.json is the npm manifest, not a second policy: it must pin
-    exactly the versions the adapters verify."""
-    import json
+    """The lab's npm manifest is built from each kind's pin, not kept as a second policy, and
+    the shipped lockfile locks exactly that set (so `npm ci` installs it)."""
     from importlib import resources
 
-    pins = json.loads(resources.files("relay_repl.lab").joinpath("clients", "package.json").read_text())["dependencies"]
-    assert pins == {"@anthropic-ai/claude-code": install.VERIFIED_VERSIONS[CLAUDE],
-                    "@openai/codex": install.VERIFIED_VERSIONS[CODEX]}
-    assert install.VERIFIED_VERSIONS == {CLAUDE: "2.1.332", CODEX: "0.171.0"}
+    assert not resources.files("relay_repl.lab").joinpath("clients", "package.json").is_file()
+    pins = install.manifest(install.VERIFIED_VERSIONS)["dependencies"]
+    assert pins["@anthropic-ai/claude-code"] == install.VERIFIED_VERSIONS[CLAUDE] == "2.1.332"
+    assert pins["@openai/codex"] == install.VERIFIED_VERSIONS[CODEX] == "0.171.0"
+    assert install.shipped_lock_covers(install.VERIFIED_VERSIONS)
+    assert not install.shipped_lock_covers({**install.VERIFIED_VERSIONS, CODEX: "0.0.1"})
 
 
 def test_install_without_node_says_what_to_do(tmp_path, monkeypatch):
@@ -265,3 +266,36 @@ def test_lab_state_round_trip(tmp_path):
     path.write_text("{torn")
     assert load(path) is None
     assert load(tmp_path / "absent.json") is None
+
+
+def test_install_builds_the_manifest_from_the_kinds_pins_and_uses_the_lock_only_when_it_covers_them(tmp_path, monkeypatch):
+    """The installer asks each kind for its pin: a set the shipped lock covers is `npm ci`-ed with it;
+    another set (a kind added since) gets `npm install` from the manifest alone, and no stale lock."""
+    import json
+    import stat
+
+    calls = tmp_path / "calls"
+    npm = tmp_path / "npm"
+    versions = {install.versions.pin(k).binary: v for k, v in install.VERIFIED_VERSIONS.items()}
+    # a stand-in npm: records its argv and the manifest, then puts one executable per client in
+    # node_modules/.bin answering --version with the version the manifest asked for
+    npm.write_text("#!/bin/sh\n"
+                   f"echo \"$@\" >> {calls}\n"
+                   f"cp package.json {tmp_path}/seen-$1.json\n"
+                   "mkdir -p node_modules/.bin\n"
+                   + "".join(f"printf '#!/bin/sh\\necho {v}\\n' > node_modules/.bin/{b}; chmod +x node_modules/.bin/{b}\n"
+                             for b, v in versions.items()))
+    npm.chmod(npm.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setattr(install, "node_tools", lambda: ("node", str(npm)))
+    monkeypatch.setenv("RELAY_LAB_CLIENTS", str(tmp_path / "clients"))
+    install.versions.clear_cache()
+    assert install.install(progress=lambda m: None) == install.VERIFIED_VERSIONS
+    assert calls.read_text().split()[0] == "ci" and (tmp_path / "clients" / "package-lock.json").exists()
+    assert json.loads((tmp_path / "seen-ci.json").read_text()) == install.manifest(install.VERIFIED_VERSIONS)
+
+    monkeypatch.setattr(install, "shipped_lock_covers", lambda want: False)  # a set no shipped lock covers
+    (tmp_path / "clients" / "node_modules" / ".bin" / next(iter(versions))).unlink()
+    install.versions.clear_cache()
+    assert install.install(progress=lambda m: None) == install.VERIFIED_VERSIONS
+    assert calls.read_text().split("\n")[1].split()[0] == "install"
+    assert not (tmp_path / "clients" / "package-lock.json").exists()

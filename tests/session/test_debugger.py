@@ -100,7 +100,7 @@ async def test_typed_delivery_step_asks_before_enter_and_no_sends_nothing(tmp_pa
     idle, staged = golden("claude-code", "after_turn"), golden("claude-code", "busy_staged")
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("")
-    tgt = replay_target("claude-code", idle, tmp_path).model_copy(update={"detail": {"transcript": str(transcript)}})
+    tgt = replay_target("claude-code", idle, tmp_path).model_copy(update={"evidence_file": str(transcript)})
     frozen = ReplayIO(idle)  # the client never draws what was typed
     s1 = session(tmp_path / "l.sqlite", [], [tgt], [True])
     s1.transports["tmux"] = FixedPayload(frozen, stage_timeout=0.3, poll=0.02, settle=0.2)

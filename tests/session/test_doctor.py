@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from relay_repl.frontends.cli import main
-from relay_repl.session.doctor import check_codex_sandbox, check_state
+from relay_repl.agents.codex.doctor import check_codex_sandbox
+from relay_repl.session.doctor import check_state
 from relay_repl.store.ledger import Ledger
 
 

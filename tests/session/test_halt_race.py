@@ -124,7 +124,7 @@ async def test_a_debugger_step_approved_while_a_halt_arrives_presses_nothing(tmp
     idle, staged = golden("claude-code", "after_turn"), golden("claude-code", "busy_staged")
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("")
-    tgt = replay_target("claude-code", idle, tmp_path).model_copy(update={"detail": {"transcript": str(transcript)}})
+    tgt = replay_target("claude-code", idle, tmp_path).model_copy(update={"evidence_file": str(transcript)})
     s1 = session(tmp_path / "l.sqlite", [], [tgt], [True])
     s1.transports["tmux"] = FixedPayload(ReplayIO(idle), stage_timeout=0.3, poll=0.02, settle=0.2)
     d = await s1.send("claude-code:alpha", "x", transport="tmux")

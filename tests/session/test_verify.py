@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from relay_repl.agents.claude_transcript import find_relay_id
+from relay_repl.agents.claude_code.transcript import find_relay_id
 from relay_repl.core.relay_ids import carries_id, headers_in, id_needle
 from relay_repl.frontends.cli import main
 from relay_repl.session import verify as v

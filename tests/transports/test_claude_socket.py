@@ -9,7 +9,7 @@ from relay_repl.transports.claude_socket import ClaudeSocketTransport
 def target(sock: str | None) -> Target:
     return Target(kind="claude-code", prefix="claude", name="alpha", address=sock or "", pid=1, live=True,
                   state="idle", transports=("claude-code-socket",), identified_by="test",
-                  detail={"socket": sock} if sock else {})
+                  socket=sock or None)
 
 
 def test_refuses_anything_but_a_socket_we_own(tmp_path):

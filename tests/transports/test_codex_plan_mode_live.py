@@ -41,7 +41,7 @@ async def plan_mode_reads(s, expected: bool):
     with anyio.fail_after(15):
         while True:
             target = await s.target(CODEX)
-            if target.detail.get("plan_mode") is expected:
+            if target.detail.plan_mode is expected:
                 return target
             await anyio.sleep(0.3)
             await s.refresh()
@@ -63,7 +63,7 @@ async def test_codex_in_plan_mode_is_said_in_the_plan_and_still_delivered(lab):
     try:
         async with live_session([True]) as (s, gate, _):
             target = await plan_mode_reads(s, True)
-            assert target.detail["collaboration_mode"] == "plan"
+            assert target.detail.collaboration_mode == "plan"
             d = await s.send(CODEX, "message while planning", transport="codex-queue", timeout=30)
             assert any("Plan mode" in n for n in gate.shown[0].notes)
             assert d.state is DeliveryState.IN_TURN, d.summary()

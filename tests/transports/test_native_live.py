@@ -50,7 +50,7 @@ async def test_codex_queue_to_an_idle_target(lab):
         assert d.state is DeliveryState.IN_TURN, d.summary()
         assert d.exit_code == 0
         enq = next(e for e in d.evidence if e.stage == "enqueue")
-        assert enq.data["item_id"] == d.extra["item_id"]
+        assert enq.data["item_id"] == d.extra.item_id
         turn = next(e for e in d.evidence if e.stage == "turn")
         assert turn.data["turn_trigger"] == "queue" and turn.data["text"] == gate.shown[0].payload
         reqs = await stub.requests("beta", kind="main", min_count=1, timeout=20)
@@ -77,7 +77,7 @@ async def test_claude_socket_to_an_idle_target(lab):
         assert d.state is DeliveryState.IN_TURN, d.summary()
         rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
         assert rec["origin"]["verifiedPeerPid"] == os.getpid()
-        assert rec["origin"]["msg_id"] == d.extra["msg_id"]
+        assert rec["origin"]["msg_id"] == d.extra.msg_id
         reqs = await stub.requests("alpha", kind="main", min_count=1, timeout=20)
         assert any(gate.shown[0].payload in t for t in main_texts(reqs))
     await wait_idle("alpha")
@@ -108,7 +108,7 @@ async def test_answering_no_leaves_no_trace(lab, spec, transport, stubname):
     async with StubClient(lab.stub.control) as stub, live_session([False]) as (s, gate, _):
         target = await s.target(spec)
         before = len(await stub.requests(stubname))
-        transcript = target.detail.get("transcript") or target.detail.get("rollout")
+        transcript = target.evidence_file
         size = os.path.getsize(transcript) if transcript and os.path.exists(transcript) else 0
         screen = helpers.capture(stubname)
         d = await s.send(spec, "this must never arrive", transport=transport)

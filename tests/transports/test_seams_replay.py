@@ -58,26 +58,26 @@ def _codex(tmp_path: Path, *, fail: str | None = None) -> tuple[CodexQueueTransp
 
 async def test_codex_queue_send_reads_back_its_row_and_confirms_the_queue_turn(tmp_path):
     t, target, rollout = _codex(tmp_path)
-    home = Path(target.detail["codex_home"])
+    home = Path(str(target.detail.codex_home))
     d = Delivery(target=target.spec, transport=t.name)
     log = _log(d, tmp_path)
     await approved_send(t, d, target, PAYLOAD, log)
     assert d.state == DeliveryState.QUEUED and d.stage == "enqueue"
     rows = replay.queue_rows(home)
-    assert [r["id"] for r in rows] == [d.extra["item_id"]]
+    assert [r["id"] for r in rows] == [d.extra.item_id]
     # the read-back found OUR row (by item id) and its client_id
-    assert d.extra["client_id"] == json.loads(rows[0]["payload_json"])["UserInput"]["client_id"]
+    assert d.extra.client_id == json.loads(rows[0]["payload_json"])["UserInput"]["client_id"]
     assert d.evidence[-1].data["row"]["thread_id"] == THREAD and d.evidence[-1].data["row"]["ahead"] == 0
 
     # pending: confirm waits, says where it is, never claims delivery
     await t.confirm(d, target, PAYLOAD, log, timeout=0.3)
     assert d.state == DeliveryState.QUEUED and "still pending in the queue" in (d.reason or "")
 
-    turn = replay.take_queued_item(home, d.extra["item_id"], rollout, ROLLOUT)
+    turn = replay.take_queued_item(home, d.extra.item_id, rollout, ROLLOUT)
     d.reason = None
     await t.confirm(d, target, PAYLOAD, log, timeout=5)
     assert [e.state for e in d.evidence[-2:]] == [DeliveryState.DEQUEUED, DeliveryState.IN_TURN]
-    assert d.evidence[-1].data["turn_id"] == turn and d.evidence[-1].data["client_id"] == d.extra["client_id"]
+    assert d.evidence[-1].data["turn_id"] == turn and d.evidence[-1].data["client_id"] == d.extra.client_id
 
 
 async def test_codex_queue_a_turn_of_another_trigger_is_not_delivery(tmp_path):
@@ -85,7 +85,7 @@ async def test_codex_queue_a_turn_of_another_trigger_is_not_delivery(tmp_path):
     d = Delivery(target=target.spec, transport=t.name)
     log = _log(d, tmp_path)
     await approved_send(t, d, target, PAYLOAD, log)
-    replay.take_queued_item(Path(target.detail["codex_home"]), d.extra["item_id"], rollout, ROLLOUT, trigger="user")
+    replay.take_queued_item(Path(str(target.detail.codex_home)), d.extra.item_id, rollout, ROLLOUT, trigger="user")
     await t.confirm(d, target, PAYLOAD, log, timeout=5)
     assert d.state == DeliveryState.UNKNOWN and "not queue" in d.evidence[-1].detail
 
@@ -95,10 +95,10 @@ async def test_codex_queue_failure_and_refusals(tmp_path):
     d = Delivery(target=target.spec, transport=t.name)
     await approved_send(t, d, target, PAYLOAD, _log(d, tmp_path))
     assert d.state == DeliveryState.FAILED and "no rollout found for thread id" in d.evidence[-1].detail
-    assert replay.queue_rows(Path(target.detail["codex_home"])) == []
+    assert replay.queue_rows(Path(str(target.detail.codex_home))) == []
     assert t.refusal(target) is None
     assert "has no thread uuid" in t.refusal(target.model_copy(update={"address": "beta"}))
-    assert "no rollout yet" in t.refusal(target.model_copy(update={"detail": {"queue_note": "no rollout yet"}}))
+    assert "no rollout yet" in t.refusal(target.model_copy(update={"detail": target.detail.model_copy(update={"queue_note": "no rollout yet"})}))
     assert "does not offer codex-queue" in t.refusal(target.model_copy(update={"transports": ("tmux",)}))
 
 
@@ -122,7 +122,7 @@ def claude(tmp_path):
     tp.write_text("")
     target = Target(kind="claude-code", prefix="claude", name="alpha", address=str(sock), pid=os.getpid(), live=True,
                     state="idle", transports=("claude-code-socket",), identified_by="replay",
-                    detail={"socket": str(sock), "record": str(record)})
+                    socket=str(sock), detail={"record": str(record)})
     yield target, sock, tp
     shutil.rmtree(short, ignore_errors=True)
 
@@ -141,7 +141,7 @@ async def test_claude_socket_send_and_confirm_from_the_transcript(tmp_path, clau
             while not session.frames:
                 await anyio.sleep(0.02)
         frame = session.frames[-1]
-        assert frame["msg_id"] == d.extra["msg_id"] and frame["message"]["content"] == PAYLOAD
+        assert frame["msg_id"] == d.extra.msg_id and frame["message"]["content"] == PAYLOAD
         assert frame["priority"] == "next"  # never "now" unless the operator asked to interrupt
         await t.confirm(d, target, PAYLOAD, log, timeout=5)
         assert d.state == DeliveryState.IN_TURN

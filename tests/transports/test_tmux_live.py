@@ -209,7 +209,7 @@ async def test_replay_claude_busy_gets_one_enter_and_nothing_else(tmp_path):
     await approved_send(fast(io), d, replay_target("claude-code", busy, tmp_path), "[relay/1 test] typed while busy", log)
     assert d.state is DeliveryState.SUBMITTED
     assert io.keys == [("literal", "[relay/1 test] typed while busy"), ("key", "Enter")]
-    hint = d.extra["tmux"]["screen_after_enter"]
+    hint = d.extra.tmux["screen_after_enter"]
     assert hint["queued"] and hint["composer_emptied"]
 
 
@@ -230,7 +230,7 @@ async def test_replay_codex_tab_only_when_enter_left_it_beside_tab_to_queue(tmp_
     assert io.keys == [("literal", "[relay/1 test] staged while busy"), ("key", "Enter"), ("key", "Tab")]
     why = [e for e in d.evidence if e.stage == "submit" and "Tab sent once" in e.detail]
     assert len(why) == 1 and "tab to queue message" in why[0].detail
-    assert d.extra["tmux"]["screen_after_enter"]["queued"]
+    assert d.extra.tmux["screen_after_enter"]["queued"]
 
 
 async def test_replay_codex_steer_sends_no_tab(tmp_path):
@@ -382,8 +382,8 @@ async def test_live_idle_delivery_with_receiver_evidence(tlab, name):
             assert conf["record"]["origin"]["kind"] == "human" and payload in conf["record"]["content"]
         else:
             assert conf["item"]["turn_trigger"] == "user" and not conf["item"]["steered"]
-        assert d.extra["tmux"]["entered_at"] - d.extra["tmux"]["typed_at"] >= 0.05
-        LATENCY.setdefault(name, []).append(d.extra["tmux"]["latency"])
+        assert d.extra.tmux["entered_at"] - d.extra.tmux["typed_at"] >= 0.05
+        LATENCY.setdefault(name, []).append(d.extra.tmux["latency"])
     med = statistics.median(LATENCY[name])
     print(f"\n{name}: approval -> confirmed over tmux, median of {len(LATENCY[name])}: {med:.2f}s {LATENCY[name]}")
     await idle(name)
@@ -422,8 +422,8 @@ async def test_live_busy_claude_enter_queues_then_delivers(tlab):
     assert d.state is DeliveryState.IN_TURN, d.summary()
     assert io.keys == [("literal", payload), ("key", "Enter")], "busy Claude: one Enter, never a second, never Tab"
     assert d.evidence[0].data["reading"]["kind"] == "busy"
-    assert d.extra["tmux"]["kind_at_submit"] == "busy"
-    assert d.extra["tmux"]["screen_after_enter"]["queued"]
+    assert d.extra.tmux["kind_at_submit"] == "busy"
+    assert d.extra.tmux["screen_after_enter"]["queued"]
     states = [e.state for e in d.evidence]
     assert DeliveryState.QUEUED in states  # the transcript's queue-operation enqueue came first
     assert d.evidence[-1].data["record"]["where"] == "top-level user"  # no tool call: it ran as the next turn
@@ -460,7 +460,7 @@ async def test_live_busy_codex_enter_steers_into_the_running_turn(tlab):
     d, io, _ = await live_send("beta", payload, timeout=30)
     assert d.state is DeliveryState.IN_TURN, d.summary()
     assert io.keys == [("literal", payload), ("key", "Enter")], "0.169.0 steers on Enter: the Tab branch never fires"
-    assert d.extra["tmux"]["kind_at_submit"] == "busy"
+    assert d.extra.tmux["kind_at_submit"] == "busy"
     item = d.evidence[-1].data["item"]
     assert item["steered"], "the payload must land in the turn that was already running"
     await idle("beta")
@@ -481,7 +481,7 @@ async def test_live_busy_codex_mid_tool_waits_for_the_tool_then_joins_the_turn(t
     d, io, _ = await live_send("beta", payload, timeout=30)
     assert d.state is DeliveryState.IN_TURN, d.summary()
     assert io.keys == [("literal", payload), ("key", "Enter")]
-    assert d.extra["tmux"]["screen_after_enter"]["queued"], "shown under `Messages to be submitted after next tool call`"
+    assert d.extra.tmux["screen_after_enter"]["queued"], "shown under `Messages to be submitted after next tool call`"
     assert d.evidence[-1].data["item"]["steered"]
     await idle("beta")
 
@@ -674,3 +674,19 @@ async def test_live_payload_never_visible_leaves_no_enter(tlab, name):
     await _run(clear_composer, name)
     await idle(name)
     assert payload not in "\n".join(screen(name)[-6:])
+
+
+async def test_replay_a_leading_hash_is_typed_to_codex_but_refused_to_claude(tmp_path):
+    """The receiver's own UI-mode characters (its adapter's, asked through its agent kind) decide:
+    `#` opens Claude's memory mode but is literal text in Codex (codex.md §4)."""
+    snap = golden("claude-code", "after_turn")
+    io = ReplayIO(snap)
+    d, log = stage_log(tmp_path)
+    await approved_send(fast(io), d, replay_target("claude-code", snap, tmp_path), "#note", log)
+    assert d.state is DeliveryState.REFUSED and "opens a UI mode" in (d.reason or "") and io.keys == []
+    snap = golden("codex", "fresh")
+    io = ReplayIO(snap, argv=["/x/codex"])
+    (tmp_path / "codex").mkdir()
+    d, log = stage_log(tmp_path / "codex")
+    await approved_send(fast(io), d, replay_target("codex", snap, tmp_path), "#note", log)
+    assert "opens a UI mode" not in (d.reason or ""), d.reason

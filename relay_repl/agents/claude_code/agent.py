@@ -24,9 +24,9 @@ class ClaudeAgent:
     tab_queues_when_busy = False
 
     def screen(self) -> ModuleType | None:
-        from relay_repl.agents import screens
+        from relay_repl.agents.claude_code import screen
 
-        return screens.for_kind(self.kind)
+        return screen
 
     def tmux_busy_note(self, target: Target) -> str | None:
         if target.state == "busy":
@@ -40,7 +40,7 @@ class ClaudeAgent:
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
         if snap.pane_pid != target.pid:
             return f"pane {snap.pane_id} runs pid {snap.pane_pid}, not the target's {target.pid}"
-        want = target.detail.get("procStart")
+        want = target.proc_start
         if want:
             got = proc_start(target.pid) if target.pid else None
             if got != str(want):

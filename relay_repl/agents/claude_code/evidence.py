@@ -21,19 +21,21 @@ from pathlib import Path
 from typing import Any
 
 import relay_repl.store.jsonl as jsonl
+from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.claude_code.provider import transcript_path as derive_transcript_path
+from relay_repl.agents.claude_code.transcript import content_of, origin_of
 from relay_repl.core.target import Target
 
 
 def config_dir_of(target: Target) -> Path | None:
     """`$CFG` of the session, from the registry record discovery read (`<cfg>/sessions/<pid>.json`)."""
-    rec = target.detail.get("record")
+    rec = ClaudeDetail.of(target).record
     return Path(rec).parent.parent if rec else None
 
 
 def transcript_for(target: Target) -> Path | None:
     """Re-derived each time from the live record: sessionId changes on /clear or resume."""
-    rec_file = target.detail.get("record")
+    rec_file = ClaudeDetail.of(target).record
     cfg = config_dir_of(target)
     if rec_file and cfg:
         try:
@@ -42,14 +44,14 @@ def transcript_for(target: Target) -> Path | None:
                 return derive_transcript_path(cfg, rec["cwd"], rec["sessionId"])
         except (OSError, ValueError, KeyError):
             pass
-    t = target.detail.get("transcript")
+    t = target.evidence_file
     return Path(t) if t else None
 
 
 def peer_token(target: Target) -> str | None:
     """The receiver's peerToken, if its key file is readable (not required on Linux)."""
     cfg = config_dir_of(target)
-    sock = target.detail.get("socket")
+    sock = target.socket
     if not (cfg and sock):
         return None
     h = hashlib.sha256(str(sock).encode()).hexdigest()
@@ -63,7 +65,7 @@ def peer_token(target: Target) -> str | None:
 
 def record_status(target: Target) -> tuple[str | None, str | None]:
     """(status, waitingFor) of the target's live registry record, or (None, None)."""
-    rec = target.detail.get("record")
+    rec = ClaudeDetail.of(target).record
     if not rec:
         return None, None
     try:
@@ -76,24 +78,14 @@ def record_status(target: Target) -> tuple[str | None, str | None]:
 
 
 def find_origin_records(transcript: Path, msg_id: str) -> list[dict[str, Any]]:
-    """Every transcript record whose origin (either path) carries msg_id, with its content."""
+    """Every transcript record whose origin (either path, `transcript.origin_of`) carries msg_id,
+    with the text it holds (`transcript.content_of`: the one reading of a record's text)."""
     hits = []
     for _, d in jsonl.records(transcript):
-        att: dict[str, Any] = d["attachment"] if isinstance(d.get("attachment"), dict) else {}
-        origin, where = (d.get("origin"), "origin") if isinstance(d.get("origin"), dict) else (att.get("origin"), "attachment.origin")
-        if isinstance(origin, dict) and origin.get("msg_id") == msg_id:
-            content = d["message"].get("content") if isinstance(d.get("message"), dict) else None
-            hits.append({"type": d.get("type"), "where": where, "origin": origin,
-                         "content": content if content is not None else att.get("prompt")})
+        found = origin_of(d)
+        if found is not None and found[0].get("msg_id") == msg_id:
+            hits.append({"type": d.get("type"), "where": found[1], "origin": found[0], "content": content_of(d)})
     return hits
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return ""
 
 
 def claude_typed_records(transcript: Path, offset: int, payload: str) -> list[dict[str, Any]]:
@@ -108,12 +100,12 @@ def claude_typed_records(transcript: Path, offset: int, payload: str) -> list[di
     for at, d in jsonl.records(transcript, offset):
         att = d.get("attachment") if isinstance(d.get("attachment"), dict) else None
         if d.get("type") == "user" and isinstance(d.get("origin"), dict):
-            text = _text_of((d.get("message") or {}).get("content"))
+            text = content_of(d)
             if d["origin"].get("kind") == "human" and payload in text:
                 hits.append({"where": "top-level user", "offset": at, "uuid": d.get("uuid"),
                              "promptSource": d.get("promptSource"), "origin": d["origin"], "content": text[:500]})
         elif att and att.get("type") == "queued_command" and isinstance(att.get("origin"), dict):
-            text = _text_of(att.get("prompt"))
+            text = content_of({"attachment": att})
             if att["origin"].get("kind") == "human" and payload in text:
                 hits.append({"where": "attachment.queued_command", "offset": at, "uuid": d.get("uuid"),
                              "origin": att["origin"], "content": text[:500]})

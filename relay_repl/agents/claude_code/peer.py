@@ -159,6 +159,10 @@ class ClaudePeerRegistration:
         os.chmod(tmp, 0o644)
         tmp.replace(self.record_path)
 
+    def files(self) -> tuple[Path, ...]:
+        """The record and key file `write` creates (the inbox removes them at exit)."""
+        return (self.record_path, self.key_path)
+
     def remove(self) -> None:
         for p in (self.record_path, self.key_path):
             try:

@@ -34,6 +34,7 @@ from relay_repl.core.inbound import PeerIdentity
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
+from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.versions import version_status
 from relay_repl.system.panes import PaneRoster
 from relay_repl.system.proc import owns_listening_socket, same_process
@@ -128,7 +129,7 @@ def transcript_path(cfg: Path | str, cwd: str | None, session_id: str | None) ->
 def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     """The route this session's configuration allows (agents.replies picks: the operator's
     `via`, else native, else the relay MCP server, else the turn reply)."""
-    from relay_repl.agents.replies import claude_route
+    from relay_repl.agents.claude_code.replies import claude_route
 
     return claude_route(target, ctx, native_route)
 
@@ -310,20 +311,21 @@ class ClaudeProvider:
         raw = rec.status or ""
         return self.adapter.status.get(raw, "unknown")
 
+    def _common(self, rec: SessionRecord) -> dict[str, Any]:
+        """The Target fields every kind has, from the record (the transcript is the evidence file)."""
+        tp = transcript_path(self.config_dir, rec.cwd, rec.sessionId)
+        return {"socket": rec.messagingSocketPath, "evidence_file": str(tp) if tp else None,
+                "proc_start": None if rec.procStart is None else str(rec.procStart)}
+
     def _detail(self, rec: SessionRecord) -> dict[str, Any]:
         tp = transcript_path(self.config_dir, rec.cwd, rec.sessionId)
         return {
-            "sessionId": rec.sessionId,
+            "session_id": rec.sessionId,
             "cwd": rec.cwd,
-            "procStart": None if rec.procStart is None else str(rec.procStart),
-            "socket": rec.messagingSocketPath,
-            "transcript": str(tp) if tp else None,
             "transcript_exists": bool(tp and tp.is_file()),
-            "nameSource": rec.nameSource,
+            "name_source": rec.nameSource,
             "status_raw": rec.status,
-            "waitingFor": rec.waitingFor,
-            "version": rec.version,
-            "version_verified": self.adapter.verified(rec.version),
+            "waiting_for": rec.waitingFor,
             "record_kind": rec.kind,
             "entrypoint": rec.entrypoint,
             "record_tmux": rec.tmux,
@@ -356,15 +358,15 @@ class ClaudeProvider:
             rec = records[pid]
             live, why = same_process(rec.pid, rec.procStart)
             detail = self._detail(rec)
+            common = self._common(rec)
             name = rec.name or str(rec.pid)
             rel = f"sessions/{rec.pid}.json"
             if listing_ok and live and pid not in listed_pids:
                 live, why = False, f"{why}, but `claude agents --json` does not list it (started or exited during the refresh?); refresh"
             if not live:
-                detail["stale_reason"] = why
                 targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=rec.messagingSocketPath or "", pid=rec.pid,
-                                      live=False, state="unknown", pane=None, transports=(),
-                                      identified_by=f"{rel}: stale, {why}", detail=detail,
+                                      live=False, state="unknown", pane=None, transports=(), stale_reason=why, **common,
+                                      identified_by=f"{rel}: stale, {why}", detail=ClaudeDetail(**detail),
                                       client_version=rec.version, client_status=version_status(KIND, rec.version)))
                 continue
             transports: list[str] = []
@@ -377,7 +379,8 @@ class ClaudeProvider:
             pane = panes[0] if len(panes) == 1 else None
             if pane is not None:
                 transports.append("tmux")
-                detail.update(pane.as_detail())
+                detail.update(pane.detail_fields())
+                common.update(pane.target_fields())
             elif len(panes) > 1:
                 detail["pane_note"] = f"{len(panes)} panes on different tmux servers claim pid {rec.pid}; none rostered"
             state = self._status(rec)
@@ -387,14 +390,14 @@ class ClaudeProvider:
                 state=state,
                 pane=pane.pane_id if pane else None, transports=tuple(transports),
                 identified_by=f"{source} + {rel} ({why})" + (f"; pane {pane.pane_id} has pane_pid {rec.pid}" if pane else ""),
-                detail=detail, client_version=rec.version,
+                detail=ClaudeDetail(**detail), client_version=rec.version, **common,
                 client_status=version_status(KIND, rec.version),
             ))
         for stem, why in sorted(broken.items()):
             stale_pid = int(stem) if stem.isdigit() else None
             targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=stem, address="", pid=stale_pid, live=False, state="unknown",
-                                  identified_by=f"unreadable registry record: {why}",
-                                  detail={"stale_reason": why, "unreadable": True}))
+                                  identified_by=f"unreadable registry record: {why}", stale_reason=why,
+                                  detail=ClaudeDetail(unreadable=True)))
         return targets
 
     # -- who sent an inbound message (origin verdicts) ---------------------------------------------

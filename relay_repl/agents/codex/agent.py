@@ -6,7 +6,9 @@ from pathlib import Path
 from types import ModuleType
 
 from relay_repl.agents.agent import Processes, TypedEvidence
-from relay_repl.agents.codex.evidence import codex_home, codex_typed_items, rollout_for
+from relay_repl.agents.codex.detail import CodexDetail
+from relay_repl.agents.codex.evidence import codex_home, codex_typed_items
+from relay_repl.agents.codex.rollout import rollout_path
 from relay_repl.agents.codex.provider import is_codex_tui
 from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
@@ -26,14 +28,17 @@ class CodexAgent:
     tab_queues_when_busy = True
 
     def screen(self) -> ModuleType | None:
-        from relay_repl.agents import screens
+        from relay_repl.agents.codex import screen
 
-        return screens.for_kind(self.kind)
+        return screen
 
     def tmux_busy_note(self, target: Target) -> str | None:
+        notes = []
         if target.state in ("busy", "never-idle"):
-            return "target is busy: Enter steers the line into the running turn (Codex 0.169.0)"
-        return None
+            notes.append("target is busy: Enter steers the line into the running turn (Codex 0.169.0)")
+        if CodexDetail.of(target).plan_mode:
+            notes.append("target is in Plan mode: the agent will plan, not act, on this message")
+        return "; ".join(notes) or None
 
     def tmux_delivered_when(self) -> str:
         return ("the rollout gains an item_completed UserMessage whose text is exactly this line, in a new `user` turn "
@@ -47,7 +52,7 @@ class CodexAgent:
         if not tuis:
             return f"no Codex TUI runs under pane {snap.pane_id} (pane pid {snap.pane_pid})"
         pids = {pid for pid, _ in procs}
-        thread = str(target.detail.get("thread_id") or target.address)
+        thread = CodexDetail.of(target).thread_id or target.address
         if target.pid in pids:
             return None
         if any(argv[i] == "resume" and argv[i + 1] == thread for _, argv in tuis for i in range(len(argv) - 1)):
@@ -62,8 +67,7 @@ class CodexAgent:
         return None  # an approval dialog shows on the screen, which the classifier reads
 
     def evidence_file(self, target: Target) -> Path | None:
-        return rollout_for(codex_home(target), str(target.detail.get("thread_id") or target.address),
-                           target.detail.get("rollout"))
+        return rollout_path(codex_home(target), CodexDetail.of(target).thread_id or target.address, target.evidence_file)
 
     def typed_evidence(self, path: Path, offset: int, payload: str) -> TypedEvidence:
         hits = codex_typed_items(path, offset, payload)

@@ -13,7 +13,6 @@ All readers are blocking and tolerant (a file mid-write or gone reads as no evid
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 from pathlib import Path
@@ -21,11 +20,12 @@ from typing import Any
 from relay_repl.store.sqlite_read import connect_read_only
 
 import relay_repl.store.jsonl as jsonl
+from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.core.target import Target
 
 
 def codex_home(target: Target) -> Path:
-    home = target.detail.get("codex_home") or os.environ.get("CODEX_HOME") or Path.home() / ".codex"
+    home = CodexDetail.of(target).codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex"
     return Path(home)
 
 
@@ -63,13 +63,6 @@ def read_item(home: Path, item_id: str) -> dict[str, Any] | None:
         "state": rec.get("state", "pending"),
         "failure": rec.get("failure_jsonb"),
     }
-
-
-def rollout_for(home: Path, thread_id: str, hint: str | None) -> Path | None:
-    if hint and Path(hint).exists():
-        return Path(hint)
-    paths = sorted(glob.glob(str(home / "sessions" / "*" / "*" / "*" / f"rollout-*-{thread_id}.jsonl")))
-    return Path(paths[-1]) if paths else None
 
 
 def find_in_rollout(rollout: Path, *, client_id: str | None, text: str) -> dict[str, Any] | None:

@@ -32,7 +32,9 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.inbound import PeerIdentity, ToolCall
-from relay_repl.agents.codex.evidence import pending_calls, reply_calls, rollout_for
+from relay_repl.agents.codex.detail import CodexDetail
+from relay_repl.agents.codex.evidence import pending_calls, reply_calls
+from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
 from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
 from relay_repl.core.errors import DaemonError, describe
 from relay_repl.core.target import Me, Target
@@ -153,27 +155,14 @@ def read_daemon_pid(path: Path) -> tuple[int | None, str | None]:
     return pid, None if ticks is None else str(ticks)
 
 
-def scan_rollouts(sessions: Path, wanted: set[str]) -> dict[str, Path]:
-    """Rollout files for the wanted thread ids, from one walk of `sessions/YYYY/MM/DD`."""
-    found: dict[str, Path] = {}
-    if not wanted or not sessions.is_dir():
-        return found
-    for root, _dirs, files in os.walk(sessions):
-        for f in files:
-            if f.startswith("rollout-") and f.endswith(".jsonl"):
-                tid = f[-len(".jsonl") - 36 : -len(".jsonl")]
-                if tid in wanted:
-                    found[tid] = Path(root) / f
-    return found
-
-
 def _set_client_versions(targets: list[Target]) -> None:
     """Each live thread's client version: what its lock holder's own binary answers to
     `--version` (the process that runs it now), else the thread's recorded `cli_version`.
     Blocking (one `--version` per distinct binary, cached)."""
     for i, t in enumerate(targets):
-        version = t.detail.get("cli_version")
-        holder = t.detail.get("holder_pid")
+        detail = CodexDetail.of(t)
+        version = detail.cli_version
+        holder = detail.holder_pid
         if holder:
             try:
                 exe = os.readlink(f"/proc/{holder}/exe")
@@ -181,8 +170,8 @@ def _set_client_versions(targets: list[Target]) -> None:
                 exe = None
             if exe:
                 version = binary_version(exe) or version
-                t.detail["holder_version"] = version
-        targets[i] = t.model_copy(update={"client_version": version,
+                detail = detail.model_copy(update={"holder_version": version})
+        targets[i] = t.model_copy(update={"client_version": version, "detail": detail,
                                           "client_status": version_status(KIND, version)})
 
 
@@ -349,7 +338,7 @@ class _Thread(BaseModel):
 def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     """The route this thread's configuration allows (agents.replies picks: the operator's `via`,
     else `relay reply` when no sandbox is in its way, else the relay MCP server, else the turn reply)."""
-    from relay_repl.agents.replies import codex_route
+    from relay_repl.agents.codex.replies import codex_route
 
     return codex_route(target, ctx, relay_reply_command_route)
 
@@ -457,7 +446,7 @@ class CodexProvider:
         tids = [k for k in ident.specs if UUID_RE.match(k)]
         found: list[str] = []
         for tid in tids:
-            rollout = rollout_for(self.home, tid, None)
+            rollout = rollout_path(self.home, tid)
             if rollout is None:
                 continue
             if call.tool == "relay_reply" and call.relay_id:
@@ -599,11 +588,11 @@ class CodexProvider:
                 named_by = f"state_5.sqlite title={str(row['title'])[:40]!r} (never renamed)"
             else:
                 named_by = "unnamed (uuid)"
+            common: dict[str, Any] = {"evidence_file": t.rollout}
             detail: dict[str, Any] = {
                 "thread_id": tid,
                 "codex_home": str(self.home),
                 "lock": t.lock,
-                "rollout": t.rollout,
                 "cwd": row.get("cwd") or read.get("cwd"),
                 "title": row.get("title"),
                 "source": row.get("source") or read.get("source"),
@@ -624,10 +613,10 @@ class CodexProvider:
             pid = held.get(tid)
             if pid is None:
                 why = "not loaded (lock free)" if t.lock else "not loaded (no lock file)"
-                detail["stale_reason"] = why
                 evidence.append(why)
                 targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=tid, pid=None, live=False, state="unknown",
-                                      transports=tuple(transports), identified_by="; ".join(evidence), detail=detail,
+                                      transports=tuple(transports), identified_by="; ".join(evidence),
+                                      detail=CodexDetail(**detail), stale_reason=why, **common,
                                       client_version=detail["cli_version"],
                                       client_status=version_status(KIND, detail["cli_version"])))
                 continue
@@ -653,7 +642,7 @@ class CodexProvider:
             if goal and goal.get("status") == "active" and state != "waiting":
                 state = "never-idle"
                 evidence.append("goal active (auto-resumes)")
-            mode = collaboration_mode(detail.get("rollout"))
+            mode = collaboration_mode(t.rollout)
             if mode:
                 detail["collaboration_mode"] = mode
                 detail["plan_mode"] = mode == "plan"
@@ -662,14 +651,15 @@ class CodexProvider:
             pane = pane_of.get(tid)
             if pane is not None:
                 transports.append("tmux")
-                detail.update(pane.as_detail())
+                detail.update(pane.detail_fields())
+                common.update(pane.target_fields())
                 evidence.append(f"pane {pane.pane_id}: {pane_why[tid]}")
             elif tid in pane_notes:
                 detail["pane_note"] = pane_notes[tid]
             targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=tid, pid=pid, live=True,
                                   state=state,
                                   pane=pane.pane_id if pane else None, transports=tuple(transports),
-                                  identified_by="; ".join(evidence), detail=detail))
+                                  identified_by="; ".join(evidence), detail=CodexDetail(**detail), **common))
         await anyio.to_thread.run_sync(_set_client_versions, targets)
         return targets
 

@@ -65,5 +65,7 @@ def _target_json(t) -> dict:
         "kind": t.kind, "name": t.name, "spec": t.spec, "address": t.address, "pid": t.pid, "live": t.live,
         "state": t.state, "pane": t.pane, "transports": list(t.transports), "identified_by": t.identified_by,
         "client_version": t.client_version, "client_status": t.client_status,
-        "detail": t.detail,
+        "socket": t.socket, "evidence_file": t.evidence_file, "proc_start": t.proc_start,
+        "stale_reason": t.stale_reason, "tmux_socket": t.tmux_socket, "tmux_server": t.tmux_server,
+        "detail": t.detail.model_dump(mode="json"),
     }

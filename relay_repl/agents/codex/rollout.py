@@ -17,6 +17,7 @@ turn's `turn_trigger`), never who sent it; `turns_carrying` reports exactly that
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -28,10 +29,28 @@ from relay_repl.store.jsonl import LineScan, parse_object
 KIND = "codex"
 
 
-def rollout_path(codex_home: Path, thread_id: str) -> Path | None:
-    """`sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl` (codex.md §2), newest if several."""
-    found = sorted((codex_home / "sessions").glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
-    return found[-1] if found else None
+def scan_rollouts(sessions: Path, wanted: set[str]) -> dict[str, Path]:
+    """Rollout files of the wanted thread ids, from one walk of `sessions/YYYY/MM/DD`
+    (`rollout-<time>-<thread>.jsonl`, codex.md §2): the newest (by its name's time) if several."""
+    found: dict[str, Path] = {}
+    if not wanted or not sessions.is_dir():
+        return found
+    for root, _dirs, files in os.walk(sessions):
+        for f in files:
+            if f.startswith("rollout-") and f.endswith(".jsonl"):
+                tid = f[-len(".jsonl") - 36 : -len(".jsonl")]
+                if tid in wanted and (tid not in found or f > found[tid].name):
+                    found[tid] = Path(root) / f
+    return found
+
+
+def rollout_path(codex_home: Path, thread_id: str, hint: str | os.PathLike[str] | None = None) -> Path | None:
+    """The rollout of `thread_id`: `hint` (the path discovery read from the state database) when it
+    exists, else the newest `sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl`; None before the
+    thread's first turn writes it. The one lookup every reader uses."""
+    if hint and os.path.isfile(hint):
+        return Path(hint)
+    return scan_rollouts(codex_home / "sessions", {thread_id}).get(thread_id)
 
 
 class CodexTurnWatch:

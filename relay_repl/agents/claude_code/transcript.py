@@ -33,10 +33,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
-from relay_repl.core.relay_ids import carries_id, id_needle
+from relay_repl.core.inbound import OriginRecord
 from relay_repl.store.jsonl import LineScan, parse_object
 
 KIND = "claude-code"
@@ -141,18 +141,8 @@ class ClaudeTurnWatch:
 ORIGIN_KEY = b'"origin"'
 
 
-class OriginHit(BaseModel):
-    """One transcript record whose envelope header carries the relay id asked for."""
-
-    model_config = ConfigDict(frozen=True)
-
-    offset: int = Field(description="byte offset of the record's line in the transcript")
-    type: str | None = Field(description="the record's type (user, attachment, ...)")
-    path: str = Field(description="where the origin sits: `origin` or `attachment.origin`")
-    origin: dict[str, Any]
-    content: str = Field(description="the message text the record holds, as the model saw it")
-    header: dict[str, str] = Field(description="the decoded envelope header fields (from, to, id, hop, want, ...)")
-    timestamp: str | None = None
+OriginHit = OriginRecord
+"""One transcript record whose envelope header carries the relay id asked for (the shared shape)."""
 
 
 class TranscriptScan(BaseModel):
@@ -180,6 +170,8 @@ def find_relay_id(transcript: Path | str, relay_id: str) -> TranscriptScan:
 
     Streams the file in bounded memory (store.jsonl.LineScan); only lines holding both the id
     and an origin key are parsed."""
+    from relay_repl.core.relay_ids import carries_id, id_needle  # only `relay verify` needs the envelope parser
+
     needle, follow = id_needle(relay_id)
     scan = LineScan(transcript, needle, (ORIGIN_KEY,), followed_by=follow)
     hits: list[OriginHit] = []

@@ -1,0 +1,33 @@
+"""`relay doctor` rows for Claude Code: its config dir, its registry, `claude agents --json`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from relay_repl.agents.claude_code.provider import ClaudeProvider
+from relay_repl.core.check import Check
+
+
+async def check_claude(env: Mapping[str, str] | None = None) -> list[Check]:
+    """Claude's config dir and registry, and whether `claude agents --json` answers (read-only)."""
+    p = ClaudeProvider(env=env)
+    sessions = p.config_dir / "sessions"
+    out: list[Check] = []
+    if not p.config_dir.is_dir():
+        out.append(Check(name="Claude config dir", ok=False, detail=f"{p.config_dir} does not exist",
+                         fix="start Claude Code once, or set CLAUDE_CONFIG_DIR to the directory it uses"))
+    elif sessions.is_dir() and not os.access(sessions, os.R_OK | os.X_OK):
+        out.append(Check(name="Claude config dir", ok=False, detail=f"{sessions} is not readable",
+                         fix=f"run relay as the user who owns {sessions}"))
+    else:
+        n = len(list(sessions.glob("*.json"))) if sessions.is_dir() else 0
+        out.append(Check(name="Claude config dir", ok=True,
+                         detail=f"{p.config_dir} readable; registry {sessions} holds {n} session record(s)"))
+    listed, how = await p.list_agents()
+    if listed is None:
+        out.append(Check(name="claude agents --json", ok=False, detail=how,
+                         fix="fix the Claude client check above; run `claude agents --json` by hand to see why"))
+    else:
+        out.append(Check(name="claude agents --json", ok=True, detail=f"answers: {len(listed)} live session(s)"))
+    return out

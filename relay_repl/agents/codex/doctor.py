@@ -1,0 +1,80 @@
+"""`relay doctor` rows for Codex: CODEX_HOME, session_index.jsonl, queue_1.sqlite, the daemon, the sandbox."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+
+from relay_repl.agents.codex.provider import CodexProvider, DaemonError, daemon_thread_status
+from relay_repl.core.check import Check
+from relay_repl.store.sqlite_read import connect_read_only
+
+
+async def check_codex(env: Mapping[str, str] | None = None) -> list[Check]:
+    """CODEX_HOME, its session index, the queue database, the daemon, and the sandbox (read-only)."""
+    environ = os.environ if env is None else env
+    p = CodexProvider(env=environ)
+    home = p.home
+    out: list[Check] = []
+    if not home.is_dir():
+        fix = "start Codex once, or set CODEX_HOME to the directory it uses"
+        return [Check(name="CODEX_HOME", ok=False, detail=f"{home} does not exist", fix=fix)]
+    out.append(Check(name="CODEX_HOME", ok=True, detail=f"{home} ({'from $CODEX_HOME' if environ.get('CODEX_HOME') else 'the default'})"))
+    index = p._p("session_index")
+    if not index.exists():
+        out.append(Check(name="session_index.jsonl", ok=True, detail="not there yet (Codex writes it when a thread is named)"))
+    elif not os.access(index, os.R_OK):
+        out.append(Check(name="session_index.jsonl", ok=False, detail=f"{index} is not readable",
+                         fix=f"run relay as the user who owns {home}"))
+    else:
+        lines = sum(1 for _ in index.open("rb"))
+        out.append(Check(name="session_index.jsonl", ok=True, detail=f"readable, {lines} line(s)"))
+    queue = p._p("queue_db")
+    if not queue.exists():
+        out.append(Check(name="queue_1.sqlite", ok=True, detail="not there yet (the first `codex queue` creates it)"))
+    else:
+        try:
+            con = connect_read_only(queue)
+            try:
+                (n,) = con.execute("SELECT COUNT(*) FROM queued_items").fetchone()
+            finally:
+                con.close()
+            out.append(Check(name="queue_1.sqlite", ok=True, detail=f"readable (read-only), {n} queued item(s)"))
+        except sqlite3.Error as exc:
+            out.append(Check(name="queue_1.sqlite", ok=False, detail=f"{queue}: {exc}",
+                             fix="check its permissions; Codex 0.169.0 keeps the table `queued_items` there"))
+    sock = p._p("control_socket")
+    if not os.path.exists(sock):
+        out.append(Check(name="Codex daemon", ok=False, detail=f"no control socket at {sock}",
+                         fix="start a Codex TUI (it starts the daemon) or run `codex app-server daemon start`"))
+    else:
+        try:
+            loaded, _ = await daemon_thread_status(sock, [], timeout=5.0)
+            out.append(Check(name="Codex daemon", ok=True, detail=f"answers on {sock}: {len(loaded)} thread(s) loaded"))
+        except DaemonError as exc:
+            out.append(Check(name="Codex daemon", ok=False, detail=f"{sock} does not answer: {exc}",
+                             fix="restart it: `codex app-server daemon start` (attached TUIs reconnect)"))
+    out.append(check_codex_sandbox(home))
+    return out
+
+
+def check_codex_sandbox(home: Path) -> Check:
+    """Can a Codex agent run `relay reply`? It connects to a Unix socket, which the
+    workspace-write and read-only sandboxes refuse (EPERM, measured in the lab)."""
+    import tomllib
+
+    name = "Codex sandbox allows `relay reply`"
+    cfg = home / "config.toml"
+    try:
+        mode = tomllib.loads(cfg.read_text()).get("sandbox_mode") if cfg.exists() else None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return Check(name=name, ok=False, detail=f"{cfg} unreadable: {exc}", fix=f"fix {cfg}")
+    if mode == "danger-full-access":
+        return Check(name=name, ok=True, detail=f"sandbox_mode = {mode!r} in {cfg}: Unix sockets are allowed")
+    shown = repr(mode) if mode else "not set (Codex defaults to a sandbox)"
+    return Check(name=name, ok=False, detail=f"sandbox_mode {shown}: the sandbox refuses Unix sockets, so an "
+                 "agent's `relay reply` cannot reach your inbox",
+                 fix=f"for agents that must answer, set sandbox_mode = \"danger-full-access\" in {cfg} "
+                     "(weigh the risk), or ask them for replies through another path")

@@ -1,0 +1,80 @@
+"""Codex as one `AgentKind` (agents/kind.py): registered through the entry point `codex`
+in pyproject.toml; what the session, the doctor and the lab ask of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
+
+from relay_repl.agents.codex.agent import KIND, CodexAgent
+from relay_repl.agents.codex.detail import CodexDetail
+from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabSpec
+from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
+from relay_repl.core.target import Me, Target
+
+if TYPE_CHECKING:
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.core.delivery import Delivery
+    from relay_repl.agents.provenance import VerifyReport
+    from relay_repl.agents.discovery import KindProvider
+    from relay_repl.agents.turn_reply import TurnWatch
+    from relay_repl.system.panes import PaneRoster
+
+BINARY = "codex"
+NPM_PACKAGE = "@openai/codex"
+
+
+class CodexKind(CodexAgent, AgentKindBase):
+    """Codex: `codex:NAME` (the thread's name in session_index.jsonl) or `codex:<thread uuid>`; it keeps
+    no provenance (a queued or typed message is plain user input), so origin is judged from the process
+    that connects, never from its rollout."""
+
+    kind = KIND
+    prefix = "codex"
+    label = "Codex"
+    provenance: Literal["kernel", "none"] = "none"
+    detail_model = CodexDetail
+
+    def address_rule(self) -> str:
+        return "codex:NAME or codex:<thread uuid> (the thread's name in session_index.jsonl, or its id)"
+
+    def providers(self, env: Mapping[str, str], panes: PaneRoster) -> Sequence[KindProvider]:
+        from relay_repl.agents.codex.provider import CodexProvider
+
+        return [CodexProvider(env=env, panes=panes)]
+
+    def own_address(self, env: Mapping[str, str]) -> Me | None:
+        from relay_repl.agents.codex.provider import CodexProvider
+
+        return CodexProvider(env=env).own_address()
+
+    def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
+        from relay_repl.agents.codex.provider import reply_route
+
+        return reply_route(target, ctx)
+
+    def reply_options(self, target: Target) -> ReplyOptions | None:
+        from relay_repl.agents.codex.replies import codex_options
+
+        return codex_options(target)
+
+    def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
+        from relay_repl.agents.codex.replies import codex_watch
+
+        return codex_watch(target, delivery)
+
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        from relay_repl.agents.codex.verify import verify_target
+
+        return verify_target(relay_id, target, ledger)
+
+    async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
+        from relay_repl.agents.codex.doctor import check_codex
+
+        return await check_codex(env)
+
+    def pin(self) -> ClientPin:
+        return ClientPin(binary=BINARY, npm_package=NPM_PACKAGE, version=self.verified_versions()[-1])
+
+    def lab(self) -> LabSpec | None:
+        return LabSpec(count_flag="codex", stub_api="openai", help="Codex sessions")

@@ -1,0 +1,403 @@
+"""`AgentKind`: everything about one agent kind, behind one protocol (issue 19).
+
+Why one protocol: adding an agent must not mean editing the session, the transports,
+the doctor, the verifier and the lab. An agent package (`relay_repl/agents/<kind>/`, or
+any distribution installed beside relay_repl) provides one object implementing this
+protocol and names it in the entry-point group `relay_repl.agents`:
+
+    [project.entry-points."relay_repl.agents"]
+    claude-code = "relay_repl.agents.claude_code.kind:ClaudeCodeKind"
+
+`relay_repl.agents.registry` loads that group; everything above the agents layer asks
+the registry (`kinds()`, `kind_for(name)`) and never names a kind.
+
+The protocol extends `Agent` (what the transports already ask: screen classifier,
+roster rule, evidence file and what in it counts). Subclass `AgentKindBase` rather than
+implementing the protocol from scratch: it holds a default for every method that has a
+sensible one, so methods added to the protocol later (additively) do not break a kind.
+
+Methods, by subject:
+- identity and addresses: `kind`, `prefix` (what an operator types before the name,
+  `claude` in `claude:alpha`), `label` (for humans), `address_rule()` (in words);
+- discovery: `providers(env, panes)` -> objects with `kind`, `async discover()`, and for
+  judging an inbox message's origin `identify_process(pid, below)`, `claimed_session(address)`
+  (and optionally `prove_thread(ident, call)`, see agents/origin.py); `own_address(env)`:
+  our own `Me` when this process runs inside one of its sessions;
+- transports: `transports()` (the adapter's TransportSpec list: name, capability flags,
+  when it applies); `screen()` (the classifier module), `ui_mode_chars()` (first characters
+  that open a UI mode in its composer: a typed line must not start with one), the `Agent` members;
+- evidence: `evidence_file(target)`, `typed_evidence(path, offset, payload)` (from `Agent`);
+- replies: `reply_route(target, ctx)` (how it will answer a want=reply|ack message),
+  `reply_options(target)` (relay-reply / mcp / turn, each with evidence), `turn_watch(target,
+  delivery)` (a reader of the turn reply in its own record); `provenance` says whether its
+  record carries kernel-supplied provenance ("kernel") or none ("none": a typed or queued
+  message is plain user input); `verify(relay_id, target, ledger)`, `verify_file(...)` and
+  `origin_records(...)`: `relay verify` on its own record (agents/provenance.py judges);
+- `relay doctor`: `doctor_checks(env)` -> `Check` rows (async; read-only);
+- versions and install: `pin()` (binary, npm package, pinned version the lab installs),
+  `verified_versions()` (from its adapter file);
+- the lab: `lab()` -> `LabSpec` (count flag for `relay lab up --<flag> N`, default count,
+  which stub API it talks to) or None when the lab cannot run it offline;
+  `lab_files(ctx, names)`, `lab_launch(ctx, name, first)`, `lab_ready(ctx, name, pane)`:
+  the config files it needs, the command and environment a lab pane runs, and when a
+  started session counts as ready (polled by the launcher);
+- typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind);
+- the operator's inbox as a peer: `answers_listed_inbox` (its sessions answer natively only to a
+  peer listed in its own registry) and `inbox_listing(name)` (the gated listing, or None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from relay_repl.agents.adapter import AdapterSpec, TransportSpec, load_adapter
+from relay_repl.agents.agent import Agent, Processes, TypedEvidence
+from relay_repl.agents.screens.model import Snapshot
+from relay_repl.core.check import Check
+from relay_repl.core.plan import Plan, ReplyContext, ReplyOptions, ReplyRoute, relay_reply_route
+from relay_repl.core.target import AgentDetail, Me, Target
+
+if TYPE_CHECKING:
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.core.delivery import Delivery
+    from relay_repl.core.approval import Approval
+    from relay_repl.agents.provenance import CheckedRecord, VerifyReport
+    from relay_repl.agents.discovery import KindProvider
+    from relay_repl.agents.turn_reply import TurnWatch
+    from relay_repl.system.panes import PaneRoster
+
+__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "InboxListing", "LabContext", "LabLaunch", "LabPane", "LabReady",
+           "LabSpec", "NoDetail"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ClientPin(_Frozen):
+    """The client the lab installs and the version gate names: one per kind, in its package."""
+
+    binary: str = Field(description="the executable on PATH, e.g. 'claude'")
+    npm_package: str = Field(description="the npm package that installs it, e.g. '@anthropic-ai/claude-code'")
+    version: str = Field(description="the pinned version (the newest of the adapter's verified_versions)")
+
+    @property
+    def install_hint(self) -> str:
+        """The one command that installs the pinned client system-wide."""
+        return f"npm i -g {self.npm_package}@{self.version}"
+
+
+class LabSpec(_Frozen):
+    """How `relay lab up` offers this kind."""
+
+    count_flag: str = Field(description="`relay lab up --<count_flag> N`, e.g. 'claude'")
+    default_count: int = Field(default=1, ge=0, description="sessions `relay lab up` starts when the flag is omitted")
+    stub_api: str = Field(description="the stub model API its sessions talk to (lab/stubs): 'anthropic', 'openai', ...")
+    help: str = ""
+
+
+class LabContext(_Frozen):
+    """What the lab tells a kind about the lab it is starting (paths are the lab's own)."""
+
+    root: Path = Field(description="the lab directory")
+    home: Path = Field(description="$HOME of every lab client")
+    bin_dir: Path = Field(description="where the pinned clients' executables are")
+    logs: Path
+    api_key: str = Field(description="the fake API key the stubs accept")
+    mcp_command: tuple[str, ...] = Field(description="argv that runs `relay mcp` against this lab")
+    mcp_env: dict[str, str] = Field(default_factory=dict, description="the environment `relay mcp` needs there "
+                                    "(RELAY_HOME, PATH, the clients' homes): clients start MCP servers with little")
+    base_urls: dict[str, str] = Field(default_factory=dict, description="session name -> its stub's base URL")
+
+    def workdir(self, name: str) -> Path:
+        return self.root / "work" / name
+
+
+class LabLaunch(_Frozen):
+    """The command one lab pane runs and the environment it adds (first start and restarts alike)."""
+
+    command: tuple[str, ...]
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class LabPane(_Frozen):
+    """What the launcher sees of a started session's pane, each time it polls."""
+
+    pane_id: str
+    pane_pid: int
+    screen: str = Field(description="the pane's capture (plain text)")
+
+
+class LabReady(_Frozen):
+    """A started lab session, ready: how the lab records it."""
+
+    pid: int | None = None
+    address: str | None = Field(default=None, description="session id / thread id, as its kind addresses it")
+    evidence_file: str | None = None
+    note: str = Field(default="", description="the progress line, e.g. 'claude pid 42 registered, idle'")
+    extra: dict[str, str] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class InboxListing(Protocol):
+    """The operator's inbox listed as a peer in one kind's registry: planned, written only under
+    the gate's approval of `plan()`, removed when the inbox closes."""
+
+    name: str
+    """The name the kind's sessions see the inbox under."""
+    socket_path: Path
+    """Where the inbox must listen for the kind's sessions to reach it."""
+
+    def plan(self) -> Plan:
+        """The plan the gate shows (what is written where, and why)."""
+        ...
+
+    def write(self, approval: Approval | None = None) -> None:
+        """Write the listing (refuses without a live approval of `plan()`)."""
+        ...
+
+    def remove(self) -> None:
+        """Remove what `write` wrote (idempotent)."""
+        ...
+
+    def files(self) -> tuple[Path, ...]:
+        """The files `write` creates, which the inbox owns and removes at exit."""
+        ...
+
+
+NoDetail = AgentDetail
+"""The detail of a kind that keeps none beyond the common Target fields."""
+
+
+@runtime_checkable
+class AgentKind(Agent, Protocol):
+    """One agent kind: discovery, transports, screen, evidence, replies, doctor, versions, lab."""
+
+    kind: str
+    """The kind's name, as entry points and `Target.kind` spell it: 'claude-code'."""
+    prefix: str
+    """What an operator types before a session's name: 'claude' (`claude:alpha`)."""
+    label: str
+    """The client's name for humans: 'Claude Code'."""
+    provenance: Literal["kernel", "none"]
+    """'kernel': its records carry kernel-supplied provenance (verifiedPeerPid) `relay verify` checks;
+    'none': a typed or queued message is plain user input, so origin is never proven from its record."""
+    detail_model: type[AgentDetail]
+    """The pydantic model of `Target.detail` for this kind (a frozen `core.target.AgentDetail`)."""
+    answers_listed_inbox: bool
+    """True when its sessions answer natively only to a peer listed in its own registry (so a
+    want=reply step lists the operator's inbox first, through `inbox_listing`)."""
+
+    def adapter(self) -> AdapterSpec:
+        """Its adapter file's validated toml block (adapters/<kind>.md)."""
+        ...
+
+    def address_rule(self) -> str:
+        """How an operator names one of its sessions, in words (help texts, usage errors)."""
+        ...
+
+    def providers(self, env: Mapping[str, str], panes: PaneRoster) -> Sequence[KindProvider]:
+        """Its discovery providers, configured from `env`, sharing `panes` (one tmux listing per refresh)."""
+        ...
+
+    def own_address(self, env: Mapping[str, str]) -> Me | None:
+        """Our own address when this process runs inside one of its sessions, else None."""
+        ...
+
+    def transports(self) -> tuple[TransportSpec, ...]:
+        """The transports it offers, each with what it needs (capability flags, `when`)."""
+        ...
+
+    def ui_mode_chars(self) -> str:
+        """First characters that open a UI mode in its composer instead of entering text."""
+        ...
+
+    def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
+        """How `target` will answer a want=reply|ack message (the plan's words and whether it can)."""
+        ...
+
+    def reply_options(self, target: Target) -> ReplyOptions | None:
+        """What `target` can answer through (relay reply / mcp / turn reply), or None (unknown)."""
+        ...
+
+    def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
+        """A reader of the turn `delivery` started in `target` (its turn reply), or None."""
+        ...
+
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        """`relay verify ID --in target`: what `target`'s own record proves about who sent `relay_id`."""
+        ...
+
+    def verify_file(self, relay_id: str, path: Path, ledger: Ledger | None) -> VerifyReport | None:
+        """`relay verify ID --transcript FILE`: audit a loose file of this kind, or None (it audits none)."""
+        ...
+
+    def origin_records(self, relay_id: str, target: Target,
+                       ledger: Ledger | None) -> tuple[list[CheckedRecord], str, int, int] | None:
+        """For `relay verify ID` over every live target: (judged records, source, bytes scanned,
+        oversized lines) of `target`'s record, or None (no record yet, or no provenance kept)."""
+        ...
+
+    async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
+        """`relay doctor` rows for this kind beyond the client version: its registry/home, daemons, config."""
+        ...
+
+    def pin(self) -> ClientPin:
+        """The pinned client: binary, npm package, version (the lab installer asks each kind)."""
+        ...
+
+    def verified_versions(self) -> tuple[str, ...]:
+        """Versions relay_repl's knowledge of this kind was measured on (its adapter file), oldest first."""
+        ...
+
+    def inbox_listing(self, name: str) -> InboxListing | None:
+        """The operator's inbox listed as a peer under `name` (not yet written), or None when the kind
+        has no peer registry (blocking; raises a RelayError when listing is impossible now)."""
+        ...
+
+    def lab(self) -> LabSpec | None:
+        """How `relay lab up` offers it, or None when the lab cannot run it offline."""
+        ...
+
+    def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
+        """Config files (path -> text) its lab sessions `names` need before any starts."""
+        ...
+
+    def lab_launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
+        """The command and environment of lab session `name` (`first`: the first of its kind)."""
+        ...
+
+    def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
+        """Polled after start: the ready session, or None while it is still starting (blocking, quick)."""
+        ...
+
+
+class AgentKindBase:
+    """Defaults for `AgentKind`: subclass it, set the attributes, override what differs.
+
+    `kind`, `prefix`, `label`, `evidence_name` and `providers`/`pin` must be given; the
+    rest default to "this kind offers nothing there" (no classifier: never type; no
+    evidence file; the generic `relay reply` route; no lab).
+    """
+
+    kind: str = ""
+    prefix: str = ""
+    label: str = ""
+    provenance: Literal["kernel", "none"] = "none"
+    detail_model: type[AgentDetail] = AgentDetail
+    answers_listed_inbox: bool = False
+    evidence_name: str = "record"
+    busy_submit: str = "unknown: never typed while busy"
+    tab_queues_when_busy: bool = False
+
+    def __repr__(self) -> str:
+        return f"<AgentKind {self.kind}>"
+
+    # -- identity, discovery ----------------------------------------------------------------
+
+    def adapter(self) -> AdapterSpec:
+        return load_adapter(self.kind)
+
+    def address_rule(self) -> str:
+        return f"{self.prefix}:NAME"
+
+    def providers(self, env: Mapping[str, str], panes: PaneRoster) -> Sequence[KindProvider]:
+        raise NotImplementedError(f"agent kind {self.kind!r} has no discovery")
+
+    def own_address(self, env: Mapping[str, str]) -> Me | None:
+        return None
+
+    def transports(self) -> tuple[TransportSpec, ...]:
+        return tuple(self.adapter().transports)
+
+    def ui_mode_chars(self) -> str:
+        return self.adapter().screen.ui_mode_chars
+
+    # -- the transports' questions (Agent) ------------------------------------------------------
+
+    def screen(self) -> ModuleType | None:
+        from relay_repl.agents import screens
+
+        try:
+            return screens.for_kind(self.kind)
+        except Exception:  # no classifier for this kind: never type into it
+            return None
+
+    def tmux_busy_note(self, target: Target) -> str | None:
+        return None
+
+    def tmux_delivered_when(self) -> str:
+        return f"its {self.evidence_name} gains a typed record carrying exactly this line"
+
+    def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
+        if snap.pane_pid != target.pid:
+            return f"pane {snap.pane_id} runs pid {snap.pane_pid}, not the target's {target.pid}"
+        return None
+
+    def waiting_refusal(self, target: Target) -> str | None:
+        return None
+
+    def evidence_file(self, target: Target) -> Path | None:
+        return None
+
+    def typed_evidence(self, path: Path, offset: int, payload: str) -> TypedEvidence:
+        return TypedEvidence(state="none")
+
+    # -- replies ------------------------------------------------------------------------------
+
+    def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
+        return relay_reply_route(target.spec, ctx, "its connecting process is identified as the target")
+
+    def reply_options(self, target: Target) -> ReplyOptions | None:
+        return None
+
+    def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
+        return None
+
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        from relay_repl.agents.provenance import VerifyReport
+
+        return VerifyReport(relay_id=relay_id, source=f"{self.label or self.kind} keeps no record relay reads",
+                            target=target.spec, kind=self.kind, verdict="no provenance",
+                            summary=f"{self.label or self.kind} keeps no provenance: a message is plain user input "
+                                    "to the model; the envelope's from= is a convention, not evidence")
+
+    def verify_file(self, relay_id: str, path: Path, ledger: Ledger | None) -> VerifyReport | None:
+        return None
+
+    def origin_records(self, relay_id: str, target: Target,
+                       ledger: Ledger | None) -> tuple[list[CheckedRecord], str, int, int] | None:
+        return None
+
+    # -- doctor, versions ---------------------------------------------------------------------
+
+    async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
+        return []
+
+    def verified_versions(self) -> tuple[str, ...]:
+        return tuple(self.adapter().verified_versions)
+
+    def pin(self) -> ClientPin:
+        raise NotImplementedError(f"agent kind {self.kind!r} names no client to install")
+
+    def inbox_listing(self, name: str) -> InboxListing | None:
+        return None
+
+    # -- the lab --------------------------------------------------------------------------------
+
+    def lab(self) -> LabSpec | None:
+        return None
+
+    def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
+        return {}
+
+    def lab_launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
+        raise NotImplementedError(f"the lab cannot start {self.kind}")
+
+    def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
+        return None
