@@ -1,4 +1,4 @@
-"""Where relay_repl keeps its state.
+"""Where relay_repl keeps its state, and where it finds the files it ships.
 
 One rule for every part (ledger, REPL history, the lab, the client cache):
 `$RELAY_HOME` if set, else `$XDG_STATE_HOME/relay-repl`, else
@@ -46,3 +46,14 @@ def clients_dir() -> Path:
 def lab_dir() -> Path:
     """The one lab this state directory owns (`relay lab up`)."""
     return state_dir(create=False) / "lab"
+
+
+def data_dir(package: str) -> Path:
+    """The folder of a data package relay ships (`relay_repl.adapters_data`,
+    `relay_repl.recipes_data`) as importlib.resources resolves it: the copies inside an
+    installed wheel, or in a checkout the top-level folder its editable install maps onto that
+    name. Never a path guessed from the source tree. A Path, not a Traversable: relay is never
+    imported from a zip."""
+    from importlib.resources import files
+
+    return Path(str(files(package)))
