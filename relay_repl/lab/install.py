@@ -183,10 +183,11 @@ def latest_versions() -> dict[str, str]:
 
 
 def set_root_for(want: dict[str, str]) -> Path:
-    """The npm prefix of one client set: the pinned cache for the pinned versions, else
-    `<state>/clients-<claude>-<codex>` (each set its own, so none replaces another)."""
+    """The npm prefix of one client set: the pinned cache (`clients_root()`: `$RELAY_LAB_CLIENTS`
+    when set) for the pinned versions, else `<state>/clients-<claude>-<codex>` (each set its own,
+    so none replaces another). `--clients latest` when npm's newest are the pins is the pinned cache."""
     if want == VERIFIED_VERSIONS:
-        return paths.clients_dir()
+        return clients_root()
     return paths.state_dir() / f"clients-{want[CLAUDE]}-{want[CODEX]}"
 
 
@@ -198,7 +199,7 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
         if parse_version(v) != v:
             raise LabError(f"{kind} version {v!r} is not x.y.z (or `latest`)")
     dest = set_root_for(want)
-    if dest == paths.clients_dir() and "RELAY_LAB_CLIENTS" not in os.environ:
+    if want == VERIFIED_VERSIONS:
         install(progress)
         return dest
     have = {kind: binary_version(dest / "node_modules" / ".bin" / BINARIES[kind]) for kind in KINDS}

@@ -70,3 +70,15 @@ def test_fidelity_imports_no_test_code_nor_pytest(tmp_path):
             "assert len(c.all_checks()) >= len(f.FACTS)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_latest_equal_to_the_pins_is_the_pinned_cache_wherever_it_is(monkeypatch, tmp_path):
+    """`relay fidelity --clients latest` when npm's newest are the pins: the pinned cache the lab uses
+    ($RELAY_LAB_CLIENTS when set), not a second 800 MB install under RELAY_HOME."""
+    from relay_repl.lab.install import VERIFIED_VERSIONS, set_root_for
+
+    monkeypatch.setenv("RELAY_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RELAY_LAB_CLIENTS", str(tmp_path / "shared-clients"))
+    assert set_root_for(dict(VERIFIED_VERSIONS)) == tmp_path / "shared-clients"
+    other = {k: "9.9.9" for k in VERIFIED_VERSIONS}
+    assert set_root_for(other) == tmp_path / "home" / "clients-9.9.9-9.9.9"
