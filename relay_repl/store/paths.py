@@ -9,6 +9,7 @@ private directory so nothing of the operator's is touched.
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
 
 
@@ -48,12 +49,14 @@ def lab_dir() -> Path:
     return state_dir(create=False) / "lab"
 
 
+@cache
 def data_dir(package: str) -> Path:
     """The folder of a data package relay ships (`relay_repl.adapters_data`,
     `relay_repl.recipes_data`) as importlib.resources resolves it: the copies inside an
     installed wheel, or in a checkout the top-level folder its editable install maps onto that
     name. Never a path guessed from the source tree. A Path, not a Traversable: relay is never
-    imported from a zip."""
+    imported from a zip. Cached: every target's version status looks up its adapter (100 times
+    per `relay targets`), and the answer cannot change while relay runs."""
     from importlib.resources import files
 
     return Path(str(files(package)))
