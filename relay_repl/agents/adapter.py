@@ -8,7 +8,7 @@ it into `AdapterSpec`. Unknown keys are errors, so a typo fails loudly.
 
 Where the files are found (first hit wins):
 1. `$RELAY_ADAPTERS_DIR` if set (tests, experiments);
-2. the package `relay_repl.adapters_data`, through `importlib.resources`: in a wheel the
+2. the package `relay_repl.adapters_data`, through the import system (`store.paths.data_dir`, importlib): in a wheel the
    shipped copies, in a checkout (editable install) the top-level `adapters/` folder that
    pyproject maps onto that name. Never a path guessed from the source tree.
 """

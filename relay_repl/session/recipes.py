@@ -22,7 +22,7 @@ from relay_repl.store.paths import data_dir, state_dir
 
 def shipped_dir() -> Path:
     """The recipes shipped with relay: the package `relay_repl.recipes_data` (in a checkout, the
-    top-level `recipes/` folder mapped onto it), found through importlib.resources."""
+    top-level `recipes/` folder mapped onto it), found through the import system (paths.data_dir)."""
     return data_dir("relay_repl.recipes_data")
 
 
