@@ -127,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which clients the lab runs: pinned (default), latest (from npm), system (the claude and "
                         "codex on your PATH), or an npm prefix from `relay lab install --claude V --codex V`; "
                         "a running lab keeps its clients (`relay lab down` first)")
+    x.add_argument("--hosts", type=int, default=1, choices=(1, 2),
+                   help="2: also a second lab host (its own network namespace, sshd and sessions), reached as h2/...")
     x.set_defaults(func=_cmd_lab_up)
     x = lsub.add_parser("status", help="what runs in the lab")
     x.add_argument("--json", action="store_true", help="lab directory, tmux socket, and per session kind, name, pid, pane, transcript")
@@ -347,6 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.set_defaults(func=_cmd_mcp)
+    from relay_repl.frontends import hosts_cmd
+
+    hosts_cmd.register(sub)
     return p
 
 
@@ -360,6 +365,10 @@ def _cmd_targets(args: argparse.Namespace) -> int:
     from relay_repl.agents import default_providers
     from relay_repl.agents.discovery import Provider, StaticProvider, discover_all
 
+    from relay_repl.store.hosts import load_hosts
+
+    problems: list[str] = []
+
     async def run() -> list:
         # the providers alone: listing needs no gate, transports or ledger (what Session.refresh runs)
         providers: list[Provider] = list(default_providers())
@@ -367,9 +376,22 @@ def _cmd_targets(args: argparse.Namespace) -> int:
             from relay_repl.transports.fake import fake_target
 
             providers.append(StaticProvider("fake", [fake_target()]))
-        return await discover_all(providers)
+        if not load_hosts():
+            return await discover_all(providers)
+        from relay_repl.session.remote import Hosts
+
+        hosts = Hosts()
+        try:  # each host's relay lists its own, at the same time as the local listing
+            local, (remote, probs) = await _both(discover_all(providers), hosts.all_targets())
+        finally:
+            await hosts.aclose()
+        problems.extend(probs)
+        return [*local, *remote]
 
     targets = anyio.run(run)
+    from relay_repl.frontends.hosts_cmd import print_problems
+
+    print_problems(problems)  # a down host: one line on stderr; the others are listed
     if args.json:
         print(json.dumps([_target_json(t) for t in targets], indent=1))
         return 0
@@ -377,6 +399,20 @@ def _cmd_targets(args: argparse.Namespace) -> int:
 
     print(format_targets(targets))
     return 0
+
+
+async def _both(a, b):
+    import anyio
+
+    out: list = [None, None]
+
+    async def one(i, aw):
+        out[i] = await aw
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one, 0, a)
+        tg.start_soon(one, 1, b)
+    return out[0], out[1]
 
 
 def _fast_exit(code: int) -> None:
@@ -396,7 +432,7 @@ def _target_json(t) -> dict:
         "kind": t.kind, "name": t.name, "spec": t.spec, "address": t.address, "pid": t.pid, "live": t.live,
         "state": t.state, "pane": t.pane, "transports": list(t.transports), "identified_by": t.identified_by,
         "client_version": t.client_version, "client_status": t.client_status,
-        "detail": t.detail,
+        "detail": t.detail, "host": t.host,
     }
 
 
@@ -630,6 +666,12 @@ def _cmd_lab_up(args: argparse.Namespace) -> int:
     state = ensure_lab(claude=args.claude, codex=args.codex, progress=_progress)
     print(f"lab ready: {state.lab_dir} (tmux -L {state.tmux_socket})")
     print("\n".join(state.targets()))
+    if args.hosts == 2:
+        from relay_repl.lab import second_host
+        from relay_repl.lab.launcher import layout
+
+        h2 = second_host.up(layout(), claude=args.claude, codex=args.codex, progress=_progress)
+        print(f"second host {h2.name}: ssh {h2.address} (host key {h2.host_key_sha256}); its sessions are {h2.name}/...")
     print("next: `relay --lab` opens the REPL on it; `relay lab env` points other tools at it")
     return 0
 

@@ -929,6 +929,9 @@ def _restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress
 def down(progress: Progress = print) -> bool:
     """End everything the lab started and remove its runtime state. False if nothing ran."""
     lay = layout()
+    from relay_repl.lab import second_host
+
+    second_host.down(lay, progress)  # `relay lab up --hosts 2`: its sshd, lab and namespace
     with _lab_lock(lay):
         cleaned = _cleanup(lay, progress)
     if not cleaned:
