@@ -95,6 +95,11 @@ class HostKeyError(HostError):
     """ssh refused the host's key (unknown or changed): relay never accepts a key itself."""
 
 
+class ChannelLost(HostError):
+    """The channel to a host closed in the middle of a request: what happened there is for
+    that host's ledger to say (look before re-sending)."""
+
+
 class ProtocolMismatch(HostError):
     """The two relays speak different `relay serve` protocol versions."""
 

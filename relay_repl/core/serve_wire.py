@@ -33,6 +33,9 @@ class Answer(BaseModel):
     result: Any = None
     error: str | None = None
     error_kind: str | None = Field(default=None, description="the RelayError subclass name on the serving side")
+    ask: dict[str, Any] | None = Field(default=None, description="not the final answer: the serving relay asks the "
+                                       "operator's gate about a plan ({plan, digest}); the caller answers with a request "
+                                       "of the same id, op `approve`, args {digest: the approved digest or null}")
 
 
 def mismatch(theirs: object, ours: int = PROTOCOL_VERSION, who: str = "the remote relay") -> str:

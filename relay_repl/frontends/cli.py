@@ -468,6 +468,11 @@ def _cmd_send(args: argparse.Namespace) -> int:
         gate = TerminalGate(output=create_output(stdout=sys.stderr), write=err,
                             isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty())
 
+    from relay_repl.frontends import hosts_cmd
+
+    if hosts_cmd.names_a_host(args.target):  # HOST/kind:name: planned and carried out by that host's relay
+        return hosts_cmd.send_to_host(args, gate, out, err, wait, wants_answer)
+
     async def run():
         nonlocal answer, wants_answer
         session = make_session(fake=args.fake, interrupt=args.interrupt, approve=gate, echo=out)

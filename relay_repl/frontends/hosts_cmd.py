@@ -104,3 +104,68 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def print_problems(problems: list[str]) -> None:
     for p in problems:
         print(f"relay: {p}", file=sys.stderr, flush=True)
+
+
+def names_a_host(spec: str) -> bool:
+    from relay_repl.session.remote import split_spec
+
+    return split_spec(spec)[0] is not None
+
+
+def send_to_host(args: argparse.Namespace, gate, out, err, wait: float, wants_answer: bool) -> int:
+    """`relay send HOST/kind:name ...`: the host's relay plans and sends; y/N is asked here."""
+    import anyio
+
+    from relay_repl.core.controls import visible
+    from relay_repl.core.peertext import consent_flag
+    from relay_repl.session.gate import TerminalGate
+    from relay_repl.session.remote import Hosts, send_remote, wait_reply_remote
+    from relay_repl.store.ledger import Ledger
+
+    approve = gate or TerminalGate()
+
+    async def run():
+        hosts = Hosts()
+        ledger = Ledger.default()
+        try:
+            rd = await send_remote(hosts, args.target, args.message, approve=approve, ledger=ledger,
+                                   want=args.want or "none", transport=args.transport, timeout=args.timeout,
+                                   reply_via=args.reply_via if wants_answer else None, echo=err)
+            answer = None
+            d = rd.delivery
+            if wants_answer and d.outcome not in ("refused", "halted") and d.state.value not in ("failed", "interrupted"):
+                err(f"waiting up to {wait:g}s for {d.target} to answer {d.relay_id} (in the inbox of the relay on {rd.host})")
+                answer = await wait_reply_remote(hosts, rd, wait)
+            return rd, answer
+        finally:
+            ledger.close()
+            await hosts.aclose()
+
+    rd, answer = anyio.run(run)
+    d = rd.delivery
+    code = d.exit_code
+    missing = None
+    if wants_answer and d.outcome == "delivered" and answer is None:
+        code = 3
+        missing = f"no {args.want} from {d.target} to {d.relay_id} within {wait:g}s: the message was delivered on {rd.host}"
+    if args.json:
+        print(json.dumps({"relay_id": d.relay_id, "outcome": d.outcome, "state": d.state.value, "stage": d.stage,
+                          "reason": d.reason, "target": d.target, "transport": d.transport, "host": rd.host,
+                          "route": rd.route, "payload": d.plan.payload if d.plan else None,
+                          "evidence": [e.model_dump(mode="json") for e in d.evidence],
+                          "reply": None if answer is None else {
+                              "relay_id": answer.message.relay_id, "answers": answer.message.answers,
+                              "body": answer.message.body, "peer": answer.message.peer,
+                              "verdict": answer.message.verdict.model_dump(mode="json") if answer.message.verdict else None,
+                              "verified_by": answer.verified_by},
+                          "missing": missing}))
+    else:
+        print(visible(d.summary()))
+        if answer is not None:
+            m = answer.message
+            print(visible(f"reply {m.relay_id or ''} from {m.peer or '?'} [{answer.verified_by}]: {m.body}"))
+            if flag := consent_flag(m.body):
+                print(f"  FLAG: the reply {flag}")
+    if missing:
+        err(f"relay: {visible(missing)}")
+    return code

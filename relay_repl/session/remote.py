@@ -9,12 +9,19 @@ host from stopping the others (each host's problem is one line naming it).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import anyio
+from pydantic import BaseModel
 
-from relay_repl.core.errors import HostError, RelayError, UsageError
+from relay_repl.core.approval import Scope, plan_digest, spend
+from relay_repl.core.delivery import Delivery, DeliveryState
+from relay_repl.core.errors import ChannelLost, HostError, RelayError, UsageError
+from relay_repl.core.inbound import InboundMessage
+from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
+from relay_repl.session.gate import ApproveFn, ask
 from relay_repl.store.hosts import HostEntry, control_dir, find_host, load_hosts, ssh_config_file
 from relay_repl.system.ssh import SshChannel
 
@@ -128,3 +135,100 @@ def resolve_host(spec: str, hosts: Hosts) -> tuple[str, str]:
     if not any(h.name == host for h in hosts.entries):
         raise HostError(f"no host named {host!r} (see `relay hosts`; add one with `relay hosts add {host} DESTINATION`)")
     return host, rest
+
+
+# ---- sends to a host: the plan is built and carried out there, approved here --------------
+
+
+class RemoteAnswer(BaseModel):
+    """A reply to a delivery on a host, as that host's inbox judged it."""
+
+    message: InboundMessage
+    host: str
+    judged_on: str
+    serve_pid: int
+
+    @property
+    def verified_by(self) -> str:
+        v = self.message.verdict
+        return f"{v.verdict if v else 'no verdict'} on {self.host} by relay serve pid {self.serve_pid}"
+
+
+class RemoteDelivery(BaseModel):
+    """The host's Delivery, as its relay reported it, and where it was carried out."""
+
+    delivery: Delivery
+    host: str
+    route: str
+    answer: RemoteAnswer | None = None
+
+
+async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn, ledger: Any = None,
+                      want: str = "none", transport: str | None = None, timeout: float = 30.0,
+                      reply_via: str | None = None, echo: Callable[[str], None] | None = None) -> RemoteDelivery:
+    """Send through HOST's relay: it resolves the target, builds the plan and asks; the plan
+    comes up the channel and is shown here with its route; only its digest, approved here
+    by the operator's gate, goes back. The local approval is spent at once (nothing acts
+    here); the host's relay mints its own from that digest, single-use, for that plan only."""
+    host, rest = resolve_host(spec, hosts)
+    ch = hosts.channel(host)
+    hello = await ch.open()
+    fp = await host_key_fingerprint(ch)
+    route = f"via ssh {host} ({ch.destination}), host key {fp or 'as ssh checked it'}; relay serve pid {hello.get('pid')}"
+
+    async def on_ask(question: dict[str, Any]) -> dict[str, Any]:
+        plan = Plan.model_validate(question.get("plan") or {})
+        digest = str(question.get("digest") or "")
+        if plan_digest(plan) != digest:  # what is shown must be exactly what is approved there
+            (echo or print)(f"relay: host {host} sent a plan that does not match its digest: declined")
+            return {"digest": None}
+        shown = plan.model_copy(update={"target": f"{host}/{plan.target}", "notes": (*plan.notes, f"route: {route}")})
+        if ledger is not None:
+            ledger.event("plan", relay_id=plan.relay_id, data={**shown.model_dump(mode="json"), "host": host,
+                                                               "remote_digest": digest})
+        approval = await ask(approve, shown, Scope.of(shown))
+        if ledger is not None:
+            ledger.event("answer", relay_id=plan.relay_id, data={"approved": approval is not None, "host": host,
+                                                                 "remote_digest": digest})
+        spend(approval)
+        return {"digest": digest if approval is not None else None}
+
+    args = {"target": rest, "body": body, "want": want, "transport": transport, "timeout": timeout,
+            "reply_via": reply_via}
+    try:
+        result = await ch.request("send", args, timeout=timeout + ASK_BOUND, on_ask=on_ask)
+    except ChannelLost as exc:
+        d = Delivery(target=spec, transport=transport or "?", state=DeliveryState.INTERRUPTED, stage="remote",
+                     reason=f"{exc}; the delivery may have gone ahead on {host}: look at it there "
+                            f"(`relay debug` on {host}) before any re-send")
+        return RemoteDelivery(delivery=d, host=host, route=route)
+    d = Delivery.model_validate(result)
+    d = d.model_copy(update={"target": f"{host}/{d.target}"})
+    return RemoteDelivery(delivery=d, host=host, route=route)
+
+
+async def wait_reply_remote(hosts: Hosts, rd: RemoteDelivery, timeout: float) -> RemoteAnswer | None:
+    if rd.delivery.relay_id is None:
+        return None
+    res = await hosts.channel(rd.host).request("wait_reply", {"relay_id": rd.delivery.relay_id, "timeout": timeout},
+                                               timeout=timeout + 30)
+    if not res or res.get("message") is None:
+        return None
+    ans = RemoteAnswer(message=InboundMessage.model_validate(res["message"]), host=rd.host,
+                       judged_on=str(res.get("judged_on")), serve_pid=int(res.get("serve_pid") or 0))
+    rd.answer = ans
+    return ans
+
+
+async def halt_all(hosts: Hosts, reason: str, by: str) -> list[str]:
+    """A halt reaches every host in use (each channel open now); one line per host that could not be told."""
+    problems: list[str] = []
+    for name, ch in list(hosts._channels.items()):
+        try:
+            await ch.request("halt", {"reason": reason, "by": by}, timeout=15)
+        except RelayError as exc:
+            problems.append(f"host {name}: halt not delivered: {exc}")
+    return problems
+
+
+ASK_BOUND = 900.0  # the operator's time to answer the plan, on top of the send's own timeout

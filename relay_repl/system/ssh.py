@@ -23,7 +23,7 @@ import json
 import os
 import re
 import signal
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,10 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from relay_repl.core.errors import HostError, HostKeyError, ProtocolMismatch
+from relay_repl.core.errors import ChannelLost, HostError, HostKeyError, ProtocolMismatch
 from relay_repl.core.serve_wire import MAX_LINE, PROTOCOL_VERSION, Answer, Request, mismatch
 
+AskFn = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 CHECK_TIMEOUT = 3.0
 CONNECT_TIMEOUT = 10
 PERSIST = "600"
@@ -182,21 +183,30 @@ class SshChannel:
         self.hello = hello
         return hello
 
-    async def request(self, op: str, args: dict[str, Any] | None = None, timeout: float = 60.0) -> Any:
+    async def request(self, op: str, args: dict[str, Any] | None = None, timeout: float = 60.0,
+                      on_ask: AskFn | None = None) -> Any:
+        """One request, its one final answer. An interim `ask` (the serving relay asks the
+        operator's gate about a plan) goes to `on_ask`, whose dict is sent back as `approve`
+        with the same id; without `on_ask` the answer is a No (digest null)."""
         await self.open()
-        return await self._request(op, args or {}, timeout)
+        return await self._request(op, args or {}, timeout, on_ask)
 
-    async def _request(self, op: str, args: dict[str, Any], timeout: float) -> Any:
+    async def _request(self, op: str, args: dict[str, Any], timeout: float, on_ask: AskFn | None = None) -> Any:
         async with self._lock:
             proc, reader = self._proc, self._reader
             if proc is None or reader is None or proc.stdin is None:
                 raise HostError(f"host {self.name}: no channel (open it first)")
             self._next_id += 1
-            req = Request(id=self._next_id, op=op, args=args)
+            rid = self._next_id
             try:
                 with anyio.fail_after(timeout):
-                    await proc.stdin.send(req.model_dump_json().encode() + b"\n")
-                    line = await reader.receive_until(b"\n", MAX_LINE)
+                    await proc.stdin.send(Request(id=rid, op=op, args=args).model_dump_json().encode() + b"\n")
+                    while True:
+                        ans = await self._read_answer(reader, op)
+                        if ans.ask is None:
+                            break
+                        reply = await on_ask(ans.ask) if on_ask is not None else {"digest": None}
+                        await proc.stdin.send(Request(id=rid, op="approve", args=reply).model_dump_json().encode() + b"\n")
             except TimeoutError:
                 await self.close()
                 raise HostError(f"host {self.name}: no answer to {op} within {timeout:g}s; the channel is closed") from None
@@ -204,20 +214,23 @@ class SshChannel:
                     OSError):
                 code = await self._reap()
                 hint = " (is relay installed there and on PATH?)" if code == 127 else ""
-                raise HostError(f"host {self.name}: the channel closed during {op} (ssh exit {code}){hint}") from None
-            try:
-                data = json.loads(line)
-            except ValueError:
-                raise HostError(f"host {self.name}: the remote side sent a line that is not JSON during {op}") from None
-            if isinstance(data, dict) and data.get("v") != PROTOCOL_VERSION:
-                await self.close()
-                raise ProtocolMismatch(mismatch(data.get("v"), who=f"relay on {self.name}"))
-            ans = Answer.model_validate(data)
+                raise ChannelLost(f"host {self.name}: the channel closed during {op} (ssh exit {code}){hint}") from None
             if not ans.ok:
                 if ans.error_kind == "ProtocolMismatch":
                     raise ProtocolMismatch(ans.error or mismatch(-1))
                 raise HostError(f"host {self.name}: {ans.error}")
             return ans.result
+
+    async def _read_answer(self, reader: BufferedByteReceiveStream, op: str) -> Answer:
+        line = await reader.receive_until(b"\n", MAX_LINE)
+        try:
+            data = json.loads(line)
+        except ValueError:
+            raise HostError(f"host {self.name}: the remote side sent a line that is not JSON during {op}") from None
+        if isinstance(data, dict) and data.get("v") != PROTOCOL_VERSION:
+            await self.close()
+            raise ProtocolMismatch(mismatch(data.get("v"), who=f"relay on {self.name}"))
+        return Answer.model_validate(data)
 
     async def _reap(self) -> int | None:
         proc, self._proc, self._reader = self._proc, None, None
