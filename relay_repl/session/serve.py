@@ -58,7 +58,8 @@ class Server:
     """The ops one relay answers for another. Each returns a JSON-able result or raises a
     RelayError, whose one line goes back as the answer's error."""
 
-    def __init__(self, write: Callable[[Answer], Awaitable[None]] | None = None) -> None:
+    def __init__(self, write: Callable[[Answer], Awaitable[None]] | None = None,
+                 make_session: Callable[..., Any] | None = None) -> None:
         self.ops: dict[str, Handler] = {"hello": self.hello, "targets": self.targets, "send": self.send,
                                         "wait_reply": self.wait_reply, "halt": self.halt}
         self.write = write
@@ -67,6 +68,7 @@ class Server:
         self.gate = ChannelGate(self)
         self._tg: Any = None
         self.closed = False
+        self._make = make_session  # the session factory (session.app.make_session by default)
 
     async def hello(self, args: dict[str, Any]) -> dict[str, Any]:
         theirs = args.get("protocol")
@@ -89,7 +91,8 @@ class Server:
         if self.session is None:
             from relay_repl.session.app import make_session
 
-            session = make_session(approve=self.gate, echo=lambda line: print(line, file=sys.stderr, flush=True))
+            session = (self._make or make_session)(approve=self.gate,
+                                                   echo=lambda line: print(line, file=sys.stderr, flush=True))
             await session.open_inbox(self._tg, echo=lambda line: None)
             self.session = session
         return self.session
