@@ -98,7 +98,7 @@ def cmd_hosts_check(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from relay_repl.session.serve import run_stdio
 
-    return run_stdio()
+    return run_stdio(fake=bool(getattr(args, "fake", False)))
 
 
 def print_problems(problems: list[str]) -> None:

@@ -72,8 +72,9 @@ def _expand(path: str) -> str:
 class Hosts:
     """The hosts of `hosts.toml`, each with at most one open channel, opened on first use."""
 
-    def __init__(self, entries: list[HostEntry] | None = None) -> None:
+    def __init__(self, entries: list[HostEntry] | None = None, remote_command: tuple[str, ...] | None = None) -> None:
         self.entries = load_hosts() if entries is None else entries
+        self.remote_command = remote_command  # what runs there; default `relay serve --stdio`
         self._channels: dict[str, SshChannel] = {}
 
     def __bool__(self) -> bool:
@@ -83,7 +84,8 @@ class Hosts:
         ch = self._channels.get(name)
         if ch is None:
             entry = next((h for h in self.entries if h.name == name), None) or find_host(name)
-            ch = SshChannel(entry.name, entry.destination, control_dir(), ssh_config_file())
+            ch = SshChannel(entry.name, entry.destination, control_dir(), ssh_config_file(),
+                            **({"remote_command": self.remote_command} if self.remote_command else {}))
             self._channels[name] = ch
         return ch
 

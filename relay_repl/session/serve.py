@@ -237,8 +237,17 @@ async def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, s
         tg.cancel_scope.cancel()
 
 
-def run_stdio() -> int:
+def run_stdio(fake: bool = False) -> int:
+    """`relay serve --stdio`; with `relay --fake serve --stdio` its session holds the in-memory
+    fake:inbox target too, as `relay --fake send` does."""
     if sys.stdin.isatty():
         raise UsageError("relay serve --stdio answers another relay over ssh; it is not for a terminal")
-    anyio.run(serve)
+    make = None
+    if fake:
+        from functools import partial
+
+        from relay_repl.session.app import make_session
+
+        make = partial(make_session, fake=True)
+    anyio.run(lambda: serve(server=Server(make_session=make)))
     return 0

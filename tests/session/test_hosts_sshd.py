@@ -168,3 +168,47 @@ def test_down_host_is_one_line_and_local_targets_still_listed(h2):
     assert "fake:inbox" in specs
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "host dead" in lines[0] and "not reachable" in lines[0]
+
+
+def test_master_killed_while_the_plan_is_asked_leaves_it_interrupted_and_unsent(h2, tmp_path):
+    """SIGKILL of the ssh master while the operator is answering: the delivery is `interrupted`
+    here (with the next step: look there first), and the host's relay, which never got the
+    digest back, answered its own gate No: its ledger has the plan and a No, nothing else."""
+    from relay_repl.core.delivery import DeliveryState
+    from relay_repl.session.remote import Hosts, send_remote
+    from relay_repl.store.ledger import Ledger
+
+    hosts = Hosts(remote_command=("relay", "--fake", "serve", "--stdio"))
+    shown = []
+
+    async def approve(plan) -> bool:
+        shown.append(plan)
+        os.kill(hosts.channel("h2").master_pid, signal.SIGKILL)  # the channel dies as the operator says yes
+        return True
+
+    async def go():
+        try:
+            return await send_remote(hosts, "h2/fake:inbox", "hello", approve=approve, echo=lambda s: None)
+        finally:
+            await hosts.aclose()
+
+    rd = anyio.run(go)
+    assert len(shown) == 1 and "route: via ssh h2" in shown[0].render()
+    d = rd.delivery
+    assert d.state is DeliveryState.INTERRUPTED and d.outcome == "pending" and d.exit_code == 3
+    assert "look at it there" in (d.reason or "")
+    led = Ledger(tmp_path / "h2home" / "ledger.sqlite")
+    try:
+        deadline = time.monotonic() + 20  # the host's relay notices the closed channel on its own
+        while time.monotonic() < deadline:
+            events = led.events()
+            if any(e.kind == "answer" for e in events):
+                break
+            time.sleep(0.1)  # the poll interval of this bounded wait
+        kinds = [e.kind for e in events]
+        answers = [e.data for e in events if e.kind == "answer"]
+        assert "plan" in kinds and answers == [{"approved": False}]
+        assert not any(e.kind.startswith("stage") or e.kind == "outcome" and e.data.get("state") not in (None, "withheld")
+                       for e in events), kinds
+    finally:
+        led.close()
