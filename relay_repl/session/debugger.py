@@ -21,20 +21,45 @@ Rules (the same as the send path, never weaker):
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_repl.core.approval import Approval
 from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import Delivery, DeliveryState, Evidence
 from relay_repl.core.errors import DiscoveryError, RelayError
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Event, Ledger
-from relay_repl.transports.base import Look, StageLog
+from relay_repl.transports.base import Look, StageLog, Transport
 
-if TYPE_CHECKING:
-    from relay_repl.session.session import Session
+
+class DebugHost(Protocol):
+    """What a Debugger uses of the session that made it (`Session` is one).
+
+    A protocol rather than an import of Session: the session imports the debugger, so the
+    debugger naming Session back was an import cycle (hidden from the layer contract by a
+    TYPE_CHECKING import here and a function-level one there; issue 19)."""
+
+    ledger: Ledger
+    _transports: dict[str, Transport]
+
+    @property
+    def echo(self) -> Callable[[str], None] | None: ...
+
+    async def refresh(self) -> list[Target]: ...
+
+    async def target(self, spec: str | Target) -> Target: ...
+
+    async def _gated(self, plan: Plan, *, delivery: str | None = None,
+                     target: Target | None = None) -> Approval | None: ...
+
+    async def _run_armed(self, d: Delivery, log: StageLog, approval: Approval | None,
+                         step: Callable[[Approval], Awaitable[None]]) -> None: ...
+
+    def record_outcome(self, d: Delivery, **more: Any) -> None: ...
 
 CONFIRM_WAIT = 10.0
 """Seconds one `confirm` step reads receiver evidence before it stops (read-only)."""
@@ -142,7 +167,7 @@ class Debugger:
     the same way; `dbg.abandon(reason)` records that you gave up on it.
     """
 
-    def __init__(self, session: Session, recorded: Recorded) -> None:
+    def __init__(self, session: DebugHost, recorded: Recorded) -> None:
         self.session = session
         self.delivery = recorded.delivery
         self.sent_to = recorded.target

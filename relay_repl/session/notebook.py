@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import math
 import secrets
 import sys
 import time
@@ -45,6 +46,7 @@ from relay_repl.core.errors import RelayError, UsageError
 from relay_repl.core.notebook_cells import (Cell, Notebook, NotebookError, compile_cell, convert_param, injected_cell,
                                             looks_like_target, parse_cells)
 from relay_repl.core.plan import Plan
+from relay_repl.system.polling import poll_until
 
 PROGRESS_FIRST = 5.0   # a cell quiet this long gets a progress line on stderr ...
 PROGRESS_EVERY = 10.0  # ... and another this often while it waits
@@ -326,16 +328,21 @@ class NotebookRunner:
         return rec.state == "done"
 
     async def _progress_loop(self) -> None:
-        """While a cell runs long (a send confirming, a wait for a reply), say which and for how long."""
+        """While a cell runs long (a send confirming, a wait for a reply), say which and for how long.
+        A look every second for as long as the run lasts (its task group cancels it)."""
         last = 0.0
-        while True:
-            await anyio.sleep(1.0)
+
+        async def look() -> None:
+            nonlocal last
             if self.cell is None or self.in_gate:
-                continue
+                return None
             ran = time.monotonic() - self.cell_started
             if ran >= PROGRESS_FIRST and time.monotonic() - last >= PROGRESS_EVERY:
                 last = time.monotonic()
                 self.progress(f"  … {self.heading()}: running for {ran:.0f} s")
+            return None
+
+        await poll_until(look, timeout=math.inf, interval=1.0)
 
     # -- what the session does for the cells ------------------------------------------
     def _approve(self, original: Any) -> Any:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +44,7 @@ from relay_repl.system.wire import encode_frames, peer_cred
 from relay_repl.agents.claude_code import find_origin_records, peer_token, socket_is_ours
 from relay_repl.agents.claude_code import transcript_for as transcript_path
 from relay_repl.core.target import Target
+from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
 RECEIPT_STATES = {
@@ -240,10 +240,11 @@ class ClaudeSocketTransport(Transport):
         if not msg_id:
             return
         me_pid, me_start = delivery.extra["sender_pid"], delivery.extra["sender_proc_start"]
-        deadline = time.monotonic() + timeout
-        last_report = time.monotonic()  # progress lines only once a wait is long
         seen_receipts = 0
-        while True:
+
+        async def check() -> bool | None:
+            """True once a receipt or the transcript settled it, else None (keep reading)."""
+            nonlocal seen_receipts
             inbox = self._inbox()
             receipts = [r for r in (inbox.receipts if inbox else []) if r.get("orig_msg_id") == msg_id]
             for r in receipts[seen_receipts:]:
@@ -264,7 +265,7 @@ class ClaudeSocketTransport(Transport):
                     delivery.reason = f"receiver {status} it{': ' + detail if detail else ''}"
                 log("receipt", state, f"receiver says {status} {detail}".strip(), receipt=r.frame, pid=r.pid)
                 if state in (DeliveryState.FAILED, DeliveryState.REFUSED):
-                    return
+                    return True
             seen_receipts = len(receipts)
             path = transcript_path(target)
             hits = await anyio.to_thread.run_sync(find_origin_records, path, msg_id) if path else []
@@ -274,7 +275,7 @@ class ClaudeSocketTransport(Transport):
                 if len(hits) > 1:
                     log("transcript", DeliveryState.UNKNOWN, f"{len(hits)} records carry msg_id {msg_id}: not unique, not trusting either",
                         hits=hits)
-                    return
+                    return True
                 if ours:
                     h = ours[0]
                     log("transcript", DeliveryState.IN_TURN,
@@ -284,16 +285,15 @@ class ClaudeSocketTransport(Transport):
                     log("transcript", DeliveryState.UNKNOWN,
                         f"a record has our msg_id but verifiedPeerPid {hits[0]['origin'].get('verifiedPeerPid')} is not ours ({me_pid})",
                         record=hits[0])
-                return
-            now = time.monotonic()
-            if now >= deadline:
-                delivery.reason = (f"written, but no transcript record with msg_id {msg_id} after {timeout:.0f}s "
-                                   "(a busy receiver takes it at its next tool boundary or turn); do not re-send")
-                return
-            if now - last_report > 5:
-                last_report = now
-                log.progress(f"waiting for {target.spec}'s transcript to show msg_id {msg_id[:8]}…")
-            await anyio.sleep(0.1)
+                return True
+            return None
+
+        def progress(_left: float) -> None:
+            log.progress(f"waiting for {target.spec}'s transcript to show msg_id {msg_id[:8]}…")
+
+        if await poll_until(check, timeout=timeout, interval=0.1, progress=progress) is None:
+            delivery.reason = (f"written, but no transcript record with msg_id {msg_id} after {timeout:.0f}s "
+                               "(a busy receiver takes it at its next tool boundary or turn); do not re-send")
 
 
 class ClaudeMessageTransport(ClaudeSocketTransport):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import time
 from typing import Any
 
 from relay_repl.core.approval import Approval
@@ -27,6 +26,7 @@ from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.agents.codex import codex_home, find_in_rollout, read_item, rollout_for, turns_since
 from relay_repl.core.target import Target
+from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
 QUEUED = re.compile(r"Queued message (?P<item>[0-9a-fA-F-]{36}) for thread (?P<thread>[0-9a-fA-F-]{36})\.")
@@ -143,42 +143,45 @@ class CodexQueueTransport(Transport):
         item = delivery.extra.get("item_id")
         if not item:
             return
-        deadline = time.monotonic() + timeout
-        last_report = time.monotonic()  # progress lines only once a wait is long
         dequeued = False
-        while True:
-            row = await anyio.to_thread.run_sync(read_item, home, item)
+        last: dict[str, Any] = {"row": None}  # the latest read-back, for the progress line and the timeout
+
+        async def check() -> bool | None:
+            """True once the wait is over (a failed item or a turn carrying it), else None."""
+            nonlocal dequeued
+            row = last["row"] = await anyio.to_thread.run_sync(read_item, home, item)
             if row is not None:
                 delivery.extra["client_id"] = row["client_id"] or delivery.extra.get("client_id")
                 if row["state"] == "failed":
                     log.fail("readback", f"Codex marked queue item {item} failed: {row['failure']}", row=row)
-                    return
-            elif not dequeued:
+                    return True
+                return None
+            if not dequeued:
                 dequeued = True
                 log("readback", DeliveryState.DEQUEUED, f"item {item} left queue_1.sqlite (dequeued, not yet seen in a turn)")
-            if row is None:
-                rollout = rollout_for(home, target.address, target.detail.get("rollout"))
-                hit = await anyio.to_thread.run_sync(
-                    functools.partial(find_in_rollout, rollout, client_id=delivery.extra.get("client_id"), text=payload)
-                ) if rollout else None
-                if hit:
-                    if hit["turn_trigger"] == "queue":
-                        log("turn", DeliveryState.IN_TURN, f"rollout turn {hit['turn_id']} (trigger queue) carries our message",
-                            rollout=str(rollout), **hit)
-                    else:
-                        log("turn", DeliveryState.UNKNOWN,
-                            f"our text is in turn {hit['turn_id']} but its trigger is {hit['turn_trigger']!r}, not queue",
-                            rollout=str(rollout), **hit)
-                    return
-            now = time.monotonic()
-            if now >= deadline:
-                where = (f"still pending in the queue ({row['ahead']} ahead, state {row['state']})" if row
-                         else "dequeued, but no turn carrying it is in the rollout yet")
-                delivery.reason = f"{where} after {timeout:.0f}s; `relay why {delivery.relay_id}` later, never re-send"
-                if row:
-                    log("readback", DeliveryState.QUEUED, where, row=row)
-                return
-            if now - last_report > 5:
-                last_report = now
-                log.progress(f"waiting for Codex to take item {item} ({'in queue, %d ahead' % row['ahead'] if row else 'dequeued'})")
-            await anyio.sleep(0.1)
+            rollout = rollout_for(home, target.address, target.detail.get("rollout"))
+            hit = await anyio.to_thread.run_sync(
+                functools.partial(find_in_rollout, rollout, client_id=delivery.extra.get("client_id"), text=payload)
+            ) if rollout else None
+            if not hit:
+                return None
+            if hit["turn_trigger"] == "queue":
+                log("turn", DeliveryState.IN_TURN, f"rollout turn {hit['turn_id']} (trigger queue) carries our message",
+                    rollout=str(rollout), **hit)
+            else:
+                log("turn", DeliveryState.UNKNOWN,
+                    f"our text is in turn {hit['turn_id']} but its trigger is {hit['turn_trigger']!r}, not queue",
+                    rollout=str(rollout), **hit)
+            return True
+
+        def progress(_left: float) -> None:
+            row = last["row"]
+            log.progress(f"waiting for Codex to take item {item} ({'in queue, %d ahead' % row['ahead'] if row else 'dequeued'})")
+
+        if await poll_until(check, timeout=timeout, interval=0.1, progress=progress) is None:
+            row = last["row"]
+            where = (f"still pending in the queue ({row['ahead']} ahead, state {row['state']})" if row
+                     else "dequeued, but no turn carrying it is in the rollout yet")
+            delivery.reason = f"{where} after {timeout:.0f}s; `relay why {delivery.relay_id}` later, never re-send"
+            if row:
+                log("readback", DeliveryState.QUEUED, where, row=row)

@@ -62,7 +62,7 @@ from relay_repl.system.tmux import run as run_tmux
 from relay_repl.agents.screens.model import ScreenReading, Snapshot, SubmitHint
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
-from relay_repl.transports.tmux_steps import Action, Phase, StepContext, decide
+from relay_repl.transports.tmux_steps import Action, Decision, Phase, StepContext, decide
 
 T = TypeVar("T")
 
@@ -433,22 +433,32 @@ class TmuxTransport(Transport):
         tm.save(delivery)
         ctx = self._ctx(agent, cls, payload)
         last: Snapshot | None = snap
-        while True:
-            await anyio.sleep(self.poll)
+
+        async def staged() -> Decision | None:
+            """The stage's end (gone, staged or hold), or None while the payload is still landing."""
+            nonlocal ctx, last
             cur = await self._snap(pane)
             d = decide(Phase.STAGE, cur, None, self.clock() - t_lit, ctx)
             if d.action is Action.GONE:
-                delivery.reason = f"pane {pane} vanished after the payload was typed; Enter not pressed"
-                log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, None))
-                return
+                return d
             last = cur
-            if d.action is Action.STAGED:
-                break
-            if d.action is Action.HOLD:
-                delivery.reason = d.reason
-                log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, d.reading))
-                return
+            if d.action in (Action.STAGED, Action.HOLD):
+                return d
             ctx = replace(ctx, visible_before=d.visible)
+            return None
+
+        await anyio.sleep(self.poll)  # the first look once the keys had a moment to land
+        # no deadline of its own: decide() holds the stage once the payload is late (its rules' limit)
+        d = await poll_until(staged, timeout=math.inf, interval=self.poll, clock=self.clock)
+        assert d is not None
+        if d.action is Action.GONE:
+            delivery.reason = f"pane {pane} vanished after the payload was typed; Enter not pressed"
+            log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, None))
+            return
+        if d.action is Action.HOLD:
+            delivery.reason = d.reason
+            log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, d.reading))
+            return
         log("stage", DeliveryState.TYPED, d.reason,
             waited=round(self.clock() - t_lit, 3), recheck=reading.summary(), **self._ev(last, cls.classify(last)))
 
@@ -513,19 +523,21 @@ class TmuxTransport(Transport):
         tm = TmuxProgress.of(delivery)
         assert tm.entered_at is not None
         t_enter = tm.entered_at
-        hint = None
+        hint: SubmitHint | None = None
         ctx = replace(self._ctx(agent, cls, payload), before=before)
         seen: Snapshot | None = None
-        while self.clock() - t_enter < self.settle:
-            await anyio.sleep(self.poll)
+
+        async def watch() -> bool | None:
+            """True once the screen settled it (done, or the pane gone), else None (keep watching)."""
+            nonlocal ctx, hint, seen
             after = await self._snap(pane)
             d = decide(Phase.AFTER_ENTER, after, None, self.clock() - t_enter, ctx)
             if d.action is Action.GONE:
-                break
+                return True
             seen = after
             hint = d.hint
             if d.action is Action.DONE:
-                break
+                return True
             if d.action is Action.TAB:
                 log.checkpoint("submit (Tab)")
                 await self._io(self.io.send_key, pane, "Tab", approval)
@@ -533,6 +545,12 @@ class TmuxTransport(Transport):
                 tm.save(delivery)
                 log("submit", DeliveryState.SUBMITTED, d.reason, **self._ev(after, d.reading))
                 ctx = replace(ctx, tabbed=True, before=after)
+            return None
+
+        if self.clock() - t_enter < self.settle:
+            await anyio.sleep(self.poll)  # the first look once Enter had a moment to act
+            await poll_until(watch, timeout=self.settle - (self.clock() - t_enter), interval=self.poll,
+                             clock=self.clock)
         if hint is None:
             return
         tm.screen_after_enter = hint

@@ -3,7 +3,7 @@
 
 Before: `_restart_dead` rebuilt the Claude command without `--mcp-config`, so a restarted
 Claude session had no relay MCP server and a `--reply-via mcp` send to it was refused. Now
-one builder (`launcher._launch_command`) serves the first start and every restart.
+one builder (`lab.client_setup.launch_command`) serves the first start and every restart.
 
 A lab of its own (two Claude sessions, no Codex: only Claude's restart lost anything), so the
 shared lab is never killed; beta stays alive, so `ensure_lab` restarts alpha in place (a lab

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 
 def register(sub) -> None:
@@ -99,11 +98,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from relay_repl.session.serve import run_stdio
 
     return run_stdio(fake=bool(getattr(args, "fake", False)))
-
-
-def print_problems(problems: list[str]) -> None:
-    for p in problems:
-        print(f"relay: {p}", file=sys.stderr, flush=True)
 
 
 def names_a_host(spec: str) -> bool:
