@@ -40,7 +40,7 @@ CONNECT_TIMEOUT = 10
 PERSIST = "600"
 REMOTE_COMMAND = ("relay", "serve", "--stdio")
 MAX_SOCKET = 104
-_MASTER_PID = re.compile(r"pid=(\d+)")
+_MASTER_PID = re.compile(r"pid[=](\d+)")  # `Master running (pid=N)`
 
 
 def host_key_problem(stderr: str, name: str, destination: str) -> str | None:

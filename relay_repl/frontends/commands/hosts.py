@@ -1,5 +1,5 @@
-"""`relay hosts [--json]`, `relay hosts add NAME DESTINATION`, `relay hosts check [NAME]`,
-and `relay serve --stdio` (the other end of a host's channel)."""
+"""`relay hosts [--json]`, `relay hosts add NAME DESTINATION`, `relay hosts check [NAME]`, and
+`relay send HOST/kind:name ...` (the send planned and carried out by that host's relay)."""
 
 from __future__ import annotations
 
@@ -27,11 +27,6 @@ def register(sub) -> None:
     x.add_argument("name", nargs="?")
     x.add_argument("--json", action="store_true")
     x.set_defaults(func=cmd_hosts_check)
-    s = sub.add_parser("serve", help="answer another relay over ssh (`relay serve --stdio`; not for a terminal)",
-                       description="Run by a relay on another machine through ssh: newline-delimited JSON requests "
-                       "on stdin, one answer per line on stdout. Nothing listens on a port.")
-    s.add_argument("--stdio", action="store_true", required=True, help="speak on stdin/stdout (the only mode)")
-    s.set_defaults(func=cmd_serve)
 
 
 def cmd_hosts(args: argparse.Namespace) -> int:
@@ -92,12 +87,6 @@ def cmd_hosts_check(args: argparse.Namespace) -> int:
               f"(protocol {r['protocol']}, serve pid {r['pid']}), {len(r['targets'])} target(s): "
               f"{', '.join(r['targets']) or '-'}")
     return 1 if any(r["problem"] for r in reports) else 0
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    from relay_repl.session.serve import run_stdio
-
-    return run_stdio(fake=bool(getattr(args, "fake", False)))
 
 
 def names_a_host(spec: str) -> bool:
