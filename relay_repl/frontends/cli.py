@@ -23,6 +23,7 @@ from relay_repl.frontends.commands import (
     debug,
     doctor,
     fidelity,
+    hosts,
     lab,
     log,
     mcp,
@@ -32,6 +33,7 @@ from relay_repl.frontends.commands import (
     repl,
     run,
     send,
+    serve,
     targets,
     verify,
     whoami,
@@ -40,7 +42,7 @@ from relay_repl.frontends.commands import (
 
 # The subcommands in the order `relay --help` lists them; each module registers its own subparser.
 COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, doctor, debug, whoami, clean,
-            reply, notebook, mcp)
+            reply, notebook, mcp, hosts, serve)
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions (Claude Code,

@@ -22,6 +22,9 @@ from relay_repl.lab.panes import list_panes, tmux
 def down(progress: Progress = print) -> bool:
     """End everything the lab started and remove its runtime state. False if nothing ran."""
     lay = layout()
+    from relay_repl.lab import second_host
+
+    second_host.down(lay, progress)  # `relay lab up --hosts 2`: its sshd, lab and namespace
     with lab_lock(lay):
         cleaned = cleanup(lay, progress)
     if not cleaned:

@@ -71,6 +71,8 @@ def register(sub: Any) -> None:
                    help="which clients the lab runs: pinned (default), latest (from npm), system (the claude and "
                         "codex on your PATH), or an npm prefix from `relay lab install --claude V --codex V`; "
                         "a running lab keeps its clients (`relay lab down` first)")
+    x.add_argument("--hosts", type=int, default=1, choices=(1, 2),
+                   help="2: also a second lab host (its own network namespace, sshd and sessions), reached as h2/...")
     x.set_defaults(func=cmd_lab_up, lab_use="none")
     x = lsub.add_parser("status", help="what runs in the lab")
     x.add_argument("--json", action="store_true", help="lab directory, tmux socket, and per session kind, name, pid, pane, transcript")
@@ -114,6 +116,12 @@ def cmd_lab_up(args: argparse.Namespace) -> int:
     state = ensure_lab_counts(counts, progress=progress)
     print(f"lab ready: {state.lab_dir} (tmux -L {state.tmux_socket})")
     print("\n".join(state.targets()))
+    if args.hosts == 2:
+        from relay_repl.lab import second_host
+        from relay_repl.lab.launcher import layout
+
+        h2 = second_host.up(layout(), claude=args.claude, codex=args.codex, progress=progress)
+        print(f"second host {h2.name}: ssh {h2.address} (host key {h2.host_key_sha256}); its sessions are {h2.name}/...")
     print("next: `relay --lab` opens the REPL on it; `relay lab env` points other tools at it")
     return 0
 

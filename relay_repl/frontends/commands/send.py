@@ -79,6 +79,11 @@ def cmd_send(args: argparse.Namespace) -> int:
         gate = TerminalGate(output=create_output(stdout=sys.stderr), write=err,
                             isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty())
 
+    from relay_repl.frontends.commands import hosts
+
+    if hosts.names_a_host(args.target):  # HOST/kind:name: planned and carried out by that host's relay
+        return hosts.send_to_host(args, gate, out, err, wait, wants_answer)
+
     async def run():
         nonlocal answer, wants_answer
         session = make_session(fake=args.fake, interrupt=args.interrupt, approve=gate, echo=out)

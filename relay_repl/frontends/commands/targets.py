@@ -29,6 +29,10 @@ def cmd_targets(args: argparse.Namespace) -> int:
     from relay_repl.agents import default_providers
     from relay_repl.agents.discovery import Provider, StaticProvider, discover_all
 
+    from relay_repl.store.hosts import load_hosts
+
+    problems: list[str] = []
+
     async def run() -> list:
         # the providers alone: listing needs no gate, transports or ledger (what Session.refresh runs)
         providers: list[Provider] = list(default_providers())
@@ -36,9 +40,21 @@ def cmd_targets(args: argparse.Namespace) -> int:
             from relay_repl.transports.fake import fake_target
 
             providers.append(StaticProvider("fake", [fake_target()]))
-        return await discover_all(providers)
+        if not load_hosts():
+            return await discover_all(providers)
+        from relay_repl.session.remote import Hosts
+
+        hosts = Hosts()
+        try:  # each host's relay lists its own, at the same time as the local listing
+            local, (remote, probs) = await _both(discover_all(providers), hosts.all_targets())
+        finally:
+            await hosts.aclose()
+        problems.extend(probs)
+        return [*local, *remote]
 
     targets = anyio.run(run)
+    for p in problems:  # a down host: one line on stderr; the others are listed
+        print(f"relay: {p}", file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps([_target_json(t) for t in targets], indent=1))
         return 0
@@ -46,6 +62,20 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
     print(format_targets(targets))
     return 0
+
+
+async def _both(a: Any, b: Any) -> tuple[Any, Any]:
+    import anyio
+
+    out: list = [None, None]
+
+    async def one(i: int, aw: Any) -> None:
+        out[i] = await aw
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one, 0, a)
+        tg.start_soon(one, 1, b)
+    return out[0], out[1]
 
 
 def fast_exit(code: int) -> None:
@@ -67,5 +97,5 @@ def _target_json(t) -> dict:
         "client_version": t.client_version, "client_status": t.client_status,
         "socket": t.socket, "evidence_file": t.evidence_file, "proc_start": t.proc_start,
         "stale_reason": t.stale_reason, "tmux_socket": t.tmux_socket, "tmux_server": t.tmux_server,
-        "detail": t.detail.model_dump(mode="json"),
+        "detail": t.detail.model_dump(mode="json"), "host": t.host,
     }
