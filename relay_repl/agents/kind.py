@@ -58,17 +58,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_repl.agents.adapter import AdapterSpec, TransportSpec, load_adapter
 from relay_repl.agents.agent import Agent, Processes, TypedEvidence
 from relay_repl.agents.screens.model import Snapshot
-from relay_repl.core.approval import Approval
 from relay_repl.core.check import Check
-from relay_repl.core.delivery import Delivery
-from relay_repl.core.plan import Plan, ReplyContext, ReplyRoute, relay_reply_route
+from relay_repl.core.plan import Plan, ReplyContext, ReplyOptions, ReplyRoute, relay_reply_route
 from relay_repl.core.target import AgentDetail, Me, Target
-from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.core.delivery import Delivery
+    from relay_repl.core.approval import Approval
     from relay_repl.agents.provenance import CheckedRecord, VerifyReport
     from relay_repl.agents.discovery import KindProvider
-    from relay_repl.agents.replies import ReplyOptions
     from relay_repl.agents.turn_reply import TurnWatch
     from relay_repl.system.panes import PaneRoster
 
@@ -111,6 +110,8 @@ class LabContext(_Frozen):
     logs: Path
     api_key: str = Field(description="the fake API key the stubs accept")
     mcp_command: tuple[str, ...] = Field(description="argv that runs `relay mcp` against this lab")
+    mcp_env: dict[str, str] = Field(default_factory=dict, description="the environment `relay mcp` needs there "
+                                    "(RELAY_HOME, PATH, the clients' homes): clients start MCP servers with little")
     base_urls: dict[str, str] = Field(default_factory=dict, description="session name -> its stub's base URL")
 
     def workdir(self, name: str) -> Path:

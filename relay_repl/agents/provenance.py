@@ -27,20 +27,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from relay_repl.agents.origin import OriginJudge
+from relay_repl.core.inbound import OriginRecord
 from relay_repl.store.ledger import Ledger
 from relay_repl.system.proc import proc_start
-
-
-class OriginRecord(BaseModel):
-    """One record in a receiver's file carrying the relay id asked for, with its origin."""
-
-    offset: int = Field(description="byte offset of the record's line in the file")
-    type: str | None = Field(description="the record's type (user, attachment, ...)")
-    path: str = Field(description="where the origin sits in the record, e.g. `origin` or `attachment.origin`")
-    origin: dict[str, Any]
-    content: str = Field(description="the message text the record holds, as the model saw it")
-    header: dict[str, str] = Field(description="the decoded envelope header fields (from, to, id, hop, want, ...)")
-    timestamp: str | None = None
 
 
 RecordVerdict = Literal["verified", "mismatch", "unknown process"]

@@ -12,44 +12,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.agents.registry import kind_for
 from relay_repl.agents.turn_reply import TurnWatch
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.errors import UsageError
-from relay_repl.core.plan import ReplyContext, ReplyRoute
+from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Target
 
-RouteName = Literal["relay-reply", "mcp", "turn"]
 VIAS = ("native", "relay-reply", "mcp", "turn")
 MCP_TOOL = "relay_reply"
 
-
-class ReplyOptions(BaseModel):
-    """What one target can answer through, each with the evidence for it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    relay_reply: bool = Field(description="its agent may run `relay reply` (no sandbox in the way)")
-    relay_reply_why: str = ""
-    mcp: str | None = Field(default=None, description="where the relay MCP server is configured, if it is")
-    mcp_note: str | None = Field(default=None, description="why an MCP call could still be refused")
-    turn: str | None = Field(default=None, description="the file its turn reply is read from (may not exist yet)")
-    turn_why: str = ""
-
-    def describe(self, route: RouteName, relay_id: str = "<relay id>") -> str:
-        """The plan's words for one route."""
-        if route == "mcp":
-            note = f" ({self.mcp_note})" if self.mcp_note else ""
-            return (f"the agent calls relay_reply (relay_id={relay_id}) on the relay MCP server ({self.mcp}), which "
-                    f"writes into this inbox; started by the agent outside its sandbox{note}")
-        if route == "turn":
-            return (f"turn reply: the agent's own final message in the turn our message starts, read from "
-                    f"{self.turn} ({self.turn_why}); no tool or permission needed, provenance: receiver's own record")
-        return f"`relay reply {relay_id} TEXT` run by the agent ({self.relay_reply_why})"
 
 
 def _is_relay_mcp(command: Any, args: Any) -> bool:
@@ -117,8 +92,9 @@ def forced_route(target: Target, ctx: ReplyContext, opts: ReplyOptions, default:
 
 def delivery_evidence(delivery: Delivery, key: str) -> str | None:
     """The newest value a delivery stage recorded under `key` (extra first)."""
-    if delivery.extra.get(key):
-        return str(delivery.extra[key])
+    recorded = getattr(delivery.extra, key, None)
+    if recorded:
+        return str(recorded)
     for ev in reversed(delivery.evidence):
         if ev.data.get(key):
             return str(ev.data[key])

@@ -17,35 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, Protocol
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, Protocol
 
 import relay_repl.store.jsonl as jsonl
+from relay_repl.core.turn_reply import PROVENANCE, TurnReply, TurnStatus  # the value lives in core
 
-
-TurnStatus = Literal["answered", "no final message", "aborted"]
-PROVENANCE = "receiver's own record"
-
-
-class TurnReply(BaseModel):
-    """What the receiver's own record says its turn ended with."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: str = Field(description="the agent kind whose record this is")
-    status: TurnStatus
-    text: str | None = Field(default=None, description="the final message, when the turn ended with one")
-    turn_id: str | None = None
-    source: str = Field(description="the transcript or rollout file read")
-    record: str = Field(description="which record(s) carried it, in words")
-    at: str | None = Field(default=None, description="the record's own timestamp")
-    anchor: str = Field(description="what tied the turn to our message (client_id, msg_id or exact text)")
-    provenance: str = PROVENANCE
-
-    def __str__(self) -> str:
-        said = repr(self.text) if self.text is not None else f"({self.status})"
-        return f"{said} — {self.record} in {self.source} ({self.provenance}; matched by {self.anchor})"
+__all__ = ["PROVENANCE", "Tail", "TurnReply", "TurnStatus", "TurnWatch"]
 
 
 class TurnWatch(Protocol):

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from relay_repl.core.turn_reply import TurnReply
 from relay_repl.core.controls import visible
 from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.plan import Plan
@@ -63,6 +64,27 @@ class Evidence(BaseModel):
     at: float = Field(default_factory=time.time)
 
 
+class DeliveryExtra(BaseModel):
+    """What a send records beyond its stages, each field with its one writer (typed, so a
+    misspelt key fails where it is written). Read back from the ledger by the debugger."""
+
+    model_config = ConfigDict(validate_assignment=True, extra="ignore")  # an older ledger's keys are dropped
+
+    halted_before: str | None = Field(default=None, description="the step a relay-halt stopped it before")
+    reply_via: str | None = Field(default=None, description="the reply route asked for (native, relay-reply, mcp, turn)")
+    turn_ended: str | None = Field(default=None, description="why no turn reply can come any more")
+    turn_reply: TurnReply | None = Field(default=None, description="the turn reply read from the receiver's record")
+    replayed: bool = Field(default=False, description="a notebook cell's send shown again from the ledger")
+    msg_id: str | None = Field(default=None, description="socket transports: the frame id the receiver's record carries")
+    sender_pid: int | None = Field(default=None, description="socket transports: the pid that wrote the frame")
+    sender_proc_start: str | None = Field(default=None, description="and its start time")
+    unverified_claims: list[str] = Field(default_factory=list, description="receipts whose sender could not be proven")
+    item_id: str | None = Field(default=None, description="queue transports: the queued item's id")
+    client_id: str | None = Field(default=None, description="queue transports: the id its turn's user message carries")
+    tmux: dict[str, Any] | None = Field(default=None, description="the tmux transport's progress (its TmuxProgress, "
+                                        "which reads and writes this)")
+
+
 class Delivery(BaseModel):
     """One send in progress: its plan, the stages it passed, and its outcome."""
 
@@ -78,7 +100,7 @@ class Delivery(BaseModel):
     reason: str | None = None
     evidence: list[Evidence] = Field(default_factory=list)
     started: float = Field(default_factory=time.time)
-    extra: dict[str, Any] = Field(default_factory=dict)
+    extra: DeliveryExtra = Field(default_factory=DeliveryExtra)
     want: str = "none"
     reply: InboundMessage | None = Field(default=None, description="the verified answer linked to this delivery (re=)")
     replies: list[InboundMessage] = Field(default_factory=list,

@@ -34,6 +34,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from relay_repl.core.controls import control_refusal
 from relay_repl.core.errors import EnvelopeError, LoopHalt
+from relay_repl.core.validation import first_error
 
 PREFIX = "[relay/1 "
 HOP_CAP = 4
@@ -242,18 +243,7 @@ class Envelope(BaseModel):
         if not rest.startswith(" ") or len(rest) < 2:
             raise EnvelopeError("relay header must be followed by a space and a non-empty body")
         body = rest[1:]
-        fields: dict[str, str] = {}
-        for token in head.split(" "):
-            if not token:
-                raise EnvelopeError("relay header has a doubled space")
-            key, eq, raw = token.partition("=")
-            if not eq:
-                raise EnvelopeError(f"relay header field {token!r} is not key=value")
-            if key not in _HEADER_KEYS:
-                raise EnvelopeError(f"relay header has unknown field {key!r}")
-            if key in fields:
-                raise EnvelopeError(f"relay header repeats field {key!r}")
-            fields[key] = decode_value(raw)
+        fields = header_fields(head, known=_HEADER_KEYS)
         missing = [k for k in _REQUIRED_KEYS if k not in fields]
         if missing:
             raise EnvelopeError(f"relay header lacks {', '.join(missing)}")
@@ -287,13 +277,34 @@ class Envelope(BaseModel):
         return "relay-halt" in self.body or "relay-halt" in self.header
 
 
+def header_fields(head: str, *, known: Iterable[str] | None = None) -> dict[str, str]:
+    """The decoded `key=value` fields of a relay/1 header's inside (between `[relay/1 ` and `]`).
+
+    The one header parser: `Envelope.parse` and the id finder (`relay_ids`, what `relay verify`
+    and the evidence readers use) read headers through it, so they cannot disagree about what
+    a header says.
+    Raises EnvelopeError naming the fault: a doubled space, a token without `=`, a field not
+    in `known` (when given), a repeated field, a bad escape."""
+    allowed = None if known is None else set(known)
+    fields: dict[str, str] = {}
+    for token in head.split(" "):
+        if not token:
+            raise EnvelopeError("relay header has a doubled space")
+        key, eq, raw = token.partition("=")
+        if not eq:
+            raise EnvelopeError(f"relay header field {token!r} is not key=value")
+        if allowed is not None and key not in allowed:
+            raise EnvelopeError(f"relay header has unknown field {key!r}")
+        if key in fields:
+            raise EnvelopeError(f"relay header repeats field {key!r}")
+        fields[key] = decode_value(raw)
+    return fields
+
+
 def contains_halt(text: str) -> bool:
     return "relay-halt" in text
 
 
 def _one_line_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ())) or "envelope"
-    msg = err.get("msg", "invalid").removeprefix("Value error, ")
-    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"envelope field {loc}: {msg}{more}"
+    loc, msg, more = first_error(exc)
+    return f"envelope field {loc or 'envelope'}: {msg}{more}"

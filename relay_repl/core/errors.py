@@ -87,6 +87,23 @@ class LabError(RelayError):
     """The offline lab could not be installed, started, or cleaned."""
 
 
+class HostError(RelayError):
+    """A host reached over ssh could not be used (down, refused, no relay there)."""
+
+
+class HostKeyError(HostError):
+    """ssh refused the host's key (unknown or changed): relay never accepts a key itself."""
+
+
+class ChannelLost(HostError):
+    """The channel to a host closed in the middle of a request: what happened there is for
+    that host's ledger to say (look before re-sending)."""
+
+
+class ProtocolMismatch(HostError):
+    """The two relays speak different `relay serve` protocol versions."""
+
+
 def describe(exc: BaseException, doing: str = "") -> str:
     """One sentence for the operator about an exception caught at a seam: our own errors
     say what to do already; the common lower-layer ones get their meaning and the next

@@ -181,3 +181,15 @@ class Receipt(BaseModel):
         if self.proc_start != str(proc_start):
             return False, f"sent by pid {pid} started at {self.proc_start}, not the receiver started at {proc_start}"
         return True, f"sent by the receiver (pid {pid}, procStart {proc_start})"
+
+
+class OriginRecord(BaseModel):
+    """One record in a receiver's file carrying the relay id asked for, with its origin."""
+
+    offset: int = Field(description="byte offset of the record's line in the file")
+    type: str | None = Field(description="the record's type (user, attachment, ...)")
+    path: str = Field(description="where the origin sits in the record, e.g. `origin` or `attachment.origin`")
+    origin: dict[str, Any]
+    content: str = Field(description="the message text the record holds, as the model saw it")
+    header: dict[str, str] = Field(description="the decoded envelope header fields (from, to, id, hop, want, ...)")
+    timestamp: str | None = None

@@ -11,6 +11,7 @@ stores it, and tests compare it. It says four things, exactly:
 from __future__ import annotations
 
 import textwrap
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -97,3 +98,30 @@ def relay_reply_route(target_spec: str, ctx: ReplyContext, verified_by: str) -> 
     return ReplyRoute(ok=True, via="relay-reply", how=(
         f"{target_spec} answers by running `relay reply {ctx.relay_id} <text>` (into this inbox, {ctx.inbox}); "
         f"the answer carries re={ctx.relay_id} and counts when {verified_by}"))
+
+
+RouteName = Literal["relay-reply", "mcp", "turn"]
+
+
+class ReplyOptions(BaseModel):
+    """What one target can answer through, each with the evidence for it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    relay_reply: bool = Field(description="its agent may run `relay reply` (no sandbox in the way)")
+    relay_reply_why: str = ""
+    mcp: str | None = Field(default=None, description="where the relay MCP server is configured, if it is")
+    mcp_note: str | None = Field(default=None, description="why an MCP call could still be refused")
+    turn: str | None = Field(default=None, description="the file its turn reply is read from (may not exist yet)")
+    turn_why: str = ""
+
+    def describe(self, route: RouteName, relay_id: str = "<relay id>") -> str:
+        """The plan's words for one route."""
+        if route == "mcp":
+            note = f" ({self.mcp_note})" if self.mcp_note else ""
+            return (f"the agent calls relay_reply (relay_id={relay_id}) on the relay MCP server ({self.mcp}), which "
+                    f"writes into this inbox; started by the agent outside its sandbox{note}")
+        if route == "turn":
+            return (f"turn reply: the agent's own final message in the turn our message starts, read from "
+                    f"{self.turn} ({self.turn_why}); no tool or permission needed, provenance: receiver's own record")
+        return f"`relay reply {relay_id} TEXT` run by the agent ({self.relay_reply_why})"

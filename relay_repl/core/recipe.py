@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from relay_repl.core.validation import first_error
 from relay_repl.core.errors import UsageError
 
 ParamType = Literal["text", "target", "targets", "int"]
@@ -261,16 +262,8 @@ class Recipe(BaseModel):
 
 
 def _one_line_error(exc: ValidationError, source: str) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p + 1) if isinstance(p, int) else str(p) for p in err.get("loc", ()))
-    msg = err.get("msg", "invalid").removeprefix("Value error, ")
-    if err.get("type") == "extra_forbidden":
-        msg = "is not a recipe key"
-    elif err.get("type") == "literal_error":
-        msg = f"{msg} (got {err.get('input')!r})"
-    where = f" at {loc}" if loc else ""
-    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"recipe {source}{where}: {msg}{more}"
+    loc, msg, more = first_error(exc, one_based=True, unknown_key="is not a recipe key")
+    return f"recipe {source}{f' at {loc}' if loc else ''}: {msg}{more}"
 
 
 def parse_recipe(text: str, source: str = "<text>") -> Recipe:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from relay_repl.core.envelope import PREFIX, decode_value, encode_value
+from relay_repl.core.envelope import PREFIX, decode_value, encode_value, header_fields
 from relay_repl.core.errors import EnvelopeError
 
 
@@ -29,16 +29,10 @@ def _heads(text: str) -> Iterator[str]:
 
 
 def _fields(head: str) -> dict[str, str] | None:
-    fields: dict[str, str] = {}
     try:
-        for token in head.split(" "):
-            key, eq, raw = token.partition("=")
-            if not eq or key in fields:
-                return None
-            fields[key] = decode_value(raw)
+        return header_fields(head)
     except EnvelopeError:
         return None
-    return fields
 
 
 def headers_in(text: str) -> list[dict[str, str]]:

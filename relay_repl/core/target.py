@@ -74,6 +74,8 @@ class Target(BaseModel):
                                        "as its agent read it (registry record, process binary), or None")
     client_status: str | None = Field(default=None, description="The version policy's word on it: pinned | "
                                       "verified (on this machine, by `relay fidelity`) | unverified | unknown")
+    host: str | None = Field(default=None, description="The relay host (`relay hosts`) it runs on, discovered by "
+                             "that host's relay over ssh; None: this machine")
 
     @model_validator(mode="before")
     @classmethod
@@ -85,8 +87,10 @@ class Target(BaseModel):
 
     @property
     def spec(self) -> str:
-        """The string an operator types to name it: `claude:alpha`, `codex:<name>`."""
-        return f"{self.prefix or self.kind}:{self.name}"
+        """The string an operator types to name it: `claude:alpha`, `codex:<name>`; on a host
+        `build-box/claude:alpha`."""
+        local = f"{self.prefix or self.kind}:{self.name}"
+        return f"{self.host}/{local}" if self.host else local
 
     def describe(self) -> str:
         bits = [self.spec]
@@ -133,10 +137,11 @@ def format_targets(targets: list[Target]) -> str:
     version policy's word on it), transports."""
     if not targets:
         return "no Claude Code or Codex sessions found (start one, or try `relay --lab targets`)"
-    rows = [("TARGET", "PID", "STATE", "PANE", "CLIENT", "TRANSPORTS")]
-    for t in sorted(targets, key=lambda t: (not t.live, t.kind, t.name)):
+    hosts = any(t.host for t in targets)  # the HOST column once a host is in play; local output unchanged
+    rows = [(*(("HOST",) if hosts else ()), "TARGET", "PID", "STATE", "PANE", "CLIENT", "TRANSPORTS")]
+    for t in sorted(targets, key=lambda t: (t.host or "", not t.live, t.kind, t.name)):
         client = f"{t.client_version or '?'} {t.client_status or ''}".strip() if (t.client_version or t.client_status) else "-"
-        rows.append((t.spec, str(t.pid or "-"), t.state if t.live else "STALE", t.pane or "-", client,
-                     ", ".join(t.transports) or "-"))
+        rows.append((*((t.host or "local",) if hosts else ()), t.spec, str(t.pid or "-"), t.state if t.live else "STALE",
+                     t.pane or "-", client, ", ".join(t.transports) or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

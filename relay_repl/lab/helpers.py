@@ -17,11 +17,13 @@ import re
 import signal
 import time
 
+from relay_repl.agents.screens.model import ScreenReading
 from relay_repl.core.errors import LabError, TmuxError
 from relay_repl.system.tmux import TmuxResult
 from relay_repl.system.tmux import run as run_tmux
 
 import relay_repl.lab.launcher as launcher
+from relay_repl.lab.panes import read_pane, screen_busy, screen_idle, tail
 import relay_repl.lab.procs as procs
 from relay_repl.lab.layout import CLAUDE, Layout
 from relay_repl.lab.state import LabSession, LabState, save
@@ -87,6 +89,12 @@ def _pane_fmt(p: LabPane, fmt: str) -> str:
     return out[0] if out else ""
 
 
+def _reading(s: LabSession, state: LabState | None = None) -> ScreenReading | None:
+    """The product's classifier on the session's pane (what the tmux transport would read)."""
+    state = state or _resolve(s)[0]
+    return read_pane(state.tmux_socket_path, s.pane_id or s.tmux_session, s.kind)
+
+
 def claude_status(s: LabSession, state: LabState) -> str | None:
     try:
         rec = json.loads((Layout.at(state.lab_dir).claude_config / "sessions" / f"{s.pid}.json").read_text())
@@ -99,14 +107,14 @@ def is_idle(session: SessionRef) -> bool:
     state, s = _resolve(session)
     if s.kind == CLAUDE:
         return claude_status(s, state) == "idle"
-    return launcher._codex_screen(capture(s)) == "idle"
+    return screen_idle(_reading(s, state))
 
 
 def is_busy(session: SessionRef) -> bool:
     state, s = _resolve(session)
     if s.kind == CLAUDE:
         return claude_status(s, state) in ("busy", "shell")
-    return launcher._codex_screen(capture(s)) == "busy"
+    return screen_busy(_reading(s, state))
 
 
 def wait_idle(session: SessionRef, timeout: float = 60.0) -> None:
@@ -118,13 +126,15 @@ def wait_idle(session: SessionRef, timeout: float = 60.0) -> None:
     raise LabError(f"{session if isinstance(session, str) else session.name}: not idle after {timeout:g}s")
 
 
-def _composer_text(s: LabSession, screen: str) -> str | None:
+def _composer_text(s: LabSession) -> str | None:
+    """The composer's text: Claude's `❯` row; Codex's as the product's classifier reads it."""
     if s.kind == CLAUDE:
-        for ln in reversed(screen.splitlines()):
+        for ln in reversed(capture(s).splitlines()):
             if ln.startswith(CLAUDE_PROMPT):
                 return ln[len(CLAUDE_PROMPT):].rstrip()
         return None
-    return launcher._codex_composer(screen)
+    reading = _reading(s)
+    return reading.composer_text if reading else None
 
 
 def _type(p: LabPane, text: str) -> None:
@@ -144,12 +154,12 @@ def _wait_composer_shows(s: LabSession, text: str, timeout: float) -> None:
     want = text.strip()[:40]
     deadline = time.monotonic() + timeout
     while True:
-        got = _composer_text(s, capture(s)) or ""
+        got = _composer_text(s) or ""
         if want and want in got:
             return
         if time.monotonic() >= deadline:
             raise LabError(f"{s.name}: typed text not visible in the composer after {timeout:g}s; "
-                           f"screen: {launcher._tail(capture(s))}")
+                           f"screen: {tail(capture(s))}")
         time.sleep(0.05)
 
 
@@ -195,7 +205,7 @@ def make_busy(session: SessionRef, seconds: float = 30.0, timeout: float = 15.0)
         if is_busy(s):
             return
         time.sleep(0.05)
-    raise LabError(f"{s.name}: did not turn busy within {timeout:g}s; screen: {launcher._tail(capture(s))}")
+    raise LabError(f"{s.name}: did not turn busy within {timeout:g}s; screen: {tail(capture(s))}")
 
 
 def put_draft(session: SessionRef, text: str, timeout: float = 5.0) -> None:
@@ -239,7 +249,7 @@ def rename_codex(session: SessionRef, new_name: str, timeout: float = 15.0) -> s
     cmd = f"/rename {new_name}"
     _type(p, cmd)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and launcher._codex_composer(capture(s)) != cmd:
+    while time.monotonic() < deadline and _composer_text(s) != cmd:
         time.sleep(0.05)
     _enter(p)
     while time.monotonic() < deadline:

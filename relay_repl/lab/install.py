@@ -16,7 +16,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
 
@@ -127,23 +127,26 @@ def _shipped(name: str) -> bytes:
     return resources.files("relay_repl.lab").joinpath("clients", name).read_bytes()
 
 
-def install(progress: Progress = print) -> dict[str, str]:
-    """Install the pinned clients into `clients_root()`; skip when already right.
+def install(progress: Progress = print, kinds: Iterable[str] | None = None) -> dict[str, str]:
+    """Install the pinned clients into `clients_root()`; skip when those of `kinds` (default: every
+    lab kind; `up` names the kinds it starts) are already right. An install is always the whole
+    pinned set (one npm prefix holds them all).
 
-    Returns {kind: version}. Raises LabError (one line) on any failure.
+    Returns {kind: version} of `kinds`. Raises LabError (one line) on any failure.
     """
     dest = clients_root()
-    have = installed_versions()
+    need = list(kinds) if kinds is not None else list(VERIFIED_VERSIONS)
+    have = {k: v for k, v in installed_versions().items() if k in need}
     if any_clients():
         missing = [kind for kind, v in have.items() if v is None]
         if missing:
             raise LabError(f"no working {' or '.join(missing)} in {bin_dir()}: install that client set first "
-                           f"(`relay lab install --claude VERSION --codex VERSION`)")
+                           f"(`relay lab install --KIND VERSION`)")
         progress(f"lab clients from {dest}: {described(have)}")
         return {k: str(v) for k, v in have.items()}
-    if have == VERIFIED_VERSIONS:
+    if have == {k: VERIFIED_VERSIONS[k] for k in need}:
         progress(f"lab clients present in {dest}: {described(have)}")
-        return dict(VERIFIED_VERSIONS)
+        return dict(have)  # type: ignore[arg-type]
     _, npm = node_tools()
     locked = shipped_lock_covers(VERIFIED_VERSIONS)
     try:
@@ -182,7 +185,7 @@ def install(progress: Progress = print) -> dict[str, str]:
     if have != VERIFIED_VERSIONS:
         raise LabError(f"after npm {cmd[1]} the clients report {have}, expected {VERIFIED_VERSIONS}; see {log}")
     progress(f"installed in {time.monotonic() - t0:.0f}s: {described(have)}")
-    return dict(VERIFIED_VERSIONS)
+    return {k: VERIFIED_VERSIONS[k] for k in need}
 
 
 def _last_error_line(log: Path) -> str:
@@ -218,10 +221,11 @@ def latest_versions() -> dict[str, str]:
 
 
 def set_root_for(want: dict[str, str]) -> Path:
-    """The npm prefix of one client set: the pinned cache for the pinned versions, else
+    """The npm prefix of one client set: the pinned cache (`clients_root()`: `$RELAY_LAB_CLIENTS`
+    when set) for the pinned versions, else
     `<state>/clients-<v1>-<v2>...` (versions in kind order; each set its own, so none replaces another)."""
     if want == VERIFIED_VERSIONS:
-        return paths.clients_dir()
+        return clients_root()
     return paths.state_dir() / ("clients-" + "-".join(want[k] for k in sorted(want)))
 
 
@@ -233,7 +237,7 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
         if parse_version(v) != v:
             raise LabError(f"{kind} version {v!r} is not x.y.z (or `latest`)")
     dest = set_root_for(want)
-    if dest == paths.clients_dir() and "RELAY_LAB_CLIENTS" not in os.environ:
+    if want == VERIFIED_VERSIONS:
         install(progress)
         return dest
     have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}

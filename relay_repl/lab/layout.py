@@ -62,18 +62,21 @@ class McpCommand:
     env: tuple[tuple[str, str], ...] = ()
 
 
-def session_names(claude: int, codex: int) -> list[tuple[str, str]]:
-    """[(name, kind)]: Claude sessions first, then Codex continuing the letters.
+def session_names(claude: int, codex: int, more: Mapping[str, int] | None = None) -> list[tuple[str, str]]:
+    """[(name, kind)]: Claude sessions first, then Codex, then each other kind (`more`, in name
+    order) continuing the letters.
 
     Past omega the letters repeat with a numeric suffix (alpha2, beta2, ...).
     """
-    if claude < 0 or codex < 0:
+    order = [(CLAUDE, claude), (CODEX, codex), *sorted((more or {}).items())]
+    if any(n < 0 for _, n in order):
         raise ValueError("session counts must be >= 0")
+    kinds = [k for k, n in order for _ in range(n)]
     out: list[tuple[str, str]] = []
-    for i in range(claude + codex):
+    for i, kind in enumerate(kinds):
         letter, round_ = GREEK[i % len(GREEK)], i // len(GREEK)
         name = letter if round_ == 0 else f"{letter}{round_ + 1}"
-        out.append((name, CLAUDE if i < claude else CODEX))
+        out.append((name, kind))
     return out
 
 

@@ -9,7 +9,8 @@ from typing import Literal
 
 from pydantic import computed_field, BaseModel, ConfigDict, Field, ValidationError
 
-Kind = Literal["claude-code", "codex"]
+Kind = str
+"""A registered agent kind's name (relay_repl.agents.registry): the lab names none itself."""
 
 
 class _Model(BaseModel):
@@ -18,7 +19,7 @@ class _Model(BaseModel):
 
 class StubSession(_Model):
     name: str
-    api: Literal["anthropic", "openai"]
+    api: str = Field(description="the stub model API the session's client talks (its kind's LabSpec.stub_api)")
     port: int
     base_url: str
 
@@ -99,10 +100,12 @@ class LabState(_Model):
         """One human line per session, for `up`'s final print and `relay lab status`."""
         out = []
         for s in self.sessions:
-            if s.kind == "claude-code":
+            if s.messaging_socket:
                 addr = f"pid {s.pid} sock {s.messaging_socket}"
-            else:
+            elif s.thread_id:
                 addr = f"thread {s.thread_id} (tui pid {s.pid}, daemon {s.daemon_pid})"
+            else:
+                addr = f"pid {s.pid} session {s.session_id or '-'}"
             state = "alive" if s.alive else "DEAD"
             out.append(f"{s.name:<8} {s.kind:<11} pane {s.pane_id or '-':<4} {addr} [{state}]")
         return out

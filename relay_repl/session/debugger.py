@@ -21,20 +21,45 @@ Rules (the same as the send path, never weaker):
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_repl.core.approval import Approval
 from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import Delivery, DeliveryState, Evidence
 from relay_repl.core.errors import DiscoveryError, RelayError
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Event, Ledger
-from relay_repl.transports.base import Look, StageLog
+from relay_repl.transports.base import Look, StageLog, Transport
 
-if TYPE_CHECKING:
-    from relay_repl.session.session import Session
+
+class DebugHost(Protocol):
+    """What a Debugger uses of the session that made it (`Session` is one).
+
+    A protocol rather than an import of Session: the session imports the debugger, so the
+    debugger naming Session back was an import cycle (hidden from the layer contract by a
+    TYPE_CHECKING import here and a function-level one there; issue 19)."""
+
+    ledger: Ledger
+    _transports: dict[str, Transport]
+
+    @property
+    def echo(self) -> Callable[[str], None] | None: ...
+
+    async def refresh(self) -> list[Target]: ...
+
+    async def target(self, spec: str | Target) -> Target: ...
+
+    async def _gated(self, plan: Plan, *, delivery: str | None = None,
+                     target: Target | None = None) -> Approval | None: ...
+
+    async def _run_armed(self, d: Delivery, log: StageLog, approval: Approval | None,
+                         step: Callable[[Approval], Awaitable[None]]) -> None: ...
+
+    def record_outcome(self, d: Delivery, **more: Any) -> None: ...
 
 CONFIRM_WAIT = 10.0
 """Seconds one `confirm` step reads receiver evidence before it stops (read-only)."""
@@ -48,6 +73,19 @@ class Recorded(BaseModel):
     delivery: Delivery
     target: Target | None = None
     approved: bool | None = None
+
+
+def _recorded_target(data: Any) -> Target | None:
+    """The target a delivery event recorded; one recorded before its kind's detail had its present
+    shape comes back without that detail (the common fields are what the walk shows)."""
+    if not isinstance(data, dict):
+        return None
+    for attempt in (data, {k: v for k, v in data.items() if k != "detail"}):
+        try:
+            return Target.model_validate(attempt)
+        except ValueError:
+            continue
+    return None
 
 
 def _plan_target_spec(plan: Plan | None) -> str | None:
@@ -85,10 +123,7 @@ def _from_events(events: list[Event]) -> Recorded:
         if e.kind == "delivery":
             transport = e.data.get("transport") or transport
             relay_id = e.data.get("relay_id") or relay_id
-            try:
-                target = Target.model_validate(e.data.get("target") or {})
-            except ValueError:
-                target = None
+            target = _recorded_target(e.data.get("target"))
         elif e.kind == "plan":
             try:
                 plan = Plan.model_validate(e.data)
@@ -142,7 +177,7 @@ class Debugger:
     the same way; `dbg.abandon(reason)` records that you gave up on it.
     """
 
-    def __init__(self, session: Session, recorded: Recorded) -> None:
+    def __init__(self, session: DebugHost, recorded: Recorded) -> None:
         self.session = session
         self.delivery = recorded.delivery
         self.sent_to = recorded.target

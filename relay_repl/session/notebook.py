@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import math
 import secrets
 import sys
 import time
@@ -45,6 +46,7 @@ from relay_repl.core.errors import RelayError, UsageError
 from relay_repl.core.notebook_cells import (Cell, Notebook, NotebookError, compile_cell, convert_param, injected_cell,
                                             looks_like_target, parse_cells)
 from relay_repl.core.plan import Plan
+from relay_repl.system.polling import poll_until
 
 PROGRESS_FIRST = 5.0   # a cell quiet this long gets a progress line on stderr ...
 PROGRESS_EVERY = 10.0  # ... and another this often while it waits
@@ -117,6 +119,14 @@ def new_run_id() -> str:
 
 
 def outputs_root(path: Path) -> Path:
+    """Beside the notebook, except for a notebook shipped inside the installed package (a
+    wheel's site-packages is no place for a run's outputs): those go under the state dir."""
+    import relay_repl
+    from relay_repl.store.paths import state_dir
+
+    pkg = Path(relay_repl.__file__).resolve().parent
+    if path.resolve().is_relative_to(pkg):
+        return state_dir(create=False) / "notebooks" / (path.stem + ".relay")
     return path.with_name(path.stem + ".relay")
 
 
@@ -326,16 +336,21 @@ class NotebookRunner:
         return rec.state == "done"
 
     async def _progress_loop(self) -> None:
-        """While a cell runs long (a send confirming, a wait for a reply), say which and for how long."""
+        """While a cell runs long (a send confirming, a wait for a reply), say which and for how long.
+        A look every second for as long as the run lasts (its task group cancels it)."""
         last = 0.0
-        while True:
-            await anyio.sleep(1.0)
+
+        async def look() -> None:
+            nonlocal last
             if self.cell is None or self.in_gate:
-                continue
+                return None
             ran = time.monotonic() - self.cell_started
             if ran >= PROGRESS_FIRST and time.monotonic() - last >= PROGRESS_EVERY:
                 last = time.monotonic()
                 self.progress(f"  … {self.heading()}: running for {ran:.0f} s")
+            return None
+
+        await poll_until(look, timeout=math.inf, interval=1.0)
 
     # -- what the session does for the cells ------------------------------------------
     def _approve(self, original: Any) -> Any:
@@ -552,7 +567,7 @@ def rebuild_delivery(session: Any, relay_id: str, spec: str, want: str) -> Deliv
     state = DeliveryState(outcomes[-1].data["state"]) if outcomes else DeliveryState.UNKNOWN
     d = Delivery(relay_id=relay_id, target=spec, transport=plan.transport if plan else "unknown", plan=plan,
                  state=state, want=want, stage="resumed")
-    d.extra["replayed"] = True
+    d.extra.replayed = True
     for msg in led.inbox(answers=relay_id):
         d.replies.append(msg)
         if d.reply is None and msg.verdict is not None and msg.verdict.ok:
@@ -568,7 +583,7 @@ def send_record(d: Delivery) -> SendRecord:
     return SendRecord(relay_id=d.relay_id, target=d.target, transport=d.transport, state=d.state.value,
                       outcome=d.outcome, reason=d.reason, reply=d.reply.body if d.reply is not None else None,
                       reply_id=d.reply.relay_id if d.reply is not None else None,
-                      verdict=v.verdict if v is not None else None, replayed=bool(d.extra.get("replayed")))
+                      verdict=v.verdict if v is not None else None, replayed=d.extra.replayed)
 
 
 # -- the report ---------------------------------------------------------------------------

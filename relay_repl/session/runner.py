@@ -25,7 +25,6 @@ gate's answer, the outcome), never trusted from the runner's memory.
 from __future__ import annotations
 
 import os
-import re
 import time
 import uuid
 from collections.abc import Callable
@@ -37,17 +36,17 @@ from pydantic import BaseModel, Field
 
 from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import DELIVERED, Delivery, DeliveryState
-from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, decode_value
+from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt
 from relay_repl.core.peertext import quote
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, LoopHalt, RelayError, UsageError
 from relay_repl.core.plan import Plan
 from relay_repl.core.recipe import Recipe, RecipeError, Step, parse_recipe, render
+from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import StageLog
 
 NO_REPLY_YET = "(no reply yet)"
 PROGRESS_EVERY = 10.0
 POLL = 0.05
-_RE_FIELD = re.compile(r"(?:^\[relay/1 |\s)re=([^\s\]]+)")
 
 
 class Stop(Exception):
@@ -156,34 +155,12 @@ def new_run_id() -> str:
     return "run-" + uuid.uuid4().hex[:8]
 
 
-def answered_id(line: str) -> str | None:
-    """The `re=` header of a reply line (the id it answers), or None."""
-    if not line.startswith("[relay/1 "):
-        return None
-    head = line[: line.find("]") + 1] if "]" in line else line
-    m = _RE_FIELD.search(head)
-    if not m:
-        return None
-    try:
-        return decode_value(m.group(1))
-    except EnvelopeError:
-        return None
-
-
 def parse_answer(line: str) -> Envelope | None:
-    """An answer's envelope; the `re=` link is read apart (answered_id), so this
-    works whether or not the envelope model knows that header."""
-    for candidate in (line, _RE_STRIP.sub("", line, count=1)):
-        try:
-            env = Envelope.parse(candidate)
-        except (EnvelopeError, ValueError):
-            continue
-        if env is not None:
-            return env
-    return None
-
-
-_RE_STRIP = re.compile(r" re=[^\s\]]+(?=[\s\]])")
+    """An answer's envelope (its `re=` link included), or None for a line that is not one."""
+    try:
+        return Envelope.parse(line)
+    except (EnvelopeError, ValueError):
+        return None
 
 
 class Runner:
@@ -452,26 +429,27 @@ class Runner:
         where = f"round {rec.round}/{self.recipe.rounds}, step {rec.index} ({step.kind} {rec.target})"
         what = "reply" if step.wants == "reply" else "acknowledgment"
         limit = step.timeout if timeout is None else timeout
-        started = time.monotonic()
-        next_note = started + PROGRESS_EVERY
-        assert rec.relay_id is not None
-        while True:
-            answer = self._find_answer(rec.relay_id, d)
+        relay_id = rec.relay_id
+        assert relay_id is not None
+
+        async def check() -> Answer | None:
+            answer = self._find_answer(relay_id, d)
             if answer is not None:
-                break
+                return answer
             halt = self.ledger.active_halt()
             if halt:
                 rec.state, rec.reason = "halted", halt.reason
                 raise Stop("halted", f"{where}: relay-halt is in force ({halt.reason}): stopped at once")
-            now = time.monotonic()
-            if now - started >= limit:
-                rec.state = "no-reply" if rec.state == "delivered" else rec.state
-                rec.reason = f"no {what} within {limit:g} s"
-                raise Stop("timed-out", f"{where}: no {what} within {limit:g} s ({'delivered' if rec.state == 'no-reply' else rec.state})")
-            if now >= next_note:
-                self.say(f"  … {where}: waiting for the {what} to {rec.relay_id} ({now - started:.0f}/{limit:g} s)")
-                next_note = now + PROGRESS_EVERY
-            await anyio.sleep(POLL)
+            return None
+
+        def note(left: float) -> None:
+            self.say(f"  … {where}: waiting for the {what} to {relay_id} ({limit - left:.0f}/{limit:g} s)")
+
+        answer = await poll_until(check, timeout=limit, interval=POLL, progress=note, progress_every=PROGRESS_EVERY)
+        if answer is None:
+            rec.state = "no-reply" if rec.state == "delivered" else rec.state
+            rec.reason = f"no {what} within {limit:g} s"
+            raise Stop("timed-out", f"{where}: no {what} within {limit:g} s ({'delivered' if rec.state == 'no-reply' else rec.state})")
         rec.answer = answer
         rec.state = "answered"
         if answer.relay_id:

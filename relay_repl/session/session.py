@@ -453,7 +453,7 @@ class Session:
         d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan, want=envelope.want)
         d._waiter = self._wait_reply
         if reply_via:
-            d.extra["reply_via"] = reply_via
+            d.extra.reply_via = reply_via
         self.deliveries.append(d)
         # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first)
         self.ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
@@ -543,7 +543,7 @@ class Session:
             done = "after the operator's yes, before anything was sent: nothing was typed, written or queued"
         else:
             last = d.evidence[-1]
-            nxt = d.extra.get("halted_before") or "the next stage"
+            nxt = d.extra.halted_before or "the next stage"
             done = (f"after stage {last.stage} ({last.state.value}: {last.detail}); {nxt} was not done and "
                     "nothing more was typed, written or queued")
         d.reason = f"relay-halt ({h.reason}, by {h.by}) stopped the send {done}; `session.unhalt()` clears the halt"
@@ -552,7 +552,7 @@ class Session:
     def record_outcome(self, d: Delivery, **more: Any) -> None:
         """The delivery's state and everything a later process needs to carry on (transport extras)."""
         self.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id,
-                          data={"state": d.state.value, "reason": d.reason, "stage": d.stage, "extra": d.extra, **more})
+                          data={"state": d.state.value, "reason": d.reason, "stage": d.stage, "extra": d.extra.model_dump(mode="json", exclude_defaults=True), **more})
 
     # -- the operator's inbox ---------------------------------------------------------
     async def open_inbox(self, task_group: Any, echo: Callable[[str], None] | None = None) -> Any:
@@ -647,7 +647,7 @@ class Session:
             raise UsageError(f"{d.relay_id} was not delivered ({d.summary()}): no answer can come")
         if d.want == "none":
             raise UsageError(f"{d.relay_id} asked for no answer (want=none): nothing will come; send with want='reply'")
-        turn = d.extra.get("reply_via") == "turn"  # read from the target's own record: no inbox needed
+        turn = d.extra.reply_via == "turn"  # read from the target's own record: no inbox needed
         if self.inbox_server is None and not turn:
             raise UsageError("no inbox is listening here, so no answer can arrive")
         say = self.echo or (lambda line: None)
@@ -657,7 +657,7 @@ class Session:
         async with anyio.create_task_group() as tg:
             if turn:
                 tg.start_soon(self._watch_turn, d, timeout)
-            while d.reply is None and not d.extra.get("turn_ended"):
+            while d.reply is None and not d.extra.turn_ended:
                 if self.ledger.active_halt():
                     break  # raised below, outside the task group, as the LoopHalt it is
                 now = anyio.current_time()
@@ -675,7 +675,7 @@ class Session:
         self._check_halt()  # a relay-halt (even in this very answer) stops every wait in progress
         if d.reply is not None:
             return d.reply
-        why = str(d.extra["turn_ended"]) if d.extra.get("turn_ended") else f"no reply within {timeout:g} s"
+        why = d.extra.turn_ended if d.extra.turn_ended else f"no reply within {timeout:g} s"
         if d.replies:
             why += f" ({len(d.replies)} unverified answer(s) in d.replies)"
         if d.outcome == "delivered":
@@ -695,13 +695,13 @@ class Session:
         except LoopHalt:
             return  # the wait itself sees the halt and stops with it
         except RelayError as exc:
-            d.extra["turn_ended"] = f"no turn reply can be read: {exc}"
+            d.extra.turn_ended = f"no turn reply can be read: {exc}"
             found = None
         if found is not None and d.reply is None:
             if found.status == "answered":
                 self._link_turn_reply(d, tgt, found)
             else:  # the turn ended without an answer: say so now rather than wait out the timeout
-                d.extra["turn_ended"] = f"{d.target}'s turn ended: {found.status} ({found.record} in {found.source})"
+                d.extra.turn_ended = f"{d.target}'s turn ended: {found.status} ({found.record} in {found.source})"
         for ev in list(self._wakeups):
             ev.set()
 

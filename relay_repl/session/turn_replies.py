@@ -8,11 +8,12 @@ relay id (`turn-reply`), so `why(id)` shows the answer beside the send.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import anyio
+
+from relay_repl.system.polling import poll_until
 
 from relay_repl.agents.replies import turn_watch
 from relay_repl.agents.turn_reply import TurnReply
@@ -47,25 +48,28 @@ async def wait_turn_reply(
         raise UsageError(f"no turn record of {target.spec} to read a reply from (no transcript or rollout known, "
                          "or no id tying the turn to our message)")
     say = echo or (lambda s: None)
-    start = last = time.monotonic()
-    while True:
+    stopped = object()  # `stop()` said so: no reply by this route, and no timeout either
+
+    async def check() -> TurnReply | object | None:
         found = await anyio.to_thread.run_sync(watch.poll)
         if found is not None:
             ledger.event("turn-reply", delivery=delivery.key, relay_id=delivery.relay_id,
                          data={**found.model_dump(), "target": target.spec})
-            delivery.extra["turn_reply"] = found.model_dump()
+            delivery.extra.turn_reply = found
             return found
         halt = ledger.active_halt()
         if halt:
             raise LoopHalt(f"relay-halt is in force ({halt.reason}): stopped waiting for {delivery.relay_id}'s turn reply")
         if stop is not None and stop():
-            return None
-        now = time.monotonic()
-        if now - start >= timeout:
-            ledger.event("turn-reply-timeout", delivery=delivery.key, relay_id=delivery.relay_id,
-                         data={"source": str(watch.source), "timeout": timeout})
-            return None
-        if now - last >= PROGRESS_EVERY:
-            last = now
-            say(f"waiting for {target.spec}'s turn to end ({now - start:.0f}s of {timeout:.0f}s; reading {watch.source})")
-        await anyio.sleep(POLL)
+            return stopped
+        return None
+
+    def progress(left: float) -> None:
+        say(f"waiting for {target.spec}'s turn to end ({timeout - left:.0f}s of {timeout:.0f}s; reading {watch.source})")
+
+    result = await poll_until(check, timeout=timeout, interval=POLL, progress=progress, progress_every=PROGRESS_EVERY)
+    if result is None:
+        ledger.event("turn-reply-timeout", delivery=delivery.key, relay_id=delivery.relay_id,
+                     data={"source": str(watch.source), "timeout": timeout})
+        return None
+    return result if isinstance(result, TurnReply) else None

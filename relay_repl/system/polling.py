@@ -27,11 +27,16 @@ async def poll_until(
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     progress: Callable[[float], None] | None = None,
     progress_every: float = 5.0,
+    max_interval: float | None = None,
 ) -> T | None:
     """Await `check()` until it returns something other than None, and return that; or
     None once `timeout` seconds (by `clock`) have passed. `check` runs at least once, and
     once more after the deadline is reached (a result that arrives during the last sleep
-    still counts). `progress(seconds_left)` is called at most every `progress_every`."""
+    still counts). `progress(seconds_left)` is called at most every `progress_every`.
+
+    With `max_interval`, the sleeps start at `interval` and grow by half each time up to
+    `max_interval`: evidence that usually lands within a few hundred ms is noticed within
+    a short interval of landing, and a long wait still costs few checks."""
     deadline = clock() + timeout
     last_report = clock()
     while True:
@@ -45,3 +50,5 @@ async def poll_until(
             last_report = now
             progress(deadline - now)
         await sleep(interval)
+        if max_interval is not None:
+            interval = min(interval * 1.5, max(max_interval, interval))

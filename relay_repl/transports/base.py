@@ -103,7 +103,7 @@ class StageLog:
             return
         halt = self.ledger.active_halt()
         if halt is not None:
-            self.delivery.extra["halted_before"] = next_step
+            self.delivery.extra.halted_before = next_step
             raise Halted(halt.reason, halt.by)
 
     def __call__(self, stage: str, state: DeliveryState, detail: str, **data: Any) -> Evidence:

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 import os
 import secrets
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +47,7 @@ from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.claude_code import find_origin_records, peer_token, socket_is_ours
 from relay_repl.agents.claude_code import transcript_for as transcript_path
 from relay_repl.core.target import Target
+from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
 if TYPE_CHECKING:
@@ -174,7 +174,8 @@ class ClaudeSocketTransport(Transport):
             log.fail("listen", str(exc))
             return
         msg_id = str(uuid.uuid4())
-        delivery.extra.update(msg_id=msg_id, sender_pid=os.getpid(), sender_proc_start=proc_start(os.getpid()))
+        delivery.extra.msg_id, delivery.extra.sender_pid = msg_id, os.getpid()
+        delivery.extra.sender_proc_start = proc_start(os.getpid())
         frames: list[dict[str, Any]] = []
         token = peer_token(target)
         if token:
@@ -222,14 +223,14 @@ class ClaudeSocketTransport(Transport):
         """The transcript records carrying our msg_id (both origin paths), and the receipts so far."""
         import anyio
 
-        msg_id = delivery.extra.get("msg_id")
+        msg_id = delivery.extra.msg_id
         receipts = [e.data.get("receipt") for e in delivery.evidence if e.stage == "receipt"]
         if not msg_id:
             return Look(transport=self.name, verdict="no msg_id was recorded: nothing was written to the socket",
                         landed=None)
         path = transcript_path(target)
         hits = await anyio.to_thread.run_sync(find_origin_records, path, msg_id) if path else []
-        me_pid = delivery.extra.get("sender_pid")
+        me_pid = delivery.extra.sender_pid
         ours = [h for h in hits if h["origin"].get("verifiedPeerPid") == me_pid]
         data: dict[str, Any] = {"msg_id": msg_id, "transcript": str(path) if path else "none found",
                                 "receipts": receipts or "none"}
@@ -247,14 +248,15 @@ class ClaudeSocketTransport(Transport):
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
         import anyio
 
-        msg_id = delivery.extra.get("msg_id")
+        msg_id = delivery.extra.msg_id
         if not msg_id:
             return
-        me_pid, me_start = delivery.extra["sender_pid"], delivery.extra["sender_proc_start"]
-        deadline = time.monotonic() + timeout
-        last_report = time.monotonic()  # progress lines only once a wait is long
+        me_pid, me_start = delivery.extra.sender_pid, delivery.extra.sender_proc_start
         seen_receipts = 0
-        while True:
+
+        async def check() -> bool | None:
+            """True once a receipt or the transcript settled it, else None (keep reading)."""
+            nonlocal seen_receipts
             inbox = self._inbox()
             receipts = [r for r in (inbox.receipts if inbox else []) if r.get("orig_msg_id") == msg_id]
             for r in receipts[seen_receipts:]:
@@ -265,7 +267,7 @@ class ClaudeSocketTransport(Transport):
                                      data={"detail": f"unverified claim {claim!r} ignored, state unchanged: {why}",
                                            "claim": claim, "why": why, "frame": r.frame, "pid": r.pid,
                                            "proc_start": r.proc_start})
-                    delivery.extra.setdefault("unverified_claims", []).append(f"{claim}: {why}")
+                    delivery.extra.unverified_claims.append(f"{claim}: {why}")
                     log.progress(f"ignored an unverified receipt ({claim}): {why}")
                     continue
                 status = r.get("status", "?")
@@ -275,7 +277,7 @@ class ClaudeSocketTransport(Transport):
                     delivery.reason = f"receiver {status} it{': ' + detail if detail else ''}"
                 log("receipt", state, f"receiver says {status} {detail}".strip(), receipt=r.frame, pid=r.pid)
                 if state in (DeliveryState.FAILED, DeliveryState.REFUSED):
-                    return
+                    return True
             seen_receipts = len(receipts)
             path = transcript_path(target)
             hits = await anyio.to_thread.run_sync(find_origin_records, path, msg_id) if path else []
@@ -285,7 +287,7 @@ class ClaudeSocketTransport(Transport):
                 if len(hits) > 1:
                     log("transcript", DeliveryState.UNKNOWN, f"{len(hits)} records carry msg_id {msg_id}: not unique, not trusting either",
                         hits=hits)
-                    return
+                    return True
                 if ours:
                     h = ours[0]
                     log("transcript", DeliveryState.IN_TURN,
@@ -295,16 +297,15 @@ class ClaudeSocketTransport(Transport):
                     log("transcript", DeliveryState.UNKNOWN,
                         f"a record has our msg_id but verifiedPeerPid {hits[0]['origin'].get('verifiedPeerPid')} is not ours ({me_pid})",
                         record=hits[0])
-                return
-            now = time.monotonic()
-            if now >= deadline:
-                delivery.reason = (f"written, but no transcript record with msg_id {msg_id} after {timeout:.0f}s "
-                                   "(a busy receiver takes it at its next tool boundary or turn); do not re-send")
-                return
-            if now - last_report > 5:
-                last_report = now
-                log.progress(f"waiting for {target.spec}'s transcript to show msg_id {msg_id[:8]}…")
-            await anyio.sleep(0.1)
+                return True
+            return None
+
+        def progress(_left: float) -> None:
+            log.progress(f"waiting for {target.spec}'s transcript to show msg_id {msg_id[:8]}…")
+
+        if await poll_until(check, timeout=timeout, interval=0.1, progress=progress) is None:
+            delivery.reason = (f"written, but no transcript record with msg_id {msg_id} after {timeout:.0f}s "
+                               "(a busy receiver takes it at its next tool boundary or turn); do not re-send")
 
 
 class ClaudeMessageTransport(ClaudeSocketTransport):

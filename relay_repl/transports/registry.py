@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from relay_repl.agents.registry import EntryPoint, scan_entry_points  # the one reader of entry points
 from relay_repl.core.errors import RelayError
 from relay_repl.transports.base import Transport
 
@@ -39,7 +39,7 @@ class TransportContext:
 
 @cache
 def _entry_points() -> tuple[EntryPoint, ...]:
-    found = sorted({ep.name: ep for ep in entry_points(group=GROUP)}.values(), key=lambda ep: ep.name)
+    found = sorted({ep.name: ep for ep in reversed(scan_entry_points(GROUP))}.values(), key=lambda ep: ep.name)
     if not found:
         raise RelayError(f"no transports are registered (entry-point group {GROUP!r} is empty): reinstall relay_repl "
                          "(`pip install -e .` in a checkout) so its metadata lists them")

@@ -67,7 +67,7 @@ from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
 
 if TYPE_CHECKING:
     from relay_repl.transports.registry import TransportContext
-from relay_repl.transports.tmux_steps import Action, Phase, StepContext, decide
+from relay_repl.transports.tmux_steps import Action, Decision, Phase, StepContext, decide
 
 T = TypeVar("T")
 
@@ -101,7 +101,7 @@ class Baseline(BaseModel):
 
 
 class TmuxProgress(BaseModel):
-    """How far a tmux delivery got, kept in `delivery.extra["tmux"]` as its JSON dump
+    """How far a tmux delivery got, kept in `delivery.extra.tmux` as its JSON dump
     (the ledger stores it; the debugger's fresh process reads it back with `of`).
 
     Monotonic times (`started`, `typed_at`, ...) mean something only in the process
@@ -126,11 +126,11 @@ class TmuxProgress(BaseModel):
     @classmethod
     def of(cls, delivery: Delivery) -> TmuxProgress:
         """The progress recorded on `delivery` (empty if none)."""
-        return cls.model_validate(delivery.extra.get("tmux") or {})
+        return cls.model_validate(delivery.extra.tmux or {})
 
     def save(self, delivery: Delivery) -> None:
-        """Write back into `delivery.extra["tmux"]` (call after each change, before logging)."""
-        delivery.extra["tmux"] = self.model_dump(mode="json", exclude_none=True)
+        """Write back into `delivery.extra.tmux` (call after each change, before logging)."""
+        delivery.extra.tmux = self.model_dump(mode="json", exclude_none=True)
 
 
 class PaneIO:
@@ -273,16 +273,25 @@ class TmuxTransport(Transport):
         io: PaneIO | None = None,
         *,
         stage_timeout: float = 5.0,
-        poll: float = 0.1,
+        poll: float = 0.025,
         submit_gap: float = 0.05,
         settle: float = 2.0,
         tab_after: float = 1.0,
-        confirm_poll: float = 0.2,
+        confirm_poll: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
+        poll_max: float = 0.1,
+        confirm_poll_max: float = 0.2,
     ) -> None:
         self.io = io or PaneIO()
         self.stage_timeout = stage_timeout
+        # Screen and evidence polls start short and grow by half up to the *_max: a typed
+        # line is usually on screen within tens of ms and in the rollout/transcript within a
+        # few hundred, so a fixed 100/200 ms poll added half its interval to every delivery
+        # on average (issue 20); the growth keeps a long wait to a few captures per second.
+        # Enter still never comes sooner than `submit_gap` after the text (decide's delay).
         self.poll = poll
+        self.poll_max = max(poll_max, poll)
+        self.confirm_poll_max = max(confirm_poll_max, confirm_poll)
         self.submit_gap = max(submit_gap, 0.05)  # never closer than 50 ms (Codex paste burst)
         self.settle = settle
         self.tab_after = tab_after
@@ -441,22 +450,35 @@ class TmuxTransport(Transport):
         tm.save(delivery)
         ctx = self._ctx(agent, cls, payload)
         last: Snapshot | None = snap
-        while True:
-            await anyio.sleep(self.poll)
+
+        async def staged() -> Decision | None:
+            """The stage's end (gone, staged or hold), or None while the payload is still landing."""
+            nonlocal ctx, last
             cur = await self._snap(pane)
             d = decide(Phase.STAGE, cur, None, self.clock() - t_lit, ctx)
             if d.action is Action.GONE:
-                delivery.reason = f"pane {pane} vanished after the payload was typed; Enter not pressed"
-                log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, None))
-                return
+                return d
             last = cur
-            if d.action is Action.STAGED:
-                break
-            if d.action is Action.HOLD:
-                delivery.reason = d.reason
-                log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, d.reading))
-                return
+            if d.action in (Action.STAGED, Action.HOLD):
+                return d
             ctx = replace(ctx, visible_before=d.visible)
+            return None
+
+        await anyio.sleep(self.poll)  # the first look once the keys had a moment to land
+        # no deadline of its own: decide() holds the stage once the payload is late (its rules' limit)
+        # growing only to twice the first interval: the payload usually shows ~75 ms after the
+        # keys (lab trace) and must then show on a second poll, which should not come late
+        d = await poll_until(staged, timeout=math.inf, interval=self.poll, clock=self.clock,
+                             max_interval=2 * self.poll)
+        assert d is not None
+        if d.action is Action.GONE:
+            delivery.reason = f"pane {pane} vanished after the payload was typed; Enter not pressed"
+            log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, None))
+            return
+        if d.action is Action.HOLD:
+            delivery.reason = d.reason
+            log("stage", DeliveryState.TYPED, delivery.reason, **self._ev(last, d.reading))
+            return
         log("stage", DeliveryState.TYPED, d.reason,
             waited=round(self.clock() - t_lit, 3), recheck=reading.summary(), **self._ev(last, cls.classify(last)))
 
@@ -521,19 +543,21 @@ class TmuxTransport(Transport):
         tm = TmuxProgress.of(delivery)
         assert tm.entered_at is not None
         t_enter = tm.entered_at
-        hint = None
+        hint: SubmitHint | None = None
         ctx = replace(self._ctx(agent, cls, payload), before=before)
         seen: Snapshot | None = None
-        while self.clock() - t_enter < self.settle:
-            await anyio.sleep(self.poll)
+
+        async def watch() -> bool | None:
+            """True once the screen settled it (done, or the pane gone), else None (keep watching)."""
+            nonlocal ctx, hint, seen
             after = await self._snap(pane)
             d = decide(Phase.AFTER_ENTER, after, None, self.clock() - t_enter, ctx)
             if d.action is Action.GONE:
-                break
+                return True
             seen = after
             hint = d.hint
             if d.action is Action.DONE:
-                break
+                return True
             if d.action is Action.TAB:
                 log.checkpoint("submit (Tab)")
                 await self._io(self.io.send_key, pane, "Tab", approval)
@@ -541,6 +565,12 @@ class TmuxTransport(Transport):
                 tm.save(delivery)
                 log("submit", DeliveryState.SUBMITTED, d.reason, **self._ev(after, d.reading))
                 ctx = replace(ctx, tabbed=True, before=after)
+            return None
+
+        if self.clock() - t_enter < self.settle:
+            await anyio.sleep(self.poll)  # the first look once Enter had a moment to act
+            await poll_until(watch, timeout=self.settle - (self.clock() - t_enter), interval=self.poll,
+                             clock=self.clock, max_interval=self.poll_max)
         if hint is None:
             return
         tm.screen_after_enter = hint
@@ -619,6 +649,7 @@ class TmuxTransport(Transport):
                          f"to show the typed line ({left:.0f}s left)")
 
         ev = await poll_until(check, timeout=timeout, interval=self.confirm_poll, clock=self.clock,
+                              max_interval=self.confirm_poll_max,
                               progress=progress)
         if ev is not None and ev.state == "confirmed":
             await self._confirmed(delivery, target, payload, log, tm, ev.detail, **ev.data)

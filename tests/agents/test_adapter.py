@@ -167,16 +167,19 @@ def test_adapters_dir_override_and_kind_check(tmp_path, monkeypatch):
 def test_each_adapter_names_a_classifier_module_that_exists():
     import relay_repl.agents.screens as screens
 
+    from relay_repl.agents import agent_for
+
     for kind in ("claude-code", "codex"):
         module = screens.for_kind(kind)
-        assert module is not None and module.__name__.endswith("." + load_adapter(kind).screen.classifier)
+        assert module is not None and module.__name__ == load_adapter(kind).screen.classifier
+        assert agent_for(kind).screen() is module  # the kind's own screen() and its adapter agree
 
 
 def test_one_codex_footer_pattern_for_discovery_and_the_classifier():
     """Discovery (footer names the thread) and the tmux preflight (screen classifier) read
     the same pattern from the adapter, so they cannot reach different verdicts on a pane."""
     from relay_repl.agents.codex import footer_thread_name
-    from relay_repl.agents.screens import codex as screen
+    from relay_repl.agents.codex import screen
     from relay_repl.agents.screens.model import Snapshot
 
     pats = load_adapter("codex").screen.compiled("footer")

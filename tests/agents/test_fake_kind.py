@@ -48,3 +48,42 @@ def test_without_the_entry_point_the_fourth_kind_is_unknown(tmp_path):
                               env={**os.environ, "HOME": str(tmp_path), "RELAY_HOME": str(tmp_path / "h")},
                               stdin=subprocess.DEVNULL, timeout=120, check=False)
     assert env_less.returncode == 0 and "fake-agent" not in env_less.stdout
+
+
+def test_the_lab_starts_a_fourth_kind_through_its_own_lab_pieces(tmp_path):
+    """`relay lab up --fakey 1`: the flag, the stub session, the config file, the pane's command and
+    its readiness all come from the fake kind's package; the lab names no kind to do it."""
+    import shutil
+    import tempfile
+
+    if not shutil.which("tmux"):
+        import pytest
+
+        pytest.skip("needs tmux")
+    home = Path(tempfile.mkdtemp(prefix="rk-", dir="/tmp"))  # short: the lab's unix socket paths
+    clients = tmp_path / "clients" / "node_modules" / ".bin"
+    clients.mkdir(parents=True)
+    (clients / "fake-agent").write_text("#!/bin/sh\necho 0.0.1\n")
+    (clients / "fake-agent").chmod(0o755)
+    env = dict(os.environ)
+    env.update(PYTHONPATH=os.pathsep.join(p for p in (str(FAKE), env.get("PYTHONPATH")) if p), RELAY_HOME=str(home),
+               RELAY_LAB_CLIENTS=str(tmp_path / "clients"), RELAY_LAB_ANY_CLIENTS="1")
+
+    def lab(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "relay_repl", "lab", *args], env=env, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=180, check=False)
+
+    try:
+        up = lab("up", "--claude", "0", "--codex", "0", "--fakey", "1")
+        assert up.returncode == 0, up.stderr[-2000:]
+        assert "alpha: fake agent pid" in up.stderr and "ready" in up.stderr
+        st = json.loads(lab("status", "--json").stdout)
+        (s,) = st["sessions"]
+        assert (s["kind"], s["name"], s["alive"], s["session_id"]) == ("fake-agent", "alpha", True, "fake-alpha")
+        assert st["stub"]["sessions"]["alpha"]["api"] == "openai"
+        base_url = st["stub"]["sessions"]["alpha"]["base_url"]
+        assert (home / "lab" / "home" / ".fake-agent" / "sessions.txt").read_text() == f"alpha {base_url}\n"
+    finally:
+        down = lab("down")
+        shutil.rmtree(home, ignore_errors=True)
+    assert down.returncode == 0, down.stderr

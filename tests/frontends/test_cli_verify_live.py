@@ -55,7 +55,7 @@ async def test_verify_a_send_from_alphas_transcript(lab, transport):
         (rec,) = report["records"]
         assert rec["path"] == "origin" and rec["header"]["id"] == d.relay_id
         assert gate.shown[-1].payload in rec["content"]
-        assert rec["origin"]["verifiedPeerPid"] == os.getpid() and rec["origin"]["msg_id"] == d.extra["msg_id"]
+        assert rec["origin"]["verifiedPeerPid"] == os.getpid() and rec["origin"]["msg_id"] == d.extra.msg_id
         assert "operator's relay" in rec["sender"]
         # the same audit from the REPL's session object, and on a prefix of the id: nothing
         again = await s.verify(d.relay_id, CLAUDE)

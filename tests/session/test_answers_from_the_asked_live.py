@@ -87,7 +87,7 @@ async def test_a_forged_receipt_changes_nothing_and_is_logged_as_an_unverified_c
             while len(inbox.receipts) < 2:
                 await anyio.sleep(0.02)
         d = await s.send(CLAUDE, "forged receipts", transport="claude-code-socket", timeout=30)
-        assert d.extra["msg_id"] == str(msg_id)
+        assert d.extra.msg_id == str(msg_id)
         # the payload is in alpha's transcript: delivered, never failed on a stranger's word
         assert d.state is DeliveryState.IN_TURN and d.outcome == "delivered", d.summary()
         assert not [e for e in d.evidence if e.stage == "receipt"]

@@ -103,7 +103,7 @@ async def test_codex_under_workspace_write_cannot_run_relay_reply_but_mcp_relay_
                              then_text="sent it", match=rid)
         d = await s.send("codex:beta", "answer by mcp", want="reply", transport="codex-queue", timeout=30)
         assert d.outcome == "delivered", d.summary()
-        assert d.extra.get("reply_via") == "mcp" and "relay MCP server" in (d.plan.reply_route or "")
+        assert d.extra.reply_via == "mcp" and "relay MCP server" in (d.plan.reply_route or "")
         answer = await d.wait_reply(30)
         assert answer is not None, f"no reply reached the inbox through relay_reply: {d.summary()} {inbox.received}"
         env = Envelope.parse(answer.line)
@@ -134,7 +134,7 @@ async def test_claude_turn_reply(lab):
         answer = await d.wait_reply(30)
         assert answer is not None and answer.body == "alpha: all good" and d.state.value == "replied"
         assert answer.verdict is not None and answer.verdict.verdict == "receiver's own record"
-        assert answer.origin["anchor"] == f"msg_id {d.extra['msg_id']}" and ".origin" in answer.origin["record"]
+        assert answer.origin["anchor"] == f"msg_id {d.extra.msg_id}" and ".origin" in answer.origin["record"]
 
 
 async def test_claude_answers_by_mcp_relay_reply_verified(lab):
@@ -163,7 +163,7 @@ async def test_claude_without_a_listed_inbox_falls_back_to_the_relay_mcp_server(
     async with live_session([False, False]) as (s, gate, inbox):
         d = await s.send("claude:alpha", "fallback?", want="reply", transport="claude-code-socket", timeout=30)
         assert gate.shown[0].action.startswith("list the operator inbox")  # offered first, declined
-        assert d.state.value == "withheld" and d.extra.get("reply_via") == "mcp"
+        assert d.state.value == "withheld" and d.extra.reply_via == "mcp"
         assert d.plan is not None and "relay MCP server" in (d.plan.reply_route or "")
         assert "--mcp-config" in (d.plan.reply_route or "")
 

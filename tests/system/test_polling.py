@@ -54,3 +54,14 @@ def test_a_falsy_result_other_than_none_counts():
         return 0
 
     assert run(check, clock, timeout=1, interval=0.1) == 0 and clock.sleeps == []
+
+
+def test_with_max_interval_the_sleeps_grow_by_half_up_to_the_cap():
+    clock = FakeClock()
+
+    async def check():
+        return None
+
+    assert run(check, clock, timeout=1.0, interval=0.02, max_interval=0.1) is None
+    grown = [0.02, 0.03, 0.045, 0.0675, 0.1, 0.1]
+    assert [round(s, 6) for s in clock.sleeps[:6]] == grown and set(clock.sleeps[4:]) == {0.1}

@@ -64,20 +64,20 @@ async def test_codex_queue_send_reads_back_its_row_and_confirms_the_queue_turn(t
     await approved_send(t, d, target, PAYLOAD, log)
     assert d.state == DeliveryState.QUEUED and d.stage == "enqueue"
     rows = replay.queue_rows(home)
-    assert [r["id"] for r in rows] == [d.extra["item_id"]]
+    assert [r["id"] for r in rows] == [d.extra.item_id]
     # the read-back found OUR row (by item id) and its client_id
-    assert d.extra["client_id"] == json.loads(rows[0]["payload_json"])["UserInput"]["client_id"]
+    assert d.extra.client_id == json.loads(rows[0]["payload_json"])["UserInput"]["client_id"]
     assert d.evidence[-1].data["row"]["thread_id"] == THREAD and d.evidence[-1].data["row"]["ahead"] == 0
 
     # pending: confirm waits, says where it is, never claims delivery
     await t.confirm(d, target, PAYLOAD, log, timeout=0.3)
     assert d.state == DeliveryState.QUEUED and "still pending in the queue" in (d.reason or "")
 
-    turn = replay.take_queued_item(home, d.extra["item_id"], rollout, ROLLOUT)
+    turn = replay.take_queued_item(home, d.extra.item_id, rollout, ROLLOUT)
     d.reason = None
     await t.confirm(d, target, PAYLOAD, log, timeout=5)
     assert [e.state for e in d.evidence[-2:]] == [DeliveryState.DEQUEUED, DeliveryState.IN_TURN]
-    assert d.evidence[-1].data["turn_id"] == turn and d.evidence[-1].data["client_id"] == d.extra["client_id"]
+    assert d.evidence[-1].data["turn_id"] == turn and d.evidence[-1].data["client_id"] == d.extra.client_id
 
 
 async def test_codex_queue_a_turn_of_another_trigger_is_not_delivery(tmp_path):
@@ -85,7 +85,7 @@ async def test_codex_queue_a_turn_of_another_trigger_is_not_delivery(tmp_path):
     d = Delivery(target=target.spec, transport=t.name)
     log = _log(d, tmp_path)
     await approved_send(t, d, target, PAYLOAD, log)
-    replay.take_queued_item(Path(str(target.detail.codex_home)), d.extra["item_id"], rollout, ROLLOUT, trigger="user")
+    replay.take_queued_item(Path(str(target.detail.codex_home)), d.extra.item_id, rollout, ROLLOUT, trigger="user")
     await t.confirm(d, target, PAYLOAD, log, timeout=5)
     assert d.state == DeliveryState.UNKNOWN and "not queue" in d.evidence[-1].detail
 
@@ -141,7 +141,7 @@ async def test_claude_socket_send_and_confirm_from_the_transcript(tmp_path, clau
             while not session.frames:
                 await anyio.sleep(0.02)
         frame = session.frames[-1]
-        assert frame["msg_id"] == d.extra["msg_id"] and frame["message"]["content"] == PAYLOAD
+        assert frame["msg_id"] == d.extra.msg_id and frame["message"]["content"] == PAYLOAD
         assert frame["priority"] == "next"  # never "now" unless the operator asked to interrupt
         await t.confirm(d, target, PAYLOAD, log, timeout=5)
         assert d.state == DeliveryState.IN_TURN
@@ -177,3 +177,19 @@ async def test_claude_socket_refuses_a_socket_served_by_another_pid(tmp_path, cl
         assert "does not offer claude-code-socket" in t.refusal(target.model_copy(update={"transports": ("tmux",)}))
     finally:
         session.close()
+
+
+async def test_codex_queue_runs_the_binary_behind_the_npm_wrapper(tmp_path):
+    """`codex queue` through the Node wrapper cost ~170 ms of Node start on every send: the
+    transport runs the binary the wrapper would exec (here the wrapper itself would fail)."""
+    from tests.agents.test_codex_native import LINUX_X64, npm_layout
+
+    if (os.uname().sysname, os.uname().machine) != LINUX_X64:
+        pytest.skip("the layout below is the linux-x64 one")
+    t, target, _ = _codex(tmp_path)
+    wrapper = npm_layout(tmp_path / "npm", binary=Path(t.codex_bin or "").read_text())
+    t = CodexQueueTransport(codex_bin=str(wrapper))
+    d = Delivery(target=target.spec, transport=t.name)
+    await approved_send(t, d, target, PAYLOAD, _log(d, tmp_path))
+    assert d.state == DeliveryState.QUEUED, d.reason
+    assert [r["id"] for r in replay.queue_rows(Path(target.detail.codex_home))] == [d.extra.item_id]

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 import relay_repl.agents.screens as screens
+from relay_repl.agents.claude_code import screen as claude_screen
+from relay_repl.agents.codex import screen as codex_screen
 from relay_repl.transports.tmux_steps import Action, Phase, StepContext, decide
 from tests.agents.screens.test_classifiers import CAPTURES, load
 
@@ -29,7 +31,7 @@ def snap(d: Path, name: str):
 
 
 def ctx(d: Path, payload: str, **kw) -> StepContext:
-    screen = screens.claude_code if d is CLAUDE else screens.codex
+    screen = claude_screen if d is CLAUDE else codex_screen
     return StepContext(payload=payload, screen=screen, tab_queues_when_busy=d is CODEX,
                        busy_submit="busy rule", **kw)
 
@@ -116,15 +118,31 @@ def test_progress_round_trips_through_the_delivery_extra_as_json():
     from relay_repl.core.delivery import Delivery
     from relay_repl.transports.tmux import Baseline, PaneRef, TmuxProgress
 
-    d = Delivery.model_construct(extra={})
+    d = Delivery(target="x", transport="tmux")
     assert TmuxProgress.of(d).submitted is False and TmuxProgress.of(d).pane_ref is None
     pg = TmuxProgress(started=1.0, pane_ref=PaneRef(socket_path="/s", pane_id="%1"),
                       baseline=Baseline(path="/t.jsonl", offset=7))
     pg.keys.append("literal")
-    pg.screen_after_enter = screens.codex.submitted(snap(CODEX, "busy_staged"), snap(CODEX, "busy_tab_queued"), X_BUSY)
+    pg.screen_after_enter = codex_screen.submitted(snap(CODEX, "busy_staged"), snap(CODEX, "busy_tab_queued"), X_BUSY)
     pg.save(d)
-    raw = json.loads(json.dumps(d.extra["tmux"]))
+    raw = json.loads(json.dumps(d.extra.tmux))
     assert raw["keys"] == ["literal"] and raw["screen_after_enter"]["queued"] and "latency" not in raw
     back = TmuxProgress.model_validate(raw)
     assert back.pane_ref == PaneRef(socket_path="/s", pane_id="%1") and back.baseline.offset == 7
     assert TmuxProgress().keys is not TmuxProgress().keys  # no shared default list
+
+
+def test_the_delivery_extra_is_typed():
+    """A misspelt extra fails where it is written; an older ledger's unknown keys are dropped on read."""
+    import pytest
+    from pydantic import ValidationError
+
+    from relay_repl.core.delivery import Delivery, DeliveryExtra
+
+    d = Delivery(target="x", transport="tmux")
+    with pytest.raises(ValueError):
+        d.extra.msgid = "m-1"  # type: ignore[attr-defined]
+    with pytest.raises(ValidationError):
+        d.extra.sender_pid = "not a pid"  # type: ignore[assignment]
+    assert DeliveryExtra.model_validate({"msg_id": "m", "gone_key": 1}).msg_id == "m"
+    assert "dict" not in str(Delivery.model_fields["extra"].annotation)

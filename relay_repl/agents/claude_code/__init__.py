@@ -5,9 +5,10 @@
 - `evidence`: the receiver's evidence readers (transcript origins, typed records,
   registry status, peer token);
 - `peer`: listing the operator's inbox as a Claude peer;
-- `agent`: `ClaudeAgent`, what transports ask (the `Agent` protocol).
-The screen classifier is `relay_repl.agents.screens.claude_code` (named by the
-adapter, adapters/claude-code.md, which also holds the verified versions).
+- `agent`: `ClaudeAgent`, what transports ask (the `Agent` protocol);
+- `screen`: the screen classifier (named by the adapter, adapters/claude-code.md,
+  which also holds the verified versions);
+- `kind`: `ClaudeCodeKind`, the `AgentKind` the registry loads (entry point `claude-code`).
 """
 
 from __future__ import annotations

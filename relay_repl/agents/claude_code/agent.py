@@ -24,9 +24,9 @@ class ClaudeAgent:
     tab_queues_when_busy = False
 
     def screen(self) -> ModuleType | None:
-        from relay_repl.agents import screens
+        from relay_repl.agents.claude_code import screen
 
-        return screens.for_kind(self.kind)
+        return screen
 
     def tmux_busy_note(self, target: Target) -> str | None:
         if target.state == "busy":

@@ -60,7 +60,7 @@ def claude_watch(target: Target, delivery: Delivery) -> TurnWatch | None:
     transcript = delivery_evidence(delivery, "transcript") or target.evidence_file
     if not transcript:
         return None
-    msg_id = delivery.extra.get("msg_id")
+    msg_id = delivery.extra.msg_id
     payload = delivery.plan.payload if delivery.plan else None
     if not msg_id and not payload:
         return None

@@ -35,9 +35,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from relay_repl.agents.provenance import OriginRecord
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
-from relay_repl.core.relay_ids import carries_id, id_needle
+from relay_repl.core.inbound import OriginRecord
 from relay_repl.store.jsonl import LineScan, parse_object
 
 KIND = "claude-code"
@@ -171,6 +170,8 @@ def find_relay_id(transcript: Path | str, relay_id: str) -> TranscriptScan:
 
     Streams the file in bounded memory (store.jsonl.LineScan); only lines holding both the id
     and an origin key are parsed."""
+    from relay_repl.core.relay_ids import carries_id, id_needle  # only `relay verify` needs the envelope parser
+
     needle, follow = id_needle(relay_id)
     scan = LineScan(transcript, needle, (ORIGIN_KEY,), followed_by=follow)
     hits: list[OriginHit] = []

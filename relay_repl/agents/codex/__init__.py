@@ -4,9 +4,10 @@
   locks, the app-server daemon's status API, which pane runs which thread);
 - `evidence`: the receiver's evidence readers (queue read-back from queue_1.sqlite,
   the rollout's queue turns and typed items);
-- `agent`: `CodexAgent`, what transports ask (the `Agent` protocol).
-The screen classifier is `relay_repl.agents.screens.codex` (named by the adapter,
-adapters/codex.md, which also holds the footer pattern and the verified versions).
+- `agent`: `CodexAgent`, what transports ask (the `Agent` protocol);
+- `screen`: the screen classifier (named by the adapter, adapters/codex.md, which
+  also holds the footer pattern and the verified versions);
+- `kind`: `CodexKind`, the `AgentKind` the registry loads (entry point `codex`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from relay_repl.agents.codex.agent import CodexAgent
 from relay_repl.agents.codex.evidence import (
     codex_home,
     codex_typed_items,
+    RolloutScan,
     find_in_rollout,
     read_item,
     turns_since,
 )
+from relay_repl.agents.codex.native import codex_command_env, native_codex
 from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
 from relay_repl.agents.codex.provider import (
     KIND,
@@ -34,6 +37,6 @@ from relay_repl.agents.codex.provider import (
 
 )
 
-__all__ = ["KIND", "reply_route", "CodexAgent", "CodexProvider", "DaemonError", "codex_home", "codex_typed_items",
+__all__ = ["KIND", "reply_route", "CodexAgent", "RolloutScan", "codex_command_env", "native_codex", "CodexProvider", "DaemonError", "codex_home", "codex_typed_items",
            "collaboration_mode", "daemon_thread_status", "find_in_rollout", "footer_thread_name", "is_codex_argv",
            "is_codex_tui", "read_item", "read_session_index", "rollout_path", "scan_rollouts", "turns_since"]

@@ -28,9 +28,9 @@ class CodexAgent:
     tab_queues_when_busy = True
 
     def screen(self) -> ModuleType | None:
-        from relay_repl.agents import screens
+        from relay_repl.agents.codex import screen
 
-        return screens.for_kind(self.kind)
+        return screen
 
     def tmux_busy_note(self, target: Target) -> str | None:
         notes = []

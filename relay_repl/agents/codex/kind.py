@@ -9,15 +9,14 @@ from typing import TYPE_CHECKING, Literal
 from relay_repl.agents.codex.agent import KIND, CodexAgent
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabSpec
-from relay_repl.core.delivery import Delivery
-from relay_repl.core.plan import ReplyContext, ReplyRoute
+from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Me, Target
-from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.core.delivery import Delivery
     from relay_repl.agents.provenance import VerifyReport
     from relay_repl.agents.discovery import KindProvider
-    from relay_repl.agents.replies import ReplyOptions
     from relay_repl.agents.turn_reply import TurnWatch
     from relay_repl.system.panes import PaneRoster
 

@@ -1,13 +1,15 @@
-"""Pure screen classifiers for the TUIs relay types into, one module per client.
+"""What the screen classifiers share: the values they read and return (`model.py`), and finding one.
 
-Each client module offers the same three pure functions over `Snapshot`s:
+Each kind's classifier lives in its own package (`claude_code/screen.py`, `codex/screen.py`, ...)
+and offers the same three pure functions over `Snapshot`s:
 
     classify(snapshot) -> ScreenReading                 idle|busy|unknown, composer state, blockers
     payload_visible(snapshot, payload) -> bool          exactly the payload in the composer
     submitted(before, after, payload) -> SubmitHint     screen hints that Enter took
 
-`for_kind(kind)` picks the module for a Target kind. The marks are version-pinned
-(see each module) and recorded goldens live in tests/screens/captures/.
+`for_kind(kind)` imports the module the kind's adapter names; a kind's own `screen()` (AgentKind)
+is what transports ask. The marks are version-pinned (see each module) and recorded goldens live
+in tests/agents/screens/captures/.
 """
 
 from __future__ import annotations
@@ -15,15 +17,12 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-import relay_repl.agents.screens.claude_code as claude_code
-import relay_repl.agents.screens.codex as codex
 from relay_repl.agents.screens.model import BLOCKERS, Cell, ScreenReading, Snapshot, SubmitHint, parse_styles
 
 
 def for_kind(kind: str) -> ModuleType | None:
-    """The classifier module the kind's adapter names (`[screen] classifier`), or None:
-    no adapter or no classifier means no typing, ever. A new agent adds an adapter file
-    and a module here; nothing else changes."""
+    """The classifier module the kind's adapter names (`[screen] classifier`: a dotted module path,
+    or a bare name under this package), or None: no adapter or no classifier means no typing, ever."""
     from relay_repl.agents.adapter import AdapterError, load_adapter
 
     try:
@@ -31,10 +30,9 @@ def for_kind(kind: str) -> ModuleType | None:
     except (AdapterError, OSError, ValueError):
         return None
     try:
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(name if "." in name else f"{__name__}.{name}")
     except ImportError:
         return None
 
 
-__all__ = ["BLOCKERS", "Cell", "ScreenReading", "Snapshot", "SubmitHint", "claude_code", "codex",
-           "for_kind", "parse_styles"]
+__all__ = ["BLOCKERS", "Cell", "ScreenReading", "Snapshot", "SubmitHint", "for_kind", "parse_styles"]

@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from relay_repl.agents.adapter import AdapterSpec
-from relay_repl.agents.kind import AgentKindBase, Check, ClientPin
+from pathlib import Path
+
+from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabPane, LabReady, LabSpec
 from relay_repl.core.target import Target
 
 KIND = "fake-agent"
@@ -60,6 +62,22 @@ class FakeAgentKind(AgentKindBase):
 
     def pin(self) -> ClientPin:
         return ClientPin(binary="fake-agent", npm_package="relay-fake-agent", version=VERSION)
+
+    # the lab: `relay lab up --fakey N` runs a stand-in (a shell that says it is ready, then waits)
+    def lab(self) -> LabSpec | None:
+        return LabSpec(count_flag="fakey", default_count=0, stub_api="openai", help="Fake Agent sessions")
+
+    def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
+        return {ctx.home / ".fake-agent" / "sessions.txt": "".join(f"{n} {ctx.base_urls[n]}\n" for n in names)}
+
+    def lab_launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
+        return LabLaunch(command=("/bin/sh", "-c", f"echo fake agent {name} ready; exec sleep 3600"),
+                         env={"FAKE_AGENT_BASE_URL": ctx.base_urls[name]})
+
+    def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
+        if f"fake agent {name} ready" not in pane.screen:
+            return None
+        return LabReady(pid=pane.pane_pid, address=f"fake-{name}", note=f"fake agent pid {pane.pane_pid} ready")
 
     async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
         return [Check(name="fake agent registry", ok=True, detail="the replay double answers")]

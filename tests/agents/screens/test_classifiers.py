@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 import relay_repl.agents.screens as screens
+from relay_repl.agents.claude_code import screen as claude_screen
+from relay_repl.agents.codex import screen as codex_screen
 from relay_repl.agents.versions import verified_versions
 from relay_repl.agents.screens.model import Snapshot, parse_styles, wrapped_equals
 
@@ -116,28 +118,28 @@ def test_claude_prompt_alone_is_not_idle():
     """A composer with no spinner, no finished-turn row and no banner: unknown, not idle."""
     rule = "─" * 60
     lines = ["some output of a slash command", "", rule + " alpha ─", "❯\u00a0", rule, "  ⏵⏵ accept edits on"]
-    r = screens.claude_code.classify(_snap(lines, cursor_x=2, cursor_y=3))
+    r = claude_screen.classify(_snap(lines, cursor_x=2, cursor_y=3))
     assert r.composer == "empty" and r.kind == "unknown" and not r.typable
 
 
 def test_codex_prompt_alone_is_not_idle():
     lines = ["some text", "", "› ", "", "  fake-model default · /tmp/w · beta", "  ? for shortcuts"]
-    r = screens.codex.classify(_snap(lines, cursor_x=2, cursor_y=2))
+    r = codex_screen.classify(_snap(lines, cursor_x=2, cursor_y=2))
     assert r.composer == "empty" and r.kind == "unknown" and not r.typable
 
 
 def test_dead_and_copy_mode_flags_win_over_the_screen():
     meta = next(p for p in _cases() if p.parent.name.startswith("claude") and p.stem == "after_turn")
     snap, _ = load(meta)
-    assert screens.claude_code.classify(snap).typable
-    assert "copy-mode" in screens.claude_code.classify(snap.model_copy(update={"pane_in_mode": True})).blockers
-    assert screens.claude_code.classify(snap.model_copy(update={"pane_dead": True})).blockers == ["dead"]
+    assert claude_screen.classify(snap).typable
+    assert "copy-mode" in claude_screen.classify(snap.model_copy(update={"pane_in_mode": True})).blockers
+    assert claude_screen.classify(snap.model_copy(update={"pane_dead": True})).blockers == ["dead"]
 
 
 def test_cursor_elsewhere_is_not_an_empty_composer():
     meta = next(p for p in _cases() if p.parent.name.startswith("codex") and p.stem == "after_turn")
     snap, _ = load(meta)
-    r = screens.codex.classify(snap.model_copy(update={"cursor_x": 9}))
+    r = codex_screen.classify(snap.model_copy(update={"cursor_x": 9}))
     assert r.composer != "empty" and not r.typable
 
 
@@ -145,7 +147,7 @@ def test_submitted_hints_claude_queue():
     d = next(p.parent for p in _cases() if p.parent.name.startswith("claude"))
     before, _ = load(d / "busy_staged.json")
     after, _ = load(d / "busy_queued.json")
-    h = screens.claude_code.submitted(before, after, "[relay/1 test] typed while busy")
+    h = claude_screen.submitted(before, after, "[relay/1 test] typed while busy")
     assert h.composer_emptied and h.payload_in_history and h.queued and h.turn_running
     assert not h.payload_in_composer
 
@@ -153,18 +155,18 @@ def test_submitted_hints_claude_queue():
 def test_submitted_hints_codex_steer_and_tab():
     d = next(p.parent for p in _cases() if p.parent.name.startswith("codex"))
     staged, _ = load(d / "busy_staged.json")
-    h = screens.codex.submitted(staged, staged, "[relay/1 test] staged while busy")
+    h = codex_screen.submitted(staged, staged, "[relay/1 test] staged while busy")
     assert h.tab_to_queue and h.payload_in_composer and not h.composer_emptied
     queued, _ = load(d / "busy_tab_queued.json")
-    h = screens.codex.submitted(staged, queued, "[relay/1 test] staged while busy")
+    h = codex_screen.submitted(staged, queued, "[relay/1 test] staged while busy")
     assert h.queued and h.composer_emptied
     tool, _ = load(d / "busy_tool.json")
     pending, _ = load(d / "busy_tool_pending.json")
-    h = screens.codex.submitted(tool, pending, "[relay/1 test] typed during a tool")
+    h = codex_screen.submitted(tool, pending, "[relay/1 test] typed during a tool")
     assert h.queued and h.composer_emptied and h.turn_running and not h.payload_in_history
-    assert "steer-pending" in screens.codex.classify(pending).hints
+    assert "steer-pending" in codex_screen.classify(pending).hints
     steered, _ = load(d / "busy_steered.json")
-    h = screens.codex.submitted(queued, steered, "[relay/1 test] steered SLOW6")
+    h = codex_screen.submitted(queued, steered, "[relay/1 test] steered SLOW6")
     assert h.payload_in_history and h.composer_emptied and h.turn_running
 
 

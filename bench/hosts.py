@@ -1,0 +1,136 @@
+"""Through the lab's second host vs on the local lab: approval to a verified reply.
+
+    .venv/bin/python -m bench.hosts [--runs 5] [--kind claude|codex]
+
+Starts a fresh lab with its second host (`relay lab up --hosts 2`, in a temporary
+RELAY_HOME) and sends to `claude:alpha` (local) and `h2/claude:alpha` (through ssh
+and the host's `relay serve --stdio`) with want=reply:
+
+- warm: the clock starts when the operator's gate says yes to the send's plan and
+  stops when the verified reply is in hand here (local: the inbox linked it; remote:
+  the answer came up the channel, judged by the host's inbox). Median of N.
+- cold: the first call on a cold channel (no ssh master, no serve process) vs the
+  first local call: from the send call itself to the verified reply.
+
+Goals (issue 21): warm remote <= local + 100 ms; cold remote <= local + 1 s. The
+stub models answer at once, so this is relay's, ssh's and the clients' own share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+CASES = {"claude": ("claude:alpha", "alpha"), "codex": ("codex:beta", "beta")}
+
+
+async def local_runs(kind: str, runs: int) -> tuple[float, list[float]]:
+    import anyio
+
+    import relay_repl.lab.helpers as helpers
+    from relay_repl.session.app import make_session
+
+    spec, lab_name = CASES[kind]
+    approved_at: list[float] = []
+
+    async def approve(plan) -> bool:
+        if plan.action.startswith("send"):
+            approved_at.append(time.time())
+        return True
+
+    s = make_session(approve=approve, echo=None)
+    warm: list[float] = []
+    cold = 0.0
+    async with anyio.create_task_group() as tg:
+        await s.open_inbox(tg)
+        try:
+            for i in range(runs + 1):
+                await anyio.to_thread.run_sync(lambda: helpers.wait_idle(lab_name, timeout=60))
+                t0 = time.time()
+                await s.refresh()
+                d = await s.send(spec, f"bench hosts local {i}", want="reply", timeout=30)
+                reply = await d.wait_reply(30)
+                got = time.time()
+                if reply is None or reply.verdict is None or not reply.verdict.ok:
+                    raise SystemExit(f"local {kind}: run {i}: no verified reply ({d.summary()})")
+                if i == 0:
+                    cold = got - t0
+                else:
+                    warm.append(got - approved_at[-1])
+        finally:
+            await s.close_inbox()
+            tg.cancel_scope.cancel()
+    return cold, warm
+
+
+async def remote_runs(kind: str, runs: int) -> tuple[float, list[float]]:
+    import relay_repl.lab.helpers as helpers  # noqa: F401 - same import cost as the local side
+    from relay_repl.session.remote import Hosts, send_remote, wait_reply_remote
+
+    spec = f"h2/{CASES[kind][0]}"
+    approved_at: list[float] = []
+
+    async def approve(plan) -> bool:
+        if plan.action.startswith("send"):
+            approved_at.append(time.time())
+        return True
+
+    hosts = Hosts()
+    ch = hosts.channel("h2")
+    await ch.stop_master()  # a cold channel: no master, no serve process
+    warm: list[float] = []
+    cold = 0.0
+    try:
+        for i in range(runs + 1):
+            t0 = time.time()
+            rd = await send_remote(hosts, spec, f"bench hosts remote {i}", approve=approve, want="reply", timeout=30,
+                                   echo=lambda line: None)
+            ans = await wait_reply_remote(hosts, rd, 30)
+            got = time.time()
+            if ans is None or ans.message.verdict is None or not ans.message.verdict.ok:
+                raise SystemExit(f"remote {kind}: run {i}: no verified reply ({rd.delivery.summary()})")
+            if i == 0:
+                cold = got - t0
+            else:
+                warm.append(got - approved_at[-1])
+    finally:
+        await hosts.aclose()
+    return cold, warm
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--kind", choices=sorted(CASES), default="claude")
+    args = ap.parse_args()
+    import anyio
+
+    import relay_repl.lab.launcher as launcher
+    import relay_repl.store.paths as paths
+    from relay_repl.lab import second_host
+
+    os.environ.setdefault("RELAY_LAB_CLIENTS", str(paths.clients_dir()))
+    with tempfile.TemporaryDirectory(prefix="relay-bench-hosts-") as home:
+        os.environ["RELAY_HOME"] = home
+        launcher.up(claude=1, codex=1, progress=lambda m: None)
+        second_host.up(launcher.layout(), claude=1, codex=1, progress=lambda m: None)
+        os.environ.update(launcher.env())
+        try:
+            lc, lw = anyio.run(local_runs, args.kind, args.runs)
+            rc, rw = anyio.run(remote_runs, args.kind, args.runs)
+        finally:
+            launcher.down(progress=lambda m: None)
+    load = os.getloadavg()[0]
+    lm, rm = statistics.median(lw), statistics.median(rw)
+    print(f"{args.kind}, load {load:.2f} on {os.cpu_count()} cores, {args.runs} warm runs each")
+    print(f"  warm approval -> verified reply: local {lm * 1000:.0f} ms, via h2 {rm * 1000:.0f} ms, "
+          f"+{(rm - lm) * 1000:.0f} ms (goal <= +100 ms) {'OK' if rm - lm <= 0.1 else 'MISSED'}")
+    print(f"  cold first call -> verified reply: local {lc * 1000:.0f} ms, via h2 {rc * 1000:.0f} ms, "
+          f"+{(rc - lc) * 1000:.0f} ms (goal <= +1000 ms) {'OK' if rc - lc <= 1.0 else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()

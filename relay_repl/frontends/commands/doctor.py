@@ -1,0 +1,36 @@
+"""`relay doctor`: each layer relay stands on, checked read-only, with the next step for a failure."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    """Add `relay doctor` to the subparsers."""
+    s = sub.add_parser(
+        "doctor",
+        help="check every layer relay relies on; say what to do about each failure",
+        description="Check, read-only, each layer relay stands on and print ✔ or ✘ with the next step: tmux and its "
+        "version; each client (claude, codex) found, its version, and whether that version is verified; Claude's "
+        "config dir and registry, `claude agents --json`; CODEX_HOME, session_index.jsonl, queue_1.sqlite, the "
+        "Codex daemon; whether a Codex agent's sandbox lets it run `relay reply`; the state directory; the "
+        "ledger's integrity; relay-halts in force.\n\nexit codes: 0 all checks pass, 1 otherwise",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("--json", action="store_true", help='{"ok": bool, "checks": [{"name", "ok", "detail", "fix"}]}')
+    s.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import anyio
+    import json
+
+    from relay_repl.session.doctor import run_checks
+
+    report = anyio.run(run_checks)
+    if args.json:
+        print(json.dumps({"ok": report.ok, "checks": [c.model_dump() for c in report]}, ensure_ascii=False))
+    else:
+        print(repr(report))
+    return 0 if report.ok else 1

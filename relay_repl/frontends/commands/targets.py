@@ -1,0 +1,101 @@
+"""`relay targets`: the sessions discovery finds, as a table or JSON; a cold start kept short."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    """Add `relay targets` to the subparsers."""
+    s = sub.add_parser(
+        "targets",
+        help="list discovered sessions",
+        description="List every Claude Code and Codex session found in their own registries: live ones with their "
+        "state, pane and possible transports, stale ones marked STALE (never used).",
+    )
+    s.add_argument("--json", action="store_true", help="a JSON array: kind, name, address, pid, live, state, pane, transports, ...")
+    s.set_defaults(func=cmd_targets, fast_exit=True)
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    import relay_repl.system.prefetch as prefetch
+
+    prefetch.start()  # the listing runs while the imports below happen
+    import anyio
+    import json
+
+    from relay_repl.agents import default_providers
+    from relay_repl.agents.discovery import Provider, StaticProvider, discover_all
+
+    from relay_repl.store.hosts import load_hosts
+
+    problems: list[str] = []
+
+    async def run() -> list:
+        # the providers alone: listing needs no gate, transports or ledger (what Session.refresh runs)
+        providers: list[Provider] = list(default_providers())
+        if args.fake:
+            from relay_repl.transports.fake import fake_target
+
+            providers.append(StaticProvider("fake", [fake_target()]))
+        if not load_hosts():
+            return await discover_all(providers)
+        from relay_repl.session.remote import Hosts
+
+        hosts = Hosts()
+        try:  # each host's relay lists its own, at the same time as the local listing
+            local, (remote, probs) = await _both(discover_all(providers), hosts.all_targets())
+        finally:
+            await hosts.aclose()
+        problems.extend(probs)
+        return [*local, *remote]
+
+    targets = anyio.run(run)
+    for p in problems:  # a down host: one line on stderr; the others are listed
+        print(f"relay: {p}", file=sys.stderr, flush=True)
+    if args.json:
+        print(json.dumps([_target_json(t) for t in targets], indent=1))
+        return 0
+    from relay_repl.core.target import format_targets
+
+    print(format_targets(targets))
+    return 0
+
+
+async def _both(a: Any, b: Any) -> tuple[Any, Any]:
+    import anyio
+
+    out: list = [None, None]
+
+    async def one(i: int, aw: Any) -> None:
+        out[i] = await aw
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one, 0, a)
+        tg.start_soon(one, 1, b)
+    return out[0], out[1]
+
+
+def fast_exit(code: int) -> None:
+    """Leave without interpreter teardown (~20 ms of module finalisation, measured).
+
+    Only for read-only commands that hold nothing needing cleanup: `relay targets`
+    is a cold start benchmarked against `claude agents --json` itself."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _target_json(t) -> dict:
+    return {
+        "kind": t.kind, "name": t.name, "spec": t.spec, "address": t.address, "pid": t.pid, "live": t.live,
+        "state": t.state, "pane": t.pane, "transports": list(t.transports), "identified_by": t.identified_by,
+        "client_version": t.client_version, "client_status": t.client_status,
+        "socket": t.socket, "evidence_file": t.evidence_file, "proc_start": t.proc_start,
+        "stale_reason": t.stale_reason, "tmux_socket": t.tmux_socket, "tmux_server": t.tmux_server,
+        "detail": t.detail.model_dump(mode="json"), "host": t.host,
+    }

@@ -1,0 +1,38 @@
+"""`relay whoami`: your own address (what a peer needs to answer you)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    """Add `relay whoami` to the subparsers."""
+    s = sub.add_parser(
+        "whoami",
+        help="show your own address: what a peer needs to answer you",
+        description="Your own address, the thing a peer needs to answer you: $CODEX_THREAD_ID inside Codex, the "
+        "session name inside Claude Code, otherwise the operator's address and any running relay inboxes.",
+    )
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_whoami)
+
+
+def cmd_whoami(args: argparse.Namespace) -> int:
+    import json
+
+    from relay_repl.session.inbox import read_records
+    from relay_repl.session.whoami import own_address
+
+    me = own_address()
+    inboxes = [r.model_dump() for r in read_records() if r.live]
+    if args.json:
+        print(json.dumps({"role": me.role, "agent": me.agent, "address": me.address, "sender": me.sender,
+                          "inbox": me.inbox, "relay_inboxes": inboxes}))
+    else:
+        print(f"{me.sender}" + (f"  inbox {me.inbox}" if me.inbox else ""))
+        for r in inboxes:
+            print(f"  relay inbox: pid {r['pid']} {r['sender']} at {r['socket']}")
+        if not inboxes and me.agent == "relay":
+            print("  no relay REPL inbox is running: start `relay` to receive replies")
+    return 0

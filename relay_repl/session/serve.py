@@ -1,0 +1,253 @@
+"""`relay serve --stdio`: this machine's relay, answering another relay over an ssh channel.
+
+Why stdio and not a port: ssh already authenticated the caller and carries the bytes;
+no listening surface, no daemon. One JSON request per line in, one JSON answer per line
+out (core/serve_wire.py), in order; the process lives as long as the channel.
+
+Discovery here is this host's (its registries, its /proc): the caller only relays it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, BinaryIO
+
+import anyio
+
+from relay_repl import __version__
+from relay_repl.core.errors import ProtocolMismatch, RelayError, UsageError
+from relay_repl.core.serve_wire import MAX_LINE, PROTOCOL_VERSION, Answer, Request, mismatch
+
+Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+def target_json(t) -> dict:
+    """A target as `relay targets --json` prints it and the channel carries it."""
+    return {
+        "kind": t.kind, "prefix": t.prefix, "name": t.name, "spec": t.spec, "address": t.address, "pid": t.pid,
+        "live": t.live, "state": t.state, "pane": t.pane, "transports": list(t.transports),
+        "identified_by": t.identified_by, "client_version": t.client_version, "client_status": t.client_status,
+        "detail": t.detail, "host": t.host,
+    }
+
+
+class ChannelGate:
+    """This host's gate when the operator is at the other end of the channel: the plan goes up
+    as an interim answer, and only the digest of that very plan, approved there, says yes here.
+    The approval is still minted by this process's own gate (session/gate.py `ask`), single-use
+    and spent when the delivery ends, exactly as for a local send."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.current: int | None = None  # the request id of the send being served
+
+    async def __call__(self, plan: Any) -> bool:
+        from relay_repl.core.approval import plan_digest
+
+        if self.current is None:
+            return False  # nothing on the channel is asking: No
+        digest = plan_digest(plan)
+        got = await self.server.ask(self.current, {"plan": plan.model_dump(mode="json"), "digest": digest})
+        return got is not None and got.get("digest") == digest
+
+
+class Server:
+    """The ops one relay answers for another. Each returns a JSON-able result or raises a
+    RelayError, whose one line goes back as the answer's error."""
+
+    def __init__(self, write: Callable[[Answer], Awaitable[None]] | None = None,
+                 make_session: Callable[..., Any] | None = None) -> None:
+        self.ops: dict[str, Handler] = {"hello": self.hello, "targets": self.targets, "send": self.send,
+                                        "wait_reply": self.wait_reply, "halt": self.halt}
+        self.write = write
+        self._asks: dict[int, Any] = {}  # request id -> memory stream the `approve` answer arrives on
+        self.session: Any = None
+        self.gate = ChannelGate(self)
+        self._tg: Any = None
+        self.closed = False
+        self._make = make_session  # the session factory (session.app.make_session by default)
+
+    async def hello(self, args: dict[str, Any]) -> dict[str, Any]:
+        theirs = args.get("protocol")
+        if theirs != PROTOCOL_VERSION:
+            raise ProtocolMismatch(mismatch(theirs, who="the calling relay"))
+        return {"protocol": PROTOCOL_VERSION, "relay": __version__, "pid": os.getpid(),
+                "hostname": socket.gethostname()}
+
+    async def targets(self, args: dict[str, Any]) -> list[dict]:
+        from relay_repl.agents import default_providers
+        from relay_repl.agents.discovery import discover_all
+
+        return [target_json(t) for t in await discover_all(list(default_providers()))]
+
+    # ---- the session: plans built, gated (over the channel) and carried out here ---------
+
+    async def _session(self) -> Any:
+        """This host's session, made on the first send: its transports, its ledger, its inbox
+        (opened in the serve task group, so replies to its sends land here and are judged here)."""
+        if self.session is None:
+            from relay_repl.session.app import make_session
+
+            session = (self._make or make_session)(approve=self.gate,
+                                                   echo=lambda line: print(line, file=sys.stderr, flush=True))
+            await session.open_inbox(self._tg, echo=lambda line: None)
+            self.session = session
+        return self.session
+
+    async def send(self, args: dict[str, Any]) -> dict[str, Any]:
+        session = await self._session()
+        d = await session.send(str(args["target"]), str(args["body"]), want=args.get("want") or "none",
+                               transport=args.get("transport"), timeout=float(args.get("timeout") or 30.0),
+                               reply_via=args.get("reply_via"))
+        return d.model_dump(mode="json")
+
+    async def wait_reply(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The answer to one of this host's deliveries, judged by this host's inbox (kernel pid)."""
+        session = await self._session()
+        d = session._find_delivery(str(args["relay_id"]))
+        msg = await d.wait_reply(float(args.get("timeout") or 60.0))
+        return {"message": msg.model_dump(mode="json") if msg is not None else None,
+                "judged_on": socket.gethostname(), "serve_pid": os.getpid()}
+
+    async def halt(self, args: dict[str, Any]) -> dict[str, Any]:
+        from relay_repl.store.ledger import Ledger
+
+        led = Ledger.default()
+        try:
+            led.halt(str(args.get("reason") or "operator halt"), by=str(args.get("by") or "operator over ssh"))
+        finally:
+            led.close()
+        return {"halted": True, "host": socket.gethostname()}
+
+    async def aclose(self) -> None:
+        if self.session is not None:
+            await self.session.close_inbox()
+
+    # ---- asking the operator over the channel ------------------------------------------
+
+    async def ask(self, rid: int, question: dict[str, Any]) -> dict[str, Any] | None:
+        if self.write is None or self.closed:
+            return None
+        send, recv = anyio.create_memory_object_stream[dict](1)
+        self._asks[rid] = send
+        try:
+            await self.write(Answer(id=rid, ok=True, ask=question))
+            with anyio.move_on_after(ASK_TIMEOUT):
+                try:
+                    return await recv.receive()
+                except anyio.EndOfStream:
+                    return None
+            return None
+        finally:
+            self._asks.pop(rid, None)
+            send.close()
+            recv.close()
+
+    def approve(self, rid: int, args: dict[str, Any]) -> None:
+        stream = self._asks.get(rid)
+        if stream is not None:
+            try:
+                stream.send_nowait(dict(args))
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+
+    def channel_closed(self) -> None:
+        """EOF: nobody can answer a pending question any more, so each is a No."""
+        self.closed = True
+        for stream in list(self._asks.values()):
+            stream.close()
+
+    # ---- answering ------------------------------------------------------------------
+
+    async def answer(self, line: bytes) -> Answer:
+        import json
+
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return Answer(id=None, ok=False, error="not a JSON line", error_kind="UsageError")
+        if isinstance(data, dict) and data.get("v") != PROTOCOL_VERSION:
+            return Answer(id=data.get("id") if isinstance(data.get("id"), int) else None, ok=False,
+                          error=mismatch(data.get("v"), who="the calling relay"), error_kind="ProtocolMismatch")
+        try:
+            req = Request.model_validate(data)
+        except ValueError as exc:
+            return Answer(id=None, ok=False, error=f"malformed request: {str(exc).splitlines()[0]}",
+                          error_kind="UsageError")
+        op = self.ops.get(req.op)
+        if op is None:
+            return Answer(id=req.id, ok=False, error=f"unknown op {req.op!r}", error_kind="UsageError")
+        try:
+            if req.op in SESSION_OPS:
+                self.gate.current = req.id
+            return Answer(id=req.id, ok=True, result=await op(req.args))
+        except RelayError as exc:
+            return Answer(id=req.id, ok=False, error=str(exc), error_kind=type(exc).__name__)
+
+
+SESSION_OPS = {"send"}
+ASK_TIMEOUT = 900.0
+
+
+async def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, server: Server | None = None) -> None:
+    """Answer requests until the channel closes (EOF on stdin). Requests are handled as they
+    come (an `approve` must reach a send that is waiting for it); each answer is one line."""
+    import json
+
+    src = stdin or sys.stdin.buffer
+    out = stdout or sys.stdout.buffer
+    lock = anyio.Lock()
+
+    async def write(ans: Answer) -> None:
+        async with lock:
+            try:
+                out.write(ans.model_dump_json().encode() + b"\n")
+                out.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass  # the channel is gone: the ledger here still has what happened
+
+    server = server or Server()
+    server.write = write
+
+    async def handle(line: bytes) -> None:
+        await write(await server.answer(line))
+
+    async with anyio.create_task_group() as tg:
+        server._tg = tg
+        while True:
+            line = await anyio.to_thread.run_sync(src.readline, MAX_LINE, abandon_on_cancel=True)
+            if not line:
+                break
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except ValueError:
+                data = None
+            if isinstance(data, dict) and data.get("op") == "approve" and data.get("v") == PROTOCOL_VERSION \
+                    and isinstance(data.get("id"), int):
+                server.approve(data["id"], data.get("args") or {})
+                continue
+            tg.start_soon(handle, line)
+        server.channel_closed()
+        await server.aclose()  # running sends end as they would have; then the inbox closes
+        tg.cancel_scope.cancel()
+
+
+def run_stdio(fake: bool = False) -> int:
+    """`relay serve --stdio`; with `relay --fake serve --stdio` its session holds the in-memory
+    fake:inbox target too, as `relay --fake send` does."""
+    if sys.stdin.isatty():
+        raise UsageError("relay serve --stdio answers another relay over ssh; it is not for a terminal")
+    make = None
+    if fake:
+        from functools import partial
+
+        from relay_repl.session.app import make_session
+
+        make = partial(make_session, fake=True)
+    anyio.run(lambda: serve(server=Server(make_session=make)))
+    return 0

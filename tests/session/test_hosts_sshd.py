@@ -1,0 +1,214 @@
+"""Hosts over a real OpenSSH channel to a real sshd in its own network namespace (root only).
+
+No agents here (the live tests add them): what is proven is the channel itself, with the
+real `ssh` and `sshd`: one master, checked and replaced when stale, host keys never
+accepted by relay, a down host reported in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import anyio
+import pytest
+
+from relay_repl.core.errors import HostKeyError
+from relay_repl.core.serve_wire import PROTOCOL_VERSION
+from relay_repl import __version__
+from tests.support.sshd import sshd_host
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def h2(tmp_path, monkeypatch):
+    root = tmp_path / "lab"
+    with sshd_host(root, tmp_path / "h2home"):
+        monkeypatch.setenv("RELAY_LAB_DIR", str(root))
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "local-claude"))
+        monkeypatch.setenv("CODEX_HOME", str(tmp_path / "local-codex"))
+        yield root
+
+
+def relay(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "relay_repl", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout, env=os.environ)
+
+
+def fingerprint(root) -> str:
+    out = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", str(root / "ssh" / "host_ed25519.pub")],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split()[1]
+
+
+def accepted_logins(root) -> int:
+    return (root / "ssh" / "sshd.log").read_text().count("Accepted publickey")
+
+
+def test_hosts_lists_and_check_reaches_the_remote_relay(h2, relay_home):
+    res = relay("hosts", "--json")
+    assert res.returncode == 0 and json.loads(res.stdout) == [{"name": "h2", "destination": "h2"}]
+    res = relay("hosts", "check", "--json")
+    assert res.returncode == 0, res.stderr
+    (r,) = json.loads(res.stdout)
+    assert r["reachable"] and r["problem"] is None
+    assert r["host_key"] == fingerprint(h2)
+    assert r["relay"] == __version__ and r["protocol"] == PROTOCOL_VERSION and r["pid"] > 0
+    assert r["targets"] == []
+    # relay's own ControlMaster directory, under RELAY_HOME; nothing in the user's ~/.ssh
+    assert any((relay_home / "ssh").iterdir())
+
+
+def test_one_master_shared_by_every_call(h2, relay_home):
+    from relay_repl.session.remote import Hosts
+
+    async def go():
+        hosts = Hosts()
+        ch = hosts.channel("h2")
+        await ch.open()
+        first = ch.master_pid
+        for _ in range(3):
+            assert await ch.request("targets") == []
+        await hosts.aclose()
+        hosts2 = Hosts()  # another caller (another relay process would do the same)
+        ch2 = hosts2.channel("h2")
+        await ch2.open()
+        await hosts2.aclose()
+        return first, ch.masters_started, ch2.master_pid, ch2.masters_started
+
+    first, started, again, started2 = anyio.run(go)
+    assert first and first == again and started == 1 and started2 == 0
+    assert accepted_logins(h2) == 1  # one authenticated connection; the sessions ran inside it
+
+
+def test_changed_host_key_refused_nothing_run(h2):
+    kh = h2 / "ssh" / "known_hosts"
+    other = h2 / "ssh" / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    addr = kh.read_text().split()[0]
+    kh.write_text(f"{addr} {' '.join(other.with_suffix('.pub').read_text().split()[:2])}\n")
+    res = relay("hosts", "check", "h2")
+    assert res.returncode == 1
+    assert "CHANGED" in res.stdout and "relay ran nothing there" in res.stdout and "ssh-keygen -R" in res.stdout
+    assert accepted_logins(h2) == 0  # never authenticated, so no command ran on the host
+
+
+def test_unknown_host_key_refused_with_the_next_step(h2):
+    (h2 / "ssh" / "known_hosts").write_text("")
+    from relay_repl.session.remote import Hosts
+
+    async def go():
+        await Hosts().channel("h2").open()
+
+    with pytest.raises(HostKeyError, match="not known to ssh.*your own `ssh h2`"):
+        anyio.run(go)
+    assert accepted_logins(h2) == 0
+
+
+def test_hung_master_is_replaced_without_hanging(h2):
+    from relay_repl.session.remote import Hosts
+
+    async def start() -> int:
+        ch = Hosts().channel("h2")
+        await ch.open()
+        await ch.close()
+        assert ch.master_pid
+        return ch.master_pid
+
+    hung = anyio.run(start)
+    os.kill(hung, signal.SIGSTOP)  # the master lives but never answers: its socket still accepts
+    try:
+        t0 = time.monotonic()
+        res = relay("hosts", "check", "h2", "--json", timeout=60)
+        took = time.monotonic() - t0
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert json.loads(res.stdout)[0]["reachable"]
+        assert took < 30
+    finally:
+        try:
+            os.kill(hung, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_dead_master_socket_left_behind_is_recovered(h2):
+    from relay_repl.session.remote import Hosts
+
+    async def go():
+        ch = Hosts().channel("h2")
+        await ch.open()
+        await ch.close()
+        path = await ch.control_path()
+        os.kill(ch.master_pid, signal.SIGKILL)  # the socket file stays, nobody listens
+        deadline = time.monotonic() + 10
+        while ch.master_pid and os.path.exists(f"/proc/{ch.master_pid}") and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+        assert path.exists()
+        ch2 = Hosts().channel("h2")
+        with anyio.fail_after(30):
+            assert await ch2.request("targets") == []
+        await ch2.close()
+        return ch2.masters_started
+
+    assert anyio.run(go) == 1
+
+
+def test_down_host_is_one_line_and_local_targets_still_listed(h2):
+    with open(h2 / "ssh" / "config", "a") as fh:
+        fh.write("Host dead\n  HostName 127.0.0.1\n  Port 1\n")
+    with open(h2 / "hosts.toml", "a") as fh:
+        fh.write('\n[hosts.dead]\ndestination = "dead"\n')
+    res = relay("--fake", "targets", "--json")
+    assert res.returncode == 0
+    specs = [t["spec"] for t in json.loads(res.stdout)]
+    assert "fake:inbox" in specs
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "host dead" in lines[0] and "not reachable" in lines[0]
+
+
+def test_master_killed_while_the_plan_is_asked_leaves_it_interrupted_and_unsent(h2, tmp_path):
+    """SIGKILL of the ssh master while the operator is answering: the delivery is `interrupted`
+    here (with the next step: look there first), and the host's relay, which never got the
+    digest back, answered its own gate No: its ledger has the plan and a No, nothing else."""
+    from relay_repl.core.delivery import DeliveryState
+    from relay_repl.session.remote import Hosts, send_remote
+    from relay_repl.store.ledger import Ledger
+
+    hosts = Hosts(remote_command=("relay", "--fake", "serve", "--stdio"))
+    shown = []
+
+    async def approve(plan) -> bool:
+        shown.append(plan)
+        os.kill(hosts.channel("h2").master_pid, signal.SIGKILL)  # the channel dies as the operator says yes
+        return True
+
+    async def go():
+        try:
+            return await send_remote(hosts, "h2/fake:inbox", "hello", approve=approve, echo=lambda s: None)
+        finally:
+            await hosts.aclose()
+
+    rd = anyio.run(go)
+    assert len(shown) == 1 and "route: via ssh h2" in shown[0].render()
+    d = rd.delivery
+    assert d.state is DeliveryState.INTERRUPTED and d.outcome == "pending" and d.exit_code == 3
+    assert "look at it there" in (d.reason or "")
+    led = Ledger(tmp_path / "h2home" / "ledger.sqlite")
+    try:
+        deadline = time.monotonic() + 20  # the host's relay notices the closed channel on its own
+        while time.monotonic() < deadline:
+            events = led.events()
+            if any(e.kind == "answer" for e in events):
+                break
+            time.sleep(0.1)  # the poll interval of this bounded wait
+        kinds = [e.kind for e in events]
+        answers = [e.data for e in events if e.kind == "answer"]
+        assert "plan" in kinds and answers == [{"approved": False}]
+        assert not any(e.kind.startswith("stage") or e.kind == "outcome" and e.data.get("state") not in (None, "withheld")
+                       for e in events), kinds
+    finally:
+        led.close()

@@ -1,0 +1,29 @@
+"""A second "host" for tests: its own network namespace and sshd, no agents (lab/second_host.py)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+
+@contextmanager
+def sshd_host(root: Path, home: Path) -> Iterator[Path]:
+    """Namespace + veth + sshd whose logins get RELAY_HOME=`home` and this venv's relay on PATH;
+    `root` gets the ssh config and hosts.toml (point RELAY_LAB_DIR at it). Skips without root/sshd."""
+    from relay_repl.lab import second_host
+
+    why = second_host.available()
+    if why:
+        pytest.skip(why)
+    home.mkdir(parents=True, exist_ok=True)
+    env = {"RELAY_HOME": str(home), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+           "CLAUDE_CONFIG_DIR": str(home / "claude"), "CODEX_HOME": str(home / "codex")}
+    second_host.up_link(root, home, env)
+    try:
+        yield root
+    finally:
+        second_host.down_link(root)
