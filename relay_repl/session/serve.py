@@ -212,8 +212,17 @@ async def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, s
     server = server or Server()
     server.write = write
 
-    async def handle(line: bytes) -> None:
-        await write(await server.answer(line))
+    pending = 0  # requests being answered: EOF ends the channel, not the answers already asked for
+    idle = anyio.Event()
+
+    async def handle(line: bytes, awaited: bool) -> None:
+        nonlocal pending
+        try:
+            await write(await server.answer(line))
+        finally:
+            pending -= awaited
+            if pending == 0:
+                idle.set()
 
     async with anyio.create_task_group() as tg:
         server._tg = tg
@@ -231,8 +240,16 @@ async def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, s
                     and isinstance(data.get("id"), int):
                 server.approve(data["id"], data.get("args") or {})
                 continue
-            tg.start_soon(handle, line)
+            # a wait_reply is waiting on an agent, not answering: EOF still ends it at once
+            awaited = not (isinstance(data, dict) and data.get("op") == "wait_reply")
+            if awaited and pending == 0:
+                idle = anyio.Event()  # set when this one and any after it are answered
+            pending += awaited  # counted before it starts, so an EOF right after still waits for it
+            tg.start_soon(handle, line, awaited)
         server.channel_closed()
+        if pending:
+            with anyio.move_on_after(ASK_TIMEOUT):  # a discovery that awaits a thread still answers
+                await idle.wait()
         await server.aclose()  # running sends end as they would have; then the inbox closes
         tg.cancel_scope.cancel()
 

@@ -81,4 +81,4 @@ def test_latest_equal_to_the_pins_is_the_pinned_cache_wherever_it_is(monkeypatch
     monkeypatch.setenv("RELAY_LAB_CLIENTS", str(tmp_path / "shared-clients"))
     assert set_root_for(dict(VERIFIED_VERSIONS)) == tmp_path / "shared-clients"
     other = {k: "9.9.9" for k in VERIFIED_VERSIONS}
-    assert set_root_for(other) == tmp_path / "home" / "clients-9.9.9-9.9.9"
+    assert set_root_for(other) == tmp_path / "home" / ("clients" + "-9.9.9" * len(other))  # one per pinned kind

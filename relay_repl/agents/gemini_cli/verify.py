@@ -7,12 +7,12 @@ the chat file records the text and when its turn started, never who typed it. So
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from relay_repl.agents.gemini_cli.chats import records, user_text
 from relay_repl.agents.gemini_cli.provider import KIND
 from relay_repl.agents.provenance import Overall, TurnFinding, VerifyReport
+from relay_repl.core.relay_ids import carries_id
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Ledger
 
@@ -25,13 +25,12 @@ def verify_target(relay_id: str, target: Target, ledger: Ledger | None) -> Verif
     if chat is None or not chat.is_file():
         return VerifyReport(relay_id=relay_id, source=str(chat or "no chat file"), target=target.spec, kind=KIND,
                             verdict="none found", summary=f"{NOTE}; {target.spec} has no chat file to search")
-    header = re.compile(r"^\[relay/1 [^\]]*\bid=" + re.escape(relay_id) + r"[ \]]")
     found: list[TurnFinding] = []
     size = 0
     for at, rec in records(chat):
         size = at
         text = user_text(rec)
-        if text is not None and header.search(text):
+        if text is not None and carries_id(text, relay_id) is not None:
             found.append(TurnFinding(turn_id=str(rec.get("id")), turn_trigger="typed", client_id=None, content=text,
                                      timestamp=rec.get("timestamp"), queued_by_us=False))
     verdict: Overall = "no provenance" if found else "none found"
