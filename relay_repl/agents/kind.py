@@ -79,6 +79,11 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+NO_HOME = "/dev/null/relay-version"
+"""A client home no process can create (its parent is not a directory): a kind's `version_env`
+points its home here, so `--version` writes nowhere (issue 16 case 8)."""
+
+
 class ClientPin(_Frozen):
     """The client the lab installs and the version gate names: one per kind, in its package."""
 
@@ -251,6 +256,11 @@ class AgentKind(Agent, Protocol):
         """The pinned client: binary, npm package, version (the lab installer asks each kind)."""
         ...
 
+    def version_env(self) -> dict[str, str]:
+        """Variables set for `<binary> --version` so asking the version writes nothing (a client
+        that keeps files under its home even then is pointed at `NO_HOME`)."""
+        ...
+
     def verified_versions(self) -> tuple[str, ...]:
         """Versions relay_repl's knowledge of this kind was measured on (its adapter file), oldest first."""
         ...
@@ -384,6 +394,9 @@ class AgentKindBase:
 
     def pin(self) -> ClientPin:
         raise NotImplementedError(f"agent kind {self.kind!r} names no client to install")
+
+    def version_env(self) -> dict[str, str]:
+        return {}
 
     def inbox_listing(self, name: str) -> InboxListing | None:
         return None

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from relay_repl.agents.kind import AgentKind, ClientPin
-from relay_repl.agents.registry import kind_for, kind_names
+from relay_repl.agents.registry import kind_for, kind_names, kinds
 from relay_repl.core.errors import PolicyRefusal
 from relay_repl.store import paths
 
@@ -58,14 +58,17 @@ def verified_versions() -> dict[str, str]:
     return {kind: verified_version(kind) for kind in kind_names()}
 
 
-NO_HOME = "/dev/null/relay-version"
-"""A client home no process can create (its parent is not a directory)."""
-
 _version_cache: dict[tuple[str, float], str | None] = {}
 
 
-def binary_version(binary: str | Path, timeout: float = 20.0) -> str | None:
-    """`<binary> --version` parsed to x.y.z; None if it is missing or does not answer."""
+def binary_version(binary: str | Path, timeout: float = 20.0, kind: str | None = None) -> str | None:
+    """`<binary> --version` parsed to x.y.z; None if it is missing or does not answer.
+
+    Asking a version must write nothing (a read-only command makes no file, not even for a moment:
+    issue 16 case 8), yet some clients keep files under their home even for `--version` (Codex
+    helper links under $CODEX_HOME/tmp, Gemini CLI's projects.json tmp files): the kind's own
+    `version_env()` points its home nowhere; with no `kind`, every registered kind's is set (each
+    names only its own client's variables)."""
     path = str(binary)
     try:
         mtime = os.stat(path).st_mtime
@@ -76,11 +79,8 @@ def binary_version(binary: str | Path, timeout: float = 20.0) -> str | None:
         return _version_cache[key]
     env = dict(os.environ)
     env.setdefault("DISABLE_AUTOUPDATER", "1")
-    # `codex --version` writes helper links under $CODEX_HOME/tmp: give it a home that cannot
-    # exist, so asking a version writes nowhere: not the operator's ~/.codex, and not a
-    # throwaway directory in $TMPDIR either (a read-only command makes no file, not even for a
-    # moment: issue 16 case 8). Codex 0.171.0 warns on stderr and prints its version (measured).
-    env["CODEX_HOME"] = NO_HOME
+    for k in ([check_kind(kind)] if kind is not None else kinds()):
+        env.update(k.version_env())
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, env=env, check=False)
@@ -108,7 +108,7 @@ def client_version(kind: str, binary: str | Path | None = None) -> str | None:
         if found is None:
             return None
         binary = found
-    return binary_version(binary)
+    return binary_version(binary, kind=kind)
 
 
 # ---- the version policy: pinned (shipped) or verified on this machine (`relay fidelity`) ----

@@ -82,7 +82,7 @@ def lab_binary(kind: str) -> Path:
 
 
 def installed_versions() -> dict[str, str | None]:
-    return {kind: binary_version(lab_binary(kind)) for kind in lab_kinds()}
+    return {kind: binary_version(lab_binary(kind), kind=kind) for kind in lab_kinds()}
 
 
 def manifest(want: dict[str, str], name: str = "relay-repl-lab-clients") -> dict:
@@ -240,7 +240,7 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
     if want == VERIFIED_VERSIONS:
         install(progress)
         return dest
-    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}
+    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary, kind=kind) for kind in lab_kinds()}
     if have == want:
         progress(f"clients present in {dest}: {described(have)}")
         return dest
@@ -268,7 +268,7 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
     if proc.returncode != 0:
         raise LabError(f"npm install failed (exit {proc.returncode}): {_last_error_line(log)}; full log: {log}")
     versions.clear_cache()
-    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}
+    have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary, kind=kind) for kind in lab_kinds()}
     if have != want:
         raise LabError(f"after npm install the clients report {have}, expected {want}; see {log}")
     return dest
@@ -308,7 +308,7 @@ def resolve_clients(which: str, progress: Progress = print) -> tuple[Path, dict[
         if not (root / "node_modules" / ".bin").is_dir():
             raise LabError(f"{root} holds no node_modules/.bin: use pinned, latest, system or an npm prefix "
                            "made by `relay lab install --claude VERSION --codex VERSION`")
-    got = {kind: binary_version(root / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}
+    got = {kind: binary_version(root / "node_modules" / ".bin" / pin(kind).binary, kind=kind) for kind in lab_kinds()}
     missing = [k for k, v in got.items() if v is None]
     if missing:
         raise LabError(f"{', '.join(missing)} in {root} does not answer --version")

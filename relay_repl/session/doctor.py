@@ -61,7 +61,7 @@ def check_client(kind: str) -> Check:
         return Check(name=name, ok=False, detail=f"`{binary}` not found on PATH",
                      fix=f"install it ({install}) or put its directory on PATH; or use the lab: "
                          f"`relay lab install`, then `relay --lab doctor`")
-    have = binary_version(exe)
+    have = binary_version(exe, kind=kind)
     if have is None:
         return Check(name=name, ok=False, detail=f"{exe} does not answer --version",
                      fix=f"reinstall it ({install})")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.codex.agent import KIND, CodexAgent
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabSpec
+from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, LabSpec
 from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Me, Target
 
@@ -75,6 +75,11 @@ class CodexKind(CodexAgent, AgentKindBase):
 
     def pin(self) -> ClientPin:
         return ClientPin(binary=BINARY, npm_package=NPM_PACKAGE, version=self.verified_versions()[-1])
+
+    def version_env(self) -> dict[str, str]:
+        """`codex --version` writes helper links under $CODEX_HOME/tmp; with a home that cannot exist
+        it warns on stderr and still prints its version (0.171.0, measured)."""
+        return {"CODEX_HOME": NO_HOME}
 
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="codex", stub_api="openai", help="Codex sessions")

@@ -169,7 +169,7 @@ def _set_client_versions(targets: list[Target]) -> None:
             except OSError:
                 exe = None
             if exe:
-                version = binary_version(exe) or version
+                version = binary_version(exe, kind=KIND) or version
                 detail = detail.model_copy(update={"holder_version": version})
         targets[i] = t.model_copy(update={"client_version": version, "detail": detail,
                                           "client_status": version_status(KIND, version)})

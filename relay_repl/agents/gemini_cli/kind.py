@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from relay_repl.agents.gemini_cli.agent import GeminiAgent
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND, PREFIX
-from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabPane, LabReady, LabSpec
+from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabPane, LabReady, LabSpec
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
@@ -106,6 +106,12 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
 
     def pin(self) -> ClientPin:
         return ClientPin(binary=BINARY, npm_package=NPM_PACKAGE, version=self.verified_versions()[-1])
+
+    def version_env(self) -> dict[str, str]:
+        """`gemini --version` writes $GEMINI_CLI_HOME/.gemini/projects.json.<uuid>.tmp (and makes
+        .gemini/); with a home that cannot exist it prints the version and writes nothing (0.61.0,
+        measured: adapters/gemini-cli.md, Gaps)."""
+        return {"GEMINI_CLI_HOME": NO_HOME}
 
     # -- the lab -----------------------------------------------------------------------------------
 
