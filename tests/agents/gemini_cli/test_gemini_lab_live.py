@@ -1,0 +1,55 @@
+"""Live: `relay lab up --gemini 1` starts the REAL Gemini CLI beside Claude Code and Codex.
+
+The lab names no kind to do it: the flag, the settings file, the pane's command and its readiness
+are the Gemini kind's own lab pieces (lab/kind_sessions.py asks `GeminiCliKind.lab_*`). Then
+`relay --lab targets --json` lists all three live, gemini:gamma with its pid, pane and version.
+Needs gemini 0.61.0 in the lab clients ($RELAY_LAB_CLIENTS: `relay lab install`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from relay_repl.lab.install import lab_binary
+
+pytestmark = pytest.mark.live
+
+
+def test_lab_up_gemini_beside_claude_and_codex_lists_gemini_gamma_live():
+    if not lab_binary("gemini-cli").exists() or not shutil.which("tmux"):
+        pytest.skip(f"no gemini in the lab clients ({lab_binary('gemini-cli')}): relay lab install")
+    home = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp"))  # short: the lab's unix socket paths
+    env = {**os.environ, "RELAY_HOME": str(home)}
+
+    def relay(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "relay_repl", *args], env=env, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=240, check=False)
+
+    try:
+        up = relay("lab", "up", "--claude", "1", "--codex", "1", "--gemini", "1")
+        assert up.returncode == 0, up.stderr[-3000:]
+        st = json.loads(relay("lab", "status", "--json").stdout)
+        assert [(s["kind"], s["name"], s["alive"]) for s in st["sessions"]] == [
+            ("claude-code", "alpha", True), ("codex", "beta", True), ("gemini-cli", "gamma", True)], st["sessions"]
+        gem = next(s for s in st["sessions"] if s["kind"] == "gemini-cli")
+        listed = relay("--lab", "targets", "--json")
+        assert listed.returncode == 0, listed.stderr
+        rows = {t["spec"]: t for t in json.loads(listed.stdout)}
+        assert {"claude:alpha", "codex:beta", "gemini:gamma"} <= set(rows), sorted(rows)
+        t = rows["gemini:gamma"]
+        assert t["live"] and t["kind"] == "gemini-cli" and t["transports"] == ["tmux"], t
+        assert t["pid"] == gem["pid"] and t["pane"] == gem["pane_id"], (t, gem)
+        assert t["client_version"] == "0.61.0" and t["client_status"] == "pinned", t
+        assert rows["claude:alpha"]["live"] and rows["codex:beta"]["live"]
+    finally:
+        down = relay("lab", "down")
+        shutil.rmtree(home, ignore_errors=True)
+    assert down.returncode == 0, down.stderr[-2000:]
