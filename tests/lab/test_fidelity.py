@@ -82,3 +82,17 @@ def test_latest_equal_to_the_pins_is_the_pinned_cache_wherever_it_is(monkeypatch
     assert set_root_for(dict(VERIFIED_VERSIONS)) == tmp_path / "shared-clients"
     other = {k: "9.9.9" for k in VERIFIED_VERSIONS}
     assert set_root_for(other) == tmp_path / "home" / ("clients" + "-9.9.9" * len(other))  # one per pinned kind
+
+
+def test_a_kind_no_fact_checks_is_not_verified_by_zero_checks():
+    """Gemini CLI runs in the lab before fidelity has facts about it: its version must stay unverified
+    (before, an empty list of failed facts recorded it as verified on this machine)."""
+    from relay_repl.lab.fidelity import FactResult, verdicts
+
+    facts = [FactResult(fact="registry", kinds=["claude-code", "codex"], paths="discovery", ok=True, evidence="ok"),
+             FactResult(fact="queue", kinds=["codex"], paths="codex-queue", ok=False, evidence="failed")]
+    got = {"claude-code": "1.0.0", "codex": "2.0.0", "gemini-cli": "3.0.0"}
+    recorded, refused = verdicts(facts, list(got), got)
+    assert recorded == {"claude-code": "1.0.0"}
+    assert refused["codex"] == ["codex-queue"]
+    assert "no fact about this kind is checked yet" in refused["gemini-cli"][0]

@@ -193,6 +193,28 @@ def _fact_results(cases: dict[str, tuple[str, str]], tail: str) -> list[FactResu
     return results
 
 
+def verdicts(facts: list[FactResult], kinds: tuple[str, ...] | list[str],
+             got: dict[str, str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """({kind: version} to record as verified here, {kind: relay paths that stay refused}).
+
+    A kind is verified only when facts about it were checked and all hold: a kind the lab runs
+    but no fact names (a new kind before its checks exist) stays unverified, never verified by
+    zero checks."""
+    recorded: dict[str, str] = {}
+    refused: dict[str, list[str]] = {}
+    for kind in kinds:
+        mine = [f for f in facts if kind in f.kinds]
+        bad = [f for f in mine if not f.ok]
+        if not mine:
+            refused[kind] = ["(all: no fact about this kind is checked yet; the version stays unverified)"]
+        elif not bad:
+            recorded[kind] = got[kind]
+        else:
+            refused[kind] = sorted({p.strip() for f in bad for p in f.paths.split(",")} - {"discovery", "plans"})
+            refused[kind] = refused[kind] or ["(none: only discovery facts failed; the version stays unverified)"]
+    return recorded, refused
+
+
 def run(clients: str = "pinned", progress: Progress = print, screens: bool = True) -> FidelityReport:
     """Resolve (installing if needed) the client set, run every check against it in private
     labs, record the verdict. Raises LabError for what prevents running at all."""
@@ -256,16 +278,9 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
             if d.is_dir():
                 captures[kind] = str(d)
     ok = all(f.ok for f in facts)
-    recorded: dict[str, str] = {}
-    refused: dict[str, list[str]] = {}
-    for kind in kind_names():
-        bad = [f for f in facts if kind in f.kinds and not f.ok]
-        if not bad:
-            versions.record_verified(kind, got[kind], facts=sum(kind in f.kinds for f in facts))
-            recorded[kind] = got[kind]
-        else:
-            refused[kind] = sorted({p.strip() for f in bad for p in f.paths.split(",")} - {"discovery", "plans"})
-            refused[kind] = refused[kind] or ["(none: only discovery facts failed; the version stays unverified)"]
+    recorded, refused = verdicts(facts, kind_names(), got)
+    for kind, v in recorded.items():
+        versions.record_verified(kind, v, facts=sum(kind in f.kinds for f in facts))
     return FidelityReport(clients=clients, prefix=str(prefix), versions=got, ok=ok,
                           seconds=time.monotonic() - t0, facts=facts, captures=captures,
                           recorded=recorded, refused_paths=refused)
