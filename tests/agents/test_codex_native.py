@@ -69,10 +69,11 @@ def test_the_environment_is_the_wrappers(tmp_path):
 
 
 def test_on_the_pinned_install_the_native_binary_is_the_same_codex():
-    clients = os.environ.get("RELAY_LAB_CLIENTS")
-    wrapper = Path(clients or "/nonexistent") / "node_modules" / ".bin" / "codex"
+    from relay_repl.lab.install import clients_root  # where `relay lab install` (scripts/test) put the pins
+
+    wrapper = clients_root() / "node_modules" / ".bin" / "codex"
     if not wrapper.exists() or (os.uname().sysname, os.uname().machine) not in PLATFORMS:
-        pytest.skip("no pinned Codex installed here (RELAY_LAB_CLIENTS)")
+        pytest.skip(f"no pinned Codex installed in {clients_root()} (run `relay lab install`)")
     exe, env = codex_command_env(str(wrapper), {**os.environ, "CODEX_HOME": "/dev/null/relay-version"})
     assert exe != str(wrapper)
     native = subprocess.run([exe, "--version"], capture_output=True, text=True, env=env, timeout=30)
