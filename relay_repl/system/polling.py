@@ -1,5 +1,6 @@
 """`poll_until`: the one shape of a bounded wait (check, give up at a deadline, say
-something on long waits, sleep, again).
+something on long waits, sleep, again); `poll_until_sync` the same for blocking code
+(the lab, which drives tmux and reads files outside any event loop).
 
 Why one helper: every transport waits for receiver evidence the same way, and the
 deadline arithmetic (check once more at the deadline, progress only after a while)
@@ -18,6 +19,28 @@ import anyio
 T = TypeVar("T")
 
 
+class _Deadline:
+    """The bounds both waits share: the deadline by `clock`, and progress at most every
+    `progress_every` seconds (so the async and the blocking wait cannot drift apart)."""
+
+    def __init__(self, timeout: float, clock: Callable[[], float], progress: Callable[[float], None] | None,
+                 progress_every: float) -> None:
+        self.clock, self.progress, self.progress_every = clock, progress, progress_every
+        self.deadline = clock() + timeout
+        self.last_report = clock()
+
+    def passed(self) -> bool:
+        """After a check that found nothing: True once the deadline is reached (give up), else
+        report progress when it is due (the caller sleeps and checks again)."""
+        now = self.clock()
+        if now >= self.deadline:
+            return True
+        if self.progress is not None and now - self.last_report >= self.progress_every:
+            self.last_report = now
+            self.progress(self.deadline - now)
+        return False
+
+
 async def poll_until(
     check: Callable[[], Awaitable[T | None]],
     *,
@@ -32,16 +55,36 @@ async def poll_until(
     None once `timeout` seconds (by `clock`) have passed. `check` runs at least once, and
     once more after the deadline is reached (a result that arrives during the last sleep
     still counts). `progress(seconds_left)` is called at most every `progress_every`."""
-    deadline = clock() + timeout
-    last_report = clock()
+    bounds = _Deadline(timeout, clock, progress, progress_every)
     while True:
         result = await check()
         if result is not None:
             return result
-        now = clock()
-        if now >= deadline:
+        if bounds.passed():
             return None
-        if progress is not None and now - last_report >= progress_every:
-            last_report = now
-            progress(deadline - now)
         await sleep(interval)
+
+
+def poll_until_sync(
+    check: Callable[[], T | None],
+    *,
+    timeout: float,
+    interval: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    progress: Callable[[float], None] | None = None,
+    progress_every: float = 5.0,
+) -> T | None:
+    """`poll_until` for blocking code, with the same bounds: call `check()` until it returns
+    something other than None, and return that; or None once `timeout` seconds (by `clock`)
+    have passed. `check` runs at least once, and once more after the deadline is reached.
+    `progress(seconds_left)` is called at most every `progress_every`. An exception from
+    `check` ends the wait (a lab session whose pane died raises rather than waits it out)."""
+    bounds = _Deadline(timeout, clock, progress, progress_every)
+    while True:
+        result = check()
+        if result is not None:
+            return result
+        if bounds.passed():
+            return None
+        sleep(interval)
