@@ -57,11 +57,8 @@ def _ts(rec: dict[str, Any]) -> float | None:
         return None
 
 
-def turn_time(transcript: str, relay_id: str, answered_at: float) -> float | None:
-    """Seconds of the receiver's turn up to its answer: from its first transcript record
-    carrying `id=<relay_id> ` to the answer reaching the inbox, when the transcript shows
-    the turn still running then (a Codex agent's `relay reply` is a tool call whose end is
-    recorded only after the reply was sent); else to its last record before the answer."""
+def turn_span(transcript: str, relay_id: str, answered_at: float) -> tuple[float, float] | None:
+    """(start, end) of the receiver's turn for `relay_id`, as `turn_time` reads them."""
     start = end = None
     needle = f"id={relay_id} "
     try:
@@ -80,17 +77,66 @@ def turn_time(transcript: str, relay_id: str, answered_at: float) -> float | Non
                     start = t
                 elif t <= answered_at + 0.001:
                     end = t
-                else:  # the turn went on past the answer: the answer is the end of its work for us
+                else:
                     end = answered_at
                     break
     except OSError:
         return None
     if start is None:
         return None
-    return max(0.0, (end or start) - start)
+    return start, (end or start)
 
 
-async def ask_all(runs: int) -> None:
+def turn_time(transcript: str, relay_id: str, answered_at: float) -> float | None:
+    """Seconds of the receiver's turn up to its answer: from its first transcript record
+    carrying `id=<relay_id> ` to the answer reaching the inbox, when the transcript shows
+    the turn still running then (a Codex agent's `relay reply` is a tool call whose end is
+    recorded only after the reply was sent); else to its last record before the answer."""
+    span = turn_span(transcript, relay_id, answered_at)
+    return None if span is None else max(0.0, span[1] - span[0])
+
+
+def profile(s: Any, run: Any, t0: float, transcripts: dict[str, str]) -> None:
+    """Where one ask-all run's time went, per target, in seconds from the run's start: the
+    plan and the gate's yes (relay's own work before a send), the transport's stages (the
+    send and its confirmation), the receiver's turn read from its own transcript or rollout
+    (its first record carrying our id to its answer), and the answer reaching the inbox.
+    What separates relay's work from the clients' own: plans/yeses spread over the run mean
+    relay serialises; turns that start late after their delivery mean the receivers queue
+    for the CPU (or the stub model); turns that take long mean the clients' own work."""
+    rows = []
+    for st in run.steps:
+        if st.relay_id is None or st.answer is None:
+            continue
+        ev = s.ledger.events(relay_id=st.relay_id)
+        plan = min((e.at for e in ev if e.kind == "plan"), default=None)
+        yes = min((e.at for e in ev if e.kind == "answer" and e.data.get("approved")), default=None)
+        stages = [(e.kind.removeprefix("stage:"), e.at) for e in ev if e.kind.startswith("stage:")]
+        delivered = min((e.at for e in ev if e.kind.startswith("stage:") and e.data.get("state") == "delivered"),
+                        default=None)
+        name = st.target.split(":", 1)[1]
+        span = turn_span(transcripts.get(name, ""), st.relay_id, st.answer.at)
+        rows.append((st.target, plan, yes, stages, delivered, span, st.answer.at))
+
+    def rel(x: float | None) -> str:
+        return "   -  " if x is None else f"{x - t0:6.2f}"
+
+    print("  target            plan    yes  delivered  turn-start turn-end  answer   (s from the run's start; stages)")
+    for target, plan, yes, stages, delivered, span, answer in sorted(rows, key=lambda r: r[1] or 0):
+        print(f"  {target:<16} {rel(plan)} {rel(yes)}  {rel(delivered)}     {rel(span[0] if span else None)}   "
+              f"{rel(span[1] if span else None)}  {rel(answer)}   "
+              + " ".join(f"{k}@{at - t0:.2f}" for k, at in stages))
+    turns = [sp[1] - sp[0] for *_, sp, _a in rows if sp]
+    waits = [sp[0] - d for *_, d, sp, _a in rows if sp and d]
+    plans = [p for _t, p, *_ in rows if p]
+    if turns:
+        print(f"  receivers' own turn time: median {statistics.median(turns):.2f} s, max {max(turns):.2f} s; "
+              f"plans spread over {max(plans) - min(plans):.2f} s")
+    if waits:  # a transport whose stages record no `delivered` state before the turn has none
+        print(f"  delivered -> turn start: median {statistics.median(waits):.2f} s, max {max(waits):.2f} s")
+
+
+async def ask_all(runs: int, transcripts: dict[str, str] | None = None) -> None:
     import anyio
 
     from relay_repl.session.app import make_session
@@ -123,6 +169,8 @@ async def ask_all(runs: int) -> None:
                 print(f"ask-all over {len(targets)} targets: {wall:.2f} s (gate {gate.spent * 1000:.1f} ms); median "
                       f"single round trip {med:.2f} s (min {min(singles):.2f}, max {max(singles):.2f}) -> "
                       f"{ratio:.2f}x the round trip = {ratio / GOAL_ASK_ALL:.2f}x of the {GOAL_ASK_ALL:.0f}x goal")
+                if transcripts is not None:
+                    profile(s, run, t0, transcripts)
         finally:
             await s.close_inbox()
             tg.cancel_scope.cancel()
@@ -202,7 +250,8 @@ def main() -> None:
         os.environ.update(launcher.env())
         try:
             if not args.rounds_only:
-                anyio.run(ask_all, args.runs)
+                state = launcher.status() or state
+                anyio.run(ask_all, args.runs, {x.name: x.transcript or "" for x in state.sessions})
             if not args.ask_all_only:
                 state = launcher.status() or state
                 transcripts = {x.name: x.transcript or "" for x in state.sessions}

@@ -2,7 +2,8 @@
 
 Both run on a real terminal (a private tmux server) and are timed from spawn
 until the `>>>` prompt is on screen, polled every 5 ms. Reported as a ratio of
-medians; the goal is <= 1.3x.
+medians; the goal is <= 1.1x (issue 20). The two run in turn, so load from other
+processes falls on both alike.
 
     .venv/bin/python -m bench.startup [--runs 15]
 """
@@ -40,6 +41,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args()
     bindir = os.path.dirname(sys.executable)
+    from bench.bytecode import ensure_bytecode
+
+    print(ensure_bytecode())
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory() as home:
         env = f"HOME={home} RELAY_HOME={home}/relay TERM=xterm-256color LANG=C.UTF-8 PATH={bindir}:/usr/bin:/bin"
         server = libtmux.Server(socket_name=f"relay-bench-{uuid.uuid4().hex[:6]}")
@@ -58,7 +63,8 @@ def main() -> None:
     for k, v in samples.items():
         print(f"{k:<9} median {med[k] * 1000:7.1f} ms  (min {min(v) * 1000:.1f}, max {max(v) * 1000:.1f}, n={len(v)})")
     ratio = med["relay"] / med["ptpython"]
-    print(f"ratio relay/ptpython = {ratio:.2f}x  (goal <= 1.30x)")
+    print(f"ratio relay/ptpython = {ratio:.2f}x  (goal <= 1.10x)")
+    print(f"load average (1 min) {load[0]:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

@@ -145,13 +145,18 @@ class AdapterSpec(_Spec):
         return version is not None and version in self.verified_versions
 
 
+_PKG = Path(__file__).resolve().parent.parent
+"""relay_repl/ itself: resolved once, because every target's version status looks up its
+adapter (a `resolve()` is one lstat per path component, 100 times per `relay targets`)."""
+
+
 def adapter_dirs() -> list[Path]:
     """Candidate directories, in search order (see module doc)."""
     dirs: list[Path] = []
     env = os.environ.get("RELAY_ADAPTERS_DIR")
     if env:
         dirs.append(Path(env))
-    pkg = Path(__file__).resolve().parent.parent  # relay_repl/
+    pkg = _PKG  # relay_repl/
     dirs.append(pkg.parent / "adapters")
     dirs.append(pkg / "adapters_data")
     return dirs

@@ -109,8 +109,15 @@ async def _main(fake: bool) -> None:
 
     session = LazySession(build)
 
+    drawn = anyio.Event()  # set after the prompt's first render
+
     async def prepare() -> None:
-        await anyio.sleep(0.05)  # let the prompt draw first
+        # Building the session imports most of relay_repl and blocks the loop for a while:
+        # start it once the prompt is on screen (not after a guessed delay, which on a fast
+        # machine could land before the first render and hold the prompt back); bounded, so
+        # a REPL that never renders still gets its session.
+        with anyio.move_on_after(1.0):
+            await drawn.wait()
         real = session._get()
         await real.open_inbox(tg, echo=print)
         await real.refresh()
@@ -125,6 +132,7 @@ async def _main(fake: bool) -> None:
 
             from relay_repl.frontends.completion import RelayCompleter
 
+            repl.app.after_render += lambda _app: drawn.set()
             ours = RelayCompleter(lambda: object.__getattribute__(session, "_real"))
             repl.completer = merge_completers([ours, repl.completer])
             record_inputs(repl, inputs)

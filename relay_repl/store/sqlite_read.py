@@ -20,11 +20,11 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from urllib.request import pathname2url
+from urllib.parse import quote  # what urllib.request.pathname2url is on POSIX, without importing http.client, ssl, email
 
 
 def read_only_uri(path: Path | str) -> str:
-    uri = f"file:{pathname2url(str(path))}?mode=ro"
+    uri = f"file:{quote(str(path))}?mode=ro"
     if not os.path.lexists(f"{path}-wal"):
         uri += "&immutable=1"
     return uri

@@ -273,16 +273,25 @@ class TmuxTransport(Transport):
         io: PaneIO | None = None,
         *,
         stage_timeout: float = 5.0,
-        poll: float = 0.1,
+        poll: float = 0.025,
         submit_gap: float = 0.05,
         settle: float = 2.0,
         tab_after: float = 1.0,
-        confirm_poll: float = 0.2,
+        confirm_poll: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
+        poll_max: float = 0.1,
+        confirm_poll_max: float = 0.2,
     ) -> None:
         self.io = io or PaneIO()
         self.stage_timeout = stage_timeout
+        # Screen and evidence polls start short and grow by half up to the *_max: a typed
+        # line is usually on screen within tens of ms and in the rollout/transcript within a
+        # few hundred, so a fixed 100/200 ms poll added half its interval to every delivery
+        # on average (issue 20); the growth keeps a long wait to a few captures per second.
+        # Enter still never comes sooner than `submit_gap` after the text (decide's delay).
         self.poll = poll
+        self.poll_max = max(poll_max, poll)
+        self.confirm_poll_max = max(confirm_poll_max, confirm_poll)
         self.submit_gap = max(submit_gap, 0.05)  # never closer than 50 ms (Codex paste burst)
         self.settle = settle
         self.tab_after = tab_after
@@ -457,7 +466,10 @@ class TmuxTransport(Transport):
 
         await anyio.sleep(self.poll)  # the first look once the keys had a moment to land
         # no deadline of its own: decide() holds the stage once the payload is late (its rules' limit)
-        d = await poll_until(staged, timeout=math.inf, interval=self.poll, clock=self.clock)
+        # growing only to twice the first interval: the payload usually shows ~75 ms after the
+        # keys (lab trace) and must then show on a second poll, which should not come late
+        d = await poll_until(staged, timeout=math.inf, interval=self.poll, clock=self.clock,
+                             max_interval=2 * self.poll)
         assert d is not None
         if d.action is Action.GONE:
             delivery.reason = f"pane {pane} vanished after the payload was typed; Enter not pressed"
@@ -558,7 +570,7 @@ class TmuxTransport(Transport):
         if self.clock() - t_enter < self.settle:
             await anyio.sleep(self.poll)  # the first look once Enter had a moment to act
             await poll_until(watch, timeout=self.settle - (self.clock() - t_enter), interval=self.poll,
-                             clock=self.clock)
+                             clock=self.clock, max_interval=self.poll_max)
         if hint is None:
             return
         tm.screen_after_enter = hint
@@ -637,6 +649,7 @@ class TmuxTransport(Transport):
                          f"to show the typed line ({left:.0f}s left)")
 
         ev = await poll_until(check, timeout=timeout, interval=self.confirm_poll, clock=self.clock,
+                              max_interval=self.confirm_poll_max,
                               progress=progress)
         if ev is not None and ev.state == "confirmed":
             await self._confirmed(delivery, target, payload, log, tm, ev.detail, **ev.data)

@@ -109,6 +109,7 @@ def fake_claude(tmp_path: Path, listing: list[dict] | None, exit_code: int = 0) 
     exe.write_text(
         "#!/bin/sh\n"
         f'echo "$@|$CLAUDE_CONFIG_DIR" >> {seen}\n'
+        f'echo "$CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC|$DISABLE_AUTOUPDATER" >> {seen}.env\n'
         f'[ "$1 $2" = "agents --json" ] || exit 2\n'
         f"cat {out}\n"
         f"exit {exit_code}\n"
@@ -220,6 +221,19 @@ async def test_listing_is_authoritative_and_gets_the_config_dir(cfg, tmp_path, p
     assert ts[listed].live and ts[listed].identified_by.startswith(f"claude agents --json + sessions/{listed}.json")
     assert not ts[unlisted].live
     assert "does not list it" in ts[unlisted].stale_reason
+
+
+async def test_the_listing_runs_without_nonessential_traffic_unless_the_operator_set_it(cfg, tmp_path, procs):
+    """Plain `claude agents --json` looks a host up over DNS first; relay's read-only listing
+    asks it not to (and waits less), but an operator's own setting of the variables wins."""
+    write_record(cfg, procs(), name="alpha")
+    exe, seen = fake_claude(tmp_path, [])
+    await provider(cfg, tmp_path, claude_bin=exe).discover()
+    assert Path(f"{seen}.env").read_text() == "1|1\n"
+    exe, seen = fake_claude(tmp_path, [])
+    Path(f"{seen}.env").unlink()
+    await provider(cfg, tmp_path, claude_bin=exe, extra={"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "0"}).discover()
+    assert Path(f"{seen}.env").read_text() == "0|1\n"
 
 
 async def test_listed_pid_whose_record_appears_late_is_read(cfg, tmp_path, procs):

@@ -132,3 +132,27 @@ def test_a_receipt_counts_only_from_the_receiver_process():
     assert r.sent_by(43, "777") == (False, "sent by pid 42, not by the receiver (pid 43)")
     assert not r.sent_by(42, "778")[0]  # the pid was reused by another process
     assert not r.sent_by(42, None)[0]
+
+
+def test_rollout_scan_reads_only_what_was_appended_and_waits_for_a_line_being_written(tmp_path):
+    from relay_repl.agents.codex import RolloutScan
+
+    f = tmp_path / "rollout.jsonl"
+    started = {"timestamp": "t0", "payload": {"type": "task_started", "turn_id": "T1",
+                                              "turn_attribution": {"turn_trigger": "queue"}}}
+    item = {"timestamp": "t1", "payload": {"type": "item_completed", "turn_id": "T1", "item": {
+        "type": "UserMessage", "client_id": "c-1", "content": [{"type": "text", "text": "hello"}]}}}
+    f.write_text(json.dumps(started) + "\n")
+    scan = RolloutScan(f)
+    assert scan.find(client_id="c-1", text="hello") is None
+    line = json.dumps(item) + "\n"
+    with f.open("a") as w:
+        w.write(line[:20])  # Codex is still writing the line: not parsed yet
+    assert scan.find(client_id="c-1", text="hello") is None
+    with f.open("a") as w:
+        w.write(line[20:])
+    hit = scan.find(client_id="c-1", text="hello")
+    assert hit == {"turn_id": "T1", "turn_trigger": "queue", "client_id": "c-1", "text": "hello", "at": "t1"}
+    assert hit == find_in_rollout(f, client_id="c-1", text="")  # the one-shot reader agrees
+    f.write_bytes(b"x" * f.stat().st_size + b"\n")  # earlier bytes are never read again
+    assert scan.find(client_id="c-1", text="hello") == hit

@@ -121,3 +121,17 @@ def test_why_and_log_show_a_peers_escapes_and_bidi_visibly_and_flag_its_ask(rela
     assert "FLAG: the answer asks for a consent-only act (push, force)" in run("why", "me-1").stdout
     exact = [json.loads(line) for line in run("log", "--json", "-n", "5").stdout.splitlines()]
     assert any((e["data"].get("answer") or {}).get("body") == HOSTILE for e in exact)
+
+
+def test_bare_relay_opens_the_repl_without_building_the_parser(monkeypatch):
+    """The REPL's start is measured against a bare ptpython: no argparse work for it."""
+    import relay_repl.frontends.cli as cli
+
+    seen = []
+
+    def no_parser():
+        raise AssertionError("bare `relay` built the argument parser")
+
+    monkeypatch.setattr(cli, "build_parser", no_parser)
+    monkeypatch.setattr(cli.repl, "cmd_repl", lambda args: seen.append((args.fake, args.lab)) or 0)
+    assert cli.main([]) == 0 and seen == [(False, False)]

@@ -30,6 +30,8 @@ AGENTS_OWN = {
     "/lab/claude/.claude.json": "Claude Code rewrites its global config by itself after a turn (atomically: new inode)",
     "/lab/codex/logs_2.sqlite": "Codex's own log database, which the daemon writes continuously",
     "/lab/codex/.tmp/": "the Codex daemon's plugin sync (plugins-clone-*), made and removed on its own schedule",
+    "/lab/codex/.sqlite-maintenance.lock": "the Codex daemon's own log-database upkeep lock (the name is in the codex "
+    "binary, nowhere in relay), made and removed on the daemon's schedule",
 }
 """Paths the running agents change by themselves, with or without relay: not compared."""
 
@@ -44,7 +46,7 @@ owner on open (ctime only, measured), and a reader records its read mark in the 
 shared memory (mtime, content). Creating, deleting, resizing or rewriting a -wal is still caught."""
 
 
-AGENTS_DIRS = ("/lab/claude", "/lab/codex/.tmp")
+AGENTS_DIRS = ("/lab/claude", "/lab/codex/.tmp", "/lab/codex")
 """Directories holding AGENTS_OWN entries: an entry made, renamed or removed there by the agent
 changes the directory's mtime (nothing else of the directory may change)."""
 

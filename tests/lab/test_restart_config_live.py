@@ -5,9 +5,12 @@ Before: `_restart_dead` rebuilt the Claude command without `--mcp-config`, so a 
 Claude session had no relay MCP server and a `--reply-via mcp` send to it was refused. Now
 one builder (`lab.client_setup.launch_command`) serves the first start and every restart.
 
-A lab of its own (two Claude sessions, no Codex: only Claude's restart lost anything), so the
-shared lab is never killed; beta stays alive, so `ensure_lab` restarts alpha in place (a lab
-with no live session at all is rebuilt from scratch by `up`, which never lost the flag).
+On conftest's shared 2+2 lab (Claude alpha and beta, Codex gamma and delta; only Claude's
+restart lost anything), not the 1+1 lab most modules share nor one of its own (a lab costs
+about 20 s to start and take down): beta and the Codex sessions stay alive, so `ensure_lab`
+restarts alpha in place (a lab with no live session at all is rebuilt from scratch by `up`,
+which never lost the flag), and the later modules on that lab get the restarted alpha, ready,
+from their own `lab` fixture.
 """
 
 from __future__ import annotations
@@ -23,21 +26,19 @@ from relay_repl.lab.stubs.client import StubClient
 from relay_repl.lab.stubs.script import Rule, Step, ToolCall
 from relay_repl.system.polling import poll_until
 from relay_repl.system.proc import read_cmdline
-from tests.support.labs import private_lab_home
 from tests.support.sessions import live_session
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
 
 @pytest.fixture(scope="module")
-def lab_home(tmp_path_factory):
-    with private_lab_home(tmp_path_factory, "restart-lab") as home:
-        yield home
+def lab_home(lab_home_2x2):
+    return lab_home_2x2
 
 
 @pytest.fixture(scope="module")
 def lab_size() -> tuple[int, int]:
-    return 2, 0
+    return 2, 2
 
 
 def _alpha():
@@ -66,7 +67,7 @@ async def test_a_restarted_claude_keeps_its_relay_mcp_server_and_answers_by_mcp(
     assert await poll_until(dead, timeout=15, interval=0.1), "alpha still shown alive after SIGKILL"
 
     said: list[str] = []
-    launcher.ensure_lab(claude=2, codex=0, progress=said.append)  # restarts alpha only
+    launcher.ensure_lab(claude=2, codex=2, progress=said.append)  # restarts alpha only
     assert any(line.startswith("restarting alpha") for line in said), said
     after = _alpha()
     assert after.alive and after.pid and after.pid != before.pid

@@ -12,6 +12,23 @@ import pytest
 
 
 @contextmanager
+def _install_lock(clients: Path) -> Iterator[None]:
+    """One `install` at a time per client cache, across processes: the live half runs on two
+    xdist workers, and two `npm ci` into one cache at once leave it half-written (seen: a
+    worker's version check then read no claude-code and skipped every test on its lab).
+    The lock file sits beside the cache, not in it (npm ci owns the cache's contents)."""
+    import fcntl
+
+    clients.parent.mkdir(parents=True, exist_ok=True)
+    with open(clients.parent / f".{clients.name}.install.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
 def private_lab_home(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
     """A RELAY_HOME of its own for a lab; the clients from the shared cache (installed on
     first use, else the tests skip with the reason). On exit: `lab down`, and the
@@ -26,7 +43,8 @@ def private_lab_home(tmp_path_factory: pytest.TempPathFactory, name: str) -> Ite
     mp = pytest.MonkeyPatch()
     mp.setenv("RELAY_LAB_CLIENTS", os.environ.get("RELAY_LAB_CLIENTS") or str(paths.clients_dir()))
     try:
-        install(progress=lambda m: None)
+        with _install_lock(Path(os.environ["RELAY_LAB_CLIENTS"])):
+            install(progress=lambda m: None)
     except LabError as exc:
         mp.undo()
         pytest.skip(f"lab clients unavailable: {exc}")

@@ -56,6 +56,17 @@ def test_a_falsy_result_other_than_none_counts():
     assert run(check, clock, timeout=1, interval=0.1) == 0 and clock.sleeps == []
 
 
+def test_with_max_interval_the_sleeps_grow_by_half_up_to_the_cap():
+    clock = FakeClock()
+
+    async def check():
+        return None
+
+    assert run(check, clock, timeout=1.0, interval=0.02, max_interval=0.1) is None
+    grown = [0.02, 0.03, 0.045, 0.0675, 0.1, 0.1]
+    assert [round(s, 6) for s in clock.sleeps[:6]] == grown and set(clock.sleeps[4:]) == {0.1}
+
+
 # -- the blocking variant: the same bounds, driven by the same fake clock ----------------------
 class FakeSyncClock(FakeClock):
     def sleep_sync(self, s: float) -> None:
@@ -109,3 +120,14 @@ def test_sync_a_falsy_result_counts_and_an_exception_ends_the_wait():
     with pytest.raises(RuntimeError, match="pane died"):
         run_sync(dead, clock, timeout=5, interval=0.1)
     assert clock.sleeps == []
+
+
+def test_sync_sleeps_grow_like_the_async_ones():
+    a, b = FakeClock(), FakeSyncClock()
+
+    async def acheck():
+        return None
+
+    assert run(acheck, a, timeout=1.0, interval=0.02, max_interval=0.1) is None
+    assert run_sync(lambda: None, b, timeout=1.0, interval=0.02, max_interval=0.1) is None
+    assert b.sleeps == a.sleeps and round(b.sleeps[1], 6) == 0.03

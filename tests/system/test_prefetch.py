@@ -40,3 +40,38 @@ def test_the_claude_listing_starts_before_the_heavy_imports(tmp_path, relay_home
     assert "FIRST CELL" in r.stdout, (r.stdout, r.stderr)
     assert "LISTING STARTED WITH [[]] EXIT 0" in r.stdout, (r.stdout, r.stderr[-2000:])
 
+
+
+ENTRY_PROBE = """
+import subprocess, sys
+seen = []
+real = subprocess.Popen
+class Probe(real):
+    def __init__(self, args, *a, **k):
+        if list(args)[1:] == ["agents", "--json"]:
+            seen.append(sorted(m for m in ("argparse", "relay_repl.frontends.cli", "pydantic") if m in sys.modules))
+            print("LISTING STARTED WITH", seen, file=sys.stderr, flush=True)  # relay targets leaves by os._exit
+        super().__init__(args, *a, **k)
+subprocess.Popen = Probe
+sys.argv = ["relay", "targets", "--json"]
+from relay_repl.frontends.entry import main
+main()
+"""
+
+
+def test_the_console_script_spawns_the_listing_before_importing_the_cli(tmp_path, relay_home):
+    """`relay targets` (the console script) spawns `claude agents --json` before even argparse
+    and the CLI module are imported: everything before the spawn adds to the cold ratio."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text("#!/bin/sh\necho '[]'\n")
+    claude.chmod(0o755)
+    (tmp_path / "claude-config" / "sessions").mkdir(parents=True)
+    env = {"HOME": str(tmp_path), "RELAY_HOME": str(relay_home), "PATH": f"{bin_dir}:/usr/bin:/bin",
+           "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"), "CODEX_HOME": str(tmp_path / "codex"),
+           "LANG": "C.UTF-8"}
+    r = subprocess.run([sys.executable, "-c", ENTRY_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL)
+    assert "LISTING STARTED WITH [[]]" in r.stderr, (r.stdout, r.stderr[-2000:])
+    assert r.stdout.lstrip().startswith("["), r.stdout  # and the listing itself still printed (JSON first)

@@ -177,3 +177,19 @@ async def test_claude_socket_refuses_a_socket_served_by_another_pid(tmp_path, cl
         assert "does not offer claude-code-socket" in t.refusal(target.model_copy(update={"transports": ("tmux",)}))
     finally:
         session.close()
+
+
+async def test_codex_queue_runs_the_binary_behind_the_npm_wrapper(tmp_path):
+    """`codex queue` through the Node wrapper cost ~170 ms of Node start on every send: the
+    transport runs the binary the wrapper would exec (here the wrapper itself would fail)."""
+    from tests.agents.test_codex_native import LINUX_X64, npm_layout
+
+    if (os.uname().sysname, os.uname().machine) != LINUX_X64:
+        pytest.skip("the layout below is the linux-x64 one")
+    t, target, _ = _codex(tmp_path)
+    wrapper = npm_layout(tmp_path / "npm", binary=Path(t.codex_bin or "").read_text())
+    t = CodexQueueTransport(codex_bin=str(wrapper))
+    d = Delivery(target=target.spec, transport=t.name)
+    await approved_send(t, d, target, PAYLOAD, _log(d, tmp_path))
+    assert d.state == DeliveryState.QUEUED, d.reason
+    assert [r["id"] for r in replay.queue_rows(Path(target.detail["codex_home"]))] == [d.extra["item_id"]]

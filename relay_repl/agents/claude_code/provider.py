@@ -218,7 +218,8 @@ class ClaudeProvider:
             out, err = await anyio.to_thread.run_sync(lambda: pre.communicate(timeout=timeout))
             return pre.returncode, out, err
         with anyio.fail_after(timeout):
-            cp = await anyio.run_process([exe, "agents", "--json"], check=False, env=env, stdin=subprocess.DEVNULL)
+            cp = await anyio.run_process([exe, "agents", "--json"], check=False, env=prefetch.listing_env(env),
+                                         stdin=subprocess.DEVNULL)
         return cp.returncode, cp.stdout, cp.stderr
 
     async def list_agents(self) -> tuple[list[ListedAgent] | None, str]:

@@ -16,10 +16,12 @@ from relay_repl.agents.codex.agent import CodexAgent
 from relay_repl.agents.codex.evidence import (
     codex_home,
     codex_typed_items,
+    RolloutScan,
     find_in_rollout,
     read_item,
     turns_since,
 )
+from relay_repl.agents.codex.native import codex_command_env, native_codex
 from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
 from relay_repl.agents.codex.provider import (
     KIND,
@@ -35,6 +37,6 @@ from relay_repl.agents.codex.provider import (
 
 )
 
-__all__ = ["KIND", "reply_route", "CodexAgent", "CodexProvider", "DaemonError", "codex_home", "codex_typed_items",
+__all__ = ["KIND", "reply_route", "CodexAgent", "RolloutScan", "codex_command_env", "native_codex", "CodexProvider", "DaemonError", "codex_home", "codex_typed_items",
            "collaboration_mode", "daemon_thread_status", "find_in_rollout", "footer_thread_name", "is_codex_argv",
            "is_codex_tui", "read_item", "read_session_index", "rollout_path", "scan_rollouts", "turns_since"]

@@ -67,21 +67,46 @@ def read_item(home: Path, item_id: str) -> dict[str, Any] | None:
 
 def find_in_rollout(rollout: Path, *, client_id: str | None, text: str) -> dict[str, Any] | None:
     """The turn that carried our message, matched on client_id, else exact text."""
-    triggers: dict[str, str] = {}
-    for _, rec in jsonl.records(rollout):
-        p = rec.get("payload") or {}
-        if p.get("type") == "task_started":
-            attribution = p.get("turn_attribution") or {}
-            triggers[p.get("turn_id", "")] = attribution.get("turn_trigger", "?")
-        item = p.get("item") or {}
-        if p.get("type") == "item_completed" and item.get("type") == "UserMessage":
-            body = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
-            hit = item.get("client_id") == client_id if client_id else body == text
-            if hit:
-                turn = p.get("turn_id", "")
-                return {"turn_id": turn, "turn_trigger": triggers.get(turn), "client_id": item.get("client_id"),
-                        "text": body, "at": rec.get("timestamp")}
-    return None
+    return RolloutScan(rollout).find(client_id=client_id, text=text)
+
+
+class RolloutScan:
+    """`find_in_rollout`, kept open across polls: each `find` parses only the lines appended
+    since the last one (the turns' triggers and the UserMessage items seen so far are kept).
+
+    Why: a confirm loop polls every few tens of ms while Codex takes the item, and a
+    rollout grows to megabytes over a long thread; re-reading it whole on every poll
+    made short poll intervals cost more than the wait they shortened. A last line still
+    being written is left for the next `find` (jsonl.complete_lines).
+    """
+
+    def __init__(self, rollout: Path) -> None:
+        self.path = rollout
+        self._offset = 0
+        self._triggers: dict[str, str] = {}
+        self._items: list[dict[str, Any]] = []  # UserMessage items in file order
+
+    def find(self, *, client_id: str | None, text: str) -> dict[str, Any] | None:
+        """The first UserMessage item matching `client_id` (else exact `text`), with its turn."""
+        for at, raw in jsonl.complete_lines(self.path, self._offset):
+            self._offset = at + len(raw)
+            rec = jsonl.parse_object(raw)
+            if rec is None:
+                continue
+            p = rec.get("payload") or {}
+            if p.get("type") == "task_started":
+                attribution = p.get("turn_attribution") or {}
+                self._triggers[p.get("turn_id", "")] = attribution.get("turn_trigger", "?")
+            item = p.get("item") or {}
+            if p.get("type") == "item_completed" and item.get("type") == "UserMessage":
+                body = "".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
+                self._items.append({"turn_id": p.get("turn_id", ""), "client_id": item.get("client_id"),
+                                    "text": body, "at": rec.get("timestamp")})
+        for it in self._items:
+            if (it["client_id"] == client_id) if client_id else (it["text"] == text):
+                return {"turn_id": it["turn_id"], "turn_trigger": self._triggers.get(it["turn_id"]),
+                        "client_id": it["client_id"], "text": it["text"], "at": it["at"]}
+        return None
 
 
 def codex_typed_items(rollout: Path, offset: int, payload: str) -> list[dict[str, Any]]:

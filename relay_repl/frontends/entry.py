@@ -1,0 +1,22 @@
+"""The `relay` console script: starts the Claude listing before anything else is imported.
+
+`relay targets` is a cold start measured against `claude agents --json` alone, and it runs
+that very listing: every millisecond between exec and the listing's spawn is added to the
+ratio. Importing `frontends/cli.py` first (argparse, typing, the core text helpers) put
+~10 ms (several times that on a loaded machine) in front of the spawn; here only
+`system/prefetch.py` (standard library) comes first, and the CLI's imports overlap the listing.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> int:
+    import relay_repl.system.prefetch as prefetch
+
+    if prefetch.wanted(sys.argv[1:]):
+        prefetch.start()
+    from relay_repl.frontends.cli import main as cli_main
+
+    return cli_main()
