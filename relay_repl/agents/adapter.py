@@ -8,10 +8,9 @@ it into `AdapterSpec`. Unknown keys are errors, so a typo fails loudly.
 
 Where the files are found (first hit wins):
 1. `$RELAY_ADAPTERS_DIR` if set (tests, experiments);
-2. `adapters/` at the repository root, i.e. `<package>/../adapters` — the source of
-   truth, used when running from a checkout or an editable install;
-3. `relay_repl/adapters_data/` inside the installed package, for wheels: copy the
-   `.md` files there at build time and list them in package data.
+2. the package `relay_repl.adapters_data`, through the import system (`store.paths.data_dir`, importlib): in a wheel the
+   shipped copies, in a checkout (editable install) the top-level `adapters/` folder that
+   pyproject maps onto that name. Never a path guessed from the source tree.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from relay_repl.core.errors import RelayError
 from relay_repl.core.validation import first_error
+from relay_repl.store.paths import data_dir
 
 _TOML_BLOCK = re.compile(r"^```toml[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
@@ -145,20 +145,13 @@ class AdapterSpec(_Spec):
         return version is not None and version in self.verified_versions
 
 
-_PKG = Path(__file__).resolve().parent.parent
-"""relay_repl/ itself: resolved once, because every target's version status looks up its
-adapter (a `resolve()` is one lstat per path component, 100 times per `relay targets`)."""
-
-
 def adapter_dirs() -> list[Path]:
     """Candidate directories, in search order (see module doc)."""
     dirs: list[Path] = []
     env = os.environ.get("RELAY_ADAPTERS_DIR")
     if env:
         dirs.append(Path(env))
-    pkg = _PKG  # relay_repl/
-    dirs.append(pkg.parent / "adapters")
-    dirs.append(pkg / "adapters_data")
+    dirs.append(data_dir("relay_repl.adapters_data"))
     return dirs
 
 

@@ -221,10 +221,11 @@ def latest_versions() -> dict[str, str]:
 
 
 def set_root_for(want: dict[str, str]) -> Path:
-    """The npm prefix of one client set: the pinned cache for the pinned versions, else
+    """The npm prefix of one client set: the pinned cache (`clients_root()`: `$RELAY_LAB_CLIENTS`
+    when set) for the pinned versions, else
     `<state>/clients-<v1>-<v2>...` (versions in kind order; each set its own, so none replaces another)."""
     if want == VERIFIED_VERSIONS:
-        return paths.clients_dir()
+        return clients_root()
     return paths.state_dir() / ("clients-" + "-".join(want[k] for k in sorted(want)))
 
 
@@ -236,7 +237,7 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
         if parse_version(v) != v:
             raise LabError(f"{kind} version {v!r} is not x.y.z (or `latest`)")
     dest = set_root_for(want)
-    if dest == paths.clients_dir() and "RELAY_LAB_CLIENTS" not in os.environ:
+    if want == VERIFIED_VERSIONS:
         install(progress)
         return dest
     have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary) for kind in lab_kinds()}

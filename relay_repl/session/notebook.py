@@ -119,6 +119,14 @@ def new_run_id() -> str:
 
 
 def outputs_root(path: Path) -> Path:
+    """Beside the notebook, except for a notebook shipped inside the installed package (a
+    wheel's site-packages is no place for a run's outputs): those go under the state dir."""
+    import relay_repl
+    from relay_repl.store.paths import state_dir
+
+    pkg = Path(relay_repl.__file__).resolve().parent
+    if path.resolve().is_relative_to(pkg):
+        return state_dir(create=False) / "notebooks" / (path.stem + ".relay")
     return path.with_name(path.stem + ".relay")
 
 

@@ -16,13 +16,18 @@ from relay_repl.core.errors import UsageError
 from relay_repl.core.notebook_cells import Notebook
 from relay_repl.core.recipe import Recipe, RecipeError, load_recipe, parse_recipe
 from relay_repl.session.runner import Run, Runner, load_prior, read_source
-from relay_repl.store.paths import state_dir
+from relay_repl.store.paths import data_dir, state_dir
 
-SHIPPED = Path(__file__).resolve().parents[2] / "recipes"
+
+
+def shipped_dir() -> Path:
+    """The recipes shipped with relay: the package `relay_repl.recipes_data` (in a checkout, the
+    top-level `recipes/` folder mapped onto it), found through the import system (paths.data_dir)."""
+    return data_dir("relay_repl.recipes_data")
 
 
 def recipe_dirs() -> list[Path]:
-    dirs = [Path.cwd() / "recipes", SHIPPED, state_dir(create=False) / "recipes"]
+    dirs = [Path.cwd() / "recipes", shipped_dir(), state_dir(create=False) / "recipes"]
     out: list[Path] = []
     for d in dirs:
         r = d.resolve()

@@ -1,4 +1,4 @@
-"""Where relay_repl keeps its state.
+"""Where relay_repl keeps its state, and where it finds the files it ships.
 
 One rule for every part (ledger, REPL history, the lab, the client cache):
 `$RELAY_HOME` if set, else `$XDG_STATE_HOME/relay-repl`, else
@@ -9,6 +9,7 @@ private directory so nothing of the operator's is touched.
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
 
 
@@ -46,3 +47,22 @@ def clients_dir() -> Path:
 def lab_dir() -> Path:
     """The one lab this state directory owns (`relay lab up`)."""
     return state_dir(create=False) / "lab"
+
+
+@cache
+def data_dir(package: str) -> Path:
+    """The folder of a data package relay ships (`relay_repl.adapters_data`,
+    `relay_repl.recipes_data`) as the import system resolves it: the copies inside an installed
+    wheel, or in a checkout the top-level folder its editable install maps onto that name. Never
+    a path guessed from the source tree. `importlib.util.find_spec` is the lookup
+    `importlib.resources.files` makes for a package on disk, without importing
+    importlib.resources (about 15 ms, on the path of `relay targets` and the REPL's start).
+    A Path: relay is never imported from a zip. Cached: every target's version status looks up
+    its adapter (100 times per `relay targets`), and the answer cannot change while relay runs."""
+    from importlib.util import find_spec
+
+    spec = find_spec(package)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if not locations:
+        raise ModuleNotFoundError(f"relay_repl is installed without its data package {package}: reinstall it")
+    return Path(locations[0])

@@ -27,7 +27,8 @@ from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.codex import RolloutScan, codex_command_env, codex_home, read_item, rollout_path, turns_since
+from relay_repl.agents.codex import (RolloutScan, codex_command_env, codex_home, find_in_rollout, read_item, rollout_path,
+                                     turns_since)
 from relay_repl.core.target import Target
 from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport

@@ -53,116 +53,31 @@ def lab_home(lab_home_2x2):
     return lab_home_2x2
 
 
-def lab_env() -> dict[str, str]:
-    env = launcher.env()
-    env["HOME"] = str(launcher.layout().home)
-    return env
-
-
-async def discover(env: dict[str, str] | None = None) -> list[Target]:
-    out: list[Target] = []
-    for p in default_providers(env or lab_env()):
-        out += await p.discover()
-    return out
-
-
-def one(targets: list[Target], spec: str, live: bool = True) -> Target:
-    hits = [t for t in targets if t.spec == spec and t.live == live]
-    assert len(hits) == 1, f"{spec}: {hits} in {targets}"
-    return hits[0]
-
-
-async def until(fn, timeout: float = 20.0, every: float = 0.2):
-    """Re-run `fn` (async) until it returns a truthy value; return that value."""
-    end = time.monotonic() + timeout
-    while True:
-        got = await fn()
-        if got:
-            return got
-        if time.monotonic() > end:
-            raise AssertionError(f"condition not met within {timeout:g}s (last: {got!r})")
-        await anyio.sleep(every)
-
-
-def lab_tmux(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run tmux against the lab server with the lab's environment (as the launcher does)."""
-    lay = launcher.layout()
-    extra = [os.path.dirname(p) for p in (shutil.which("node"), shutil.which("git")) if p]
-    return subprocess.run(["tmux", "-L", lay.tmux_socket, "-f", "/dev/null", *args],
-                          env=lay.base_env(bin_dir(), extra), capture_output=True, text=True, check=True, timeout=15)
-
-
-def pane_pid_of(tmux_session: str) -> tuple[str, int]:
-    out = lab_tmux("display-message", "-p", "-t", f"={tmux_session}:", "#{pane_id} #{pane_pid}").stdout.split()
-    return out[0], int(out[1])
-
-
-async def daemon_call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One JSON-RPC call on the lab's Codex daemon control socket (test staging only)."""
-    from websockets.asyncio.client import unix_connect
-
-    sock = os.path.realpath(Layout.at(paths.lab_dir()).codex_control_socket)
-    async with unix_connect(sock, uri="ws://localhost/", max_size=None) as ws:
-        await ws.send(json.dumps({"id": 1, "method": "initialize", "params": {
-            "clientInfo": {"name": "relay-live-test", "title": "t", "version": "0"},
-            "capabilities": {"experimentalApi": True}}}))
-        while json.loads(await ws.recv()).get("id") != 1:
-            pass
-        await ws.send(json.dumps({"method": "initialized"}))
-        await ws.send(json.dumps({"id": 2, "method": method, "params": params}))
-        while True:
-            msg = json.loads(await ws.recv())
-            if msg.get("id") == 2:
-                assert "error" not in msg, msg
-                return msg["result"]
+# the helpers live beside the checks `relay fidelity` runs (package code): one copy
+from relay_repl.lab.fidelity.discovery import (  # noqa: E402
+    codex_locks as _locks,
+    daemon_call,
+    discover,
+    lab_env,
+    lab_tmux,
+    one,
+    pane_pid_of,
+    states as _states,
+    until,
+    with_pane as _with_pane,
+)
+from relay_repl.lab.fidelity import discovery as checks  # noqa: E402
 
 
 # -- tests ---------------------------------------------------------------------------------------------------
 
 
 async def test_both_kinds_listed_idle_with_their_panes_and_transports(lab):
-    st = launcher.status()
-    ts = await discover()
-    for name in ("alpha", "beta"):
-        s = st.session(name)
-        t = one(ts, f"claude:{name}")
-        assert (t.pid, t.pane, t.state, t.address) == (s.pid, s.pane_id, "idle", s.messaging_socket)
-        assert t.transports == ("claude-code-socket", "claude-code-message", "tmux")
-        assert t.identified_by.startswith(f"claude agents --json + sessions/{s.pid}.json (procStart ")
-        # the registry's version is the running binary's (pinned in CI; the candidate under `relay fidelity`)
-        assert st.versions["claude-code"] == t.client_version
-        assert t.client_status in ("pinned", "verified")
-    for name in ("gamma", "delta"):
-        s = st.session(name)
-        t = one(ts, f"codex:{name}")
-        assert (t.address, t.pane, t.state, t.pid) == (s.thread_id, s.pane_id, "idle", s.daemon_pid)
-        assert t.transports == ("codex-queue", "tmux")
-        assert t.client_version == st.versions["codex"] and t.client_status in ("pinned", "verified")
-        assert t.identified_by == (f"session_index.jsonl thread_name={name}; lock held by daemon pid {s.daemon_pid}; "
-                                   f"status idle from daemon; pane {s.pane_id}: footer names thread '{name}'")
+    await checks.both_kinds_listed_idle_with_their_panes_and_transports()
 
 
 async def test_busy_while_a_slow_turn_runs(lab):
-    # both turns start together (one after the other, a slow Codex start-up on a loaded machine
-    # used up Claude's hold before discovery ran), and discovery is asked until it sees both
-    # busy: Claude's registry record and the Codex daemon catch up with the screen a little later
-    async with anyio.create_task_group() as tg:
-        for name in ("alpha", "gamma"):
-            tg.start_soon(anyio.to_thread.run_sync, helpers.make_busy, name, 12)
-    ts = await until(lambda: _states(("claude:alpha", "busy"), ("codex:gamma", "busy")), timeout=10)
-    a, g = one(ts, "claude:alpha"), one(ts, "codex:gamma")
-    assert (a.state, a.detail.status_raw) == ("busy", "busy")
-    assert g.state == "busy" and g.detail.status_raw["type"] == "active"
-    assert one(ts, "claude:beta").state == "idle" and one(ts, "codex:delta").state == "idle"
-    for name in ("alpha", "gamma"):
-        await anyio.to_thread.run_sync(helpers.wait_idle, name, 60)
-    ts = await until(lambda: _states(("claude:alpha", "idle"), ("codex:gamma", "idle")))
-    assert one(ts, "claude:alpha").detail.transcript_exists  # the turn wrote the transcript we point at
-
-
-async def _states(*want: tuple[str, str]) -> list[Target] | None:
-    ts = await discover()
-    return ts if all(one(ts, spec).state == state for spec, state in want) else None
+    await checks.busy_while_a_slow_turn_runs()
 
 
 async def test_non_default_config_dirs_are_honoured(lab, tmp_path):
@@ -179,23 +94,7 @@ async def test_non_default_config_dirs_are_honoured(lab, tmp_path):
 
 
 async def test_codex_rename_is_seen(lab):
-    tid = launcher.status().session("delta").thread_id
-    await anyio.to_thread.run_sync(helpers.rename_codex, "delta", "delta-renamed")
-    try:
-        ts = await discover()  # the first refresh after the rename already sees it
-        t = one(ts, "codex:delta-renamed")
-        assert t.address == tid and t.identified_by.startswith("session_index.jsonl thread_name=delta-renamed")
-        assert not [x for x in ts if x.spec == "codex:delta"]
-        # The TUI's footer follows the rename, so its pane stays rostered.
-        t = (await until(lambda: _with_pane("codex:delta-renamed")))
-        assert t.pane == launcher.status().session("delta-renamed").pane_id
-    finally:
-        await anyio.to_thread.run_sync(helpers.rename_codex, "delta-renamed", "delta")
-
-
-async def _with_pane(spec: str) -> Target | None:
-    t = one(await discover(), spec)
-    return t if t.pane else None
+    await checks.codex_rename_is_seen()
 
 
 async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale_record(lab, tmp_path):
@@ -246,44 +145,8 @@ async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale
             f.unlink()
 
 
-def _locks() -> set[str]:
-    d = launcher.layout().codex_home / "thread-writer-locks"
-    return {p.name[:-5] for p in d.glob("*.lock") if not p.name.startswith(".")}
-
-
 async def test_codex_thread_loaded_without_a_tui_is_live_with_no_pane(lab):
-    lay = launcher.layout()
-    before = _locks()
-    cmd = lay.codex_command(bin_dir(), "gamma", first=False)  # attaches to the daemon, gamma's stub
-    lab_tmux("new-session", "-d", "-s", "detach", "-x", "160", "-y", "45", "-c", launcher.status().session("gamma").cwd,
-             "--", *cmd)
-    try:
-        async def new_thread() -> str | None:
-            fresh = _locks() - before
-            screen = lab_tmux("capture-pane", "-p", "-t", "=detach:").stdout
-            return fresh.pop() if len(fresh) == 1 and "› " in screen else None
-
-        tid = await until(new_thread, timeout=60)
-        await daemon_call("thread/name/set", {"threadId": tid, "name": "detached-one"})
-        pane_id, _ = pane_pid_of("detach")
-        t = await until(lambda: _with_pane("codex:detached-one"))
-        assert t.pane == pane_id
-
-        lab_tmux("send-keys", "-t", "=detach:", "C-c")  # detach: the daemon keeps the thread loaded
-
-        async def tui_gone() -> bool:
-            return lab_tmux("display-message", "-p", "-t", "=detach:", "#{pane_dead}").stdout.strip() == "1"
-
-        try:
-            await until(tui_gone, timeout=5)
-        except AssertionError:  # a TUI still drawing its welcome takes the first C-c as a key; quit asks twice
-            lab_tmux("send-keys", "-t", "=detach:", "C-c")
-            await until(tui_gone, timeout=20)
-        t = one(await discover(), "codex:detached-one")
-        assert t.live and t.state == "idle" and t.pane is None and "tmux" not in t.transports
-        assert t.detail.holder_kind == "daemon" and t.pid == launcher.status().session("gamma").daemon_pid
-    finally:
-        lab_tmux("kill-session", "-t", "=detach")
+    await checks.codex_thread_loaded_without_a_tui_is_live_with_no_pane()
 
 
 async def test_goal_controller_thread_is_never_idle(lab):

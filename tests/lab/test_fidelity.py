@@ -1,24 +1,28 @@
 """relay fidelity's verdicts: live results map to facts, a missing or failed check fails its
-fact, screen readings become one fact each (the live run itself: `relay fidelity`)."""
+fact, screen readings become one fact each, every fact names checks that exist (the live run
+itself: `relay fidelity`; the checks are also what the live tests call)."""
 
 from __future__ import annotations
 
+import json
+
 from relay_repl.lab import fidelity
-from relay_repl.lab.fidelity import FACTS, FidelityReport, _fact_results, _junit, _parse_screens
+from relay_repl.lab.fidelity import FACTS, FidelityReport, _fact_results, _parse_screens, _results
+from relay_repl.lab.fidelity.checks import all_checks
 
-JUNIT = """<?xml version="1.0"?><testsuites><testsuite>
-<testcase classname="tests.transports.test_native_live" name="test_codex_queue_to_an_idle_target" time="2.0"/>
-<testcase classname="tests.transports.test_tmux_live" name="test_live_refusal_sends_zero_keys[draft-alpha]" time="1.5"/>
-<testcase classname="tests.transports.test_tmux_live" name="test_live_refusal_sends_zero_keys[draft-beta]" time="1.5">
-  <failure message="AssertionError: keys were sent">trace</failure></testcase>
-</testsuite></testsuites>"""
+RESULTS = {
+    "native:codex_queue_to_an_idle_target": {"outcome": "passed", "why": "2.0s", "seconds": 2.0},
+    "tmux:refusal_sends_zero_keys[draft-alpha]": {"outcome": "passed", "why": "1.5s", "seconds": 1.5},
+    "tmux:refusal_sends_zero_keys[draft-beta]": {"outcome": "failed", "why": "AssertionError: keys were sent",
+                                                 "seconds": 1.5},
+}
 
 
-def test_junit_results_map_to_facts_and_a_missing_check_fails(tmp_path):
-    p = tmp_path / "j.xml"
-    p.write_text(JUNIT)
-    cases = _junit(p)
-    assert cases["tests/transports/test_native_live.py::test_codex_queue_to_an_idle_target"][0] == "passed"
+def test_check_results_map_to_facts_and_a_missing_check_fails(tmp_path):
+    p = tmp_path / "results.json"
+    p.write_text(json.dumps(RESULTS))
+    cases = _results(p)
+    assert cases["native:codex_queue_to_an_idle_target"][0] == "passed"
     by = {f.fact: f for f in _fact_results(cases, "1 failed")}
     assert by["codex queue schema and read-back (idle)"].ok
     refusal = by["preflight refusals send zero keys (draft, copy-mode, slash menu)"]
@@ -26,6 +30,15 @@ def test_junit_results_map_to_facts_and_a_missing_check_fails(tmp_path):
     assert not by["codex rollout queue turns (busy)"].ok  # never ran: not a pass
     assert "not run" in by["codex rollout queue turns (busy)"].evidence
     assert len(by) == len(FACTS)
+
+
+def test_every_fact_names_checks_that_exist_and_every_check_proves_a_fact():
+    known = all_checks()
+    for spec in FACTS:
+        for c in spec.checks:
+            assert any(k == c or k.startswith(c + "[") for k in known), f"{spec.fact}: no check {c}"
+    proven = {k for k in known for spec in FACTS for c in spec.checks if k == c or k.startswith(c + "[")}
+    assert proven == set(known)
 
 
 def test_screen_lines_become_facts():
@@ -45,11 +58,27 @@ def test_table_marks_each_fact_and_names_refused_paths():
     assert "codex 8.8.8 stays unverified: refused paths: tmux" in text
 
 
-def test_fidelity_needs_a_checkout_and_says_so(monkeypatch, tmp_path):
-    import pytest
+def test_fidelity_imports_no_test_code_nor_pytest(tmp_path):
+    """What an installed wheel has is enough: the runner, the checks and the recorder import with
+    pytest, tests and bench made unimportable, from a directory that is not a checkout."""
+    import subprocess
+    import sys
 
-    from relay_repl.core.errors import LabError
+    code = ("import sys\n"
+            "for m in ('pytest', 'tests', 'bench', '_pytest'): sys.modules[m] = None\n"
+            "import relay_repl.lab.fidelity as f, relay_repl.lab.fidelity.checks as c, relay_repl.lab.fidelity.screens\n"
+            "assert len(c.all_checks()) >= len(f.FACTS)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
 
-    monkeypatch.setattr(fidelity, "ROOT", tmp_path)
-    with pytest.raises(LabError, match="source checkout"):
-        fidelity._need_checkout()
+
+def test_latest_equal_to_the_pins_is_the_pinned_cache_wherever_it_is(monkeypatch, tmp_path):
+    """`relay fidelity --clients latest` when npm's newest are the pins: the pinned cache the lab uses
+    ($RELAY_LAB_CLIENTS when set), not a second 800 MB install under RELAY_HOME."""
+    from relay_repl.lab.install import VERIFIED_VERSIONS, set_root_for
+
+    monkeypatch.setenv("RELAY_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RELAY_LAB_CLIENTS", str(tmp_path / "shared-clients"))
+    assert set_root_for(dict(VERIFIED_VERSIONS)) == tmp_path / "shared-clients"
+    other = {k: "9.9.9" for k in VERIFIED_VERSIONS}
+    assert set_root_for(other) == tmp_path / "home" / "clients-9.9.9-9.9.9"

@@ -1,46 +1,6 @@
-"""Approvals for tests that drive a transport directly: minted the only way there is,
-by the gate (`session.gate.ask`) answering yes on a plan for exactly that act."""
+"""Approvals for tests that drive a transport directly: package code (relay_repl.lab.approvals),
+because `relay fidelity` runs the same checks from an installed wheel."""
 
-from __future__ import annotations
+from relay_repl.lab.approvals import approval_for, approved_send, file_approval, plan_for
 
-from typing import Any
-
-from relay_repl.core.approval import Approval, spend
-from relay_repl.core.plan import Plan
-from relay_repl.core.target import Target
-from relay_repl.session.gate import ScriptedGate, ask
-from relay_repl.session.gating import Gatekeeper
-
-
-def plan_for(transport: str, target: Target, payload: str, files: tuple[str, ...] = (),
-             relay_id: str | None = None) -> Plan:
-    return Plan(action=f"send to {target.spec}", target=target.describe(), identified_by=target.identified_by,
-                transport=transport, payload=payload, delivered_when="the test's receiver shows it", files=files,
-                relay_id=relay_id)
-
-
-async def approval_for(transport: str, target: Target, payload: str, files: tuple[str, ...] = (),
-                       relay_id: str | None = None) -> Approval:
-    """The gate's approval (a scripted yes) for sending `payload` to `target` by `transport`."""
-    plan = plan_for(transport, target, payload, files, relay_id)
-    approval = await ask(ScriptedGate([True]), plan, Gatekeeper.scope(plan, target))
-    assert approval is not None
-    return approval
-
-
-async def approved_send(transport: Any, d: Any, target: Target, payload: str, log: Any, **kw: Any) -> None:
-    """`transport.send(...)` under a fresh approval for exactly this act, spent afterwards."""
-    approval = await approval_for(transport.name, target, payload, tuple(transport.plan_files(target)), d.relay_id)
-    try:
-        await transport.send(d, target, payload, log, approval=approval, **kw)
-    finally:
-        spend(approval)
-
-
-async def file_approval(*paths: Any) -> Approval:
-    """The gate's approval (a scripted yes) for a plan that creates or removes exactly `paths`."""
-    plan = Plan(action="create files", target="test", identified_by="test", transport="files",
-                payload=" ".join(map(str, paths)), delivered_when="-", files=tuple(f"creates {p}" for p in paths))
-    approval = await ask(ScriptedGate([True]), plan, Gatekeeper.scope(plan, None))
-    assert approval is not None
-    return approval
+__all__ = ["approval_for", "approved_send", "file_approval", "plan_for"]

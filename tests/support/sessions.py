@@ -1,28 +1,6 @@
-"""A real session with its inbox open, for live tests."""
+"""A real session with its inbox open, for live tests: package code (relay_repl.lab.sessions),
+because `relay fidelity` runs the same checks from an installed wheel."""
 
-from __future__ import annotations
+from relay_repl.lab.sessions import live_session
 
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
-from typing import Any
-
-import anyio
-
-from relay_repl.session.app import make_session
-from relay_repl.session.gate import ScriptedGate
-
-
-@asynccontextmanager
-async def live_session(answers: Iterable[bool] = ()) -> AsyncIterator[tuple[Any, ScriptedGate, Any]]:
-    """(session, gate, inbox): discovery done, the gate answering `answers` then No."""
-    gate = ScriptedGate(answers)
-    lines: list[str] = []
-    s = make_session(approve=gate, echo=lines.append)
-    async with anyio.create_task_group() as tg:
-        inbox = await s.open_inbox(tg, echo=lines.append)
-        await s.refresh()
-        try:
-            yield s, gate, inbox
-        finally:
-            await s.close_inbox()
-            tg.cancel_scope.cancel()
+__all__ = ["live_session"]

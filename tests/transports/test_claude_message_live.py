@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 import relay_repl.lab.helpers as helpers
+from relay_repl.lab.fidelity import native as checks
 from relay_repl.core.delivery import DeliveryState
 from tests.support.sessions import live_session
 
@@ -23,33 +24,7 @@ async def wait_idle(name: str) -> None:
 
 
 async def test_message_plan_shows_the_wrapper_that_is_written_and_recorded(lab):
-    async with live_session([True, True]) as (s, gate, _inbox):
-        assert await s.register_inbox() is True
-        reg = s.registration
-        # registering planned every file it then created
-        assert [f.split()[:2] for f in gate.shown[0].files] == [
-            ["creates", f"{reg.record_path}:"], ["creates", f"{reg.key_path}:"], ["creates", f"{reg.socket_path}:"]]
-        assert all(Path(f).exists() for f in (reg.record_path, reg.key_path, reg.socket_path))
-        d = await s.send(CLAUDE, "what you approve is what arrives", transport="claude-code-message", timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
-        plan = gate.shown[-1]
-        # 3 payload: the exact frame content, wrapper included
-        assert plan.payload.startswith(f'<cross-session-message from="uds:{reg.socket_path}" from-name="{reg.name}" '
-                                       'from-mode="prompting">\n[relay/1 ')
-        assert plan.payload.endswith("] what you approve is what arrives\n</cross-session-message>")
-        assert "3 payload" in plan.render() and plan.payload in plan.render()
-        write = next(e for e in d.evidence if e.stage == "write")
-        assert write.data["content"] == plan.payload  # the bytes written are the bytes approved
-        assert write.data["reply_to"] == str(reg.socket_path)
-        # the receiver parsed that very wrapper, and its model read that very payload
-        rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
-        assert plan.payload in rec["content"], rec
-        assert rec["origin"]["fromMode"] == "prompting" and rec["origin"]["name"] == reg.name
-        assert rec["origin"]["from"] == f"uds:{reg.socket_path}"
-        # no file is created by this send (the listed inbox socket was planned at registration)
-        assert plan.files == ()
-        assert any('"content":<payload 3>' in n and f'"from":"uds:{reg.socket_path}"' in n for n in plan.notes)
-    await wait_idle("alpha")
+    await checks.message_plan_shows_the_wrapper_that_is_written_and_recorded()
 
 
 async def test_socket_plan_names_its_listener_and_never_replaces_a_file_there(lab):

@@ -15,15 +15,13 @@ from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import PolicyRefusal
 import relay_repl.lab.helpers as helpers
+from relay_repl.lab.fidelity import native as checks
+from relay_repl.lab.fidelity.native import main_texts  # noqa: F401  (one copy: the checks' own)
 from relay_repl.lab.stubs.client import StubClient, send_message_rule
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
 CLAUDE, CODEX = "claude:alpha", "codex:beta"
-
-
-def main_texts(reqs) -> list[str]:
-    return [json.dumps(r.body) for r in reqs if r.kind == "main"]
 
 
 def typed_regions(screen: str) -> tuple[str, str]:
@@ -44,60 +42,20 @@ async def wait_idle(name: str) -> None:
 
 
 async def test_codex_queue_to_an_idle_target(lab):
-    async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, _):
-        await stub.clear_requests("beta")
-        d = await s.send(CODEX, "queue to idle codex", transport="codex-queue", timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
-        assert d.exit_code == 0
-        enq = next(e for e in d.evidence if e.stage == "enqueue")
-        assert enq.data["item_id"] == d.extra.item_id
-        turn = next(e for e in d.evidence if e.stage == "turn")
-        assert turn.data["turn_trigger"] == "queue" and turn.data["text"] == gate.shown[0].payload
-        reqs = await stub.requests("beta", kind="main", min_count=1, timeout=20)
-        assert any(gate.shown[0].payload in t for t in main_texts(reqs))
-    await wait_idle("beta")
+    await checks.codex_queue_to_an_idle_target()
 
 
 async def test_codex_queue_to_a_busy_target_waits_for_its_turn(lab):
-    await anyio.to_thread.run_sync(lambda: helpers.make_busy("beta", 8))
-    async with live_session([True]) as (s, gate, _):
-        await s.refresh()
-        d = await s.send(CODEX, "queue behind a busy turn", transport="codex-queue", timeout=60)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
-        enq = next(e for e in d.evidence if e.stage == "enqueue")
-        assert enq.data["row"] is not None, "a busy target must leave the row pending at first read"
-        states = [e.state for e in d.evidence]
-        assert states.index(DeliveryState.QUEUED) < states.index(DeliveryState.IN_TURN)
-    await wait_idle("beta")
+    await checks.codex_queue_to_a_busy_target_waits_for_its_turn()
 
 
 async def test_claude_socket_to_an_idle_target(lab):
-    async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, _):
-        d = await s.send(CLAUDE, "socket to idle claude", transport="claude-code-socket", timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
-        rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
-        assert rec["origin"]["verifiedPeerPid"] == os.getpid()
-        assert rec["origin"]["msg_id"] == d.extra.msg_id
-        reqs = await stub.requests("alpha", kind="main", min_count=1, timeout=20)
-        assert any(gate.shown[0].payload in t for t in main_texts(reqs))
-    await wait_idle("alpha")
+    await checks.claude_socket_to_an_idle_target()
 
 
 @pytest.mark.parametrize("transport", ["claude-code-socket", "claude-code-message"])
 async def test_claude_socket_transports_to_a_busy_target(lab, transport):
-    async with live_session([True, True]) as (s, gate, _):
-        if transport == "claude-code-message":
-            assert await s.register_inbox() is True
-        await anyio.to_thread.run_sync(lambda: helpers.make_busy("alpha", 6))
-        await s.refresh()
-        target = await s.target(CLAUDE)
-        assert target.state == "busy"
-        d = await s.send(CLAUDE, f"{transport} to busy claude", transport=transport, timeout=45)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
-        assert "busy" in " ".join(gate.shown[-1].notes)
-        rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
-        assert rec["origin"]["verifiedPeerPid"] == os.getpid()
-    await wait_idle("alpha")
+    await checks.claude_socket_transports_to_a_busy_target(transport)
 
 
 @pytest.mark.parametrize("spec, transport, stubname", [

@@ -192,4 +192,4 @@ async def test_codex_queue_runs_the_binary_behind_the_npm_wrapper(tmp_path):
     d = Delivery(target=target.spec, transport=t.name)
     await approved_send(t, d, target, PAYLOAD, _log(d, tmp_path))
     assert d.state == DeliveryState.QUEUED, d.reason
-    assert [r["id"] for r in replay.queue_rows(Path(target.detail["codex_home"]))] == [d.extra["item_id"]]
+    assert [r["id"] for r in replay.queue_rows(Path(target.detail.codex_home))] == [d.extra.item_id]

@@ -36,7 +36,11 @@ from relay_repl.core.target import Target
 from relay_repl.transports.base import StageLog
 from relay_repl.core.approval import check
 from relay_repl.transports.tmux import PaneIO, PaneRef, TmuxTransport
-from tests.support.approvals import approved_send
+from tests.support.approvals import approved_send  # noqa: F401
+from relay_repl.lab.fidelity import tmux as checks
+# the live helpers live beside the checks `relay fidelity` runs (package code): one copy
+from relay_repl.lab.fidelity.tmux import (RecordingIO, _run, clear_composer, discover, idle, live_send,  # noqa: F401
+                                          screen, settled, wait_screen)
 
 pytestmark = pytest.mark.anyio
 live = pytest.mark.live
@@ -45,22 +49,6 @@ CAPTURES = Path(__file__).parents[1] / "agents" / "screens" / "captures"
 
 
 # -- seams ----------------------------------------------------------------------------------------
-
-class RecordingIO(PaneIO):
-    """The real PaneIO, with every key that leaves written down."""
-
-    def __init__(self, env: dict[str, str] | None = None) -> None:
-        super().__init__(env)
-        self.keys: list[tuple[str, str]] = []
-
-    def send_literal(self, pane: PaneRef, text: str, approval: Any = None) -> None:
-        self.keys.append(("literal", text))
-        super().send_literal(pane, text, approval)
-
-    def send_key(self, pane: PaneRef, key: str, approval: Any = None) -> None:
-        self.keys.append(("key", key))
-        super().send_key(pane, key, approval)
-
 
 def golden(client: str, scenario: str) -> Snapshot:
     d = next(CAPTURES.glob(f"{client}-*"))
@@ -277,116 +265,15 @@ def tlab(request, tmux_lab_home, tmux_lab_state, monkeypatch):
     return tmux_lab_state
 
 
-def _run(fn, *a, **kw):
-    return anyio.to_thread.run_sync(lambda: fn(*a, **kw))
-
-
-async def discover(name: str) -> Target:
-    from relay_repl.agents import default_providers
-
-    for p in default_providers():
-        for t in await p.discover():
-            if t.name == name and t.live and "tmux" in t.transports:
-                return t
-    raise AssertionError(f"{name}: not discovered with a rostered pane")
-
-
-async def live_send(name: str, payload: str, timeout: float = 30.0, target: Target | None = None, **kw: Any
-                    ) -> tuple[Delivery, RecordingIO, Target]:
-    target = target or await discover(name)
-    io = RecordingIO()
-    tr = TmuxTransport(io, **kw)
-    d = Delivery(target=target.spec, transport="tmux")
-    log = StageLog(d, Ledger(paths.state_dir() / "tmux-live-ledger.sqlite"))
-    await approved_send(tr, d, target, payload, log)
-    if d.state is DeliveryState.SUBMITTED:
-        await tr.confirm(d, target, payload, log, timeout)
-    return d, io, target
-
-
-def screen(name: str) -> list[str]:
-    import relay_repl.lab.helpers as helpers
-
-    return helpers.pane(name).capture_pane()
-
-
-async def wait_screen(name: str, pred: Any, what: str, timeout: float = 20) -> None:
-    end = time.monotonic() + timeout
-    while not pred(screen(name)):
-        assert time.monotonic() < end, f"{name}: never saw {what}:\n" + "\n".join(screen(name))
-        await anyio.sleep(0.1)
-
-
-async def settled(name: str, timeout: float = 10) -> list[str]:
-    """The screen once two looks 0.2 s apart agree (the staging keys are drawn, the client is still)."""
-    last: list[str] | None = None
-    end = time.monotonic() + timeout
-    while True:
-        now = screen(name)
-        if now == last:
-            return now
-        assert time.monotonic() < end, f"{name}: the screen never settled:\n" + "\n".join(now)
-        last = now
-        await anyio.sleep(0.2)
-
-
-async def idle(name: str, timeout: float = 60) -> None:
-    import relay_repl.lab.helpers as helpers
-
-    await _run(helpers.wait_idle, name, timeout)
-
-
-def clear_composer(name: str) -> None:
-    """Lab cleanup without Escape: End + C-u until the composer is empty (Claude deletes a row per C-u)."""
-    import relay_repl.agents.screens as screens
-    import relay_repl.lab.helpers as helpers
-    from relay_repl.lab.launcher import status
-
-    st = status()
-    s = st.session(name)
-    cls = screens.for_kind(s.kind)
-    io = PaneIO()
-    ref = PaneRef(socket_path=st.tmux_socket_path, pane_id=s.pane_id or "")
-    p = helpers.pane(name)
-    for _ in range(15):
-        r = cls.classify(io.snapshot(ref))
-        if r.composer == "empty" and not r.blockers:
-            return
-        if "slash-menu" in r.blockers or "shell-mode" in r.blockers:
-            p.send_keys("BSpace", enter=False)
-        else:
-            p.send_keys("End" if s.kind == "claude-code" else "C-e", enter=False)
-            p.send_keys("C-u", enter=False)
-        time.sleep(0.25)  # a key round per look, slower than the client redraws (too fast would over-delete)
-    raise AssertionError(f"{name}: composer not cleared:\n{helpers.capture(name)}")
-
-
 LATENCY: dict[str, list[float]] = {}
 
 
 @live
 @pytest.mark.parametrize("name", ["alpha", "beta"])
 async def test_live_idle_delivery_with_receiver_evidence(tlab, name):
-    for i in range(3):
-        await idle(name)
-        payload = f"[relay/1 from=operator:relay@t to=peer id=t-{name}-{i} hop=0 want=none] idle tmux {name} {i}"
-        d, io, target = await live_send(name, payload)
-        assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(e.detail for e in d.evidence)
-        assert io.keys == [("literal", payload), ("key", "Enter")]
-        stages = [e.stage for e in d.evidence]
-        assert stages[:3] == ["preflight", "stage", "submit"] and stages[-1] == "confirm"
-        pre = d.evidence[0].data
-        assert pre["reading"]["kind"] == "idle" and pre["reading"]["composer"] == "empty" and pre["capture"]
-        conf = d.evidence[-1].data
-        if target.kind == "claude-code":
-            assert conf["record"]["origin"]["kind"] == "human" and payload in conf["record"]["content"]
-        else:
-            assert conf["item"]["turn_trigger"] == "user" and not conf["item"]["steered"]
-        assert d.extra.tmux["entered_at"] - d.extra.tmux["typed_at"] >= 0.05
-        LATENCY.setdefault(name, []).append(d.extra.tmux["latency"])
+    LATENCY.setdefault(name, []).extend(await checks.idle_delivery_with_receiver_evidence(name))
     med = statistics.median(LATENCY[name])
     print(f"\n{name}: approval -> confirmed over tmux, median of {len(LATENCY[name])}: {med:.2f}s {LATENCY[name]}")
-    await idle(name)
 
 
 @live
@@ -413,21 +300,7 @@ async def test_live_through_the_session_gate(tlab, spec, name):
 
 @live
 async def test_live_busy_claude_enter_queues_then_delivers(tlab):
-    import relay_repl.lab.helpers as helpers
-
-    await idle("alpha")
-    await _run(helpers.make_busy, "alpha", 6)
-    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-claude hop=0 want=none] typed while claude is busy"
-    d, io, _ = await live_send("alpha", payload, timeout=40)
-    assert d.state is DeliveryState.IN_TURN, d.summary()
-    assert io.keys == [("literal", payload), ("key", "Enter")], "busy Claude: one Enter, never a second, never Tab"
-    assert d.evidence[0].data["reading"]["kind"] == "busy"
-    assert d.extra.tmux["kind_at_submit"] == "busy"
-    assert d.extra.tmux["screen_after_enter"]["queued"]
-    states = [e.state for e in d.evidence]
-    assert DeliveryState.QUEUED in states  # the transcript's queue-operation enqueue came first
-    assert d.evidence[-1].data["record"]["where"] == "top-level user"  # no tool call: it ran as the next turn
-    await idle("alpha")
+    await checks.busy_claude_enter_queues_then_delivers()
 
 
 @live
@@ -452,18 +325,7 @@ async def test_live_busy_claude_mid_tool_is_absorbed_at_the_tool_boundary(tlab):
 
 @live
 async def test_live_busy_codex_enter_steers_into_the_running_turn(tlab):
-    import relay_repl.lab.helpers as helpers
-
-    await idle("beta")
-    await _run(helpers.make_busy, "beta", 8)
-    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-codex hop=0 want=none] typed while codex is busy"
-    d, io, _ = await live_send("beta", payload, timeout=30)
-    assert d.state is DeliveryState.IN_TURN, d.summary()
-    assert io.keys == [("literal", payload), ("key", "Enter")], "0.169.0 steers on Enter: the Tab branch never fires"
-    assert d.extra.tmux["kind_at_submit"] == "busy"
-    item = d.evidence[-1].data["item"]
-    assert item["steered"], "the payload must land in the turn that was already running"
-    await idle("beta")
+    await checks.busy_codex_enter_steers_into_the_running_turn()
 
 
 @live
@@ -486,126 +348,17 @@ async def test_live_busy_codex_mid_tool_waits_for_the_tool_then_joins_the_turn(t
     await idle("beta")
 
 
-def _stage_draft(name: str) -> None:
-    import relay_repl.lab.helpers as helpers
-
-    helpers.put_draft(name, "an operator's own unsent words")
-
-
-def _stage_copy_mode(name: str) -> None:
-    import relay_repl.lab.helpers as helpers
-
-    helpers.copy_mode(name)
-
-
-def _stage_slash(name: str) -> None:
-    import relay_repl.lab.helpers as helpers
-
-    p = helpers.pane(name)
-    p.send_keys("/", enter=False, literal=True)
-    retry_until(lambda: any(("/add-dir" in ln or "/model" in ln) for ln in p.capture_pane()), 10)
-
-
-def _undo(name: str, how: str) -> None:
-    import relay_repl.lab.helpers as helpers
-
-    if how == "copy-mode":
-        p = helpers.pane(name)
-        p.cmd("send-keys", "-X", "cancel")
-        retry_until(lambda: p.cmd("display-message", "-p", "#{pane_in_mode}").stdout == ["0"], 10)
-    clear_composer(name)
-
-
 @live
 @pytest.mark.parametrize("name", ["alpha", "beta"])
-@pytest.mark.parametrize("how, stage, blocker", [
-    ("draft", _stage_draft, "draft"),
-    ("copy-mode", _stage_copy_mode, "copy-mode"),
-    ("slash-menu", _stage_slash, "slash-menu"),
-])
-async def test_live_refusal_sends_zero_keys(tlab, name, how, stage, blocker):
-    await idle(name)
-    await _run(stage, name)
-    before = await settled(name)
-    try:
-        d, io, _ = await live_send(name, f"[relay/1 t] must not be typed over a {how}")
-        after = screen(name)
-    finally:
-        await _run(_undo, name, how)
-    assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.summary()
-    assert io.keys == [], "not one keystroke may reach the pane"
-    assert after == before, "the screen changed"
-    assert blocker in d.evidence[-1].data["reading"]["blockers"]
-    await idle(name)
-
-
-async def _open_claude_dialog(tlab) -> None:
-    import relay_repl.lab.helpers as helpers
-    from relay_repl.lab.stubs.client import SyncStubClient
-
-    stub = SyncStubClient(tlab.stub.control)
-    await _run(stub.tool_call, "alpha", "WebFetch", {"url": "http://127.0.0.1:9/relay-test", "prompt": "x"},
-               then_text="fetch done", match="DIALOGTEST")
-    await _run(helpers.submit, "alpha", "DIALOGTEST fetch something")
-    end = time.monotonic() + 20
-    while not any("Do you want to" in ln for ln in screen("alpha")):
-        assert time.monotonic() < end, "no permission dialog appeared"
-        await anyio.sleep(0.1)
-
-
-async def _open_codex_dialog(tlab) -> None:
-    """approval_policy is `never` in the lab: switch this thread to `Ask for approval` first."""
-    import relay_repl.lab.helpers as helpers
-    from relay_repl.lab.stubs.client import SyncStubClient
-
-    p = helpers.pane("beta")
-
-    async def until(text: str, t: float = 15) -> None:
-        end = time.monotonic() + t
-        while not any(text in ln for ln in screen("beta")):
-            assert time.monotonic() < end, f"never saw {text!r}:\n" + "\n".join(screen("beta"))
-            await anyio.sleep(0.1)
-
-    await _run(helpers.type_text, "beta", "/permissions")
-    await until("/permissions  choose")
-    await _run(helpers.press_enter, "beta")
-    await until("Update Model Permissions")
-    p.send_keys("1", enter=False, literal=True)
-    await until("Permission selection requested")
-    await idle("beta")
-    stub = SyncStubClient(tlab.stub.control)
-    await _run(stub.tool_call, "beta", "exec_command",
-               {"cmd": "true", "sandbox_permissions": "require_escalated", "justification": "relay test dialog",
-                "yield_time_ms": 10000}, then_text="approval done", match="DIALOGTEST")
-    await _run(helpers.submit, "beta", "DIALOGTEST run something")
-    await until("Would you like to run the following command?", 20)
+@pytest.mark.parametrize("how", checks.REFUSALS)
+async def test_live_refusal_sends_zero_keys(tlab, name, how):
+    await checks.refusal_sends_zero_keys(name, how)
 
 
 @live
 @pytest.mark.parametrize("name", ["alpha", "beta"])
 async def test_live_dialog_refusal_sends_zero_keys(tlab, name):
-    import relay_repl.lab.helpers as helpers
-    from relay_repl.lab.stubs.client import SyncStubClient
-
-    await idle(name)
-    # discovered before the dialog opens: it hides the Codex footer that ties the pane to the thread
-    target = await discover(name)
-    await (_open_claude_dialog if name == "alpha" else _open_codex_dialog)(tlab)
-    before = await settled(name)
-    try:
-        d, io, _ = await live_send(name, "[relay/1 t] must not answer a dialog", target=target)
-        after = screen(name)
-    finally:
-        # answer the dialog as an operator would, without Escape: Claude "3" (No), Codex "y" (runs `true`)
-        helpers.pane(name).send_keys("3" if name == "alpha" else "y", enter=False, literal=True)
-        asked = "Do you want to" if name == "alpha" else "Would you like to run the following command?"
-        await wait_screen(name, lambda rows: not any(asked in ln for ln in rows), "the dialog answered")
-        await _run(SyncStubClient(tlab.stub.control).set_script, name, {"rules": []})
-    assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.summary()
-    assert io.keys == []
-    assert after == before
-    assert "dialog" in d.evidence[-1].data["reading"]["blockers"]
-    await idle(name)
+    await checks.dialog_refusal_sends_zero_keys(name)
 
 
 FREEZER = Path("/sys/fs/cgroup/freezer")

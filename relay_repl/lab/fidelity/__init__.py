@@ -1,15 +1,16 @@
 """`relay fidelity`: check every reverse-engineered fact relay depends on against one
 client set (pinned, latest, the machine's own, or any npm prefix), in the lab.
 
-Why this way: the facts are already checked, against the REAL clients, by the live tests
-(discovery, the socket and queue transports, the tmux transport's refusals and busy
-submit rules) and by the screen recorder (bench/record_screens.py, which stages every
-screen class the classifiers know and reads it back through the product's own
-`PaneIO.snapshot` and classifiers). Fidelity runs exactly those, not copies, with the
-lab pointed at the candidate clients, and maps each result to the fact it proves.
-The recorder writes fresh captures for the version next to the golden ones
-(tests/agents/screens/captures/<kind>-<version>/) when it has none yet; a version that
-has goldens is re-recorded under <state>/fidelity/captures/ (tracked files untouched).
+Why this way: the facts are checked against the REAL clients by package code in this folder
+(`discovery.py`, `native.py`, `tmux.py`: the checks; `screens.py`: the screen recorder, which
+stages every screen class the classifiers know and reads it back through the product's own
+`PaneIO.snapshot` and classifiers). The live tests call these same functions, so the checks
+are not copies, and an installed wheel runs them with no source checkout and no pytest.
+Fidelity runs them in two child processes (`python -m relay_repl.lab.fidelity.checks`, and the
+recorder) with the lab pointed at the candidate clients, and maps each result to the fact it
+proves. The recorder writes fresh captures for the version next to the golden ones
+(tests/agents/screens/captures/<kind>-<version>/, when run from a checkout) when there are none
+yet; otherwise (a version that has goldens, or no checkout) under <state>/fidelity/captures/.
 
 While it runs, `RELAY_FIDELITY_CANDIDATE` (set only in the child processes) lets the
 version policy treat the candidate versions as verified, so the product paths under
@@ -18,8 +19,7 @@ recorded as verified on this machine (`agents.versions.record_verified`), which 
 the refusals for it; when some fail, nothing is recorded and the report names the
 paths that stay refused.
 
-It needs a source checkout (tests/ and bench/ beside the package) and pytest (the
-`./scripts/bootstrap` venv has it). Blocking; call from a thread in async code.
+Blocking; call from a thread in async code.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,8 +47,7 @@ from relay_repl.store import paths
 from relay_repl.system.polling import poll_until_sync
 
 Progress = Callable[[str], object]
-ROOT = Path(__file__).resolve().parents[2]
-CAPTURES = ROOT / "tests" / "agents" / "screens" / "captures"
+GOLDENS = Path("tests") / "agents" / "screens" / "captures"  # relative to a checkout (the working directory)
 
 
 class FactSpec(BaseModel):
@@ -57,44 +56,41 @@ class FactSpec(BaseModel):
     fact: str
     kinds: tuple[str, ...]
     paths: str = Field(description="which relay paths rely on it (what stays refused when it fails)")
-    tests: tuple[str, ...]
+    checks: tuple[str, ...] = Field(description="GROUP:CHECK names (checks.all_checks()); a [param] suffix is one case")
 
 
-_D = "tests/agents/test_discovery_live.py::"
-_N = "tests/transports/test_native_live.py::"
-_M = "tests/transports/test_claude_message_live.py::"
-_T = "tests/transports/test_tmux_live.py::"
+_D, _N, _T = "discovery:", "native:", "tmux:"
 
 FACTS: tuple[FactSpec, ...] = (
     FactSpec(fact="registry fields, listing, panes (both kinds)", kinds=(CLAUDE, CODEX), paths="discovery",
-             tests=(_D + "test_both_kinds_listed_idle_with_their_panes_and_transports",)),
+             checks=(_D + "both_kinds_listed_idle_with_their_panes_and_transports",)),
     FactSpec(fact="liveness: busy while a turn runs", kinds=(CLAUDE, CODEX), paths="discovery, plans",
-             tests=(_D + "test_busy_while_a_slow_turn_runs",)),
+             checks=(_D + "busy_while_a_slow_turn_runs",)),
     FactSpec(fact="codex rename seen (session index)", kinds=(CODEX,), paths="discovery",
-             tests=(_D + "test_codex_rename_is_seen",)),
+             checks=(_D + "codex_rename_is_seen",)),
     FactSpec(fact="codex daemon status (thread loaded, no TUI)", kinds=(CODEX,), paths="discovery, codex-queue",
-             tests=(_D + "test_codex_thread_loaded_without_a_tui_is_live_with_no_pane",)),
+             checks=(_D + "codex_thread_loaded_without_a_tui_is_live_with_no_pane",)),
     FactSpec(fact="claude socket wire + transcript origin records (idle)", kinds=(CLAUDE,),
-             paths="claude-code-socket, claude-code-message", tests=(_N + "test_claude_socket_to_an_idle_target",)),
+             paths="claude-code-socket, claude-code-message", checks=(_N + "claude_socket_to_an_idle_target",)),
     FactSpec(fact="claude socket wire + origin records (busy, both paths)", kinds=(CLAUDE,),
              paths="claude-code-socket, claude-code-message",
-             tests=(_N + "test_claude_socket_transports_to_a_busy_target",)),
+             checks=(_N + "claude_socket_transports_to_a_busy_target",)),
     FactSpec(fact="claude message wrapper recorded", kinds=(CLAUDE,), paths="claude-code-message",
-             tests=(_M + "test_message_plan_shows_the_wrapper_that_is_written_and_recorded",)),
+             checks=(_N + "message_plan_shows_the_wrapper_that_is_written_and_recorded",)),
     FactSpec(fact="codex queue schema and read-back (idle)", kinds=(CODEX,), paths="codex-queue",
-             tests=(_N + "test_codex_queue_to_an_idle_target",)),
+             checks=(_N + "codex_queue_to_an_idle_target",)),
     FactSpec(fact="codex rollout queue turns (busy)", kinds=(CODEX,), paths="codex-queue",
-             tests=(_N + "test_codex_queue_to_a_busy_target_waits_for_its_turn",)),
+             checks=(_N + "codex_queue_to_a_busy_target_waits_for_its_turn",)),
     FactSpec(fact="tmux idle delivery with receiver evidence", kinds=(CLAUDE, CODEX), paths="tmux",
-             tests=(_T + "test_live_idle_delivery_with_receiver_evidence",)),
+             checks=(_T + "idle_delivery_with_receiver_evidence",)),
     FactSpec(fact="busy submit: claude Enter queues for the tool boundary", kinds=(CLAUDE,), paths="tmux",
-             tests=(_T + "test_live_busy_claude_enter_queues_then_delivers",)),
+             checks=(_T + "busy_claude_enter_queues_then_delivers",)),
     FactSpec(fact="busy submit: codex Enter steers into the turn", kinds=(CODEX,), paths="tmux",
-             tests=(_T + "test_live_busy_codex_enter_steers_into_the_running_turn",)),
+             checks=(_T + "busy_codex_enter_steers_into_the_running_turn",)),
     FactSpec(fact="preflight refusals send zero keys (draft, copy-mode, slash menu)", kinds=(CLAUDE, CODEX),
-             paths="tmux", tests=(_T + "test_live_refusal_sends_zero_keys",)),
+             paths="tmux", checks=(_T + "refusal_sends_zero_keys",)),
     FactSpec(fact="preflight refusal on a dialog sends zero keys", kinds=(CLAUDE, CODEX), paths="tmux",
-             tests=(_T + "test_live_dialog_refusal_sends_zero_keys",)),
+             checks=(_T + "dialog_refusal_sends_zero_keys",)),
 )
 
 
@@ -137,15 +133,10 @@ class FidelityReport(BaseModel):
         return "\n".join(rows)
 
 
-def _need_checkout() -> None:
-    missing = [p for p in ("tests/transports/test_tmux_live.py", "bench/record_screens.py") if not (ROOT / p).is_file()]
-    if missing:
-        raise LabError(f"relay fidelity runs the live checks from a source checkout, and {ROOT} lacks "
-                       f"{', '.join(missing)}: run it from a clone of relay_repl after ./scripts/bootstrap")
-    try:
-        import pytest  # noqa: F401
-    except ImportError as exc:
-        raise LabError("relay fidelity needs pytest: run ./scripts/bootstrap and use .venv/bin/relay") from exc
+def _need_asserts() -> None:
+    if not __debug__:
+        raise LabError("relay fidelity's checks are assertions and python -O strips them: run it without -O "
+                       "(and without PYTHONOPTIMIZE)")
 
 
 def _child_env(prefix: Path, got: dict[str, str], home: Path) -> dict[str, str]:
@@ -155,7 +146,6 @@ def _child_env(prefix: Path, got: dict[str, str], home: Path) -> dict[str, str]:
         "RELAY_LAB_ANY_CLIENTS": "1",
         "RELAY_FIDELITY_CANDIDATE": ",".join(f"{k}={v}" for k, v in got.items()),
         "RELAY_HOME": str(home),
-        "PYTHONPATH": str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
     })
     for k in ("RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
         env.pop(k, None)  # never the operator's (or a lab's) sessions: the children start their own labs
@@ -177,36 +167,22 @@ def _parse_screens(out: str) -> tuple[list[FactResult], dict[str, str]]:
     return facts, {}
 
 
-def _junit(path: Path) -> dict[str, tuple[str, str]]:
-    """{node-ish id: (outcome, first line of the reason)} from pytest's junit xml."""
-    out: dict[str, tuple[str, str]] = {}
+def _results(path: Path) -> dict[str, tuple[str, str]]:
+    """{GROUP:CHECK[param]: (outcome, reason)} from the checks child's results file."""
     try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
-        return out
-    for case in root.iter("testcase"):
-        classname = case.get("classname", "")
-        name = case.get("name", "")
-        file = classname.replace(".", "/") + ".py"
-        nodeid = f"{file}::{name}"
-        outcome, why = "passed", f"{float(case.get('time', 0)):.1f}s"
-        for tag in ("failure", "error", "skipped"):
-            el = case.find(tag)
-            if el is not None:
-                outcome = tag
-                why = (el.get("message") or el.text or tag).strip().splitlines()[0][:200] if (el.get("message") or el.text) else tag
-                break
-        out[nodeid] = (outcome, why)
-    return out
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {name: (r.get("outcome", "failed"), r.get("why", "")) for name, r in raw.items()}
 
 
-def _fact_results(cases: dict[str, tuple[str, str]], pytest_tail: str) -> list[FactResult]:
+def _fact_results(cases: dict[str, tuple[str, str]], tail: str) -> list[FactResult]:
     results = []
     for spec in FACTS:
-        hits = {nid: r for nid, r in cases.items() for t in spec.tests if nid == t or nid.startswith(t + "[")}
+        hits = {nid: r for nid, r in cases.items() for t in spec.checks if nid == t or nid.startswith(t + "[")}
         if not hits:
             results.append(FactResult(fact=spec.fact, kinds=list(spec.kinds), paths=spec.paths, ok=False,
-                                      evidence=f"not run ({pytest_tail or 'pytest gave no result'})"))
+                                      evidence=f"not run ({tail or 'the checks gave no result'})"))
             continue
         bad = {nid: r for nid, r in hits.items() if r[0] != "passed"}
         if bad:
@@ -222,27 +198,26 @@ def _fact_results(cases: dict[str, tuple[str, str]], pytest_tail: str) -> list[F
 def run(clients: str = "pinned", progress: Progress = print, screens: bool = True) -> FidelityReport:
     """Resolve (installing if needed) the client set, run every check against it in private
     labs, record the verdict. Raises LabError for what prevents running at all."""
-    _need_checkout()
+    _need_asserts()
     t0 = time.monotonic()
     prefix, got = resolve_clients(clients, progress)
     progress(f"checking claude-code {got[CLAUDE]} and codex {got[CODEX]} from {prefix} "
-             "(two private labs; about 3 minutes) ...")
+             "(private labs; about 3 minutes) ...")
     work = Path(tempfile.mkdtemp(prefix="relay-fidelity-"))
-    junit = work / "junit.xml"
-    test_env = _child_env(prefix, got, work / "tests-home")
-    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                  f"--junitxml={junit}", "-o", "addopts=", *sorted({t for f in FACTS for t in f.tests})]
+    results = work / "results.json"
     procs: list[tuple[str, subprocess.Popen[str]]] = []
-    logs: dict[str, Path] = {}
-    logs["pytest"] = work / "pytest.log"
-    with open(logs["pytest"], "w") as fh:
-        procs.append(("pytest", subprocess.Popen(pytest_cmd, cwd=ROOT, env=test_env, stdout=fh,
-                                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)))
-    # Fresh captures go beside the golden ones when this version has none yet (the new
-    # goldens of a pin move); a version that has goldens is re-recorded into the state
-    # directory instead, so a check never rewrites tracked files.
-    fresh_out = CAPTURES
-    if any((CAPTURES / f"{kind}-{got[kind]}").exists() for kind in kind_names()):
+    logs: dict[str, Path] = {"checks": work / "checks.log"}
+    with open(logs["checks"], "w") as fh:
+        procs.append(("checks", subprocess.Popen(
+            [sys.executable, "-m", "relay_repl.lab.fidelity.checks", "--out", str(results)], cwd=work,
+            env=_child_env(prefix, got, work / "checks-home"), stdout=fh, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, text=True)))
+    # Fresh captures go beside the golden ones when run from a checkout whose goldens lack this
+    # version (the new goldens of a pin move); otherwise into the state directory, so a check
+    # never rewrites tracked files and an installed relay never needs a checkout.
+    goldens = Path.cwd() / GOLDENS
+    fresh_out = goldens
+    if not goldens.is_dir() or any((goldens / f"{kind}-{got[kind]}").exists() for kind in kind_names()):
         fresh_out = paths.state_dir() / "fidelity" / "captures"
         fresh_out.mkdir(parents=True, exist_ok=True)
     if screens:
@@ -250,8 +225,8 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
         screen_env = _child_env(prefix, got, work / "screens-home")
         with open(logs["screens"], "w") as fh:
             procs.append(("screens", subprocess.Popen(
-                [sys.executable, "-m", "bench.record_screens", "--out", str(fresh_out)], cwd=ROOT, env=screen_env,
-                stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)))
+                [sys.executable, "-m", "relay_repl.lab.fidelity.screens", "--out", str(fresh_out)], cwd=work,
+                env=screen_env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)))
     try:
         def still_running(_left: float) -> None:
             running = ", ".join(n for n, p in procs if p.poll() is None)
@@ -265,22 +240,9 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
             if p.poll() is None:
                 p.terminate()
         raise
-    pytest_log = logs["pytest"].read_text(errors="replace")
-    tail = next((ln.strip() for ln in reversed(pytest_log.splitlines()) if ln.strip()), "")
-    cases = _junit(junit)
-    failed = sorted(nid for nid, (outcome, _) in cases.items() if outcome in ("failure", "error"))
-    if failed and len(failed) <= 4:
-        # Live checks share two cores with everything else: a timing miss under load is
-        # re-run once, alone; a fact fails only if it fails again.
-        progress(f"re-running {len(failed)} failed check(s) once: {', '.join(f.split('::')[-1] for f in failed)}")
-        junit2 = work / "junit-rerun.xml"
-        with open(work / "pytest-rerun.log", "w") as fh:
-            subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--junitxml={junit2}",
-                            "-o", "addopts=", *failed], cwd=ROOT, env=test_env, stdout=fh, stderr=subprocess.STDOUT,
-                           stdin=subprocess.DEVNULL, check=False)
-        for nid, (outcome, why) in _junit(junit2).items():
-            if nid in cases:
-                cases[nid] = (outcome, why + (" (passed on the re-run)" if outcome == "passed" else " (failed twice)"))
+    checks_log = logs["checks"].read_text(errors="replace")
+    tail = next((ln.strip() for ln in reversed(checks_log.splitlines()) if ln.strip()), "")
+    cases = _results(results)
     facts = _fact_results(cases, tail[:200])
     captures: dict[str, str] = {}
     if screens:

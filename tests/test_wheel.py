@@ -1,0 +1,54 @@
+"""The wheel is the product (issue 20): it carries every file `relay` reads at run time.
+
+Built from a clean copy of the tree by scripts/build-wheel (the one build scripts/wheel-check
+installs), then listed: every shipped recipe and notebook, the recipes' README, every adapter
+file, the lab's client pins, and every module of the package (pyproject lists the packages one
+by one, so a new subpackage left off that list would be missing from the wheel).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel_names(tmp_path_factory) -> set[str]:
+    out = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run([str(ROOT / "scripts" / "build-wheel"), str(out)], capture_output=True, text=True,
+                           timeout=240)
+    assert built.returncode == 0, built.stderr
+    path = Path(built.stdout.strip().splitlines()[-1])
+    with zipfile.ZipFile(path) as zf:
+        return set(zf.namelist())
+
+
+def _tracked(under: str) -> list[str]:
+    out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--cached", "--others", "--exclude-standard", under],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return [f for f in out if (ROOT / f).is_file()]
+
+
+def test_every_shipped_recipe_and_notebook_is_in_the_wheel(wheel_names):
+    shipped = [f for f in _tracked("recipes") if f.endswith((".toml", ".py", ".md"))]
+    assert {"recipes/ping.toml", "recipes/README.md", "recipes/triage.py"} <= set(shipped)
+    missing = [f for f in shipped if "relay_repl/recipes_data/" + f.removeprefix("recipes/") not in wheel_names]
+    assert missing == []
+
+
+def test_every_adapter_file_is_in_the_wheel(wheel_names):
+    shipped = [f for f in _tracked("adapters") if f.endswith(".md")]
+    assert "adapters/claude-code.md" in shipped and "adapters/codex.md" in shipped
+    missing = [f for f in shipped if "relay_repl/adapters_data/" + f.removeprefix("adapters/") not in wheel_names]
+    assert missing == []
+
+
+def test_every_module_and_the_client_pins_are_in_the_wheel(wheel_names):
+    wanted = [f for f in _tracked("relay_repl") if f.endswith(".py")]
+    wanted += ["relay_repl/lab/clients/package-lock.json"]  # the manifest is built from each kind's pin
+    assert [f for f in wanted if f not in wheel_names] == []
