@@ -12,6 +12,8 @@ request.
 
 from __future__ import annotations
 
+from functools import partial
+
 import anyio
 import pytest
 
@@ -19,6 +21,7 @@ import relay_repl.lab.helpers as helpers
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.lab.stubs.client import StubClient
 from relay_repl.lab.stubs.script import Rule, Step
+from relay_repl.system.polling import poll_until
 from tests.support.sessions import live_session
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
@@ -39,14 +42,20 @@ def lab_home(lab_home_2x2):
 
 async def idle(*names: str) -> None:
     for name in names:
-        await anyio.to_thread.run_sync(lambda: helpers.wait_idle(name, timeout=60))
+        await anyio.to_thread.run_sync(partial(helpers.wait_idle, name, timeout=60))
 
 
-async def first_reply(d, timeout: float = 30):
-    with anyio.fail_after(timeout):
-        while not d.replies:
-            await anyio.sleep(0.05)
-    return d.replies[0]
+async def first_reply(d, timeout: float = 60):
+    """The first answer that reached the delivery, however it was judged. The bound is the slowest
+    path on a loaded 2-core machine: the first MCP tool call of a fresh thread starts its `relay mcp`
+    server (a Python start-up) before the call can run; 30 s was seen to run out at load 8."""
+    got = await poll_until(lambda: _first(d), timeout=timeout, interval=0.05)
+    assert got is not None, f"no reply reached {d.relay_id} within {timeout:.0f} s: {d.summary()}"
+    return got
+
+
+async def _first(d):
+    return d.replies[0] if d.replies else None
 
 
 async def test_beta_answering_alphas_request_through_mcp_is_not_alphas_answer(lab):
