@@ -26,6 +26,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from relay_repl.core.errors import RelayError
+from relay_repl.core.validation import first_error
 from relay_repl.store.paths import data_dir
 
 _TOML_BLOCK = re.compile(r"^```toml[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
@@ -181,9 +182,8 @@ def parse_adapter(markdown: str, source: str = "<adapter>") -> AdapterSpec:
     try:
         return AdapterSpec.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        raise AdapterError(f"{source}: {loc}: {first['msg']} ({exc.error_count()} error(s)); fix the toml block") from exc
+        loc, msg, more = first_error(exc, unknown_key="is not an adapter key")
+        raise AdapterError(f"{source}: {loc}: {msg}{more}; fix the toml block") from exc
 
 
 @cache

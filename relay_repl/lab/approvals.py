@@ -9,7 +9,7 @@ from relay_repl.core.approval import Approval, spend
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.session.gate import ScriptedGate, ask
-from relay_repl.session.session import Session
+from relay_repl.session.gating import Gatekeeper
 
 
 def plan_for(transport: str, target: Target, payload: str, files: tuple[str, ...] = (),
@@ -23,7 +23,7 @@ async def approval_for(transport: str, target: Target, payload: str, files: tupl
                        relay_id: str | None = None) -> Approval:
     """The gate's approval (a scripted yes) for sending `payload` to `target` by `transport`."""
     plan = plan_for(transport, target, payload, files, relay_id)
-    approval = await ask(ScriptedGate([True]), plan, Session._scope(plan, target))
+    approval = await ask(ScriptedGate([True]), plan, Gatekeeper.scope(plan, target))
     assert approval is not None
     return approval
 
@@ -41,6 +41,6 @@ async def file_approval(*paths: Any) -> Approval:
     """The gate's approval (a scripted yes) for a plan that creates or removes exactly `paths`."""
     plan = Plan(action="create files", target="test", identified_by="test", transport="files",
                 payload=" ".join(map(str, paths)), delivered_when="-", files=tuple(f"creates {p}" for p in paths))
-    approval = await ask(ScriptedGate([True]), plan, Session._scope(plan, None))
+    approval = await ask(ScriptedGate([True]), plan, Gatekeeper.scope(plan, None))
     assert approval is not None
     return approval

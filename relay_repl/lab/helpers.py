@@ -19,6 +19,7 @@ import time
 
 from relay_repl.agents.screens.model import ScreenReading
 from relay_repl.core.errors import LabError, TmuxError
+from relay_repl.system.polling import poll_until_sync
 from relay_repl.system.tmux import TmuxResult
 from relay_repl.system.tmux import run as run_tmux
 
@@ -118,11 +119,8 @@ def is_busy(session: SessionRef) -> bool:
 
 
 def wait_idle(session: SessionRef, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if is_idle(session):
-            return
-        time.sleep(0.1)
+    if poll_until_sync(lambda: is_idle(session) or None, timeout=timeout, interval=0.1):
+        return
     raise LabError(f"{session if isinstance(session, str) else session.name}: not idle after {timeout:g}s")
 
 
@@ -152,15 +150,10 @@ def _wait_composer_shows(s: LabSession, text: str, timeout: float) -> None:
     (a fixed pause is not enough on a loaded machine) lands inside the burst and becomes
     a newline, so the turn never starts."""
     want = text.strip()[:40]
-    deadline = time.monotonic() + timeout
-    while True:
-        got = _composer_text(s) or ""
-        if want and want in got:
-            return
-        if time.monotonic() >= deadline:
-            raise LabError(f"{s.name}: typed text not visible in the composer after {timeout:g}s; "
-                           f"screen: {tail(capture(s))}")
-        time.sleep(0.05)
+    if not poll_until_sync(lambda: True if want and want in (_composer_text(s) or "") else None,
+                           timeout=timeout, interval=0.05):
+        raise LabError(f"{s.name}: typed text not visible in the composer after {timeout:g}s; "
+                       f"screen: {tail(capture(s))}")
 
 
 def type_text(session: SessionRef, text: str, timeout: float = 15.0) -> None:
@@ -185,14 +178,13 @@ def press_enter(session: SessionRef) -> None:
 
 
 def _require_idle_empty(s: LabSession, p: LabPane, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def idle_empty() -> bool | None:
         if _pane_fmt(p, "#{pane_in_mode}") == "1":
             raise LabError(f"{s.name}: pane is in copy mode")
-        if is_idle(s) and int(_pane_fmt(p, "#{cursor_x}") or 0) == 2:
-            return
-        time.sleep(0.1)
-    raise LabError(f"{s.name}: not idle with an empty composer")
+        return True if is_idle(s) and int(_pane_fmt(p, "#{cursor_x}") or 0) == 2 else None
+
+    if not poll_until_sync(idle_empty, timeout=timeout, interval=0.1):
+        raise LabError(f"{s.name}: not idle with an empty composer")
 
 
 def make_busy(session: SessionRef, seconds: float = 30.0, timeout: float = 15.0) -> None:
@@ -200,11 +192,8 @@ def make_busy(session: SessionRef, seconds: float = 30.0, timeout: float = 15.0)
     _state, s = _resolve(session)
     n = int(seconds) if float(seconds).is_integer() else seconds
     submit(s, f"SLOW{n} lab helper keeps {s.name} busy for {n}s", timeout)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if is_busy(s):
-            return
-        time.sleep(0.05)
+    if poll_until_sync(lambda: is_busy(s) or None, timeout=timeout, interval=0.05):
+        return
     raise LabError(f"{s.name}: did not turn busy within {timeout:g}s; screen: {tail(capture(s))}")
 
 
@@ -249,13 +238,11 @@ def rename_codex(session: SessionRef, new_name: str, timeout: float = 15.0) -> s
     cmd = f"/rename {new_name}"
     _type(p, cmd)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _composer_text(s) != cmd:
-        time.sleep(0.05)
+    poll_until_sync(lambda: True if _composer_text(s) == cmd else None, timeout=timeout, interval=0.05)
     _enter(p)
-    while time.monotonic() < deadline:
-        if launcher.codex_thread_names(lay).get(s.thread_id or "") == new_name:
-            s.name = new_name
-            save(state, lay.state_file)
-            return s.thread_id or ""
-        time.sleep(0.05)
+    if poll_until_sync(lambda: True if launcher.codex_thread_names(lay).get(s.thread_id or "") == new_name else None,
+                       timeout=deadline - time.monotonic(), interval=0.05):
+        s.name = new_name
+        save(state, lay.state_file)
+        return s.thread_id or ""
     raise LabError(f"{s.name}: rename to {new_name!r} not recorded in session_index.jsonl")

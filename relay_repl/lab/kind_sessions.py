@@ -13,9 +13,10 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from relay_repl.agents.kind import AgentKind, LabContext, LabLaunch, LabPane
+from relay_repl.agents.kind import AgentKind, LabContext, LabLaunch, LabPane, LabReady
 from relay_repl.agents.registry import kind_for, kinds
 from relay_repl.core.errors import LabError
+from relay_repl.system.polling import poll_until_sync
 from relay_repl.lab import procs
 from relay_repl.lab.labenv import Progress
 from relay_repl.lab.layout import LAB_API_KEY, Layout
@@ -76,22 +77,24 @@ def launch(ctx: LabContext, state: LabState, s: LabSession) -> LabLaunch:
 def wait_ready(lay: Layout, ctx: LabContext, s: LabSession, deadline: float, progress: Progress) -> None:
     """Poll the pane until the kind says its session is ready (`lab_ready`), or fail with its screen."""
     kind = own_kind(s.kind)
-    while time.monotonic() < deadline:
+
+    def lab_ready() -> LabReady | None:
         info = pane_info(lay, s)
         fail_dead(lay, s, info)
         assert info is not None
         s.pane_id, s.pane_pid = info["pane_id"], int(info["pane_pid"])
-        ready = kind.lab_ready(ctx, s.name, LabPane(pane_id=s.pane_id, pane_pid=s.pane_pid,
-                                                    screen=capture(lay, s.tmux_session)))
-        if ready is not None:
-            s.pid = ready.pid if ready.pid is not None else s.pane_pid
-            s.proc_start = procs.proc_start(s.pid)
-            s.session_id = ready.address or s.session_id
-            s.transcript = ready.evidence_file or s.transcript
-            s.alive = s.ready = True
-            progress(f"  {s.name}: {ready.note or f'{s.kind} pid {s.pid} ready'}")
-            return
-        time.sleep(0.1)
+        return kind.lab_ready(ctx, s.name, LabPane(pane_id=s.pane_id, pane_pid=s.pane_pid,
+                                                   screen=capture(lay, s.tmux_session)))
+
+    ready = poll_until_sync(lab_ready, timeout=deadline - time.monotonic(), interval=0.1)
+    if ready is not None:
+        s.pid = ready.pid if ready.pid is not None else s.pane_pid
+        s.proc_start = procs.proc_start(s.pid)
+        s.session_id = ready.address or s.session_id
+        s.transcript = ready.evidence_file or s.transcript
+        s.alive = s.ready = True
+        progress(f"  {s.name}: {ready.note or f'{s.kind} pid {s.pid} ready'}")
+        return
     raise LabError(f"{s.name}: {s.kind} not ready before the deadline; screen: {tail(capture(lay, s.tmux_session))}")
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from relay_repl.system import proc as sysproc
+from relay_repl.system.polling import poll_until_sync
 
 
 def proc_start(pid: int | None) -> str | None:
@@ -123,27 +123,24 @@ def terminate(pids: Iterable[int], grace: float = 3.0) -> list[int]:
             os.kill(p, signal.SIGTERM)
         except OSError:
             pass
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(is_alive(p, starts[p]) for p in pids):
-        time.sleep(0.05)
+    poll_until_sync(lambda: None if any(is_alive(p, starts[p]) for p in pids) else True, timeout=grace, interval=0.05)
     left = [p for p in pids if is_alive(p, starts[p])]
     for p in left:
         try:
             os.kill(p, signal.SIGKILL)
         except OSError:
             pass
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline and any(is_alive(p, starts[p]) for p in left):
-        time.sleep(0.05)
+    poll_until_sync(lambda: None if any(is_alive(p, starts[p]) for p in left) else True, timeout=2.0, interval=0.05)
     return pids
 
 
 def wait_gone(pids: Iterable[int], timeout: float) -> list[int]:
     """Wait until every pid has exited; return those still alive at the deadline."""
     starts = {p: proc_start(p) for p in pids}
-    deadline = time.monotonic() + timeout
-    while True:
-        left = [p for p, s in starts.items() if s is not None and is_alive(p, s)]
-        if not left or time.monotonic() >= deadline:
-            return left
-        time.sleep(0.05)
+
+    def alive() -> list[int]:
+        return [p for p, s in starts.items() if s is not None and is_alive(p, s)]
+
+    if poll_until_sync(lambda: None if alive() else True, timeout=timeout, interval=0.05):
+        return []
+    return alive()

@@ -11,11 +11,13 @@ from pathlib import Path
 from urllib.request import pathname2url
 
 from relay_repl.core.errors import LabError
+from relay_repl.system.polling import poll_until_sync
 
 import relay_repl.lab.procs as procs
 from relay_repl.agents.claude_code import transcript_path
 from relay_repl.agents.codex import is_codex_tui, read_session_index
 
+from relay_repl.agents.screens.model import ScreenReading
 from relay_repl.lab.layout import CODEX, Layout
 from relay_repl.lab.state import LabSession, LabState
 from relay_repl.lab.labenv import Progress, glob_in
@@ -85,38 +87,50 @@ def _composer_text(lay: Layout, target: str) -> str | None:
     return reading.composer_text if reading else None
 
 
+def _clear_composer(lay: Layout, target: str) -> None:
+    """Ctrl-U, then a pause (keystroke pacing, not a wait for anything) before the next typing."""
+    tmux(lay, "send-keys", "-t", target, "C-u")
+    time.sleep(0.2)
+
+
+def _press_enter(lay: Layout, target: str) -> None:
+    """Enter in its own tmux call after a pause: Codex drops an Enter in the same burst as the text."""
+    time.sleep(0.1)
+    tmux(lay, "send-keys", "-t", target, "Enter")
+
+
 def _rename_codex(lay: Layout, target: str, name: str, deadline: float, progress: Progress,
                   exclude: frozenset[str] | set[str] = frozenset()) -> str:
     """Type `/rename <name>` into a fresh idle Codex TUI; return the thread id it names."""
     cmd = f"/rename {name}"
     attempts = 0
-    while time.monotonic() < deadline:
+
+    def idle_reading() -> ScreenReading | None:
         reading = read_screen(lay, CODEX, target)
-        if not screen_idle(reading):
-            time.sleep(0.2)
-            continue
-        assert reading is not None
+        return reading if screen_idle(reading) else None
+
+    def renamed() -> str | None:
+        return next((tid for tid, tname in codex_thread_names(lay).items() if tname == name and tid not in exclude),
+                    None)
+
+    while time.monotonic() < deadline:
+        reading = poll_until_sync(idle_reading, timeout=deadline - time.monotonic(), interval=0.2)
+        if reading is None:
+            break
         composer = reading.composer_text or ""
         if composer != cmd:
             if attempts >= 6:
                 raise LabError(f"codex {name}: could not type {cmd!r}; screen: {tail(capture(lay, target))}")
             if composer.startswith("/") or attempts:
-                tmux(lay, "send-keys", "-t", target, "C-u")
-                time.sleep(0.2)
+                _clear_composer(lay, target)
             attempts += 1
             type_line(lay, target, cmd)
-            t_end = time.monotonic() + 2.0
-            while time.monotonic() < t_end and _composer_text(lay, target) != cmd:
-                time.sleep(0.1)
+            poll_until_sync(lambda: True if _composer_text(lay, target) == cmd else None, timeout=2.0, interval=0.1)
             continue
-        time.sleep(0.1)
-        tmux(lay, "send-keys", "-t", target, "Enter")
-        t_end = time.monotonic() + 5.0
-        while time.monotonic() < t_end:
-            for tid, tname in codex_thread_names(lay).items():
-                if tname == name and tid not in exclude:
-                    return tid
-            time.sleep(0.05)
+        _press_enter(lay, target)
+        tid = poll_until_sync(renamed, timeout=5.0, interval=0.05)
+        if tid is not None:
+            return tid
         progress(f"  {name}: rename not recorded yet, retrying")
     raise LabError(f"codex {name}: /rename not recorded in session_index.jsonl before the deadline; "
                    f"screen: {tail(capture(lay, target))}")
@@ -124,7 +138,9 @@ def _rename_codex(lay: Layout, target: str, name: str, deadline: float, progress
 
 def wait_claude(lay: Layout, state: LabState, s: LabSession, deadline: float, progress: Progress) -> None:
     last = ""
-    while time.monotonic() < deadline:
+
+    def registered_idle() -> bool | None:
+        nonlocal last
         info = pane_info(lay, s)
         fail_dead(lay, s, info)
         assert info is not None
@@ -139,11 +155,14 @@ def wait_claude(lay: Layout, state: LabState, s: LabSession, deadline: float, pr
             s.transcript = str(transcript_path(lay.claude_config, rec.get("cwd") or s.cwd, s.session_id or ""))
             s.alive = s.ready = True
             progress(f"  {s.name}: claude pid {pid} registered, idle")
-            return
+            return True
         if st != last:
             last = st
             progress(f"  {s.name}: {st}{' (' + rec['waitingFor'] + ')' if rec and rec.get('waitingFor') else ''}")
-        time.sleep(0.1)
+        return None
+
+    if poll_until_sync(registered_idle, timeout=deadline - time.monotonic(), interval=0.1):
+        return
     raise LabError(f"{s.name}: not idle before the deadline (registry {last}); screen: "
                    f"{tail(capture(lay, s.tmux_session))}")
 
@@ -153,18 +172,21 @@ def wait_codex(lay: Layout, state: LabState, s: LabSession, deadline: float, pro
     # 1. the TUI shows its composer and its thread exists (a lock beyond those already named)
     said = False
     cold = not named and not (lay.codex_packages / "app-server-daemon" / "current").exists()
-    while time.monotonic() < deadline:
+
+    def tui_ready() -> bool | None:
+        nonlocal said
         info = pane_info(lay, s)
         fail_dead(lay, s, info)
         assert info is not None
         s.pane_id, s.pane_pid = info["pane_id"], int(info["pane_pid"])
         if screen_idle(read_screen(lay, CODEX, s.tmux_session)) and codex_locks(lay) - named:
-            break
+            return True
         if not said and cold and lay.codex_packages.exists() and not (lay.codex_home / "thread-writer-locks").exists():
             progress(f"  {s.name}: codex daemon installing its package copy (first start only)")
             said = True
-        time.sleep(0.1)
-    else:
+        return None
+
+    if not poll_until_sync(tui_ready, timeout=deadline - time.monotonic(), interval=0.1):
         raise LabError(f"{s.name}: codex TUI not ready before the deadline; "
                        f"screen: {tail(capture(lay, s.tmux_session))}")
     # 2. name the thread from inside its own TUI (the lab setting itself up)
@@ -193,10 +215,9 @@ def wait_codex_snapshot(lay: Layout, s: LabSession, deadline: float) -> None:
     `[shell_environment_policy] set PATH` is lost (`relay: command not found`, exit 127).
     Named (rollout on disk) and snapshotted before the next starts, no thread's snapshot is
     ever without its rollout when another thread's clean-up runs."""
-    while time.monotonic() < deadline:
-        if codex_shell_snapshots(lay, s.thread_id or ""):
-            return
-        time.sleep(0.1)
+    if poll_until_sync(lambda: codex_shell_snapshots(lay, s.thread_id or "") or None,
+                       timeout=deadline - time.monotonic(), interval=0.1):
+        return
     raise LabError(f"{s.name}: Codex took no shell snapshot of thread {s.thread_id} before the deadline "
                    f"(nothing in {lay.codex_home / 'shell_snapshots'}); its commands would run without the "
                    "lab's PATH")
@@ -216,11 +237,10 @@ def wait_codex_resumed(lay: Layout, s: LabSession, deadline: float, progress: Pr
     fail_dead(lay, s, info)
     assert info is not None
     s.pane_id, s.pane_pid = info["pane_id"], int(info["pane_pid"])
-    while codex_daemon_pid(lay) is None:  # a resumed TUI after the daemon died starts it anew
-        if time.monotonic() > deadline:
-            raise LabError(f"{s.name}: no Codex daemon came up for the resumed thread; screen: "
-                           f"{tail(capture(lay, s.tmux_session))}")
-        time.sleep(0.1)
+    # a resumed TUI after the daemon died starts it anew
+    if poll_until_sync(lambda: codex_daemon_pid(lay), timeout=deadline - time.monotonic(), interval=0.1) is None:
+        raise LabError(f"{s.name}: no Codex daemon came up for the resumed thread; screen: "
+                       f"{tail(capture(lay, s.tmux_session))}")
     wait_codex_idle(lay, s, deadline)
     s.pid = codex_tui_pid(s.pane_pid or 0)
     s.proc_start = procs.proc_start(s.pid)
@@ -229,13 +249,14 @@ def wait_codex_resumed(lay: Layout, s: LabSession, deadline: float, progress: Pr
 
 
 def wait_codex_idle(lay: Layout, s: LabSession, deadline: float) -> None:
-    while time.monotonic() < deadline:
+    def idle_with_lock() -> bool | None:
         reading = read_screen(lay, CODEX, s.tmux_session)
-        if s.thread_id in codex_locks(lay) and screen_idle(reading) \
-                and not (reading and reading.composer_text or "").startswith("/"):
-            s.alive = s.ready = True
-            return
-        time.sleep(0.1)
+        return True if (s.thread_id in codex_locks(lay) and screen_idle(reading)
+                        and not (reading and reading.composer_text or "").startswith("/")) else None
+
+    if poll_until_sync(idle_with_lock, timeout=deadline - time.monotonic(), interval=0.1):
+        s.alive = s.ready = True
+        return
     raise LabError(f"{s.name}: codex not idle with its thread lock before the deadline; "
                    f"screen: {tail(capture(lay, s.tmux_session))}")
 

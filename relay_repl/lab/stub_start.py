@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from relay_repl.core.errors import LabError
+from relay_repl.system.polling import poll_until_sync
 
 
 from relay_repl.lab.layout import Layout
@@ -40,18 +40,19 @@ def start_stub(lay: Layout, netns: bool, progress: Progress) -> StubInfo:
                                     stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as exc:
             raise LabError(f"cannot start the stub server: {exc}") from exc
-    deadline = time.monotonic() + STUB_READY_TIMEOUT
-    while time.monotonic() < deadline:
+
+    def ready_file() -> dict | None:
         if lay.stub_ready.exists():
             try:
-                ready = json.loads(lay.stub_ready.read_text())
-                break
+                return json.loads(lay.stub_ready.read_text())
             except (OSError, ValueError):
                 pass
         if proc.poll() is not None:
             raise LabError(f"stub server exited with {proc.returncode}: {tail(_read(log), 2)} (log {log})")
-        time.sleep(0.05)
-    else:
+        return None
+
+    ready = poll_until_sync(ready_file, timeout=STUB_READY_TIMEOUT, interval=0.05)
+    if ready is None:
         proc.kill()
         raise LabError(f"stub server not ready after {STUB_READY_TIMEOUT:g}s (log {log})")
     # Popen is not waited on: the stub outlives this process and `down` ends it.

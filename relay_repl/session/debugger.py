@@ -43,8 +43,11 @@ class DebugHost(Protocol):
     debugger naming Session back was an import cycle (hidden from the layer contract by a
     TYPE_CHECKING import here and a function-level one there; issue 19)."""
 
-    ledger: Ledger
-    _transports: dict[str, Transport]
+    @property
+    def ledger(self) -> Ledger: ...
+
+    @property
+    def _transports(self) -> dict[str, Transport]: ...
 
     @property
     def echo(self) -> Callable[[str], None] | None: ...
@@ -237,6 +240,43 @@ class Debugger:
         after = f"; {rec.spec} now names another session ({now[0].describe()})" if now else ""
         what = f"pid {rec.pid} no longer runs" if rec.pid and not _pid_alive(rec.pid) else "no longer discovered"
         return Receiver(status="gone", detail=f"receiver gone: {rec.spec} ({what}){after}")
+
+    # -- walk ----------------------------------------------------------------------------
+    async def walk(self, recheck: float = 5.0) -> Delivery:
+        """Walk the delivery's stages with the evidence each one read, then, if it is still
+        pending, read the receiver's evidence again (read-only: nothing is re-sent, so a
+        duplicate cannot happen) for up to `recheck` seconds. (What `session.debug(d)` did.)"""
+        d = self.delivery
+        say = self._say
+        say(f"{d!r}")
+        if d.plan:
+            say(f"  payload: {d.plan.payload}")
+            say(f"  delivered means: {d.plan.delivered_when}")
+        for i, ev in enumerate(d.evidence, 1):
+            when = time.strftime("%H:%M:%S", time.localtime(ev.at))
+            say(f"  {i}. {when} [{ev.stage}] {ev.state.value}: {ev.detail}")
+            for key, value in list(ev.data.items())[:6]:
+                text = str(value)
+                say(f"       {key}: {text[:160]}{'…' if len(text) > 160 else ''}")
+        self.session.ledger.event("debug", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value})
+        if d.outcome != "pending":
+            say(f"  final: {d.summary()}")
+            return d
+        if d.state is DeliveryState.TYPED:
+            say("  the payload was typed but never shown in full, so Enter was never pressed; look at the pane "
+                "(`relay lab attach NAME` or `tmux attach`) and submit or clear it yourself: relay will not")
+            return d
+        transports = self.session._transports
+        if d.plan is None or d.transport not in transports:
+            say("  no transport to re-read evidence with")
+            return d
+        await self.session.refresh()
+        target = await self.session.target(d.target)
+        say(f"  re-reading receiver evidence for up to {recheck:g}s (nothing is sent) …")
+        await transports[d.transport].confirm(d, target, d.plan.payload,
+                                              StageLog(d, self.session.ledger, echo=say), recheck)
+        say(f"  now: {d.summary()}")
+        return d
 
     # -- look ----------------------------------------------------------------------------
     async def look(self, record: bool = True) -> Look:

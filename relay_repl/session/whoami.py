@@ -17,6 +17,6 @@ from relay_repl.core.target import Me
 
 def own_address(environ: dict[str, str] | None = None) -> Me:
     from relay_repl.agents import detect_me
-    from relay_repl.session.session import default_me
+    from relay_repl.session.shared import default_me
 
     return detect_me(environ) or default_me()

@@ -134,7 +134,7 @@ def test_parse_errors_are_one_line_and_say_what_to_do():
         parse_adapter("# no block", "x.md")
     with pytest.raises(AdapterError, match="found 2"):
         parse_adapter(MINI + MINI, "x.md")
-    with pytest.raises(AdapterError, match=r"unexpected_key|Extra inputs"):
+    with pytest.raises(AdapterError, match=r"^x\.md: bogus: is not an adapter key; fix the toml block$"):
         parse_adapter(MINI.replace('facts = "agents/demo.md"', 'facts = "a"\nbogus = 1'), "x.md")
     with pytest.raises(AdapterError, match="bad regex"):
         parse_adapter(MINI.replace("busy = ['x']", "busy = ['(']"), "x.md")
@@ -148,6 +148,18 @@ def test_parse_errors_are_one_line_and_say_what_to_do():
     except AdapterError as exc:
         err = str(exc)
     assert err and "\n" not in err
+
+
+def test_validation_errors_read_like_the_envelopes_and_recipes():
+    """The adapter block's line comes from core/validation.first_error like the envelope's and the
+    recipe's: pydantic's `Value error, ` prefix dropped, the rest counted as ` (+N more)`."""
+    bad_regex = MINI.replace("busy = ['x']", "busy = ['(']")
+    with pytest.raises(AdapterError) as one:
+        parse_adapter(bad_regex, "x.md")
+    assert str(one.value).startswith("x.md: screen.marks.busy.0: bad regex '('") and "Value error" not in str(one.value)
+    assert str(one.value).endswith("; fix the toml block") and "more" not in str(one.value)
+    with pytest.raises(AdapterError, match=r"^x\.md: screen\.marks\.busy\.0: bad regex .* \(\+1 more\); fix the toml block$"):
+        parse_adapter(bad_regex.replace("idle = []", "idle = ['[']"), "x.md")
 
 
 def test_adapters_dir_override_and_kind_check(tmp_path, monkeypatch):

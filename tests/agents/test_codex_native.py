@@ -12,8 +12,12 @@ import pytest
 
 from relay_repl.agents.codex import codex_command_env, native_codex
 from relay_repl.agents.codex.native import PLATFORMS
+from relay_repl.lab.install import clients_root
 
 LINUX_X64 = ("Linux", "x86_64")
+PINNED = clients_root()
+"""Where `relay lab install` (scripts/test) put the pinned clients, read at import: each test runs
+with a private RELAY_HOME, which would hide the real state directory."""
 
 
 def npm_layout(root: Path, *, platform_package: bool = True, binary: str = "#!/bin/sh\necho native\n") -> Path:
@@ -69,10 +73,9 @@ def test_the_environment_is_the_wrappers(tmp_path):
 
 
 def test_on_the_pinned_install_the_native_binary_is_the_same_codex():
-    clients = os.environ.get("RELAY_LAB_CLIENTS")
-    wrapper = Path(clients or "/nonexistent") / "node_modules" / ".bin" / "codex"
+    wrapper = PINNED / "node_modules" / ".bin" / "codex"
     if not wrapper.exists() or (os.uname().sysname, os.uname().machine) not in PLATFORMS:
-        pytest.skip("no pinned Codex installed here (RELAY_LAB_CLIENTS)")
+        pytest.skip(f"no pinned Codex installed in {PINNED} (run `relay lab install`)")
     exe, env = codex_command_env(str(wrapper), {**os.environ, "CODEX_HOME": "/dev/null/relay-version"})
     assert exe != str(wrapper)
     native = subprocess.run([exe, "--version"], capture_output=True, text=True, env=env, timeout=30)

@@ -240,9 +240,9 @@ def registry(tmp_path: Path) -> Iterator[Any]:
 
 async def _plan_approval(plan: Any) -> Approval:
     from relay_repl.session.gate import ask
-    from relay_repl.session.session import Session
+    from relay_repl.session.gating import Gatekeeper
 
-    a = await ask(ScriptedGate([True]), plan, Session._scope(plan, None))
+    a = await ask(ScriptedGate([True]), plan, Gatekeeper.scope(plan, None))
     assert a is not None
     return a
 

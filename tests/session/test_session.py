@@ -208,15 +208,17 @@ async def test_debug_walks_the_stages_and_rechecks_without_resending(tmp_path):
     d = await s.send("fake:inbox", "slow one", timeout=0.1)
     assert d.outcome == "pending" and d.exit_code == 3
     late.arrived = True
-    again = await s.debug(d.relay_id, recheck=1)
+    again = await s.debugger(d.relay_id).walk(recheck=1)
     assert again is d and d.outcome == "delivered"
     assert late.sends == 1, "debug must never re-send"
     text = "\n".join(lines)
     assert "1. " in text and "[write] queued" in text and "re-reading receiver evidence" in text
     assert "now: delivered" in text
     assert s.ledger.events(kind="debug")[0].relay_id == d.relay_id
-    with pytest.raises(UsageError, match="no delivery"):
-        await s.debug("nope-1")
+    with pytest.raises(UsageError, match="no delivery"), pytest.warns(DeprecationWarning, match="debugger"):
+        await s.debug("nope-1")  # the deprecated alias: this process's deliveries only, as before
+    with pytest.warns(DeprecationWarning, match="debugger"):
+        assert await s.debug(d, recheck=0) is d
 
 
 async def test_debug_of_a_typed_payload_gives_advice_and_touches_nothing(tmp_path):
@@ -227,6 +229,6 @@ async def test_debug_of_a_typed_payload_gives_advice_and_touches_nothing(tmp_pat
     s.deliveries.append(d)
     lines: list[str] = []
     s.echo = lines.append
-    await s.debug(d)
+    await s.debugger(d).walk()
     assert "Enter was never pressed" in "\n".join(lines)
     assert mem.received == [] and d.state is DeliveryState.TYPED

@@ -24,6 +24,7 @@ Blocking; call from a thread in async code.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -43,6 +44,7 @@ from relay_repl.lab.install import lab_kinds as kind_names  # the kinds the lab 
 from relay_repl.core.errors import LabError
 from relay_repl.lab.install import resolve_clients
 from relay_repl.store import paths
+from relay_repl.system.polling import poll_until_sync
 
 Progress = Callable[[str], object]
 GOLDENS = Path("tests") / "agents" / "screens" / "captures"  # relative to a checkout (the working directory)
@@ -226,13 +228,13 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
                 [sys.executable, "-m", "relay_repl.lab.fidelity.screens", "--out", str(fresh_out)], cwd=work,
                 env=screen_env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)))
     try:
-        last = time.monotonic()
-        while any(p.poll() is None for _, p in procs):
-            time.sleep(1)
-            if time.monotonic() - last >= 15:
-                last = time.monotonic()
-                running = ", ".join(n for n, p in procs if p.poll() is None)
-                progress(f"  ... {running} still running ({last - t0:.0f}s)")
+        def still_running(_left: float) -> None:
+            running = ", ".join(n for n, p in procs if p.poll() is None)
+            progress(f"  ... {running} still running ({time.monotonic() - t0:.0f}s)")
+
+        # no deadline: each child has its own bounds; a line every 15 s says which still run
+        poll_until_sync(lambda: None if any(p.poll() is None for _, p in procs) else True, timeout=math.inf,
+                        interval=1.0, progress=still_running, progress_every=15)
     except BaseException:
         for _, p in procs:
             if p.poll() is None:

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from typing import Any
 
 import anyio
@@ -26,6 +25,7 @@ from relay_repl.agents import default_providers
 from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.core.target import Target
+from relay_repl.system.polling import poll_until
 from relay_repl.lab.install import bin_dir
 from relay_repl.lab.layout import Layout
 
@@ -53,14 +53,17 @@ def one(targets: list[Target], spec: str, live: bool = True) -> Target:
 
 async def until(fn: Any, timeout: float = 20.0, every: float = 0.2) -> Any:
     """Re-run `fn` (async) until it returns a truthy value; return that value."""
-    end = time.monotonic() + timeout
-    while True:
-        got = await fn()
-        if got:
-            return got
-        if time.monotonic() > end:
-            raise AssertionError(f"condition not met within {timeout:g}s (last: {got!r})")
-        await anyio.sleep(every)
+    last: Any = None
+
+    async def check() -> Any:
+        nonlocal last
+        last = await fn()
+        return last or None
+
+    got = await poll_until(check, timeout=timeout, interval=every)
+    if got is None:
+        raise AssertionError(f"condition not met within {timeout:g}s (last: {last!r})")
+    return got
 
 
 def lab_tmux(*args: str) -> subprocess.CompletedProcess[str]:

@@ -102,14 +102,19 @@ class Recorder:
         return self.io.snapshot(self.ref(name))
 
     def wait(self, name: str, pred: Callable[[Any], bool], what: str, timeout: float = 20.0) -> Any:
-        end = time.monotonic() + timeout
-        while True:
+        from relay_repl.system.polling import poll_until_sync
+
+        last: list[Any] = []
+
+        def check() -> Any:
             s = self.snap(name)
-            if pred(s):
-                return s
-            if time.monotonic() > end:
-                raise RuntimeError(f"{name}: timed out waiting for {what}; screen:\n{s.excerpt()}")
-            time.sleep(0.1)
+            last[:] = [s]
+            return s if pred(s) else None
+
+        got = poll_until_sync(check, timeout=timeout, interval=0.1)
+        if got is None:
+            raise RuntimeError(f"{name}: timed out waiting for {what}; screen:\n{last[0].excerpt()}")
+        return got
 
     def has(self, text: str) -> Callable[[Any], bool]:
         return lambda s: any(text in ln for ln in s.lines)

@@ -23,6 +23,7 @@ from relay_repl.core.target import Target
 from relay_repl.lab.approvals import approved_send
 from relay_repl.lab.stubs.client import SyncStubClient
 from relay_repl.store.ledger import Ledger
+from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import StageLog
 from relay_repl.transports.tmux import PaneIO, PaneRef, TmuxTransport
 
@@ -85,23 +86,27 @@ def screen(name: str) -> list[str]:
 
 
 async def wait_screen(name: str, pred: Any, what: str, timeout: float = 20) -> None:
-    end = time.monotonic() + timeout
-    while not pred(screen(name)):
-        assert time.monotonic() < end, f"{name}: never saw {what}:\n" + "\n".join(screen(name))
-        await anyio.sleep(0.1)
+    async def seen() -> bool | None:
+        return True if pred(screen(name)) else None
+
+    assert await poll_until(seen, timeout=timeout, interval=0.1), f"{name}: never saw {what}:\n" + "\n".join(screen(name))
 
 
 async def settled(name: str, timeout: float = 10) -> list[str]:
     """The screen once two looks 0.2 s apart agree (the staging keys are drawn, the client is still)."""
     last: list[str] | None = None
-    end = time.monotonic() + timeout
-    while True:
+
+    async def still() -> list[str] | None:
+        nonlocal last
         now = screen(name)
         if now == last:
             return now
-        assert time.monotonic() < end, f"{name}: the screen never settled:\n" + "\n".join(now)
         last = now
-        await anyio.sleep(0.2)
+        return None
+
+    got = await poll_until(still, timeout=timeout, interval=0.2)
+    assert got is not None, f"{name}: the screen never settled:\n" + "\n".join(last or [])
+    return got
 
 
 async def idle(name: str, timeout: float = 60) -> None:

@@ -1,0 +1,91 @@
+"""Finding targets: discovery through the providers, the last list found, and resolving what
+the operator typed (`claude:alpha`, `codex:<name or uuid>`, `%<pane>`) to one target.
+
+Its own part of the session because resolving refuses to guess (unknown, ambiguous and stale
+each raise one line saying what to do next), and that rule is the same for every command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from relay_repl.agents.discovery import Provider, discover_all
+from relay_repl.core.errors import AmbiguousTarget, StaleTarget, UnknownTarget, UsageError
+from relay_repl.core.target import Target, TargetTable
+
+
+def _prefixes() -> list[str]:
+    """What operators type before a name, one per registered agent kind (for usage errors)."""
+    from relay_repl.agents.registry import kinds
+
+    return [k.prefix for k in kinds()]
+
+
+class Finder:
+    """The providers, what they found last, and the one resolution rule."""
+
+    def __init__(self, providers: Sequence[Provider] = ()) -> None:
+        self.providers = list(providers)
+        self.found: list[Target] = []
+        self.refreshed = False
+
+    async def refresh(self) -> list[Target]:
+        found = await discover_all(self.providers)
+        self.found = found
+        self.refreshed = True
+        return found
+
+    async def known(self) -> list[Target]:
+        """The targets found, discovering once if nothing was yet."""
+        if not self.refreshed:
+            await self.refresh()
+        return list(self.found)
+
+    @property
+    def table(self) -> TargetTable:
+        return TargetTable(self.found)
+
+    async def resolve(self, spec: str | Target) -> Target:
+        """Resolve `claude:alpha`, `codex:<name or uuid>`, `%<pane>`, `fake:inbox`.
+
+        Refuses to guess: unknown, ambiguous and stale each raise a one-line
+        error saying what to do next.
+        """
+        if isinstance(spec, Target):
+            return spec
+        if not self.refreshed:
+            await self.refresh()
+        spec = spec.strip()
+        if not spec:
+            raise UsageError(f"empty target: name one like {', '.join(p + ':NAME' for p in _prefixes())} or %<pane id>")
+        if spec.startswith("%"):
+            hits = [t for t in self.found if t.pane == spec]
+        else:
+            prefix, sep, name = spec.partition(":")
+            if not sep:
+                raise UsageError(f"target {spec!r} needs a kind: {' or '.join(p + ':' + spec for p in _prefixes())} "
+                                 "(see `relay targets`)")
+            # prefixes come from the agent kinds via their targets: a new agent needs no change here
+            of_kind = [t for t in self.found if prefix in (t.prefix or t.kind, t.kind)]
+            if not of_kind:
+                known = sorted({t.prefix or t.kind for t in self.found}) or _prefixes()
+                raise UsageError(f"no discovered target of kind {prefix!r} in {spec!r}: use "
+                                 f"{', '.join(k + ':' for k in known)} or %<pane id>")
+            hits = [t for t in of_kind if t.name == name or t.address == name]
+        live = [t for t in hits if t.live]
+        if len(live) == 1:
+            return live[0]
+        if len(live) > 1:
+            cands = "; ".join(t.describe() for t in live)
+            raise AmbiguousTarget(f"{spec} is ambiguous, {len(live)} live sessions match: {cands}. Name one by pid or uuid")
+        # Not running, yet still reachable by a durable path (an unloaded Codex thread keeps
+        # queue rows until it is resumed): resolvable, and the plan says it is not loaded.
+        dormant = [t for t in hits if t.transports]
+        if len(dormant) == 1:
+            return dormant[0]
+        if len(dormant) > 1:
+            raise AmbiguousTarget(f"{spec} matches {len(dormant)} sessions that are not running: name one by uuid")
+        if hits:
+            why = hits[0].stale_reason or "its process is gone"
+            raise StaleTarget(f"{spec} is stale ({hits[0].describe()}): {why}; nothing will be sent to it")
+        raise UnknownTarget(f"no target {spec}: run `relay targets` (or `await session.refresh()`) to list live sessions")

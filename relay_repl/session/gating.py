@@ -1,0 +1,49 @@
+"""The session's gate: every side effect's plan is logged, shown and asked here.
+
+A yes is an `Approval` bound to the plan's scope (the target with its pid and process start
+time, the transport, the exact payload); a no leaves one `answer` event and nothing else.
+Its own part of the session because sending, listing the inbox as a peer, cleaning crashed
+inboxes and the debugger's steps all pass the same gate.
+"""
+
+from __future__ import annotations
+
+from relay_repl.core.approval import Approval, Scope
+from relay_repl.core.plan import Plan
+from relay_repl.core.target import Target
+from relay_repl.session.gate import ask
+from relay_repl.session.shared import Shared
+
+
+class Gatekeeper:
+    """Show, log and ask, with the approver the shared state holds at the time of asking."""
+
+    def __init__(self, shared: Shared) -> None:
+        self.shared = shared
+
+    async def gated(self, plan: Plan, *, delivery: str | None = None, target: Target | None = None) -> Approval | None:
+        """Show, log and ask; the gate's approval for exactly this plan and `target` (pid and
+        process start time included), or None for a No."""
+        ledger = self.shared.ledger
+        ledger.event("plan", delivery=delivery, relay_id=plan.relay_id, data=plan.model_dump())
+        scope = self.scope(plan, target)
+        try:
+            approval = await ask(self.shared.approve, plan, scope)
+        except BaseException:
+            ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data={"approved": False, "why": "prompt aborted"})
+            raise
+        data: dict[str, object] = {"approved": approval is not None}
+        if approval is not None:
+            data["approval"] = approval.digest
+        ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data=data)
+        return approval
+
+    @staticmethod
+    def scope(plan: Plan, target: Target | None) -> Scope:
+        if target is None:
+            return Scope.of(plan)
+        from relay_repl.system.proc import proc_start
+
+        start = target.proc_start or (proc_start(target.pid) if target.pid else None)
+        return Scope.of(plan, target=target.spec, pid=target.pid, proc_start=None if start is None else str(start),
+                        address=target.address, pane=target.pane)

@@ -1,0 +1,399 @@
+"""Planning, gating and sending: the transports, the choice among them, the plan, the gate's
+yes, the transport's stages and its confirmation, and the ledger's record of each.
+
+Every side effect goes through the gate (session/gating.py): the plan is built, shown,
+logged, and only a yes lets the transport act, under the `Approval` minted for exactly that
+plan; it is spent when the delivery ends. A want=reply|ack send first asks the target's
+agent how the answer will come back (the plan shows it) and refuses when there is no route.
+A relay-halt stops a send at the next stage boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
+
+from relay_repl.core.approval import Approval, spend
+from relay_repl.core.controls import control_refusal
+from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
+from relay_repl.core.envelope import Envelope, Want, check_body, contains_halt
+from relay_repl.core.errors import (describe, EnvelopeError, Halted, LoopHalt, PolicyRefusal, UsageError)
+from relay_repl.core.inbound import InboundMessage
+from relay_repl.core.peertext import forwarded_notes, provenance_notes
+from relay_repl.core.plan import Plan, ReplyRoute
+from relay_repl.core.target import Target
+from relay_repl.session.answers import Answers
+from relay_repl.session.finder import Finder
+from relay_repl.session.gating import Gatekeeper
+from relay_repl.session.shared import Shared
+from relay_repl.session.unfinished import earlier_unfinished, owner, sweep_interrupted
+from relay_repl.transports.base import StageLog, Transport
+from relay_repl.transports.chain import Chain, TransportTable, chain_of, raw_of
+
+if TYPE_CHECKING:
+    from relay_repl.transports.ranking import Choice
+
+
+class Sender:
+    """The transports and every way a message leaves: send, chains, preview, forward, reply."""
+
+    def __init__(self, shared: Shared, finder: Finder, gate: Gatekeeper, answers: Answers,
+                 transports: Sequence[Transport] = ()) -> None:
+        self.shared = shared
+        self.finder = finder
+        self.gate = gate
+        self.answers = answers
+        self.transports: dict[str, Transport] = {t.name: t for t in transports}
+        self.table = TransportTable(self.transports, self.send)
+
+    def choose_transport(self, target: Target, requested: str | None = None, *, durable: bool = False,
+                         native_reply: bool = False) -> Choice:
+        """Rank the transports by capability (see transports.ranking)."""
+        from relay_repl.transports.ranking import Requirements, choose
+
+        if requested is not None and requested not in self.transports:
+            raise UsageError(f"unknown transport {requested!r}; known: {', '.join(self.transports) or 'none'}")
+        return choose(target, list(self.transports.values()), Requirements(durable=durable, native_reply=native_reply),
+                      requested)
+
+    # -- sending -------------------------------------------------------------------
+    async def send(
+        self,
+        target: str | Target,
+        body: str,
+        *,
+        want: Want = "none",
+        transport: str | Transport | Chain | None = None,
+        to_role: str = "peer",
+        durable: bool = False,
+        native_reply: bool = False,
+        timeout: float = 30.0,
+        hop: int = 0,
+        heading: str | None = None,
+        relay_id: str | None = None,
+        reply_via: str | None = None,
+        _fallback: str | None = None,
+    ) -> Delivery:
+        """Plan, ask, send, confirm (see Session.send)."""
+        chain = chain_of(transport)
+        if chain is not None:
+            return await self._send_chain(chain, target, body, want=want, to_role=to_role, durable=durable,
+                                          native_reply=native_reply, timeout=timeout, hop=hop, heading=heading,
+                                          relay_id=relay_id, reply_via=reply_via)
+        assert transport is None or isinstance(transport, str)
+        check_body(body)
+        tgt = await self.finder.resolve(target)
+        self.shared.check_halt()
+        route = await self.route(tgt, want, reply_via) if want != "none" else None
+        native, extra = self._native_for_route(route, transport)
+        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply or native)
+        earlier = self._earlier(tgt, body) + provenance_notes(body)  # which bytes are a peer's, and what they ask
+        me = self.shared.me
+        relay_id = relay_id or self.shared.ledger.next_id(me.address)
+        envelope = Envelope.make(sender=me.sender, to=to_role, id=relay_id, hop=hop, want=want, body=body)
+        return await self._deliver(tgt, envelope, choice.transport, _fallback or choice.fallback, timeout,
+                                   tuple(choice.notes) + extra + earlier,
+                                   reply_route=self.reply_route(tgt, relay_id, via=route.via).how if route else None,
+                                   heading=heading, reply_via=route.via if route else None)
+
+    async def _send_chain(self, chain: Chain, target: str | Target, body: str, *, want: Want, to_role: str,
+                          durable: bool, native_reply: bool, timeout: float, hop: int, heading: str | None,
+                          relay_id: str | None, reply_via: str | None) -> Delivery:
+        """Each transport of the chain in order; the next only when the previous refused before any
+        side effect (at choice time, or at a stage that sent nothing). One relay id throughout."""
+        check_body(body)
+        tgt = await self.finder.resolve(target)
+        self.shared.check_halt()
+        rid = relay_id or self.shared.ledger.next_id(self.shared.me.address)
+        members = list(chain.members)
+        skipped: list[str] = []
+        for i, t in enumerate(members):
+            if self.transports.get(t.name) is not raw_of(t):
+                skipped.append(f"{t.name}: not a transport of this session")
+                continue
+            rest = [m.name for m in members[i + 1:]]
+            fallback = (f"{' then '.join(rest)} (chain {chain}: tried only if {t.name} refuses before any side effect)"
+                        if rest else f"none (last of chain {chain})")
+            if skipped:
+                fallback += f"; passed over: {'; '.join(skipped)}"
+            try:
+                d = await self.send(tgt, body, want=want, transport=t.name, to_role=to_role, durable=durable,
+                                    native_reply=native_reply, timeout=timeout, hop=hop, heading=heading,
+                                    relay_id=rid, reply_via=reply_via, _fallback=fallback)
+            except LoopHalt:
+                raise
+            except (PolicyRefusal, UsageError) as exc:  # refused before any plan: nothing happened
+                skipped.append(f"{t.name}: {exc}")
+                continue
+            if rest and d.state is DeliveryState.REFUSED and t.refused_before_side_effect(d):
+                skipped.append(f"{t.name}: {d.reason}")
+                self.shared.say(f"chain {chain}: {t.name} refused before any side effect; trying {rest[0]}")
+                continue
+            return d
+        raise PolicyRefusal(f"no transport of chain {chain} can reach {tgt.spec}: {'; '.join(skipped)}")
+
+    def _native_for_route(self, route: ReplyRoute | None, transport: str | None) -> tuple[bool, tuple[str, ...]]:
+        """Whether the route needs a natively answerable transport. An explicitly requested
+        transport is kept (never silently replaced), with a note that the route is weaker."""
+        if route is None or not route.needs_native_reply:
+            return False, ()
+        chosen = self.transports.get(transport) if transport else None
+        if chosen is not None and not chosen.capabilities.native_reply:
+            return False, (f"{transport} does not tell the receiver which listed peer to answer: it can answer "
+                           "only if it finds this inbox in its peer list by itself",)
+        return True, ()
+
+    # -- reply routes -------------------------------------------------------------------
+    def reply_route(self, target: Target, relay_id: str = "<relay id>", via: str | None = None) -> ReplyRoute:
+        """How `target` would answer a message from here (its agent module decides, from its
+        own configuration; `via` asks for one route: native, relay-reply, mcp, turn)."""
+        from relay_repl.agents import reply_route
+        from relay_repl.agents.replies import check_via
+
+        check_via(via)
+        return reply_route(target, self.answers.reply_context(relay_id, via))
+
+    async def route(self, target: Target, want: str, via: str | None = None) -> ReplyRoute:
+        """The route for an answer, offering to list the inbox when that is what is missing,
+        and else the turn reply (the target's own final message, which needs nothing of it).
+        Refuses (nothing sent) when there is none: never ask for an answer that cannot come."""
+        route = self.reply_route(target, via=via)
+        if not route.ok and route.offer_register and self.answers.inbox_server is not None:
+            self.shared.say(f"{route.missing}\nOffering to list the inbox now:")
+            if await self.answers.register_inbox():
+                route = self.reply_route(target, via=via)
+        if not route.ok and via is None:  # the routes that need nothing of the operator
+            for other in ("mcp", "turn"):
+                alt = self.reply_route(target, via=other)
+                if alt.ok:
+                    self.shared.say(f"{route.missing}\nreply route instead: {alt.how}")
+                    route = alt
+                    break
+        if not route.ok:
+            raise PolicyRefusal(f"want={want}: {route.missing}")
+        return route
+
+    async def preview(self, target: str | Target, body: str, *, want: Want = "none", transport: str | None = None,
+                      to_role: str = "peer", hop: int = 0, heading: str | None = None, relay_id: str | None = None) -> Plan:
+        """The plan `send` would show, with nothing sent, asked or written (see Session.preview)."""
+        tgt = await self.finder.resolve(target)
+        choice = self.choose_transport(tgt, transport)
+        me = self.shared.me
+        rid = relay_id or self.shared.ledger.peek_next_id(me.address)
+        envelope = Envelope.make(sender=me.sender, to=to_role, id=rid, hop=hop, want=want, body=body)
+        plan = choice.transport.plan(tgt, envelope, fallback=choice.fallback, notes=choice.notes)
+        if want != "none":  # the route it would name; a missing route is shown, not offered (nothing is asked)
+            route = self.reply_route(tgt, rid)
+            for other in ("mcp", "turn"):
+                if not route.ok and self.reply_route(tgt, rid, via=other).ok:
+                    route = self.reply_route(tgt, rid, via=other)
+            plan = plan.model_copy(update={"reply_route": route.how if route.ok else f"none: {route.missing}"})
+        return plan.model_copy(update={"heading": heading}) if heading else plan
+
+    async def forward(self, target: str | Target, line: str, *, transport: str | None = None,
+                      durable: bool = False, native_reply: bool = False, want: Want | None = None,
+                      timeout: float = 30.0, heading: str | None = None) -> Delivery:
+        """Forward a pasted envelope: same id and sender, hop + 1 (see Session.forward)."""
+        why = control_refusal(line, "pasted envelope")
+        if why:
+            raise EnvelopeError(why)
+        env = Envelope.parse(line)
+        if env is None:
+            raise UsageError("that is not a relay envelope line (it must start with '[relay/1 ')")
+        self.shared.check_halt()
+        ledger = self.shared.ledger
+        if env.is_halt:
+            ledger.halt(f"relay-halt in a pasted envelope {env.id}", by=env.sender)
+            raise LoopHalt(f"{env.id} carries relay-halt: stopping, not forwarding")
+        if want is not None and want != env.want:
+            raise UsageError(f"the pasted envelope asks want={env.want} and a forward keeps it: drop --want "
+                             f"(or pass --want {env.want}); to ask for something else, send a new message")
+        if env.id.startswith(self.shared.me.address + "-"):
+            ledger.event("duplicate", relay_id=env.id, data={"line": line, "via": "forward", "why": "our own id"})
+            raise LoopHalt(f"relay id {env.id} is our own: it came back to us, so it is a duplicate; not forwarded")
+        # Seeing an id on arrival is not a forward: an id that reached the inbox may be
+        # forwarded once; forwarding the same id again is the duplicate (seed section 9).
+        # Only looked at here: the id is recorded once the operator said yes (in _deliver).
+        if ledger.was_forwarded(env.id):
+            ledger.event("duplicate", relay_id=env.id, data={"line": line, "via": "forward"})
+            raise LoopHalt(f"relay id {env.id} was already forwarded: duplicate dropped, not forwarded again")
+        onward = env.next_hop()  # refuses at the hop cap before anything is recorded
+        tgt = await self.finder.resolve(target)
+        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
+        return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout,
+                                   tuple(choice.notes) + self._earlier(tgt, env.body)
+                                   + forwarded_notes(env.sender, env.body), heading=heading, forwarded=env)
+
+    def _earlier(self, tgt: Target, body: str) -> tuple[str, ...]:
+        """Plan notes naming earlier sends of this body to this target that are interrupted or pending."""
+        sweep_interrupted(self.shared.ledger)
+        return tuple(earlier_unfinished(self.shared.ledger, tgt.spec, body))
+
+    async def reply(self, message: InboundMessage | int, text: str, *, want: Want = "none",
+                    target: str | Target | None = None, transport: str | None = None,
+                    timeout: float = 30.0) -> Delivery:
+        """Answer a message that reached the inbox: hop + 1 (never reset), `re=` its id (see Session.reply)."""
+        check_body(text)
+        msg = self.find_message(message)
+        try:
+            env = Envelope.parse(msg.line)
+        except ValueError:
+            env = None
+        if env is None:
+            raise UsageError(f"inbox message #{msg.seq} is not a relay envelope, so it has no id or hop to answer; "
+                             "use session.send() for a new exchange")
+        self.shared.check_halt()
+        ledger = self.shared.ledger
+        if contains_halt(msg.line):
+            raise LoopHalt(f"{env.id} carries relay-halt: stopping, not answering")
+        if ledger.sightings(env.id) > 1:
+            raise LoopHalt(f"relay id {env.id} arrived more than once: a duplicate is neither acted on nor answered")
+        hop = env.next_hop().hop  # LoopHalt at the cap: the cap holds across replies and forwards
+        if target is None:
+            v = msg.verdict
+            if v is None or not v.ok or not v.session:
+                raise PolicyRefusal(f"inbox message #{msg.seq} is {v.verdict if v else 'unjudged'}"
+                                    f" ({v.detail if v else 'no verdict'}): relay will not answer a claim; "
+                                    "pass target= explicitly")
+            target = v.session
+        tgt = await self.finder.resolve(target)
+        if ledger.events(kind="answered", relay_id=env.id):
+            raise LoopHalt(f"{env.id} was already answered: a second answer would repeat the exchange")
+        route = await self.route(tgt, want) if want != "none" else None
+        native, extra = self._native_for_route(route, transport)
+        choice = self.choose_transport(tgt, transport, native_reply=native)
+        me = self.shared.me
+        relay_id = ledger.next_id(me.address)
+        answer = Envelope.make(sender=me.sender, to=env.role, id=relay_id, hop=hop, want=want, re=env.id, body=text)
+        d = await self._deliver(tgt, answer, choice.transport, choice.fallback, timeout, tuple(choice.notes) + extra,
+                                reply_route=self.reply_route(tgt, relay_id, via=route.via).how if route else None,
+                                reply_via=route.via if route else None)
+        if d.outcome != "refused":
+            ledger.event("answered", relay_id=env.id, delivery=d.key, data={"by": relay_id, "hop": hop})
+        return d
+
+    def find_message(self, ref: InboundMessage | int) -> InboundMessage:
+        if isinstance(ref, InboundMessage):
+            return ref
+        hits = [m for m in self.shared.ledger.inbox() if m.seq == ref]
+        if not hits:
+            raise UsageError(f"no inbox message #{ref}; `session.inbox` lists them")
+        return hits[0]
+
+    # -- one delivery, from plan to outcome -------------------------------------------------
+    async def _deliver(self, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str, timeout: float,
+                       notes: tuple[str, ...] = (), reply_route: str | None = None,
+                       heading: str | None = None, forwarded: Envelope | None = None,
+                       reply_via: str | None = None) -> Delivery:
+        plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes)
+        if reply_route:
+            plan = plan.model_copy(update={"reply_route": reply_route})
+        if heading:
+            plan = plan.model_copy(update={"heading": heading})
+        d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan, want=envelope.want)
+        d._waiter = self.answers.wait_reply
+        if reply_via:
+            d.extra.reply_via = reply_via
+        self.shared.deliveries.append(d)
+        ledger = self.shared.ledger
+        # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first)
+        ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
+                                                       "spec": tgt.spec, "body": envelope.body, **owner(),
+                                                       "target": tgt.model_dump(mode="json")})
+        approval = await self.gate.gated(plan, delivery=d.key, target=tgt)
+        if approval is None:
+            d.state, d.stage, d.reason = DeliveryState.WITHHELD, "gate", "the operator answered No"
+            ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason})
+            return d
+        try:
+            await self._approved(d, tgt, envelope, chosen, plan, timeout, forwarded, approval)
+        finally:
+            spend(approval)  # single use: the delivery is over, whatever its outcome
+        self.record_outcome(d)
+        return d
+
+    async def _approved(self, d: Delivery, tgt: Target, envelope: Envelope, chosen: Transport, plan: Plan,
+                        timeout: float, forwarded: Envelope | None, approval: Approval) -> None:
+        """The delivery after the operator's yes, under the approval the gate minted for it."""
+        ledger = self.shared.ledger
+        log = StageLog(d, ledger, echo=self.shared.echo)
+        halt = ledger.active_halt()  # it may have arrived while the plan was on screen
+        if halt is not None:
+            self.halted(d, log, Halted(halt.reason, halt.by))
+        elif forwarded is not None and not self._mark_forwarded(forwarded, tgt):
+            # recorded only now that the delivery starts; another process forwarded it while the plan was open
+            ledger.event("duplicate", relay_id=forwarded.id, data={"via": "forward", "delivery": d.key})
+            d.reason = f"relay id {forwarded.id} was forwarded meanwhile (seen while the plan was open): duplicate dropped"
+            log("gate", DeliveryState.REFUSED, d.reason)
+        else:
+            ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
+            await self._run(d, tgt, chosen, plan.payload, log, timeout, approval)
+
+    def _mark_forwarded(self, env: Envelope, tgt: Target) -> bool:
+        """Record a forward the operator approved; False if it was forwarded meanwhile."""
+        ledger = self.shared.ledger
+        if ledger.sightings(env.id) == 0:  # pasted from elsewhere: its later arrival is the duplicate
+            ledger.mark_seen(env.id, env.hop, env.sender)
+        return ledger.mark_forwarded(env.id, tgt.spec)
+
+    async def _run(self, d: Delivery, tgt: Target, chosen: Transport, payload: str, log: StageLog,
+                   timeout: float, approval: Approval) -> None:
+        """The transport's stages, then its confirmation; a halt stops them at the next boundary."""
+        log.armed = True  # from here each stage boundary stops on a halt
+        try:
+            await chosen.send(d, tgt, payload, log, approval=approval)
+            log.armed = False  # all that is left is reading receiver evidence
+            if d.state not in {DeliveryState.FAILED, DeliveryState.REFUSED, DeliveryState.TYPED}:
+                await chosen.confirm(d, tgt, payload, log, timeout)
+        except Halted as h:
+            self.halted(d, log, h)
+        except Exception as exc:  # translate at the seam; the ledger keeps the why
+            log.armed = False
+            log.fail(d.stage, describe(exc, f"stage {d.stage} of {chosen.name}"), error=repr(exc)[:500])
+        except BaseException:  # Ctrl-C / cancelled wait: the delivery stays pending, recorded, debuggable
+            log.armed = False
+            d.reason = d.reason or f"the wait was interrupted at stage {d.stage}; `session.debugger({d.relay_id!r})` picks it up"
+            self.record_outcome(d, interrupted=True)
+            raise
+        if d.reply is not None and d.state not in ANSWERED and d.state is not DeliveryState.HALTED:
+            # the verified answer came while the transport was still confirming: it is
+            # receiver evidence in itself, and the stage log must not overwrite it
+            d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
+
+    async def run_armed(self, d: Delivery, log: StageLog, approval: Approval | None,
+                        step: Callable[[Approval], Awaitable[None]]) -> None:
+        """Run one side-effecting step approved at the gate (the debugger's) with the halt
+        boundary armed: a halt already in force, or one at any stage, stops it as in a send.
+        The step gets the approval its own plan got; it is spent when the step ends."""
+        from relay_repl.core.approval import check
+
+        check(approval, what="the debugger's step", relay_id=d.relay_id)
+        assert approval is not None
+        log.armed = True
+        try:
+            log.checkpoint("the approved step")
+            await step(approval)
+        except Halted as h:
+            self.halted(d, log, h)
+        finally:
+            log.armed = False
+            spend(approval)
+
+    def halted(self, d: Delivery, log: StageLog, h: Halted) -> None:
+        """Record a send stopped by a relay-halt: what it had done, and that nothing more was."""
+        log.armed = False
+        if not d.evidence:
+            done = "after the operator's yes, before anything was sent: nothing was typed, written or queued"
+        else:
+            last = d.evidence[-1]
+            nxt = d.extra.halted_before or "the next stage"
+            done = (f"after stage {last.stage} ({last.state.value}: {last.detail}); {nxt} was not done and "
+                    "nothing more was typed, written or queued")
+        d.reason = f"relay-halt ({h.reason}, by {h.by}) stopped the send {done}; `session.unhalt()` clears the halt"
+        log("halt", DeliveryState.HALTED, d.reason)
+
+    def record_outcome(self, d: Delivery, **more: object) -> None:
+        """The delivery's state and everything a later process needs to carry on (transport extras)."""
+        self.shared.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id,
+                                 data={"state": d.state.value, "reason": d.reason, "stage": d.stage,
+                                       "extra": d.extra.model_dump(mode="json", exclude_defaults=True), **more})

@@ -1,0 +1,67 @@
+"""What every part of a session shares: the ledger, the gate's approver, who we are, where
+progress goes, and this process's deliveries.
+
+Why one object: the session is split into parts with one job each (finding targets, sending,
+answers); each reads these at call time, so `session.echo = ...` or `session.approve = ...`
+(the runner and the notebook swap the approver) reaches every part at once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from relay_repl.core.controls import safe_echo
+from relay_repl.core.delivery import Delivery
+from relay_repl.core.errors import LoopHalt, UsageError
+from relay_repl.core.target import Me
+from relay_repl.session.gate import ApproveFn
+from relay_repl.store.ledger import Ledger
+
+
+def default_me() -> Me:
+    """The operator's address until an inbox is registered: user@host-pid."""
+    import socket
+
+    user = os.environ.get("USER") or "operator"
+    return Me(address=f"{user}.{socket.gethostname().split('.')[0]}.{os.getpid()}")
+
+
+class Shared:
+    """The state the session's parts read and write together (see the module docstring)."""
+
+    def __init__(self, *, ledger: Ledger, approve: ApproveFn, me: Me,
+                 echo: Callable[[str], None] | None = None) -> None:
+        self.ledger = ledger
+        self.approve = approve
+        self.me = me
+        self.echo = echo
+        self.deliveries: list[Delivery] = []
+
+    @property
+    def echo(self) -> Callable[[str], None] | None:
+        """Where progress and inbound lines go; None: nowhere. Whatever is assigned is wrapped in
+        `safe_echo`, so a peer's escape sequence or bidi override never reaches the terminal raw."""
+        return self._echo
+
+    @echo.setter
+    def echo(self, echo: Callable[[str], None] | None) -> None:
+        self._echo = safe_echo(echo) if echo is not None else None
+
+    def say(self, line: str) -> None:
+        """A progress line to the echo, or to stdout when there is none."""
+        (self.echo or print)(line)
+
+    def check_halt(self) -> None:
+        halt = self.ledger.active_halt()
+        if halt:
+            raise LoopHalt(f"relay-halt is in force ({halt.reason}, by {halt.by}): nothing is sent and no wait "
+                           "continues until `session.unhalt()`")
+
+    def find_delivery(self, ref: Delivery | str) -> Delivery:
+        if isinstance(ref, Delivery):
+            return ref
+        hits = [d for d in self.deliveries if ref in (d.relay_id, d.key)]
+        if not hits:
+            raise UsageError(f"no delivery {ref!r} in this session; `session.why({ref!r})` shows what the ledger has")
+        return hits[-1]
