@@ -27,12 +27,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from relay_repl.system.polling import poll_until_sync
 from relay_repl.core.errors import LabError
 from relay_repl.store.hosts import HostEntry, save_hosts
 
@@ -191,16 +191,15 @@ def _write_ssh_files(d: Path, host: SecondHost, login_env: dict[str, str]) -> Pa
 
 
 def _wait_port(addr: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """True once sshd on `addr` greets with its `SSH-` banner (within `timeout` seconds)."""
+    def greets() -> bool | None:
         try:
             with socket.create_connection((addr, 22), timeout=1.0) as s:
-                if s.recv(4).startswith(b"SSH-"):
-                    return True
+                return True if s.recv(4).startswith(b"SSH-") else None
         except OSError:
-            pass
-        time.sleep(0.05)
-    return False
+            return None
+
+    return bool(poll_until_sync(greets, timeout=timeout, interval=0.05))
 
 
 def _sshd_alive(host: SecondHost) -> bool:

@@ -49,7 +49,7 @@ class CountingIO(PaneIO):
 
 def composer(name: str) -> str | None:
     state, s = helpers._resolve(name)
-    return helpers._composer_text(s, helpers.capture(name))
+    return helpers._composer_text(s)
 
 
 def stable(screen: str) -> str:
