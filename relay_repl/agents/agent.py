@@ -28,7 +28,7 @@ Processes = Callable[[int], list[tuple[int, list[str]]]]
 class TypedEvidence(BaseModel):
     """What the receiver's own file says about a line typed into its pane."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     state: Literal["none", "enqueued", "confirmed", "mismatch"] = Field(
         description="none: nothing yet; enqueued: held, no turn took it yet; confirmed: a turn took exactly "

@@ -76,7 +76,7 @@ __all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "InboxListing", "
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
 
 
 NO_HOME = "/dev/null/relay-version"

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 class Check(BaseModel):
     """One check: its name, ✔ or ✘, what was found, and the next step when it failed."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     name: str
     ok: bool

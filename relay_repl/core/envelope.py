@@ -167,7 +167,7 @@ def _one_line_or_error(text: str) -> None:
 class Envelope(BaseModel):
     """One relay message. Frozen: a changed hop is a new, re-validated envelope."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
 
     sender: Sender
     to: OneLine

@@ -40,7 +40,7 @@ VerdictKind = Literal["verified", "host verified", "mismatch", "unknown process"
 class Verdict(BaseModel):
     """Who sent an inbound message, judged from the kernel's peer pid."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     verdict: VerdictKind
     pid: int | None = Field(default=None, description="the connecting process (SO_PEERCRED)")
@@ -65,7 +65,7 @@ class Verdict(BaseModel):
 class InboundMessage(BaseModel):
     """One message kept in the operator's inbox (the ledger's `inbox` table)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     seq: int
     at: float
@@ -110,7 +110,7 @@ class PeerIdentity(BaseModel):
     thread's id and name); the verdict compares the claim against it.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     kind: str
     spec: str = Field(description="how the operator names it, e.g. claude:alpha")
@@ -133,7 +133,7 @@ class ToolCall(BaseModel):
     thread's own rollout, written by the host as the model made the call, is evidence.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     tool: Literal["relay_reply", "relay_requests"]
     relay_id: str | None = Field(default=None, description="the id answered (relay_reply)")
@@ -161,7 +161,7 @@ class Receipt(BaseModel):
     delivery's receiver may move that delivery's state (issue 16 case 2).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     frame: dict[str, Any]
     pid: int | None = Field(default=None, description="the connecting process (SO_PEERCRED)")

@@ -19,7 +19,7 @@ from relay_repl.core.controls import visible
 
 
 class Plan(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
 
     action: str = Field(description="What will happen, in a few words, e.g. 'send', 'register inbox'.")
     target: str = Field(description="The resolved target, e.g. 'claude-code:alpha (pid 5694)'.")
@@ -67,7 +67,7 @@ class Plan(BaseModel):
 class ReplyContext(BaseModel):
     """What the sender offers for an answer: the agent module turns it into a route."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     relay_id: str
     inbox: str | None = Field(default=None, description="the listening inbox socket, if any")
@@ -79,7 +79,7 @@ class ReplyContext(BaseModel):
 class ReplyRoute(BaseModel):
     """How an answer comes back from one target, as its agent module says (shown in the plan)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     ok: bool
     how: str = Field(description="the route, in words, for the plan")
@@ -106,7 +106,7 @@ RouteName = Literal["relay-reply", "mcp", "turn"]
 class ReplyOptions(BaseModel):
     """What one target can answer through, each with the evidence for it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     relay_reply: bool = Field(description="its agent may run `relay reply` (no sandbox in the way)")
     relay_reply_why: str = ""

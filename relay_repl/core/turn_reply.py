@@ -17,7 +17,7 @@ PROVENANCE = "receiver's own record"
 class TurnReply(BaseModel):
     """What the receiver's own record says its turn ended with."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     kind: str = Field(description="the agent kind whose record this is")
     status: TurnStatus

@@ -17,6 +17,7 @@ import argparse
 import sys
 
 from relay_repl import __version__
+from relay_repl.frontends import argparse_gettext
 from relay_repl.core.controls import visible  # pure, no dependency: every echo of a peer's text passes it
 from relay_repl.frontends.commands import (
     clean,
@@ -76,6 +77,7 @@ State (ledger, history, lab) lives in $RELAY_HOME, else $XDG_STATE_HOME/relay-re
 
 
 def build_parser() -> argparse.ArgumentParser:
+    argparse_gettext.install()  # ~30 subparsers: one locale walk per message, not per use
     p = argparse.ArgumentParser(
         prog="relay", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )

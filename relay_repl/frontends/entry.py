@@ -5,6 +5,8 @@ that very listing: every millisecond between exec and the listing's spawn is add
 ratio. Importing `frontends/cli.py` first (argparse, typing, the core text helpers) put
 ~10 ms (several times that on a loaded machine) in front of the spawn; here only
 `system/prefetch.py` (standard library) comes first, and the CLI's imports overlap the listing.
+Then, before pydantic builds its first model, its plugin lookup is swapped for one that does
+not import `importlib.metadata` (system/pydantic_plugins.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ def main() -> int:
 
     if prefetch.wanted(sys.argv[1:]):
         prefetch.start()
+    import relay_repl.system.pydantic_plugins as pydantic_plugins
+
+    pydantic_plugins.install()
     from relay_repl.frontends.cli import main as cli_main
 
     return cli_main()

@@ -74,25 +74,31 @@ def pid_alive(pid: int | str | None, proc: Path = PROC) -> bool:
     `kill(pid, 0)` alone counts zombies as alive; a zombie can never answer a
     socket or hold a thread, so it is dead for discovery.
     """
+    return _alive(pid, proc)[0]
+
+
+def _alive(pid: int | str | None, proc: Path) -> tuple[bool, ProcStat | None]:
+    """`pid_alive`, with the stat it read (None when it read none): `same_process` needs
+    both, and reading /proc/<pid>/stat once per record instead of twice is on discovery's path."""
     try:
         n = int(pid)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        return False
+        return False, None
     if n <= 0:
-        return False
+        return False, None
     try:
         os.kill(n, 0)
     except ProcessLookupError:
-        return False
+        return False, None
     except PermissionError:
         pass  # exists, owned by someone else
     except OSError:
-        return False
+        return False, None
     st = read_stat(n, proc)
     if st is None:
         # /proc may be hidden (hidepid); kill(0) said it exists.
-        return not (proc / "self").exists()
-    return st.state not in ("Z", "X", "x")
+        return not (proc / "self").exists(), None
+    return st.state not in ("Z", "X", "x"), st
 
 
 def same_process(pid: int | str | None, start: str | int | None, proc: Path = PROC) -> tuple[bool, str]:
@@ -102,9 +108,10 @@ def same_process(pid: int | str | None, start: str | int | None, proc: Path = PR
     """
     if pid is None:
         return False, "record has no pid"
-    if not pid_alive(pid, proc):
+    alive, st = _alive(pid, proc)
+    if not alive:
         return False, f"pid {pid} is not running"
-    actual = proc_start(pid, proc)
+    actual = st.start if st else None
     if start is None or str(start) == "":
         return False, f"record has no procStart to check pid {pid} against (pid may be reused)"
     if actual is None:

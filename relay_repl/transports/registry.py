@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from relay_repl.agents.registry import EntryPoint, scan_entry_points  # the one reader of entry points
+from relay_repl.system.entry_points import EntryPoint, scan_entry_points  # the one reader of entry points
 from relay_repl.core.errors import RelayError
 from relay_repl.transports.base import Transport
 

@@ -43,7 +43,7 @@ BLOCKERS = (
 class Snapshot(BaseModel):
     """One consistent reading of a pane: rows, rows with SGR escapes, and tmux formats."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
 
     lines: list[str] = Field(description="capture-pane -p: one string per screen row (no -J), row i = screen row i")
     esc_lines: list[str] | None = Field(default=None, description="capture-pane -p -e, same rows; None if not captured")
@@ -82,7 +82,7 @@ class Snapshot(BaseModel):
 class ScreenReading(BaseModel):
     """What a classifier concluded, and why (every conclusion carries its evidence)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
 
     kind: Kind
     composer: Composer
@@ -107,7 +107,7 @@ class ScreenReading(BaseModel):
 class SubmitHint(BaseModel):
     """Screen evidence after Enter; secondary to receiver evidence, never proof alone."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
 
     composer_emptied: bool = False
     payload_in_composer: bool = False
