@@ -107,7 +107,7 @@ class Server:
     async def wait_reply(self, args: dict[str, Any]) -> dict[str, Any]:
         """The answer to one of this host's deliveries, judged by this host's inbox (kernel pid)."""
         session = await self._session()
-        d = session._find_delivery(str(args["relay_id"]))
+        d = session.shared.find_delivery(str(args["relay_id"]))
         msg = await d.wait_reply(float(args.get("timeout") or 60.0))
         return {"message": msg.model_dump(mode="json") if msg is not None else None,
                 "judged_on": socket.gethostname(), "serve_pid": os.getpid()}
