@@ -28,6 +28,8 @@ pytestmark = [pytest.mark.live, pytest.mark.anyio]
 AGENTS_OWN = {
     "/lab/logs/": "each client's own debug log (the lab starts Claude with --debug-file); written on its own timers",
     "/lab/claude/.claude.json": "Claude Code rewrites its global config by itself after a turn (atomically: new inode)",
+    "/lab/claude/.last-cleanup": "the marker of Claude Code's own retention sweep, which a running session starts by "
+    "itself (its housekeeping timer, at most daily; seen in a fresh-clone run once the lab had run ~10 minutes)",
     "/lab/codex/logs_2.sqlite": "Codex's own log database, which the daemon writes continuously",
     "/lab/codex/.tmp/": "the Codex daemon's plugin sync (plugins-clone-*), made and removed on its own schedule",
     "/lab/codex/.sqlite-maintenance.lock": "the Codex daemon's own log-database upkeep lock (the name is in the codex "
