@@ -70,6 +70,7 @@ def test_burners_are_killed_when_soak_is_stopped(tmp_path):
     (tmp_path / "test_slow.py").write_text("import threading\n\ndef test_slow():\n    threading.Event().wait(60)\n")
     proc = subprocess.Popen([sys.executable, str(SOAK), "--load", "2", "--", str(tmp_path / "test_slow.py")],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    started: list[int] = []
     try:
         assert retry_until(lambda: len(burners_of(proc.pid)) == 2, 30, raises=False), "no burners started"
         started = burners_of(proc.pid)
@@ -82,3 +83,8 @@ def test_burners_are_killed_when_soak_is_stopped(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pid in started:  # when this test fails, no busy loop outlives it (they have their own sessions)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
