@@ -18,8 +18,10 @@ async def check_gemini(env: Mapping[str, str] | None = None) -> list[Check]:
     gdir = gemini_dir(environ)
     src = f"from ${HOME_ENV}" if environ.get(HOME_ENV) else "the default"
     if not gdir.is_dir():
-        return [Check(name="Gemini CLI home", ok=False, detail=f"{gdir} does not exist ({src})",
-                      fix=f"start Gemini CLI once, or set {HOME_ENV} to the directory above its .gemini")]
+        # no home yet means no Gemini CLI session has run here: nothing to list, not a fault (as for
+        # Claude Code without a sessions folder); the lab without --gemini has none
+        return [Check(name="Gemini CLI home", ok=True, detail=f"{gdir} does not exist yet ({src}): no Gemini CLI "
+                      f"session has run here (start Gemini CLI once, or set {HOME_ENV}, to list its sessions)")]
     if not os.access(gdir, os.R_OK | os.X_OK):
         return [Check(name="Gemini CLI home", ok=False, detail=f"{gdir} is not readable",
                       fix=f"run relay as the user who owns {gdir}")]
