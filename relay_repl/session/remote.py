@@ -167,7 +167,8 @@ class RemoteDelivery(BaseModel):
 
 async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn, ledger: Any = None,
                       want: str = "none", transport: str | None = None, timeout: float = 30.0,
-                      reply_via: str | None = None, echo: Callable[[str], None] | None = None) -> RemoteDelivery:
+                      reply_via: str | None = None, echo: Callable[[str], None] | None = None,
+                      extra: dict[str, Any] | None = None) -> RemoteDelivery:
     """Send through HOST's relay: it resolves the target, builds the plan and asks; the plan
     comes up the channel and is shown here with its route; only its digest, approved here
     by the operator's gate, goes back. The local approval is spent at once (nothing acts
@@ -196,7 +197,7 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
         return {"digest": digest if approval is not None else None}
 
     args = {"target": rest, "body": body, "want": want, "transport": transport, "timeout": timeout,
-            "reply_via": reply_via}
+            "reply_via": reply_via, **{k: v for k, v in (extra or {}).items() if v}}  # hop, relay_id, heading
     try:
         result = await ch.request("send", args, timeout=timeout + ASK_BOUND, on_ask=on_ask)
     except ChannelLost as exc:

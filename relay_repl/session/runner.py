@@ -41,6 +41,7 @@ from relay_repl.core.peertext import quote
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, LoopHalt, RelayError, UsageError
 from relay_repl.core.plan import Plan
 from relay_repl.core.recipe import Recipe, RecipeError, Step, parse_recipe, render
+from relay_repl.session.sending import remote_spec
 from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import StageLog
 
@@ -222,6 +223,8 @@ class Runner:
                 continue
             for spec in self._targets[step.to]:
                 tgt = await self.session.target(spec)
+                if tgt.host is not None:  # the host's relay lists its own inbox (asked over the channel)
+                    continue
                 kind = kind_for(tgt.kind)
                 if kind is not None and kind.answers_listed_inbox:
                     waits_on = waits_on or kind.label
@@ -445,7 +448,12 @@ class Runner:
         def note(left: float) -> None:
             self.say(f"  … {where}: waiting for the {what} to {relay_id} ({limit - left:.0f}/{limit:g} s)")
 
-        answer = await poll_until(check, timeout=limit, interval=POLL, progress=note, progress_every=PROGRESS_EVERY)
+        bound = limit
+        if d is not None and remote_spec(d.target) and d.reply is None:  # a host's answer is asked for, not pushed
+            self.say(f"  … {where}: waiting up to {limit:g} s for the {what} to {relay_id} (judged on its host)")
+            await d.wait_reply(limit)
+            bound = POLL  # what the host had is in d.reply now: read it once, do not wait again
+        answer = await poll_until(check, timeout=bound, interval=POLL, progress=note, progress_every=PROGRESS_EVERY)
         if answer is None:
             rec.state = "no-reply" if rec.state == "delivered" else rec.state
             rec.reason = f"no {what} within {limit:g} s"

@@ -31,7 +31,19 @@ from relay_repl.transports.base import StageLog, Transport
 from relay_repl.transports.chain import Chain, TransportTable, chain_of, raw_of
 
 if TYPE_CHECKING:
+    from relay_repl.session.remote_send import RemoteSends
     from relay_repl.transports.ranking import Choice
+
+
+def remote_spec(target: object) -> bool:
+    """A spec (or Target) on another host: handed to session/remote_send.py."""
+    if isinstance(target, Target):
+        return target.host is not None
+    if not isinstance(target, str) or "/" not in target:
+        return False
+    from relay_repl.session.remote import split_spec
+
+    return split_spec(target.strip())[0] is not None
 
 
 class Sender:
@@ -45,6 +57,16 @@ class Sender:
         self.answers = answers
         self.transports: dict[str, Transport] = {t.name: t for t in transports}
         self.table = TransportTable(self.transports, self.send)
+        self._remote: RemoteSends | None = None
+
+    @property
+    def remote(self) -> RemoteSends:
+        """Sends to targets on other hosts (session/remote_send.py), made on first use."""
+        if self._remote is None:
+            from relay_repl.session.remote_send import RemoteSends
+
+            self._remote = RemoteSends(self.shared)
+        return self._remote
 
     def choose_transport(self, target: Target, requested: str | None = None, *, durable: bool = False,
                          native_reply: bool = False) -> Choice:
@@ -75,6 +97,9 @@ class Sender:
         _fallback: str | None = None,
     ) -> Delivery:
         """Plan, ask, send, confirm (see Session.send)."""
+        if remote_spec(target):  # HOST/kind:name: planned and carried out there, gated here
+            return await self.remote.send(target, body, want=want, transport=transport, timeout=timeout, hop=hop,
+                                          heading=heading, relay_id=relay_id, reply_via=reply_via)
         chain = chain_of(transport)
         if chain is not None:
             return await self._send_chain(chain, target, body, want=want, to_role=to_role, durable=durable,

@@ -59,7 +59,7 @@ class Server:
     RelayError, whose one line goes back as the answer's error."""
 
     def __init__(self, write: Callable[[Answer], Awaitable[None]] | None = None,
-                 make_session: Callable[..., Any] | None = None) -> None:
+                 make_session: Callable[..., Any] | None = None, extra_targets: tuple[Any, ...] = ()) -> None:
         self.ops: dict[str, Handler] = {"hello": self.hello, "targets": self.targets, "send": self.send,
                                         "wait_reply": self.wait_reply, "halt": self.halt}
         self.write = write
@@ -69,6 +69,7 @@ class Server:
         self._tg: Any = None
         self.closed = False
         self._make = make_session  # the session factory (session.app.make_session by default)
+        self.extra_targets = extra_targets  # `relay --fake serve`: the in-memory fake:inbox its session holds
 
     async def hello(self, args: dict[str, Any]) -> dict[str, Any]:
         theirs = args.get("protocol")
@@ -81,7 +82,8 @@ class Server:
         from relay_repl.agents import default_providers
         from relay_repl.agents.discovery import discover_all
 
-        return [target_json(t) for t in await discover_all(list(default_providers()))]
+        found = [*await discover_all(list(default_providers())), *self.extra_targets]
+        return [target_json(t) for t in found]
 
     # ---- the session: plans built, gated (over the channel) and carried out here ---------
 
@@ -101,7 +103,8 @@ class Server:
         session = await self._session()
         d = await session.send(str(args["target"]), str(args["body"]), want=args.get("want") or "none",
                                transport=args.get("transport"), timeout=float(args.get("timeout") or 30.0),
-                               reply_via=args.get("reply_via"))
+                               reply_via=args.get("reply_via"), hop=int(args.get("hop") or 0),
+                               relay_id=args.get("relay_id"), heading=args.get("heading"))
         return d.model_dump(mode="json")
 
     async def wait_reply(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -259,12 +262,14 @@ def run_stdio(fake: bool = False) -> int:
     fake:inbox target too, as `relay --fake send` does."""
     if sys.stdin.isatty():
         raise UsageError("relay serve --stdio answers another relay over ssh; it is not for a terminal")
-    make = None
+    make: Any = None
+    extra: tuple[Any, ...] = ()
     if fake:
         from functools import partial
 
         from relay_repl.session.app import make_session
+        from relay_repl.transports.fake import fake_target
 
-        make = partial(make_session, fake=True)
-    anyio.run(lambda: serve(server=Server(make_session=make)))
+        make, extra = partial(make_session, fake=True), (fake_target(),)
+    anyio.run(lambda: serve(server=Server(make_session=make, extra_targets=extra)))
     return 0

@@ -49,7 +49,7 @@ from relay_repl.session.answers import Answers, answer_refusal
 from relay_repl.session.finder import Finder
 from relay_repl.session.gate import ApproveFn, DenyGate
 from relay_repl.session.gating import Gatekeeper
-from relay_repl.session.sending import Sender
+from relay_repl.session.sending import Sender, remote_spec
 from relay_repl.session.shared import Shared, default_me
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.base import StageLog, Transport
@@ -148,8 +148,10 @@ class Session:
         """Resolve `claude:alpha`, `codex:<name or uuid>`, `%<pane>`, `fake:inbox`.
 
         Refuses to guess: unknown, ambiguous and stale each raise a one-line
-        error saying what to do next.
+        error saying what to do next. `HOST/kind:name` is resolved by that host's relay.
         """
+        if remote_spec(spec):
+            return await self.sender.remote.target(spec)
         return await self.finder.resolve(spec)
 
     @property
@@ -390,7 +392,9 @@ class Session:
 
     # -- halts and history -----------------------------------------------------------
     def halt(self, reason: str = "operator halt") -> None:
+        """Halt here, and on every host this session sent to (one line per host not told)."""
         self.ledger.halt(reason, by=self.me.sender)
+        self.sender.remote.halt(reason, by=self.me.sender)
 
     def unhalt(self) -> int:
         return self.ledger.clear_halts(by=self.me.sender)

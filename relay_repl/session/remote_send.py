@@ -1,0 +1,134 @@
+"""The Session API for targets on other hosts: `await session.send("HOST/claude:alpha", ...)`.
+
+Why a module of its own: Session and Sender stay as they are for local targets and hand a
+spec naming a host (session/remote.py `split_spec`) here. The host's relay builds the plan
+and carries it out (session/remote.py `send_remote`); the operator's gate (this session's
+`approve`) sees that plan with its route and answers it here. What comes back is the
+host's Delivery, kept in this session's deliveries and recorded in this session's ledger
+(so an `interrupted` send is found by `relay debug` here), and its `wait_reply()` asks the
+host's relay for the answer its inbox judged (`verified on HOST by relay serve pid P`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
+from relay_repl.core.errors import DiscoveryError, HostError, RelayError
+from relay_repl.core.inbound import InboundMessage
+from relay_repl.core.serve_wire import PROTOCOL_VERSION, Request
+from relay_repl.core.target import Target
+from relay_repl.session.remote import Hosts, RemoteDelivery, send_remote, split_spec, wait_reply_remote
+from relay_repl.session.shared import Shared
+
+HALT_TIMEOUT = 15.0  # one ssh call on the open master; a host that does not answer in this is named
+
+
+class RemoteSends:
+    """This session's sends to targets on hosts: one Hosts (one channel per host, opened on
+    first use), the deliveries made through them, and the halt that reaches each host used."""
+
+    def __init__(self, shared: Shared, hosts: Hosts | None = None) -> None:
+        self.shared = shared
+        self._hosts = hosts
+        self.made: dict[str, RemoteDelivery] = {}  # delivery key -> what the host reported
+
+    @property
+    def hosts(self) -> Hosts:
+        if self._hosts is None:
+            self._hosts = Hosts()
+        return self._hosts
+
+    @hosts.setter
+    def hosts(self, hosts: Hosts) -> None:
+        self._hosts = hosts
+
+    def in_use(self) -> list[str]:
+        return sorted(self._hosts._channels) if self._hosts is not None else []
+
+    async def target(self, spec: str | Target) -> Target:
+        """`HOST/kind:name` resolved by that host's relay (its discovery, its /proc)."""
+        if isinstance(spec, Target):
+            return spec
+        host, rest = split_spec(spec.strip())
+        found = [t for t in await self.hosts.targets(str(host)) if t.spec == spec.strip()]
+        live = [t for t in found if t.live]
+        if len(live) == 1:
+            return live[0]
+        if len(live) > 1:
+            raise DiscoveryError(f"{spec} names {len(live)} live sessions on {host}: name one by its uuid")
+        raise DiscoveryError(f"no live target {rest} on host {host} (see `relay targets`)")
+
+    async def send(self, target: str | Target, body: str, *, want: str = "none", transport: Any = None,
+                   timeout: float = 30.0, hop: int = 0, heading: str | None = None, relay_id: str | None = None,
+                   reply_via: str | None = None) -> Delivery:
+        """Plan there, gate here, send there; the Delivery returned answers `wait_reply()`."""
+        self.shared.check_halt()
+        spec = target.spec if isinstance(target, Target) else target.strip()
+        if heading:
+            self.shared.say(heading)
+        extra = {"hop": hop, "relay_id": relay_id}
+        rd = await send_remote(self.hosts, spec, body, approve=self.shared.approve, ledger=self.shared.ledger,
+                               want=want, transport=transport if isinstance(transport, str) else None,
+                               timeout=timeout, reply_via=reply_via, echo=self.shared.say, extra=extra)
+        d = rd.delivery
+        if d.relay_id is None and relay_id is not None:
+            d.relay_id = relay_id  # the channel dropped before the host said: the id it was sent under
+        d._waiter = self._wait_reply
+        self.made[d.key] = rd
+        self.shared.deliveries.append(d)
+        self.shared.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id,
+                                 data={"state": d.state.value, "reason": d.reason, "stage": d.stage,
+                                       "host": rd.host, "route": rd.route, "target": d.target, "want": want})
+        return d
+
+    async def _wait_reply(self, d: Delivery, timeout: float) -> InboundMessage | None:
+        self.shared.check_halt()
+        if d.reply is not None:
+            return d.reply
+        rd = self.made.get(d.key)
+        if rd is None or d.state is DeliveryState.INTERRUPTED:
+            return None
+        ans = await wait_reply_remote(self.hosts, rd, timeout)
+        if ans is None:
+            if d.state not in ANSWERED:
+                d.state = DeliveryState.NO_REPLY if d.outcome == "delivered" else d.state
+            return None
+        msg = ans.message
+        if msg.verdict is not None:  # where and by whom it was judged, beside the verdict itself
+            detail = "; ".join(x for x in (msg.verdict.detail, ans.verified_by) if x)
+            msg = msg.model_copy(update={"verdict": msg.verdict.model_copy(update={"detail": detail})})
+        d.replies.append(msg)
+        d.reply = msg
+        d.state = DeliveryState.REPLIED if d.want == "reply" else DeliveryState.ACKNOWLEDGED
+        self.shared.ledger.event("remote-reply", delivery=d.key, relay_id=d.relay_id,
+                                 data={"host": ans.host, "verified_by": ans.verified_by,
+                                       "message": msg.model_dump(mode="json")})
+        return msg
+
+    def halt(self, reason: str, by: str) -> list[str]:
+        """Tell every host in use (each with a channel opened by this session) to halt: one
+        `relay serve --stdio` call over that host's master, so it works from sync code and
+        while a wait holds the open channel. Returns one line per host that was not told."""
+        if self._hosts is None:
+            return []
+        problems: list[str] = []
+        line = Request(id=1, op="halt", args={"reason": reason, "by": by}).model_dump_json() + "\n"
+        for name, ch in sorted(self._hosts._channels.items()):
+            try:
+                res = subprocess.run([*ch.argv("-T"), *ch.remote_command], input=line, capture_output=True,
+                                     text=True, timeout=HALT_TIMEOUT)
+                ans = json.loads((res.stdout.strip().splitlines() or ["{}"])[-1])
+                if not (ans.get("ok") and ans.get("v") == PROTOCOL_VERSION):
+                    raise HostError(ans.get("error") or (res.stderr.strip() or f"exit {res.returncode}"))
+            except (OSError, ValueError, subprocess.TimeoutExpired, RelayError) as exc:
+                problems.append(f"host {name}: halt not delivered: {exc}")
+        for p in problems:
+            self.shared.say(f"relay: {p}")
+        return problems
+
+    async def aclose(self) -> None:
+        if self._hosts is not None:
+            await self._hosts.aclose()

@@ -1,0 +1,75 @@
+"""The Session API with HOST/ specs, over a real OpenSSH channel to a real sshd (root only).
+
+`await session.send("h2/fake:inbox", ...)` is planned by the host's relay, gated by THIS
+session's approver (the plan shows its route and the host key), carried out there, and
+kept here as a Delivery (in this session and this ledger); `session.target` resolves the
+spec through the host; `session.halt()` reaches the host. The live test with real agents
+and their replies is tests/lab/test_hosts_session_live.py."""
+
+from __future__ import annotations
+
+import subprocess
+
+import anyio
+import pytest
+
+from relay_repl.core.delivery import DeliveryState
+from tests.support.sshd import sshd_host
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def h2(tmp_path, monkeypatch, relay_home):
+    root = tmp_path / "lab"
+    with sshd_host(root, tmp_path / "h2home"):
+        monkeypatch.setenv("RELAY_LAB_DIR", str(root))
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "local-claude"))
+        monkeypatch.setenv("CODEX_HOME", str(tmp_path / "local-codex"))
+        yield root
+
+
+def fingerprint(root) -> str:
+    out = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", str(root / "ssh" / "host_ed25519.pub")],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split()[1]
+
+
+def test_session_send_to_a_host_spec_is_gated_here_and_recorded_here(h2, tmp_path):
+    from relay_repl.session.app import make_session
+    from relay_repl.session.remote import Hosts
+    from relay_repl.store.ledger import Ledger
+
+    shown = []
+
+    async def approve(plan) -> bool:
+        shown.append(plan)
+        return True
+
+    async def go():
+        session = make_session(approve=approve, echo=None, discover=False)
+        session.sender.remote.hosts = Hosts(remote_command=("relay", "--fake", "serve", "--stdio"))
+        try:
+            tgt = await session.target("h2/fake:inbox")
+            d = await session.send("h2/fake:inbox", "hello over ssh")
+            session.halt("stop everywhere")
+            return session, tgt, d
+        finally:
+            await session.sender.remote.aclose()
+
+    session, tgt, d = anyio.run(go)
+    assert tgt.host == "h2" and tgt.spec == "h2/fake:inbox"
+    assert len(shown) == 1 and shown[0].target.startswith("h2/fake:inbox")
+    assert f"route: via ssh h2 (h2), host key {fingerprint(h2)}" in shown[0].render()
+    assert d.target == "h2/fake:inbox" and d.outcome == "delivered", d.summary()
+    assert d in session.deliveries
+    outcomes = [e for e in session.ledger.events(relay_id=d.relay_id) if e.kind == "outcome"]
+    assert outcomes and outcomes[-1].data["host"] == "h2" and outcomes[-1].data["state"] == d.state.value
+    host = Ledger(tmp_path / "h2home" / "ledger.sqlite")
+    try:
+        assert any(e.kind == "plan" for e in host.events(relay_id=d.relay_id))  # planned there
+        assert host.active_halt() is not None and host.active_halt().reason == "stop everywhere"
+    finally:
+        host.close()
+    assert session.ledger.active_halt() is not None
+    assert d.state is not DeliveryState.INTERRUPTED
