@@ -178,10 +178,13 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
     hello = await ch.open()
     fp = await host_key_fingerprint(ch)
     route = f"via ssh {host} ({ch.destination}), host key {fp or 'as ssh checked it'}; relay serve pid {hello.get('pid')}"
+    asked: list[str] = []  # the relay id of the plan the host asked about (known even if the channel drops)
 
     async def on_ask(question: dict[str, Any]) -> dict[str, Any]:
         plan = Plan.model_validate(question.get("plan") or {})
         digest = str(question.get("digest") or "")
+        if plan.relay_id:
+            asked.append(plan.relay_id)
         if plan_digest(plan) != digest:  # what is shown must be exactly what is approved there
             (echo or print)(f"relay: host {host} sent a plan that does not match its digest: declined")
             return {"digest": None}
@@ -201,7 +204,9 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
     try:
         result = await ch.request("send", args, timeout=timeout + ASK_BOUND, on_ask=on_ask)
     except ChannelLost as exc:
-        d = Delivery(target=spec, transport=transport or "?", state=DeliveryState.INTERRUPTED, stage="remote",
+        rid = (extra or {}).get("relay_id") or (asked[-1] if asked else None)
+        d = Delivery(target=spec, relay_id=rid, transport=transport or "?", state=DeliveryState.INTERRUPTED,
+                     stage="remote",
                      reason=f"{exc}; the delivery may have gone ahead on {host}: look at it there "
                             f"(`relay debug` on {host}) before any re-send")
         return RemoteDelivery(delivery=d, host=host, route=route)

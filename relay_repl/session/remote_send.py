@@ -15,6 +15,8 @@ import json
 import subprocess
 from typing import Any
 
+from pydantic import BaseModel
+
 from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
 from relay_repl.core.errors import DiscoveryError, HostError, RelayError
 from relay_repl.core.inbound import InboundMessage
@@ -81,7 +83,8 @@ class RemoteSends:
         self.shared.deliveries.append(d)
         self.shared.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id,
                                  data={"state": d.state.value, "reason": d.reason, "stage": d.stage,
-                                       "host": rd.host, "route": rd.route, "target": d.target, "want": want})
+                                       "host": rd.host, "route": rd.route, "target": d.target, "want": want,
+                                       "body": body, "hop": hop, "timeout": timeout, "reply_via": reply_via})
         return d
 
     async def _wait_reply(self, d: Delivery, timeout: float) -> InboundMessage | None:
@@ -132,3 +135,101 @@ class RemoteSends:
     async def aclose(self) -> None:
         if self._hosts is not None:
             await self._hosts.aclose()
+
+
+# ---- a send to a host the channel dropped under: look there first, re-send at most once ----------
+
+
+class RemoteLook(BaseModel):
+    """What the host's relay holds for one relay id (serve op `evidence`), read before any re-send."""
+
+    relay_id: str
+    host: str
+    evidence: dict[str, Any]
+
+    @property
+    def went_out(self) -> bool:
+        """True when the host approved it or the id went out there: it is never sent again."""
+        e = self.evidence
+        return bool(e.get("approved") or e.get("sent") or (e.get("state") not in (None, "withheld", "refused")))
+
+    @property
+    def receiver(self) -> str:  # read by `relay debug` as for a local look
+        return "on-host"
+
+    def render(self) -> str:
+        e = self.evidence
+        verdict = "went out there: not re-sent" if self.went_out else "never went out there: may be re-sent once"
+        return (f"{self.relay_id} on {self.host} (relay serve pid {e.get('serve_pid')}): planned={e.get('planned')} "
+                f"approved={e.get('approved')} state={e.get('state')} stage={e.get('stage')} "
+                f"sent={e.get('sent')}: {verdict}")
+
+
+class RemoteDebugger:
+    """`session.debugger(ID)` for a send to a host: look asks the host's relay for its evidence;
+    resume re-sends (same relay id, gated again) only when the host shows it never went out."""
+
+    def __init__(self, remote: RemoteSends, relay_id: str, record: dict[str, Any], delivery: Delivery) -> None:
+        self.remote = remote
+        self.relay_id = relay_id
+        self.record = record  # the local outcome event's data: host, target, body, want ...
+        self.delivery = delivery
+
+    async def look(self, record: bool = True) -> RemoteLook:
+        host = str(self.record["host"])
+        ev = await self.remote.hosts.channel(host).request("evidence", {"relay_id": self.relay_id}, timeout=30)
+        lk = RemoteLook(relay_id=self.relay_id, host=host, evidence=ev)
+        if record:
+            self.remote.shared.ledger.event("debug-look", relay_id=self.relay_id, delivery=self.delivery.key,
+                                            data={"host": host, "evidence": ev})
+        self.remote.shared.say(lk.render())
+        return lk
+
+    async def resume(self) -> Delivery:
+        lk = await self.look()
+        if lk.went_out:
+            state = lk.evidence.get("state")
+            if state:
+                try:
+                    self.delivery.state = DeliveryState(state)
+                except ValueError:
+                    pass
+            self.delivery.stage = str(lk.evidence.get("stage") or self.delivery.stage)
+            self.delivery.reason = f"already went out on {lk.host} (its ledger): not re-sent"
+            return self.delivery
+        r = self.record
+        d = await self.remote.send(str(r["target"]), str(r["body"]), want=str(r.get("want") or "none"),
+                                   timeout=float(r.get("timeout") or 30.0), hop=int(r.get("hop") or 0),
+                                   relay_id=self.relay_id, reply_via=r.get("reply_via"))
+        self.delivery = d
+        return d
+
+    step = resume  # one stage here is the whole send there
+
+    def abandon(self, reason: str = "abandoned by the operator") -> Delivery:
+        self.delivery.state = DeliveryState.ABANDONED
+        self.delivery.reason = reason
+        self.remote.shared.ledger.event("outcome", delivery=self.delivery.key, relay_id=self.relay_id,
+                                        data={**self.record, "state": "abandoned", "reason": reason})
+        return self.delivery
+
+    def table(self) -> str:
+        return f"{self.relay_id} to {self.record.get('target')} via ssh {self.record.get('host')}: {self.delivery.summary()}"
+
+    def __repr__(self) -> str:
+        return f"<RemoteDebugger {self.table()}>"
+
+
+def remote_debugger(remote: RemoteSends, ref: str) -> RemoteDebugger | None:
+    """The debugger for a send this ledger recorded as made on a host, else None (a local one)."""
+    events = remote.shared.ledger.events(relay_id=ref) or remote.shared.ledger.events(delivery=ref)
+    outs = [e for e in events if e.kind == "outcome" and e.data.get("host")]
+    if not outs:
+        return None
+    last = outs[-1]
+    rid = last.relay_id or ref
+    mine = [d for d in remote.shared.deliveries if ref in (d.key, d.relay_id)]
+    d = mine[-1] if mine else Delivery(key=last.delivery or rid, relay_id=rid, target=str(last.data.get("target")),
+                                       transport="ssh", state=DeliveryState(last.data.get("state") or "unknown"),
+                                       stage=str(last.data.get("stage") or "remote"), reason=last.data.get("reason"))
+    return RemoteDebugger(remote, rid, dict(last.data), d)

@@ -61,7 +61,7 @@ class Server:
     def __init__(self, write: Callable[[Answer], Awaitable[None]] | None = None,
                  make_session: Callable[..., Any] | None = None, extra_targets: tuple[Any, ...] = ()) -> None:
         self.ops: dict[str, Handler] = {"hello": self.hello, "targets": self.targets, "send": self.send,
-                                        "wait_reply": self.wait_reply, "halt": self.halt}
+                                        "wait_reply": self.wait_reply, "halt": self.halt, "evidence": self.evidence}
         self.write = write
         self._asks: dict[int, Any] = {}  # request id -> memory stream the `approve` answer arrives on
         self.session: Any = None
@@ -114,6 +114,26 @@ class Server:
         msg = await d.wait_reply(float(args.get("timeout") or 60.0))
         return {"message": msg.model_dump(mode="json") if msg is not None else None,
                 "judged_on": socket.gethostname(), "serve_pid": os.getpid()}
+
+    async def evidence(self, args: dict[str, Any]) -> dict[str, Any]:
+        """What this host's ledger holds for one relay id, read before any re-send from the other
+        side: was it approved here, how far it got, how many times the id went out."""
+        from relay_repl.store.ledger import Ledger
+
+        rid = str(args["relay_id"])
+        led = Ledger.default()
+        try:
+            events = led.events(relay_id=rid)
+            outcomes = [e.data for e in events if e.kind == "outcome"]
+            stages = [e.kind for e in events if e.kind.startswith("stage")]
+            return {"relay_id": rid, "host": socket.gethostname(), "serve_pid": os.getpid(),
+                    "planned": any(e.kind == "plan" for e in events),
+                    "approved": any(e.kind == "answer" and e.data.get("approved") for e in events),
+                    "state": outcomes[-1].get("state") if outcomes else None,
+                    "stage": outcomes[-1].get("stage") if outcomes else (stages[-1] if stages else None),
+                    "sent": led.sightings(rid, "sent")}
+        finally:
+            led.close()
 
     async def halt(self, args: dict[str, Any]) -> dict[str, Any]:
         from relay_repl.store.ledger import Ledger

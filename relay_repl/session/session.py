@@ -336,6 +336,10 @@ class Session:
         from relay_repl.session.debugger import Debugger, Recorded, rebuild
 
         ref = delivery.key if isinstance(delivery, Delivery) else str(delivery).strip()
+        from relay_repl.session.remote_send import remote_debugger
+
+        if (on_host := remote_debugger(self.sender.remote, ref)) is not None:  # a send made on a host
+            return on_host  # type: ignore[return-value]
         mine = [d for d in self.deliveries if ref in (d.key, d.relay_id)]
         try:
             rec = rebuild(self.ledger, ref)

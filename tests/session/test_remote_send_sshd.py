@@ -73,3 +73,52 @@ def test_session_send_to_a_host_spec_is_gated_here_and_recorded_here(h2, tmp_pat
         host.close()
     assert session.ledger.active_halt() is not None
     assert d.state is not DeliveryState.INTERRUPTED
+
+
+def test_master_killed_mid_send_is_interrupted_here_and_resume_looks_there_and_sends_once(h2, tmp_path):
+    """SIGKILL of the ssh master while the operator answers: the delivery is `interrupted`, stage
+    `remote`, in THIS ledger; `session.debugger(id).resume()` first asks the host's relay for its
+    evidence (never approved there, never sent), re-sends under the same id once; a second
+    resume finds it went out there and sends nothing: the host's ledger counts the id sent once."""
+    import os
+    import signal
+
+    from relay_repl.session.app import make_session
+    from relay_repl.session.remote import Hosts
+    from relay_repl.store.ledger import Ledger
+
+    shown = []
+    hosts = Hosts(remote_command=("relay", "--fake", "serve", "--stdio"))
+
+    async def approve(plan) -> bool:
+        shown.append(plan)
+        if len(shown) == 1:
+            os.kill(hosts.channel("h2").master_pid, signal.SIGKILL)  # the channel dies as the operator says yes
+        return True
+
+    async def go():
+        session = make_session(approve=approve, echo=None, discover=False)
+        session.sender.remote.hosts = hosts
+        try:
+            d = await session.send("h2/fake:inbox", "hello once", want="none")
+            first = d.model_copy()
+            resumed = await session.debugger(d.relay_id).resume()
+            again = await session.debugger(d.relay_id).resume()
+            return session, first, resumed, again
+        finally:
+            await hosts.aclose()
+
+    session, first, resumed, again = anyio.run(go)
+    assert first.state is DeliveryState.INTERRUPTED and first.stage == "remote" and first.relay_id
+    rid = first.relay_id
+    recorded = [e.data for e in session.ledger.events(relay_id=rid) if e.kind == "outcome"]
+    assert recorded[0]["state"] == "interrupted" and recorded[0]["stage"] == "remote" and recorded[0]["host"] == "h2"
+    assert [e.kind for e in session.ledger.events(relay_id=rid) if e.kind == "debug-look"] == ["debug-look"] * 2
+    assert resumed.relay_id == rid and resumed.outcome == "delivered", resumed.summary()
+    assert again.outcome == "delivered" and "not re-sent" in (again.reason or "")
+    assert len(shown) == 2  # asked for the first send and the one re-send, not for the second resume
+    host = Ledger(tmp_path / "h2home" / "ledger.sqlite")
+    try:
+        assert host.sightings(rid, "sent") == 1  # the id went out on the host exactly once
+    finally:
+        host.close()
