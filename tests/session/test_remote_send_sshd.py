@@ -122,3 +122,45 @@ def test_master_killed_mid_send_is_interrupted_here_and_resume_looks_there_and_s
         assert host.sightings(rid, "sent") == 1  # the id went out on the host exactly once
     finally:
         host.close()
+
+
+def test_changed_host_key_refuses_a_session_send_and_nothing_runs_on_the_host(h2, tmp_path):
+    """A send works; the host's key then changes (the master gone, as after ControlPersist): the
+    next `session.send` is refused with the next step, and the host shows nothing ran: no new
+    login in sshd's log, and its relay's ledger (the marker a `relay serve` send writes) unchanged."""
+    from relay_repl.core.errors import HostKeyError
+    from relay_repl.session.app import make_session
+    from relay_repl.session.remote import Hosts
+    from relay_repl.store.ledger import Ledger
+
+    async def yes(plan) -> bool:
+        return True
+
+    def host_events() -> int:
+        led = Ledger(tmp_path / "h2home" / "ledger.sqlite")
+        try:
+            return len(led.events())
+        finally:
+            led.close()
+
+    async def send_once():
+        session = make_session(approve=yes, echo=None, discover=False)
+        hosts = Hosts(remote_command=("relay", "--fake", "serve", "--stdio"))
+        session.sender.remote.hosts = hosts
+        try:
+            return await session.send("h2/fake:inbox", "before the key changed")
+        finally:
+            await hosts.aclose()
+            await hosts.channel("h2").stop_master()
+
+    assert anyio.run(send_once).outcome == "delivered"
+    events, logins = host_events(), (h2 / "ssh" / "sshd.log").read_text().count("Accepted publickey")
+    assert events > 0 and logins > 0  # the marker is written when anything runs there
+    kh = h2 / "ssh" / "known_hosts"
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    kh.write_text(f"{kh.read_text().split()[0]} {' '.join(other.with_suffix('.pub').read_text().split()[:2])}\n")
+    with pytest.raises(HostKeyError, match="CHANGED"):
+        anyio.run(send_once)
+    assert host_events() == events
+    assert (h2 / "ssh" / "sshd.log").read_text().count("Accepted publickey") == logins
