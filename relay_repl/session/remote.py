@@ -175,8 +175,26 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
     here); the host's relay mints its own from that digest, single-use, for that plan only."""
     host, rest = resolve_host(spec, hosts)
     ch = hosts.channel(host)
-    hello = await ch.open()
-    fp = await host_key_fingerprint(ch)
+    got: dict[str, Any] = {}
+
+    async def fingerprint() -> None:
+        try:
+            got["fp"] = await host_key_fingerprint(ch)
+        except RelayError:
+            got["fp"] = None  # the route then says ssh checked the key, as it did
+
+    failed: RelayError | None = None
+    hello: dict[str, Any] = {}
+    async with anyio.create_task_group() as tg:  # read locally while the channel opens
+        tg.start_soon(fingerprint)
+        try:
+            hello = await ch.open()
+        except RelayError as exc:  # raised as itself, not inside a task group's exception group
+            failed = exc
+            tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    fp = got.get("fp")
     route = f"via ssh {host} ({ch.destination}), host key {fp or 'as ssh checked it'}; relay serve pid {hello.get('pid')}"
     asked: list[str] = []  # the relay id of the plan the host asked about (known even if the channel drops)
 

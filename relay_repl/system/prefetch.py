@@ -19,10 +19,12 @@ _pending: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
 
 
 def wanted(words: list[str]) -> bool:
-    """Whether this command line lists targets first: `relay targets`, and `relay notebook run`
-    (its first cell needs the targets too); never for `--help`."""
+    """Whether this command line lists targets first: `relay targets`, `relay notebook run`
+    (its first cell needs the targets too) and `relay serve --stdio` (the channel is opened for a
+    first `targets` or `send`, both of which discover); never for `--help`."""
     nb_run = "notebook" in words[:3] and "run" in words[:4]
-    return ("targets" in words[:3] or nb_run) and "--help" not in words and "-h" not in words
+    serve = "serve" in words[:3] and "--stdio" in words  # a host's relay: the caller's first request lists or sends
+    return ("targets" in words[:3] or nb_run or serve) and "--help" not in words and "-h" not in words
 
 
 def claude_binary(env: dict[str, str] | os._Environ[str], explicit: str | None = None) -> str | None:

@@ -150,8 +150,9 @@ class SshChannel:
         return False
 
     async def ensure_master(self) -> None:
-        """A live master for this host: the one there, or a new one (`ssh -N -f`)."""
-        if await self.check():
+        """A live master for this host: the one there, or a new one (`ssh -N -f`). With no socket
+        at relay's own ControlPath there is no master to check: one ssh spawn saved on a cold channel."""
+        if os.path.exists(self.socket_path()) and await self.check():
             return
         self.control_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         code, _out, err = await self._run(self.argv("-N", "-f", master="yes"), CONNECT_TIMEOUT + 5)

@@ -75,3 +75,12 @@ def test_the_console_script_spawns_the_listing_before_importing_the_cli(tmp_path
                        timeout=60, stdin=subprocess.DEVNULL)
     assert "LISTING STARTED WITH [[]]" in r.stderr, (r.stdout, r.stderr[-2000:])
     assert r.stdout.lstrip().startswith("["), r.stdout  # and the listing itself still printed (JSON first)
+
+
+def test_wanted_for_a_hosts_relay_serving_stdio_and_not_for_help():
+    """`relay serve --stdio` is opened for a first `targets` or `send`, both of which discover:
+    its listing overlaps the serve process's imports (the cold channel of issue 21)."""
+    from relay_repl.system.prefetch import wanted
+
+    assert wanted(["serve", "--stdio"]) and wanted(["--fake", "serve", "--stdio"])
+    assert not wanted(["serve", "--stdio", "--help"]) and not wanted(["serve"])
