@@ -105,7 +105,7 @@ class RemoteSends:
             msg = msg.model_copy(update={"verdict": msg.verdict.model_copy(update={"detail": detail})})
         d.replies.append(msg)
         d.reply = msg
-        d.state = DeliveryState.REPLIED if d.want == "reply" else DeliveryState.ACKNOWLEDGED
+        d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
         self.shared.ledger.event("remote-reply", delivery=d.key, relay_id=d.relay_id,
                                  data={"host": ans.host, "verified_by": ans.verified_by,
                                        "message": msg.model_dump(mode="json")})
