@@ -22,7 +22,8 @@ from relay_repl.core.errors import DiscoveryError, HostError, RelayError
 from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.serve_wire import PROTOCOL_VERSION, Request
 from relay_repl.core.target import Target
-from relay_repl.session.remote import Hosts, RemoteDelivery, send_remote, split_spec, wait_reply_remote
+from relay_repl.session.remote import (Hosts, RemoteAnswer, RemoteDelivery, send_remote, split_spec,
+                                       wait_reply_remote)
 from relay_repl.session.shared import Shared
 
 HALT_TIMEOUT = 15.0  # one ssh call on the open master; a host that does not answer in this is named
@@ -80,6 +81,9 @@ class RemoteSends:
             d.relay_id = relay_id  # the channel dropped before the host said: the id it was sent under
         d._waiter = self._wait_reply
         self.made[d.key] = rd
+        if d.reply is not None:  # answered before the host's send returned: linked there, judged there
+            pid = int((self.hosts.channel(rd.host).hello or {}).get("pid") or 0)
+            self._linked(d, RemoteAnswer(message=d.reply, host=rd.host, judged_on=rd.host, serve_pid=pid))
         self.shared.deliveries.append(d)
         self.shared.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id,
                                  data={"state": d.state.value, "reason": d.reason, "stage": d.stage,
@@ -99,10 +103,15 @@ class RemoteSends:
             if d.state not in ANSWERED:
                 d.state = DeliveryState.NO_REPLY if d.outcome == "delivered" else d.state
             return None
+        return self._linked(d, ans)
+
+    def _linked(self, d: Delivery, ans: RemoteAnswer) -> InboundMessage:
+        """The host's answer, linked to `d` here with where and by whom it was judged."""
         msg = ans.message
-        if msg.verdict is not None:  # where and by whom it was judged, beside the verdict itself
+        if msg.verdict is not None:  # beside the verdict itself
             detail = "; ".join(x for x in (msg.verdict.detail, ans.verified_by) if x)
             msg = msg.model_copy(update={"verdict": msg.verdict.model_copy(update={"detail": detail})})
+        d.replies = [r for r in d.replies if r.seq != msg.seq]
         d.replies.append(msg)
         d.reply = msg
         d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
