@@ -105,7 +105,12 @@ def run(server: Sequence[str], *args: str, env: Mapping[str, str] | None = None,
 
 async def arun(server: Sequence[str], *args: str, env: Mapping[str, str] | None = None,
                timeout: float = TMUX_TIMEOUT, config: str | None = None) -> TmuxResult:
-    """`run` for async callers (the child runs without blocking the event loop)."""
+    """`run` for async callers (the child runs without blocking the event loop); `run` itself
+    inside a loopless listing (system/loopless.py), which has no event loop to keep free."""
+    from relay_repl.system import loopless
+
+    if loopless.active():
+        return run(server, *args, env=env, timeout=timeout, config=config)
     cmd, child = _prepare(server, args, env, config, ())
     try:
         with anyio.fail_after(timeout):
