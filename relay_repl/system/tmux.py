@@ -24,8 +24,6 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import anyio
-
 from relay_repl.core.errors import TmuxError
 
 TMUX_TIMEOUT = 5.0
@@ -111,6 +109,8 @@ async def arun(server: Sequence[str], *args: str, env: Mapping[str, str] | None 
 
     if loopless.active():
         return run(server, *args, env=env, timeout=timeout, config=config)
+    import anyio  # here, not at the top: a loopless listing never imports it
+
     cmd, child = _prepare(server, args, env, config, ())
     try:
         with anyio.fail_after(timeout):

@@ -1,5 +1,5 @@
 """`relay targets` with no remote hosts lists without an event loop (system/loopless.py): importing
-asyncio (ssl, concurrent.futures, logging) and anyio's asyncio backend was about a quarter of the
+asyncio (ssl, concurrent.futures, logging), anyio and its asyncio backend was about a quarter of the
 cold start's CPU, measured against `claude agents --json` alone (issue 20 item 4). The listing it
 prints must be the one the async discovery (the REPL's refresh) finds."""
 
@@ -21,7 +21,7 @@ TARGETS_PROBE = """
 import os, sys
 real_exit = os._exit
 def probe(code):  # relay targets leaves by os._exit: look at what was imported just before
-    print("LOADED", [m for m in ("asyncio", "ssl", "anyio._backends._asyncio") if m in sys.modules], file=sys.stderr, flush=True)
+    print("LOADED", [m for m in ("asyncio", "ssl", "anyio") if m in sys.modules], file=sys.stderr, flush=True)
     real_exit(code)
 os._exit = probe
 sys.argv = ["relay", "targets", "--json"]

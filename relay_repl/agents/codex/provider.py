@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 from relay_repl.store.sqlite_read import connect_read_only
 
-import anyio
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.inbound import PeerIdentity, ToolCall
@@ -190,6 +189,7 @@ async def daemon_thread_status(socket_path: Path, thread_ids: Sequence[str], tim
     `thread/read {includeTurns:false}` per id, pipelined. Notifications are skipped while
     waiting for response ids. Raises DaemonError with a one-line reason.
     """
+    import anyio  # here, not at the top: a loopless listing (no daemon) never imports it
     from websockets.asyncio.client import unix_connect
     from websockets.exceptions import WebSocketException
 
