@@ -270,6 +270,12 @@ class AgentKind(Agent, Protocol):
         has no peer registry (blocking; raises a RelayError when listing is impossible now)."""
         ...
 
+    def listed_peer_name(self, address: str) -> str | None:
+        """The name under which the sender `address` is listed in this kind's own peer registry
+        (as its sessions see it), or None when it is not listed or the kind has no such registry.
+        The lab's stub model asks this before it scripts a native reply to that sender."""
+        ...
+
     def lab(self) -> LabSpec | None:
         """How `relay lab up` offers it, or None when the lab cannot run it offline."""
         ...
@@ -399,6 +405,9 @@ class AgentKindBase:
         return {}
 
     def inbox_listing(self, name: str) -> InboxListing | None:
+        return None
+
+    def listed_peer_name(self, address: str) -> str | None:
         return None
 
     # -- the lab --------------------------------------------------------------------------------
