@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parents[1] / "relay_repl"
 ALLOWED = ("agents/", "testing/")
 FUTURE = {"gemini", "gemini-cli"}  # the next kind, named here before its package exists
 PENDING: dict[str, str] = {
-    "lab/fidelity/__init__.py": "the lab: fact table per kind (lab part of issue 19 not done)",
     "lab/fidelity/discovery.py": "the lab: discovery facts of the two kinds (moved from the live tests)",
     "lab/fidelity/screens.py": "the lab: the screen recorder stages each kind's screens",
     "lab/fidelity/tmux.py": "the lab: tmux facts per kind (moved from the live tests)",

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from relay_repl.agents.turn_reply import TurnWatch
     from relay_repl.system.panes import PaneRoster
 
-__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "InboxListing", "LabContext", "LabLaunch", "LabPane", "LabReady",
+__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "FidelityFact", "InboxListing", "LabContext", "LabLaunch", "LabPane", "LabReady",
            "LabSpec", "NoDetail"]
 
 
@@ -104,6 +104,16 @@ class LabSpec(_Frozen):
     default_count: int = Field(default=1, ge=0, description="sessions `relay lab up` starts when the flag is omitted")
     stub_api: str = Field(description="the stub model API its sessions talk to (lab/stubs): 'anthropic', 'openai', ...")
     help: str = ""
+
+
+class FidelityFact(_Frozen):
+    """One reverse-engineered fact about a kind's client that relay depends on, and the live checks
+    (`relay fidelity`, lab/fidelity/checks.py) that prove it. A fact two kinds share is declared by
+    both with the same `fact` text; `relay fidelity` reports it once, for both."""
+
+    fact: str
+    paths: str = Field(description="which relay paths rely on it (what stays refused when it fails)")
+    checks: tuple[str, ...] = Field(description="GROUP:CHECK names (checks.all_checks()); a [param] suffix is one case")
 
 
 class LabContext(_Frozen):
@@ -280,6 +290,10 @@ class AgentKind(Agent, Protocol):
         """How `relay lab up` offers it, or None when the lab cannot run it offline."""
         ...
 
+    def fidelity_facts(self) -> tuple[FidelityFact, ...]:
+        """The facts about its client `relay fidelity` checks live (none: fidelity covers none of it)."""
+        ...
+
     def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
         """Config files (path -> text) its lab sessions `names` need before any starts."""
         ...
@@ -414,6 +428,9 @@ class AgentKindBase:
 
     def lab(self) -> LabSpec | None:
         return None
+
+    def fidelity_facts(self) -> tuple[FidelityFact, ...]:
+        return ()
 
     def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
         return {}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.claude_code.agent import KIND, ClaudeAgent
 from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, InboxListing, LabSpec
+from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, FidelityFact, InboxListing, LabSpec
 from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Me, Target
 
@@ -111,6 +111,11 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
                 if rec.get("pid") == int(tail) and rec.get("name"):
                     return str(rec["name"])
         return None
+
+    def fidelity_facts(self) -> tuple[FidelityFact, ...]:
+        from relay_repl.agents.claude_code.fidelity import FACTS
+
+        return FACTS
 
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="claude", stub_api="anthropic", help="Claude Code sessions")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.codex.agent import KIND, CodexAgent
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, LabSpec
+from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, FidelityFact, LabSpec
 from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Me, Target
 
@@ -80,6 +80,11 @@ class CodexKind(CodexAgent, AgentKindBase):
         """`codex --version` writes helper links under $CODEX_HOME/tmp; with a home that cannot exist
         it warns on stderr and still prints its version (0.171.0, measured)."""
         return {"CODEX_HOME": NO_HOME}
+
+    def fidelity_facts(self) -> tuple[FidelityFact, ...]:
+        from relay_repl.agents.codex.fidelity import FACTS
+
+        return FACTS
 
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="codex", stub_api="openai", help="Codex sessions")

@@ -1,0 +1,34 @@
+"""The facts about Claude Code that `relay fidelity` checks live (lab/fidelity runs the checks).
+
+Their home is the kind's package: a fact about the client changes with the client, and the
+lab iterates every kind's table rather than naming the kinds. Facts shared with another kind
+carry the same text there, and are reported once for both.
+"""
+
+from __future__ import annotations
+
+from relay_repl.agents.kind import FidelityFact
+
+_D, _N, _T = "discovery:", "native:", "tmux:"
+
+FACTS: tuple[FidelityFact, ...] = (
+    FidelityFact(fact="registry fields, listing, panes (both kinds)", paths="discovery",
+                 checks=(_D + "both_kinds_listed_idle_with_their_panes_and_transports",)),
+    FidelityFact(fact="liveness: busy while a turn runs", paths="discovery, plans",
+                 checks=(_D + "busy_while_a_slow_turn_runs",)),
+    FidelityFact(fact="claude socket wire + transcript origin records (idle)",
+                 paths="claude-code-socket, claude-code-message", checks=(_N + "claude_socket_to_an_idle_target",)),
+    FidelityFact(fact="claude socket wire + origin records (busy, both paths)",
+                 paths="claude-code-socket, claude-code-message",
+                 checks=(_N + "claude_socket_transports_to_a_busy_target",)),
+    FidelityFact(fact="claude message wrapper recorded", paths="claude-code-message",
+                 checks=(_N + "message_plan_shows_the_wrapper_that_is_written_and_recorded",)),
+    FidelityFact(fact="tmux idle delivery with receiver evidence", paths="tmux",
+                 checks=(_T + "idle_delivery_with_receiver_evidence",)),
+    FidelityFact(fact="busy submit: claude Enter queues for the tool boundary", paths="tmux",
+                 checks=(_T + "busy_claude_enter_queues_then_delivers",)),
+    FidelityFact(fact="preflight refusals send zero keys (draft, copy-mode, slash menu)", paths="tmux",
+                 checks=(_T + "refusal_sends_zero_keys",)),
+    FidelityFact(fact="preflight refusal on a dialog sends zero keys", paths="tmux",
+                 checks=(_T + "dialog_refusal_sends_zero_keys",)),
+)
