@@ -25,7 +25,6 @@ FUTURE = {"gemini", "gemini-cli"}  # the next kind, named here before its packag
 PENDING: dict[str, str] = {
     "lab/fidelity/discovery.py": "the lab: discovery facts of the two kinds (moved from the live tests)",
     "lab/fidelity/screens.py": "the lab: the screen recorder stages each kind's screens",
-    "lab/fidelity/tmux.py": "the lab: tmux facts per kind (moved from the live tests)",
     "lab/layout.py": "the lab: per-kind config files and commands (lab part not done)",
     "lab/lab_status.py": "the lab: reads Claude's registry for a session's status",
     "lab/readiness.py": "the lab: when a Claude or Codex session is ready",

@@ -290,6 +290,11 @@ class AgentKind(Agent, Protocol):
         """How `relay lab up` offers it, or None when the lab cannot run it offline."""
         ...
 
+    def fidelity(self) -> ModuleType | None:
+        """Its fidelity module (agents/<kind>/fidelity.py): `FACTS` and the per-kind helpers the lab's
+        live checks use (`COMPOSER_END_KEY`, `tmux_unconfirmed(...)`), or None."""
+        ...
+
     def fidelity_facts(self) -> tuple[FidelityFact, ...]:
         """The facts about its client `relay fidelity` checks live (none: fidelity covers none of it)."""
         ...
@@ -429,8 +434,12 @@ class AgentKindBase:
     def lab(self) -> LabSpec | None:
         return None
 
+    def fidelity(self) -> ModuleType | None:
+        return None
+
     def fidelity_facts(self) -> tuple[FidelityFact, ...]:
-        return ()
+        mod = self.fidelity()
+        return tuple(getattr(mod, "FACTS", ())) if mod is not None else ()
 
     def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
         return {}

@@ -7,6 +7,8 @@ carry the same text there, and are reported once for both.
 
 from __future__ import annotations
 
+from typing import Any
+
 from relay_repl.agents.kind import FidelityFact
 
 _D, _N, _T = "discovery:", "native:", "tmux:"
@@ -32,3 +34,15 @@ FACTS: tuple[FidelityFact, ...] = (
     FidelityFact(fact="preflight refusal on a dialog sends zero keys", paths="tmux",
                  checks=(_T + "dialog_refusal_sends_zero_keys",)),
 )
+
+COMPOSER_END_KEY = "End"
+"""The tmux key that moves the cursor to the end of Claude's composer (the lab clears a draft with it and C-u)."""
+
+
+def tmux_unconfirmed(confirm: dict[str, Any], payload: str) -> str | None:
+    """Why the tmux transport's confirm-stage data is not Claude's own evidence of `payload` typed
+    by a human (its transcript record, origin human, holding the text), or None when it is."""
+    record = confirm.get("record") or {}
+    if (record.get("origin") or {}).get("kind") == "human" and payload in str(record.get("content", "")):
+        return None
+    return f"transcript record is not the typed line with a human origin: {record}"

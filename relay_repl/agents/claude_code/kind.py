@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.claude_code.agent import KIND, ClaudeAgent
 from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, FidelityFact, InboxListing, LabSpec
+from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, InboxListing, LabSpec
 from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Me, Target
 
@@ -112,10 +113,10 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
                     return str(rec["name"])
         return None
 
-    def fidelity_facts(self) -> tuple[FidelityFact, ...]:
-        from relay_repl.agents.claude_code.fidelity import FACTS
+    def fidelity(self) -> ModuleType | None:
+        import relay_repl.agents.claude_code.fidelity as fidelity
 
-        return FACTS
+        return fidelity
 
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="claude", stub_api="anthropic", help="Claude Code sessions")

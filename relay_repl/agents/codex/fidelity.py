@@ -7,6 +7,8 @@ carry the same text there, and are reported once for both.
 
 from __future__ import annotations
 
+from typing import Any
+
 from relay_repl.agents.kind import FidelityFact
 
 _D, _N, _T = "discovery:", "native:", "tmux:"
@@ -33,3 +35,15 @@ FACTS: tuple[FidelityFact, ...] = (
     FidelityFact(fact="preflight refusal on a dialog sends zero keys", paths="tmux",
                  checks=(_T + "dialog_refusal_sends_zero_keys",)),
 )
+
+COMPOSER_END_KEY = "C-e"
+"""The tmux key that moves the cursor to the end of Codex's composer (the lab clears a draft with it and C-u)."""
+
+
+def tmux_unconfirmed(confirm: dict[str, Any], payload: str) -> str | None:
+    """Why the tmux transport's confirm-stage data is not Codex's own evidence of a typed line that
+    started a turn of its own (the rollout item: a user turn trigger, not steered), or None when it is."""
+    item = confirm.get("item") or {}
+    if item.get("turn_trigger") == "user" and not item.get("steered"):
+        return None
+    return f"rollout item is not a user-triggered, unsteered turn: {item}"

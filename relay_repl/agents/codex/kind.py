@@ -4,11 +4,12 @@ in pyproject.toml; what the session, the doctor and the lab ask of it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.codex.agent import KIND, CodexAgent
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, FidelityFact, LabSpec
+from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, LabSpec
 from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Me, Target
 
@@ -81,10 +82,10 @@ class CodexKind(CodexAgent, AgentKindBase):
         it warns on stderr and still prints its version (0.171.0, measured)."""
         return {"CODEX_HOME": NO_HOME}
 
-    def fidelity_facts(self) -> tuple[FidelityFact, ...]:
-        from relay_repl.agents.codex.fidelity import FACTS
+    def fidelity(self) -> ModuleType | None:
+        import relay_repl.agents.codex.fidelity as fidelity
 
-        return FACTS
+        return fidelity
 
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="codex", stub_api="openai", help="Codex sessions")
