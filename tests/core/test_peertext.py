@@ -103,3 +103,19 @@ def test_the_plan_names_a_bidi_control_in_the_payload_instead_of_applying_it():
     shown = plan.render()
     assert "\u202e" not in shown and "see ⟨U+202E⟩gnp.exe" in shown
     assert plan.payload == payload  # the bytes approved and sent are unchanged
+
+
+def test_every_part_of_the_plan_shows_controls_a_peer_or_a_host_chose_instead_of_applying_them():
+    """A session's name is chosen by its agent, and a remote host's relay builds the plan it sends up the
+    channel: an OSC title, a cursor move or a screen clear in any part would act on the gate's terminal."""
+    from relay_repl.core.plan import Plan
+
+    plan = Plan(action="send\x1b[2J", target="claude:\x1b]0;pwn\x07alpha", identified_by="pid \x1b[1A",
+                transport="tmux\x9b", fallback="none\u202e", payload="hi", delivered_when="d\x1b[0m",
+                notes=("route: via ssh h\x1b[31m",), files=("/tmp/x\x1b[K",), heading="recipe \x1b[H",
+                reply_route="relay-reply\x07")
+    shown = plan.render()
+    assert not any(ch in shown for ch in "\x1b\x07\x9b\u202e"), repr(shown)
+    for part in ("\\x1b]0;pwn\\x07alpha", "pid \\x1b[1A", "tmux\\x9b", "none⟨U+202E⟩", "route: via ssh h\\x1b[31m",
+                 "/tmp/x\\x1b[K", "recipe \\x1b[H", "send\\x1b[2J"):
+        assert part in shown, (part, shown)
