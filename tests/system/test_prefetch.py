@@ -75,3 +75,27 @@ def test_the_console_script_spawns_the_listing_before_importing_the_cli(tmp_path
                        timeout=60, stdin=subprocess.DEVNULL)
     assert "LISTING STARTED WITH [[]]" in r.stderr, (r.stdout, r.stderr[-2000:])
     assert r.stdout.lstrip().startswith("["), r.stdout  # and the listing itself still printed (JSON first)
+
+
+def test_the_kind_declared_listing_is_started_and_handed_to_its_provider(tmp_path):
+    """The listing command is the kind's (entry-point group `relay_repl.prefetch`), and the process
+    started early is the one the kind's provider reads: not a second run of the listing."""
+    import anyio
+
+    import relay_repl.system.prefetch as prefetch
+    from relay_repl.agents.claude_code.provider import ClaudeProvider
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    runs = tmp_path / "runs"
+    claude = bin_dir / "claude"
+    claude.write_text(f"#!/bin/sh\necho run >> {runs}\necho '[]'\n")
+    claude.chmod(0o755)
+    cfg = tmp_path / "claude-config"
+    (cfg / "sessions").mkdir(parents=True)
+    env = {"HOME": str(tmp_path), "PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(cfg)}
+    prefetch.start(env)
+    assert [slot[0] for slot in prefetch._pending] == ["claude-code"], prefetch._pending
+    listed, why = anyio.run(ClaudeProvider(config_dir=cfg, env=env).list_agents)
+    assert listed == [] and not prefetch._pending, (listed, why, prefetch._pending)
+    assert runs.read_text().splitlines() == ["run"]  # one listing: the prefetched one
