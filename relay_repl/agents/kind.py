@@ -374,10 +374,31 @@ class AgentKindBase:
             return f"pane {snap.pane_id} runs pid {snap.pane_pid}, not the target's {target.pid}"
         return None
 
+    def is_client(self, argv: list[str]) -> bool:
+        """Whether a process (its argv) is this kind's client: asked by `pane_processes`."""
+        return False
+
+    def pane_processes(self, snap: Snapshot, processes: Processes) -> tuple[set[int], list[tuple[int, list[str]]]] | str:
+        """For a kind whose client runs below the pane's shell or wrapper (its roster rule cannot
+        compare the pane's pid): every pid under the pane and the (pid, argv) of its clients
+        among them, or why there is nothing to look under."""
+        if snap.pane_pid is None:
+            return "pane has no pid"
+        procs = processes(snap.pane_pid)
+        return {pid for pid, _ in procs}, [(pid, argv) for pid, argv in procs if self.is_client(argv)]
+
     def waiting_refusal(self, target: Target) -> str | None:
         return None
 
     def evidence_file(self, target: Target) -> Path | None:
+        """The record discovery named (`target.evidence_file`) while it still exists, else the
+        kind's own search (`find_evidence_file`): a path read at discovery may have been rotated."""
+        if target.evidence_file and Path(target.evidence_file).is_file():
+            return Path(target.evidence_file)
+        return self.find_evidence_file(target)
+
+    def find_evidence_file(self, target: Target) -> Path | None:
+        """The kind's search for `target`'s record when discovery named none that exists (none by default)."""
         return None
 
     def typed_evidence(self, path: Path, offset: int, payload: str) -> TypedEvidence:
