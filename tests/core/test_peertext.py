@@ -119,3 +119,15 @@ def test_every_part_of_the_plan_shows_controls_a_peer_or_a_host_chose_instead_of
     for part in ("\\x1b]0;pwn\\x07alpha", "pid \\x1b[1A", "tmux\\x9b", "none⟨U+202E⟩", "route: via ssh h\\x1b[31m",
                  "/tmp/x\\x1b[K", "recipe \\x1b[H", "send\\x1b[2J"):
         assert part in shown, (part, shown)
+
+
+def test_the_targets_table_and_a_target_repr_show_a_name_s_controls_instead_of_applying_them():
+    """A session's name is its agent's choice (Claude's registry, a Codex thread name): `relay targets`,
+    the REPL's table and every `describe()` (ambiguity errors, plans) must not let it clear the screen."""
+    from relay_repl.core.target import Target, format_targets
+
+    t = Target(kind="claude-code", prefix="claude", name="al\x1b[2Jpha\u202e", address="a", transports=(),
+               identified_by="registry", live=True, pane="%1\x07")
+    for shown in (format_targets([t]), repr(t), t.describe()):
+        assert not any(ch in shown for ch in "\x1b\x07\u202e"), repr(shown)
+        assert "al\\x1b[2Jpha⟨U+202E⟩" in shown
