@@ -30,11 +30,15 @@ class DiscoveryError(RelayError):
 
 
 class UnknownTarget(DiscoveryError):
-    pass
+    """The operator named a target nothing matches: a usage error (exit 2), as every command's help says."""
+
+    exit_code = 2
 
 
 class AmbiguousTarget(DiscoveryError):
-    pass
+    """The name matches more than one live session: the operator must name one (exit 2, a usage error)."""
+
+    exit_code = 2
 
 
 class StaleTarget(DiscoveryError):

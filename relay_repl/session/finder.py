@@ -68,9 +68,12 @@ class Finder:
             # prefixes come from the agent kinds via their targets: a new agent needs no change here
             of_kind = [t for t in self.found if prefix in (t.prefix or t.kind, t.kind)]
             if not of_kind:
-                known = sorted({t.prefix or t.kind for t in self.found}) or _prefixes()
-                raise UsageError(f"no discovered target of kind {prefix!r} in {spec!r}: use "
-                                 f"{', '.join(k + ':' for k in known)} or %<pane id>")
+                kinds = sorted(set(_prefixes()) | {t.prefix or t.kind for t in self.found})
+                if prefix in kinds:  # a real kind, none of it running: the next step is to find or start one
+                    raise UnknownTarget(f"no target {spec}: no {prefix}: session is running here; run `relay targets` "
+                                        "to list live sessions (or `relay --lab targets` for the offline lab)")
+                raise UsageError(f"unknown kind {prefix!r} in {spec!r}: use "
+                                 f"{', '.join(k + ':' for k in kinds)} or %<pane id>")
             hits = [t for t in of_kind if t.name == name or t.address == name]
         live = [t for t in hits if t.live]
         if len(live) == 1:

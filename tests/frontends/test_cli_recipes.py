@@ -68,11 +68,15 @@ def test_unknown_parameter_and_unknown_target_are_one_line_and_exit_2():
 
 
 def test_dry_run_prints_every_plan_and_sends_nothing(relay_home):
+    """A dry run is read-only: it makes no RELAY_HOME, no ledger, no inbox (it used to make the ledger)."""
+    assert not relay_home.exists()
     r = relay("--fake", "run", "ping", "-p", "target=fake:inbox", "--dry-run")
     assert r.returncode == 0, r.stderr
     assert "recipe ping, run run-" in r.stdout and ", round 1/1, step 1: tell fake:inbox" in r.stdout
     assert "hop=0 want=ack" in r.stdout
-    assert not (relay_home / "ledger.sqlite").exists() or "plan" not in relay("log").stdout
+    assert not relay_home.exists()
+    r = relay("run", "ping", "--dry-run")  # a missing parameter is refused before anything is made
+    assert r.returncode == 2 and "needs -p target=" in r.stderr and not relay_home.exists()
 
 
 def test_run_without_a_terminal_is_withheld_and_why_shows_the_run(relay_home):

@@ -113,7 +113,8 @@ async def test_resolution_errors_are_one_line_and_say_what_to_do(tmp_path):
         ("claude:dead", StaleTarget, "stale"),
         ("claude:zeta", UnknownTarget, "relay targets"),
         ("alpha", UsageError, "needs a kind"),
-        ("cursor:x", UsageError, "no discovered target of kind"),
+        ("cursor:x", UsageError, "unknown kind 'cursor'"),
+        ("codex:beta", UnknownTarget, "no codex: session is running here; run `relay targets`"),
         ("", UsageError, "empty target"),
     ]
     for spec, exc, text in cases:

@@ -56,14 +56,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             args.file, args.resume = str(find_recipe(args.recipe)), None
             return cmd_notebook_run(args)
 
-    async def go():
-        session = make_session(fake=args.fake, echo=say, approve=approve)
-        if args.recipe:  # a bad file or parameter is refused before the inbox opens
-            from relay_repl.core.recipe import parse_recipe
-            from relay_repl.session.recipes import find_recipe, read_source
+    if args.recipe:  # a bad file or parameter is refused before the session (and its ledger) exists
+        from relay_repl.core.recipe import parse_recipe
+        from relay_repl.session.recipes import find_recipe, read_source
 
-            path = find_recipe(args.recipe)
-            parse_recipe(read_source(path), str(path)).resolve_params(params)
+        path = find_recipe(args.recipe)
+        parse_recipe(read_source(path), str(path)).resolve_params(params)
+
+    async def go():
+        from relay_repl.store.ledger import Ledger
+
+        # a dry run sends nothing, so it only reads the ledger: no RELAY_HOME, no ledger file made
+        ledger = Ledger.read_only_default() if args.dry_run else None
+        session = make_session(fake=args.fake, echo=say, approve=approve, ledger=ledger)
         async with inbox_open(session, say, listen=not args.dry_run):
             if args.resume:
                 return await session.resume(args.resume)
