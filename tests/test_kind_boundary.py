@@ -23,15 +23,9 @@ ROOT = Path(__file__).resolve().parents[1] / "relay_repl"
 ALLOWED = ("agents/", "testing/")
 FUTURE = {"gemini", "gemini-cli"}  # the next kind, named here before its package exists
 PENDING: dict[str, str] = {
-    "lab/fidelity/__init__.py": "the lab: fact table per kind (lab part of issue 19 not done)",
     "lab/fidelity/discovery.py": "the lab: discovery facts of the two kinds (moved from the live tests)",
     "lab/fidelity/screens.py": "the lab: the screen recorder stages each kind's screens",
-    "lab/fidelity/tmux.py": "the lab: tmux facts per kind (moved from the live tests)",
-    "lab/helpers.py": "the lab: Claude registry helpers for the live tests",
-    "lab/launcher.py": "the lab: starts Claude and Codex by hand (lab part not done)",
     "lab/layout.py": "the lab: per-kind config files and commands (lab part not done)",
-    "lab/stubs/converse.py": "the lab: stub conversations name their client",
-    "lab/stubs/server.py": "the lab: stub server reads Claude's registry",
     "lab/lab_status.py": "the lab: reads Claude's registry for a session's status",
     "lab/readiness.py": "the lab: when a Claude or Codex session is ready",
     "lab/shutdown.py": "the lab: stops the Codex daemon, removes Claude's sockets",
@@ -39,7 +33,6 @@ PENDING: dict[str, str] = {
     "transports/claude_socket.py": "Claude's socket transports live in transports/ (the layers forbid agents/ "
                                    "importing transports/), so they import its package",
     "transports/codex_queue.py": "Codex's queue transport: the same, and it runs the `codex` binary",
-    "system/prefetch.py": "Claude's early `claude agents --json`, kept out of agents/ so it overlaps the imports",
 }
 
 

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from relay_repl.agents.turn_reply import TurnWatch
     from relay_repl.system.panes import PaneRoster
 
-__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "InboxListing", "LabContext", "LabLaunch", "LabPane", "LabReady",
+__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "FidelityFact", "InboxListing", "LabContext", "LabLaunch", "LabPane", "LabReady",
            "LabSpec", "NoDetail"]
 
 
@@ -104,6 +104,16 @@ class LabSpec(_Frozen):
     default_count: int = Field(default=1, ge=0, description="sessions `relay lab up` starts when the flag is omitted")
     stub_api: str = Field(description="the stub model API its sessions talk to (lab/stubs): 'anthropic', 'openai', ...")
     help: str = ""
+
+
+class FidelityFact(_Frozen):
+    """One reverse-engineered fact about a kind's client that relay depends on, and the live checks
+    (`relay fidelity`, lab/fidelity/checks.py) that prove it. A fact two kinds share is declared by
+    both with the same `fact` text; `relay fidelity` reports it once, for both."""
+
+    fact: str
+    paths: str = Field(description="which relay paths rely on it (what stays refused when it fails)")
+    checks: tuple[str, ...] = Field(description="GROUP:CHECK names (checks.all_checks()); a [param] suffix is one case")
 
 
 class LabContext(_Frozen):
@@ -279,8 +289,23 @@ class AgentKind(Agent, Protocol):
         has no peer registry (blocking; raises a RelayError when listing is impossible now)."""
         ...
 
+    def listed_peer_name(self, address: str) -> str | None:
+        """The name under which the sender `address` is listed in this kind's own peer registry
+        (as its sessions see it), or None when it is not listed or the kind has no such registry.
+        The lab's stub model asks this before it scripts a native reply to that sender."""
+        ...
+
     def lab(self) -> LabSpec | None:
         """How `relay lab up` offers it, or None when the lab cannot run it offline."""
+        ...
+
+    def fidelity(self) -> ModuleType | None:
+        """Its fidelity module (agents/<kind>/fidelity.py): `FACTS` and the per-kind helpers the lab's
+        live checks use (`COMPOSER_END_KEY`, `tmux_unconfirmed(...)`), or None."""
+        ...
+
+    def fidelity_facts(self) -> tuple[FidelityFact, ...]:
+        """The facts about its client `relay fidelity` checks live (none: fidelity covers none of it)."""
         ...
 
     def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
@@ -358,10 +383,31 @@ class AgentKindBase:
             return f"pane {snap.pane_id} runs pid {snap.pane_pid}, not the target's {target.pid}"
         return None
 
+    def is_client(self, argv: list[str]) -> bool:
+        """Whether a process (its argv) is this kind's client: asked by `pane_processes`."""
+        return False
+
+    def pane_processes(self, snap: Snapshot, processes: Processes) -> tuple[set[int], list[tuple[int, list[str]]]] | str:
+        """For a kind whose client runs below the pane's shell or wrapper (its roster rule cannot
+        compare the pane's pid): every pid under the pane and the (pid, argv) of its clients
+        among them, or why there is nothing to look under."""
+        if snap.pane_pid is None:
+            return "pane has no pid"
+        procs = processes(snap.pane_pid)
+        return {pid for pid, _ in procs}, [(pid, argv) for pid, argv in procs if self.is_client(argv)]
+
     def waiting_refusal(self, target: Target) -> str | None:
         return None
 
     def evidence_file(self, target: Target) -> Path | None:
+        """The record discovery named (`target.evidence_file`) while it still exists, else the
+        kind's own search (`find_evidence_file`): a path read at discovery may have been rotated."""
+        if target.evidence_file and Path(target.evidence_file).is_file():
+            return Path(target.evidence_file)
+        return self.find_evidence_file(target)
+
+    def find_evidence_file(self, target: Target) -> Path | None:
+        """The kind's search for `target`'s record when discovery named none that exists (none by default)."""
         return None
 
     def typed_evidence(self, path: Path, offset: int, payload: str) -> TypedEvidence:
@@ -410,10 +456,20 @@ class AgentKindBase:
     def inbox_listing(self, name: str) -> InboxListing | None:
         return None
 
+    def listed_peer_name(self, address: str) -> str | None:
+        return None
+
     # -- the lab --------------------------------------------------------------------------------
 
     def lab(self) -> LabSpec | None:
         return None
+
+    def fidelity(self) -> ModuleType | None:
+        return None
+
+    def fidelity_facts(self) -> tuple[FidelityFact, ...]:
+        mod = self.fidelity()
+        return tuple(getattr(mod, "FACTS", ())) if mod is not None else ()
 
     def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
         return {}

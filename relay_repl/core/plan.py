@@ -36,17 +36,22 @@ class Plan(BaseModel):
                                 "step 1: ask claude:alpha'; printed above the plan")
 
     def render(self, width: int = 100) -> str:
-        """Plain text, one labelled block per part; the payload is shown verbatim."""
+        """Plain text, one labelled block per part; the payload is shown verbatim.
+
+        Every part passes `visible`: a target named by its agent, or a plan built by a relay on
+        another host, could carry an escape sequence that draws a forged line on the gate's screen.
+        """
 
         def block(label: str, text: str) -> str:
-            wrapped = textwrap.wrap(text, width=width - 16) or [""]
+            # every part can hold text a peer chose (a session's name, a host's plan notes): shown, never applied
+            wrapped = textwrap.wrap(visible(text), width=width - 16) or [""]
             first, *rest = wrapped
             return "\n".join([f"  {label:<13} {first}"] + [f"  {'':<13} {r}" for r in rest])
 
         head = f"Plan: {self.action}" + (f"  (relay id {self.relay_id})" if self.relay_id else "")
         lines = [
-            *([self.heading] if self.heading else []),
-            head,
+            *([visible(self.heading)] if self.heading else []),
+            visible(head),
             block("1 target", f"{self.target} — identified by {self.identified_by}"),
             block("2 transport", f"{self.transport}; fallback: {self.fallback}"),
             # The payload is never wrapped or trimmed: the operator approves the exact bytes, so an

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
+from relay_repl.core.controls import visible
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
 TargetState = Literal["idle", "busy", "waiting", "unknown", "never-idle"]
@@ -101,7 +102,8 @@ class Target(BaseModel):
         bits.append(self.state if self.live else "STALE")
         if self.client_version or self.client_status:
             bits.append(f"{self.kind} {self.client_version or '?'} {self.client_status or ''}".rstrip())
-        return " ".join(bits[:1]) + " (" + ", ".join(bits[1:]) + ")"
+        # a session's name is chosen by its agent (or whoever writes its registry): shown, never applied
+        return visible(" ".join(bits[:1]) + " (" + ", ".join(bits[1:]) + ")")
 
     def __repr__(self) -> str:
         return f"<Target {self.describe()}>"
@@ -141,7 +143,8 @@ def format_targets(targets: list[Target]) -> str:
     rows = [(*(("HOST",) if hosts else ()), "TARGET", "PID", "STATE", "PANE", "CLIENT", "TRANSPORTS")]
     for t in sorted(targets, key=lambda t: (t.host or "", not t.live, t.kind, t.name)):
         client = f"{t.client_version or '?'} {t.client_status or ''}".strip() if (t.client_version or t.client_status) else "-"
-        rows.append((*((t.host or "local",) if hosts else ()), t.spec, str(t.pid or "-"), t.state if t.live else "STALE",
-                     t.pane or "-", client, ", ".join(t.transports) or "-"))
+        rows.append(tuple(visible(c) for c in (*((t.host or "local",) if hosts else ()), t.spec, str(t.pid or "-"),
+                                               t.state if t.live else "STALE", t.pane or "-", client,
+                                               ", ".join(t.transports) or "-")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

@@ -228,8 +228,8 @@ def kill9(session: SessionRef, timeout: float = 5.0) -> int:
 def rename_codex(session: SessionRef, new_name: str, timeout: float = 15.0) -> str:
     """Rename a Codex thread from inside its own TUI (`/rename <new_name>`); return the thread id."""
     state, s = _resolve(session)
-    if s.kind != "codex":
-        raise LabError(f"{s.name} is not a Codex session")
+    if not s.thread_id:
+        raise LabError(f"{s.name} has no thread to rename (only a Codex session has one)")
     if not re.fullmatch(r"[^\s/][^\n]*", new_name):
         raise LabError(f"bad thread name {new_name!r}")
     p = pane(s)
@@ -240,7 +240,7 @@ def rename_codex(session: SessionRef, new_name: str, timeout: float = 15.0) -> s
     deadline = time.monotonic() + timeout
     poll_until_sync(lambda: True if _composer_text(s) == cmd else None, timeout=timeout, interval=0.05)
     _enter(p)
-    if poll_until_sync(lambda: True if launcher.codex_thread_names(lay).get(s.thread_id or "") == new_name else None,
+    if poll_until_sync(lambda: True if launcher.thread_names(lay).get(s.thread_id or "") == new_name else None,
                        timeout=deadline - time.monotonic(), interval=0.05):
         s.name = new_name
         save(state, lay.state_file)

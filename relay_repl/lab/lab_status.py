@@ -17,7 +17,7 @@ from relay_repl.lab.layout import CLAUDE, CODEX, Layout, tmux_socket_path
 from relay_repl.lab.state import LabState, load
 from relay_repl.lab.labenv import layout
 from relay_repl.lab.panes import list_panes, tmux_alive
-from relay_repl.lab.readiness import claude_record, codex_daemon_pid, codex_rollout, codex_thread_names, codex_tui_pid
+from relay_repl.lab.readiness import claude_record, codex_daemon_pid, codex_rollout, thread_names, codex_tui_pid
 
 
 def refresh(lay: Layout, state: LabState) -> LabState:
@@ -51,7 +51,7 @@ def refresh(lay: Layout, state: LabState) -> LabState:
             s.daemon_pid = daemon
             if s.thread_id:
                 s.transcript = codex_rollout(lay, s.thread_id) or s.transcript
-                name = codex_thread_names(lay).get(s.thread_id)
+                name = thread_names(lay).get(s.thread_id)
                 if name:
                     s.name = name
             s.alive = info["dead"] != "1" and procs.is_alive(s.pid, s.proc_start) and daemon is not None

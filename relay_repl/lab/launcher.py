@@ -33,9 +33,9 @@ from relay_repl.lab.client_setup import launch_command
 from relay_repl.lab.install import install
 from relay_repl.lab.lab_status import attach, status
 from relay_repl.lab.labenv import Progress, bin_dir, env, env_for, layout
-from relay_repl.lab.readiness import codex_shell_snapshots, codex_thread_names
+from relay_repl.lab.readiness import thread_shell_snapshots, thread_names
 from relay_repl.lab.shutdown import down
 from relay_repl.lab.startup import ensure_lab, ensure_lab_counts, up, up_counts
 
 __all__ = ["install", "up", "up_counts", "status", "down", "env", "attach", "ensure_lab", "ensure_lab_counts", "layout", "Progress", "bin_dir",
-           "env_for", "codex_shell_snapshots", "codex_thread_names", "launch_command"]
+           "env_for", "thread_shell_snapshots", "thread_names", "launch_command"]

@@ -31,7 +31,7 @@ def claude_record(lay: Layout, pid: int) -> dict | None:
         return None
 
 
-def codex_thread_names(lay: Layout) -> dict[str, str]:
+def thread_names(lay: Layout) -> dict[str, str]:
     """thread id -> current thread name, read by the Codex agent's own reader of session_index.jsonl."""
     rows = read_session_index(lay.codex_home / "session_index.jsonl")
     return {tid: str(r["thread_name"]) for tid, r in rows.items() if r.get("thread_name") is not None}
@@ -110,7 +110,7 @@ def _rename_codex(lay: Layout, target: str, name: str, deadline: float, progress
         return reading if screen_idle(reading) else None
 
     def renamed() -> str | None:
-        return next((tid for tid, tname in codex_thread_names(lay).items() if tname == name and tid not in exclude),
+        return next((tid for tid, tname in thread_names(lay).items() if tname == name and tid not in exclude),
                     None)
 
     while time.monotonic() < deadline:
@@ -199,7 +199,7 @@ def wait_codex(lay: Layout, state: LabState, s: LabSession, deadline: float, pro
     wait_codex_idle(lay, s, deadline)
 
 
-def codex_shell_snapshots(lay: Layout, thread_id: str) -> list[Path]:
+def thread_shell_snapshots(lay: Layout, thread_id: str) -> list[Path]:
     """The thread's shell snapshot files (`$CODEX_HOME/shell_snapshots/<thread>.<nonce>.sh`)."""
     return glob_in(lay.codex_home / "shell_snapshots", f"{thread_id}.*.sh") if thread_id else []
 
@@ -215,7 +215,7 @@ def wait_codex_snapshot(lay: Layout, s: LabSession, deadline: float) -> None:
     `[shell_environment_policy] set PATH` is lost (`relay: command not found`, exit 127).
     Named (rollout on disk) and snapshotted before the next starts, no thread's snapshot is
     ever without its rollout when another thread's clean-up runs."""
-    if poll_until_sync(lambda: codex_shell_snapshots(lay, s.thread_id or "") or None,
+    if poll_until_sync(lambda: thread_shell_snapshots(lay, s.thread_id or "") or None,
                        timeout=deadline - time.monotonic(), interval=0.1):
         return
     raise LabError(f"{s.name}: Codex took no shell snapshot of thread {s.thread_id} before the deadline "
@@ -225,7 +225,7 @@ def wait_codex_snapshot(lay: Layout, s: LabSession, deadline: float) -> None:
 
 def check_codex_snapshots(lay: Layout, codexes: list[LabSession]) -> None:
     """Every Codex thread of the lab still has its shell snapshot once all are up."""
-    lost = [s.name for s in codexes if not codex_shell_snapshots(lay, s.thread_id or "")]
+    lost = [s.name for s in codexes if not thread_shell_snapshots(lay, s.thread_id or "")]
     if lost:
         raise LabError(f"Codex deleted the shell snapshot of {', '.join(lost)} while the lab started, so its "
                        "commands would run without the lab's PATH: `relay lab down`, then `relay lab up`")

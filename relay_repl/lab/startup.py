@@ -47,7 +47,7 @@ from relay_repl.lab.readiness import (
     check_codex_snapshots,
     codex_daemon_pid,
     codex_locks,
-    codex_thread_names,
+    thread_names,
     wait_claude,
     wait_codex,
     wait_codex_idle,
@@ -271,7 +271,7 @@ def restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress:
     t0 = time.monotonic()
     deadline = t0 + UP_TIMEOUT
     bins = bin_dir()
-    named = set(codex_thread_names(lay)) | codex_locks(lay)  # threads that exist: a restarted TUI names a new one
+    named = set(thread_names(lay)) | codex_locks(lay)  # threads that exist: a restarted TUI names a new one
     waiting = [s for s in dead if s.kind == CODEX and s.pid and procs.is_alive(s.pid, s.proc_start)]
     if waiting and codex_daemon_pid(lay) is None:
         # Only the daemon died: its TUIs wait ("Reconnecting…") and reconnect by themselves

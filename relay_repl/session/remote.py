@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from relay_repl.core.approval import Scope, plan_digest, spend
 from relay_repl.core.delivery import Delivery, DeliveryState
@@ -39,10 +39,21 @@ def split_spec(spec: str) -> tuple[str | None, str]:
 
 
 def target_from_json(host: str, row: dict[str, Any]) -> Target:
+    """A host's target row as a local Target. Its `detail` is typed by the kind's own model (the
+    registry must be loaded for that); a detail this relay cannot read (a kind not installed here,
+    a newer relay there) is left out rather than failing the whole host's listing: the host's relay,
+    not this one, acts on it."""
+    from relay_repl.agents import registry  # noqa: F401 - registers the kinds' detail models
+
     data = {k: v for k, v in row.items() if k in _TARGET_FIELDS}
     data["host"] = host
     data["transports"] = tuple(data.get("transports") or ())
-    return Target.model_validate(data)
+    try:
+        return Target.model_validate(data)
+    except ValidationError:
+        if "detail" not in data:
+            raise
+        return Target.model_validate({k: v for k, v in data.items() if k != "detail"})
 
 
 async def host_key_fingerprint(ch: SshChannel) -> str | None:

@@ -25,6 +25,7 @@ from relay_repl.core.target import Target
 from relay_repl.session.answers import Answers
 from relay_repl.session.finder import Finder
 from relay_repl.session.gating import Gatekeeper
+from relay_repl.session.sendoptions import SendOptions
 from relay_repl.session.shared import Shared
 from relay_repl.session.unfinished import earlier_unfinished, owner, sweep_interrupted
 from relay_repl.transports.base import StageLog, Transport
@@ -44,7 +45,7 @@ class Sender:
         self.gate = gate
         self.answers = answers
         self.transports: dict[str, Transport] = {t.name: t for t in transports}
-        self.table = TransportTable(self.transports, self.send)
+        self.table = TransportTable(self.transports, self._send_keywords)
 
     def choose_transport(self, target: Target, requested: str | None = None, *, durable: bool = False,
                          native_reply: bool = False) -> Choice:
@@ -57,54 +58,46 @@ class Sender:
                       requested)
 
     # -- sending -------------------------------------------------------------------
-    async def send(
-        self,
-        target: str | Target,
-        body: str,
-        *,
-        want: Want = "none",
-        transport: str | Transport | Chain | None = None,
-        to_role: str = "peer",
-        durable: bool = False,
-        native_reply: bool = False,
-        timeout: float = 30.0,
-        hop: int = 0,
-        heading: str | None = None,
-        relay_id: str | None = None,
-        reply_via: str | None = None,
-        _fallback: str | None = None,
-    ) -> Delivery:
-        """Plan, ask, send, confirm (see Session.send)."""
-        chain = chain_of(transport)
+    async def send(self, target: str | Target, body: str, options: SendOptions) -> Delivery:
+        """Plan, ask, send, confirm (see Session.send, which builds `options` from its keywords)."""
+        chain = chain_of(options.transport)
         if chain is not None:
-            return await self._send_chain(chain, target, body, want=want, to_role=to_role, durable=durable,
-                                          native_reply=native_reply, timeout=timeout, hop=hop, heading=heading,
-                                          relay_id=relay_id, reply_via=reply_via)
+            return await self._send_chain(chain, target, body, options)
+        transport = options.transport
         assert transport is None or isinstance(transport, str)
+        want = options.want
         check_body(body)
         tgt = await self.finder.resolve(target)
         self.shared.check_halt()
-        route = await self.route(tgt, want, reply_via) if want != "none" else None
+        route = await self.route(tgt, want, options.reply_via) if want != "none" else None
         native, extra = self._native_for_route(route, transport)
-        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply or native)
+        choice = self.choose_transport(tgt, transport, durable=options.durable,
+                                       native_reply=options.native_reply or native)
         earlier = self._earlier(tgt, body) + provenance_notes(body)  # which bytes are a peer's, and what they ask
         me = self.shared.me
-        relay_id = relay_id or self.shared.ledger.next_id(me.address)
-        envelope = Envelope.make(sender=me.sender, to=to_role, id=relay_id, hop=hop, want=want, body=body)
-        return await self._deliver(tgt, envelope, choice.transport, _fallback or choice.fallback, timeout,
-                                   tuple(choice.notes) + extra + earlier,
+        relay_id = options.relay_id or self.shared.ledger.next_id(me.address)
+        envelope = Envelope.make(sender=me.sender, to=options.to_role, id=relay_id, hop=options.hop, want=want,
+                                 body=body)
+        return await self._deliver(tgt, envelope, choice.transport, options.fallback or choice.fallback,
+                                   options.timeout, tuple(choice.notes) + extra + earlier,
                                    reply_route=self.reply_route(tgt, relay_id, via=route.via).how if route else None,
-                                   heading=heading, reply_via=route.via if route else None)
+                                   heading=options.heading, reply_via=route.via if route else None)
 
-    async def _send_chain(self, chain: Chain, target: str | Target, body: str, *, want: Want, to_role: str,
-                          durable: bool, native_reply: bool, timeout: float, hop: int, heading: str | None,
-                          relay_id: str | None, reply_via: str | None) -> Delivery:
+    async def _send_keywords(self, target: str | Target, body: str, **kw: object) -> Delivery:
+        """`session.transports.X.send(target, body, transport=X, ...)`: the handle's keywords as options
+        (a mistyped keyword is the TypeError a plain call would raise, before anything is planned)."""
+        unknown = sorted(set(kw) - set(SendOptions.model_fields))
+        if unknown:
+            raise TypeError(f"send() got an unexpected keyword argument {unknown[0]!r}")
+        return await self.send(target, body, SendOptions.model_validate(kw))
+
+    async def _send_chain(self, chain: Chain, target: str | Target, body: str, options: SendOptions) -> Delivery:
         """Each transport of the chain in order; the next only when the previous refused before any
         side effect (at choice time, or at a stage that sent nothing). One relay id throughout."""
         check_body(body)
         tgt = await self.finder.resolve(target)
         self.shared.check_halt()
-        rid = relay_id or self.shared.ledger.next_id(self.shared.me.address)
+        rid = options.relay_id or self.shared.ledger.next_id(self.shared.me.address)
         members = list(chain.members)
         skipped: list[str] = []
         for i, t in enumerate(members):
@@ -117,9 +110,8 @@ class Sender:
             if skipped:
                 fallback += f"; passed over: {'; '.join(skipped)}"
             try:
-                d = await self.send(tgt, body, want=want, transport=t.name, to_role=to_role, durable=durable,
-                                    native_reply=native_reply, timeout=timeout, hop=hop, heading=heading,
-                                    relay_id=rid, reply_via=reply_via, _fallback=fallback)
+                d = await self.send(tgt, body, options.model_copy(update={"transport": t.name, "relay_id": rid,
+                                                                          "fallback": fallback}))
             except LoopHalt:
                 raise
             except (PolicyRefusal, UsageError) as exc:  # refused before any plan: nothing happened

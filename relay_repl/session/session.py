@@ -50,6 +50,7 @@ from relay_repl.session.finder import Finder
 from relay_repl.session.gate import ApproveFn, DenyGate
 from relay_repl.session.gating import Gatekeeper
 from relay_repl.session.sending import Sender
+from relay_repl.session.sendoptions import SendOptions
 from relay_repl.session.shared import Shared, default_me
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.base import StageLog, Transport
@@ -216,9 +217,9 @@ class Session:
         `transport` may be a name, a transport object (`session.transports.tmux`) or a chain
         (`session.transports.codex_queue | session.transports.tmux`).
         """
-        return await self.sender.send(target, body, want=want, transport=transport, to_role=to_role, durable=durable,
-                                      native_reply=native_reply, timeout=timeout, hop=hop, heading=heading,
-                                      relay_id=relay_id, reply_via=reply_via, _fallback=_fallback)
+        return await self.sender.send(target, body, SendOptions(
+            want=want, transport=transport, to_role=to_role, durable=durable, native_reply=native_reply,
+            timeout=timeout, hop=hop, heading=heading, relay_id=relay_id, reply_via=reply_via, fallback=_fallback))
 
     def reply_route(self, target: Target, relay_id: str = "<relay id>", via: str | None = None) -> ReplyRoute:
         """How `target` would answer a message from here (its agent module decides, from its

@@ -1,21 +1,29 @@
-"""Start `claude agents --json` before the heavy imports, so it overlaps them.
+"""Start each registered kind's session listing before the heavy imports, so they overlap.
 
-`relay targets` is a cold start: about 0.14 s of Python imports, then the
-listing, which is a node process of its own (~0.16 s). Started first, the two
-run side by side. Standard library only: this module is imported before
-pydantic and friends. It lives in `system/`, not `agents/`, because importing
-`relay_repl.agents.prefetch` first runs the agents package (pydantic and every
-agent module, ~0.2 s), so the listing started only after the imports it was
-meant to overlap; `relay notebook run` then waited for it before its first cell.
+`relay targets` is a cold start: about 0.14 s of Python imports, then the listings, each
+possibly a process of its own (Claude's `claude agents --json` is a node process, ~0.16 s).
+Started first, the two run side by side. Which listing to run is the kind's fact: a kind
+declares a standard-library-only module in the entry-point group `relay_repl.prefetch`, with
+`prefetch(env) -> (key, argv, env) | None`. This module is standard library only (it is
+imported before pydantic and friends) and loads each declared module BY FILE, not by import:
+importing `relay_repl.agents.<kind>.listing` would first run the agents package (pydantic and
+every agent module, ~0.2 s), so the listing would start only after the imports it was meant to
+overlap; `relay notebook run` then waited for it before its first cell.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import shutil
 import subprocess
+import sys
+from types import ModuleType
 
-_pending: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
+from relay_repl.system.entry_points import scan_entry_points
+
+GROUP = "relay_repl.prefetch"
+
+_pending: dict[tuple[str, tuple[str, ...]], subprocess.Popen[bytes]] = {}
 
 
 def wanted(words: list[str]) -> bool:
@@ -25,45 +33,56 @@ def wanted(words: list[str]) -> bool:
     return ("targets" in words[:3] or nb_run) and "--help" not in words and "-h" not in words
 
 
-def claude_binary(env: dict[str, str] | os._Environ[str], explicit: str | None = None) -> str | None:
-    """The `claude` that discovery runs: an explicit path, $RELAY_CLAUDE_BIN, or PATH."""
-    exe = explicit or env.get("RELAY_CLAUDE_BIN")
-    if exe:
-        return exe if os.access(exe, os.X_OK) else None
-    return shutil.which("claude", path=env.get("PATH"))
-
-
-QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
-"""What the listing runs with unless the caller's environment says otherwise: plain
-`claude agents --json` (2.1.332) resolves a host name over DNS before it prints (strace: two
-connects to port 53), with these it makes no network call at all and printed the same list,
-~20% sooner in wall time here. A read-only listing has no business phoning home, and the wait
-for the network was on `relay targets`' critical path."""
-
-
-def listing_env(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
-    """`env` with QUIET's variables added where it does not set them."""
-    return {**QUIET, **env}
+def _load_by_file(name: str, module: str) -> ModuleType | None:
+    """`module` executed from its file under a private name, without its parent packages' __init__."""
+    top, *rest = module.split(".")
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], *rest[:-1], rest[-1] + ".py") if rest else ""
+    if not path or not os.path.isfile(path):
+        return None
+    private = f"_relay_prefetch_{name.replace('-', '_')}"
+    if private in sys.modules:
+        return sys.modules[private]
+    fspec = importlib.util.spec_from_file_location(private, path)
+    if fspec is None or fspec.loader is None:
+        return None
+    mod = importlib.util.module_from_spec(fspec)
+    sys.modules[private] = mod
+    try:
+        fspec.loader.exec_module(mod)
+    except Exception:  # a broken third-party listing must not stop the command: discovery runs it later
+        del sys.modules[private]
+        return None
+    return mod
 
 
 def start(env: dict[str, str] | None = None) -> None:
-    """Launch the listing now; `take()` hands its process to the provider later."""
-    environ = listing_env(os.environ if env is None else env)
-    exe = claude_binary(environ)
-    if exe is None:
-        return
-    cfg = environ.get("CLAUDE_CONFIG_DIR") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".claude")
-    if not os.path.isdir(os.path.join(cfg, "sessions")):
-        return  # no session registered there: nothing to list, and a first listing writes .claude.json
-    key = (exe, environ.get("CLAUDE_CONFIG_DIR", ""))
-    if key in _pending:
-        return
-    try:
-        _pending[key] = subprocess.Popen([exe, "agents", "--json"], stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ)
-    except OSError:
-        pass
+    """Launch every declared listing now; `take()` hands its process to the kind's provider later."""
+    environ = dict(os.environ if env is None else env)
+    for ep in scan_entry_points(GROUP):
+        mod = _load_by_file(ep.name, ep.value.partition(":")[0].strip())
+        try:
+            planned = mod.prefetch(environ) if mod is not None else None
+        except Exception:
+            planned = None
+        if planned is None:
+            continue
+        key, argv, run_env = planned
+        slot = (ep.name, tuple(key))
+        if slot in _pending:
+            continue
+        try:
+            _pending[slot] = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                              stderr=subprocess.PIPE, env=run_env)
+        except OSError:
+            pass
 
 
-def take(exe: str, config_dir: str) -> subprocess.Popen[bytes] | None:
-    return _pending.pop((exe, config_dir), None)
+def take(name: str, key: tuple[str, ...]) -> subprocess.Popen[bytes] | None:
+    """The prefetched listing of entry `name` (the kind) started for `key`, if one is pending."""
+    return _pending.pop((name, tuple(key)), None)

@@ -103,3 +103,31 @@ def test_the_plan_names_a_bidi_control_in_the_payload_instead_of_applying_it():
     shown = plan.render()
     assert "\u202e" not in shown and "see ⟨U+202E⟩gnp.exe" in shown
     assert plan.payload == payload  # the bytes approved and sent are unchanged
+
+
+def test_every_part_of_the_plan_shows_controls_a_peer_or_a_host_chose_instead_of_applying_them():
+    """A session's name is chosen by its agent, and a remote host's relay builds the plan it sends up the
+    channel: an OSC title, a cursor move or a screen clear in any part would act on the gate's terminal."""
+    from relay_repl.core.plan import Plan
+
+    plan = Plan(action="send\x1b[2J", target="claude:\x1b]0;pwn\x07alpha", identified_by="pid \x1b[1A",
+                transport="tmux\x9b", fallback="none\u202e", payload="hi", delivered_when="d\x1b[0m",
+                notes=("route: via ssh h\x1b[31m",), files=("/tmp/x\x1b[K",), heading="recipe \x1b[H",
+                reply_route="relay-reply\x07")
+    shown = plan.render()
+    assert not any(ch in shown for ch in "\x1b\x07\x9b\u202e"), repr(shown)
+    for part in ("\\x1b]0;pwn\\x07alpha", "pid \\x1b[1A", "tmux\\x9b", "none⟨U+202E⟩", "route: via ssh h\\x1b[31m",
+                 "/tmp/x\\x1b[K", "recipe \\x1b[H", "send\\x1b[2J"):
+        assert part in shown, (part, shown)
+
+
+def test_the_targets_table_and_a_target_repr_show_a_name_s_controls_instead_of_applying_them():
+    """A session's name is its agent's choice (Claude's registry, a Codex thread name): `relay targets`,
+    the REPL's table and every `describe()` (ambiguity errors, plans) must not let it clear the screen."""
+    from relay_repl.core.target import Target, format_targets
+
+    t = Target(kind="claude-code", prefix="claude", name="al\x1b[2Jpha\u202e", address="a", transports=(),
+               identified_by="registry", live=True, pane="%1\x07")
+    for shown in (format_targets([t]), repr(t), t.describe()):
+        assert not any(ch in shown for ch in "\x1b\x07\u202e"), repr(shown)
+        assert "al\\x1b[2Jpha⟨U+202E⟩" in shown

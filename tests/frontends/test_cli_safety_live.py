@@ -18,6 +18,7 @@ import pytest
 
 from relay_repl.session.inbox import read_records, send_frames, user_frame
 from relay_repl.store.ledger import Ledger
+from relay_repl.system.polling import poll_until_sync
 from tests.support.tmuxdrive import Screen
 
 pytestmark = pytest.mark.live
@@ -41,12 +42,13 @@ def rollouts_hold(text: str) -> bool:
 
 def the_inbox_of_the_send(started: float):
     """The inbox record the `relay send` process wrote (the only live one started since `started`)."""
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
+    def one():  # noqa: ANN202 - an inbox record or None
         recs = [r for r in read_records() if r.live and r.started >= started]
-        if len(recs) == 1:
-            return recs[0]
-        time.sleep(0.1)  # a bounded poll for the record itself (the event), not a fixed wait
+        return recs[0] if len(recs) == 1 else None
+
+    rec = poll_until_sync(one, timeout=10, interval=0.1)  # the record itself is the event
+    if rec is not None:
+        return rec
     raise AssertionError(f"no single inbox record of the relay send process: {read_records()}")
 
 

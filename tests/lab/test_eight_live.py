@@ -40,7 +40,7 @@ def test_every_codex_thread_keeps_its_shell_snapshot(lab):
     codexes = lab.of_kind("codex")
     assert len(codexes) == 4 and len({s.thread_id for s in codexes}) == 4
     lay = launcher.layout()
-    missing = [s.name for s in codexes if not launcher.codex_shell_snapshots(lay, s.thread_id or "")]
+    missing = [s.name for s in codexes if not launcher.thread_shell_snapshots(lay, s.thread_id or "")]
     assert not missing, f"no shell snapshot for {missing} in {lay.codex_home / 'shell_snapshots'}"
 
 

@@ -8,10 +8,6 @@ Gemini CLI 0.61.0 sent in the lab (adapters/gemini-cli.md).
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -105,30 +101,6 @@ def test_converse_answers_an_envelope_with_relay_reply_through_run_shell_command
 
 
 # -- over the wire --------------------------------------------------------------------------
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def sockdir() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="stubg-", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture
-async def stub(sockdir: Path) -> AsyncIterator[tuple[StubServer, StubClient]]:
-    server = StubServer()
-    await server.start(str(sockdir / "ctl.sock"))
-    client = StubClient(sockdir / "ctl.sock", timeout=5)
-    try:
-        yield server, client
-    finally:
-        await client.close()
-        await server.close()
-
 
 async def _sse(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     async with aiohttp.ClientSession() as http, http.post(url, json=body) as resp:

@@ -10,13 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,31 +28,6 @@ from relay_repl.lab.stubs.server import StubServer
 
 pytestmark = pytest.mark.anyio
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def sockdir() -> Iterator[Path]:
-    """A short private dir: UNIX socket paths must stay under 108 bytes."""
-    d = Path(tempfile.mkdtemp(prefix="stubt-", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture
-async def stub(sockdir: Path) -> AsyncIterator[tuple[StubServer, StubClient]]:
-    server = StubServer()
-    await server.start(str(sockdir / "ctl.sock"))
-    client = StubClient(sockdir / "ctl.sock", timeout=5)
-    try:
-        yield server, client
-    finally:
-        await client.close()
-        await server.close()
 
 
 CLAUDE_TOOLS = [{"name": "Bash"}, {"name": "ToolSearch"}, {"name": "ListAgents"}]

@@ -23,6 +23,7 @@ from relay_repl.lab.stubs.client import StubClient, SyncStubClient
 from relay_repl.lab.stubs.script import Rule, Step, ToolCall
 from relay_repl.session.inbox import read_records, send_frames, user_frame
 from relay_repl.store.ledger import Ledger
+from relay_repl.system.polling import poll_until_sync
 from tests.support.sessions import live_session
 from tests.support.tmuxdrive import Screen
 
@@ -90,12 +91,13 @@ def test_one_liner_exits_halted_when_the_turn_reply_carries_relay_halt(lab, spec
 
 
 def the_inbox_of(pid_after: float) -> str:
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
+    def one() -> str | None:
         recs = [r for r in read_records() if r.live and r.started >= pid_after - 1 and r.pid != os.getpid()]
-        if len(recs) == 1:
-            return recs[0].socket
-        time.sleep(0.1)  # a bounded poll for the record itself (the event), not a fixed wait
+        return recs[0].socket if len(recs) == 1 else None
+
+    socket = poll_until_sync(one, timeout=20, interval=0.1)  # the record itself is the event
+    if socket is not None:
+        return socket
     raise AssertionError(f"no single inbox record of the relay send process: {read_records()}")
 
 

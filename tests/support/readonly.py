@@ -14,11 +14,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+from relay_repl.system.polling import poll_until_sync
 from tests.support.trees import Tree, differences, nothing_allowed, snapshot
 
 RELAY = str(Path(sys.executable).with_name("relay"))
@@ -80,9 +80,8 @@ def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 120.0)
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
-        end = time.monotonic() + 30
-        while _group_alive(proc.pid) and time.monotonic() < end:  # what it left running, finishing its writes
-            time.sleep(0.05)
+        # what it left running, finishing its writes: wait (bounded) for the group to be gone
+        poll_until_sync(lambda: None if _group_alive(proc.pid) else True, timeout=30, interval=0.05)
         if _group_alive(proc.pid):
             os.killpg(proc.pid, signal.SIGKILL)
             raise AssertionError(f"relay {' '.join(args)} left processes running 30 s after it exited")

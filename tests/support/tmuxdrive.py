@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import shlex
-import time
 import uuid
 from collections.abc import Callable
 
 import libtmux
+
+from relay_repl.system.polling import poll_until_sync
 
 
 class Screen:
@@ -24,14 +25,15 @@ class Screen:
 
     def wait_for(self, predicate: Callable[[str], bool] | str, timeout: float = 20.0) -> str:
         check = (lambda s: predicate in s) if isinstance(predicate, str) else predicate
-        end = time.monotonic() + timeout
-        while True:
+
+        def shown() -> str | None:
             screen = self.text()
-            if check(screen):
-                return screen
-            if time.monotonic() > end:
-                raise AssertionError(f"timed out waiting for {predicate!r}; screen was:\n{screen}")
-            time.sleep(0.1)  # the poll interval of this bounded wait
+            return screen if check(screen) else None
+
+        got = poll_until_sync(shown, timeout=timeout, interval=0.1)
+        if got is None:
+            raise AssertionError(f"timed out waiting for {predicate!r}; screen was:\n{self.text()}")
+        return got
 
     def type_line(self, text: str, timeout: float = 20.0) -> None:
         """Type `text`, and press Enter once the program has drawn it (one more copy of its tail on

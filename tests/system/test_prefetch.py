@@ -6,8 +6,7 @@ after them; `relay notebook run` then waited on it before its first cell (issue 
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.support.probes import run_cold_probe
 
 PROBE = """
 import subprocess, sys
@@ -26,17 +25,8 @@ print("LISTING STARTED WITH", seen, "EXIT", code)
 
 
 def test_the_claude_listing_starts_before_the_heavy_imports(tmp_path, relay_home):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    claude = bin_dir / "claude"
-    claude.write_text("#!/bin/sh\necho '[]'\n")
-    claude.chmod(0o755)
-    (tmp_path / "claude-config" / "sessions").mkdir(parents=True)
     (tmp_path / "nb.py").write_text('# %% first\nprint("FIRST CELL")\n')
-    env = {"HOME": str(tmp_path), "RELAY_HOME": str(relay_home), "PATH": f"{bin_dir}:/usr/bin:/bin",
-           "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"), "LANG": "C.UTF-8"}
-    r = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=60, stdin=subprocess.DEVNULL)
+    r = run_cold_probe(tmp_path, relay_home, PROBE, codex_home=False)
     assert "FIRST CELL" in r.stdout, (r.stdout, r.stderr)
     assert "LISTING STARTED WITH [[]] EXIT 0" in r.stdout, (r.stdout, r.stderr[-2000:])
 
@@ -62,16 +52,30 @@ main()
 def test_the_console_script_spawns_the_listing_before_importing_the_cli(tmp_path, relay_home):
     """`relay targets` (the console script) spawns `claude agents --json` before even argparse
     and the CLI module are imported: everything before the spawn adds to the cold ratio."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    claude = bin_dir / "claude"
-    claude.write_text("#!/bin/sh\necho '[]'\n")
-    claude.chmod(0o755)
-    (tmp_path / "claude-config" / "sessions").mkdir(parents=True)
-    env = {"HOME": str(tmp_path), "RELAY_HOME": str(relay_home), "PATH": f"{bin_dir}:/usr/bin:/bin",
-           "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"), "CODEX_HOME": str(tmp_path / "codex"),
-           "LANG": "C.UTF-8"}
-    r = subprocess.run([sys.executable, "-c", ENTRY_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=60, stdin=subprocess.DEVNULL)
+    r = run_cold_probe(tmp_path, relay_home, ENTRY_PROBE)
     assert "LISTING STARTED WITH [[]]" in r.stderr, (r.stdout, r.stderr[-2000:])
     assert r.stdout.lstrip().startswith("["), r.stdout  # and the listing itself still printed (JSON first)
+
+
+def test_the_kind_declared_listing_is_started_and_handed_to_its_provider(tmp_path):
+    """The listing command is the kind's (entry-point group `relay_repl.prefetch`), and the process
+    started early is the one the kind's provider reads: not a second run of the listing."""
+    import anyio
+
+    import relay_repl.system.prefetch as prefetch
+    from relay_repl.agents.claude_code.provider import ClaudeProvider
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    runs = tmp_path / "runs"
+    claude = bin_dir / "claude"
+    claude.write_text(f"#!/bin/sh\necho run >> {runs}\necho '[]'\n")
+    claude.chmod(0o755)
+    cfg = tmp_path / "claude-config"
+    (cfg / "sessions").mkdir(parents=True)
+    env = {"HOME": str(tmp_path), "PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(cfg)}
+    prefetch.start(env)
+    assert [slot[0] for slot in prefetch._pending] == ["claude-code"], prefetch._pending
+    listed, why = anyio.run(ClaudeProvider(config_dir=cfg, env=env).list_agents)
+    assert listed == [] and not prefetch._pending, (listed, why, prefetch._pending)
+    assert runs.read_text().splitlines() == ["run"]  # one listing: the prefetched one

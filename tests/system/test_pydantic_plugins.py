@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from tests.support.probes import run_cold_probe
+
 TARGETS_PROBE = """
 import os, sys
 real_exit = os._exit
@@ -22,17 +24,7 @@ main()
 
 
 def test_relay_targets_builds_its_models_without_importing_importlib_metadata(tmp_path, relay_home):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    claude = bin_dir / "claude"
-    claude.write_text("#!/bin/sh\necho '[]'\n")
-    claude.chmod(0o755)
-    (tmp_path / "claude-config" / "sessions").mkdir(parents=True)
-    env = {"HOME": str(tmp_path), "RELAY_HOME": str(relay_home), "PATH": f"{bin_dir}:/usr/bin:/bin",
-           "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"), "CODEX_HOME": str(tmp_path / "codex"),
-           "LANG": "C.UTF-8"}
-    r = subprocess.run([sys.executable, "-c", TARGETS_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=60, stdin=subprocess.DEVNULL)
+    r = run_cold_probe(tmp_path, relay_home, TARGETS_PROBE)
     assert "PYDANTIC True METADATA False" in r.stderr, (r.stdout, r.stderr[-2000:])
     assert r.stdout.lstrip().startswith("["), r.stdout
 

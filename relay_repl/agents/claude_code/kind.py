@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.claude_code.agent import KIND, ClaudeAgent
@@ -94,6 +95,28 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
         from relay_repl.agents.versions import require_verified
 
         return ClaudePeerRegistration(name=name, claude_version=require_verified(self.kind))
+
+    def listed_peer_name(self, address: str) -> str | None:
+        """Read from Claude's registry (`$CLAUDE_CONFIG_DIR/sessions`, live records only), as ListAgents
+        shows it: a session whose name is `address`, or the record of the process whose pid ends the
+        address (the operator's address is `user.host.pid`; its inbox registers under that pid, see peer.py)."""
+        from relay_repl.agents.claude_code.peer import claude_config_dir, live_claude_records
+
+        records = live_claude_records(claude_config_dir())
+        for rec in records:
+            if rec.get("name") == address:
+                return address
+        tail = address.rsplit(".", 1)[-1]
+        if tail.isdigit():
+            for rec in records:
+                if rec.get("pid") == int(tail) and rec.get("name"):
+                    return str(rec["name"])
+        return None
+
+    def fidelity(self) -> ModuleType | None:
+        import relay_repl.agents.claude_code.fidelity as fidelity
+
+        return fidelity
 
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="claude", stub_api="anthropic", help="Claude Code sessions")

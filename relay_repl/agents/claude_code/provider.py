@@ -205,21 +205,22 @@ class ClaudeProvider:
 
     # -- the listing ---------------------------------------------------------------------
     def _binary(self) -> str | None:
-        from relay_repl.system.prefetch import claude_binary
+        from relay_repl.agents.claude_code.listing import binary
 
-        return claude_binary(self.env, self.claude_bin)
+        return binary(self.env, self.claude_bin)
 
     async def _run_listing(self, exe: str, env: dict[str, str], timeout: float) -> tuple[int, bytes, bytes]:
         """The listing's exit code and output: a prefetched process (`prefetch.start`) if one
         matches this binary and config dir, else a fresh run."""
+        import relay_repl.agents.claude_code.listing as listing
         import relay_repl.system.prefetch as prefetch
 
-        pre = prefetch.take(exe, env.get("CLAUDE_CONFIG_DIR", ""))
+        pre = prefetch.take(KIND, listing.key(exe, env))
         if pre is not None:
             out, err = await anyio.to_thread.run_sync(lambda: pre.communicate(timeout=timeout))
             return pre.returncode, out, err
         with anyio.fail_after(timeout):
-            cp = await anyio.run_process([exe, "agents", "--json"], check=False, env=prefetch.listing_env(env),
+            cp = await anyio.run_process(listing.argv(exe), check=False, env=listing.listing_env(env),
                                          stdin=subprocess.DEVNULL)
         return cp.returncode, cp.stdout, cp.stderr
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_join, history_contains, parse_styles, wrapped_equals
+from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_state, history_contains, wrapped_equals
 
 PROMPT = "❯\u00a0"
 SHELL_PROMPT = "!\u00a0"
@@ -74,45 +74,6 @@ def _find_composer(lines: list[str]) -> tuple[int, int, str] | None:
     return None
 
 
-def _composer_state(snap: Snapshot, first: int, last: int, prompt: str, reasons: list[str]) -> tuple[str, str]:
-    """('empty'|'draft'|'unknown', text) of the composer rows."""
-    lines = snap.lines
-    rows = [lines[first][len(prompt):]] + lines[first + 1:last + 1]
-    text = composer_join(rows).strip()
-    cursor_home = snap.cursor_y == first and snap.cursor_x == 2
-    if not text:
-        if cursor_home:
-            reasons.append(f"composer row {first} is empty and the cursor is at column 2")
-            return "empty", ""
-        reasons.append(f"composer row {first} looks empty but the cursor is at ({snap.cursor_x},{snap.cursor_y})")
-        return "unknown", ""
-    if snap.esc_lines is None or len(snap.esc_lines) != len(lines):
-        if text in PLACEHOLDERS:
-            # An operator can type the placeholder's words too; only dimness tells (fail closed).
-            reasons.append(f"composer reads like the placeholder {text!r}, but there is no -e capture to check dimness")
-            return "unknown", text
-        reasons.append(f"composer holds {text!r} (no -e capture to tell a dim placeholder from a draft)")
-        return "draft", text
-    styled = parse_styles(snap.esc_lines[first:last + 1])
-    normal: list[str] = []
-    for r, cells in enumerate(styled):
-        for c in cells:
-            if r == 0 and c.col < 2:
-                continue  # the prompt
-            if c.ch.strip() and not c.dim:
-                if cursor_home and r == 0 and c.col == 2 and c.reverse:
-                    continue  # Claude's fake cursor drawn over the placeholder's first letter
-                normal.append(c.ch)
-    if not normal and cursor_home:
-        reasons.append(f"composer shows a dim placeholder {text!r} with the cursor at column 2: empty")
-        return "empty", ""
-    if not normal:
-        reasons.append(f"composer text {text!r} is dim but the cursor is at ({snap.cursor_x},{snap.cursor_y}), not column 2")
-        return "unknown", text
-    reasons.append(f"composer holds {text!r} at normal intensity (cursor at {snap.cursor_x},{snap.cursor_y})")
-    return "draft", text
-
-
 def _status(lines: list[str], top: int) -> tuple[str | None, int | None]:
     """The latest status-ish row above the composer's upper rule: spinner, done, interrupted."""
     for i in range(top - 1, max(-1, top - 1 - LOOKBACK), -1):
@@ -154,7 +115,7 @@ def classify(snap: Snapshot) -> ScreenReading:
     first, last, prompt = found
     top = first - 1
     footer = lines[last + 2:]
-    composer, text = _composer_state(snap, first, last, prompt, reasons)
+    composer, text = composer_state(snap, first, last, reasons, PLACEHOLDERS, fake_cursor=True)
     if prompt == SHELL_PROMPT or any(SHELL_FOOTER.search(f) for f in footer):
         blockers.append("shell-mode")
         reasons.append("bash mode: the prompt is `!` (Enter would run a shell command)")

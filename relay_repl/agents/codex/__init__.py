@@ -8,6 +8,11 @@
 - `screen`: the screen classifier (named by the adapter, adapters/codex.md, which
   also holds the footer pattern and the verified versions);
 - `kind`: `CodexKind`, the `AgentKind` the registry loads (entry point `codex`).
+
+`codex queue` (0.171.0) reaches the thread only through the daemon of its own CODEX_HOME
+(control socket /tmp/codex-daemon-<uid>/<sha256 of the link path>, one per home): when that
+daemon does not answer within 10 s (starved, stopped) it exits 1 with "cannot queue through an
+embedded app server while a local app-server daemon is running" (adapters/codex.md, Gaps).
 """
 
 from __future__ import annotations

@@ -8,15 +8,16 @@ from types import ModuleType
 from relay_repl.agents.agent import Processes, TypedEvidence
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.codex.evidence import codex_home, codex_typed_items
-from relay_repl.agents.codex.rollout import rollout_path
+from relay_repl.agents.codex.rollout import scan_rollouts
 from relay_repl.agents.codex.provider import is_codex_tui
+from relay_repl.agents.kind import AgentKindBase
 from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
 
 KIND = "codex"
 
 
-class CodexAgent:
+class CodexAgent(AgentKindBase):
     """Codex 0.169.0: the TUI runs under the pane and is tied to the thread by the lock
     holder, `resume <uuid>` argv or the footer's thread name; Enter while busy steers the
     line into the running turn, and one Tab may queue a line left beside `tab to queue
@@ -45,13 +46,12 @@ class CodexAgent:
                 "or steered into the running turn; send-keys exit status proves nothing")
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
-        if snap.pane_pid is None:
-            return "pane has no pid"
-        procs = processes(snap.pane_pid)
-        tuis = [(pid, argv) for pid, argv in procs if is_codex_tui(argv)]
+        under = self.pane_processes(snap, processes)
+        if isinstance(under, str):
+            return under
+        pids, tuis = under
         if not tuis:
             return f"no Codex TUI runs under pane {snap.pane_id} (pane pid {snap.pane_pid})"
-        pids = {pid for pid, _ in procs}
         thread = CodexDetail.of(target).thread_id or target.address
         if target.pid in pids:
             return None
@@ -66,8 +66,12 @@ class CodexAgent:
     def waiting_refusal(self, target: Target) -> str | None:
         return None  # an approval dialog shows on the screen, which the classifier reads
 
-    def evidence_file(self, target: Target) -> Path | None:
-        return rollout_path(codex_home(target), CodexDetail.of(target).thread_id or target.address, target.evidence_file)
+    def is_client(self, argv: list[str]) -> bool:
+        return is_codex_tui(argv)
+
+    def find_evidence_file(self, target: Target) -> Path | None:
+        thread = CodexDetail.of(target).thread_id or target.address
+        return scan_rollouts(codex_home(target) / "sessions", {thread}).get(thread)
 
     def typed_evidence(self, path: Path, offset: int, payload: str) -> TypedEvidence:
         hits = codex_typed_items(path, offset, payload)

@@ -4,6 +4,7 @@ in pyproject.toml; what the session, the doctor and the lab ask of it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.codex.agent import KIND, CodexAgent
@@ -80,6 +81,11 @@ class CodexKind(CodexAgent, AgentKindBase):
         """`codex --version` writes helper links under $CODEX_HOME/tmp; with a home that cannot exist
         it warns on stderr and still prints its version (0.171.0, measured)."""
         return {"CODEX_HOME": NO_HOME}
+
+    def fidelity(self) -> ModuleType | None:
+        import relay_repl.agents.codex.fidelity as fidelity
+
+        return fidelity
 
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="codex", stub_api="openai", help="Codex sessions")

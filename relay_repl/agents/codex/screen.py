@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 from relay_repl.agents.adapter import load_adapter
-from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_join, history_contains, parse_styles, wrapped_equals
+from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_state, history_contains, wrapped_equals
 
 # The footer pattern is the Codex adapter's (adapters/codex.md, [screen.marks] footer): one
 # pattern, so discovery and the tmux preflight cannot disagree about the same pane.
@@ -103,37 +103,6 @@ def _find_composer(lines: list[str], f: int) -> tuple[int, int, str] | None:
     return None
 
 
-def _composer_state(snap: Snapshot, first: int, last: int, reasons: list[str]) -> tuple[str, str]:
-    lines = snap.lines
-    rows = [lines[first][2:]] + lines[first + 1:last + 1]
-    text = composer_join(rows).strip()
-    cursor_home = snap.cursor_y == first and snap.cursor_x == 2
-    if not text:
-        if cursor_home:
-            reasons.append(f"composer row {first} is empty and the cursor is at column 2")
-            return "empty", ""
-        reasons.append(f"composer row {first} looks empty but the cursor is at ({snap.cursor_x},{snap.cursor_y})")
-        return "unknown", ""
-    if snap.esc_lines is None or len(snap.esc_lines) != len(lines):
-        if text in PLACEHOLDERS:
-            # An operator can type the placeholder's words too; only dimness tells (fail closed).
-            reasons.append(f"composer reads like the placeholder {text!r}, but there is no -e capture to check dimness")
-            return "unknown", text
-        reasons.append(f"composer holds {text!r} (no -e capture to tell a dim placeholder from a draft)")
-        return "draft", text
-    styled = parse_styles(snap.esc_lines[first:last + 1])
-    normal = [c.ch for r, cells in enumerate(styled) for c in cells
-              if not (r == 0 and c.col < 2) and c.ch.strip() and not c.dim]
-    if not normal and cursor_home:
-        reasons.append(f"composer shows a dim placeholder {text!r} with the cursor at column 2: empty")
-        return "empty", ""
-    if not normal:
-        reasons.append(f"composer text {text!r} is dim but the cursor is at ({snap.cursor_x},{snap.cursor_y})")
-        return "unknown", text
-    reasons.append(f"composer holds {text!r} at normal intensity (cursor at {snap.cursor_x},{snap.cursor_y})")
-    return "draft", text
-
-
 def _activity(lines: list[str], top: int) -> tuple[str | None, int | None]:
     """The latest activity row above the composer: busy, worked, interrupted, prompt."""
     for i in range(top, max(-1, top - LOOKBACK), -1):
@@ -184,7 +153,7 @@ def classify(snap: Snapshot) -> ScreenReading:
     first, last, prompt = found
     assert f is not None
     below = lines[f + 1:]
-    composer, text = _composer_state(snap, first, last, reasons)
+    composer, text = composer_state(snap, first, last, reasons, PLACEHOLDERS)
     if prompt == SHELL or any("Shell mode" in ln for ln in lines[f:]):
         blockers.append("shell-mode")
         reasons.append("shell mode: the prompt is `!` (Enter would run a shell command)")

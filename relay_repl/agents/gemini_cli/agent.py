@@ -9,11 +9,12 @@ from relay_repl.agents.agent import Processes, TypedEvidence
 from relay_repl.agents.gemini_cli.chats import find_chat, typed_records
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND, is_gemini
+from relay_repl.agents.kind import AgentKindBase
 from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
 
 
-class GeminiAgent:
+class GeminiAgent(AgentKindBase):
     """Gemini CLI 0.61.0: the pane runs the gemini.js wrapper (or a shell above it); Enter while
     busy queues the line, sent as the next turn; evidence is the session's chat file."""
 
@@ -37,10 +38,10 @@ class GeminiAgent:
                 "starts; a line queued behind a busy turn appears when that turn ends); send-keys exit status proves nothing")
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
-        if snap.pane_pid is None:
-            return "pane has no pid"
-        procs = processes(snap.pane_pid)
-        if target.pid not in {pid for pid, argv in procs if is_gemini(argv)}:
+        under = self.pane_processes(snap, processes)
+        if isinstance(under, str):
+            return under
+        if target.pid not in {pid for pid, _ in under[1]}:
             return f"gemini.js process {target.pid} no longer runs under pane {snap.pane_id} (pane pid {snap.pane_pid})"
         shown = screen.footer_session(snap)
         sid = GeminiDetail.of(target).session_id or ""
@@ -52,9 +53,10 @@ class GeminiAgent:
     def waiting_refusal(self, target: Target) -> str | None:
         return None  # an approval box shows on the screen, which the classifier reads
 
-    def evidence_file(self, target: Target) -> Path | None:
-        if target.evidence_file and Path(target.evidence_file).is_file():
-            return Path(target.evidence_file)
+    def is_client(self, argv: list[str]) -> bool:
+        return is_gemini(argv)
+
+    def find_evidence_file(self, target: Target) -> Path | None:
         d = GeminiDetail.of(target)
         found = find_chat(Path(d.gemini_dir), d.session_id) if d.gemini_dir and d.session_id else None
         return found.path if found else None

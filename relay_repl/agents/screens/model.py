@@ -224,6 +224,45 @@ def composer_join(rows: list[str]) -> str:
     return " ".join(p for p in parts if p) if len(parts) > 1 else parts[0]
 
 
+def composer_state(snap: Snapshot, first: int, last: int, reasons: list[str], placeholders: tuple[str, ...], *,
+                   fake_cursor: bool = False) -> tuple[str, str]:
+    """('empty'|'draft'|'unknown', text) of composer rows `first`..`last` whose text starts at
+    column 2 (a one-cell prompt and a space), for every client that draws its placeholder dim.
+
+    Empty only when the cursor sits at column 2 of the first row and nothing there is at normal
+    intensity: a placeholder's words can be typed too, so without a `-e` capture a text that
+    reads like one of `placeholders` is unknown (fail closed). `fake_cursor`: the client draws
+    its own reverse-video cursor over the placeholder's first letter (Claude Code)."""
+    lines = snap.lines
+    rows = [lines[first][2:]] + lines[first + 1:last + 1]
+    text = composer_join(rows).strip()
+    cursor_home = snap.cursor_y == first and snap.cursor_x == 2
+    if not text:
+        if cursor_home:
+            reasons.append(f"composer row {first} is empty and the cursor is at column 2")
+            return "empty", ""
+        reasons.append(f"composer row {first} looks empty but the cursor is at ({snap.cursor_x},{snap.cursor_y})")
+        return "unknown", ""
+    if snap.esc_lines is None or len(snap.esc_lines) != len(lines):
+        if text in placeholders:
+            reasons.append(f"composer reads like the placeholder {text!r}, but there is no -e capture to check dimness")
+            return "unknown", text
+        reasons.append(f"composer holds {text!r} (no -e capture to tell a dim placeholder from a draft)")
+        return "draft", text
+    normal = [c.ch for r, cells in enumerate(parse_styles(snap.esc_lines[first:last + 1])) for c in cells
+              if not (r == 0 and c.col < 2) and c.ch.strip() and not c.dim
+              and not (fake_cursor and cursor_home and r == 0 and c.col == 2 and c.reverse)]
+    if not normal and cursor_home:
+        reasons.append(f"composer shows a dim placeholder {text!r} with the cursor at column 2: empty")
+        return "empty", ""
+    if not normal:
+        reasons.append(f"composer text {text!r} is dim but the cursor is at ({snap.cursor_x},{snap.cursor_y}), "
+                       "not column 2")
+        return "unknown", text
+    reasons.append(f"composer holds {text!r} at normal intensity (cursor at {snap.cursor_x},{snap.cursor_y})")
+    return "draft", text
+
+
 def history_contains(lines: list[str], payload: str, prompt: str) -> bool:
     """Is `payload` shown as a submitted message (`<prompt> payload`, possibly wrapped)?"""
     words = payload.split()

@@ -38,8 +38,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from relay_repl.agents import versions
-from relay_repl.agents.claude_code.agent import KIND as CLAUDE
-from relay_repl.agents.codex.agent import KIND as CODEX
+from relay_repl.agents import registry
 from relay_repl.lab.install import lab_kinds as kind_names  # the kinds the lab runs
 from relay_repl.core.errors import LabError
 from relay_repl.lab.install import resolve_clients
@@ -51,7 +50,7 @@ GOLDENS = Path("tests") / "agents" / "screens" / "captures"  # relative to a che
 
 
 class FactSpec(BaseModel):
-    """One fact relay depends on and the live tests that prove it."""
+    """One fact relay depends on, the kinds it is about, and the live tests that prove it."""
 
     fact: str
     kinds: tuple[str, ...]
@@ -59,39 +58,21 @@ class FactSpec(BaseModel):
     checks: tuple[str, ...] = Field(description="GROUP:CHECK names (checks.all_checks()); a [param] suffix is one case")
 
 
-_D, _N, _T = "discovery:", "native:", "tmux:"
+def _facts() -> tuple[FactSpec, ...]:
+    """Every registered kind's fidelity facts (`AgentKind.fidelity_facts`, in the kind's package),
+    one row per fact text: a fact two kinds declare alike is one fact about both."""
+    merged: dict[str, FactSpec] = {}
+    for k in registry.kinds():
+        for f in k.fidelity_facts():
+            have = merged.get(f.fact)
+            if have is None:
+                merged[f.fact] = FactSpec(fact=f.fact, kinds=(k.kind,), paths=f.paths, checks=f.checks)
+            else:
+                merged[f.fact] = have.model_copy(update={"kinds": (*have.kinds, k.kind)})
+    return tuple(merged.values())
 
-FACTS: tuple[FactSpec, ...] = (
-    FactSpec(fact="registry fields, listing, panes (both kinds)", kinds=(CLAUDE, CODEX), paths="discovery",
-             checks=(_D + "both_kinds_listed_idle_with_their_panes_and_transports",)),
-    FactSpec(fact="liveness: busy while a turn runs", kinds=(CLAUDE, CODEX), paths="discovery, plans",
-             checks=(_D + "busy_while_a_slow_turn_runs",)),
-    FactSpec(fact="codex rename seen (session index)", kinds=(CODEX,), paths="discovery",
-             checks=(_D + "codex_rename_is_seen",)),
-    FactSpec(fact="codex daemon status (thread loaded, no TUI)", kinds=(CODEX,), paths="discovery, codex-queue",
-             checks=(_D + "codex_thread_loaded_without_a_tui_is_live_with_no_pane",)),
-    FactSpec(fact="claude socket wire + transcript origin records (idle)", kinds=(CLAUDE,),
-             paths="claude-code-socket, claude-code-message", checks=(_N + "claude_socket_to_an_idle_target",)),
-    FactSpec(fact="claude socket wire + origin records (busy, both paths)", kinds=(CLAUDE,),
-             paths="claude-code-socket, claude-code-message",
-             checks=(_N + "claude_socket_transports_to_a_busy_target",)),
-    FactSpec(fact="claude message wrapper recorded", kinds=(CLAUDE,), paths="claude-code-message",
-             checks=(_N + "message_plan_shows_the_wrapper_that_is_written_and_recorded",)),
-    FactSpec(fact="codex queue schema and read-back (idle)", kinds=(CODEX,), paths="codex-queue",
-             checks=(_N + "codex_queue_to_an_idle_target",)),
-    FactSpec(fact="codex rollout queue turns (busy)", kinds=(CODEX,), paths="codex-queue",
-             checks=(_N + "codex_queue_to_a_busy_target_waits_for_its_turn",)),
-    FactSpec(fact="tmux idle delivery with receiver evidence", kinds=(CLAUDE, CODEX), paths="tmux",
-             checks=(_T + "idle_delivery_with_receiver_evidence",)),
-    FactSpec(fact="busy submit: claude Enter queues for the tool boundary", kinds=(CLAUDE,), paths="tmux",
-             checks=(_T + "busy_claude_enter_queues_then_delivers",)),
-    FactSpec(fact="busy submit: codex Enter steers into the turn", kinds=(CODEX,), paths="tmux",
-             checks=(_T + "busy_codex_enter_steers_into_the_running_turn",)),
-    FactSpec(fact="preflight refusals send zero keys (draft, copy-mode, slash menu)", kinds=(CLAUDE, CODEX),
-             paths="tmux", checks=(_T + "refusal_sends_zero_keys",)),
-    FactSpec(fact="preflight refusal on a dialog sends zero keys", kinds=(CLAUDE, CODEX), paths="tmux",
-             checks=(_T + "dialog_refusal_sends_zero_keys",)),
-)
+
+FACTS: tuple[FactSpec, ...] = _facts()
 
 
 class FactResult(BaseModel):
@@ -115,8 +96,8 @@ class FidelityReport(BaseModel):
                                                 description="kind -> relay paths that stay refused for its version")
 
     def table(self) -> str:
-        head = (f"fidelity of claude-code {self.versions.get(CLAUDE)} + codex {self.versions.get(CODEX)} "
-                f"({self.clients}: {self.prefix}) in {self.seconds:.0f}s")
+        of = " + ".join(f"{kind} {v}" for kind, v in self.versions.items())
+        head = f"fidelity of {of} ({self.clients}: {self.prefix}) in {self.seconds:.0f}s"
         w = max(len(f.fact) for f in self.facts) if self.facts else 10
         rows = [head, ""]
         for f in self.facts:
@@ -155,6 +136,13 @@ def _child_env(prefix: Path, got: dict[str, str], home: Path) -> dict[str, str]:
 _SCREEN_LINE = re.compile(r"^\s*(ok|MISMATCH)\s+(\S+)\s+(.*)$")
 
 
+def _screen_kind(name: str) -> str:
+    """The kind a recorder line is about: its name starts with the kind (`<kind>/<screen>`)."""
+    head = re.split(r"[/:\s]", name, maxsplit=1)[0]
+    known = registry.kind_by_prefix(head)
+    return known.kind if known is not None else head
+
+
 def _parse_screens(out: str) -> tuple[list[FactResult], dict[str, str]]:
     facts: list[FactResult] = []
     for line in out.splitlines():
@@ -162,7 +150,7 @@ def _parse_screens(out: str) -> tuple[list[FactResult], dict[str, str]]:
         if not m:
             continue
         ok, name, rest = m.group(1) == "ok", m.group(2), m.group(3)
-        kind = CLAUDE if name.startswith(CLAUDE) or "claude" in name else CODEX
+        kind = _screen_kind(name)
         facts.append(FactResult(fact=f"screen {name.rstrip(':')}", kinds=[kind], paths="tmux", ok=ok, evidence=rest[:160]))
     return facts, {}
 
@@ -223,7 +211,7 @@ def run(clients: str = "pinned", progress: Progress = print, screens: bool = Tru
     _need_asserts()
     t0 = time.monotonic()
     prefix, got = resolve_clients(clients, progress)
-    progress(f"checking claude-code {got[CLAUDE]} and codex {got[CODEX]} from {prefix} "
+    progress(f"checking {' and '.join(f'{kind} {v}' for kind, v in got.items())} from {prefix} "
              "(private labs; about 3 minutes) ...")
     work = Path(tempfile.mkdtemp(prefix="relay-fidelity-"))
     results = work / "results.json"

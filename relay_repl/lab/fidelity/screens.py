@@ -53,6 +53,41 @@ class Expect:
     payload: str | None = None  # payload_visible(snapshot, payload) must be True
 
 
+@dataclass(frozen=True)
+class Marks:
+    """What one client shows in the states `Recorder.common` stages in every client: the
+    text each wait looks for and each capture's description (the rest is the same)."""
+
+    fresh: str  # the fresh capture's description
+    done: str  # on screen once a turn finished
+    after_turn: str
+    home_text: str  # a draft that reads like the placeholder
+    home_shown_by_text: bool  # False: wait for the classifier to read a draft (the text is the placeholder's)
+    cursor_home: str
+    slash: str  # on screen while the `/` menu is open
+    slash_menu: str
+    shell: str  # on screen in shell mode
+    shell_mode: str
+    shortcuts: str  # on screen while the `?` panel is open
+    shortcuts_close: str  # the key that closes it ("?" is typed literally)
+
+
+CLAUDE_MARKS = Marks(
+    fresh="fresh session, nothing typed yet", done="· done ",
+    after_turn="idle after a finished turn (✻ … · done)", home_text="Press up to edit", home_shown_by_text=True,
+    cursor_home="draft whose text resembles a placeholder, cursor moved home (cursor_x==2 but not empty)",
+    slash="/add-dir", slash_menu="`/` typed: the command menu above the composer",
+    shell="! for shell mode", shell_mode="`!` typed: bash mode (prompt `!`)",
+    shortcuts="/ for commands", shortcuts_close="BSpace")
+CODEX_MARKS = Marks(
+    fresh="fresh session (after the lab's /rename), nothing typed", done="Worked for",
+    after_turn="idle after a finished turn (`Worked for`)", home_text="Ask Codex to do anything",
+    home_shown_by_text=False, cursor_home="a draft that reads like the placeholder, cursor home",
+    slash="/model", slash_menu="`/` typed: the command popup",
+    shell="Shell mode", shell_mode="`!` typed: shell mode (prompt `!`)",
+    shortcuts="Keyboard shortcuts", shortcuts_close="?")
+
+
 class Recorder:
     def __init__(self, out: Path, only: str | None) -> None:
         from relay_repl.transports.tmux import PaneIO
@@ -171,10 +206,10 @@ class Recorder:
                 print("              -", why)
 
     # -- scenarios ----------------------------------------------------------------------------
-    def claude(self, n: str = "alpha") -> None:
-        K = "claude-code"
+    def common(self, K: str, n: str, m: Marks) -> None:
+        """The states every client is staged in, in one order; `m` holds what this client shows."""
         self.idle(n)
-        self.record(K, n, "fresh", "fresh session, nothing typed yet", Expect("idle", "empty", hints=["fresh"]))
+        self.record(K, n, "fresh", m.fresh, Expect("idle", "empty", hints=["fresh"]))
 
         self.type(n, "an operator draft, not sent")
         self.wait(n, self.has("an operator draft, not sent"), "draft")
@@ -183,17 +218,16 @@ class Recorder:
 
         self.type(n, "hello from the recorder")
         self.enter(n)
-        self.wait(n, self.has("· done "), "finished turn")
+        self.wait(n, self.has(m.done), "finished turn")
         self.idle(n)
-        self.record(K, n, "after_turn", "idle after a finished turn (✻ … · done)", Expect("idle", "empty", hints=["done-line"]))
+        self.record(K, n, "after_turn", m.after_turn, Expect("idle", "empty", hints=["done-line"]))
 
-        self.type(n, "Press up to edit")
-        self.wait(n, self.has("Press up to edit"), "draft")
+        self.type(n, m.home_text)
+        self.wait(n, self.has(m.home_text) if m.home_shown_by_text
+                  else lambda s: self.cls(K).classify(s).composer == "draft", "draft")
         self.key(n, "Home")
         self.wait(n, lambda s: s.cursor_x == 2, "cursor home")
-        self.record(K, n, "idle_draft_cursor_home",
-                    "draft whose text resembles a placeholder, cursor moved home (cursor_x==2 but not empty)",
-                    Expect("idle", "draft", ["draft"]))
+        self.record(K, n, "idle_draft_cursor_home", m.cursor_home, Expect("idle", "draft", ["draft"]))
         self.clear(n, K)
 
         self.type(n, LONG)
@@ -203,24 +237,24 @@ class Recorder:
                     Expect("idle", "draft", ["draft"], payload=LONG))
         self.clear(n, K)
 
-        self.type(n, "/")
-        self.wait(n, self.has("/add-dir"), "slash menu")
-        self.record(K, n, "slash_menu", "`/` typed: the command menu above the composer",
-                    Expect("idle", "draft", ["slash-menu", "draft"]))
-        self.key(n, "BSpace")
-        self.clear(n, K)
-
-        self.type(n, "!")
-        self.wait(n, self.has("! for shell mode"), "bash mode")
-        self.record(K, n, "shell_mode", "`!` typed: bash mode (prompt `!`)", Expect("idle", "empty", ["shell-mode"]))
-        self.key(n, "BSpace")
-        self.clear(n, K)
+        for typed, shown, what, scenario, description, expect in (
+                ("/", m.slash, "slash menu", "slash_menu", m.slash_menu, Expect("idle", "draft", ["slash-menu", "draft"])),
+                ("!", m.shell, "shell mode", "shell_mode", m.shell_mode, Expect("idle", "empty", ["shell-mode"]))):
+            self.type(n, typed)
+            self.wait(n, self.has(shown), what)
+            self.record(K, n, scenario, description, expect)
+            self.key(n, "BSpace")
+            self.clear(n, K)
 
         self.type(n, "?")
-        self.wait(n, self.has("/ for commands"), "shortcuts")
-        self.record(K, n, "shortcuts_overlay", "`?` on an empty composer: the shortcuts panel", Expect("idle", "empty", ["overlay"]))
-        self.key(n, "BSpace")
-        self.wait(n, lambda s: not any("/ for commands" in ln for ln in s.lines), "shortcuts closed")
+        self.wait(n, self.has(m.shortcuts), "shortcuts")
+        self.record(K, n, "shortcuts_overlay", "`?` on an empty composer: the shortcuts panel",
+                    Expect("idle", "empty", ["overlay"]))
+        if m.shortcuts_close == "?":
+            self.type(n, "?")
+        else:
+            self.key(n, m.shortcuts_close)
+        self.wait(n, lambda s: not any(m.shortcuts in ln for ln in s.lines), "shortcuts closed")
 
         import relay_repl.lab.helpers as helpers
 
@@ -229,6 +263,10 @@ class Recorder:
                     Expect("idle", "empty", ["copy-mode"]))
         self.pane(n).cmd("send-keys", "-X", "cancel")
         self.wait(n, lambda s: not s.pane_in_mode, "copy mode left")
+
+    def claude(self, n: str = "alpha") -> None:
+        K = "claude-code"
+        self.common(K, n, CLAUDE_MARKS)
 
         self.type(n, "SLOW8 recorder keeps claude busy")
         self.enter(n)
@@ -276,62 +314,7 @@ class Recorder:
 
     def codex(self, n: str = "beta") -> None:
         K = "codex"
-        self.idle(n)
-        self.record(K, n, "fresh", "fresh session (after the lab's /rename), nothing typed",
-                    Expect("idle", "empty", hints=["fresh"]))
-
-        self.type(n, "an operator draft, not sent")
-        self.wait(n, self.has("an operator draft, not sent"), "draft")
-        self.record(K, n, "idle_draft_fresh", "fresh session with an unsent draft", Expect("idle", "draft", ["draft"]))
-        self.clear(n, K)
-
-        self.type(n, "hello from the recorder")
-        self.enter(n)
-        self.wait(n, self.has("Worked for"), "finished turn")
-        self.idle(n)
-        self.record(K, n, "after_turn", "idle after a finished turn (`Worked for`)", Expect("idle", "empty", hints=["done-line"]))
-
-        self.type(n, "Ask Codex to do anything")
-        self.wait(n, lambda s: self.cls(K).classify(s).composer == "draft", "draft")
-        self.key(n, "Home")
-        self.wait(n, lambda s: s.cursor_x == 2, "cursor home")
-        self.record(K, n, "idle_draft_cursor_home", "a draft that reads like the placeholder, cursor home",
-                    Expect("idle", "draft", ["draft"]))
-        self.clear(n, K)
-
-        self.type(n, LONG)
-        self.wait(n, self.has("word39"), "long draft")
-        time.sleep(0.3)
-        self.record(K, n, "idle_draft_wrapped", "a long staged line wrapped over three composer rows",
-                    Expect("idle", "draft", ["draft"], payload=LONG))
-        self.clear(n, K)
-
-        self.type(n, "/")
-        self.wait(n, self.has("/model"), "slash popup")
-        self.record(K, n, "slash_menu", "`/` typed: the command popup", Expect("idle", "draft", ["slash-menu", "draft"]))
-        self.key(n, "BSpace")
-        self.clear(n, K)
-
-        self.type(n, "!")
-        self.wait(n, self.has("Shell mode"), "shell mode")
-        self.record(K, n, "shell_mode", "`!` typed: shell mode (prompt `!`)", Expect("idle", "empty", ["shell-mode"]))
-        self.key(n, "BSpace")
-        self.clear(n, K)
-
-        self.type(n, "?")
-        self.wait(n, self.has("Keyboard shortcuts"), "shortcuts")
-        self.record(K, n, "shortcuts_overlay", "`?` on an empty composer: the shortcuts panel",
-                    Expect("idle", "empty", ["overlay"]))
-        self.type(n, "?")
-        self.wait(n, lambda s: not any("Keyboard shortcuts" in ln for ln in s.lines), "shortcuts closed")
-
-        import relay_repl.lab.helpers as helpers
-
-        helpers.copy_mode(n)
-        self.record(K, n, "copy_mode", "tmux copy mode (capture unchanged; only pane_in_mode tells)",
-                    Expect("idle", "empty", ["copy-mode"]))
-        self.pane(n).cmd("send-keys", "-X", "cancel")
-        self.wait(n, lambda s: not s.pane_in_mode, "copy mode left")
+        self.common(K, n, CODEX_MARKS)
 
         self.type(n, "SLOW12 recorder keeps codex busy")
         self.enter(n)

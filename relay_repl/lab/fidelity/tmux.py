@@ -18,6 +18,7 @@ from libtmux.test.retry import retry_until
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
 import relay_repl.store.paths as paths
+from relay_repl.agents import registry
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.target import Target
 from relay_repl.lab.approvals import approved_send
@@ -113,6 +114,14 @@ async def idle(name: str, timeout: float = 60) -> None:
     await _run(helpers.wait_idle, name, timeout)
 
 
+def _fidelity(kind: str) -> Any:
+    """The kind's fidelity module (agents/<kind>/fidelity.py): what these checks expect of its client."""
+    k = registry.kind_for(kind)
+    mod = k.fidelity() if k is not None else None
+    assert mod is not None, f"agent kind {kind!r} declares no fidelity facts"
+    return mod
+
+
 def clear_composer(name: str) -> None:
     """Lab cleanup without Escape: End + C-u until the composer is empty (Claude deletes a row per C-u)."""
     import relay_repl.agents.screens as screens
@@ -132,7 +141,7 @@ def clear_composer(name: str) -> None:
         if "slash-menu" in r.blockers or "shell-mode" in r.blockers:
             p.send_keys("BSpace", enter=False)
         else:
-            p.send_keys("End" if s.kind == "claude-code" else "C-e", enter=False)
+            p.send_keys(_fidelity(s.kind).COMPOSER_END_KEY, enter=False)
             p.send_keys("C-u", enter=False)
         time.sleep(0.25)  # a key round per look, slower than the client redraws (too fast would over-delete)
     raise AssertionError(f"{name}: composer not cleared:\n{helpers.capture(name)}")
@@ -155,10 +164,8 @@ async def idle_delivery_with_receiver_evidence(name: str, rounds: int = 3) -> li
         pre = d.evidence[0].data
         assert pre["reading"]["kind"] == "idle" and pre["reading"]["composer"] == "empty" and pre["capture"], pre["reading"]
         conf = d.evidence[-1].data
-        if target.kind == "claude-code":
-            assert conf["record"]["origin"]["kind"] == "human" and payload in conf["record"]["content"], conf["record"]
-        else:
-            assert conf["item"]["turn_trigger"] == "user" and not conf["item"]["steered"], conf["item"]
+        why = _fidelity(target.kind).tmux_unconfirmed(conf, payload)
+        assert why is None, why
         assert (d.extra.tmux or {})["entered_at"] - (d.extra.tmux or {})["typed_at"] >= 0.05, d.extra.tmux
         latency.append((d.extra.tmux or {})["latency"])
     await idle(name)

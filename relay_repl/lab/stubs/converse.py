@@ -33,6 +33,18 @@ from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, encode_va
 from relay_repl.core.errors import EnvelopeError
 from relay_repl.lab.stubs.script import Step, ToolCall
 
+
+def sender_kind(api: str) -> str:
+    """The kind whose lab sessions talk to stub `api` (its `LabSpec.stub_api`): the stub signs as
+    that client. Asked of the registry, so a new kind's stub signs with its own name."""
+    from relay_repl.agents import registry
+
+    for k in registry.kinds():
+        spec = k.lab()
+        if spec is not None and spec.stub_api == api:
+            return k.kind
+    return "agent"
+
 ENVELOPE_START = re.compile(r"\[relay/1 ")
 QUOTE_CHARS = 60
 
@@ -99,8 +111,7 @@ class Converser:
 
     @property
     def sender(self) -> str:
-        agent = {"anthropic": "claude-code", "google": "gemini-cli"}.get(self.api, "codex")
-        return f"agent:{agent}@{self.name}"
+        return f"agent:{sender_kind(self.api)}@{self.name}"
 
     def _new_id(self) -> str:
         self._next += 1

@@ -101,23 +101,17 @@ class Ready(_Model):
     control: str
 
 
-def claude_peer_name(env: Envelope) -> str | None:
-    """The name under which `env`'s sender is listed as a Claude peer, read from the lab's
-    Claude registry (`$CLAUDE_CONFIG_DIR/sessions`, live records only), as ListAgents shows it:
-    a Claude session whose name is the sender's address, or the record of the process whose
-    pid ends the address (the operator's address is `user.host.pid`; its inbox registers
-    under that pid, see `agents/claude_code/peer.py`). None when the sender is not listed."""
-    from relay_repl.agents.claude_code.peer import claude_config_dir, live_claude_records
+def listed_peer_name(env: Envelope) -> str | None:
+    """The name under which `env`'s sender is listed as a peer in a lab client's own registry, as
+    that client's peer listing shows it (asked of each kind that answers only a listed peer), or
+    None when no registry lists it."""
+    from relay_repl.agents import registry
 
-    records = live_claude_records(claude_config_dir())
-    for rec in records:
-        if rec.get("name") == env.address:
-            return env.address
-    tail = env.address.rsplit(".", 1)[-1]
-    if tail.isdigit():
-        for rec in records:
-            if rec.get("pid") == int(tail) and rec.get("name"):
-                return str(rec["name"])
+    for k in registry.kinds():
+        if k.answers_listed_inbox:
+            name = k.listed_peer_name(env.address)
+            if name is not None:
+                return name
     return None
 
 
@@ -126,7 +120,7 @@ class StubSession:
 
     def __init__(self, spec: SessionSpec) -> None:
         self.spec = spec
-        converser = Converser(name=spec.name, api=spec.api, resolve_peer=claude_peer_name,
+        converser = Converser(name=spec.name, api=spec.api, resolve_peer=listed_peer_name,
                               id_base=int(time.time() * 1000))
         self.state = ScriptState(converser=converser)
         self.requests: list[RecordedRequest] = []

@@ -1,0 +1,56 @@
+"""Claude's session listing, `claude agents --json`, as the early prefetch runs it.
+
+Standard library only, and imported by file (system/prefetch.py loads it without running the
+agents package, which imports pydantic and every agent module): the listing is a node process of
+its own (~0.16 s), started before the heavy imports so the two overlap. Declared in the entry-point
+group `relay_repl.prefetch`; the provider (provider.py) runs the same command when no prefetched
+process matches, so the command, binary and environment have this one home.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+
+QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+"""What the listing runs with unless the caller's environment says otherwise: plain
+`claude agents --json` (2.1.332) resolves a host name over DNS before it prints (strace: two
+connects to port 53), with these it makes no network call at all and printed the same list,
+~20% sooner in wall time here. A read-only listing has no business phoning home, and the wait
+for the network was on `relay targets`' critical path."""
+
+
+def binary(env: Mapping[str, str], explicit: str | None = None) -> str | None:
+    """The `claude` that discovery runs: an explicit path, $RELAY_CLAUDE_BIN, or PATH."""
+    exe = explicit or env.get("RELAY_CLAUDE_BIN")
+    if exe:
+        return exe if os.access(exe, os.X_OK) else None
+    return shutil.which("claude", path=env.get("PATH"))
+
+
+def listing_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with QUIET's variables added where it does not set them."""
+    return {**QUIET, **env}
+
+
+def argv(exe: str) -> list[str]:
+    return [exe, "agents", "--json"]
+
+
+def key(exe: str, env: Mapping[str, str]) -> tuple[str, str]:
+    """What makes two listings the same: the binary and the config dir it reads."""
+    return (exe, env.get("CLAUDE_CONFIG_DIR", ""))
+
+
+def prefetch(env: Mapping[str, str]) -> tuple[tuple[str, str], list[str], dict[str, str]] | None:
+    """(key, argv, environment) of the listing worth starting now, or None: no binary, or no
+    session ever registered there (nothing to list, and a first listing writes .claude.json)."""
+    environ = listing_env(env)
+    exe = binary(environ)
+    if exe is None:
+        return None
+    cfg = environ.get("CLAUDE_CONFIG_DIR") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".claude")
+    if not os.path.isdir(os.path.join(cfg, "sessions")):
+        return None
+    return key(exe, environ), argv(exe), environ
