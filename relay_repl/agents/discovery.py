@@ -48,10 +48,19 @@ class StaticProvider:
 
 async def discover_all(providers: Sequence[Provider]) -> list[Target]:
     """Every provider's targets, gathered concurrently (the Claude listing is a
-    subprocess; the other providers' reads overlap it), in provider order."""
-    import anyio
+    subprocess; the other providers' reads overlap it), in provider order.
+
+    In a loopless listing (system/loopless.py) they run one after the other, those that wait
+    on a listing subprocess (`waits_on_listing`) last, so the others' reads overlap it."""
+    from relay_repl.system import loopless
 
     results: list[list[Target]] = [[] for _ in providers]
+    if loopless.active():
+        order = sorted(range(len(providers)), key=lambda i: bool(getattr(providers[i], "waits_on_listing", False)))
+        for i in order:
+            results[i] = await providers[i].discover()
+        return [t for found in results for t in found]
+    import anyio
 
     async def one(i: int, provider: Provider) -> None:
         results[i] = await provider.discover()

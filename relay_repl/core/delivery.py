@@ -55,7 +55,7 @@ NOT_DONE = frozenset({DeliveryState.WITHHELD, DeliveryState.REFUSED, DeliverySta
 class Evidence(BaseModel):
     """What one stage read or did, with when."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     stage: str
     state: DeliveryState
@@ -68,7 +68,8 @@ class DeliveryExtra(BaseModel):
     """What a send records beyond its stages, each field with its one writer (typed, so a
     misspelt key fails where it is written). Read back from the ledger by the debugger."""
 
-    model_config = ConfigDict(validate_assignment=True, extra="ignore")  # an older ledger's keys are dropped
+    model_config = ConfigDict(validate_assignment=True, extra="ignore", defer_build=True)  # an older ledger's keys are
+    # dropped; built on first use, off the targets path
 
     halted_before: str | None = Field(default=None, description="the step a relay-halt stopped it before")
     reply_via: str | None = Field(default=None, description="the reply route asked for (native, relay-reply, mcp, turn)")
@@ -88,7 +89,7 @@ class DeliveryExtra(BaseModel):
 class Delivery(BaseModel):
     """One send in progress: its plan, the stages it passed, and its outcome."""
 
-    model_config = ConfigDict(validate_assignment=True)
+    model_config = ConfigDict(validate_assignment=True, defer_build=True)  # built on first use, off the targets path
 
     key: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     relay_id: str | None = None

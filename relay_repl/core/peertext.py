@@ -14,34 +14,48 @@ it errs towards flagging.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from relay_repl.core.controls import visible
 
 OPEN, CLOSE = "«", "»"
-_QUOTE = re.compile(r"(?P<who>[^\s«»()]+) \((?P<verdict>[^()«»]*)\) wrote: «(?P<text>[^«»]*)»")
+_QUOTE = r"(?P<who>[^\s«»()]+) \((?P<verdict>[^()«»]*)\) wrote: «(?P<text>[^«»]*)»"
 
-CONSENT_ACTS: dict[str, re.Pattern[str]] = {
-    "delete": re.compile(r"\b(?:delet\w*|remov\w*|rm\s+-\w*|rm\b|erase\w*|wip(?:e|es|ing)\b|destroy\w*|purg\w*|"
-                         r"drop\s+(?:table|database|schema)|truncat\w*|unlink\w*|shred\w*|reset\s+--hard|clean\s+-f\w*)",
-                         re.I),
-    "push": re.compile(r"\bpush\w*\b", re.I),
-    "publish": re.compile(r"\b(?:publish\w*|deploy\w*|upload\w*|twine\b|npm\s+publish)", re.I),
-    "release": re.compile(r"\b(?:releas\w*|git\s+tag\b|tag\s+v?\d)", re.I),
-    "force": re.compile(r"(?:--force\b|--force-with-lease\b|\bforc\w*|(?<!\w)-f\b)", re.I),
-    "read credentials": re.compile(r"\b(?:credential\w*|passwords?\b|passwd\b|secrets?\b|tokens?\b|api[\s_-]?keys?\b|"
-                                   r"private[\s_-]?keys?\b|ssh[\s_-]?keys?\b|id_rsa|id_ed25519|\.ssh\b|\.netrc\b|"
-                                   r"\.env\b|auth\.json\b|keychain\w*)", re.I),
-    "change configuration": re.compile(r"\b(?:config\w*|settings?\b|\.bashrc\b|\.profile\b|\.zshrc\b|crontab\b|"
-                                       r"environment\s+variables?|sandbox\w*)", re.I),
-    "approve a permission": re.compile(r"\b(?:approv\w*|permission\w*|grant\w*|allow\w*|sudo\b|chmod\b|chown\b|"
-                                       r"escalat\w*|bypass\w*|dangerously\w*)", re.I),
+# Compiled on first use (`_patterns()`), not at import: every command imports this module (through
+# core/inbound.py), and compiling these ten patterns was ~10-17 ms of the cold `relay targets`.
+_CONSENT_WORDS: dict[str, tuple[str, int]] = {
+    "delete": (r"\b(?:delet\w*|remov\w*|rm\s+-\w*|rm\b|erase\w*|wip(?:e|es|ing)\b|destroy\w*|purg\w*|"
+               r"drop\s+(?:table|database|schema)|truncat\w*|unlink\w*|shred\w*|reset\s+--hard|clean\s+-f\w*)",
+               re.I),
+    "push": (r"\bpush\w*\b", re.I),
+    "publish": (r"\b(?:publish\w*|deploy\w*|upload\w*|twine\b|npm\s+publish)", re.I),
+    "release": (r"\b(?:releas\w*|git\s+tag\b|tag\s+v?\d)", re.I),
+    "force": (r"(?:--force\b|--force-with-lease\b|\bforc\w*|(?<!\w)-f\b)", re.I),
+    "read credentials": (r"\b(?:credential\w*|passwords?\b|passwd\b|secrets?\b|tokens?\b|api[\s_-]?keys?\b|"
+                         r"private[\s_-]?keys?\b|ssh[\s_-]?keys?\b|id_rsa|id_ed25519|\.ssh\b|\.netrc\b|"
+                         r"\.env\b|auth\.json\b|keychain\w*)", re.I),
+    "change configuration": (r"\b(?:config\w*|settings?\b|\.bashrc\b|\.profile\b|\.zshrc\b|crontab\b|"
+                             r"environment\s+variables?|sandbox\w*)", re.I),
+    "approve a permission": (r"\b(?:approv\w*|permission\w*|grant\w*|allow\w*|sudo\b|chmod\b|chown\b|"
+                             r"escalat\w*|bypass\w*|dangerously\w*)", re.I),
 }
-"""The acts seed section 9 reserves to the operator, each with the words that ask for it."""
+"""The acts seed section 9 reserves to the operator, each with the words that ask for it (pattern, flags)."""
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], dict[str, re.Pattern[str]]]:
+    return re.compile(_QUOTE), {act: re.compile(words, flags) for act, (words, flags) in _CONSENT_WORDS.items()}
+
+
+def __getattr__(name: str) -> object:
+    if name == "CONSENT_ACTS":  # the compiled table, as before, built on first use
+        return _patterns()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def consent_acts(text: str) -> tuple[str, ...]:
     """The consent-only acts `text` asks for (names from CONSENT_ACTS, in that order); () for none."""
-    return tuple(act for act, pattern in CONSENT_ACTS.items() if pattern.search(text))
+    return tuple(act for act, pattern in _patterns()[1].items() if pattern.search(text))
 
 
 def consent_flag(text: str) -> str:
@@ -67,7 +81,8 @@ def quote(sender: str, verdict: str, text: str) -> str:
 
 def quoted_spans(body: str) -> list[tuple[int, int, str, str, str]]:
     """Each quote in `body`: (start, end, sender, verdict, text), positions 1-based inclusive of the quote."""
-    return [(m.start() + 1, m.end(), m.group("who"), m.group("verdict"), m.group("text")) for m in _QUOTE.finditer(body)]
+    return [(m.start() + 1, m.end(), m.group("who"), m.group("verdict"), m.group("text"))
+            for m in _patterns()[0].finditer(body)]
 
 
 def provenance_notes(body: str) -> tuple[str, ...]:

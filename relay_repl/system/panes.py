@@ -25,9 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import anyio
-
 from relay_repl.core.errors import TmuxError
+from relay_repl.system import loopless
 from relay_repl.system.tmux import arun, tmux_binary
 from relay_repl.system.proc import ProcStat, process_table
 
@@ -249,7 +248,7 @@ class PaneRoster:
     async def processes(self) -> dict[int, ProcStat]:
         now = time.monotonic()
         if self._table is None or now - self._table_at > self.ttl:
-            self._table = await anyio.to_thread.run_sync(process_table)
+            self._table = await loopless.to_thread(process_table)
             self._table_at = time.monotonic()
         return self._table
 

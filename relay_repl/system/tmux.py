@@ -24,8 +24,6 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import anyio
-
 from relay_repl.core.errors import TmuxError
 
 TMUX_TIMEOUT = 5.0
@@ -105,7 +103,14 @@ def run(server: Sequence[str], *args: str, env: Mapping[str, str] | None = None,
 
 async def arun(server: Sequence[str], *args: str, env: Mapping[str, str] | None = None,
                timeout: float = TMUX_TIMEOUT, config: str | None = None) -> TmuxResult:
-    """`run` for async callers (the child runs without blocking the event loop)."""
+    """`run` for async callers (the child runs without blocking the event loop); `run` itself
+    inside a loopless listing (system/loopless.py), which has no event loop to keep free."""
+    from relay_repl.system import loopless
+
+    if loopless.active():
+        return run(server, *args, env=env, timeout=timeout, config=config)
+    import anyio  # here, not at the top: a loopless listing never imports it
+
     cmd, child = _prepare(server, args, env, config, ())
     try:
         with anyio.fail_after(timeout):

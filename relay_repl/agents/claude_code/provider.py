@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from relay_repl.core.inbound import PeerIdentity
@@ -37,6 +36,7 @@ from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.versions import version_status
+from relay_repl.system import loopless
 from relay_repl.system.panes import PaneRoster
 from relay_repl.system.proc import owns_listening_socket, same_process
 
@@ -180,6 +180,7 @@ class ClaudeProvider:
     """Discovers Claude Code sessions for one `$CFG`. `await discover()` is cheap to repeat."""
 
     kind = KIND
+    waits_on_listing = True  # a loopless listing runs this provider last (agents/discovery.py)
 
     def __init__(
         self,
@@ -217,11 +218,9 @@ class ClaudeProvider:
 
         pre = prefetch.take(KIND, listing.key(exe, env))
         if pre is not None:
-            out, err = await anyio.to_thread.run_sync(lambda: pre.communicate(timeout=timeout))
+            out, err = await loopless.to_thread(lambda: pre.communicate(timeout=timeout))
             return pre.returncode, out, err
-        with anyio.fail_after(timeout):
-            cp = await anyio.run_process(listing.argv(exe), check=False, env=listing.listing_env(env),
-                                         stdin=subprocess.DEVNULL)
+        cp = await loopless.run_process(listing.argv(exe), timeout=timeout, env=listing.listing_env(env))
         return cp.returncode, cp.stdout, cp.stderr
 
     async def list_agents(self) -> tuple[list[ListedAgent] | None, str]:

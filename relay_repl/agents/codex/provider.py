@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 from relay_repl.store.sqlite_read import connect_read_only
 
-import anyio
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.inbound import PeerIdentity, ToolCall
@@ -40,6 +39,7 @@ from relay_repl.core.errors import DaemonError, describe
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.agents.versions import binary_version, version_status
+from relay_repl.system import loopless
 from relay_repl.system.panes import Pane, PaneRoster
 from relay_repl.system.proc import (
     ProcStat,
@@ -189,6 +189,7 @@ async def daemon_thread_status(socket_path: Path, thread_ids: Sequence[str], tim
     `thread/read {includeTurns:false}` per id, pipelined. Notifications are skipped while
     waiting for response ids. Raises DaemonError with a one-line reason.
     """
+    import anyio  # here, not at the top: a loopless listing (no daemon) never imports it
     from websockets.asyncio.client import unix_connect
     from websockets.exceptions import WebSocketException
 
@@ -566,7 +567,7 @@ class CodexProvider:
                 daemon_err = f"control socket {sock} missing"
             else:
                 try:
-                    loaded, reads = await daemon_thread_status(sock, daemon_ids, self.daemon_timeout)
+                    loaded, reads = await loopless.call_async(daemon_thread_status, sock, daemon_ids, self.daemon_timeout)
                 except DaemonError as exc:
                     daemon_err = str(exc)
 
@@ -660,7 +661,7 @@ class CodexProvider:
                                   state=state,
                                   pane=pane.pane_id if pane else None, transports=tuple(transports),
                                   identified_by="; ".join(evidence), detail=CodexDetail(**detail), **common))
-        await anyio.to_thread.run_sync(_set_client_versions, targets)
+        await loopless.to_thread(_set_client_versions, targets)
         return targets
 
     def _map_status(self, status: Mapping[str, Any]) -> str:

@@ -13,11 +13,11 @@ from relay_repl.agents.gemini_cli.agent import GeminiAgent
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND, PREFIX
 from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabPane, LabReady, LabSpec
-from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
 
 if TYPE_CHECKING:
+    from relay_repl.core.delivery import Delivery  # annotations only: off the `relay targets` path
     from relay_repl.agents.provenance import VerifyReport
     from relay_repl.store.ledger import Ledger
     from relay_repl.agents.discovery import KindProvider

@@ -22,12 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-import anyio
 
 from relay_repl.agents.gemini_cli.chats import Chat, chats, gemini_dir, project_id
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.core.inbound import PeerIdentity
 from relay_repl.core.target import Me, Target, TargetState
+from relay_repl.system import loopless
 from relay_repl.system.panes import Pane, PaneRoster
 from relay_repl.system.proc import ProcStat, ancestors, process_table, read_cmdline, read_environ, read_stat
 
@@ -222,7 +222,7 @@ class GeminiProvider:
 
     async def sessions(self) -> list[Session]:
         table = await self.panes.processes()
-        found = await anyio.to_thread.run_sync(_sessions, table, self.env)
+        found = await loopless.to_thread(_sessions, table, self.env)
         if not found:
             return []
         panes = [p for p in await self.panes.panes() if not p.dead]
@@ -242,7 +242,7 @@ class GeminiProvider:
                     sid = footer_session(Snapshot(lines=s.screen.split("\n")))
                     if sid:
                         footers[s.pid] = sid
-        await anyio.to_thread.run_sync(_tie_chats, found, footers)
+        await loopless.to_thread(_tie_chats, found, footers)
         return found
 
     async def discover(self) -> list[Target]:

@@ -23,7 +23,6 @@ def cmd_targets(args: argparse.Namespace) -> int:
     import relay_repl.system.prefetch as prefetch
 
     prefetch.start()  # the listing runs while the imports below happen
-    import anyio
     import json
 
     from relay_repl.agents import default_providers
@@ -32,6 +31,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
     from relay_repl.store.hosts import load_hosts
 
     problems: list[str] = []
+    remote_hosts = bool(load_hosts())
 
     async def run() -> list:
         # the providers alone: listing needs no gate, transports or ledger (what Session.refresh runs)
@@ -40,7 +40,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
             from relay_repl.transports.fake import fake_target
 
             providers.append(StaticProvider("fake", [fake_target()]))
-        if not load_hosts():
+        if not remote_hosts:
             return await discover_all(providers)
         from relay_repl.session.remote import Hosts
 
@@ -52,7 +52,11 @@ def cmd_targets(args: argparse.Namespace) -> int:
         problems.extend(probs)
         return [*local, *remote]
 
-    targets = anyio.run(run)
+    # No remote hosts: nothing to overlap on this thread, so no event loop either (its
+    # imports were a quarter of the cold start's CPU; system/loopless.py).
+    from relay_repl.system import loopless
+
+    targets = _anyio_run(run) if remote_hosts else loopless.run(run)
     for p in problems:  # a down host: one line on stderr; the others are listed
         print(f"relay: {p}", file=sys.stderr, flush=True)
     if args.json:
@@ -62,6 +66,12 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
     print(format_targets(targets))
     return 0
+
+
+def _anyio_run(fn: Any) -> Any:
+    import anyio
+
+    return anyio.run(fn)
 
 
 async def _both(a: Any, b: Any) -> tuple[Any, Any]:
