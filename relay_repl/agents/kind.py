@@ -138,6 +138,15 @@ class LabLaunch(_Frozen):
 
     command: tuple[str, ...]
     env: dict[str, str] = Field(default_factory=dict)
+    unset: tuple[str, ...] = Field(default=(), description=(
+        "variables the pane must NOT inherit (e.g. Gemini CLI runs headless under CI=true); the lab "
+        "starts the command under `env -u NAME ...`"))
+
+    def argv(self) -> list[str]:
+        """The command with `unset` applied: `env -u A -u B cmd...` (env execs, so the pid is the client's)."""
+        if not self.unset:
+            return list(self.command)
+        return ["env", *[a for name in self.unset for a in ("-u", name)], *self.command]
 
 
 class LabPane(_Frozen):

@@ -113,7 +113,7 @@ def launch_command(lay: Layout, state: LabState, s: LabSession, bins: Path) -> t
                 {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url})
     if s.kind != CODEX:  # any other kind: its own package says
         launch = kind_sessions.launch(lab_context(lay, state, bins), state, s)
-        return list(launch.command), dict(launch.env)
+        return launch.argv(), dict(launch.env)
     codexes = state.of_kind(CODEX)
     return lay.codex_command(bins, s.name, first=bool(codexes) and s is codexes[0]), {}
 

@@ -29,6 +29,11 @@ BINARY = "gemini"
 NPM_PACKAGE = "@google/gemini-cli"
 LAB_MODEL = "gemini-2.5-pro"
 MCP_SERVER = "relay"
+# Gemini CLI 0.61.0 runs headless, not in its TUI, when CI == "true" or GITHUB_ACTIONS == "true"
+# (`isHeadlessMode`, unless GEMINI_CLI_INTEGRATION_TEST == "true"): in a pane it then prints "No input
+# provided via stdin" and exits. A lab pane started from a CI job must not inherit them
+# (adapters/gemini-cli.md, "Environment").
+HEADLESS_ENV = ("CI", "GITHUB_ACTIONS")
 
 
 def lab_settings(mcp_command: Sequence[str]) -> dict[str, Any]:
@@ -127,7 +132,7 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
         env = {"GEMINI_CLI_HOME": str(ctx.home), "GEMINI_API_KEY": ctx.api_key, "COLORTERM": "truecolor"}
         if name in ctx.base_urls:
             env["GOOGLE_GEMINI_BASE_URL"] = ctx.base_urls[name]
-        return LabLaunch(command=(str(ctx.bin_dir / BINARY), "--approval-mode", "yolo"), env=env)
+        return LabLaunch(command=(str(ctx.bin_dir / BINARY), "--approval-mode", "yolo"), env=env, unset=HEADLESS_ENV)
 
     def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
         """Ready when the screen reads idle with an empty composer and the footer names a chat file."""

@@ -141,6 +141,8 @@ def test_lab_ready_needs_an_idle_screen_and_the_footer_s_chat(tmp_path):
     assert k.lab_ready(ctx, "gamma", _pane("busy")) is None  # no session item in that footer
     launch = k.lab_launch(ctx, "gamma", True)
     assert launch.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9" and launch.env["GEMINI_CLI_HOME"] == str(home)
+    # CI=true (a CI job's environment) makes Gemini CLI headless: the pane's command drops it
+    assert launch.argv()[:5] == ["env", "-u", "CI", "-u", "GITHUB_ACTIONS"] and launch.argv()[5:] == list(launch.command)
     files = k.lab_files(ctx, ["gamma"])
     settings = json.loads(files[home / ".gemini" / "settings.json"])
     assert settings["mcpServers"]["relay"] == {"command": "/v/relay", "args": ["mcp"], "trust": True}
