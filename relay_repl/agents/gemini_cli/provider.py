@@ -34,6 +34,7 @@ from relay_repl.system.proc import ProcStat, ancestors, process_table, read_cmdl
 KIND = "gemini-cli"
 PREFIX = "gemini"
 SCRIPT = "gemini.js"
+TERMINALS = ("/dev/pts/", "/dev/tty")  # an interactive session reads its terminal (GM §1: headless otherwise)
 START_SLACK = 2.0  # seconds a chat header's startTime may precede the process start (clock rounding)
 
 
@@ -135,8 +136,11 @@ def _sessions(table: dict[int, ProcStat], env: Mapping[str, str]) -> list[Sessio
             if os.stat(f"/proc/{pid}").st_uid != uid:
                 continue
             cwd = os.readlink(f"/proc/{pid}/cwd")
+            stdin = os.readlink(f"/proc/{pid}/fd/0")
         except OSError:
             continue
+        if not stdin.startswith(TERMINALS):
+            continue  # without a terminal Gemini CLI is headless (`gemini --version`, `-p`): not a session
         penv = read_environ(pid) or {}
         gdir = gemini_dir(penv if ("HOME" in penv or "GEMINI_CLI_HOME" in penv) else env)
         worker = next((p for p, a in argvs.items() if table[p].ppid == pid), None)
