@@ -53,6 +53,8 @@ class Agent(Protocol):
     """What one Enter does to a busy receiver, in words."""
     tab_queues_when_busy: bool
     """Whether one Tab may queue a line that Enter left beside `tab to queue message`."""
+    tmux_lead: int
+    """How many leading characters of a typed payload go alone, and are seen drawn, before the rest."""
 
     def screen(self) -> ModuleType | None:
         """The screen classifier module for this kind's TUI, or None (then never type)."""

@@ -165,6 +165,10 @@ class LabReady(_Frozen):
     evidence_file: str | None = None
     note: str = Field(default="", description="the progress line, e.g. 'claude pid 42 registered, idle'")
     extra: dict[str, str] = Field(default_factory=dict)
+    focus_in: bool = Field(default=False, description="the lab's tmux (focus-events on, no client attached) leaves "
+                           "the pane unfocused and this client then draws no cursor: the lab sends it a focus-in "
+                           "report (ESC [ I), as a terminal an operator looks at would, and waits until the "
+                           "product's own screen reading can type into it")
 
 
 @runtime_checkable
@@ -338,6 +342,10 @@ class AgentKindBase:
     evidence_name: str = "record"
     busy_submit: str = "unknown: never typed while busy"
     tab_queues_when_busy: bool = False
+    # characters of a typed payload sent alone first, and seen drawn, before the rest: a client
+    # that reads a burst of keys against its composer as last drawn (Gemini: `?` and `!` on an
+    # "empty" composer) would otherwise take them as commands
+    tmux_lead: int = 0
 
     def __repr__(self) -> str:
         return f"<AgentKind {self.kind}>"

@@ -20,7 +20,7 @@ from relay_repl.system.polling import poll_until_sync
 from relay_repl.lab import procs
 from relay_repl.lab.labenv import Progress
 from relay_repl.lab.layout import LAB_API_KEY, Layout
-from relay_repl.lab.panes import capture, fail_dead, pane_info, tail
+from relay_repl.lab.panes import capture, fail_dead, pane_info, read_screen, tail, tmux
 from relay_repl.lab.state import LabSession, LabState
 
 
@@ -87,6 +87,8 @@ def wait_ready(lay: Layout, ctx: LabContext, s: LabSession, deadline: float, pro
                                                    screen=capture(lay, s.tmux_session)))
 
     ready = poll_until_sync(lab_ready, timeout=deadline - time.monotonic(), interval=0.1)
+    if ready is not None and ready.focus_in:
+        focus(lay, s, deadline)
     if ready is not None:
         s.pid = ready.pid if ready.pid is not None else s.pane_pid
         s.proc_start = procs.proc_start(s.pid)
@@ -96,6 +98,21 @@ def wait_ready(lay: Layout, ctx: LabContext, s: LabSession, deadline: float, pro
         progress(f"  {s.name}: {ready.note or f'{s.kind} pid {s.pid} ready'}")
         return
     raise LabError(f"{s.name}: {s.kind} not ready before the deadline; screen: {tail(capture(lay, s.tmux_session))}")
+
+
+def focus(lay: Layout, s: LabSession, deadline: float) -> None:
+    """Send the pane a focus-in report (ESC [ I, one write) and wait until the product's own
+    reading of it (the kind's classifier, cursor included) says relay may type there."""
+    pane = s.pane_id or s.tmux_session
+    tmux(lay, "send-keys", "-H", "-t", pane, "1b", "5b", "49")
+
+    def typable() -> bool | None:
+        reading = read_screen(lay, s.kind, pane)
+        return True if reading is not None and reading.typable else None
+
+    if poll_until_sync(typable, timeout=max(1.0, min(15.0, deadline - time.monotonic())), interval=0.1) is None:
+        raise LabError(f"{s.name}: {s.kind} still not typable after a focus-in report; screen: "
+                       f"{tail(capture(lay, s.tmux_session))}")
 
 
 def refresh(s: LabSession, info: Mapping[str, str]) -> None:

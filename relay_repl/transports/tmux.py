@@ -233,12 +233,15 @@ class PaneIO:
         return [(pid, read_cmdline(pid) or []) for pid in descendants(root, table)]
 
     # -- the only ways a key leaves -----------------------------------------------------
-    def send_literal(self, pane: PaneRef, text: str, approval: Approval | None = None) -> None:
+    def send_literal(self, pane: PaneRef, text: str, approval: Approval | None = None,
+                     part: tuple[int, int] | None = None) -> None:
         """`send-keys -l -- text`: the bytes as typed, no key names, no Enter; only the
-        approved payload, into the approved target's pane."""
+        approved payload, into the approved target's pane. `part=(a, b)` types `text[a:b]`
+        alone (the approval still names the whole payload): a receiver that reads a burst of
+        keys against its composer as last drawn gets its first character on its own."""
         check(approval, what=f"typing into pane {pane.pane_id}", transport=TmuxTransport.name, payload=text,
               pane=pane.pane_id)
-        self._cmd(pane, "send-keys", "-t", pane.pane_id, "-l", "--", text)
+        self._cmd(pane, "send-keys", "-t", pane.pane_id, "-l", "--", text if part is None else text[part[0]:part[1]])
 
     def send_key(self, pane: PaneRef, key: str, approval: Approval | None = None) -> None:
         """One named key, from a fixed allow-list (Enter, Tab). Escape is refused; so is a
@@ -440,7 +443,21 @@ class TmuxTransport(Transport):
         # stage
         log.checkpoint("stage (typing the payload)")
         try:
-            await self._io(self.io.send_literal, pane, payload, approval)
+            lead = min(agent.tmux_lead, len(payload) - 1)
+            if lead > 0:  # the receiver's own rule (its package): these characters alone, seen drawn, first
+                await self._io(self.io.send_literal, pane, payload, approval, (0, lead))
+                if not await self._lead_drawn(pane, cls, payload[:lead]):
+                    delivery.reason = (f"pending staged: the first {lead} character(s) of the payload did not show in "
+                                       "the composer within 5s; the rest NOT typed, Enter NOT pressed, pane left as is "
+                                       "(look at it before any retry)")
+                    tm.keys.append("lead")
+                    tm.save(delivery)
+                    log("stage", DeliveryState.TYPED, delivery.reason)
+                    return
+                tm.keys.append("lead")
+                await self._io(self.io.send_literal, pane, payload, approval, (lead, len(payload)))
+            else:
+                await self._io(self.io.send_literal, pane, payload, approval)
         except PaneGone as exc:
             log.fail("stage", f"could not type into {pane}: {exc}")
             return
@@ -483,6 +500,17 @@ class TmuxTransport(Transport):
             waited=round(self.clock() - t_lit, 3), recheck=reading.summary(), **self._ev(last, cls.classify(last)))
 
         await self._submit(delivery, target, pane, cls, payload, log, t_lit, approval)
+
+    async def _lead_drawn(self, pane: PaneRef, cls: ModuleType, lead: str) -> bool:
+        """True once the receiver's composer shows `lead` (the characters typed alone), within 5 s."""
+
+        async def drawn() -> bool | None:
+            snap = await self._snap(pane)
+            if snap is None:
+                return None
+            return True if (cls.classify(snap).composer_text or "").startswith(lead) else None
+
+        return bool(await poll_until(drawn, timeout=5.0, interval=self.poll, clock=self.clock))
 
     async def submit_staged(self, delivery: Delivery, target: Target, payload: str, log: StageLog, *,
                             approval: Approval | None = None) -> None:

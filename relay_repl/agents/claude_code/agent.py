@@ -22,6 +22,7 @@ class ClaudeAgent:
     evidence_name = "transcript"
     busy_submit = "Claude queues it for a tool boundary"
     tab_queues_when_busy = False
+    tmux_lead = 0  # Claude Code inserts a burst of keys as typed
 
     def screen(self) -> ModuleType | None:
         from relay_repl.agents.claude_code import screen

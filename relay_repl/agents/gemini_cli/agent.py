@@ -22,6 +22,10 @@ class GeminiAgent(AgentKindBase):
     evidence_name = "chat file"
     busy_submit = "Gemini CLI queues it (`Queued (press ↑ to edit)`) and sends it as the next turn"
     tab_queues_when_busy = False
+    # keys of one burst are all read against the composer as last drawn: from an empty one every `?`
+    # in the payload opened the Shortcuts panel (and was dropped), every `!` would toggle shell mode;
+    # so the first character goes alone and is seen drawn before the rest (adapters/gemini-cli.md)
+    tmux_lead = 1
 
     def screen(self) -> ModuleType | None:
         from relay_repl.agents.gemini_cli import screen

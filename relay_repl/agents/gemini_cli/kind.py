@@ -148,5 +148,6 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
         chat = find_chat(ctx.home / ".gemini", sid)
         if chat is None:
             return None
+        # focused: unfocused (tmux focus-out to a detached pane) it draws no cursor, and relay refuses to type
         return LabReady(pid=pane.pane_pid, address=chat.session_id, evidence_file=str(chat.path),
-                        note=f"gemini pid {pane.pane_pid} session {sid} idle")
+                        note=f"gemini pid {pane.pane_pid} session {sid} idle", focus_in=True)

@@ -40,9 +40,9 @@ class RecordingIO(PaneIO):
         super().__init__(env)
         self.keys: list[tuple[str, str]] = []
 
-    def send_literal(self, pane: PaneRef, text: str, approval: Any = None) -> None:
-        self.keys.append(("literal", text))
-        super().send_literal(pane, text, approval)
+    def send_literal(self, pane: PaneRef, text: str, approval: Any = None, part: tuple[int, int] | None = None) -> None:
+        self.keys.append(("literal", text if part is None else text[part[0]:part[1]]))
+        super().send_literal(pane, text, approval, part)
 
     def send_key(self, pane: PaneRef, key: str, approval: Any = None) -> None:
         self.keys.append(("key", key))

@@ -64,10 +64,6 @@ def test_lab_up_gemini_beside_claude_and_codex_lists_gemini_gamma_live(three_kin
     assert rows["claude:alpha"]["live"] and rows["codex:beta"]["live"]
 
 
-@pytest.mark.xfail(strict=True, reason="in `relay lab up` (tmux focus-events on, detached) tmux sends Gemini CLI focus-out; "
-                   "unfocused it draws no cursor (captures unfocused_*), the classifier reads the composer unknown "
-                   "and preflight refuses gemini:gamma; reading it empty instead left the payload staged (typing "
-                   "does not refocus it): adapters/gemini-cli.md, Focus (measured 2026-12-01); strict: fails loudly once fixed")
 @pytest.mark.anyio
 async def test_ask_all_gathers_a_verified_reply_from_all_three_kinds(three_kinds: Path, monkeypatch):
     import relay_repl.lab.launcher as launcher
