@@ -7,15 +7,22 @@ home at one that cannot exist (as Codex's does for CODEX_HOME). Needs gemini in 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from relay_repl.agents import versions
 from relay_repl.lab.install import lab_binary
+from relay_repl.store import paths
 
 pytestmark = pytest.mark.live
+# where `relay lab install` put the pins, read at import: each test's own RELAY_HOME (autouse) would
+# move the default under it, and this test skipped in every fresh-clone run ("no gemini in the lab clients")
+CLIENTS = os.environ.get("RELAY_LAB_CLIENTS") or str(paths.clients_dir())
 
 
 def test_version_of_the_real_gemini_writes_no_file(monkeypatch, tmp_path):
+    monkeypatch.setenv("RELAY_LAB_CLIENTS", CLIENTS)
     exe = lab_binary("gemini-cli")
     if not exe.exists():
         pytest.skip(f"no gemini in the lab clients ({exe}): relay lab install")
