@@ -110,6 +110,10 @@ async def test_a_codex_agent_that_never_answers_ends_in_no_reply(lab):
 async def test_a_relay_halt_in_a_real_claude_reply_stops_every_wait(lab):
     async with StubClient(lab.stub.control) as stub, live_session([True, True, True]) as (s, gate, inbox):
         assert await s.register_inbox() is True
+        # beta never answers this one: had it answered (the stub's default turn does) between the check
+        # below and the halt, its wait would rightly return that earlier answer, and the test raced it
+        await stub.add_rule("beta", {"match": "a question that waits", "once": True,
+                                     "steps": [{"text": "still thinking about it"}]})
         waiting = await s.send(CODEX, "a question that waits", want="reply", timeout=30)
         # the next relay id is ours to predict; alpha answers it with relay-halt (a real SendMessage)
         rid = s.ledger.peek_next_id(s.me.address)
@@ -128,9 +132,9 @@ async def test_a_relay_halt_in_a_real_claude_reply_stops_every_wait(lab):
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(wait, asked)  # the halting answer may already be in: the wait still stops
-                if waiting.reply is None:  # the Codex answer may already be in
-                    tg.start_soon(wait, waiting)
-            assert asked.relay_id in stopped
+                tg.start_soon(wait, waiting)  # no answer ever comes: only the halt can end this wait early
+            assert sorted(stopped) == sorted([asked.relay_id, waiting.relay_id])
+            assert waiting.reply is None
             assert asked.reply is not None and asked.reply.verdict.verdict == "verified"
             assert s.ledger.active_halt() is not None
             with pytest.raises(LoopHalt):
