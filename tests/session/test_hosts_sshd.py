@@ -19,19 +19,8 @@ import pytest
 from relay_repl.core.errors import HostKeyError
 from relay_repl.core.serve_wire import PROTOCOL_VERSION
 from relay_repl import __version__
-from tests.support.sshd import sshd_host
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def h2(tmp_path, monkeypatch):
-    root = tmp_path / "lab"
-    with sshd_host(root, tmp_path / "h2home"):
-        monkeypatch.setenv("RELAY_LAB_DIR", str(root))
-        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "local-claude"))
-        monkeypatch.setenv("CODEX_HOME", str(tmp_path / "local-codex"))
-        yield root
 
 
 def relay(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -14,19 +14,8 @@ import anyio
 import pytest
 
 from relay_repl.core.delivery import DeliveryState
-from tests.support.sshd import sshd_host
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def h2(tmp_path, monkeypatch, relay_home):
-    root = tmp_path / "lab"
-    with sshd_host(root, tmp_path / "h2home"):
-        monkeypatch.setenv("RELAY_LAB_DIR", str(root))
-        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "local-claude"))
-        monkeypatch.setenv("CODEX_HOME", str(tmp_path / "local-codex"))
-        yield root
 
 
 def fingerprint(root) -> str:
