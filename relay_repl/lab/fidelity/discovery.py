@@ -153,8 +153,8 @@ async def busy_while_a_slow_turn_runs() -> None:
     assert (a.state, ClaudeDetail.of(a).status_raw) == ("busy", "busy"), a.detail
     assert g.state == "busy" and (CodexDetail.of(g).status_raw or {}).get("type") == "active", g.detail
     assert one(ts, "claude:beta").state == "idle" and one(ts, "codex:delta").state == "idle"
-    for name in ("alpha", "gamma"):
-        await anyio.to_thread.run_sync(helpers.wait_idle, name, 60)
+    for name in ("alpha", "gamma"):  # busy was seen: end the held turns rather than sit out their 12 s
+        await anyio.to_thread.run_sync(helpers.end_busy, name, 60)
     ts = await until(lambda: states(("claude:alpha", "idle"), ("codex:gamma", "idle")))
     assert ClaudeDetail.of(one(ts, "claude:alpha")).transcript_exists  # the turn wrote the transcript we point at
 
