@@ -27,8 +27,6 @@ class EnqueueCommand(BaseModel):
 
     argv: tuple[str, ...]
     env: dict[str, str]
-    what: str
-    """The command's name in messages ("codex queue")."""
 
 
 class Enqueued(BaseModel):
@@ -52,6 +50,8 @@ class DurableQueue(Protocol):
 
     relies_on: str
     """The reverse-engineered behaviour the queue transport trusts, in words (the version gate)."""
+    command_name: str
+    """The enqueue command's name in messages ("codex queue")."""
 
     def refusal(self, target: Target) -> str | None:
         """Why the target cannot take a queued item (no thread id, a queue note), or None."""

@@ -69,15 +69,15 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         import anyio
 
         queue = self.way_of(target)
+        self.require(approval, target, payload, f"{queue.command_name} insert for {target.spec}")
         cmd = queue.command(target, payload, self.binary, os.environ)
-        self.require(approval, target, payload, f"{cmd.what} insert for {target.spec}")
         log.checkpoint("enqueue")  # a relay-halt that arrived since the gate stops it here
         res = await anyio.run_process(list(cmd.argv), check=False, env=cmd.env)
         out = res.stdout.decode(errors="replace")
         err = res.stderr.decode(errors="replace")
         got = queue.enqueued(target, res.returncode, out, err)
         if got.item_id is None:
-            log.fail("enqueue", got.failure or f"{cmd.what} printed no item id", stderr=err[-2000:])
+            log.fail("enqueue", got.failure or f"{queue.command_name} printed no item id", stderr=err[-2000:])
             return
         delivery.extra.item_id = got.item_id
         row = queue.read_item(target, got.item_id)
@@ -91,10 +91,10 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         import anyio
 
         item = delivery.extra.item_id
+        queue = self.way_of(target)
         if not item:
             return Look(transport=self.name, landed=None,
-                        verdict="no queue item id was recorded: the enqueue command never printed one, nothing was queued")
-        queue = self.way_of(target)
+                        verdict=f"no queue item id was recorded: `{queue.command_name}` never printed one, nothing was queued")
         name = self.evidence_name(target)
         row = await anyio.to_thread.run_sync(queue.read_item, target, item)
         record = queue.record_file(target)

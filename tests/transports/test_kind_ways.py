@@ -42,6 +42,7 @@ class ToyQueue:
     """A durable queue of one directory: `queue.json` (pending items) and `record.jsonl` (turns)."""
 
     relies_on = "the toy queue's files were"
+    command_name = "toy enqueue"
 
     def refusal(self, target: Target) -> str | None:
         return None if target.address.startswith("toy-") else f"{target.spec} has no toy thread"
@@ -56,7 +57,7 @@ class ToyQueue:
         script = ('printf \'{"%s": {"text": "%s", "state": "pending", "ahead": 0, "failure": null, '
                   '"client_id": "c-1"}}\' "$1" "$2" > "$3/queue.json"; echo "toy queued $1"')
         return EnqueueCommand(argv=("/bin/sh", "-c", script, "sh", ITEM, "payload-x", target.address[4:]),
-                              env=dict(env), what="toy enqueue")
+                              env=dict(env))
 
     def enqueued(self, target: Target, returncode: int, stdout: str, stderr: str) -> Enqueued:
         m = re.search(r"toy queued (\S+)", stdout)

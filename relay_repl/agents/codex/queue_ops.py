@@ -42,6 +42,7 @@ class CodexQueue:
     """`DurableQueue` for `codex queue` and Codex's queue_1.sqlite / rollouts."""
 
     relies_on = "the queue schema, rollout records and daemon protocol were"
+    command_name = "codex queue"
 
     def refusal(self, target: Target) -> str | None:
         # Durable: a thread that is not loaded still keeps the row until resumed,
@@ -72,8 +73,7 @@ class CodexQueue:
     def command(self, target: Target, payload: str, binary: str | None, env: Mapping[str, str]) -> EnqueueCommand:
         chosen = binary or env.get(BINARY_ENV) or shutil.which(BINARY) or BINARY
         exe, full = codex_command_env(chosen, {**env, "CODEX_HOME": str(codex_home(target))})
-        return EnqueueCommand(argv=(exe, "queue", "--thread", target.address, "--message", payload), env=full,
-                              what="codex queue")
+        return EnqueueCommand(argv=(exe, "queue", "--thread", target.address, "--message", payload), env=full)
 
     def enqueued(self, target: Target, returncode: int, stdout: str, stderr: str) -> Enqueued:
         m = QUEUED.search(stdout)
