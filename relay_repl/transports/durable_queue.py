@@ -107,7 +107,7 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         if row is not None:
             data["queue row"] = row
             verdict = (f"still in the queue (state {row['state']}, {row['ahead']} ahead): not taken yet" if
-                       row["state"] != "failed" else f"{self._kind.label} marked the item failed: {row['failure']}")
+                       row["state"] != "failed" else f"{self.label(target)} marked the item failed: {row['failure']}")
             landed: bool | None = False
         elif hit:
             landed = queue.from_queue(hit)
@@ -128,7 +128,7 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         queue = self.way_of(target)
         name = self.evidence_name(target)
         queue_file = queue.queue_file(target).name
-        label = self._kind.label
+        label = self.label(target)
         dequeued = False
         last: dict[str, Any] = {"row": None}  # the latest read-back, for the progress line and the timeout
         scans: dict[str, RecordScan] = {}  # per record file: reads only what it appended since the last poll

@@ -87,3 +87,8 @@ class KindWayTransport(Transport, Generic[W]):
         """What the receiver's evidence file is called in messages ("transcript", "rollout")."""
         k = kind_for(target.kind)
         return k.evidence_name if k is not None else "record"
+
+    def label(self, target: Target) -> str:
+        """The target's client for humans ("Codex"), in messages."""
+        k = kind_for(target.kind)
+        return k.label if k is not None else self._kind.label
