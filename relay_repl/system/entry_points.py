@@ -2,27 +2,53 @@
 
 Standard library only (and no `importlib.metadata`): it serves the agent and transport
 registries, and `system/pydantic_plugins.py`, which runs before pydantic is imported.
+
+It is also imported before `relay targets` spawns the Claude listing (system/prefetch.py), where
+every import is paid in full on the cold ratio: hence `os` and `sys` alone at the top, and a plain
+class rather than a dataclass (`dataclasses` pulls inspect, ast, dis, tokenize; with `typing`,
+~20 ms of a cold start before the spawn at load 2, measured with `-X importtime`).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from dataclasses import dataclass
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name alike)
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass(frozen=True)
 class EntryPoint:
-    """One `name = module:attr` line of a distribution's entry_points.txt."""
+    """One `name = module:attr` line of a distribution's entry_points.txt (immutable)."""
 
+    __slots__ = ("name", "value", "group")
     name: str
     value: str
     group: str
 
+    def __init__(self, name: str, value: str, group: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "group", group)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"EntryPoint is immutable (cannot set {key!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EntryPoint):
+            return NotImplemented
+        return (self.name, self.value, self.group) == (other.name, other.value, other.group)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.value, self.group))
+
+    def __repr__(self) -> str:
+        return f"EntryPoint(name={self.name!r}, value={self.value!r}, group={self.group!r})"
+
     def load(self) -> Any:
         """The object the line names (importing its module)."""
+        import importlib
+
         module, _, attr = self.value.partition(":")
         obj: Any = importlib.import_module(module.strip())
         for part in attr.split("[")[0].strip().split(".") if attr else ():
