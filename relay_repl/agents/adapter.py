@@ -48,7 +48,9 @@ Regex = Annotated[str, AfterValidator(_regex)]
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Inherited: an adapter's parts are built inside AdapterSpec's own schema when it is first
+    # validated, not each on its own as well (six validators a listing never calls).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class RegistrySpec(_Spec):

@@ -125,3 +125,40 @@ def test_blocking_steps_run_in_place_and_time_out_as_anyio_does():
         loopless.run(slow)
     with pytest.raises(TimeoutError):
         anyio.run(slow)
+
+
+BUILT_PROBE = """
+import os, sys
+real_exit = os._exit
+def probe(code):
+    from pydantic import BaseModel
+    seen, todo = [], [BaseModel]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            todo.append(sub)
+            if sub.__module__.startswith("relay_repl") and sub.__pydantic_complete__:
+                seen.append(sub.__name__)
+    print("BUILT", sorted(set(seen)), file=sys.stderr, flush=True)
+    real_exit(code)
+os._exit = probe
+sys.argv = ["relay", "targets", "--json"]
+from relay_repl.frontends.entry import main
+main()
+"""
+
+
+def test_a_listing_builds_no_model_it_does_not_validate(tmp_path, relay_home):
+    """A pydantic model's schema build is CPU on `relay targets`' cold start, measured against
+    `claude agents --json` (issue 20 item 4): models a listing never validates are built on first
+    use instead (defer_build), the adapter's parts inside AdapterSpec's own build, and a kind's
+    detail only when a target of that kind is listed (here no Gemini session, no Claude one)."""
+    codex, _ = _codex_home(tmp_path, 2)
+    r = subprocess.run([sys.executable, "-c", BUILT_PROBE], cwd=tmp_path, env=_env(tmp_path, relay_home, codex),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    line = next((ln for ln in r.stderr.splitlines() if ln.startswith("BUILT ")), "")
+    built = set(json.loads(line.removeprefix("BUILT ").replace("'", '"'))) if line else set()
+    assert {"Target", "CodexDetail", "AdapterSpec"} <= built, (built, r.stderr[-2000:])
+    never = {"AgentDetail", "PaneDetail", "GeminiDetail", "ClaudeDetail", "Me", "ScreenSpec", "RegistrySpec",
+             "TransportSpec", "ListingSpec", "Latency", "TranscriptScan", "RolloutTurn", "OriginRecord", "Chat",
+             "ChatHeader"}
+    assert not built & never, sorted(built & never)
