@@ -162,3 +162,29 @@ def test_a_listing_builds_no_model_it_does_not_validate(tmp_path, relay_home):
              "TransportSpec", "ListingSpec", "Latency", "TranscriptScan", "RolloutTurn", "OriginRecord", "Chat",
              "ChatHeader"}
     assert not built & never, sorted(built & never)
+
+
+TOKENIZE_PROBE = """
+import os, sys, tokenize
+calls = []
+real_tokenize = tokenize._tokenize
+tokenize._tokenize = lambda *a, **k: calls.append(1) or real_tokenize(*a, **k)
+real_exit = os._exit
+def probe(code):
+    print("TOKENIZED", len(calls), file=sys.stderr, flush=True)
+    real_exit(code)
+os._exit = probe
+sys.argv = ["relay", "targets", "--json"]
+from relay_repl.frontends.entry import main
+main()
+"""
+
+
+def test_a_listing_tokenizes_no_source(tmp_path, relay_home):
+    """A model field whose default_factory is a builtin (`list`) makes pydantic read the builtin's
+    text signature through tokenize, whose first use compiles its pseudo-token regex: ~7 ms of a
+    cold `relay targets` for one empty default in the adapter spec (issue 20 item 4)."""
+    codex, _ = _codex_home(tmp_path, 2)
+    r = subprocess.run([sys.executable, "-c", TOKENIZE_PROBE], cwd=tmp_path, env=_env(tmp_path, relay_home, codex),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert "TOKENIZED 0" in r.stderr, r.stderr[-2000:]
