@@ -93,7 +93,7 @@ def test_the_loopless_listing_is_the_async_one(tmp_path, relay_home, monkeypatch
         return [t.model_dump(mode="json") for t in found if t.kind in ("codex", "claude-code")]
 
     assert dumped(loopless_found) == dumped(async_found)
-    assert sum(t.live for t in loopless_found) == 1
+    assert sum(t.live for t in loopless_found if t.kind in ("codex", "claude-code")) == 1  # not another lab's Gemini
     assert {t.name for t in loopless_found if t.kind == "codex"} == {"t0", "t1", "t2"}
 
 
@@ -151,16 +151,17 @@ def test_a_listing_builds_no_model_it_does_not_validate(tmp_path, relay_home):
     """A pydantic model's schema build is CPU on `relay targets`' cold start, measured against
     `claude agents --json` (issue 20 item 4): models a listing never validates are built on first
     use instead (defer_build), the adapter's parts inside AdapterSpec's own build, and a kind's
-    detail only when a target of that kind is listed (here no Gemini session, no Claude one)."""
+    detail only when a target of that kind is listed (here no Claude session). Gemini's models are
+    not asserted: its sessions are found among every process on the machine, where another
+    lab's Gemini CLI may run."""
     codex, _ = _codex_home(tmp_path, 2)
     r = subprocess.run([sys.executable, "-c", BUILT_PROBE], cwd=tmp_path, env=_env(tmp_path, relay_home, codex),
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     line = next((ln for ln in r.stderr.splitlines() if ln.startswith("BUILT ")), "")
     built = set(json.loads(line.removeprefix("BUILT ").replace("'", '"'))) if line else set()
     assert {"Target", "CodexDetail", "AdapterSpec"} <= built, (built, r.stderr[-2000:])
-    never = {"AgentDetail", "PaneDetail", "GeminiDetail", "ClaudeDetail", "Me", "ScreenSpec", "RegistrySpec",
-             "TransportSpec", "ListingSpec", "Latency", "TranscriptScan", "RolloutTurn", "OriginRecord", "Chat",
-             "ChatHeader"}
+    never = {"AgentDetail", "PaneDetail", "ClaudeDetail", "Me", "ScreenSpec", "RegistrySpec", "TransportSpec",
+             "ListingSpec", "Latency", "TranscriptScan", "RolloutTurn", "OriginRecord"}
     assert not built & never, sorted(built & never)
 
 
