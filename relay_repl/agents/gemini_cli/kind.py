@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from relay_repl.agents.gemini_cli.agent import GeminiAgent
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
-from relay_repl.agents.gemini_cli.provider import KIND, PREFIX
+from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
 from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabPane, LabReady, LabSpec
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
@@ -25,15 +25,9 @@ if TYPE_CHECKING:
     from relay_repl.agents.turn_reply import TurnWatch
     from relay_repl.system.panes import PaneRoster
 
-BINARY = "gemini"
 NPM_PACKAGE = "@google/gemini-cli"
 LAB_MODEL = "gemini-2.5-pro"
 MCP_SERVER = "relay"
-# Gemini CLI 0.61.0 runs headless, not in its TUI, when CI == "true" or GITHUB_ACTIONS == "true"
-# (`isHeadlessMode`, unless GEMINI_CLI_INTEGRATION_TEST == "true"): in a pane it then prints "No input
-# provided via stdin" and exits. A lab pane started from a CI job must not inherit them
-# (adapters/gemini-cli.md, "Environment").
-HEADLESS_ENV = ("CI", "GITHUB_ACTIONS")
 
 
 def lab_settings(mcp_command: Sequence[str]) -> dict[str, Any]:
@@ -119,6 +113,11 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
         return {"GEMINI_CLI_HOME": NO_HOME}
 
     # -- the lab -----------------------------------------------------------------------------------
+
+    def fidelity(self) -> ModuleType | None:
+        import relay_repl.agents.gemini_cli.fidelity as fidelity
+
+        return fidelity
 
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="gemini", default_count=0, stub_api="google", help="Gemini CLI sessions")
