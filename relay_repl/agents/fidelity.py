@@ -101,6 +101,9 @@ class FidelityLab(Protocol):
     def client_env(self) -> dict[str, str]:
         """The environment a lab pane's client starts with (the lab's HOME, PATH with the pinned clients)."""
         ...
+    def launch_env(self, name: str) -> dict[str, str]:
+        """The variables lab session `name`'s client was started with (its kind's lab launch: API key, home, ...)."""
+        ...
     def bin_dir(self) -> Path: ...
     def home(self) -> Path:
         """The lab clients' $HOME."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from relay_repl.agents.fidelity import Expect, FidelityLab, Marks, ScreenStage
-from relay_repl.agents.gemini_cli.chats import CHAT_RE, HOME_ENV, project_id
+from relay_repl.agents.gemini_cli.chats import CHAT_RE, project_id
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
 from relay_repl.agents.kind import FidelityFact
@@ -118,12 +118,12 @@ async def gemini_headless_under_ci_or_without_a_terminal(lab: FidelityLab) -> No
     import subprocess
 
     s = lab.status().of_kind(KIND)[0]
-    env = {k: v for k, v in lab.client_env().items() if k not in HEADLESS_ENV}
-    env[HOME_ENV] = str(lab.home())
+    own = lab.launch_env(s.name)  # its home, the lab's API key and stub: all a TUI would need
+    env = {k: v for k, v in {**lab.client_env(), **own}.items() if k not in HEADLESS_ENV}
     exe = str(lab.bin_dir() / BINARY)
     piped = subprocess.Popen([exe], cwd=s.cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT)
-    script = (f"env CI=true {HOME_ENV}={shlex.quote(str(lab.home()))} {shlex.quote(exe)}; "
+    script = ("env CI=true " + " ".join(f"{k}={shlex.quote(v)}" for k, v in own.items()) + f" {shlex.quote(exe)}; "
               "echo relay-exit=$?; sleep 60")
     lab.tmux("new-session", "-d", "-s", "headless", "-x", "160", "-y", "45", "-c", s.cwd, "--", "sh", "-c", script)
     try:
@@ -164,7 +164,7 @@ MARKS = Marks(
     slash="(1/", slash_menu="`/` typed: the command list `(1/N)` under the composer",
     shell="shell mode enabled", shell_mode="`!` typed into an empty composer: shell mode, prompt `!`",
     shell_close="!",
-    shortcuts="See /help for more", shortcuts_close="?")
+    shortcuts="See /help for more", shortcuts_close="?")  # the second `?` closes it and is typed too
 """What Gemini CLI shows in the states the recorder stages in every client. No placeholder-like draft
 with the cursor home: its classifier cannot tell that from the placeholder (adapters, Gaps)."""
 

@@ -125,6 +125,12 @@ class LabView:
             build = getattr(launcher.layout(), f"{k.prefix}_command")
             return list(build(bin_dir(), name, first=first))
 
+    def launch_env(self, name: str) -> dict[str, str]:
+        from relay_repl.lab.client_setup import launch_command
+
+        st = self.status()
+        return launch_command(launcher.layout(), st, st.session(name), bin_dir())[1]
+
     def client_env(self) -> dict[str, str]:
         lay = launcher.layout()
         extra = [os.path.dirname(p) for p in (shutil.which("node"), shutil.which("git")) if p]

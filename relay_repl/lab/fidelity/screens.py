@@ -249,6 +249,7 @@ class Recorder:
         else:
             self.key(n, m.shortcuts_close)
         self.wait(n, lambda s: not any(m.shortcuts in ln for ln in s.lines), "shortcuts closed")
+        self.clear(n, K)  # a `?` that closes the panel may also be typed (Gemini CLI)
 
         import relay_repl.lab.helpers as helpers
 

@@ -220,7 +220,11 @@ async def busy_gemini_enter_queues_then_delivers() -> None:
     await idle("gamma")
     await _run(helpers.make_busy, "gamma", 6)
     payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-gemini hop=0 want=none] typed while gemini is busy?"
-    d, io, target = await live_send("gamma", payload, timeout=40)
+    try:
+        d, io, target = await live_send("gamma", payload, timeout=40)
+    finally:
+        await idle("gamma")
+        await _run(clear_composer, "gamma")  # a send left pending leaves its payload staged: not for the next check
     assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(e.detail for e in d.evidence)
     assert typed_once(io.keys, payload, target), "busy Gemini: the payload once, one Enter"
     assert d.evidence[0].data["reading"]["kind"] == "busy", d.evidence[0].data["reading"]
