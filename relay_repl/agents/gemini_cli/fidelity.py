@@ -114,7 +114,8 @@ async def gemini_chat_file_names_the_session(lab: FidelityLab) -> None:
 
 async def gemini_headless_under_ci_or_without_a_terminal(lab: FidelityLab) -> None:
     """GM §1: in a terminal with CI=true it starts no TUI (prints why, exits 42); with stdin not a
-    terminal it is headless, the same: neither is ever a session discovery lists."""
+    terminal it is headless, the same, and discovery does not list it while it runs. (Not "no other
+    Gemini listed": discovery sees every Gemini process of this user, other labs' included.)"""
     import subprocess
 
     s = lab.status().of_kind(KIND)[0]
@@ -141,8 +142,6 @@ async def gemini_headless_under_ci_or_without_a_terminal(lab: FidelityLab) -> No
 
         screen = await lab.until(exited, timeout=60)
         assert "No input provided via stdin" in screen and "relay-exit=42" in screen, screen.strip()[-400:]
-        ours = {x.pid for x in lab.status().of_kind(KIND)}
-        assert not [t for t in await lab.discover() if t.kind == KIND and t.live and t.pid not in ours]
     finally:
         lab.tmux("kill-session", "-t", "=headless")
         if piped.poll() is None:
