@@ -23,8 +23,6 @@ ROOT = Path(__file__).resolve().parents[1] / "relay_repl"
 ALLOWED = ("agents/", "testing/")
 FUTURE = {"gemini", "gemini-cli"}  # the next kind, named here before its package exists
 PENDING: dict[str, str] = {
-    "lab/fidelity/discovery.py": "the lab: discovery facts of the two kinds (moved from the live tests)",
-    "lab/fidelity/screens.py": "the lab: the screen recorder stages each kind's screens",
     "lab/layout.py": "the lab: per-kind config files and commands (lab part not done)",
     "lab/lab_status.py": "the lab: reads Claude's registry for a session's status",
     "lab/readiness.py": "the lab: when a Claude or Codex session is ready",

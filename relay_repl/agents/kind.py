@@ -41,7 +41,8 @@ Methods, by subject:
   which stub API it talks to) or None when the lab cannot run it offline;
   `lab_files(ctx, names)`, `lab_launch(ctx, name, first)`, `lab_ready(ctx, name, pane)`:
   the config files it needs, the command and environment a lab pane runs, and when a
-  started session counts as ready (polled by the launcher);
+  started session counts as ready (polled by the launcher); `lab_client_env(home)`: what
+  `relay lab env` exports for it (its client home variable);
 - typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind);
 - the operator's inbox as a peer: `answers_listed_inbox` (its sessions answer natively only to a
   peer listed in its own registry) and `inbox_listing(name)` (the gated listing, or None).
@@ -335,6 +336,11 @@ class AgentKind(Agent, Protocol):
         """Polled after start: the ready session, or None while it is still starting (blocking, quick)."""
         ...
 
+    def lab_client_env(self, home: Path) -> dict[str, str]:
+        """What `relay lab env` (and `relay --lab ...`) exports for this kind, the lab's clients' $HOME
+        being `home`: the variable that points relay (its doctor, discovery) at the lab's own client home."""
+        ...
+
 
 class AgentKindBase:
     """Defaults for `AgentKind`: subclass it, set the attributes, override what differs.
@@ -504,3 +510,6 @@ class AgentKindBase:
 
     def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
         return None
+
+    def lab_client_env(self, home: Path) -> dict[str, str]:
+        return {}
