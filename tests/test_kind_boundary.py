@@ -28,9 +28,6 @@ PENDING: dict[str, str] = {
     "lab/readiness.py": "the lab: when a Claude or Codex session is ready",
     "lab/shutdown.py": "the lab: stops the Codex daemon, removes Claude's sockets",
     "lab/startup.py": "the lab: starts Claude and Codex by hand",
-    "transports/claude_socket.py": "Claude's socket transports live in transports/ (the layers forbid agents/ "
-                                   "importing transports/), so they import its package",
-    "transports/codex_queue.py": "Codex's queue transport: the same, and it runs the `codex` binary",
 }
 
 
