@@ -24,7 +24,8 @@ Methods, by subject:
   (and optionally `prove_thread(ident, call)`, see agents/origin.py); `own_address(env)`:
   our own `Me` when this process runs inside one of its sessions;
 - transports: `transports()` (the adapter's TransportSpec list: name, capability flags,
-  when it applies); `screen()` (the classifier module), `ui_mode_chars()` (first characters
+  when it applies); `socket_wire()` / `durable_queue()` (the facts the generic socket and
+  queue transports need, or None); `screen()` (the classifier module), `ui_mode_chars()` (first characters
   that open a UI mode in its composer: a typed line must not start with one), the `Agent` members;
 - evidence: `evidence_file(target)`, `typed_evidence(path, offset, payload)` (from `Agent`);
 - replies: `reply_route(target, ctx)` (how it will answer a want=reply|ack message),
@@ -40,7 +41,8 @@ Methods, by subject:
   which stub API it talks to) or None when the lab cannot run it offline;
   `lab_files(ctx, names)`, `lab_launch(ctx, name, first)`, `lab_ready(ctx, name, pane)`:
   the config files it needs, the command and environment a lab pane runs, and when a
-  started session counts as ready (polled by the launcher);
+  started session counts as ready (polled by the launcher); `lab_client_env(home)`: what
+  `relay lab env` exports for it (its client home variable);
 - typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind);
 - the operator's inbox as a peer: `answers_listed_inbox` (its sessions answer natively only to a
   peer listed in its own registry) and `inbox_listing(name)` (the gated listing, or None).
@@ -69,6 +71,8 @@ if TYPE_CHECKING:
     from relay_repl.agents.provenance import CheckedRecord, VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.turn_reply import TurnWatch
+    from relay_repl.agents.socket_wire import SocketWire
+    from relay_repl.agents.durable_queue import DurableQueue
     from relay_repl.system.panes import PaneRoster
 
 __all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "FidelityFact", "InboxListing", "LabContext", "LabLaunch", "LabPane", "LabReady",
@@ -245,6 +249,14 @@ class AgentKind(Agent, Protocol):
         """First characters that open a UI mode in its composer instead of entering text."""
         ...
 
+    def socket_wire(self) -> SocketWire | None:
+        """Its sessions' messaging socket, for the socket transports (agents/socket_wire.py), or None."""
+        ...
+
+    def durable_queue(self) -> DurableQueue | None:
+        """Its threads' durable queue, for the queue transport (agents/durable_queue.py), or None."""
+        ...
+
     def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
         """How `target` will answer a want=reply|ack message (the plan's words and whether it can)."""
         ...
@@ -324,6 +336,11 @@ class AgentKind(Agent, Protocol):
         """Polled after start: the ready session, or None while it is still starting (blocking, quick)."""
         ...
 
+    def lab_client_env(self, home: Path) -> dict[str, str]:
+        """What `relay lab env` (and `relay --lab ...`) exports for this kind, the lab's clients' $HOME
+        being `home`: the variable that points relay (its doctor, discovery) at the lab's own client home."""
+        ...
+
 
 class AgentKindBase:
     """Defaults for `AgentKind`: subclass it, set the attributes, override what differs.
@@ -369,6 +386,12 @@ class AgentKindBase:
 
     def ui_mode_chars(self) -> str:
         return self.adapter().screen.ui_mode_chars
+
+    def socket_wire(self) -> SocketWire | None:
+        return None
+
+    def durable_queue(self) -> DurableQueue | None:
+        return None
 
     # -- the transports' questions (Agent) ------------------------------------------------------
 
@@ -487,3 +510,6 @@ class AgentKindBase:
 
     def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
         return None
+
+    def lab_client_env(self, home: Path) -> dict[str, str]:
+        return {}

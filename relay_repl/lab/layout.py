@@ -28,6 +28,7 @@ from pathlib import Path
 
 from relay_repl.agents.claude_code.agent import KIND as CLAUDE  # the kinds are the agents'
 from relay_repl.agents.codex.agent import KIND as CODEX
+from relay_repl.agents import registry
 
 # Greek letters in order; sessions are named alpha, beta, ... (Claude first, then Codex).
 GREEK = (
@@ -242,6 +243,7 @@ class Layout:
             "RELAY_LAB_DIR": str(self.root),
             "RELAY_TMUX_SOCKET": self.tmux_socket,
             "PATH": f"{bin_dir}:{outer.get('PATH', '/usr/bin:/bin')}",
+            **{k: v for kind in registry.kinds() for k, v in kind.lab_client_env(self.home).items()},
         }
 
     # ---- client configuration ---------------------------------------------------------

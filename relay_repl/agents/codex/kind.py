@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
-from relay_repl.agents.codex.agent import KIND, CodexAgent
+from relay_repl.agents.codex.agent import BINARY, KIND, CodexAgent
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, LabSpec
 from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from relay_repl.agents.provenance import VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.turn_reply import TurnWatch
+    from relay_repl.agents.codex.queue_ops import CodexQueue
     from relay_repl.system.panes import PaneRoster
 
-BINARY = "codex"
 NPM_PACKAGE = "@openai/codex"
 
 
@@ -48,6 +48,11 @@ class CodexKind(CodexAgent, AgentKindBase):
         from relay_repl.agents.codex.provider import CodexProvider
 
         return CodexProvider(env=env).own_address()
+
+    def durable_queue(self) -> CodexQueue:
+        from relay_repl.agents.codex.queue_ops import CodexQueue
+
+        return CodexQueue()
 
     def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
         from relay_repl.agents.codex.provider import reply_route

@@ -238,7 +238,7 @@ class StubSession:
         """The HTTP answer, and whether it was delivered whole."""
         path = request.path.rstrip("/")
         if self.spec.api == "google":
-            return await _google_respond(request, body, reason, reply, model)
+            return await _google_respond(request, body, reason, reply, model, self._released_since())
         if self.spec.api == "anthropic":
             if request.method in ("GET", "HEAD"):
                 return web.json_response({}), True
@@ -269,7 +269,8 @@ class StubSession:
 
 
 async def _google_respond(
-    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str
+    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str,
+    released: Callable[[], bool] = lambda: False,
 ) -> tuple[web.StreamResponse, bool]:
     """The Gemini API (Google): chat turns stream (or answer whole) from the script, helpers get `side_response`."""
     if request.method in ("GET", "HEAD"):
@@ -289,7 +290,7 @@ async def _google_respond(
         await asyncio.sleep(reply.hold)
         return web.json_response(google.response(reply, model)), True
     prelude, events = google.stream(reply, model)
-    return await _sse(request, prelude, events, reply.hold, google.encode, None)
+    return await _sse(request, prelude, events, reply.hold, google.encode, None, released)
 
 
 async def _sse(
