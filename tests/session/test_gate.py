@@ -140,9 +140,28 @@ class _Pty:
     def __init__(self) -> None:
         self.master, self.slave = pty.openpty()
         self.file = os.fdopen(self.slave, "r", closefd=False)
+        import tty
+
+        tty.setraw(self.slave)  # as the REPL's own prompt_toolkit keeps it; see pending()
 
     def send_text(self, text: str) -> None:
         os.write(self.master, text.encode())
+
+    async def pending(self, n: int) -> None:
+        """Wait (bounded) until the slave holds `n` unread bytes. A write to the master reaches the
+        slave's input queue through the kernel's deferred flip-buffer work, which a loaded machine
+        can run only after the gate has looked: the keys would then arrive after the plan was shown
+        (and rightly count), which is not what these tests are about. Raw mode, as the REPL's own
+        prompt_toolkit keeps it, so a half line (`yy`, no Enter) is counted too."""
+        import fcntl
+        import struct
+        import termios
+
+        async def queued():
+            got = struct.unpack("i", fcntl.ioctl(self.slave, termios.FIONREAD, b"\0\0\0\0"))[0]
+            return True if got >= n else None
+
+        assert await poll_until(queued, timeout=10, interval=0.01), f"the pty never held the {n} keys typed"
 
     def close(self) -> None:
         self.file.close()
@@ -156,6 +175,7 @@ async def test_keys_typed_on_the_terminal_before_the_plan_never_answer_it(before
     term = _Pty()
     try:
         term.send_text(before)
+        await term.pending(len(before))
         answer, shown = await _answer(create_input(term.file), "\r", keyboard=term)
         assert answer is False and "you answered Enter alone" in shown[-1]
         assert shown[1] == _discarded(len(before))
