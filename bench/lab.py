@@ -4,7 +4,8 @@
 
 - up: a fresh RELAY_HOME; the first `up` is cold (the Codex daemon copies its
   ~400 MB package), later ones are warm (the copy is cached). Each is timed
-  until the launcher reports every session registered and idle.
+  until the launcher reports every session registered and idle; each `down`
+  between them is timed too.
 - stub latency: the stub's own time per turn is measured from outside, as a
   full streamed Messages / Responses reply over loopback HTTP with no hold,
   and set against a whole Claude turn in the lab (socket write → the reply
@@ -25,15 +26,19 @@ import uuid
 def bench_up(warm: int) -> None:
     import relay_repl.lab.launcher as launcher
 
-    times = []
+    times, downs = [], []
     for i in range(warm + 1):
         t0 = time.perf_counter()
         launcher.up(claude=1, codex=1, progress=lambda m: None)
         times.append(time.perf_counter() - t0)
         if i < warm:
+            t0 = time.perf_counter()
             launcher.down(progress=lambda m: None)
+            downs.append(time.perf_counter() - t0)
     print(f"lab up, 1 Claude + 1 Codex, to all idle: cold {times[0]:.2f} s; warm median "
           f"{statistics.median(times[1:]):.2f} s (n={warm}); warm/cold = {statistics.median(times[1:]) / times[0]:.2f}")
+    # every live test module with a lab of its own pays one `down` (was 5 s more: issue 17)
+    print(f"lab down, 1 Claude + 1 Codex: median {statistics.median(downs):.2f} s (n={warm})")
 
 
 async def stub_round_trips(turns: int) -> dict[str, float]:

@@ -202,6 +202,16 @@ def make_busy(session: SessionRef, seconds: float = 30.0, timeout: float = 15.0)
     raise LabError(f"{s.name}: did not turn busy within {timeout:g}s; screen: {tail(capture(s))}")
 
 
+def end_busy(session: SessionRef, timeout: float = 60.0) -> None:
+    """End the session's held turn now (the stub sends its reply at once) and wait until it is
+    idle: a test whose busy turn outlasted what it needed does not sit out the rest of it."""
+    from relay_repl.lab.stubs.client import SyncStubClient
+
+    state, s = _resolve(session)
+    SyncStubClient(state.stub.control).release(s.name)
+    wait_idle(s, timeout)
+
+
 def put_draft(session: SessionRef, text: str, timeout: float = 5.0) -> None:
     """Leave `text` typed but unsent in the idle composer."""
     type_text(session, text, timeout)

@@ -55,9 +55,12 @@ def cleanup(lay: Layout, progress: Progress) -> bool:
     # 1. the TUIs: kill the tmux server (SIGHUP to every pane; Claude removes its records)
     pane_pids = [int(p["pane_pid"]) for p in list_panes(lay).values() if p["pane_pid"].isdigit()]
     # Not the Codex daemon and its pid-update-loop (children of the first Codex TUI):
-    # they survive SIGHUP and are stopped properly below.
-    tui_pids = [c for p in pane_pids for c in [p, *procs.descendants(p)]
-                if "app-server" not in procs.cmdline(c)]
+    # they survive SIGHUP and are stopped properly below. Nor anything below the daemon (the
+    # `relay mcp` server it starts for its threads): it lives as long as the daemon, so waiting
+    # for it here always ran the whole 5 s bound, on every `lab down`.
+    below = [c for p in pane_pids for c in [p, *procs.descendants(p)]]
+    daemon = {c for p in below if "app-server" in procs.cmdline(p) for c in [p, *procs.descendants(p)]}
+    tui_pids = [c for c in below if c not in daemon]
     if tmux_socket_path(sock_name).exists():
         tmux(lay, "kill-server", check=False)
     left = procs.wait_gone(tui_pids, 5.0)

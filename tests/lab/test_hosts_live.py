@@ -17,20 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.labs import private_lab_home
 from tests.support.tmuxdrive import Screen, python_env
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
-def lab_home(tmp_path_factory):
-    from relay_repl.lab import second_host
-
-    if second_host.available():
-        pytest.skip(second_host.available() or "")
-    with private_lab_home(tmp_path_factory, "hosts-lab") as home:
-        yield home
+def lab_home(hosts_lab_home):
+    """The lab with a second host, shared with test_hosts_session_live (tests/lab/conftest.py)."""
+    return hosts_lab_home
 
 
 @pytest.fixture

@@ -243,6 +243,30 @@ async def test_slow_magic_and_client_abort_is_recorded(stub: tuple[StubServer, S
     assert rec.hold == 30 and rec.outcome == "aborted"
 
 
+async def test_release_ends_a_hold_in_progress_and_its_reply_follows_whole(stub: tuple[StubServer, StubClient]) -> None:
+    """A test that made a client busy for longer than it needed ends the turn (lab.helpers.end_busy)
+    instead of sitting it out: the stream completes with the whole reply, and a later hold is not
+    cut short by the earlier release."""
+    _, c = stub
+    s = await c.add_session("cx", "openai")
+    async with aiohttp.ClientSession() as http:
+        async with http.post(s.base_url + "/responses", json=codex_body("SLOW60 held turn")) as resp:
+            await resp.content.readline()  # the stream has started: the client shows busy
+            await c.requests("cx", kind="main", min_count=1, timeout=5)
+            t0 = time.monotonic()
+            await c.release("cx")
+            raw = (await resp.read()).decode()
+            took = time.monotonic() - t0
+    assert took < 5, took  # the 60 s hold ended at the release (its loop looks every TICK)
+    assert "response.completed" in raw
+    [rec] = await c.requests("cx", kind="main")
+    assert rec.hold == 60 and rec.outcome == "ok"
+    await c.hold("cx", 1.0, text="later")
+    t1 = time.monotonic()
+    later = await sse(s.base_url + "/responses", codex_body("after the release"))
+    assert time.monotonic() - t1 >= 1.0 and later[-1][0] == "response.completed"
+
+
 # --- OpenAI Responses ----------------------------------------------------------------------------
 
 

@@ -127,6 +127,10 @@ class StubClient:
     async def set_default(self, name: str, text: str | None) -> None:
         await self._call("POST", f"/sessions/{name}/default", {"text": text})
 
+    async def release(self, name: str) -> None:
+        """End every hold of `name` in progress now: its turn's reply follows at once."""
+        await self._call("POST", f"/sessions/{name}/release")
+
     async def hold(self, name: str, seconds: float, *, text: str | None = None, match: str | None = None) -> Rule:
         """The next matching user turn stays busy for `seconds` (a once-rule)."""
         return await self.add_rule(name, Rule(match=match, once=True, steps=[Step(text=text, hold=seconds)]))
@@ -196,6 +200,9 @@ class SyncStubClient:
 
     def set_default(self, name: str, text: str | None) -> None:
         return self._run(lambda c: c.set_default(name, text))
+
+    def release(self, name: str) -> None:
+        return self._run(lambda c: c.release(name))
 
     def hold(self, name: str, seconds: float, *, text: str | None = None, match: str | None = None) -> Rule:
         return self._run(lambda c: c.hold(name, seconds, text=text, match=match))

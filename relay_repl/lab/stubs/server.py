@@ -127,6 +127,12 @@ class StubSession:
         self.changed = asyncio.Condition()
         self.runner: web.AppRunner | None = None
         self.port = 0
+        self.releases = 0  # bumped by POST /sessions/{name}/release: every hold then in progress ends
+
+    def release(self) -> None:
+        """End every hold in progress now (its reply follows at once): a test that made the client
+        busy for longer than it needed ends the turn instead of waiting it out."""
+        self.releases += 1
 
     @property
     def info(self) -> SessionInfo:
@@ -221,13 +227,18 @@ class StubSession:
             await self._touch()
         return resp
 
+    def _released_since(self) -> Callable[[], bool]:
+        """True once `release` is called after this point."""
+        seen = self.releases
+        return lambda: self.releases != seen
+
     async def _respond(
         self, request: web.Request, body: Any, reason: str | None, reply: Reply, model: str
     ) -> tuple[web.StreamResponse, bool]:
         """The HTTP answer, and whether it was delivered whole."""
         path = request.path.rstrip("/")
         if self.spec.api == "google":
-            return await _google_respond(request, body, reason, reply, model)
+            return await _google_respond(request, body, reason, reply, model, self._released_since())
         if self.spec.api == "anthropic":
             if request.method in ("GET", "HEAD"):
                 return web.json_response({}), True
@@ -242,7 +253,8 @@ class StubSession:
                 await asyncio.sleep(reply.hold)
                 return web.json_response(anthropic.message(reply, model)), True
             prelude, events = anthropic.stream(reply, model)
-            return await _sse(request, prelude, events, reply.hold, anthropic.encode, anthropic.encode(anthropic.PING))
+            return await _sse(request, prelude, events, reply.hold, anthropic.encode, anthropic.encode(anthropic.PING),
+                              self._released_since())
         if request.method in ("GET", "HEAD"):
             if path.endswith("/models"):
                 return web.json_response({"object": "list", "data": [], "models": []}), True
@@ -253,11 +265,12 @@ class StubSession:
         if not body.get("stream", True):
             await asyncio.sleep(reply.hold)
             return web.json_response(events[-1][1]["response"]), True
-        return await _sse(request, prelude, events, reply.hold, openai.encode, None)
+        return await _sse(request, prelude, events, reply.hold, openai.encode, None, self._released_since())
 
 
 async def _google_respond(
-    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str
+    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str,
+    released: Callable[[], bool] = lambda: False,
 ) -> tuple[web.StreamResponse, bool]:
     """The Gemini API (Google): chat turns stream (or answer whole) from the script, helpers get `side_response`."""
     if request.method in ("GET", "HEAD"):
@@ -277,7 +290,7 @@ async def _google_respond(
         await asyncio.sleep(reply.hold)
         return web.json_response(google.response(reply, model)), True
     prelude, events = google.stream(reply, model)
-    return await _sse(request, prelude, events, reply.hold, google.encode, None)
+    return await _sse(request, prelude, events, reply.hold, google.encode, None, released)
 
 
 async def _sse(
@@ -287,8 +300,10 @@ async def _sse(
     hold: float,
     encode: Callable[[tuple[str, dict[str, Any]]], bytes],
     ping: bytes | None,
+    released: Callable[[], bool] = lambda: False,
 ) -> tuple[web.StreamResponse, bool]:
-    """Write prelude, hold without blocking the loop (pinging if the API has pings), then the rest."""
+    """Write prelude, hold without blocking the loop (pinging if the API has pings) until the hold
+    ends or is released, then the rest."""
     resp = web.StreamResponse(
         status=200,
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "request-id": "req_stub"},
@@ -300,7 +315,7 @@ async def _sse(
         loop = asyncio.get_running_loop()
         end = loop.time() + hold
         next_ping = loop.time() + PING_EVERY
-        while (left := end - loop.time()) > 0:
+        while (left := end - loop.time()) > 0 and not released():
             await asyncio.sleep(min(left, TICK))
             transport = request.transport
             if transport is None or transport.is_closing():
@@ -371,6 +386,7 @@ class StubServer:
         r.add_post("/sessions/{name}/default", self._set_default)
         r.add_get("/sessions/{name}/requests", self._requests)
         r.add_delete("/sessions/{name}/requests", self._clear_requests)
+        r.add_post("/sessions/{name}/release", self._release)
         return app
 
     def _session(self, request: web.Request) -> StubSession:
@@ -473,6 +489,10 @@ class StubServer:
                     pass
         exclude = None if with_body else {"body"}
         return web.json_response([r.model_dump(exclude=exclude) for r in pick()])
+
+    async def _release(self, request: web.Request) -> web.Response:
+        self._session(request).release()
+        return web.json_response({"released": True})
 
     async def _clear_requests(self, request: web.Request) -> web.Response:
         sess = self._session(request)
