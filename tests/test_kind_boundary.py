@@ -25,11 +25,6 @@ FUTURE = {"gemini", "gemini-cli"}  # the next kind, named here before its packag
 PENDING: dict[str, str] = {
     "lab/fidelity/discovery.py": "the lab: discovery facts of the two kinds (moved from the live tests)",
     "lab/fidelity/screens.py": "the lab: the screen recorder stages each kind's screens",
-    "lab/layout.py": "the lab: per-kind config files and commands (lab part not done)",
-    "lab/lab_status.py": "the lab: reads Claude's registry for a session's status",
-    "lab/readiness.py": "the lab: when a Claude or Codex session is ready",
-    "lab/shutdown.py": "the lab: stops the Codex daemon, removes Claude's sockets",
-    "lab/startup.py": "the lab: starts Claude and Codex by hand",
     "transports/claude_socket.py": "Claude's socket transports live in transports/ (the layers forbid agents/ "
                                    "importing transports/), so they import its package",
     "transports/codex_queue.py": "Codex's queue transport: the same, and it runs the `codex` binary",

@@ -33,6 +33,7 @@ import relay_repl.lab.launcher as launcher
 import relay_repl.lab.procs as procs
 from relay_repl.lab.install import bin_dir
 from relay_repl.lab.layout import Layout
+import relay_repl.agents.claude_code.lab as claude_lab
 from relay_repl.store.ledger import Ledger
 from relay_repl.session.session import Session
 from relay_repl.core.target import Target
@@ -107,7 +108,7 @@ async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale
     lab_tmux("new-session", "-d", "-s", "alpha-copy", "-x", "160", "-y", "45", "-c", alpha.cwd,
              "-e", f"ANTHROPIC_BASE_URL={st.stub.sessions['alpha'].base_url}", "--", *cmd)
     pane_id, copy_pid = pane_pid_of("alpha-copy")
-    rec_file = lay.claude_config / "sessions" / f"{copy_pid}.json"
+    rec_file = claude_lab.config_dir(lay.root) / "sessions" / f"{copy_pid}.json"
     try:
         async def both_live() -> list[Target] | None:
             ts = await discover()
@@ -139,7 +140,7 @@ async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale
         except ProcessLookupError:
             pass
         lab_tmux("kill-session", "-t", "=alpha-copy")
-        for f in (lay.claude_config / "sessions").glob(f"{copy_pid}.*"):
+        for f in (claude_lab.config_dir(lay.root) / "sessions").glob(f"{copy_pid}.*"):
             f.unlink()
         for f in lay.runtime_dir.glob(f"cc-socks/{copy_pid}.sock"):
             f.unlink()

@@ -24,6 +24,7 @@ import relay_repl.store.paths as paths
 from relay_repl.agents import default_providers
 from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.codex.detail import CodexDetail
+from relay_repl.agents.codex import lab as codex_lab
 from relay_repl.core.target import Target
 from relay_repl.system.polling import poll_until
 from relay_repl.lab.install import bin_dir
@@ -83,7 +84,7 @@ async def daemon_call(method: str, params: dict[str, Any]) -> dict[str, Any]:
     """One JSON-RPC call on the lab's Codex daemon control socket (staging only)."""
     from websockets.asyncio.client import unix_connect
 
-    sock = os.path.realpath(Layout.at(paths.lab_dir()).codex_control_socket)
+    sock = os.path.realpath(codex_lab.control_socket(Layout.at(paths.lab_dir()).root))
     async with unix_connect(sock, uri="ws://localhost/", max_size=None) as ws:
         await ws.send(json.dumps({"id": 1, "method": "initialize", "params": {
             "clientInfo": {"name": "relay-live-test", "title": "t", "version": "0"},
@@ -110,8 +111,7 @@ async def with_pane(spec: str) -> Target | None:
 
 
 def codex_locks() -> set[str]:
-    d = launcher.layout().codex_home / "thread-writer-locks"
-    return {p.name[:-5] for p in d.glob("*.lock") if not p.name.startswith(".")}
+    return codex_lab.locks(launcher.layout().root)
 
 
 # -- the checks ---------------------------------------------------------------------------------------
@@ -183,7 +183,7 @@ async def codex_thread_loaded_without_a_tui_is_live_with_no_pane() -> None:
     st = launcher.status()
     assert st is not None, "no lab"
     before = codex_locks()
-    cmd = lay.codex_command(bin_dir(), "gamma", first=False)  # attaches to the daemon, gamma's stub
+    cmd = codex_lab.command(bin_dir(), lay.root, "gamma", first=False)  # attaches to the daemon, gamma's stub
     lab_tmux("new-session", "-d", "-s", "detach", "-x", "160", "-y", "45", "-c", st.session("gamma").cwd, "--", *cmd)
     try:
         async def new_thread() -> str | None:
