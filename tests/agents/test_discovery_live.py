@@ -34,6 +34,7 @@ import relay_repl.lab.procs as procs
 from relay_repl.lab.install import bin_dir
 from relay_repl.lab.layout import Layout
 import relay_repl.agents.claude_code.lab as claude_lab
+import relay_repl.agents.codex.lab as codex_lab
 from relay_repl.store.ledger import Ledger
 from relay_repl.session.session import Session
 from relay_repl.core.target import Target
@@ -84,8 +85,8 @@ async def test_busy_while_a_slow_turn_runs(lab):
 async def test_non_default_config_dirs_are_honoured(lab, tmp_path):
     lay = launcher.layout()
     ts = await discover()
-    assert {t.detail.codex_home for t in ts if t.kind == "codex"} == {str(lay.codex_home)}
-    assert {Path(t.detail.record).parent.parent for t in ts if t.kind == "claude-code"} == {lay.claude_config}
+    assert {t.detail.codex_home for t in ts if t.kind == "codex"} == {str(codex_lab.home(lay.root))}
+    assert {Path(t.detail.record).parent.parent for t in ts if t.kind == "claude-code"} == {claude_lab.config_dir(lay.root)}
     # The same machine seen with default dirs (HOME's ~/.claude, ~/.codex): the lab's
     # live sessions look missing — which is why both homes are resolved from the env.
     plain = {"HOME": str(lay.home), "PATH": lab_env()["PATH"], "RELAY_TMUX_SOCKET": lay.tmux_socket}
