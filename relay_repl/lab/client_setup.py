@@ -60,20 +60,21 @@ def lab_context(lay: Layout, state: LabState | None, bins: Path) -> LabContext:
                                  run_prefix(state))
 
 
-def write_configs(ctx: LabContext, names: list[tuple[str, str]]) -> None:
-    """Each kind's config files for its sessions, before any starts."""
+def _by_kind(names: list[tuple[str, str]]) -> dict[str, list[str]]:
     by_kind: dict[str, list[str]] = {}
     for n, k in names:
         by_kind.setdefault(k, []).append(n)
-    kind_sessions.write_files(ctx, by_kind)
+    return by_kind
+
+
+def write_configs(ctx: LabContext, names: list[tuple[str, str]]) -> None:
+    """Each kind's config files for its sessions, before any starts."""
+    kind_sessions.write_files(ctx, _by_kind(names))
 
 
 def prepare_kinds(ctx: LabContext, names: list[tuple[str, str]], progress: Progress) -> None:
     """What each kind prepares before its sessions start (a cache moved back in)."""
-    by_kind: dict[str, list[str]] = {}
-    for n, k in names:
-        by_kind.setdefault(k, []).append(n)
-    for kind, ns in by_kind.items():
+    for kind, ns in _by_kind(names).items():
         kind_sessions.own_kind(kind).lab_prepare(ctx, ns, progress)
 
 

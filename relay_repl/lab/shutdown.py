@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import shutil
 import time
-from pathlib import Path
 
 
 import relay_repl.lab.procs as procs
+from relay_repl.system.remove import remove
 
 from relay_repl.lab.layout import Layout, lab_kinds, tmux_socket_path
 from relay_repl.lab.state import load
@@ -79,7 +79,7 @@ def cleanup(lay: Layout, progress: Progress) -> bool:
 
     # 4. sockets outside the lab dir: the tmux server's, and each kind's (and what a kind keeps for
     # the next lab goes into the cache)
-    _unlink(tmux_socket_path(sock_name))
+    remove(tmux_socket_path(sock_name))
     for k in kinds:
         k.lab_cleanup(ctx)
 
@@ -90,18 +90,7 @@ def cleanup(lay: Layout, progress: Progress) -> bool:
         if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)
         else:
-            _unlink(p)
+            remove(p)
     progress(f"cleaned lab {lay.root} in {time.monotonic() - t0:.1f}s")
     return True
-
-
-def _unlink(p: Path) -> None:
-    try:
-        p.unlink()
-    except FileNotFoundError:
-        pass
-    except IsADirectoryError:
-        shutil.rmtree(p, ignore_errors=True)
-    except OSError:
-        pass
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
-from relay_repl.agents.claude_code.agent import KIND, ClaudeAgent
+from relay_repl.agents.claude_code.agent import BINARY, KIND, ClaudeAgent
 from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.kind import (AgentKindBase, Check, ClientPin, InboxListing, LabContext, LabLaunch, LabOps, LabReady,
                                     LabSpec)
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from relay_repl.agents.turn_reply import TurnWatch
     from relay_repl.system.panes import PaneRoster
 
-BINARY = "claude"
 NPM_PACKAGE = "@anthropic-ai/claude-code"
 
 

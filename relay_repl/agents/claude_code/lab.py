@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from relay_repl.agents.claude_code.agent import BINARY
 from relay_repl.agents.kind import LabContext, LabLaunch, LabOps, LabReady, LabSpec, screen_tail
 from relay_repl.core.errors import LabError
 from relay_repl.system import proc as sysproc
 from relay_repl.system.polling import poll_until_sync
 
-BINARY = "claude"
 HOME_VAR = "CLAUDE_CONFIG_DIR"
 HOME_DIR = "claude"
 """CLAUDE_CONFIG_DIR of every lab Claude session: `<lab>/claude`."""

@@ -15,6 +15,8 @@ from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
 
 KIND = "codex"
+BINARY = "codex"
+"""The client's executable (its pin, the lab's commands)."""
 
 
 class CodexAgent(AgentKindBase):

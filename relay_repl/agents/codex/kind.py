@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
-from relay_repl.agents.codex.agent import KIND, CodexAgent
+from relay_repl.agents.codex.agent import BINARY, KIND, CodexAgent
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.kind import (NO_HOME, AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabOps, LabReady,
                                     LabSpec)
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from relay_repl.agents.turn_reply import TurnWatch
     from relay_repl.system.panes import PaneRoster
 
-BINARY = "codex"
 NPM_PACKAGE = "@openai/codex"
 
 

@@ -21,13 +21,14 @@ from typing import Any
 from urllib.request import pathname2url
 
 from relay_repl.agents.codex.provider import is_codex_tui, read_session_index
+from relay_repl.agents.codex.agent import BINARY
 from relay_repl.agents.kind import LabContext, LabLaunch, LabOps, LabReady, LabSpec, screen_tail
 from relay_repl.agents.screens.model import ScreenReading
 from relay_repl.core.errors import LabError
 from relay_repl.system import proc as sysproc
 from relay_repl.system.polling import poll_until_sync
+from relay_repl.system.remove import remove
 
-BINARY = "codex"
 HOME_VAR = "CODEX_HOME"
 HOME_DIR = "codex"
 """CODEX_HOME of every lab Codex session: `<lab>/codex`."""
@@ -311,8 +312,8 @@ def cleanup(ctx: LabContext) -> None:
         for link in links:
             _remove_daemon_target(link)
     for target in daemon_targets(ctx.root):
-        _unlink(target)
-        _unlink(Path(str(target) + ".lock"))
+        remove(target)
+        remove(Path(str(target) + ".lock"))
         try:
             target.parent.rmdir()
         except OSError:
@@ -330,24 +331,13 @@ def _remove_daemon_target(link: Path) -> None:
         target = link.parent / target
     base = Path(f"/tmp/codex-daemon-{os.getuid()}")
     if target.parent == base or target.parent.name == f"codex-daemon-{os.getuid()}":
-        _unlink(target)
-        _unlink(Path(str(target) + ".lock"))
+        remove(target)
+        remove(Path(str(target) + ".lock"))
         try:
             target.parent.rmdir()  # only if empty: other Codex homes may share it
         except OSError:
             pass
-    _unlink(link)
-
-
-def _unlink(p: Path) -> None:
-    try:
-        p.unlink()
-    except FileNotFoundError:
-        pass
-    except IsADirectoryError:
-        shutil.rmtree(p, ignore_errors=True)
-    except OSError:
-        pass
+    remove(link)
 
 
 # ---- readiness -----------------------------------------------------------------------------------
