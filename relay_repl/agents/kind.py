@@ -40,7 +40,12 @@ Methods, by subject:
   which stub API it talks to) or None when the lab cannot run it offline;
   `lab_files(ctx, names)`, `lab_launch(ctx, name, first)`, `lab_ready(ctx, name, pane)`:
   the config files it needs, the command and environment a lab pane runs, and when a
-  started session counts as ready (polled by the launcher);
+  started session counts as ready (polled by the default `lab_wait`); a kind that needs more
+  overrides `lab_prepare` (before its sessions start), `lab_wait` (drives its pane through
+  `LabOps`), `lab_settled` (once all are up), `lab_resume` (a restart), `lab_revive` (back
+  without a restart), `lab_refresh` and `lab_status` (`relay lab status`, the lab's helpers),
+  `lab_outlives_panes`, `lab_stop` and `lab_cleanup` (`relay lab down`); its LabSpec names its
+  client home, environment, key variables, socket depth and whether its sessions start serially;
 - typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind);
 - the operator's inbox as a peer: `answers_listed_inbox` (its sessions answer natively only to a
   peer listed in its own registry) and `inbox_listing(name)` (the gated listing, or None).
