@@ -348,6 +348,18 @@ def _idle(reading: ScreenReading | None) -> bool:
     return reading is not None and reading.kind == "idle" and "reconnecting" not in reading.blockers
 
 
+def _clear_composer(ops: LabOps) -> None:
+    """Ctrl-U, then a pause (keystroke pacing, not a wait for anything) before the next typing."""
+    ops.keys("C-u")
+    time.sleep(0.2)
+
+
+def _press_enter(ops: LabOps) -> None:
+    """Enter in its own tmux call after a pause: Codex drops an Enter in the same burst as the text."""
+    time.sleep(0.1)
+    ops.keys("Enter")
+
+
 def _rename(root: Path, ops: LabOps, name: str, deadline: float, exclude: Iterable[str]) -> str:
     """Type `/rename <name>` into a fresh idle Codex TUI; return the thread id it names."""
     cmd = f"/rename {name}"
@@ -374,14 +386,12 @@ def _rename(root: Path, ops: LabOps, name: str, deadline: float, exclude: Iterab
             if attempts >= 6:
                 raise LabError(f"codex {name}: could not type {cmd!r}; screen: {screen_tail(ops.capture())}")
             if text.startswith("/") or attempts:
-                ops.keys("C-u")
-                time.sleep(0.2)  # keystroke pacing before the next typing, not a wait for anything
+                _clear_composer(ops)
             attempts += 1
             ops.keys(cmd, literal=True)
             poll_until_sync(composer, timeout=2.0, interval=0.1)
             continue
-        time.sleep(0.1)  # Enter in its own tmux call after a pause: Codex drops an Enter in the same burst
-        ops.keys("Enter")
+        _press_enter(ops)
         tid = poll_until_sync(renamed, timeout=5.0, interval=0.05)
         if tid is not None:
             return tid
