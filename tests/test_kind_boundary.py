@@ -23,8 +23,6 @@ ROOT = Path(__file__).resolve().parents[1] / "relay_repl"
 ALLOWED = ("agents/", "testing/")
 FUTURE = {"gemini", "gemini-cli"}  # the next kind, named here before its package exists
 PENDING: dict[str, str] = {
-    "lab/fidelity/discovery.py": "the lab: discovery facts of the two kinds (moved from the live tests)",
-    "lab/fidelity/screens.py": "the lab: the screen recorder stages each kind's screens",
     "transports/claude_socket.py": "Claude's socket transports live in transports/ (the layers forbid agents/ "
                                    "importing transports/), so they import its package",
     "transports/codex_queue.py": "Codex's queue transport: the same, and it runs the `codex` binary",

@@ -46,6 +46,8 @@ Methods, by subject:
   without a restart), `lab_refresh` and `lab_status` (`relay lab status`, the lab's helpers),
   `lab_outlives_panes`, `lab_stop` and `lab_cleanup` (`relay lab down`); its LabSpec names its
   client home, environment, key variables, socket depth and whether its sessions start serially;
+  `lab_client_env(home)`: what `relay lab env` exports for it beyond its LabSpec homes (a client
+  home that is the lab's $HOME);
 - typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind);
 - the operator's inbox as a peer: `answers_listed_inbox` (its sessions answer natively only to a
   peer listed in its own registry) and `inbox_listing(name)` (the gated listing, or None).
@@ -431,6 +433,11 @@ class AgentKind(Agent, Protocol):
         directory, keep what the next lab reuses (under `ctx.root / 'cache'`)."""
         ...
 
+    def lab_client_env(self, home: Path) -> dict[str, str]:
+        """What `relay lab env` (and `relay --lab ...`) exports for this kind, the lab's clients' $HOME
+        being `home`: the variable that points relay (its doctor, discovery) at the lab's own client home."""
+        ...
+
 
 class AgentKindBase:
     """Defaults for `AgentKind`: subclass it, set the attributes, override what differs.
@@ -641,6 +648,9 @@ class AgentKindBase:
 
     def lab_cleanup(self, ctx: LabContext) -> None:
         return None
+
+    def lab_client_env(self, home: Path) -> dict[str, str]:
+        return {}
 
 
 def screen_tail(text: str, n: int = 6) -> str:

@@ -186,6 +186,8 @@ class Receipt(BaseModel):
 class OriginRecord(BaseModel):
     """One record in a receiver's file carrying the relay id asked for, with its origin."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use, off the targets path
+
     offset: int = Field(description="byte offset of the record's line in the file")
     type: str | None = Field(description="the record's type (user, attachment, ...)")
     path: str = Field(description="where the origin sits in the record, e.g. `origin` or `attachment.origin`")

@@ -15,7 +15,9 @@ class AgentDetail(BaseModel):
     """What one agent kind keeps about a target beyond the fields every kind has: each kind's
     package subclasses it (`AgentKind.detail_model`), frozen like the target itself."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Inherited by every kind's detail: each is built on first use, so a listing builds only
+    # the kinds it lists (bench.targets: no Gemini session, no GeminiDetail schema).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class PaneDetail(AgentDetail):
@@ -112,7 +114,7 @@ class Target(BaseModel):
 class Me(BaseModel):
     """The operator's own address (seed section 1): needed to ask for a reply."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     role: str = "operator"
     agent: str = "relay"

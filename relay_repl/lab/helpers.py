@@ -184,7 +184,12 @@ def _require_idle_empty(s: LabSession, p: LabPane, timeout: float = 10.0) -> Non
     def idle_empty() -> bool | None:
         if _pane_fmt(p, "#{pane_in_mode}") == "1":
             raise LabError(f"{s.name}: pane is in copy mode")
-        return True if is_idle(s) and int(_pane_fmt(p, "#{cursor_x}") or 0) == 2 else None
+        if not is_idle(s):
+            return None
+        if int(_pane_fmt(p, "#{cursor_x}") or 0) == 2:  # Claude's and Codex's empty prompt
+            return True
+        reading = _reading(s)  # a client whose composer starts elsewhere (Gemini: column 3): its classifier says
+        return True if reading is not None and reading.composer == "empty" and not reading.blockers else None
 
     if not poll_until_sync(idle_empty, timeout=timeout, interval=0.1):
         raise LabError(f"{s.name}: not idle with an empty composer")

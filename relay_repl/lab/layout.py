@@ -213,4 +213,5 @@ class Layout:
             "RELAY_LAB_DIR": str(self.root),
             "RELAY_TMUX_SOCKET": self.tmux_socket,
             "PATH": f"{bin_dir}:{outer.get('PATH', '/usr/bin:/bin')}",
+            **{k: v for kind in kinds() for k, v in kind.lab_client_env(self.home).items()},
         }

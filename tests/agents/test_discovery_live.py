@@ -57,8 +57,7 @@ def lab_home(lab_home_2x2):
 
 # the helpers live beside the checks `relay fidelity` runs (package code): one copy
 from relay_repl.lab.fidelity.discovery import (  # noqa: E402
-    codex_locks as _locks,
-    daemon_call,
+    LabView,
     discover,
     lab_env,
     lab_tmux,
@@ -69,13 +68,18 @@ from relay_repl.lab.fidelity.discovery import (  # noqa: E402
     with_pane as _with_pane,
 )
 from relay_repl.lab.fidelity import discovery as checks  # noqa: E402
+from relay_repl.agents.codex import fidelity as codex_facts  # noqa: E402
+
+
+async def daemon_call(method: str, params: dict) -> dict:
+    return await codex_facts.daemon_call(LabView(), method, params)
 
 
 # -- tests ---------------------------------------------------------------------------------------------------
 
 
-async def test_both_kinds_listed_idle_with_their_panes_and_transports(lab):
-    await checks.both_kinds_listed_idle_with_their_panes_and_transports()
+async def test_every_kind_listed_idle_with_its_panes_and_transports(lab):
+    await checks.every_kind_listed_idle_with_its_panes_and_transports()
 
 
 async def test_busy_while_a_slow_turn_runs(lab):
@@ -96,7 +100,7 @@ async def test_non_default_config_dirs_are_honoured(lab, tmp_path):
 
 
 async def test_codex_rename_is_seen(lab):
-    await checks.codex_rename_is_seen()
+    await checks.CHECKS["codex_rename_is_seen"]()
 
 
 async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale_record(lab, tmp_path):
@@ -148,7 +152,7 @@ async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale
 
 
 async def test_codex_thread_loaded_without_a_tui_is_live_with_no_pane(lab):
-    await checks.codex_thread_loaded_without_a_tui_is_live_with_no_pane()
+    await checks.CHECKS["codex_thread_loaded_without_a_tui_is_live_with_no_pane"]()
 
 
 async def test_goal_controller_thread_is_never_idle(lab):

@@ -6,18 +6,23 @@ after them; `relay notebook run` then waited on it before its first cell (issue 
 
 from __future__ import annotations
 
+import os
+import signal
+
+import pytest
+
 from tests.support.probes import run_cold_probe
 
+# A spawn is seen by its audit event (subprocess.Popen or os.posix_spawn: argv second), which
+# needs no import of what spawns it.
 PROBE = """
-import subprocess, sys
+import sys
 seen = []
-real = subprocess.Popen
-class Probe(real):
-    def __init__(self, args, *a, **k):
-        if list(args)[1:] == ["agents", "--json"]:  # the listing starts: what is imported by now?
-            seen.append(sorted(m for m in ("pydantic", "relay_repl.agents", "relay_repl.session") if m in sys.modules))
-        super().__init__(args, *a, **k)
-subprocess.Popen = Probe
+def probe(event, args):
+    if event in ("subprocess.Popen", "os.posix_spawn") and list(args[1])[1:] == ["agents", "--json"]:
+        # the listing starts: what is imported by now?
+        seen.append(sorted(m for m in ("pydantic", "relay_repl.agents", "relay_repl.session") if m in sys.modules))
+sys.addaudithook(probe)
 from relay_repl.frontends.cli import main
 code = main(["--fake", "notebook", "run", "nb.py", "--dry-run"])
 print("LISTING STARTED WITH", seen, "EXIT", code)
@@ -33,16 +38,15 @@ def test_the_claude_listing_starts_before_the_heavy_imports(tmp_path, relay_home
 
 
 ENTRY_PROBE = """
-import subprocess, sys
+import sys
 seen = []
-real = subprocess.Popen
-class Probe(real):
-    def __init__(self, args, *a, **k):
-        if list(args)[1:] == ["agents", "--json"]:
-            seen.append(sorted(m for m in ("argparse", "relay_repl.frontends.cli", "pydantic") if m in sys.modules))
-            print("LISTING STARTED WITH", seen, file=sys.stderr, flush=True)  # relay targets leaves by os._exit
-        super().__init__(args, *a, **k)
-subprocess.Popen = Probe
+def probe(event, args):
+    if event in ("subprocess.Popen", "os.posix_spawn") and list(args[1])[1:] == ["agents", "--json"]:
+        seen.append(sorted(m for m in ("argparse", "relay_repl.frontends.cli", "pydantic") if m in sys.modules))
+        print("LISTING STARTED WITH", seen, file=sys.stderr, flush=True)  # relay targets leaves by os._exit
+        print("STDLIB BEFORE SPAWN", sorted(m for m in ("subprocess", "dataclasses", "inspect", "typing", "shutil",
+              "selectors", "threading") if m in sys.modules), file=sys.stderr, flush=True)
+sys.addaudithook(probe)
 sys.argv = ["relay", "targets", "--json"]
 from relay_repl.frontends.entry import main
 main()
@@ -55,6 +59,15 @@ def test_the_console_script_spawns_the_listing_before_importing_the_cli(tmp_path
     r = run_cold_probe(tmp_path, relay_home, ENTRY_PROBE)
     assert "LISTING STARTED WITH [[]]" in r.stderr, (r.stdout, r.stderr[-2000:])
     assert r.stdout.lstrip().startswith("["), r.stdout  # and the listing itself still printed (JSON first)
+
+
+def test_nothing_but_the_spawn_is_imported_before_the_spawn(tmp_path, relay_home):
+    """Before `claude agents --json` is spawned, `relay targets` imports none of the standard
+    library's heavier modules: subprocess (selectors, threading), dataclasses (inspect, ast, dis),
+    typing, shutil (zlib, bz2, lzma). Each was in front of the spawn, ~35 ms together at load 2,
+    every millisecond of it added to the cold ratio to the listing itself (issue 20 item 4)."""
+    r = run_cold_probe(tmp_path, relay_home, ENTRY_PROBE)
+    assert "STDLIB BEFORE SPAWN []" in r.stderr, r.stderr[-2000:]
 
 
 def test_wanted_for_a_hosts_relay_serving_stdio_and_not_for_help():
@@ -88,3 +101,33 @@ def test_the_kind_declared_listing_is_started_and_handed_to_its_provider(tmp_pat
     listed, why = anyio.run(ClaudeProvider(config_dir=cfg, env=env).list_agents)
     assert listed == [] and not prefetch._pending, (listed, why, prefetch._pending)
     assert runs.read_text().splitlines() == ["run"]  # one listing: the prefetched one
+
+
+def test_a_prefetched_listing_is_set_up_and_read_as_popen_would_do_it(tmp_path):
+    """The early listing is `os.posix_spawn`ed (importing subprocess was in front of the spawn):
+    its exit code and both outputs come back as `subprocess.run` gives them; an inheritable
+    descriptor of ours is closed in it (close_fds) and SIGPIPE is back to its default (Python
+    ignores it; a listing piped into a closed reader must die of it, as under Popen)."""
+    from relay_repl.system.prefetch import Listing
+
+    with open(tmp_path / "held", "w") as held:
+        os.set_inheritable(held.fileno(), True)
+        fd = held.fileno()
+        script = (f"test -e /proc/self/fd/{fd} && echo fd-open || echo fd-closed; "
+                  "grep SigIgn /proc/self/status; echo err >&2; exit 3")
+        code, out, err = Listing(["/bin/sh", "-c", script], dict(os.environ)).result(timeout=10)
+    assert code == 3 and err == b"err\n", (code, out, err)
+    lines = out.decode().splitlines()
+    assert lines[0] == "fd-closed", lines
+    ignored = int(lines[1].split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1)), lines
+
+
+def test_a_prefetched_listing_that_overstays_is_killed_at_its_timeout(tmp_path):
+    from relay_repl.system.prefetch import Listing
+
+    slow = Listing(["/bin/sleep", "30"], dict(os.environ))
+    with pytest.raises(TimeoutError):
+        slow.result(timeout=0.2)
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
+        os.kill(slow.pid, 0)

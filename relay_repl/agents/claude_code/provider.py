@@ -218,8 +218,7 @@ class ClaudeProvider:
 
         pre = prefetch.take(KIND, listing.key(exe, env))
         if pre is not None:
-            out, err = await loopless.to_thread(lambda: pre.communicate(timeout=timeout))
-            return pre.returncode, out, err
+            return await loopless.to_thread(pre.result, timeout)
         cp = await loopless.run_process(listing.argv(exe), timeout=timeout, env=listing.listing_env(env))
         return cp.returncode, cp.stdout, cp.stderr
 

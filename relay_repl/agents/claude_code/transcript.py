@@ -33,7 +33,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
 from relay_repl.core.inbound import OriginRecord
@@ -147,6 +147,8 @@ OriginHit = OriginRecord
 
 class TranscriptScan(BaseModel):
     """What one scan of one transcript found, and how much it read."""
+
+    model_config = ConfigDict(defer_build=True)  # built on first use, off the targets path
 
     transcript: str
     hits: list[OriginHit]

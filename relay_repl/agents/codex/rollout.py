@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
 from relay_repl.core.relay_ids import carries_id, id_needle
@@ -116,6 +116,8 @@ class CodexTurnWatch:
 
 
 class RolloutTurn(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built on first use, off the targets path
+
     turn_id: str | None
     turn_trigger: str | None
     client_id: str | None

@@ -47,7 +47,7 @@ def project_id(gdir: Path, root: str) -> str | None:
 class ChatHeader(BaseModel):
     """Line 1 of a chat file (plus `$set` updates)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)  # built on first use, off the targets path
 
     sessionId: str
     projectHash: str | None = None
@@ -59,7 +59,7 @@ class ChatHeader(BaseModel):
 class Chat(BaseModel):
     """One chat file and what its header says."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     path: Path
     project: str

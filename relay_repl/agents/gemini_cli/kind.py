@@ -10,8 +10,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from relay_repl.agents.gemini_cli.agent import GeminiAgent
+from relay_repl.agents.gemini_cli.chats import HOME_ENV
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
-from relay_repl.agents.gemini_cli.provider import KIND, PREFIX
+from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
 from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabPane, LabReady, LabSpec
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
@@ -25,15 +26,9 @@ if TYPE_CHECKING:
     from relay_repl.agents.turn_reply import TurnWatch
     from relay_repl.system.panes import PaneRoster
 
-BINARY = "gemini"
 NPM_PACKAGE = "@google/gemini-cli"
 LAB_MODEL = "gemini-2.5-pro"
 MCP_SERVER = "relay"
-# Gemini CLI 0.61.0 runs headless, not in its TUI, when CI == "true" or GITHUB_ACTIONS == "true"
-# (`isHeadlessMode`, unless GEMINI_CLI_INTEGRATION_TEST == "true"): in a pane it then prints "No input
-# provided via stdin" and exits. A lab pane started from a CI job must not inherit them
-# (adapters/gemini-cli.md, "Environment").
-HEADLESS_ENV = ("CI", "GITHUB_ACTIONS")
 
 
 def lab_settings(mcp_command: Sequence[str]) -> dict[str, Any]:
@@ -120,6 +115,11 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
 
     # -- the lab -----------------------------------------------------------------------------------
 
+    def fidelity(self) -> ModuleType | None:
+        import relay_repl.agents.gemini_cli.fidelity as fidelity
+
+        return fidelity
+
     def lab(self) -> LabSpec | None:
         return LabSpec(count_flag="gemini", default_count=0, stub_api="google", help="Gemini CLI sessions")
 
@@ -129,10 +129,15 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
     def lab_launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
         """`gemini --approval-mode yolo` in work/<name>: the lab's netns keeps commands off the network,
         as Codex's `danger-full-access` does, and the stub decides what runs."""
-        env = {"GEMINI_CLI_HOME": str(ctx.home), "GEMINI_API_KEY": ctx.api_key, "COLORTERM": "truecolor"}
+        env = {HOME_ENV: str(ctx.home), "GEMINI_API_KEY": ctx.api_key, "COLORTERM": "truecolor"}
         if name in ctx.base_urls:
             env["GOOGLE_GEMINI_BASE_URL"] = ctx.base_urls[name]
         return LabLaunch(command=(str(ctx.bin_dir / BINARY), "--approval-mode", "yolo"), env=env, unset=HEADLESS_ENV)
+
+    def lab_client_env(self, home: Path) -> dict[str, str]:
+        """GEMINI_CLI_HOME: its lab sessions keep their state under the lab's $HOME (`lab_launch`), and
+        `relay --lab doctor` must read that home, not the operator's ~/.gemini."""
+        return {HOME_ENV: str(home)}
 
     def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
         """Ready when the screen reads idle with an empty composer and the footer names a chat file."""

@@ -33,6 +33,12 @@ from relay_repl.system.proc import ProcStat, ancestors, process_table, read_cmdl
 
 KIND = "gemini-cli"
 PREFIX = "gemini"
+BINARY = "gemini"
+# Gemini CLI 0.61.0 runs headless, not in its TUI, when CI == "true" or GITHUB_ACTIONS == "true"
+# (`isHeadlessMode`, unless GEMINI_CLI_INTEGRATION_TEST == "true"): in a pane it then prints "No input
+# provided via stdin" and exits. A lab pane started from a CI job must not inherit them
+# (adapters/gemini-cli.md, "Environment"); `relay fidelity` checks it (fidelity.py).
+HEADLESS_ENV = ("CI", "GITHUB_ACTIONS")
 SCRIPT = "gemini.js"
 TERMINALS = ("/dev/pts/", "/dev/tty")  # an interactive session reads its terminal (GM §1: headless otherwise)
 START_SLACK = 2.0  # seconds a chat header's startTime may precede the process start (clock rounding)

@@ -15,7 +15,8 @@ def register(sub: Any) -> None:
         help="check every client fact relay depends on against a client set; verify its versions here",
         description="Run the live checks (discovery, socket and queue wire formats, rollout and transcript "
         "records, daemon status, every screen class, busy submit rules, zero-key preflight refusals) against "
-        "Claude Code and Codex in private labs, print one row per fact (✔/✘ with evidence) and record fresh "
+        "every client the lab runs (each kind's facts are its own package's: Claude Code, Codex, Gemini CLI) in "
+        "private labs, print one row per fact (✔/✘ with evidence) and record fresh "
         "screen captures (beside the golden ones in a checkout, else under the state directory). When every "
         "fact holds for a client, its version is recorded as verified on this machine and relay's refusals "
         "for it lift. The checks are part of the installed package (no checkout, no pytest). Exit 0 all "

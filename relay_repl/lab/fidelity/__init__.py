@@ -128,7 +128,8 @@ def _child_env(prefix: Path, got: dict[str, str], home: Path) -> dict[str, str]:
         "RELAY_FIDELITY_CANDIDATE": ",".join(f"{k}={v}" for k, v in got.items()),
         "RELAY_HOME": str(home),
     })
-    for k in ("RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+    homes = {var for k in registry.kinds() for var in k.lab_client_env(home)}  # each kind's lab home variable
+    for k in ("RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", "CLAUDE_CONFIG_DIR", "CODEX_HOME", *sorted(homes)):
         env.pop(k, None)  # never the operator's (or a lab's) sessions: the children start their own labs
     return env
 

@@ -4,8 +4,8 @@
 
 `relay fidelity` starts this as a child (its environment points the lab at the candidate
 clients and a throwaway RELAY_HOME), so the parent's environment is never moved and the screen
-recorder can run beside it. Each group (discovery: a 2+2 lab; native; tmux: its own 1+1 lab, as
-the live tests have) gets a fresh lab under RELAY_HOME/<group>, taken down afterwards. A check
+recorder can run beside it. Each group (discovery, native, tmux) gets a fresh lab under RELAY_HOME/<group>
+with the sessions every kind's fidelity module asks for it (`LAB_COUNTS`), taken down afterwards. A check
 passes when it returns, fails on AssertionError or any other exception (its message and the
 failing line are the evidence); a failed check is run once more, alone, after its group's others
 (two shared cores: a timing miss under load), and fails only if it fails again.
@@ -40,6 +40,20 @@ def groups() -> dict[str, ModuleType]:
     from relay_repl.lab.fidelity import discovery, native, tmux
 
     return {"discovery": discovery, "native": native, "tmux": tmux}
+
+
+def lab_counts(group: str) -> dict[str, int]:
+    """{kind: sessions} a check group's lab starts: each kind's fidelity module says (`LAB_COUNTS`);
+    a kind the lab cannot run offline has none."""
+    from relay_repl.agents import registry
+
+    out: dict[str, int] = {}
+    for k in registry.kinds():
+        mod = k.fidelity()
+        n = int(getattr(mod, "LAB_COUNTS", {}).get(group, 0)) if mod is not None and k.lab() is not None else 0
+        if n:
+            out[k.kind] = n
+    return out
 
 
 def all_checks() -> list[str]:
@@ -80,8 +94,7 @@ def run_group(group: str, names: list[str], base: Path, progress: Callable[[str]
     os.environ["RELAY_HOME"] = str(home)
     out: dict[str, CheckResult] = {}
     try:
-        claude, codex = mod.LAB_SIZE
-        launcher.ensure_lab(claude=claude, codex=codex, progress=lambda m: None)
+        launcher.ensure_lab_counts(lab_counts(group), progress=lambda m: None)
         os.environ.update(launcher.env())
         if group != "native":  # as the live tests: discovery and tmux read the lab's HOME
             os.environ["HOME"] = str(launcher.layout().home)

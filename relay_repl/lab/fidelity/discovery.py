@@ -1,37 +1,36 @@
-"""Fidelity checks: discovery against the real clients, in a 2+2 lab (Claude alpha and beta,
-Codex gamma and delta).
+"""Fidelity checks: discovery against the real clients, in a lab with every kind's sessions (its
+fidelity module's `LAB_COUNTS["discovery"]`: Claude alpha and beta, Codex gamma and delta, Gemini epsilon).
 
 Package code, not a test file, so `relay fidelity` runs them from an installed wheel; the live
 tests (tests/agents/test_discovery_live.py) call these same functions, and use the helpers
-here for their other checks. What a check stages itself (typing into lab panes, calling the
-Codex daemon API) is setup, not the code under test: discovery itself only reads. A check
+here for their other checks. What a check stages itself (typing into lab panes, calling a
+client's own API) is setup, not the code under test: discovery itself only reads. A check
 raises AssertionError when its fact does not hold (the runner refuses `python -O`).
+
+What each kind's sessions must show is its own (agents/<kind>/fidelity.py: `listed`,
+`busy_detail`, `idle_detail`, and `DISCOVERY_CHECKS` for the facts only it has); the checks here
+iterate the kinds the running lab has sessions of and never name one.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import anyio
 
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
-import relay_repl.store.paths as paths
-from relay_repl.agents import default_providers
-from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.codex import lab as codex_lab
+from relay_repl.agents import default_providers, registry
 from relay_repl.core.target import Target
 from relay_repl.system.polling import poll_until
 from relay_repl.lab.install import bin_dir
 from relay_repl.lab.layout import Layout
-
-LAB_SIZE = (2, 2)
-
 
 def lab_env() -> dict[str, str]:
     env = launcher.env()
@@ -80,26 +79,6 @@ def pane_pid_of(tmux_session: str) -> tuple[str, int]:
     return out[0], int(out[1])
 
 
-async def daemon_call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One JSON-RPC call on the lab's Codex daemon control socket (staging only)."""
-    from websockets.asyncio.client import unix_connect
-
-    sock = os.path.realpath(codex_lab.control_socket(Layout.at(paths.lab_dir()).root))
-    async with unix_connect(sock, uri="ws://localhost/", max_size=None) as ws:
-        await ws.send(json.dumps({"id": 1, "method": "initialize", "params": {
-            "clientInfo": {"name": "relay-live-test", "title": "t", "version": "0"},
-            "capabilities": {"experimentalApi": True}}}))
-        while json.loads(await ws.recv()).get("id") != 1:
-            pass
-        await ws.send(json.dumps({"method": "initialized"}))
-        await ws.send(json.dumps({"id": 2, "method": method, "params": params}))
-        while True:
-            msg = json.loads(await ws.recv())
-            if msg.get("id") == 2:
-                assert "error" not in msg, msg
-                return msg["result"]
-
-
 async def states(*want: tuple[str, str]) -> list[Target] | None:
     ts = await discover()
     return ts if all(one(ts, spec).state == state for spec, state in want) else None
@@ -110,113 +89,138 @@ async def with_pane(spec: str) -> Target | None:
     return t if t.pane else None
 
 
-def codex_locks() -> set[str]:
-    return codex_lab.locks(launcher.layout().root)
+class LabView:
+    """The running lab as a kind's own discovery checks see it (`agents.fidelity.FidelityLab`)."""
+
+    def status(self) -> Any:
+        st = launcher.status()
+        assert st is not None, "no lab"
+        return st
+
+    async def discover(self) -> list[Target]:
+        return await discover()
+
+    def one(self, targets: list[Target], spec: str, live: bool = True) -> Target:
+        return one(targets, spec, live)
+
+    async def until(self, fn: Callable[[], Awaitable[Any]], timeout: float = 20.0) -> Any:
+        return await until(fn, timeout=timeout)
+
+    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return lab_tmux(*args)
+
+    def pane_pid_of(self, tmux_session: str) -> tuple[str, int]:
+        return pane_pid_of(tmux_session)
+
+    def launch_command(self, name: str, first: bool) -> list[str]:
+        from relay_repl.lab.client_setup import lab_context
+
+        st = self.status()
+        s = st.session(name)
+        k = registry.kind_for(s.kind)
+        assert k is not None, s.kind
+        return k.lab_launch(lab_context(launcher.layout(), st, bin_dir()), name, first).argv()
+
+    def launch_env(self, name: str) -> dict[str, str]:
+        from relay_repl.lab.client_setup import launch_command
+
+        st = self.status()
+        return launch_command(launcher.layout(), st, st.session(name), bin_dir())[1]
+
+    def client_env(self) -> dict[str, str]:
+        lay = launcher.layout()
+        extra = [os.path.dirname(p) for p in (shutil.which("node"), shutil.which("git")) if p]
+        return {**lay.base_env(bin_dir(), extra), **lab_env()}
+
+    def bin_dir(self) -> Path:
+        return bin_dir()
+
+    def home(self) -> Path:
+        return launcher.layout().home
+
+    def layout(self) -> Layout:
+        return launcher.layout()
+
+    def rename(self, name: str, new_name: str) -> None:
+        helpers.rename_codex(name, new_name)
+
+    async def wait_idle(self, name: str, timeout: float = 60.0) -> None:
+        await anyio.to_thread.run_sync(helpers.wait_idle, name, timeout)
+
+
+def sessions_by_kind() -> list[tuple[ModuleType, list[Any]]]:
+    """(fidelity module, its lab sessions) for every kind the running lab has sessions of."""
+    st = launcher.status()
+    assert st is not None, "no lab"
+    out = []
+    for k in registry.kinds():
+        mine, mod = st.of_kind(k.kind), k.fidelity()
+        if mine and mod is not None:
+            out.append((mod, mine))
+    return out
 
 
 # -- the checks ---------------------------------------------------------------------------------------
 
 
-async def both_kinds_listed_idle_with_their_panes_and_transports() -> None:
+async def every_kind_listed_idle_with_its_panes_and_transports() -> None:
     st = launcher.status()
     assert st is not None, "no lab"
     ts = await discover()
-    for name in ("alpha", "beta"):
-        s = st.session(name)
-        t = one(ts, f"claude:{name}")
-        assert (t.pid, t.pane, t.state, t.address) == (s.pid, s.pane_id, "idle", s.messaging_socket), t
-        assert t.transports == ("claude-code-socket", "claude-code-message", "tmux"), t.transports
-        assert t.identified_by.startswith(f"claude agents --json + sessions/{s.pid}.json (procStart "), t.identified_by
-        # the registry's version is the running binary's (pinned in CI; the candidate under `relay fidelity`)
-        assert st.versions["claude-code"] == t.client_version, (t.detail, st.versions)
-        assert t.client_status in ("pinned", "verified"), t.client_status
-    for name in ("gamma", "delta"):
-        s = st.session(name)
-        t = one(ts, f"codex:{name}")
-        assert (t.address, t.pane, t.state, t.pid) == (s.thread_id, s.pane_id, "idle", s.daemon_pid), t
-        assert t.transports == ("codex-queue", "tmux"), t.transports
-        assert t.client_version == st.versions["codex"] and t.client_status in ("pinned", "verified"), t
-        assert t.identified_by == (f"session_index.jsonl thread_name={name}; lock held by daemon pid {s.daemon_pid}; "
-                                   f"status idle from daemon; pane {s.pane_id}: footer names thread '{name}'"), \
-            t.identified_by
+    for mod, mine in sessions_by_kind():
+        for s in mine:
+            k = registry.kind_for(s.kind)
+            assert k is not None
+            t = one(ts, f"{k.prefix}:{s.name}")
+            assert (t.kind, t.pane, t.state) == (s.kind, s.pane_id, "idle"), t
+            # the version is the running binary's (pinned in CI; the candidate under `relay fidelity`)
+            assert t.client_version == st.versions[s.kind], (t.client_version, st.versions)
+            assert t.client_status in ("pinned", "verified"), t.client_status
+            mod.listed(t, s, st.versions[s.kind])
 
 
 async def busy_while_a_slow_turn_runs() -> None:
-    # both turns start together (one after the other, a slow Codex start-up on a loaded machine
-    # used up Claude's hold before discovery ran), and discovery is asked until it sees both
-    # busy: Claude's registry record and the Codex daemon catch up with the screen a little later
+    # one session of each kind turns busy, all together (one after the other, a slow Codex start-up
+    # on a loaded machine used up Claude's hold before discovery ran), and discovery is asked until
+    # it sees them busy: a registry record or a daemon catches up with the screen a little later
+    groups = sessions_by_kind()
+    busy = [(mod, mine[0]) for mod, mine in groups]
+    specs = {s.name: f"{registry.kind_for(s.kind).prefix}:{s.name}" for _, s in busy}  # type: ignore[union-attr]
     async with anyio.create_task_group() as tg:
-        for name in ("alpha", "gamma"):
-            tg.start_soon(_make_busy, name, 12.0)
-    ts = await until(lambda: states(("claude:alpha", "busy"), ("codex:gamma", "busy")), timeout=10)
-    a, g = one(ts, "claude:alpha"), one(ts, "codex:gamma")
-    assert (a.state, ClaudeDetail.of(a).status_raw) == ("busy", "busy"), a.detail
-    assert g.state == "busy" and (CodexDetail.of(g).status_raw or {}).get("type") == "active", g.detail
-    assert one(ts, "claude:beta").state == "idle" and one(ts, "codex:delta").state == "idle"
-    for name in ("alpha", "gamma"):
-        await anyio.to_thread.run_sync(helpers.wait_idle, name, 60)
-    ts = await until(lambda: states(("claude:alpha", "idle"), ("codex:gamma", "idle")))
-    assert ClaudeDetail.of(one(ts, "claude:alpha")).transcript_exists  # the turn wrote the transcript we point at
+        for _, s in busy:
+            tg.start_soon(_make_busy, s.name, 12.0)
+    ts = await until(lambda: states(*[(spec, "busy") for spec in specs.values()]), timeout=10)
+    for mod, s in busy:
+        mod.busy_detail(one(ts, specs[s.name]))
+    for _mod, mine in groups:
+        for s in mine[1:]:
+            t = one(ts, f"{registry.kind_for(s.kind).prefix}:{s.name}")  # type: ignore[union-attr]
+            assert t.state == "idle", t
+    for _, s in busy:
+        await anyio.to_thread.run_sync(helpers.wait_idle, s.name, 60)
+    ts = await until(lambda: states(*[(spec, "idle") for spec in specs.values()]))
+    for mod, s in busy:
+        mod.idle_detail(one(ts, specs[s.name]))  # e.g. the turn wrote the record discovery points at
 
 
 async def _make_busy(name: str, seconds: float) -> None:
     await anyio.to_thread.run_sync(helpers.make_busy, name, seconds)
 
 
-async def codex_rename_is_seen() -> None:
-    tid = launcher.status().session("delta").thread_id  # type: ignore[union-attr]
-    await anyio.to_thread.run_sync(helpers.rename_codex, "delta", "delta-renamed")
-    try:
-        ts = await discover()  # the first refresh after the rename already sees it
-        t = one(ts, "codex:delta-renamed")
-        assert t.address == tid and t.identified_by.startswith("session_index.jsonl thread_name=delta-renamed"), t
-        assert not [x for x in ts if x.spec == "codex:delta"]
-        # The TUI's footer follows the rename, so its pane stays rostered.
-        t = (await until(lambda: with_pane("codex:delta-renamed")))
-        assert t.pane == launcher.status().session("delta-renamed").pane_id  # type: ignore[union-attr]
-    finally:
-        await anyio.to_thread.run_sync(helpers.rename_codex, "delta-renamed", "delta")
+def _own(kind_check: Callable[[Any], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+    return lambda: kind_check(LabView())
 
 
-async def codex_thread_loaded_without_a_tui_is_live_with_no_pane() -> None:
-    lay = launcher.layout()
-    st = launcher.status()
-    assert st is not None, "no lab"
-    before = codex_locks()
-    cmd = codex_lab.command(bin_dir(), lay.root, "gamma", first=False)  # attaches to the daemon, gamma's stub
-    lab_tmux("new-session", "-d", "-s", "detach", "-x", "160", "-y", "45", "-c", st.session("gamma").cwd, "--", *cmd)
-    try:
-        async def new_thread() -> str | None:
-            fresh = codex_locks() - before
-            screen = lab_tmux("capture-pane", "-p", "-t", "=detach:").stdout
-            return fresh.pop() if len(fresh) == 1 and "› " in screen else None
-
-        tid = await until(new_thread, timeout=60)
-        await daemon_call("thread/name/set", {"threadId": tid, "name": "detached-one"})
-        pane_id, _ = pane_pid_of("detach")
-        t = await until(lambda: with_pane("codex:detached-one"))
-        assert t.pane == pane_id, (t.pane, pane_id)
-
-        lab_tmux("send-keys", "-t", "=detach:", "C-c")  # detach: the daemon keeps the thread loaded
-
-        async def tui_gone() -> bool:
-            return lab_tmux("display-message", "-p", "-t", "=detach:", "#{pane_dead}").stdout.strip() == "1"
-
-        try:
-            await until(tui_gone, timeout=5)
-        except AssertionError:  # a TUI still drawing its welcome takes the first C-c as a key; quit asks twice
-            lab_tmux("send-keys", "-t", "=detach:", "C-c")
-            await until(tui_gone, timeout=20)
-        t = one(await discover(), "codex:detached-one")
-        assert t.live and t.state == "idle" and t.pane is None and "tmux" not in t.transports, t
-        assert CodexDetail.of(t).holder_kind == "daemon" and t.pid == st.session("gamma").daemon_pid, t.detail
-    finally:
-        lab_tmux("kill-session", "-t", "=detach")
+def _checks() -> dict[str, Callable[[], Awaitable[None]]]:
+    out: dict[str, Callable[[], Awaitable[None]]] = {
+        "every_kind_listed_idle_with_its_panes_and_transports": every_kind_listed_idle_with_its_panes_and_transports,
+        "busy_while_a_slow_turn_runs": busy_while_a_slow_turn_runs,
+    }
+    for k in registry.kinds():
+        mod = k.fidelity()
+        for name, fn in (getattr(mod, "DISCOVERY_CHECKS", None) or {}).items():
+            out[name] = _own(fn)
+    return out
 
 
-CHECKS = {
-    "both_kinds_listed_idle_with_their_panes_and_transports": both_kinds_listed_idle_with_their_panes_and_transports,
-    "busy_while_a_slow_turn_runs": busy_while_a_slow_turn_runs,
-    "codex_rename_is_seen": codex_rename_is_seen,
-    "codex_thread_loaded_without_a_tui_is_live_with_no_pane": codex_thread_loaded_without_a_tui_is_live_with_no_pane,
-}
+CHECKS = _checks()

@@ -21,7 +21,6 @@ from relay_repl.core.delivery import DeliveryState
 from relay_repl.lab.sessions import live_session
 from relay_repl.lab.stubs.client import StubClient
 
-LAB_SIZE = (1, 1)
 CLAUDE, CODEX = "claude:alpha", "codex:beta"
 
 

@@ -1,6 +1,6 @@
 """Re-record the golden screen captures from the REAL clients in a private lab.
 
-    python -m relay_repl.lab.fidelity.screens --out DIR [--only claude-code|codex]
+    python -m relay_repl.lab.fidelity.screens --out DIR [--only KIND]
     .venv/bin/python -m bench.record_screens [--out tests/agents/screens/captures] ...   (from a checkout)
 
 Package code (not a bench script) so `relay fidelity` runs it from an installed wheel; the
@@ -24,6 +24,10 @@ not the code under test), captures it with the transport's own `PaneIO.snapshot`
 
 The lab runs under a throwaway RELAY_HOME and is torn down at the end. Escape is
 never sent; menus and modes are left with BackSpace, `?`, C-u or a selection key.
+
+The states every client is staged in are `Recorder.common`; what each client shows in them
+(`MARKS`) and the states only it has (`screens(rec, name)`) are its own, in its package
+(agents/<kind>/fidelity.py): the recorder iterates the registered kinds and names none.
 """
 
 from __future__ import annotations
@@ -36,56 +40,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+from relay_repl.agents import registry
+from relay_repl.agents.fidelity import Expect, Marks
+from relay_repl.lab.fidelity.checks import lab_counts
 
 LONG = ("[relay/1 from=operator:relay@rec to=peer id=rec-7 hop=0 want=none] a long line that the composer has "
         "to wrap: " + " ".join(f"word{i}" for i in range(40)))
-
-
-@dataclass
-class Expect:
-    kind: str
-    composer: str
-    blockers: list[str] = field(default_factory=list)
-    hints: list[str] = field(default_factory=list)
-    payload: str | None = None  # payload_visible(snapshot, payload) must be True
-
-
-@dataclass(frozen=True)
-class Marks:
-    """What one client shows in the states `Recorder.common` stages in every client: the
-    text each wait looks for and each capture's description (the rest is the same)."""
-
-    fresh: str  # the fresh capture's description
-    done: str  # on screen once a turn finished
-    after_turn: str
-    home_text: str  # a draft that reads like the placeholder
-    home_shown_by_text: bool  # False: wait for the classifier to read a draft (the text is the placeholder's)
-    cursor_home: str
-    slash: str  # on screen while the `/` menu is open
-    slash_menu: str
-    shell: str  # on screen in shell mode
-    shell_mode: str
-    shortcuts: str  # on screen while the `?` panel is open
-    shortcuts_close: str  # the key that closes it ("?" is typed literally)
-
-
-CLAUDE_MARKS = Marks(
-    fresh="fresh session, nothing typed yet", done="· done ",
-    after_turn="idle after a finished turn (✻ … · done)", home_text="Press up to edit", home_shown_by_text=True,
-    cursor_home="draft whose text resembles a placeholder, cursor moved home (cursor_x==2 but not empty)",
-    slash="/add-dir", slash_menu="`/` typed: the command menu above the composer",
-    shell="! for shell mode", shell_mode="`!` typed: bash mode (prompt `!`)",
-    shortcuts="/ for commands", shortcuts_close="BSpace")
-CODEX_MARKS = Marks(
-    fresh="fresh session (after the lab's /rename), nothing typed", done="Worked for",
-    after_turn="idle after a finished turn (`Worked for`)", home_text="Ask Codex to do anything",
-    home_shown_by_text=False, cursor_home="a draft that reads like the placeholder, cursor home",
-    slash="/model", slash_menu="`/` typed: the command popup",
-    shell="Shell mode", shell_mode="`!` typed: shell mode (prompt `!`)",
-    shortcuts="Keyboard shortcuts", shortcuts_close="?")
 
 
 class Recorder:
@@ -94,6 +58,12 @@ class Recorder:
 
         self.out = out
         self.only = only
+        # the kinds recorded: each registered kind whose fidelity module says what its screens show
+        self.kinds: dict[str, ModuleType] = {}
+        for k in registry.kinds():
+            mod = k.fidelity()
+            if mod is not None and hasattr(mod, "MARKS") and k.lab() is not None and only in (None, k.kind):
+                self.kinds[k.kind] = mod
         self.io = PaneIO()
         self.mismatches: list[str] = []
         self.written: list[Path] = []
@@ -102,7 +72,8 @@ class Recorder:
     def start(self) -> None:
         import relay_repl.lab.launcher as launcher
 
-        self.state = launcher.ensure_lab(claude=1, codex=1, progress=lambda m: print("  lab:", m))
+        counts = {kind: n for kind, n in lab_counts("screens").items() if kind in self.kinds}
+        self.state = launcher.ensure_lab_counts(counts, progress=lambda m: print("  lab:", m))
         self.env = launcher.env()
         os.environ["RELAY_TMUX_SOCKET"] = self.env["RELAY_TMUX_SOCKET"]
         from relay_repl.lab.stubs.client import SyncStubClient
@@ -132,6 +103,22 @@ class Recorder:
     def enter(self, name: str) -> None:
         time.sleep(0.15)  # Codex swallows an Enter inside a paste burst
         self.key(name, "Enter")
+
+    def focus(self, name: str, on: bool) -> None:
+        """The focus report a terminal sends (ESC [ I in, ESC [ O out), as tmux forwards it."""
+        self.pane(name).cmd("send-keys", "-H", "1b", "5b", "49" if on else "4f")
+
+    def settle(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def classify(self, kind: str, snap: Any) -> Any:
+        return self.cls(kind).classify(snap)
+
+    def stub_tool_call(self, name: str, tool: str, args: dict[str, Any], then_text: str, match: str) -> None:
+        self.stub.tool_call(name, tool, args, then_text=then_text, match=match)
+
+    def stub_reset(self, name: str) -> None:
+        self.stub.set_script(name, {"rules": []})
 
     def snap(self, name: str) -> Any:
         return self.io.snapshot(self.ref(name))
@@ -168,7 +155,7 @@ class Recorder:
             r = cls.classify(s)
             if r.composer == "empty" and not r.blockers:
                 return
-            self.key(name, "End" if kind == "claude-code" else "C-e")
+            self.key(name, self.kinds[kind].COMPOSER_END_KEY)
             self.key(name, "C-u")
             time.sleep(0.2)
         raise RuntimeError(f"{name}: could not clear the composer:\n{self.snap(name).excerpt()}")
@@ -220,15 +207,17 @@ class Recorder:
         self.enter(n)
         self.wait(n, self.has(m.done), "finished turn")
         self.idle(n)
-        self.record(K, n, "after_turn", m.after_turn, Expect("idle", "empty", hints=["done-line"]))
+        self.record(K, n, "after_turn", m.after_turn, Expect("idle", "empty", hints=list(m.after_turn_hints)))
 
-        self.type(n, m.home_text)
-        self.wait(n, self.has(m.home_text) if m.home_shown_by_text
-                  else lambda s: self.cls(K).classify(s).composer == "draft", "draft")
-        self.key(n, "Home")
-        self.wait(n, lambda s: s.cursor_x == 2, "cursor home")
-        self.record(K, n, "idle_draft_cursor_home", m.cursor_home, Expect("idle", "draft", ["draft"]))
-        self.clear(n, K)
+        if m.home_text is not None:
+            home = m.home_text
+            self.type(n, home)
+            self.wait(n, self.has(home) if m.home_shown_by_text
+                      else lambda s: self.cls(K).classify(s).composer == "draft", "draft")
+            self.key(n, "Home")
+            self.wait(n, lambda s: s.cursor_x == 2, "cursor home")
+            self.record(K, n, "idle_draft_cursor_home", m.cursor_home, Expect("idle", "draft", ["draft"]))
+            self.clear(n, K)
 
         self.type(n, LONG)
         self.wait(n, self.has("word39"), "long draft")
@@ -237,13 +226,18 @@ class Recorder:
                     Expect("idle", "draft", ["draft"], payload=LONG))
         self.clear(n, K)
 
-        for typed, shown, what, scenario, description, expect in (
-                ("/", m.slash, "slash menu", "slash_menu", m.slash_menu, Expect("idle", "draft", ["slash-menu", "draft"])),
-                ("!", m.shell, "shell mode", "shell_mode", m.shell_mode, Expect("idle", "empty", ["shell-mode"]))):
+        for typed, shown, what, scenario, description, expect, close in (
+                ("/", m.slash, "slash menu", "slash_menu", m.slash_menu, Expect("idle", "draft", ["slash-menu", "draft"]),
+                 "BSpace"),
+                ("!", m.shell, "shell mode", "shell_mode", m.shell_mode, Expect("idle", "empty", ["shell-mode"]),
+                 m.shell_close)):
             self.type(n, typed)
             self.wait(n, self.has(shown), what)
             self.record(K, n, scenario, description, expect)
-            self.key(n, "BSpace")
+            if close in ("!", "?"):
+                self.type(n, close)
+            else:
+                self.key(n, close)
             self.clear(n, K)
 
         self.type(n, "?")
@@ -255,6 +249,7 @@ class Recorder:
         else:
             self.key(n, m.shortcuts_close)
         self.wait(n, lambda s: not any(m.shortcuts in ln for ln in s.lines), "shortcuts closed")
+        self.clear(n, K)  # a `?` that closes the panel may also be typed (Gemini CLI)
 
         import relay_repl.lab.helpers as helpers
 
@@ -264,140 +259,22 @@ class Recorder:
         self.pane(n).cmd("send-keys", "-X", "cancel")
         self.wait(n, lambda s: not s.pane_in_mode, "copy mode left")
 
-    def claude(self, n: str = "alpha") -> None:
-        K = "claude-code"
-        self.common(K, n, CLAUDE_MARKS)
+    def sessions(self) -> list[tuple[str, str, ModuleType]]:
+        """(kind, its first lab session's name, its fidelity module) for each kind recorded."""
+        return [(kind, self.state.of_kind(kind)[0].name, mod) for kind, mod in self.kinds.items()
+                if self.state.of_kind(kind)]
 
-        self.type(n, "SLOW8 recorder keeps claude busy")
-        self.enter(n)
-        s = self.wait(n, lambda s: self.cls(K).classify(s).kind == "busy", "spinner", 15)
-        self.record(K, n, "busy", "a turn running: spinner row, footer `esc to interrupt`", Expect("busy", "empty"), s)
-        self.type(n, "[relay/1 test] typed while busy")
-        self.wait(n, self.has("typed while busy"), "staged")
-        time.sleep(0.3)
-        self.record(K, n, "busy_staged", "text staged while busy (footer loses `esc to interrupt`)",
-                    Expect("busy", "draft", ["draft"], payload="[relay/1 test] typed while busy"))
-        self.enter(n)
-        s = self.wait(n, self.has("Press up to edit queued messages"), "queued")
-        time.sleep(0.3)
-        self.record(K, n, "busy_queued", "Enter while busy: `⎿  Queued`, dim placeholder in the composer",
-                    Expect("busy", "empty", hints=["queued"]))
-        self.wait(n, lambda s: not any("Queued ·" in ln for ln in s.lines), "queue drained", 30)
-        self.idle(n)
-        self.record(K, n, "after_queued_turn", "idle after the queued message ran as the next turn",
-                    Expect("idle", "empty", hints=["done-line"]))
-
-        self.stub.tool_call(n, "Bash", {"command": "sleep 5", "description": "recorder holds a tool"},
-                            then_text="tool done", match="RECORDER-TOOL")
-        self.type(n, "RECORDER-TOOL run a slow tool")
-        self.enter(n)
-        s = self.wait(n, lambda s: self.has("sleep 5")(s) and self.cls(K).classify(s).kind == "busy", "tool running")
-        time.sleep(0.5)
-        self.record(K, n, "busy_tool", "a Bash tool running inside a turn", Expect("busy", "empty"))
-        self.wait(n, self.has("tool done"), "tool turn done", 30)
-        self.idle(n)
-
-        self.stub.tool_call(n, "WebFetch", {"url": "http://127.0.0.1:9/relay-recorder", "prompt": "summarise"},
-                            then_text="fetch done", match="RECORDER-DIALOG")
-        self.type(n, "RECORDER-DIALOG please fetch")
-        self.enter(n)
-        self.wait(n, self.has("Do you want to"), "permission dialog")
-        time.sleep(0.3)
-        self.record(K, n, "permission_dialog", "WebFetch (not allow-listed) asks permission; the composer is gone",
-                    Expect("unknown", "absent", ["dialog"]))
-        self.type(n, "3")  # "No, and tell Claude what to do differently"
-        self.wait(n, self.has("Interrupted"), "dialog declined")
-        self.stub.set_script(n, {"rules": []})
-        self.idle(n)
-        self.record(K, n, "after_interrupt", "idle after a declined permission (`⎿  Interrupted`)",
-                    Expect("idle", "empty", hints=["interrupted"]))
-
-    def codex(self, n: str = "beta") -> None:
-        K = "codex"
-        self.common(K, n, CODEX_MARKS)
-
-        self.type(n, "SLOW12 recorder keeps codex busy")
-        self.enter(n)
-        s = self.wait(n, lambda s: self.cls(K).classify(s).kind == "busy", "Working", 15)
-        self.record(K, n, "busy", "a turn running: `• Working (… • esc to interrupt)`", Expect("busy", "empty"), s)
-        staged = "[relay/1 test] staged while busy"
-        self.type(n, staged)
-        self.wait(n, self.has("tab to queue message"), "staged")
-        time.sleep(0.3)
-        self.record(K, n, "busy_staged", "text staged while busy: hint `tab to queue message`",
-                    Expect("busy", "draft", ["draft"], ["tab-to-queue"], payload=staged))
-        self.key(n, "Tab")
-        self.wait(n, self.has("Queued follow-up inputs"), "tab queue")
-        time.sleep(0.3)
-        self.record(K, n, "busy_tab_queued", "after Tab while busy: `• Queued follow-up inputs`",
-                    Expect("busy", "empty", hints=["queued"]))
-        steer = "[relay/1 test] steered SLOW6"
-        self.type(n, steer)
-        self.wait(n, self.has("steered SLOW6"), "staged steer")
-        self.enter(n)
-        s = self.wait(n, lambda s: self.cls(K).submitted(s, s, steer).composer_emptied and any(
-            ln.startswith("› [relay/1 test] steered") for ln in s.lines), "steer shown")
-        time.sleep(0.3)
-        self.record(K, n, "busy_steered", "Enter while busy steers: `› <payload>` in history, composer empty, still Working",
-                    Expect("busy", "empty"))
-        self.wait(n, lambda s: self.cls(K).classify(s).kind == "idle" and not any(
-            "Queued follow-up" in ln for ln in s.lines), "all turns done", 40)
-        self.idle(n)
-        self.record(K, n, "after_busy_turns", "idle after the steered turn and the queued follow-up ran",
-                    Expect("idle", "empty", hints=["done-line"]))
-
-        self.stub.tool_call(n, "exec_command", {"cmd": "sleep 5", "yield_time_ms": 20000},
-                            then_text="tool done", match="RECORDER-TOOL")
-        self.type(n, "RECORDER-TOOL run a slow tool")
-        self.enter(n)
-        self.wait(n, lambda s: self.has("background terminal running")(s) and self.cls(K).classify(s).kind == "busy",
-                  "tool running")
-        time.sleep(0.3)
-        self.record(K, n, "busy_tool", "an exec_command running inside a turn (`· 1 background terminal running`)",
-                    Expect("busy", "empty"))
-        during = "[relay/1 test] typed during a tool"
-        self.type(n, during)
-        self.wait(n, self.has("typed during a tool"), "staged during tool")
-        self.enter(n)
-        self.wait(n, self.has("Messages to be submitted after next tool call"), "pending steer")
-        time.sleep(0.3)
-        self.record(K, n, "busy_tool_pending", "Enter while a tool runs: `• Messages to be submitted after next tool call`",
-                    Expect("busy", "empty", hints=["steer-pending"]))
-        self.wait(n, self.has("tool done"), "tool turn done", 30)
-        self.idle(n)
-
-        # an approval dialog needs an approval policy: switch this thread to "Ask for approval"
-        self.type(n, "/permissions")
-        self.wait(n, self.has("/permissions  choose"), "popup")
-        self.enter(n)
-        self.wait(n, self.has("Update Model Permissions"), "permissions view")
-        time.sleep(0.3)
-        self.record(K, n, "selection_view", "/permissions selection view (`enter select · esc back`)",
-                    Expect("unknown", "absent", ["dialog"]))
-        self.type(n, "1")
-        self.wait(n, self.has("Permission selection requested"), "permission set")
-        self.idle(n)
-        self.stub.tool_call(n, "exec_command", {"cmd": "true", "sandbox_permissions": "require_escalated",
-                                                "justification": "the relay recorder wants an approval dialog",
-                                                "yield_time_ms": 10000},
-                            then_text="approval done", match="RECORDER-DIALOG")
-        self.type(n, "RECORDER-DIALOG please run")
-        self.enter(n)
-        self.wait(n, self.has("Would you like to run the following command?"), "approval")
-        time.sleep(0.3)
-        self.record(K, n, "approval_dialog", "exec_command with require_escalated under `Ask for approval`",
-                    Expect("unknown", "absent", ["dialog"]))
-        self.type(n, "y")
-        self.wait(n, self.has("approval done"), "approved run")
-        self.idle(n)
+    def each_kind(self) -> None:
+        """The states every client is staged in, then the states only it has (its `screens`)."""
+        for kind, n, mod in self.sessions():
+            self.common(kind, n, mod.MARKS)
+            mod.screens(self, n)
 
     def dead(self) -> None:
-        """Last: SIGKILL both clients; remain-on-exit keeps the dead panes to capture."""
+        """Last: SIGKILL every client; remain-on-exit keeps the dead panes to capture."""
         import relay_repl.lab.helpers as helpers
 
-        for kind, n in (("claude-code", "alpha"), ("codex", "beta")):
-            if self.only and self.only != kind:
-                continue
+        for kind, n, _ in self.sessions():
             helpers.kill9(n)
             s = self.wait(n, lambda s: s.pane_dead, "dead pane", 10)
             self.record(kind, n, "dead", "the client was SIGKILLed; tmux keeps the dead pane",
@@ -407,7 +284,7 @@ class Recorder:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="where the <kind>-<version>/ capture folders go")
-    ap.add_argument("--only", choices=["claude-code", "codex"])
+    ap.add_argument("--only", choices=list(registry.kind_names()), help="record one kind only")
     ap.add_argument("--keep-lab", action="store_true", help="leave the lab running (prints its RELAY_HOME)")
     a = ap.parse_args(argv)
     if not os.environ.get("RELAY_LAB_CLIENTS"):
@@ -422,10 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     rec = Recorder(a.out, a.only)
     try:
         rec.start()
-        if a.only in (None, "claude-code"):
-            rec.claude()
-        if a.only in (None, "codex"):
-            rec.codex()
+        rec.each_kind()
         rec.dead()
     finally:
         if a.keep_lab:

@@ -1,5 +1,6 @@
-"""Fidelity checks: the tmux transport against the real clients, in a 1+1 lab of its own (Claude
-alpha, Codex beta; the checks change a Codex thread's approval policy, so not a shared lab).
+"""Fidelity checks: the tmux transport against the real clients, in a lab of its own with one session
+of each kind (Claude alpha, Codex beta, Gemini gamma: each kind's `LAB_COUNTS["tmux"]`; the checks
+change a Codex thread's approval policy, so not a shared lab). A live test's lab may hold fewer.
 
 Every send goes through a recording `PaneIO`, so "zero keystrokes" is checked on the seam
 itself, and the screen is compared before and after. Package code, so `relay fidelity` runs
@@ -28,8 +29,8 @@ from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import StageLog
 from relay_repl.transports.tmux import PaneIO, PaneRef, TmuxTransport
 
-LAB_SIZE = (1, 1)
-NAMES = ("alpha", "beta")
+NAMES = ("alpha", "beta", "gamma")
+DIALOG_NAMES = ("alpha", "beta")  # Gemini runs in YOLO mode in the lab: no approval box to stage
 REFUSALS = ("draft", "copy-mode", "slash-menu")  # how the composer is staged = the blocker expected
 
 
@@ -114,6 +115,14 @@ async def idle(name: str, timeout: float = 60) -> None:
     await _run(helpers.wait_idle, name, timeout)
 
 
+def typed_once(keys: list[tuple[str, str]], payload: str, target: Target) -> bool:
+    """The keys are the payload, typed once (its first `tmux_lead` characters alone, then the rest), then one Enter."""
+    k = registry.kind_for(target.kind)
+    lead = min(getattr(k, "tmux_lead", 0), len(payload) - 1)
+    want = [("literal", payload[:lead]), ("literal", payload[lead:])] if lead else [("literal", payload)]
+    return keys == [*want, ("key", "Enter")]
+
+
 def _fidelity(kind: str) -> Any:
     """The kind's fidelity module (agents/<kind>/fidelity.py): what these checks expect of its client."""
     k = registry.kind_for(kind)
@@ -155,10 +164,13 @@ async def idle_delivery_with_receiver_evidence(name: str, rounds: int = 3) -> li
     latency: list[float] = []
     for i in range(rounds):
         await idle(name)
-        payload = f"[relay/1 from=operator:relay@t to=peer id=t-{name}-{i} hop=0 want=none] idle tmux {name} {i}"
+        # `?` and `!` inside the line: a client reading a burst against its composer as last drawn
+        # (Gemini) takes them as commands unless its first characters go alone (`tmux_lead`)
+        payload = (f"[relay/1 from=operator:relay@t to=peer id=t-{name}-{i} hop=0 want=none] idle tmux {name} {i}: "
+                   "are you there? !yes")
         d, io, target = await live_send(name, payload)
         assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(e.detail for e in d.evidence)
-        assert io.keys == [("literal", payload), ("key", "Enter")], io.keys
+        assert typed_once(io.keys, payload, target), io.keys
         stages = [e.stage for e in d.evidence]
         assert stages[:3] == ["preflight", "stage", "submit"] and stages[-1] == "confirm", stages
         pre = d.evidence[0].data
@@ -176,9 +188,9 @@ async def busy_claude_enter_queues_then_delivers() -> None:
     await idle("alpha")
     await _run(helpers.make_busy, "alpha", 6)
     payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-claude hop=0 want=none] typed while claude is busy"
-    d, io, _ = await live_send("alpha", payload, timeout=40)
+    d, io, target = await live_send("alpha", payload, timeout=40)
     assert d.state is DeliveryState.IN_TURN, d.summary()
-    assert io.keys == [("literal", payload), ("key", "Enter")], "busy Claude: one Enter, never a second, never Tab"
+    assert typed_once(io.keys, payload, target), "busy Claude: one Enter, never a second, never Tab"
     assert d.evidence[0].data["reading"]["kind"] == "busy", d.evidence[0].data["reading"]
     assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
     assert (d.extra.tmux or {})["screen_after_enter"]["queued"], d.extra.tmux
@@ -193,13 +205,33 @@ async def busy_codex_enter_steers_into_the_running_turn() -> None:
     await idle("beta")
     await _run(helpers.make_busy, "beta", 8)
     payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-codex hop=0 want=none] typed while codex is busy"
-    d, io, _ = await live_send("beta", payload, timeout=30)
+    d, io, target = await live_send("beta", payload, timeout=30)
     assert d.state is DeliveryState.IN_TURN, d.summary()
-    assert io.keys == [("literal", payload), ("key", "Enter")], "Codex steers on Enter: the Tab branch must not fire"
+    assert typed_once(io.keys, payload, target), "Codex steers on Enter: the Tab branch must not fire"
     assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
     item = d.evidence[-1].data["item"]
     assert item["steered"], "the payload must land in the turn that was already running"
     await idle("beta")
+
+
+async def busy_gemini_enter_queues_then_delivers() -> None:
+    """Gemini CLI (GM §5): Enter while busy queues the line (`Queued (press ↑ to edit):`); its chat file
+    records it, as an ordinary user record, only when the busy turn ends and it is sent."""
+    await idle("gamma")
+    await _run(helpers.make_busy, "gamma", 6)
+    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-gemini hop=0 want=none] typed while gemini is busy?"
+    try:
+        d, io, target = await live_send("gamma", payload, timeout=40)
+    finally:
+        await idle("gamma")
+        await _run(clear_composer, "gamma")  # a send left pending leaves its payload staged: not for the next check
+    assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(e.detail for e in d.evidence)
+    assert typed_once(io.keys, payload, target), "busy Gemini: the payload once, one Enter"
+    assert d.evidence[0].data["reading"]["kind"] == "busy", d.evidence[0].data["reading"]
+    assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
+    why = _fidelity(target.kind).tmux_unconfirmed(d.evidence[-1].data, payload)
+    assert why is None, why
+    await idle("gamma")
 
 
 def _stage(name: str, how: str) -> None:
@@ -208,9 +240,12 @@ def _stage(name: str, how: str) -> None:
     elif how == "copy-mode":
         helpers.copy_mode(name)
     else:
+        st = launcher.status()
+        assert st is not None, "no lab"
+        shown = _fidelity(st.session(name).kind).MARKS.slash  # what its `/` menu shows
         p = helpers.pane(name)
         p.send_keys("/", enter=False, literal=True)
-        retry_until(lambda: any(("/add-dir" in ln or "/model" in ln) for ln in p.capture_pane()), 10)
+        retry_until(lambda: any(shown in ln for ln in p.capture_pane()), 10)
 
 
 def _undo(name: str, how: str) -> None:
@@ -296,7 +331,8 @@ CHECKS: dict[str, Any] = {
     **{f"idle_delivery_with_receiver_evidence[{n}]": (lambda n=n: _idle_delivery(n)) for n in NAMES},
     "busy_claude_enter_queues_then_delivers": busy_claude_enter_queues_then_delivers,
     "busy_codex_enter_steers_into_the_running_turn": busy_codex_enter_steers_into_the_running_turn,
+    "busy_gemini_enter_queues_then_delivers": busy_gemini_enter_queues_then_delivers,
     **{f"refusal_sends_zero_keys[{how}-{n}]": (lambda n=n, how=how: refusal_sends_zero_keys(n, how))
        for how in REFUSALS for n in NAMES},
-    **{f"dialog_refusal_sends_zero_keys[{n}]": (lambda n=n: dialog_refusal_sends_zero_keys(n)) for n in NAMES},
+    **{f"dialog_refusal_sends_zero_keys[{n}]": (lambda n=n: dialog_refusal_sends_zero_keys(n)) for n in DIALOG_NAMES},
 }

@@ -1,0 +1,117 @@
+"""What a kind's fidelity module (`agents/<kind>/fidelity.py`) declares, and what it may ask of the lab.
+
+Why here: `relay fidelity` and the screen recorder (relay_repl/lab/fidelity) check every kind's
+reverse-engineered facts against the real clients, but a fact about a client changes with the
+client, so its home is the kind's package; the lab iterates the registry and never names a kind.
+The agents layer must not import the lab (pyproject's `lab-beside` contract), so a kind's
+checks and screen scenarios receive the lab as an object implementing the protocols below
+(dependency inversion), and the shared values (`Expect`, `Marks`) live here.
+
+A kind's fidelity module provides (every name optional but `FACTS`):
+- `FACTS`: its `FidelityFact` rows (agents/kind.py);
+- `LAB_COUNTS`: {check group: sessions of this kind that group's lab starts} (0 or absent: none);
+- `MARKS`: what its screen shows in the states every client is staged in (`Marks`), and
+  `screens(rec, name)`: the states only it has, staged through `ScreenStage`;
+- `listed(target, session, version)`: asserts what discovery must report for one idle lab session;
+  `busy_detail(target)` / `idle_detail(target)`: its own detail while / after a turn runs;
+- `DISCOVERY_CHECKS`: {name: async check(lab: FidelityLab)} for facts only it has;
+- `COMPOSER_END_KEY`, `tmux_unconfirmed(confirm, payload)`: what the tmux checks ask of it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from relay_repl.core.target import Target
+
+
+@dataclass
+class Expect:
+    """The reading a staged screen must get from the kind's classifier."""
+
+    kind: str
+    composer: str
+    blockers: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+    payload: str | None = None  # payload_visible(snapshot, payload) must be True
+
+
+@dataclass(frozen=True)
+class Marks:
+    """What one client shows in the states the recorder stages in every client (`Recorder.common`):
+    the text each wait looks for and each capture's description (the rest is the same)."""
+
+    fresh: str  # the fresh capture's description
+    done: str  # on screen once a turn finished
+    after_turn: str
+    slash: str  # on screen while the `/` menu is open
+    slash_menu: str
+    shell: str  # on screen in shell mode
+    shell_mode: str
+    shortcuts: str  # on screen while the `?` panel is open
+    shortcuts_close: str  # the key that closes it ("?" is typed literally)
+    home_text: str | None = None  # a draft that reads like the placeholder (None: the classifier cannot tell, not staged)
+    home_shown_by_text: bool = True  # False: wait for the classifier to read a draft (the text is the placeholder's)
+    cursor_home: str = ""
+    after_turn_hints: tuple[str, ...] = ("done-line",)
+    shell_close: str = "BSpace"  # the key that leaves shell mode on an empty prompt ("!" is typed literally)
+
+
+class ScreenStage(Protocol):
+    """The recorder (lab/fidelity/screens.py) as a kind's `screens(rec, name)` drives it: typing into a
+    lab pane is setup, not the code under test; `record` reads the screen with the product's classifier."""
+
+    def type(self, name: str, text: str) -> None: ...
+    def key(self, name: str, *keys: str) -> None: ...
+    def enter(self, name: str) -> None: ...
+    def focus(self, name: str, on: bool) -> None:
+        """A terminal's focus report (ESC [ I / ESC [ O) to the pane, as tmux sends on (un)focus."""
+        ...
+    def wait(self, name: str, pred: Callable[[Any], bool], what: str, timeout: float = 20.0) -> Any: ...
+    def has(self, text: str) -> Callable[[Any], bool]: ...
+    def idle(self, name: str, timeout: float = 30.0) -> None: ...
+    def settle(self, seconds: float) -> None:
+        """Let the client finish drawing before a capture (its redraw is not an event we can wait on)."""
+        ...
+    def classify(self, kind: str, snap: Any) -> Any: ...
+    def record(self, kind: str, name: str, scenario: str, description: str, expect: Expect,
+               snap: Any | None = None) -> None: ...
+    def stub_tool_call(self, name: str, tool: str, args: dict[str, Any], then_text: str, match: str) -> None: ...
+    def stub_reset(self, name: str) -> None: ...
+
+
+class FidelityLab(Protocol):
+    """The running lab as a kind's own discovery checks (`DISCOVERY_CHECKS`) see it."""
+
+    def status(self) -> Any:
+        """The lab's state (`lab.state.LabState`: `.session(name)`, `.versions`, `.of_kind(kind)`)."""
+        ...
+    async def discover(self) -> list[Target]: ...
+    def one(self, targets: list[Target], spec: str, live: bool = True) -> Target: ...
+    async def until(self, fn: Callable[[], Awaitable[Any]], timeout: float = 20.0) -> Any: ...
+    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]: ...
+    def pane_pid_of(self, tmux_session: str) -> tuple[str, int]: ...
+    def launch_command(self, name: str, first: bool) -> list[str]:
+        """The argv lab session `name` runs (its kind's lab launch)."""
+        ...
+    def client_env(self) -> dict[str, str]:
+        """The environment a lab pane's client starts with (the lab's HOME, PATH with the pinned clients)."""
+        ...
+    def launch_env(self, name: str) -> dict[str, str]:
+        """The variables lab session `name`'s client was started with (its kind's lab launch: API key, home, ...)."""
+        ...
+    def bin_dir(self) -> Path: ...
+    def home(self) -> Path:
+        """The lab clients' $HOME."""
+        ...
+    def layout(self) -> Any:
+        """The lab's paths (`lab.layout.Layout`)."""
+        ...
+    def rename(self, name: str, new_name: str) -> None:
+        """Rename a session from inside its own client (lab helper; Codex's `/rename`)."""
+        ...
+    async def wait_idle(self, name: str, timeout: float = 60.0) -> None: ...
