@@ -22,11 +22,7 @@ from relay_repl.agents import registry
 ROOT = Path(__file__).resolve().parents[1] / "relay_repl"
 ALLOWED = ("agents/", "testing/")
 FUTURE = {"gemini", "gemini-cli"}  # the next kind, named here before its package exists
-PENDING: dict[str, str] = {
-    "transports/claude_socket.py": "Claude's socket transports live in transports/ (the layers forbid agents/ "
-                                   "importing transports/), so they import its package",
-    "transports/codex_queue.py": "Codex's queue transport: the same, and it runs the `codex` binary",
-}
+PENDING: dict[str, str] = {}
 
 
 def _names() -> set[str]:

@@ -24,7 +24,8 @@ Methods, by subject:
   (and optionally `prove_thread(ident, call)`, see agents/origin.py); `own_address(env)`:
   our own `Me` when this process runs inside one of its sessions;
 - transports: `transports()` (the adapter's TransportSpec list: name, capability flags,
-  when it applies); `screen()` (the classifier module), `ui_mode_chars()` (first characters
+  when it applies); `socket_wire()` / `durable_queue()` (the facts the generic socket and
+  queue transports need, or None); `screen()` (the classifier module), `ui_mode_chars()` (first characters
   that open a UI mode in its composer: a typed line must not start with one), the `Agent` members;
 - evidence: `evidence_file(target)`, `typed_evidence(path, offset, payload)` (from `Agent`);
 - replies: `reply_route(target, ctx)` (how it will answer a want=reply|ack message),
@@ -76,6 +77,8 @@ if TYPE_CHECKING:
     from relay_repl.agents.provenance import CheckedRecord, VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.turn_reply import TurnWatch
+    from relay_repl.agents.socket_wire import SocketWire
+    from relay_repl.agents.durable_queue import DurableQueue
     from relay_repl.system.panes import PaneRoster
 
 __all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "FidelityFact", "InboxListing", "LabContext", "LabLaunch", "LabOps", "LabPane", "LabReady",
@@ -311,6 +314,14 @@ class AgentKind(Agent, Protocol):
         """First characters that open a UI mode in its composer instead of entering text."""
         ...
 
+    def socket_wire(self) -> SocketWire | None:
+        """Its sessions' messaging socket, for the socket transports (agents/socket_wire.py), or None."""
+        ...
+
+    def durable_queue(self) -> DurableQueue | None:
+        """Its threads' durable queue, for the queue transport (agents/durable_queue.py), or None."""
+        ...
+
     def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
         """How `target` will answer a want=reply|ack message (the plan's words and whether it can)."""
         ...
@@ -483,6 +494,12 @@ class AgentKindBase:
 
     def ui_mode_chars(self) -> str:
         return self.adapter().screen.ui_mode_chars
+
+    def socket_wire(self) -> SocketWire | None:
+        return None
+
+    def durable_queue(self) -> DurableQueue | None:
+        return None
 
     # -- the transports' questions (Agent) ------------------------------------------------------
 

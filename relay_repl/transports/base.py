@@ -134,8 +134,9 @@ class StageLog:
 
 
 class Transport(ABC):
-    name: ClassVar[str]
-    capabilities: ClassVar[Capabilities]
+    name: str
+    """A class attribute, or set per instance by a generic transport named from its entry point."""
+    capabilities: Capabilities
     relies_on: ClassVar[str | None] = None
     """The reverse-engineered client behaviour this transport trusts, in words ("the screen
     classifiers ... were"), or None. Such a transport refuses a target whose client version

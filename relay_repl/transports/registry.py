@@ -14,7 +14,7 @@ flags) and returning one `Transport`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -35,6 +35,8 @@ class TransportContext:
     """The inbox's peer listing (AgentKind.inbox_listing) or None: late-bound too."""
     interrupt: bool = False
     """The operator asked for priority delivery, aborting the receiver's running call where a way allows."""
+    name: str = ""
+    """The entry point's name: the transport being built (a generic transport takes its name from it)."""
 
 
 @cache
@@ -55,7 +57,7 @@ def build_transports(ctx: TransportContext) -> list[Transport]:
     out: list[Transport] = []
     for ep in _entry_points():
         try:
-            made = ep.load()(ctx)
+            made = ep.load()(replace(ctx, name=ep.name))
         except Exception as exc:  # a broken third-party transport must not look like a relay bug
             raise RelayError(f"transport {ep.name!r} ({ep.value}) does not load: {type(exc).__name__}: {exc}") from exc
         if not isinstance(made, Transport) or made.name != ep.name:

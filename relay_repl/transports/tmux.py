@@ -262,8 +262,8 @@ def _file_size(path: Path | None) -> int:
 
 
 class TmuxTransport(Transport):
-    name: ClassVar[str] = "tmux"
-    capabilities: ClassVar[Capabilities] = Capabilities(live_only=True, needs_pane=True)
+    name = "tmux"
+    capabilities = Capabilities(live_only=True, needs_pane=True)
     relies_on: ClassVar[str | None] = "the screen classifiers and typed-line evidence records were"
 
     @classmethod

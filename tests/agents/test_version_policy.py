@@ -10,8 +10,8 @@ from relay_repl.agents import versions
 CLAUDE, CODEX = "claude-code", "codex"
 from relay_repl.core.errors import PolicyRefusal
 from relay_repl.core.target import Target
-from relay_repl.transports.claude_socket import ClaudeMessageTransport, ClaudeSocketTransport
-from relay_repl.transports.codex_queue import CodexQueueTransport
+from relay_repl.transports.socket_message import SocketMessageTransport, SocketTransport
+from relay_repl.transports.durable_queue import DurableQueueTransport
 from relay_repl.transports.ranking import choose
 from relay_repl.transports.tmux import TmuxTransport
 
@@ -55,8 +55,8 @@ def test_a_corrupt_record_file_verifies_nothing():
 
 
 @pytest.mark.parametrize("transport, kind", [
-    (TmuxTransport(), CLAUDE), (TmuxTransport(), CODEX), (ClaudeSocketTransport(), CLAUDE),
-    (ClaudeMessageTransport(), CLAUDE), (CodexQueueTransport(), CODEX),
+    (TmuxTransport(), CLAUDE), (TmuxTransport(), CODEX), (SocketTransport("claude-code-socket"), CLAUDE),
+    (SocketMessageTransport("claude-code-message"), CLAUDE), (DurableQueueTransport("codex-queue"), CODEX),
 ])
 def test_every_reverse_engineered_path_refuses_an_unverified_version_in_one_line(transport, kind):
     why = transport.refusal(_target(kind, "9.9.9"))
@@ -69,7 +69,7 @@ def test_every_reverse_engineered_path_refuses_an_unverified_version_in_one_line
 def test_choose_refuses_naming_relay_fidelity_and_lifts_after_a_recorded_pass(kind):
     t = _target(kind, "9.9.9")
     with pytest.raises(PolicyRefusal) as exc:
-        choose(t, [TmuxTransport(), CodexQueueTransport()], requested="tmux")
+        choose(t, [TmuxTransport(), DurableQueueTransport("codex-queue")], requested="tmux")
     assert "relay fidelity" in str(exc.value) and "9.9.9" in str(exc.value)
     versions.record_verified(kind, "9.9.9", facts=1)
     t2 = _target(kind, "9.9.9")

@@ -34,8 +34,8 @@ from relay_repl.system.polling import poll_until
 from relay_repl.system.proc import proc_start
 from relay_repl.testing import replay
 from relay_repl.transports.base import StageLog
-from relay_repl.transports.claude_socket import ClaudeSocketTransport
-from relay_repl.transports.codex_queue import CodexQueueTransport
+from relay_repl.transports.socket_message import SocketTransport
+from relay_repl.transports.durable_queue import DurableQueueTransport
 from relay_repl.transports.fake import InMemoryTransport, fake_target
 from relay_repl.transports.tmux import PaneIO, PaneRef, TmuxProgress, TmuxTransport
 from tests.support.approvals import approval_for, file_approval
@@ -99,12 +99,12 @@ async def test_an_approval_is_bound_to_its_scope():
 # -- the primitives ------------------------------------------------------------------------------
 
 @pytest.fixture
-def codex(tmp_path: Path) -> tuple[CodexQueueTransport, Target, Path]:
+def codex(tmp_path: Path) -> tuple[DurableQueueTransport, Target, Path]:
     home = replay.codex_home_from(FIX / "codex-0.169.0-queue_1.sqlite", tmp_path / "codex")
     cli = replay.codex_cli(tmp_path / "bin")
     target = Target(kind="codex", prefix="codex", name="beta", address=THREAD, pid=None, live=True, state="idle",
                     transports=("codex-queue",), identified_by="replay", detail={"codex_home": str(home)})
-    return CodexQueueTransport(codex_bin=str(cli)), target, home
+    return DurableQueueTransport("codex-queue", binary=str(cli)), target, home
 
 
 @pytest.mark.parametrize("kind", BAD)
@@ -137,7 +137,7 @@ def claude(tmp_path: Path) -> Iterator[tuple[Target, replay.ClaudeSessionReplay]
 @pytest.mark.parametrize("kind", BAD)
 async def test_claude_socket_write_needs_the_gates_approval(tmp_path, claude, kind):
     target, session = claude
-    t = ClaudeSocketTransport()
+    t = SocketTransport("claude-code-socket")
     d, log = log_for(tmp_path, target, t.name)
     with pytest.raises(NoApproval, match="claude-code-socket write to claude:alpha refused"):
         await t.send(d, target, PAYLOAD, log, approval=await bad_approval(kind, t.name, target, PAYLOAD))

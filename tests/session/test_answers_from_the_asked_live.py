@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 import relay_repl.lab.helpers as helpers
-import relay_repl.transports.claude_socket as claude_socket
+import relay_repl.transports.socket_message as socket_message
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.lab.stubs.client import StubClient
 from relay_repl.lab.stubs.script import Rule, Step
@@ -76,7 +76,7 @@ async def test_a_forged_receipt_changes_nothing_and_is_logged_as_an_unverified_c
     msg_id = uuid.uuid4()
     # the msg_id the transport will put on its frame, so the forgery can name it before the send
     # (a real attacker reads it as it goes by; here the race is taken out of the test)
-    monkeypatch.setattr(claude_socket, "uuid", type("U", (), {"uuid4": staticmethod(lambda: msg_id)}))
+    monkeypatch.setattr(socket_message, "uuid", type("U", (), {"uuid4": staticmethod(lambda: msg_id)}))
     async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, inbox):
         await stub.add_rule("alpha", Rule(match="forged receipts", once=True, steps=[Step(text="got it")]))
         proc = await anyio.open_process([sys.executable, "-c", FORGE, str(inbox.path), str(msg_id),

@@ -3,7 +3,7 @@ from __future__ import annotations
 import socket
 
 from relay_repl.core.target import Target
-from relay_repl.transports.claude_socket import ClaudeSocketTransport
+from relay_repl.transports.socket_message import SocketTransport
 
 
 def target(sock: str | None) -> Target:
@@ -13,7 +13,7 @@ def target(sock: str | None) -> Target:
 
 
 def test_refuses_anything_but_a_socket_we_own(tmp_path):
-    t = ClaudeSocketTransport()
+    t = SocketTransport("claude-code-socket")
     assert "no messagingSocketPath" in t.refusal(target(None))
     assert "does not exist" in t.refusal(target(str(tmp_path / "gone.sock")))
     plain = tmp_path / "plain.sock"

@@ -25,8 +25,8 @@ from relay_repl.store.ledger import Ledger
 from relay_repl.system.proc import proc_start
 from relay_repl.testing import replay
 from relay_repl.transports.base import StageLog
-from relay_repl.transports.claude_socket import ClaudeSocketTransport
-from relay_repl.transports.codex_queue import CodexQueueTransport
+from relay_repl.transports.socket_message import SocketTransport
+from relay_repl.transports.durable_queue import DurableQueueTransport
 from tests.support.approvals import approved_send
 
 pytestmark = pytest.mark.anyio
@@ -45,7 +45,7 @@ def _log(delivery: Delivery, tmp_path: Path) -> StageLog:
 # -- codex-queue -----------------------------------------------------------------------------------
 
 
-def _codex(tmp_path: Path, *, fail: str | None = None) -> tuple[CodexQueueTransport, Target, Path]:
+def _codex(tmp_path: Path, *, fail: str | None = None) -> tuple[DurableQueueTransport, Target, Path]:
     home = replay.codex_home_from(QUEUE, tmp_path / "codex")
     rollout = home / "sessions" / "2026" / "11" / "30" / f"rollout-2026-11-30T23-30-57-{THREAD}.jsonl"
     rollout.parent.mkdir(parents=True)
@@ -53,7 +53,7 @@ def _codex(tmp_path: Path, *, fail: str | None = None) -> tuple[CodexQueueTransp
     cli = replay.codex_cli(tmp_path / "bin", fail=fail)
     target = Target(kind="codex", prefix="codex", name="beta", address=THREAD, pid=None, live=True, state="idle",
                     transports=("codex-queue",), identified_by="replay", detail={"codex_home": str(home)})
-    return CodexQueueTransport(codex_bin=str(cli)), target, rollout
+    return DurableQueueTransport("codex-queue", binary=str(cli)), target, rollout
 
 
 async def test_codex_queue_send_reads_back_its_row_and_confirms_the_queue_turn(tmp_path):
@@ -132,7 +132,7 @@ async def test_claude_socket_send_and_confirm_from_the_transcript(tmp_path, clau
     target, sock, tp = claude
     session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT, busy=busy)
     try:
-        t = ClaudeSocketTransport()
+        t = SocketTransport("claude-code-socket")
         d = Delivery(target=target.spec, transport=t.name)
         log = _log(d, tmp_path)
         await approved_send(t, d, target, PAYLOAD, log)
@@ -154,7 +154,7 @@ async def test_claude_socket_no_record_is_not_delivery(tmp_path, claude):
     target, sock, tp = claude
     session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT, record=False)
     try:
-        t = ClaudeSocketTransport()
+        t = SocketTransport("claude-code-socket")
         d = Delivery(target=target.spec, transport=t.name)
         log = _log(d, tmp_path)
         await approved_send(t, d, target, PAYLOAD, log)
@@ -168,7 +168,7 @@ async def test_claude_socket_refuses_a_socket_served_by_another_pid(tmp_path, cl
     target, sock, tp = claude
     session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT)
     try:
-        t = ClaudeSocketTransport()
+        t = SocketTransport("claude-code-socket")
         other = target.model_copy(update={"pid": 1})
         d = Delivery(target=target.spec, transport=t.name)
         await approved_send(t, d, other, PAYLOAD, _log(d, tmp_path))
@@ -187,8 +187,8 @@ async def test_codex_queue_runs_the_binary_behind_the_npm_wrapper(tmp_path):
     if (os.uname().sysname, os.uname().machine) != LINUX_X64:
         pytest.skip("the layout below is the linux-x64 one")
     t, target, _ = _codex(tmp_path)
-    wrapper = npm_layout(tmp_path / "npm", binary=Path(t.codex_bin or "").read_text())
-    t = CodexQueueTransport(codex_bin=str(wrapper))
+    wrapper = npm_layout(tmp_path / "npm", binary=Path(t.binary or "").read_text())
+    t = DurableQueueTransport("codex-queue", binary=str(wrapper))
     d = Delivery(target=target.spec, transport=t.name)
     await approved_send(t, d, target, PAYLOAD, _log(d, tmp_path))
     assert d.state == DeliveryState.QUEUED, d.reason

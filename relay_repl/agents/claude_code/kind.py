@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from relay_repl.agents.provenance import CheckedRecord, VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.turn_reply import TurnWatch
+    from relay_repl.agents.claude_code.socket_ops import ClaudeSocketWire
     from relay_repl.system.panes import PaneRoster
 
 NPM_PACKAGE = "@anthropic-ai/claude-code"
@@ -49,6 +50,11 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
         from relay_repl.agents.claude_code.provider import ClaudeProvider
 
         return ClaudeProvider(env=env).own_address()
+
+    def socket_wire(self) -> ClaudeSocketWire:
+        from relay_repl.agents.claude_code.socket_ops import ClaudeSocketWire
+
+        return ClaudeSocketWire()
 
     def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
         from relay_repl.agents.claude_code.provider import reply_route

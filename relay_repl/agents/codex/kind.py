@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from relay_repl.agents.provenance import VerifyReport
     from relay_repl.agents.discovery import KindProvider
     from relay_repl.agents.turn_reply import TurnWatch
+    from relay_repl.agents.codex.queue_ops import CodexQueue
     from relay_repl.system.panes import PaneRoster
 
 NPM_PACKAGE = "@openai/codex"
@@ -49,6 +50,11 @@ class CodexKind(CodexAgent, AgentKindBase):
         from relay_repl.agents.codex.provider import CodexProvider
 
         return CodexProvider(env=env).own_address()
+
+    def durable_queue(self) -> CodexQueue:
+        from relay_repl.agents.codex.queue_ops import CodexQueue
+
+        return CodexQueue()
 
     def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
         from relay_repl.agents.codex.provider import reply_route

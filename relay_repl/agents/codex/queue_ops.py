@@ -1,0 +1,108 @@
+"""Codex's durable queue, as the generic queue transport needs it (agents/durable_queue.py).
+
+Facts this holds (codex.md section 3, seed section 7):
+- `codex queue --thread <uuid> --message <line>`, always by uuid after resolution: `--thread`
+  also takes names, and a name can be ambiguous or renamed between discovery and send. It
+  prints `Queued message <item> for thread <thread>.`; we read back *that* row, never "the
+  latest row for the thread", because a backlog would make us confirm someone else's item.
+- The binary: `RELAY_CODEX_BIN`, else `codex` on PATH; the npm `codex` is a Node wrapper, so
+  the binary it would exec is run instead (~170 ms less, native.py), with the target's CODEX_HOME.
+- The queue file (`queue_1.sqlite`) is opened read-only and its schema introspected: the
+  schema has drifted across Codex versions (ANCHORS C.5); a `state` column, where it exists,
+  distinguishes pending from claimed/failed.
+- A row gone proves dequeue, not delivery. Delivery is the rollout's `UserMessage` with our
+  row's `client_id` (or, if the row was consumed before we could read it, our exact payload,
+  which carries a unique relay id) in a turn whose trigger is `queue`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from relay_repl.agents.codex.agent import BINARY
+from relay_repl.agents.codex.detail import CodexDetail
+from relay_repl.agents.codex.evidence import RolloutScan, codex_home, find_in_rollout, read_item, turns_since
+from relay_repl.agents.codex.native import codex_command_env
+from relay_repl.agents.codex.rollout import rollout_path
+from relay_repl.agents.durable_queue import Enqueued, EnqueueCommand
+from relay_repl.core.target import Target
+
+BINARY_ENV = "RELAY_CODEX_BIN"
+"""An explicit `codex` to run for `codex queue` (else the one on PATH)."""
+QUEUED = re.compile(r"Queued message (?P<item>[0-9a-fA-F-]{36}) for thread (?P<thread>[0-9a-fA-F-]{36})\.")
+THREAD_ID = re.compile(r"[0-9a-fA-F-]{36}")
+QUEUE_FILE = "queue_1.sqlite"
+
+
+class CodexQueue:
+    """`DurableQueue` for `codex queue` and Codex's queue_1.sqlite / rollouts."""
+
+    relies_on = "the queue schema, rollout records and daemon protocol were"
+    command_name = "codex queue"
+
+    def refusal(self, target: Target) -> str | None:
+        # Durable: a thread that is not loaded still keeps the row until resumed,
+        # so liveness is not required, but the thread must exist with a rollout.
+        if not THREAD_ID.fullmatch(target.address):
+            return f"{target.spec} has no thread uuid"
+        return CodexDetail.of(target).queue_note or None
+
+    def notes(self, target: Target) -> tuple[str, ...]:
+        notes = []
+        if target.state == "never-idle":
+            notes.append("goal-controller thread: the queue item runs at the next turn boundary, ahead of the goal continuation")
+        if CodexDetail.of(target).plan_mode:
+            notes.append("target is in Plan mode: Codex 0.169.0 still runs the queued message, but as a planning turn "
+                         "(the agent plans and does not change files)")
+        if not target.live:
+            notes.append("thread is not loaded: the item waits until it is resumed (`codex resume`)")
+        elif target.state == "busy":
+            notes.append("target is busy: the item waits for its next idle transition (one item per turn)")
+        return tuple(notes)
+
+    def delivered_when(self, target: Target) -> str:
+        return (
+            f"the rollout of thread {target.address} shows a turn with trigger `queue` whose user message is our queue "
+            f"item's client_id (exactly this payload); the row leaving {QUEUE_FILE} only proves dequeue"
+        )
+
+    def command(self, target: Target, payload: str, binary: str | None, env: Mapping[str, str]) -> EnqueueCommand:
+        chosen = binary or env.get(BINARY_ENV) or shutil.which(BINARY) or BINARY
+        exe, full = codex_command_env(chosen, {**env, "CODEX_HOME": str(codex_home(target))})
+        return EnqueueCommand(argv=(exe, "queue", "--thread", target.address, "--message", payload), env=full)
+
+    def enqueued(self, target: Target, returncode: int, stdout: str, stderr: str) -> Enqueued:
+        m = QUEUED.search(stdout)
+        if returncode != 0 or not m:
+            first = next((ln for ln in stderr.splitlines() if ln.startswith("Error:")),
+                         stderr.strip().splitlines()[-1:] or ["?"])
+            reason = first if isinstance(first, str) else first[0]
+            return Enqueued(failure=f"codex queue exited {returncode}: {reason}")
+        if m.group("thread").lower() != target.address.lower():
+            return Enqueued(failure=f"codex queue answered for thread {m.group('thread')}, not {target.address}")
+        return Enqueued(item_id=m.group("item"))
+
+    def queue_file(self, target: Target) -> Path:
+        return codex_home(target) / QUEUE_FILE
+
+    def read_item(self, target: Target, item_id: str) -> dict[str, Any] | None:
+        return read_item(codex_home(target), item_id)
+
+    def record_file(self, target: Target) -> Path | None:
+        return rollout_path(codex_home(target), target.address, target.evidence_file)
+
+    def scan(self, record: Path) -> RolloutScan:
+        return RolloutScan(record)
+
+    def find(self, record: Path, *, client_id: str | None, text: str) -> dict[str, Any] | None:
+        return find_in_rollout(record, client_id=client_id, text=text)
+
+    def turns_since(self, record: Path, since: float) -> list[dict[str, Any]]:
+        return turns_since(record, since)
+
+    def from_queue(self, hit: dict[str, Any]) -> bool:
+        return bool(hit["turn_trigger"] == "queue")

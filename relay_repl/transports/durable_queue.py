@@ -1,0 +1,178 @@
+"""A durable queue in front of an agent's thread: the queue transport, generic over the kind.
+
+The command that enqueues, what it prints, the queue's schema and which turn in the
+receiver's own record proves a delivery are the kind's facts, asked of the target's kind
+(`AgentKind.durable_queue()`, agents/durable_queue.py; Codex's: agents/codex/queue_ops.py).
+The transport's name is its entry point's (`codex-queue` in pyproject.toml) and its capability
+flags are the ones the kind's adapter declares for that name.
+
+What this module does for any such kind:
+- the enqueue command runs only under the gate's approval, after the halt checkpoint;
+- the item id the command printed is read back, *that* row, never "the latest row";
+- a row gone proves dequeue, not delivery: delivery is the record's turn carrying our item
+  (its client id, else our exact payload, which carries a unique relay id), started by the queue.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import TYPE_CHECKING, Any
+
+from relay_repl.agents.durable_queue import DurableQueue, RecordScan
+from relay_repl.core.approval import Approval
+from relay_repl.core.delivery import Delivery, DeliveryState
+from relay_repl.core.envelope import Envelope
+from relay_repl.core.target import Target
+from relay_repl.system.polling import poll_until
+from relay_repl.transports.base import Look, StageLog
+from relay_repl.transports.offered import KindWayTransport
+
+if TYPE_CHECKING:
+    from relay_repl.agents.kind import AgentKind
+    from relay_repl.transports.registry import TransportContext
+
+
+class DurableQueueTransport(KindWayTransport[DurableQueue]):
+    """One item put in the target thread's durable queue, confirmed from its own record."""
+
+    way_noun = "durable queue"
+
+    @staticmethod
+    def way(kind: AgentKind) -> DurableQueue | None:
+        return kind.durable_queue()
+
+    @classmethod
+    def from_context(cls, ctx: TransportContext) -> DurableQueueTransport:
+        """The `relay_repl.transports` entry point's factory."""
+        return cls(ctx.name)
+
+    def __init__(self, name: str, binary: str | None = None) -> None:
+        """`name`: the transport (an adapter's `[[transports]]` entry of a kind with a durable queue);
+        `binary`: the client to run for the enqueue command (else the kind's own lookup)."""
+        super().__init__(name)
+        self.binary = binary
+
+    def refusal(self, target: Target) -> str | None:
+        # Durable: a thread that is not loaded still keeps the row until resumed, so liveness
+        # is not required (the base check is not asked), but the kind may refuse the thread.
+        return self.way_refusal(target) or self.way_of(target).refusal(target) or self.version_refusal(target)
+
+    def plan_notes(self, target: Target) -> tuple[str, ...]:
+        return self.way_of(target).notes(target)
+
+    def delivered_when(self, target: Target, envelope: Envelope) -> str:
+        return self.way_of(target).delivered_when(target)
+
+    async def send(self, delivery: Delivery, target: Target, payload: str, log: StageLog, *,
+                   approval: Approval | None = None) -> None:
+        import anyio
+
+        queue = self.way_of(target)
+        self.require(approval, target, payload, f"{queue.command_name} insert for {target.spec}")
+        cmd = queue.command(target, payload, self.binary, os.environ)
+        log.checkpoint("enqueue")  # a relay-halt that arrived since the gate stops it here
+        res = await anyio.run_process(list(cmd.argv), check=False, env=cmd.env)
+        out = res.stdout.decode(errors="replace")
+        err = res.stderr.decode(errors="replace")
+        got = queue.enqueued(target, res.returncode, out, err)
+        if got.item_id is None:
+            log.fail("enqueue", got.failure or f"{queue.command_name} printed no item id", stderr=err[-2000:])
+            return
+        delivery.extra.item_id = got.item_id
+        row = queue.read_item(target, got.item_id)
+        if row:
+            delivery.extra.client_id = row["client_id"]
+        log("enqueue", DeliveryState.QUEUED, f"queued as item {got.item_id}", item_id=got.item_id,
+            row=row, stdout=out.strip())
+
+    async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
+        """The queue row of our item (read-only) and the record's turns since the send."""
+        import anyio
+
+        item = delivery.extra.item_id
+        queue = self.way_of(target)
+        if not item:
+            return Look(transport=self.name, landed=None,
+                        verdict=f"no queue item id was recorded: `{queue.command_name}` never printed one, nothing was queued")
+        name = self.evidence_name(target)
+        row = await anyio.to_thread.run_sync(queue.read_item, target, item)
+        record = queue.record_file(target)
+        client_id = (row or {}).get("client_id") or delivery.extra.client_id
+        hit = await anyio.to_thread.run_sync(
+            lambda: queue.find(record, client_id=client_id, text=payload)) if record else None
+        turns = await anyio.to_thread.run_sync(queue.turns_since, record, delivery.started) if record else []
+        data: dict[str, Any] = {"queue item": item, "queue file": str(queue.queue_file(target)),
+                                name: str(record) if record else "none found"}
+        if row is not None:
+            data["queue row"] = row
+            verdict = (f"still in the queue (state {row['state']}, {row['ahead']} ahead): not taken yet" if
+                       row["state"] != "failed" else f"{self.label(target)} marked the item failed: {row['failure']}")
+            landed: bool | None = False
+        elif hit:
+            landed = queue.from_queue(hit)
+            verdict = (f"landed: {name} turn {hit['turn_id']} (trigger {hit['turn_trigger']}) carries our message"
+                       if landed else f"our text is in turn {hit['turn_id']} but its trigger is {hit['turn_trigger']!r}")
+        else:
+            landed = None if record is None else False
+            verdict = f"dequeued (the row is gone) but no turn carrying it is in the {name} yet"
+        return Look(transport=self.name, landed=landed, verdict=verdict, data=data,
+                    records=[{"turn": t} for t in turns] + ([{"match": hit}] if hit else []))
+
+    async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
+        import anyio
+
+        item = delivery.extra.item_id
+        if not item:
+            return
+        queue = self.way_of(target)
+        name = self.evidence_name(target)
+        queue_file = queue.queue_file(target).name
+        label = self.label(target)
+        dequeued = False
+        last: dict[str, Any] = {"row": None}  # the latest read-back, for the progress line and the timeout
+        scans: dict[str, RecordScan] = {}  # per record file: reads only what it appended since the last poll
+
+        async def check() -> bool | None:
+            """True once the wait is over (a failed item or a turn carrying it), else None."""
+            nonlocal dequeued
+            row = last["row"] = await anyio.to_thread.run_sync(queue.read_item, target, item)
+            if row is not None:
+                delivery.extra.client_id = row["client_id"] or delivery.extra.client_id
+                if row["state"] == "failed":
+                    log.fail("readback", f"{label} marked queue item {item} failed: {row['failure']}", row=row)
+                    return True
+                return None
+            if not dequeued:
+                dequeued = True
+                log("readback", DeliveryState.DEQUEUED, f"item {item} left {queue_file} (dequeued, not yet seen in a turn)")
+            record = queue.record_file(target)
+            scan = scans.setdefault(str(record), queue.scan(record)) if record else None
+            hit = await anyio.to_thread.run_sync(
+                functools.partial(scan.find, client_id=delivery.extra.client_id, text=payload)
+            ) if scan else None
+            if not hit:
+                return None
+            if queue.from_queue(hit):
+                log("turn", DeliveryState.IN_TURN, f"{name} turn {hit['turn_id']} (trigger {hit['turn_trigger']}) carries our message",
+                    **{name: str(record)}, **hit)
+            else:
+                log("turn", DeliveryState.UNKNOWN,
+                    f"our text is in turn {hit['turn_id']} but its trigger is {hit['turn_trigger']!r}, not queue",
+                    **{name: str(record)}, **hit)
+            return True
+
+        def progress(_left: float) -> None:
+            row = last["row"]
+            log.progress(f"waiting for {label} to take item {item} ({'in queue, %d ahead' % row['ahead'] if row else 'dequeued'})")
+
+        # Polls start at 20 ms and grow by half up to 100 ms: an idle receiver takes the item within a
+        # few hundred ms, and a fixed 100 ms poll added ~50 ms to every delivery on average (issue
+        # 20); the growth keeps a long wait (a busy target) at 10 polls/s.
+        if await poll_until(check, timeout=timeout, interval=0.02, max_interval=0.1, progress=progress) is None:
+            row = last["row"]
+            where = (f"still pending in the queue ({row['ahead']} ahead, state {row['state']})" if row
+                     else f"dequeued, but no turn carrying it is in the {name} yet")
+            delivery.reason = f"{where} after {timeout:.0f}s; `relay why {delivery.relay_id}` later, never re-send"
+            if row:
+                log("readback", DeliveryState.QUEUED, where, row=row)
