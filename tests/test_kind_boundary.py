@@ -22,13 +22,7 @@ from relay_repl.agents import registry
 ROOT = Path(__file__).resolve().parents[1] / "relay_repl"
 ALLOWED = ("agents/", "testing/")
 FUTURE = {"gemini", "gemini-cli"}  # the next kind, named here before its package exists
-PENDING: dict[str, str] = {
-    "lab/layout.py": "the lab: per-kind config files and commands (lab part not done)",
-    "lab/lab_status.py": "the lab: reads Claude's registry for a session's status",
-    "lab/readiness.py": "the lab: when a Claude or Codex session is ready",
-    "lab/shutdown.py": "the lab: stops the Codex daemon, removes Claude's sockets",
-    "lab/startup.py": "the lab: starts Claude and Codex by hand",
-}
+PENDING: dict[str, str] = {}
 
 
 def _names() -> set[str]:

@@ -41,8 +41,14 @@ Methods, by subject:
   which stub API it talks to) or None when the lab cannot run it offline;
   `lab_files(ctx, names)`, `lab_launch(ctx, name, first)`, `lab_ready(ctx, name, pane)`:
   the config files it needs, the command and environment a lab pane runs, and when a
-  started session counts as ready (polled by the launcher); `lab_client_env(home)`: what
-  `relay lab env` exports for it (its client home variable);
+  started session counts as ready (polled by the default `lab_wait`); a kind that needs more
+  overrides `lab_prepare` (before its sessions start), `lab_wait` (drives its pane through
+  `LabOps`), `lab_settled` (once all are up), `lab_resume` (a restart), `lab_revive` (back
+  without a restart), `lab_refresh` and `lab_status` (`relay lab status`, the lab's helpers),
+  `lab_outlives_panes`, `lab_stop` and `lab_cleanup` (`relay lab down`); its LabSpec names its
+  client home, environment, key variables, socket depth and whether its sessions start serially;
+  `lab_client_env(home)`: what `relay lab env` exports for it beyond its LabSpec homes (a client
+  home that is the lab's $HOME);
 - typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind);
 - the operator's inbox as a peer: `answers_listed_inbox` (its sessions answer natively only to a
   peer listed in its own registry) and `inbox_listing(name)` (the gated listing, or None).
@@ -50,7 +56,7 @@ Methods, by subject:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
@@ -59,7 +65,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.agents.adapter import AdapterSpec, TransportSpec, load_adapter
 from relay_repl.agents.agent import Agent, Processes, TypedEvidence
-from relay_repl.agents.screens.model import Snapshot
+from relay_repl.agents.screens.model import ScreenReading, Snapshot
 from relay_repl.core.check import Check
 from relay_repl.core.plan import Plan, ReplyContext, ReplyOptions, ReplyRoute, relay_reply_route
 from relay_repl.core.target import AgentDetail, Me, Target
@@ -75,7 +81,7 @@ if TYPE_CHECKING:
     from relay_repl.agents.durable_queue import DurableQueue
     from relay_repl.system.panes import PaneRoster
 
-__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "FidelityFact", "InboxListing", "LabContext", "LabLaunch", "LabPane", "LabReady",
+__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "FidelityFact", "InboxListing", "LabContext", "LabLaunch", "LabOps", "LabPane", "LabReady",
            "LabSpec", "NoDetail"]
 
 
@@ -108,6 +114,20 @@ class LabSpec(_Frozen):
     default_count: int = Field(default=1, ge=0, description="sessions `relay lab up` starts when the flag is omitted")
     stub_api: str = Field(description="the stub model API its sessions talk to (lab/stubs): 'anthropic', 'openai', ...")
     help: str = ""
+    homes: dict[str, str] = Field(default_factory=dict, description=(
+        "variable -> directory under the lab root (its client's home there, e.g. CODEX_HOME -> 'codex'): the "
+        "lab creates it, sets it for every lab process, exports it in `relay lab env`, passes it to `relay "
+        "mcp`, counts a process of its binary with that variable as the lab's, and removes it at `down`"))
+    env: dict[str, str] = Field(default_factory=dict, description="constant variables of every lab process "
+                                "(no updater, no telemetry)")
+    key_env: tuple[str, ...] = Field(default=(), description="variables every lab process gets holding the lab's "
+                                     "fake API key")
+    sockets: tuple[tuple[str, str], ...] = Field(default=(), description=(
+        "(longest path under the lab root one of its unix sockets takes, what it is): `up` refuses a lab "
+        "directory too deep for it"))
+    serial: bool = Field(default=False, description=(
+        "its sessions start one at a time, each once the one before is ready (its clients share state a "
+        "starting one disturbs); the others start together"))
 
 
 class FidelityFact(_Frozen):
@@ -132,6 +152,11 @@ class LabContext(_Frozen):
     mcp_env: dict[str, str] = Field(default_factory=dict, description="the environment `relay mcp` needs there "
                                     "(RELAY_HOME, PATH, the clients' homes): clients start MCP servers with little")
     base_urls: dict[str, str] = Field(default_factory=dict, description="session name -> its stub's base URL")
+    env: dict[str, str] = Field(default_factory=dict, description="the full environment of every lab process")
+    mcp_server: str = Field(default="relay", description="the relay MCP server's name in a client's config: its "
+                            "tools reach the model as mcp__relay__relay_reply, mcp__relay__relay_requests")
+    run_prefix: tuple[str, ...] = Field(default=(), description=(
+        "argv prefix that runs a command inside the lab's network namespace (empty: the host's)"))
 
     def workdir(self, name: str) -> Path:
         return self.root / "work" / name
@@ -145,6 +170,11 @@ class LabLaunch(_Frozen):
     unset: tuple[str, ...] = Field(default=(), description=(
         "variables the pane must NOT inherit (e.g. Gemini CLI runs headless under CI=true); the lab "
         "starts the command under `env -u NAME ...`"))
+    known: tuple[str, ...] = Field(default=(), description=(
+        "addresses that existed before this start, read by `lab_launch` (a fresh session's own is the one "
+        "not among them): `lab_wait` is handed this launch"))
+    resumes: str | None = Field(default=None, description="the address this start resumes (a restart of the "
+                                "same conversation), else None")
 
     def argv(self) -> list[str]:
         """The command with `unset` applied: `env -u A -u B cmd...` (env execs, so the pid is the client's)."""
@@ -173,6 +203,41 @@ class LabReady(_Frozen):
                            "the pane unfocused and this client then draws no cursor: the lab sends it a focus-in "
                            "report (ESC [ I), as a terminal an operator looks at would, and waits until the "
                            "product's own screen reading can type into it")
+    proc_start: str | None = Field(default=None, description="the client's own record of its start (else the lab "
+                                   "reads /proc)")
+    socket: str | None = Field(default=None, description="the socket the session listens on, if any")
+    thread_id: str | None = Field(default=None, description="the conversation a shared daemon hosts, if any")
+    daemon_pid: int | None = None
+    provider: str | None = Field(default=None, description="the model provider the session selects, if named")
+    name: str | None = Field(default=None, description="the session's name now (its client may rename it)")
+    alive: bool = True
+
+
+class LabOps(Protocol):
+    """What the lab lets a kind do with one of its started panes while it waits (agents/ may not import
+    the lab: the lab hands these in)."""
+
+    name: str
+
+    def pane(self) -> tuple[str, int]:
+        """(pane id, pane pid) now; raises LabError when the pane is gone or its process exited."""
+        ...
+
+    def capture(self) -> str:
+        """The pane's text now."""
+        ...
+
+    def reading(self) -> ScreenReading | None:
+        """The product's own reading of the pane (the kind's classifier), or None."""
+        ...
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        """tmux send-keys to the pane (`literal`: the text as typed)."""
+        ...
+
+    def progress(self, line: str) -> None:
+        """One progress line for the operator."""
+        ...
 
 
 @runtime_checkable
@@ -334,6 +399,49 @@ class AgentKind(Agent, Protocol):
 
     def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
         """Polled after start: the ready session, or None while it is still starting (blocking, quick)."""
+        ...
+
+    def lab_prepare(self, ctx: LabContext, names: Sequence[str], progress: Callable[[str], object]) -> None:
+        """Before its lab sessions `names` start (after `lab_files`): e.g. restore a cache."""
+        ...
+
+    def lab_resume(self, ctx: LabContext, name: str, first: bool, prior: LabReady) -> LabLaunch:
+        """The command that restarts dead lab session `name` (`prior`: what the lab recorded of it)."""
+        ...
+
+    def lab_wait(self, ctx: LabContext, name: str, launch: LabLaunch, ops: LabOps, deadline: float) -> LabReady:
+        """Wait until the session just started with `launch` is ready (raises LabError at `deadline`)."""
+        ...
+
+    def lab_settled(self, ctx: LabContext, sessions: Sequence[tuple[LabReady, LabOps]], deadline: float) -> None:
+        """Once every lab session of every kind is ready: confirm its own still are (raises LabError)."""
+        ...
+
+    def lab_refresh(self, ctx: LabContext, prior: LabReady, pane_pid: int, dead: bool) -> LabReady:
+        """`relay lab status`: a lab session as it is now (`dead`: its pane's process exited)."""
+        ...
+
+    def lab_status(self, ctx: LabContext, prior: LabReady) -> str | None:
+        """What the session's own record says it is doing ('idle', 'busy', ...), or None when its
+        kind keeps no such record (then its screen tells)."""
+        ...
+
+    def lab_revive(self, ctx: LabContext, dead: Sequence[tuple[LabReady, LabOps]], deadline: float) -> list[LabReady]:
+        """Dead sessions it can bring back without restarting their panes (e.g. a shared daemon gone
+        under live clients); returns those revived, the lab restarts the rest."""
+        ...
+
+    def lab_outlives_panes(self, argv: Sequence[str]) -> bool:
+        """Whether a process under a lab pane (its argv) is stopped by `lab_stop`, not by the panes' hangup."""
+        ...
+
+    def lab_stop(self, ctx: LabContext) -> None:
+        """`relay lab down`, once the panes are gone: stop what it started outside them (a daemon)."""
+        ...
+
+    def lab_cleanup(self, ctx: LabContext) -> None:
+        """`relay lab down`, once every lab process is gone: remove what it left outside the lab
+        directory, keep what the next lab reuses (under `ctx.root / 'cache'`)."""
         ...
 
     def lab_client_env(self, home: Path) -> dict[str, str]:
@@ -511,5 +619,58 @@ class AgentKindBase:
     def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
         return None
 
+    def lab_prepare(self, ctx: LabContext, names: Sequence[str], progress: Callable[[str], object]) -> None:
+        return None
+
+    def lab_resume(self, ctx: LabContext, name: str, first: bool, prior: LabReady) -> LabLaunch:
+        return self.lab_launch(ctx, name, first)
+
+    def lab_wait(self, ctx: LabContext, name: str, launch: LabLaunch, ops: LabOps, deadline: float) -> LabReady:
+        """Poll `lab_ready` on the pane until it says ready."""
+        import time
+
+        from relay_repl.core.errors import LabError
+        from relay_repl.system.polling import poll_until_sync
+
+        def ready() -> LabReady | None:
+            pane_id, pane_pid = ops.pane()
+            return self.lab_ready(ctx, name, LabPane(pane_id=pane_id, pane_pid=pane_pid, screen=ops.capture()))
+
+        found = poll_until_sync(ready, timeout=deadline - time.monotonic(), interval=0.1)
+        if found is None:
+            raise LabError(f"{name}: {self.kind} not ready before the deadline; screen: {screen_tail(ops.capture())}")
+        return found
+
+    def lab_settled(self, ctx: LabContext, sessions: Sequence[tuple[LabReady, LabOps]], deadline: float) -> None:
+        return None
+
+    def lab_refresh(self, ctx: LabContext, prior: LabReady, pane_pid: int, dead: bool) -> LabReady:
+        """Alive while its pane's process runs and is still the one that started."""
+        from relay_repl.system.proc import is_alive
+
+        alive = not dead and is_alive(prior.pid, prior.proc_start)
+        return prior.model_copy(update={"alive": alive})
+
+    def lab_status(self, ctx: LabContext, prior: LabReady) -> str | None:
+        return None
+
+    def lab_revive(self, ctx: LabContext, dead: Sequence[tuple[LabReady, LabOps]], deadline: float) -> list[LabReady]:
+        return []
+
+    def lab_outlives_panes(self, argv: Sequence[str]) -> bool:
+        return False
+
+    def lab_stop(self, ctx: LabContext) -> None:
+        return None
+
+    def lab_cleanup(self, ctx: LabContext) -> None:
+        return None
+
     def lab_client_env(self, home: Path) -> dict[str, str]:
         return {}
+
+
+def screen_tail(text: str, n: int = 6) -> str:
+    """The last `n` non-blank lines of a screen, joined: the one-line form error messages quote."""
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    return " | ".join(lines[-n:])

@@ -1,24 +1,20 @@
-"""Setting up the clients before they start: directories, config files (with the relay MCP
-server), the Codex daemon's package cache, and the command line each session runs.
+"""Setting up the clients before they start: directories, each kind's config files (with the relay
+MCP server), what a kind prepares before its sessions start, and the command each session runs.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-
 import relay_repl.lab.kind_sessions as kind_sessions
 from relay_repl.agents.kind import LabContext
-from relay_repl.lab.install import VERIFIED_VERSIONS
-
-from relay_repl.lab.layout import CLAUDE, CODEX, Layout, McpCommand
-from relay_repl.lab.state import LabSession, LabState, StubInfo
-from relay_repl.lab.labenv import Progress, lab_env
+from relay_repl.lab.layout import Layout, McpCommand
+from relay_repl.lab.state import LabSession, LabState
+from relay_repl.lab.labenv import NETNS, Progress, lab_env
 
 
 def prepare_dirs(lay: Layout, names: list[tuple[str, str]]) -> None:
@@ -44,76 +40,48 @@ def _mcp_command(lay: Layout) -> McpCommand:
     else:  # a source checkout run without the console script
         command, args = sys.executable, ("-m", "relay_repl", "mcp")
     env = lab_env(lay)
-    # the client registries too: the server identifies the session that called it (relay_requests
+    # the client homes too: the server identifies the session that called it (relay_requests
     # lists that session's requests only; a relay_reply claims the session proven to make it)
-    keep = ("RELAY_HOME", "PATH", "CODEX_HOME", "CLAUDE_CONFIG_DIR")
+    keep = ("RELAY_HOME", "PATH", *lay.client_homes)
     return McpCommand(command=command, args=args, env=tuple((k, env[k]) for k in keep if env.get(k)))
 
 
-def lab_context(lay: Layout, state: LabState, bins: Path) -> LabContext:
-    """What a kind starting through its own lab pieces is told about this lab."""
+def run_prefix(state: LabState | None) -> list[str]:
+    """argv prefix that runs a command in the lab's network namespace (none when it has none)."""
+    if state is None or not state.netns or not state.stub.pid:
+        return []
+    return [sys.executable, NETNS, "--enter", str(state.stub.pid), "--"]
+
+
+def lab_context(lay: Layout, state: LabState | None, bins: Path) -> LabContext:
+    """What a kind is told about this lab."""
     mcp = _mcp_command(lay)
-    return kind_sessions.context(lay, state, bins, (mcp.command, *mcp.args), dict(mcp.env))
+    return kind_sessions.context(lay, state, bins, (mcp.command, *mcp.args), dict(mcp.env), lab_env(lay),
+                                 run_prefix(state))
 
 
-def write_configs(lay: Layout, names: list[tuple[str, str]], stub: StubInfo) -> None:
-    claude_cwds = [str(lay.workdir(n)) for n, k in names if k == CLAUDE]
-    lay.claude_mcp_config_path.write_text(json.dumps(lay.claude_mcp_config(_mcp_command(lay)), indent=1))
-    cfg = json.dumps(lay.claude_global_config(claude_cwds), indent=1)
-    (lay.claude_config / ".claude.json").write_text(cfg)
-    (lay.home / ".claude.json").write_text(cfg)
-    codex = {n: stub.sessions[n].base_url for n, k in names if k == CODEX}
-    if codex:
-        workdirs = [str(lay.workdir(n)) for n in codex]
-        path = lay.codex_home / "config.toml"
-        sandbox = os.environ.get("RELAY_LAB_CODEX_SANDBOX") or "danger-full-access"
-        path.write_text(lay.codex_config(codex, workdirs, sandbox=sandbox, shell_path=lab_env(lay)["PATH"],
-                                         mcp=_mcp_command(lay)))
-        os.chmod(path, 0o600)
+def _by_kind(names: list[tuple[str, str]]) -> dict[str, list[str]]:
+    by_kind: dict[str, list[str]] = {}
+    for n, k in names:
+        by_kind.setdefault(k, []).append(n)
+    return by_kind
 
 
-def restore_codex_packages(lay: Layout, progress: Progress) -> None:
-    """Move the cached daemon package copy back into CODEX_HOME (a rename: instant)."""
-    cache, dest = lay.codex_packages_cache, lay.codex_packages
-    if not cache.exists() or dest.exists():
-        return
-    current = cache / "app-server-daemon" / "current"
-    try:
-        target = os.readlink(current)
-    except OSError:
-        target = ""
-    want = f"{lay.codex_packages}/app-server-daemon/releases/{VERIFIED_VERSIONS[CODEX]}-"
-    if not target.startswith(want):
-        shutil.rmtree(cache, ignore_errors=True)  # another version or another lab path
-        return
-    os.rename(cache, dest)
-    progress("codex daemon packages restored from cache")
+def write_configs(ctx: LabContext, names: list[tuple[str, str]]) -> None:
+    """Each kind's config files for its sessions, before any starts."""
+    kind_sessions.write_files(ctx, _by_kind(names))
 
 
-def save_codex_packages(lay: Layout) -> None:
-    src, cache = lay.codex_packages, lay.codex_packages_cache
-    if not (src / "app-server-daemon" / "current").is_symlink():
-        return
-    if cache.exists():
-        return
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.rename(src, cache)
-    except OSError:
-        pass
+def prepare_kinds(ctx: LabContext, names: list[tuple[str, str]], progress: Progress) -> None:
+    """What each kind prepares before its sessions start (a cache moved back in)."""
+    for kind, ns in _by_kind(names).items():
+        kind_sessions.own_kind(kind).lab_prepare(ctx, ns, progress)
 
 
 def launch_command(lay: Layout, state: LabState, s: LabSession, bins: Path) -> tuple[list[str], dict[str, str]]:
     """The command a lab session runs and the environment it adds, for its first start and for
-    every restart alike: one builder, so a restarted session cannot come back with less than it
-    started with (a Claude session restarted without `--mcp-config` lost its relay MCP server,
+    every restart alike: one builder per kind, so a restarted session cannot come back with less
+    than it started with (a session restarted without its MCP config lost its relay MCP server,
     and `--reply-via mcp` to it was refused: issue 16 case 10)."""
-    if s.kind == CLAUDE:
-        return (lay.claude_command(bins, s.name, mcp_config=lay.claude_mcp_config_path),
-                {"ANTHROPIC_BASE_URL": state.stub.sessions[s.name].base_url})
-    if s.kind != CODEX:  # any other kind: its own package says
-        launch = kind_sessions.launch(lab_context(lay, state, bins), state, s)
-        return launch.argv(), dict(launch.env)
-    codexes = state.of_kind(CODEX)
-    return lay.codex_command(bins, s.name, first=bool(codexes) and s is codexes[0]), {}
-
+    launch = kind_sessions.launch(lab_context(lay, state, bins), state, s)
+    return launch.argv(), dict(launch.env)

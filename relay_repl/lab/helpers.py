@@ -11,7 +11,6 @@ running lab (`launcher.status()`). All are blocking; from async tests call them 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -24,9 +23,10 @@ from relay_repl.system.tmux import TmuxResult
 from relay_repl.system.tmux import run as run_tmux
 
 import relay_repl.lab.launcher as launcher
+import relay_repl.lab.kind_sessions as kind_sessions
 from relay_repl.lab.panes import read_pane, screen_busy, screen_idle, tail
 import relay_repl.lab.procs as procs
-from relay_repl.lab.layout import CLAUDE, Layout
+from relay_repl.lab.layout import Layout
 from relay_repl.lab.state import LabSession, LabState, save
 
 SessionRef = LabSession | str
@@ -96,25 +96,27 @@ def _reading(s: LabSession, state: LabState | None = None) -> ScreenReading | No
     return read_pane(state.tmux_socket_path, s.pane_id or s.tmux_session, s.kind)
 
 
-def claude_status(s: LabSession, state: LabState) -> str | None:
-    try:
-        rec = json.loads((Layout.at(state.lab_dir).claude_config / "sessions" / f"{s.pid}.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return rec.get("status")
+def own_status(s: LabSession, state: LabState) -> str | None:
+    """What the session's own record says it is doing (its kind's `lab_status`), or None when its
+    kind keeps no such record (then its screen, read by the product's classifier, tells)."""
+    lay = Layout.at(state.lab_dir)
+    ctx = kind_sessions.context(lay, state, launcher.bin_dir(), (), {}, {})
+    return kind_sessions.own_kind(s.kind).lab_status(ctx, kind_sessions.record(s))
 
 
 def is_idle(session: SessionRef) -> bool:
     state, s = _resolve(session)
-    if s.kind == CLAUDE:
-        return claude_status(s, state) == "idle"
+    own = own_status(s, state)
+    if own is not None:
+        return own == "idle"
     return screen_idle(_reading(s, state))
 
 
 def is_busy(session: SessionRef) -> bool:
     state, s = _resolve(session)
-    if s.kind == CLAUDE:
-        return claude_status(s, state) in ("busy", "shell")
+    own = own_status(s, state)
+    if own is not None:
+        return own in ("busy", "shell")
     return screen_busy(_reading(s, state))
 
 
@@ -125,8 +127,9 @@ def wait_idle(session: SessionRef, timeout: float = 60.0) -> None:
 
 
 def _composer_text(s: LabSession) -> str | None:
-    """The composer's text: Claude's `❯` row; Codex's as the product's classifier reads it."""
-    if s.kind == CLAUDE:
+    """The composer's text: Claude's `❯` row (a kind keeping its own status record); any other's as
+    the product's classifier reads it."""
+    if own_status(s, _resolve(s)[0]) is not None:
         for ln in reversed(capture(s).splitlines()):
             if ln.startswith(CLAUDE_PROMPT):
                 return ln[len(CLAUDE_PROMPT):].rstrip()
@@ -255,7 +258,7 @@ def rename_codex(session: SessionRef, new_name: str, timeout: float = 15.0) -> s
     deadline = time.monotonic() + timeout
     poll_until_sync(lambda: True if _composer_text(s) == cmd else None, timeout=timeout, interval=0.05)
     _enter(p)
-    if poll_until_sync(lambda: True if launcher.thread_names(lay).get(s.thread_id or "") == new_name else None,
+    if poll_until_sync(lambda: True if launcher.session_name_now(state, s) == new_name else None,
                        timeout=deadline - time.monotonic(), interval=0.05):
         s.name = new_name
         save(state, lay.state_file)

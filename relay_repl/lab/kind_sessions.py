@@ -1,10 +1,9 @@
-"""Lab sessions of any registered agent kind, started through the kind's own lab pieces.
+"""Lab sessions of any registered agent kind, started, waited for and refreshed through the kind's own
+lab hooks (agents/kind.py: `lab()`, `lab_files`, `lab_launch`, `lab_wait`, `lab_refresh`, ...).
 
-Why: a kind installed beside relay_repl (or added as a package) says how the lab runs it
-offline (`AgentKind.lab()`: its count flag and stub API; `lab_files`, `lab_launch`,
-`lab_ready`), and the lab asks it, so adding a kind changes nothing here. Claude Code and
-Codex still start through the lab's own older sequence (startup.py: the Codex daemon, thread
-renames, shell snapshots); every other lab kind goes through this module.
+Why: a kind installed beside relay_repl (or added as a package) says how the lab runs it offline,
+and the lab asks it, so adding a kind changes nothing here. Every kind goes through this module; the
+lab's own modules name none.
 """
 
 from __future__ import annotations
@@ -13,20 +12,19 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from relay_repl.agents.kind import AgentKind, LabContext, LabLaunch, LabPane, LabReady
-from relay_repl.agents.registry import kind_for, kinds
+from relay_repl.agents.kind import AgentKind, LabContext, LabLaunch, LabReady
+from relay_repl.agents.registry import kind_for
+from relay_repl.agents.screens.model import ScreenReading
 from relay_repl.core.errors import LabError
 from relay_repl.system.polling import poll_until_sync
 from relay_repl.lab import procs
 from relay_repl.lab.labenv import Progress
-from relay_repl.lab.layout import LAB_API_KEY, Layout
+from relay_repl.lab.layout import LAB_API_KEY, Layout, lab_kinds
 from relay_repl.lab.panes import capture, fail_dead, pane_info, read_screen, tail, tmux
 from relay_repl.lab.state import LabSession, LabState
 
-
-def lab_kinds() -> list[AgentKind]:
-    """Every registered kind the lab can run offline (its package says how), in name order."""
-    return [k for k in kinds() if k.lab() is not None]
+__all__ = ["lab_kinds", "count_flags", "default_counts", "own_kind", "context", "write_files", "launch", "resume",
+           "wait_ready", "refresh", "PaneOps", "record", "apply"]
 
 
 def count_flags() -> dict[str, AgentKind]:
@@ -45,59 +43,111 @@ def default_counts() -> dict[str, int]:
 
 
 def own_kind(kind: str) -> AgentKind:
-    """The kind of a lab session that starts through its own lab pieces."""
+    """The registered kind of a lab session."""
     k = kind_for(kind)
     if k is None or k.lab() is None:
         raise LabError(f"no registered agent kind {kind!r} says how the lab runs it")
     return k
 
 
-def context(lay: Layout, state: LabState, bin_dir: Path, mcp_command: Sequence[str],
-            mcp_env: Mapping[str, str]) -> LabContext:
-    """What the lab tells a kind about itself (paths, the fake key, `relay mcp`, stub ports)."""
+def context(lay: Layout, state: LabState | None, bin_dir: Path, mcp_command: Sequence[str],
+            mcp_env: Mapping[str, str], env: Mapping[str, str], run_prefix: Sequence[str] = ()) -> LabContext:
+    """What the lab tells a kind about itself (paths, the fake key, `relay mcp`, stub ports, env)."""
     return LabContext(root=lay.root, home=lay.home, bin_dir=bin_dir, logs=lay.logs, api_key=LAB_API_KEY,
-                      mcp_command=tuple(mcp_command), mcp_env=dict(mcp_env),
-                      base_urls={n: s.base_url for n, s in state.stub.sessions.items()})
+                      mcp_command=tuple(mcp_command), mcp_env=dict(mcp_env), env=dict(env),
+                      run_prefix=tuple(run_prefix),
+                      base_urls={n: s.base_url for n, s in state.stub.sessions.items()} if state else {})
 
 
 def write_files(ctx: LabContext, names_by_kind: Mapping[str, list[str]]) -> None:
-    """Each kind's config files, written before any of its sessions starts."""
+    """Each kind's config files, written (0600: they name the lab's key and ports) before any of its
+    sessions starts."""
     for kind, names in names_by_kind.items():
         for path, text in own_kind(kind).lab_files(ctx, names).items():
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             path.write_text(text)
+            path.chmod(0o600)
+
+
+def _first(state: LabState, s: LabSession) -> bool:
+    same = state.of_kind(s.kind)
+    return bool(same) and s is same[0]
 
 
 def launch(ctx: LabContext, state: LabState, s: LabSession) -> LabLaunch:
-    """The command and environment of `s` (first start and restarts alike)."""
-    same = state.of_kind(s.kind)
-    return own_kind(s.kind).lab_launch(ctx, s.name, first=bool(same) and s is same[0])
+    """The command and environment of `s`'s first start (`first`: the first of its kind)."""
+    return own_kind(s.kind).lab_launch(ctx, s.name, first=_first(state, s))
 
 
-def wait_ready(lay: Layout, ctx: LabContext, s: LabSession, deadline: float, progress: Progress) -> None:
-    """Poll the pane until the kind says its session is ready (`lab_ready`), or fail with its screen."""
-    kind = own_kind(s.kind)
+def resume(ctx: LabContext, state: LabState, s: LabSession) -> LabLaunch:
+    """The command and environment that restart dead session `s` (its kind may resume its conversation)."""
+    return own_kind(s.kind).lab_resume(ctx, s.name, first=_first(state, s), prior=record(s))
 
-    def lab_ready() -> LabReady | None:
-        info = pane_info(lay, s)
-        fail_dead(lay, s, info)
+
+def record(s: LabSession) -> LabReady:
+    """What the lab recorded of `s`, as its kind's hooks read it."""
+    return LabReady(pid=s.pid, address=s.session_id, evidence_file=s.transcript, proc_start=s.proc_start,
+                    socket=s.messaging_socket, thread_id=s.thread_id, daemon_pid=s.daemon_pid, provider=s.provider,
+                    name=s.name, alive=s.alive)
+
+
+def apply(s: LabSession, r: LabReady) -> None:
+    """Record what a kind's hook found of `s`."""
+    s.pid = r.pid
+    s.proc_start = r.proc_start
+    s.session_id = r.address
+    s.transcript = r.evidence_file
+    s.messaging_socket = r.socket
+    s.thread_id = r.thread_id
+    s.daemon_pid = r.daemon_pid
+    s.provider = r.provider
+    s.name = r.name or s.name
+    s.alive = r.alive
+
+
+class PaneOps:
+    """`agents.kind.LabOps` on one lab session's pane: what a kind may do while it waits."""
+
+    def __init__(self, lay: Layout, s: LabSession, progress: Progress):
+        self._lay, self._s, self._progress = lay, s, progress
+        self.name = s.name
+
+    def pane(self) -> tuple[str, int]:
+        info = pane_info(self._lay, self._s)
+        fail_dead(self._lay, self._s, info)
         assert info is not None
-        s.pane_id, s.pane_pid = info["pane_id"], int(info["pane_pid"])
-        return kind.lab_ready(ctx, s.name, LabPane(pane_id=s.pane_id, pane_pid=s.pane_pid,
-                                                   screen=capture(lay, s.tmux_session)))
+        self._s.pane_id, self._s.pane_pid = info["pane_id"], int(info["pane_pid"])
+        return self._s.pane_id, self._s.pane_pid
 
-    ready = poll_until_sync(lab_ready, timeout=deadline - time.monotonic(), interval=0.1)
-    if ready is not None and ready.focus_in:
+    def capture(self) -> str:
+        return capture(self._lay, self._s.tmux_session)
+
+    def reading(self) -> ScreenReading | None:
+        return read_screen(self._lay, self._s.kind, self._s.tmux_session)
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        tmux(self._lay, "send-keys", "-t", self._s.tmux_session, *(["-l"] if literal else []), *keys)
+
+    def progress(self, line: str) -> None:
+        self._progress(line)
+
+
+def wait_ready(lay: Layout, ctx: LabContext, s: LabSession, started: LabLaunch, deadline: float,
+               progress: Progress) -> None:
+    """Wait until the kind says `s` (just started with `started`) is ready (`lab_wait`), then record it."""
+    ready = own_kind(s.kind).lab_wait(ctx, s.name, started, PaneOps(lay, s, progress), deadline)
+    if ready.focus_in:
         focus(lay, s, deadline)
-    if ready is not None:
-        s.pid = ready.pid if ready.pid is not None else s.pane_pid
-        s.proc_start = procs.proc_start(s.pid)
-        s.session_id = ready.address or s.session_id
-        s.transcript = ready.evidence_file or s.transcript
-        s.alive = s.ready = True
-        progress(f"  {s.name}: {ready.note or f'{s.kind} pid {s.pid} ready'}")
-        return
-    raise LabError(f"{s.name}: {s.kind} not ready before the deadline; screen: {tail(capture(lay, s.tmux_session))}")
+    s.pid = ready.pid if ready.pid is not None else s.pane_pid
+    s.proc_start = ready.proc_start or procs.proc_start(s.pid)
+    s.session_id = ready.address or s.session_id
+    s.transcript = ready.evidence_file or s.transcript
+    s.messaging_socket = ready.socket or s.messaging_socket
+    s.thread_id = ready.thread_id or s.thread_id
+    s.daemon_pid = ready.daemon_pid or s.daemon_pid
+    s.provider = ready.provider or s.provider
+    s.alive = s.ready = True
+    progress(f"  {s.name}: {ready.note or f'{s.kind} pid {s.pid} ready'}")
 
 
 def focus(lay: Layout, s: LabSession, deadline: float) -> None:
@@ -115,7 +165,11 @@ def focus(lay: Layout, s: LabSession, deadline: float) -> None:
                        f"{tail(capture(lay, s.tmux_session))}")
 
 
-def refresh(s: LabSession, info: Mapping[str, str]) -> None:
-    """Liveness of a session started through its kind's pieces: its pane and its process."""
+def refresh(ctx: LabContext, s: LabSession, info: Mapping[str, str]) -> None:
+    """Liveness of a session now, as its kind reads it (its pane, its process, its own records)."""
     s.pane_id, s.pane_pid = info["pane_id"], int(info["pane_pid"])
-    s.alive = info["dead"] != "1" and procs.is_alive(s.pid, s.proc_start)
+    k = kind_for(s.kind)
+    if k is None:  # a lab.json of a kind no longer registered: nothing here can read it
+        s.alive = False
+        return
+    apply(s, k.lab_refresh(ctx, record(s), s.pane_pid, info["dead"] == "1"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from relay_repl.agents.kind import screen_tail
 from relay_repl.agents.screens.model import ScreenReading
 from relay_repl.core.errors import LabError, PaneGone, TmuxError
 from relay_repl.system.tmux import TmuxResult
@@ -58,9 +59,8 @@ def capture(lay: Layout, target: str) -> str:
     return proc.text if proc.ok else ""
 
 
-def tail(text: str, n: int = 6) -> str:
-    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
-    return " | ".join(lines[-n:])
+tail = screen_tail
+"""The last lines of a screen, joined on one line (agents.kind.screen_tail: kinds quote it too)."""
 
 
 def new_session(lay: Layout, name: str, cwd: Path, command: list[str], extra_env: dict[str, str],

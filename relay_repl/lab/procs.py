@@ -21,14 +21,8 @@ def proc_start(pid: int | None) -> str | None:
     return sysproc.proc_start(pid) if pid else None
 
 
-def is_alive(pid: int | None, start: str | None = None) -> bool:
-    """True if `pid` runs (not a zombie) and, when given, still has start time `start`:
-    `system.proc`'s liveness rule."""
-    if not pid:
-        return False
-    if start is None:
-        return sysproc.pid_alive(pid)
-    return sysproc.same_process(pid, start)[0]
+is_alive = sysproc.is_alive
+"""`system.proc`'s liveness rule (pid alive, not a zombie, start time equal when given)."""
 
 
 def all_pids() -> list[int]:

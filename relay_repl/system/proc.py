@@ -121,6 +121,16 @@ def same_process(pid: int | str | None, start: str | int | None, proc: Path = PR
     return True, f"procStart {actual} matches"
 
 
+def is_alive(pid: int | None, start: str | None = None) -> bool:
+    """The lab's liveness rule for a process it started: `pid` runs (not a zombie) and, when
+    `start` is known, still has that start time."""
+    if not pid:
+        return False
+    if start is None:
+        return pid_alive(pid)
+    return same_process(pid, start)[0]
+
+
 def read_cmdline(pid: int | str, proc: Path = PROC) -> list[str] | None:
     """argv of a process, or None if gone/unreadable (kernel threads give [])."""
     try:

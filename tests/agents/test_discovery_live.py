@@ -33,6 +33,8 @@ import relay_repl.lab.launcher as launcher
 import relay_repl.lab.procs as procs
 from relay_repl.lab.install import bin_dir
 from relay_repl.lab.layout import Layout
+import relay_repl.agents.claude_code.lab as claude_lab
+import relay_repl.agents.codex.lab as codex_lab
 from relay_repl.store.ledger import Ledger
 from relay_repl.session.session import Session
 from relay_repl.core.target import Target
@@ -87,8 +89,8 @@ async def test_busy_while_a_slow_turn_runs(lab):
 async def test_non_default_config_dirs_are_honoured(lab, tmp_path):
     lay = launcher.layout()
     ts = await discover()
-    assert {t.detail.codex_home for t in ts if t.kind == "codex"} == {str(lay.codex_home)}
-    assert {Path(t.detail.record).parent.parent for t in ts if t.kind == "claude-code"} == {lay.claude_config}
+    assert {t.detail.codex_home for t in ts if t.kind == "codex"} == {str(codex_lab.home(lay.root))}
+    assert {Path(t.detail.record).parent.parent for t in ts if t.kind == "claude-code"} == {claude_lab.config_dir(lay.root)}
     # The same machine seen with default dirs (HOME's ~/.claude, ~/.codex): the lab's
     # live sessions look missing — which is why both homes are resolved from the env.
     plain = {"HOME": str(lay.home), "PATH": lab_env()["PATH"], "RELAY_TMUX_SOCKET": lay.tmux_socket}
@@ -111,7 +113,7 @@ async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale
     lab_tmux("new-session", "-d", "-s", "alpha-copy", "-x", "160", "-y", "45", "-c", alpha.cwd,
              "-e", f"ANTHROPIC_BASE_URL={st.stub.sessions['alpha'].base_url}", "--", *cmd)
     pane_id, copy_pid = pane_pid_of("alpha-copy")
-    rec_file = lay.claude_config / "sessions" / f"{copy_pid}.json"
+    rec_file = claude_lab.config_dir(lay.root) / "sessions" / f"{copy_pid}.json"
     try:
         async def both_live() -> list[Target] | None:
             ts = await discover()
@@ -143,7 +145,7 @@ async def test_two_live_claude_sessions_with_one_name_then_kill_9_leaves_a_stale
         except ProcessLookupError:
             pass
         lab_tmux("kill-session", "-t", "=alpha-copy")
-        for f in (lay.claude_config / "sessions").glob(f"{copy_pid}.*"):
+        for f in (claude_lab.config_dir(lay.root) / "sessions").glob(f"{copy_pid}.*"):
             f.unlink()
         for f in lay.runtime_dir.glob(f"cc-socks/{copy_pid}.sock"):
             f.unlink()

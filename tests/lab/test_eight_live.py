@@ -13,6 +13,7 @@ One lab for this module (its own RELAY_HOME), torn down at the end.
 
 from __future__ import annotations
 
+import relay_repl.agents.codex.lab as codex_lab
 import anyio
 import pytest
 
@@ -40,8 +41,8 @@ def test_every_codex_thread_keeps_its_shell_snapshot(lab):
     codexes = lab.of_kind("codex")
     assert len(codexes) == 4 and len({s.thread_id for s in codexes}) == 4
     lay = launcher.layout()
-    missing = [s.name for s in codexes if not launcher.thread_shell_snapshots(lay, s.thread_id or "")]
-    assert not missing, f"no shell snapshot for {missing} in {lay.codex_home / 'shell_snapshots'}"
+    missing = [s.name for s in codexes if not codex_lab.thread_shell_snapshots(lay.root, s.thread_id or "")]
+    assert not missing, f"no shell snapshot for {missing} in {codex_lab.home(lay.root) / 'shell_snapshots'}"
 
 
 async def test_all_eight_sessions_answer_want_reply_with_a_verified_reply(lab):

@@ -21,7 +21,11 @@ import relay_repl.store.paths as paths
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
 import relay_repl.lab.procs as procs
-from relay_repl.lab.layout import CLAUDE, CODEX, Layout, tmux_socket_path
+from relay_repl.agents.claude_code.agent import KIND as CLAUDE
+from relay_repl.agents.codex.agent import KIND as CODEX
+import relay_repl.agents.claude_code.lab as claude_lab
+import relay_repl.agents.codex.lab as codex_lab
+from relay_repl.lab.layout import Layout, tmux_socket_path
 
 pytestmark = pytest.mark.live
 
@@ -75,8 +79,8 @@ def test_status_lists_one_live_claude_and_one_live_codex(lab):
     assert codex.thread_id and codex.daemon_pid and procs.is_alive(codex.daemon_pid)
     assert codex.pid != codex.daemon_pid
     lay = Layout.at(st.lab_dir)
-    assert (lay.codex_home / "thread-writer-locks" / f"{codex.thread_id}.lock").exists()
-    assert '"thread_name":"beta"' in (lay.codex_home / "session_index.jsonl").read_text()
+    assert (codex_lab.home(lay.root) / "thread-writer-locks" / f"{codex.thread_id}.lock").exists()
+    assert '"thread_name":"beta"' in (codex_lab.home(lay.root) / "session_index.jsonl").read_text()
     if st.netns:
         assert st.netns_id and procs.net_ns(claude.pid) == st.netns_id == procs.net_ns(codex.daemon_pid)
         assert procs.net_ns(os.getpid()) != st.netns_id
@@ -85,8 +89,8 @@ def test_status_lists_one_live_claude_and_one_live_codex(lab):
 def test_env_points_at_the_lab(lab):
     env = launcher.env()
     lay = Layout.at(lab.lab_dir)
-    assert env["CLAUDE_CONFIG_DIR"] == str(lay.claude_config)
-    assert env["CODEX_HOME"] == str(lay.codex_home)
+    assert env["CLAUDE_CONFIG_DIR"] == str(claude_lab.config_dir(lay.root))
+    assert env["CODEX_HOME"] == str(codex_lab.home(lay.root))
     assert env["XDG_RUNTIME_DIR"] == str(lay.runtime_dir)
     assert env["RELAY_TMUX_SOCKET"] == lab.tmux_socket
     assert Path(env["PATH"].split(":")[0], "claude").exists()
@@ -137,7 +141,7 @@ def test_crash_recovery_kill_stub_and_tui_then_up(lab):
     claude = old.session("alpha")
     os.kill(old.stub.pid, signal.SIGKILL)
     helpers.kill9("alpha")
-    stale = list((lay.claude_config / "sessions").glob(f"{claude.pid}.*"))
+    stale = list((claude_lab.config_dir(lay.root) / "sessions").glob(f"{claude.pid}.*"))
     assert stale, "kill -9 should leave the registry record behind"
     assert not launcher.status().all_alive
     new = launcher.up(claude=1, codex=1, progress=lambda m: None)
@@ -164,7 +168,7 @@ def _procs_referencing(lab_dir: str) -> list[tuple[int, str]]:
 def test_down_leaves_nothing_and_second_down_is_noop(lab, capsys):
     st = launcher.status()
     lay = Layout.at(st.lab_dir)
-    daemon_targets = lay.codex_daemon_targets()
+    daemon_targets = codex_lab.daemon_targets(lay.root)
     assert launcher.down() is True
     assert _procs_referencing(st.lab_dir) == []
     assert not tmux_socket_path(st.tmux_socket).exists()

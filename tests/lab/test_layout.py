@@ -12,12 +12,14 @@ import relay_repl.lab.install as install
 import relay_repl.lab.layout as layout
 from relay_repl.agents.claude_code.provider import _java_hash as java_string_hash, munge_cwd
 from relay_repl.agents.claude_code import transcript_path as claude_transcript_path
+import relay_repl.agents.claude_code.lab as claude_lab
+import relay_repl.agents.codex.lab as codex_lab
+from relay_repl.agents.claude_code.agent import KIND as CLAUDE
+from relay_repl.agents.codex.agent import KIND as CODEX
+from relay_repl.agents.kind import LabContext
 from relay_repl.lab.layout import (
-    CLAUDE,
-    CODEX,
     LAB_API_KEY,
     Layout,
-    McpCommand,
     session_names,
     tmux_socket_name,
 )
@@ -26,22 +28,22 @@ from relay_repl.lab.state import LabSession, LabState, StubInfo, load, save
 
 
 def test_session_names_claude_first_then_codex():
-    assert session_names(1, 1) == [("alpha", CLAUDE), ("beta", CODEX)]
-    assert session_names(2, 3) == [("alpha", CLAUDE), ("beta", CLAUDE), ("gamma", CODEX),
+    assert session_names({CLAUDE: 1, CODEX: 1}) == [("alpha", CLAUDE), ("beta", CODEX)]
+    assert session_names({CODEX: 3, CLAUDE: 2}) == [("alpha", CLAUDE), ("beta", CLAUDE), ("gamma", CODEX),
                                     ("delta", CODEX), ("epsilon", CODEX)]
-    assert session_names(0, 2) == [("alpha", CODEX), ("beta", CODEX)]
-    assert session_names(0, 0) == []
+    assert session_names({CLAUDE: 0, CODEX: 2}) == [("alpha", CODEX), ("beta", CODEX)]
+    assert session_names({CLAUDE: 0, CODEX: 0}) == []
 
 
 def test_session_names_past_omega_get_a_suffix():
-    names = [n for n, _ in session_names(26, 0)]
+    names = [n for n, _ in session_names({CLAUDE: 26})]
     assert names[23] == "omega" and names[24:] == ["alpha2", "beta2"]
     assert len(set(names)) == 26
 
 
 def test_session_names_reject_negative():
     with pytest.raises(ValueError):
-        session_names(-1, 1)
+        session_names({CLAUDE: -1, CODEX: 1})
 
 
 def test_tmux_socket_name_is_stable_and_unique_per_lab(tmp_path):
@@ -97,12 +99,14 @@ def test_claude_transcript_path():
 
 def test_layout_paths_and_runtime_dirs(tmp_path):
     lay = Layout.at(tmp_path / "lab")
-    assert lay.claude_config == tmp_path / "lab" / "claude"
-    assert lay.codex_home == tmp_path / "lab" / "codex"
+    assert claude_lab.config_dir(lay.root) == tmp_path / "lab" / "claude"
+    assert codex_lab.home(lay.root) == tmp_path / "lab" / "codex"
+    assert lay.client_homes == {"CLAUDE_CONFIG_DIR": tmp_path / "lab" / "claude", "CODEX_HOME": tmp_path / "lab" / "codex"}
+    assert set(lay.client_homes.values()) <= set(lay.runtime_dirs)
     assert lay.runtime_dir == tmp_path / "lab" / "run"
     assert lay.workdir("beta") == tmp_path / "lab" / "work" / "beta"
     assert lay.cache not in lay.runtime_dirs  # survives down
-    assert lay.codex_packages_cache.parent == lay.cache
+    assert codex_lab.packages_cache(lay.root).parent == lay.cache
 
 
 def test_base_env_is_built_from_scratch(tmp_path):
@@ -115,8 +119,9 @@ def test_base_env_is_built_from_scratch(tmp_path):
     assert env["PATH"].split(":")[:2] == ["/clients/node_modules/.bin", "/opt/node/bin"]
     assert env["PATH"].count("/usr/bin") == 1
     assert env["HOME"] == str(lay.home)
-    assert env["CLAUDE_CONFIG_DIR"] == str(lay.claude_config)
-    assert env["CODEX_HOME"] == str(lay.codex_home)
+    assert env["CLAUDE_CONFIG_DIR"] == str(claude_lab.config_dir(lay.root))
+    assert env["CODEX_HOME"] == str(codex_lab.home(lay.root))
+    assert env["FAKE_API_KEY"] == LAB_API_KEY and env["DISABLE_AUTOUPDATER"] == "1"
     assert env["XDG_RUNTIME_DIR"] == str(lay.runtime_dir)
     assert env["TMPDIR"] == str(lay.tmpdir)
     assert env["USER"] == "me" and env["LANG"] == "de_DE.UTF-8"
@@ -158,7 +163,7 @@ def test_lab_doctor_reads_the_labs_own_gemini_home(tmp_path):
 
 
 def test_claude_global_config_trusts_each_cwd_and_the_key(tmp_path):
-    cfg = Layout.at(tmp_path).claude_global_config(["/w/alpha", "/w/beta"])
+    cfg = claude_lab.global_config(["/w/alpha", "/w/beta"], LAB_API_KEY)
     assert cfg["hasCompletedOnboarding"] is True
     assert set(cfg["projects"]) == {"/w/alpha", "/w/beta"}
     assert all(p["hasTrustDialogAccepted"] for p in cfg["projects"].values())
@@ -166,8 +171,7 @@ def test_claude_global_config_trusts_each_cwd_and_the_key(tmp_path):
 
 
 def test_codex_config_is_valid_toml_with_one_provider_per_session(tmp_path):
-    lay = Layout.at(tmp_path)
-    text = lay.codex_config({"beta": "http://127.0.0.1:4001/v1", "gamma": "http://127.0.0.1:4002/v1"},
+    text = codex_lab.config({"beta": "http://127.0.0.1:4001/v1", "gamma": "http://127.0.0.1:4002/v1"},
                             ["/w/beta", '/w/odd "dir"'])
     cfg = tomllib.loads(text)
     assert cfg["model_provider"] == "lab-beta"
@@ -177,37 +181,43 @@ def test_codex_config_is_valid_toml_with_one_provider_per_session(tmp_path):
     assert cfg["model_providers"]["lab-beta"]["env_key"] == "FAKE_API_KEY"
     assert cfg["projects"]['/w/odd "dir"']["trust_level"] == "trusted"
     assert cfg["analytics"]["enabled"] is False
-    assert tomllib.loads(lay.codex_config({"b": "http://x/v1"}, [], sandbox="workspace-write"))["sandbox_mode"] \
+    assert tomllib.loads(codex_lab.config({"b": "http://x/v1"}, [], sandbox="workspace-write"))["sandbox_mode"] \
         == "workspace-write"
 
 
+def _ctx(tmp_path: Path) -> LabContext:
+    return LabContext(root=tmp_path, home=tmp_path / "home", bin_dir=Path("/bin"), logs=tmp_path / "logs",
+                      api_key=LAB_API_KEY, mcp_command=("/venv/bin/relay", "mcp"), mcp_env={"RELAY_HOME": "/state"},
+                      base_urls={"alpha": "http://127.0.0.1:4000", "beta": "http://127.0.0.1:4001/v1"},
+                      env={"PATH": "/lab/bin:/usr/bin"})
+
+
 def test_relay_mcp_server_in_both_client_configs(tmp_path):
-    lay = Layout.at(tmp_path)
-    mcp = McpCommand(command="/venv/bin/relay", env=(("RELAY_HOME", "/state"),))
-    cfg = tomllib.loads(lay.codex_config({"b": "http://x/v1"}, [], sandbox="workspace-write", mcp=mcp))
+    mcp = ("/venv/bin/relay", ("mcp",), {"RELAY_HOME": "/state"})
+    cfg = tomllib.loads(codex_lab.config({"b": "http://x/v1"}, [], sandbox="workspace-write", mcp=mcp))
     server = cfg["mcp_servers"]["relay"]
     assert server["command"] == "/venv/bin/relay" and server["args"] == ["mcp"]
     assert server["env"] == {"RELAY_HOME": "/state"}
     assert server["default_tools_approval_mode"] == "approve"  # the lab's approval_policy is never
-    assert "mcp_servers" not in tomllib.loads(lay.codex_config({"b": "http://x/v1"}, []))
-    claude = lay.claude_mcp_config(mcp)["mcpServers"]["relay"]
+    assert "mcp_servers" not in tomllib.loads(codex_lab.config({"b": "http://x/v1"}, []))
+    claude = claude_lab.mcp_config(_ctx(tmp_path))["mcpServers"]["relay"]
     assert claude == {"type": "stdio", "command": "/venv/bin/relay", "args": ["mcp"], "env": {"RELAY_HOME": "/state"}}
 
 
 def test_client_commands(tmp_path):
     lay = Layout.at(tmp_path)
-    c = lay.claude_command("/bin", "alpha")
+    c = claude_lab.command(_ctx(tmp_path), "alpha")
     assert c[:3] == ["/bin/claude", "-n", "alpha"]
     assert c[c.index("--permission-mode") + 1] == "acceptEdits"
     allowed = c[c.index("--allowedTools") + 1].split()
     assert allowed[:4] == ["Bash", "SendMessage", "ListAgents", "ToolSearch"]
     assert {"mcp__relay__relay_reply", "mcp__relay__relay_requests"} <= set(allowed)
     assert "--dangerously-skip-permissions" not in c and "--mcp-config" not in c
-    with_mcp = lay.claude_command("/bin", "alpha", mcp_config=lay.claude_mcp_config_path)
-    assert with_mcp[with_mcp.index("--mcp-config") + 1] == str(lay.claude_mcp_config_path)
-    assert lay.codex_command("/bin", "beta", first=True) == ["/bin/codex"]
-    later = lay.codex_command("/bin", "gamma", first=False)
-    assert later[1:3] == ["--remote", f"unix://{lay.codex_control_socket}"]
+    with_mcp = claude_lab.command(_ctx(tmp_path), "alpha", mcp=claude_lab.mcp_config_path(lay.root))
+    assert with_mcp[with_mcp.index("--mcp-config") + 1] == str(claude_lab.mcp_config_path(lay.root))
+    assert codex_lab.command("/bin", lay.root, "beta", first=True) == ["/bin/codex"]
+    later = codex_lab.command("/bin", lay.root, "gamma", first=False)
+    assert later[1:3] == ["--remote", f"unix://{codex_lab.control_socket(lay.root)}"]
     assert later[-2:] == ["-c", 'model_provider="lab-gamma"']
 
 
@@ -215,9 +225,9 @@ def test_codex_daemon_targets_are_sha256_of_the_link_path(tmp_path):
     import hashlib
 
     lay = Layout.at(tmp_path)
-    targets = lay.codex_daemon_targets(uid=5)
+    targets = codex_lab.daemon_targets(lay.root, uid=5)
     assert targets[0] == Path("/tmp/codex-daemon-5") / hashlib.sha256(
-        str(lay.codex_control_socket).encode()).hexdigest()
+        str(codex_lab.control_socket(lay.root)).encode()).hexdigest()
     assert len(targets) == 2
 
 
@@ -324,3 +334,38 @@ def test_install_builds_the_manifest_from_the_kinds_pins_and_uses_the_lock_only_
     assert install.install(progress=lambda m: None) == install.VERIFIED_VERSIONS
     assert calls.read_text().split("\n")[1].split()[0] == "install"
     assert not (tmp_path / "clients" / "package-lock.json").exists()
+
+
+def test_each_kind_starts_in_the_lab_through_its_own_hooks(tmp_path):
+    """The lab names no kind: Claude's and Codex's config files, commands and restarts come from
+    their packages' lab hooks (agents/<kind>/lab.py), which the lab iterates through the registry."""
+    from relay_repl.agents.kind import LabReady
+    from relay_repl.agents.registry import kind_for
+
+    ctx = _ctx(tmp_path)
+    claude, codex = kind_for(CLAUDE), kind_for(CODEX)
+    assert claude is not None and codex is not None
+    files = claude.lab_files(ctx, ["alpha"])
+    assert set(files) == {tmp_path / "claude" / "relay-mcp.json", tmp_path / "claude" / ".claude.json",
+                          tmp_path / "home" / ".claude.json"}
+    assert '"/venv/bin/relay"' in files[tmp_path / "claude" / "relay-mcp.json"]
+    start = claude.lab_launch(ctx, "alpha", first=True)
+    assert start.env == {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000"}
+    assert start.command[start.command.index("--mcp-config") + 1] == str(tmp_path / "claude" / "relay-mcp.json")
+    assert claude.lab_resume(ctx, "alpha", first=True, prior=LabReady(address="s-1")) == start  # a fresh claude again
+
+    cfg = tomllib.loads(codex.lab_files(ctx, ["beta"])[tmp_path / "codex" / "config.toml"])
+    assert cfg["model_providers"]["lab-beta"]["base_url"] == "http://127.0.0.1:4001/v1"
+    assert cfg["shell_environment_policy"]["set"]["PATH"] == "/lab/bin:/usr/bin"
+    assert cfg["mcp_servers"]["relay"]["env"] == {"RELAY_HOME": "/state"}
+    assert codex.lab_files(ctx, []) == {}
+    assert codex.lab_launch(ctx, "beta", first=True).command == ("/bin/codex",)
+    again = codex.lab_resume(ctx, "beta", first=True, prior=LabReady(thread_id="t-1"))
+    assert again.command[-2:] == ("resume", "t-1") and again.resumes == "t-1"
+    assert codex.lab_outlives_panes(["codex", "app-server", "daemon"]) and not claude.lab_outlives_panes(["app-server"])
+
+
+def test_layout_socket_depth_comes_from_the_kinds(tmp_path):
+    deep = Layout.at(tmp_path / ("d" * 60) / ("e" * 10))
+    problem = deep.socket_path_problem()
+    assert problem is not None and "Claude messaging sockets" in problem

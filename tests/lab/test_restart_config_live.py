@@ -21,7 +21,8 @@ import signal
 import pytest
 
 import relay_repl.lab.launcher as launcher
-from relay_repl.lab.layout import CLAUDE
+from relay_repl.agents.claude_code.agent import KIND as CLAUDE
+import relay_repl.agents.claude_code.lab as claude_lab
 from relay_repl.lab.stubs.client import StubClient
 from relay_repl.lab.stubs.script import Rule, Step, ToolCall
 from relay_repl.system.polling import poll_until
@@ -57,7 +58,7 @@ async def test_a_restarted_claude_keeps_its_relay_mcp_server_and_answers_by_mcp(
     assert before.alive and before.pid
     beta = next(x for x in launcher.status().of_kind(CLAUDE) if x.name == "beta")
     config = _mcp_config_of(before.pid)
-    assert config == str(launcher.layout().claude_mcp_config_path)
+    assert config == str(claude_lab.mcp_config_path(launcher.layout().root))
 
     os.kill(before.pid, signal.SIGKILL)
 

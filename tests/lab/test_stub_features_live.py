@@ -11,6 +11,7 @@ import pytest
 from libtmux.test.retry import retry_until
 
 
+import relay_repl.agents.claude_code.lab as claude_lab
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
 from relay_repl.lab.stubs.client import SyncStubClient, send_message_rule
@@ -31,7 +32,7 @@ def lab_home(lab_home_2x2):
 
 def status_of(lab, name: str) -> str:
     s = launcher.status().session(name)
-    rec = json.loads((launcher.layout().claude_config / "sessions" / f"{s.pid}.json").read_text())
+    rec = json.loads((claude_lab.config_dir(launcher.layout().root) / "sessions" / f"{s.pid}.json").read_text())
     return rec.get("status")
 
 

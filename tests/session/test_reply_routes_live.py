@@ -13,6 +13,7 @@ import os
 import anyio
 import pytest
 
+import relay_repl.agents.codex.lab as codex_lab
 from relay_repl.core.envelope import Envelope
 from relay_repl.lab.stubs.client import StubClient
 from relay_repl.lab.stubs.script import Rule, Step, ToolCall
@@ -38,7 +39,7 @@ def sandbox_of(lab) -> str:
 
     from relay_repl.lab.launcher import layout
 
-    return tomllib.loads((layout().codex_home / "config.toml").read_text())["sandbox_mode"]
+    return tomllib.loads((codex_lab.home(layout().root) / "config.toml").read_text())["sandbox_mode"]
 
 
 async def wait_for(pred, timeout: float) -> bool:

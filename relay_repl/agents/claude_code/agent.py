@@ -12,6 +12,8 @@ from relay_repl.core.target import Target
 from relay_repl.system.proc import proc_start
 
 KIND = "claude-code"
+BINARY = "claude"
+"""The client's executable (its pin, the lab's commands)."""
 
 
 class ClaudeAgent:

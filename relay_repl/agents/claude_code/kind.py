@@ -8,9 +8,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
-from relay_repl.agents.claude_code.agent import KIND, ClaudeAgent
+from relay_repl.agents.claude_code.agent import BINARY, KIND, ClaudeAgent
 from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, InboxListing, LabSpec
+from relay_repl.agents.kind import (AgentKindBase, Check, ClientPin, InboxListing, LabContext, LabLaunch, LabOps, LabReady,
+                                    LabSpec)
 from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Me, Target
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from relay_repl.agents.claude_code.socket_ops import ClaudeSocketWire
     from relay_repl.system.panes import PaneRoster
 
-BINARY = "claude"
 NPM_PACKAGE = "@anthropic-ai/claude-code"
 
 
@@ -124,5 +124,34 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
 
         return fidelity
 
+    # -- the lab (agents/claude_code/lab.py) -----------------------------------------------------
+
     def lab(self) -> LabSpec | None:
-        return LabSpec(count_flag="claude", stub_api="anthropic", help="Claude Code sessions")
+        from relay_repl.agents.claude_code.lab import SPEC
+
+        return SPEC
+
+    def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
+        from relay_repl.agents.claude_code.lab import files
+
+        return files(ctx, names)
+
+    def lab_launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
+        from relay_repl.agents.claude_code.lab import launch
+
+        return launch(ctx, name)
+
+    def lab_wait(self, ctx: LabContext, name: str, launch: LabLaunch, ops: LabOps, deadline: float) -> LabReady:
+        from relay_repl.agents.claude_code.lab import wait
+
+        return wait(ctx, name, ops, deadline)
+
+    def lab_refresh(self, ctx: LabContext, prior: LabReady, pane_pid: int, dead: bool) -> LabReady:
+        from relay_repl.agents.claude_code.lab import refresh
+
+        return refresh(ctx, prior, pane_pid, dead)
+
+    def lab_status(self, ctx: LabContext, prior: LabReady) -> str | None:
+        from relay_repl.agents.claude_code.lab import status
+
+        return status(ctx, prior)

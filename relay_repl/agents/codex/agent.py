@@ -16,7 +16,7 @@ from relay_repl.core.target import Target
 
 KIND = "codex"
 BINARY = "codex"
-"""The client's executable on PATH (its pin, kind.py; `codex queue`, queue_ops.py)."""
+"""The client's executable on PATH (its pin, kind.py; `codex queue`, queue_ops.py; the lab's commands, lab.py)."""
 
 
 class CodexAgent(AgentKindBase):

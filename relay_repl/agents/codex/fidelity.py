@@ -11,6 +11,7 @@ import json
 import os
 from typing import Any
 
+import relay_repl.agents.codex.lab as lab_home  # the lab's CODEX_HOME and what it reads there
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.fidelity import Expect, FidelityLab, Marks, ScreenStage
 from relay_repl.agents.kind import FidelityFact
@@ -83,7 +84,7 @@ async def daemon_call(lab: FidelityLab, method: str, params: dict[str, Any]) -> 
     """One JSON-RPC call on the lab's Codex daemon control socket (staging only)."""
     from websockets.asyncio.client import unix_connect
 
-    sock = os.path.realpath(lab.layout().codex_control_socket)
+    sock = os.path.realpath(lab_home.control_socket(lab.layout().root))
     async with unix_connect(sock, uri="ws://localhost/", max_size=None) as ws:
         await ws.send(json.dumps({"id": 1, "method": "initialize", "params": {
             "clientInfo": {"name": "relay-live-test", "title": "t", "version": "0"},
@@ -101,8 +102,7 @@ async def daemon_call(lab: FidelityLab, method: str, params: dict[str, Any]) -> 
 
 def codex_locks(lab: FidelityLab) -> set[str]:
     """The thread ids whose writer lock is held (the daemon holds one per loaded thread)."""
-    d = lab.layout().codex_home / "thread-writer-locks"
-    return {p.name[:-5] for p in d.glob("*.lock") if not p.name.startswith(".")}
+    return lab_home.locks(lab.layout().root)
 
 
 async def with_pane(lab: FidelityLab, spec: str) -> Target | None:

@@ -3,13 +3,15 @@ in pyproject.toml; what the session, the doctor and the lab ask of it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.codex.agent import BINARY, KIND, CodexAgent
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, LabSpec
+from relay_repl.agents.kind import (NO_HOME, AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabOps, LabReady,
+                                    LabSpec)
 from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Me, Target
 
@@ -92,5 +94,64 @@ class CodexKind(CodexAgent, AgentKindBase):
 
         return fidelity
 
+    # -- the lab (agents/codex/lab.py) ----------------------------------------------------------
+
     def lab(self) -> LabSpec | None:
-        return LabSpec(count_flag="codex", stub_api="openai", help="Codex sessions")
+        from relay_repl.agents.codex.lab import SPEC
+
+        return SPEC
+
+    def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
+        from relay_repl.agents.codex import lab
+
+        return lab.files(ctx, names)
+
+    def lab_prepare(self, ctx: LabContext, names: Sequence[str], progress: Callable[[str], object]) -> None:
+        from relay_repl.agents.codex import lab
+
+        lab.restore_packages(ctx.root, self.verified_versions()[-1], progress)
+
+    def lab_launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
+        from relay_repl.agents.codex import lab
+
+        return lab.launch(ctx, name, first)
+
+    def lab_resume(self, ctx: LabContext, name: str, first: bool, prior: LabReady) -> LabLaunch:
+        from relay_repl.agents.codex import lab
+
+        return lab.launch(ctx, name, first, resume=prior.thread_id)
+
+    def lab_wait(self, ctx: LabContext, name: str, launch: LabLaunch, ops: LabOps, deadline: float) -> LabReady:
+        from relay_repl.agents.codex import lab
+
+        return lab.wait(ctx, name, launch, ops, deadline)
+
+    def lab_settled(self, ctx: LabContext, sessions: Sequence[tuple[LabReady, LabOps]], deadline: float) -> None:
+        from relay_repl.agents.codex import lab
+
+        lab.settled(ctx, sessions, deadline)
+
+    def lab_refresh(self, ctx: LabContext, prior: LabReady, pane_pid: int, dead: bool) -> LabReady:
+        from relay_repl.agents.codex import lab
+
+        return lab.refresh(ctx, prior, pane_pid, dead)
+
+    def lab_revive(self, ctx: LabContext, dead: Sequence[tuple[LabReady, LabOps]], deadline: float) -> list[LabReady]:
+        from relay_repl.agents.codex import lab
+
+        return lab.revive(ctx, dead, deadline)
+
+    def lab_outlives_panes(self, argv: Sequence[str]) -> bool:
+        from relay_repl.agents.codex import lab
+
+        return lab.outlives_panes(argv)
+
+    def lab_stop(self, ctx: LabContext) -> None:
+        from relay_repl.agents.codex import lab
+
+        lab.stop(ctx)
+
+    def lab_cleanup(self, ctx: LabContext) -> None:
+        from relay_repl.agents.codex import lab
+
+        lab.cleanup(ctx)

@@ -119,11 +119,7 @@ class LabView:
         s = st.session(name)
         k = registry.kind_for(s.kind)
         assert k is not None, s.kind
-        try:
-            return k.lab_launch(lab_context(launcher.layout(), st, bin_dir()), name, first).argv()
-        except NotImplementedError:  # a kind the lab still starts by its own sequence (lab/startup.py)
-            build = getattr(launcher.layout(), f"{k.prefix}_command")
-            return list(build(bin_dir(), name, first=first))
+        return k.lab_launch(lab_context(launcher.layout(), st, bin_dir()), name, first).argv()
 
     def launch_env(self, name: str) -> dict[str, str]:
         from relay_repl.lab.client_setup import launch_command
