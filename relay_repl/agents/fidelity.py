@@ -178,3 +178,18 @@ class TmuxLab(Protocol):
     async def stub_tool_call(self, name: str, tool: str, args: dict[str, Any], then_text: str, match: str) -> None:
         """Script the stub: the next request of `name` matching `match` calls `tool` with `args`, then says `then_text`."""
         ...
+
+
+async def send_while_busy(lab: TmuxLab, name: str, payload: str, hold: float, timeout: float, why: str) -> Any:
+    """What every kind's busy-Enter check starts with: a turn the stub holds `hold` s, the payload sent
+    into it through the tmux transport, in the turn, typed once with one Enter (`why` says what else
+    would have been wrong), the screen read busy at submit. Returns the Delivery for the kind's own asserts."""
+    from relay_repl.core.delivery import DeliveryState
+
+    await lab.idle(name)
+    await lab.make_busy(name, hold)
+    d, keys, target = await lab.live_send(name, payload, timeout=timeout)
+    assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(e.detail for e in d.evidence)
+    assert lab.typed_once(keys, payload, target), why
+    assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
+    return d

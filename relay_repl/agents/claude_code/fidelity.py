@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.fidelity import Dialog, TmuxLab, Expect, Marks, NativeLab, ScreenStage, main_texts
+from relay_repl.agents.fidelity import (Dialog, Expect, Marks, NativeLab, ScreenStage,
+                                       TmuxLab, main_texts, send_while_busy)
 from relay_repl.agents.kind import FidelityFact
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.target import Target
@@ -220,14 +221,10 @@ TMUX_NAME = "alpha"
 
 
 async def busy_claude_enter_queues_then_delivers(lab: TmuxLab) -> None:
-    await lab.idle(TMUX_NAME)
-    await lab.make_busy(TMUX_NAME, 6)
     payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-claude hop=0 want=none] typed while claude is busy"
-    d, keys, target = await lab.live_send(TMUX_NAME, payload, timeout=40)
-    assert d.state is DeliveryState.IN_TURN, d.summary()
-    assert lab.typed_once(keys, payload, target), "busy Claude: one Enter, never a second, never Tab"
+    d = await send_while_busy(lab, TMUX_NAME, payload, hold=6, timeout=40,
+                              why="busy Claude: one Enter, never a second, never Tab")
     assert d.evidence[0].data["reading"]["kind"] == "busy", d.evidence[0].data["reading"]
-    assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
     assert (d.extra.tmux or {})["screen_after_enter"]["queued"], d.extra.tmux
     states = [e.state for e in d.evidence]
     assert DeliveryState.QUEUED in states, states  # the transcript's queue-operation enqueue came first

@@ -13,7 +13,8 @@ from typing import Any
 
 import relay_repl.agents.codex.lab as lab_home  # the lab's CODEX_HOME and what it reads there
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.fidelity import Dialog, TmuxLab, Expect, FidelityLab, Marks, NativeLab, ScreenStage, main_texts
+from relay_repl.agents.fidelity import (Dialog, Expect, FidelityLab, Marks, NativeLab,
+                                       ScreenStage, TmuxLab, main_texts, send_while_busy)
 from relay_repl.agents.kind import FidelityFact
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.target import Target
@@ -309,13 +310,9 @@ TMUX_NAME = "beta"
 
 
 async def busy_codex_enter_steers_into_the_running_turn(lab: TmuxLab) -> None:
-    await lab.idle(TMUX_NAME)
-    await lab.make_busy(TMUX_NAME, 8)
     payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-codex hop=0 want=none] typed while codex is busy"
-    d, keys, target = await lab.live_send(TMUX_NAME, payload, timeout=30)
-    assert d.state is DeliveryState.IN_TURN, d.summary()
-    assert lab.typed_once(keys, payload, target), "Codex steers on Enter: the Tab branch must not fire"
-    assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
+    d = await send_while_busy(lab, TMUX_NAME, payload, hold=8, timeout=30,
+                              why="Codex steers on Enter: the Tab branch must not fire")
     item = d.evidence[-1].data["item"]
     assert item["steered"], "the payload must land in the turn that was already running"
     await lab.idle(TMUX_NAME)

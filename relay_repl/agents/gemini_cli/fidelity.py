@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from relay_repl.agents.fidelity import TmuxLab, Expect, FidelityLab, Marks, ScreenStage
+from relay_repl.agents.fidelity import Expect, FidelityLab, Marks, ScreenStage, TmuxLab
 from relay_repl.agents.gemini_cli.chats import CHAT_RE, project_id
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
