@@ -36,7 +36,6 @@ from relay_repl.transports.base import StageLog
 from relay_repl.transports.tmux import PaneIO, PaneRef, TmuxTransport
 
 
-
 def _tmux_modules() -> list[Any]:
     """The fidelity modules of the kinds the tmux checks' lab runs (`LAB_COUNTS["tmux"]`), in lab order."""
     out = []
@@ -49,8 +48,8 @@ def _tmux_modules() -> list[Any]:
 
 _MODS = _tmux_modules()
 NAMES = tuple(mod.TMUX_NAME for mod in _MODS)  # each kind's one session in this lab
-DIALOG_NAMES = tuple(mod.TMUX_NAME for mod in _MODS if hasattr(mod, "open_dialog"))  # a kind with no dialog to
-# stage has none (Gemini runs in YOLO mode in the lab: no approval box)
+# a kind with no dialog to stage has no `open_dialog` (e.g. one whose lab sessions never ask for approval)
+DIALOG_NAMES = tuple(mod.TMUX_NAME for mod in _MODS if hasattr(mod, "open_dialog"))
 REFUSALS = ("draft", "copy-mode", "slash-menu")  # how the composer is staged = the blocker expected
 
 
