@@ -228,3 +228,4 @@ async def busy_gemini_enter_queues_then_delivers(lab: TmuxLab) -> None:
 
 
 TMUX_CHECKS = {"busy_gemini_enter_queues_then_delivers": busy_gemini_enter_queues_then_delivers}
+# no `open_dialog`: its lab sessions run in YOLO mode, so no approval box can be staged
