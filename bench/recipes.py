@@ -150,6 +150,7 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None) -> None:
             await s.register_inbox()
             targets = [t.spec for t in s.targets if t.live and t.transports and t.pid != os.getpid()]
             singles = []
+            c0, w0 = cpu_busy(), time.time()
             for spec in targets:
                 run = await s.run("ask-all", targets=spec, question="single round trip")
                 step = run.steps[0]
@@ -157,11 +158,16 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None) -> None:
                     raise SystemExit(f"single round trip to {spec} failed: {run!r}")
                 singles.append(step.answer.at - _approved_at(s, step.relay_id))
             med = statistics.median(singles)
+            cpu_one = (cpu_busy() - c0) / len(targets)  # each single run whole: plan, send, turn, reply
+            ncpu = os.cpu_count() or 1
+            print(f"single round trips: {cpu_one:.2f} CPU-s each on average (every process on the machine; "
+                  f"{len(targets)} runs in {time.time() - w0:.1f} s), {ncpu} CPUs")
             for i in range(runs):
                 gate.spent = 0.0
-                t0 = time.time()
+                t0, c1, p1 = time.time(), cpu_busy(), cpu_by_program()
                 run = await s.run("ask-all", question=f"bench ask-all {i}")
                 wall = time.time() - t0
+                used, p2 = cpu_busy() - c1, cpu_by_program()
                 got = len(run.replies)
                 if run.state != "done" or got != len(targets):
                     raise SystemExit(f"ask-all run {i} failed ({got}/{len(targets)} replies): {run!r}")
@@ -169,11 +175,51 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None) -> None:
                 print(f"ask-all over {len(targets)} targets: {wall:.2f} s (gate {gate.spent * 1000:.1f} ms); median "
                       f"single round trip {med:.2f} s (min {min(singles):.2f}, max {max(singles):.2f}) -> "
                       f"{ratio:.2f}x the round trip = {ratio / GOAL_ASK_ALL:.2f}x of the {GOAL_ASK_ALL:.0f}x goal")
+                print(f"  CPU: {used:.2f} CPU-s in {wall:.2f} s = {used / wall / ncpu:.0%} of {ncpu} CPUs busy; the "
+                      f"singles' work ({len(targets)} x {cpu_one:.2f} CPU-s) needs at least "
+                      f"{len(targets) * cpu_one / ncpu:.2f} s on {ncpu} CPUs = "
+                      f"{len(targets) * cpu_one / ncpu / med:.2f}x the round trip")
+                print(f"  CPU-s by program: {top_programs(p1, p2)}")
                 if transcripts is not None:
                     profile(s, run, t0, transcripts)
         finally:
             await s.close_inbox()
             tg.cancel_scope.cancel()
+
+
+def cpu_busy() -> float:
+    """CPU-seconds this machine has spent busy (every process, all CPUs) since boot, from /proc/stat.
+    Read around a run: whether the run was bound by waiting or by the CPUs' total work."""
+    with open("/proc/stat", encoding="ascii") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_program() -> dict[str, float]:
+    """CPU-seconds per program name (/proc/PID/comm) of every process now, its reaped children's
+    included (cutime): the difference of two readings says who did a run's work, children that
+    ran and exited in between (a `relay reply`, a shell command) counted under their parent."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", encoding="utf-8", errors="replace") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        comm = raw[raw.index("(") + 1:raw.rindex(")")]
+        f2 = raw[raw.rindex(")") + 2:].split()
+        out[comm] = out.get(comm, 0.0) + sum(int(x) for x in f2[11:15]) / tick
+    return out
+
+
+def top_programs(before: dict[str, float], after: dict[str, float], n: int = 6) -> str:
+    diff = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    top = sorted(((v, k) for k, v in diff.items() if v > 0.005), reverse=True)[:n]
+    return ", ".join(f"{k} {v:.2f}" for v, k in top)
 
 
 def _approved_at(s: Any, relay_id: str | None) -> float:
