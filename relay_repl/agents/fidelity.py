@@ -15,13 +15,19 @@ A kind's fidelity module provides (every name optional but `FACTS`):
 - `listed(target, session, version)`: asserts what discovery must report for one idle lab session;
   `busy_detail(target)` / `idle_detail(target)`: its own detail while / after a turn runs;
 - `DISCOVERY_CHECKS`: {name: async check(lab: FidelityLab)} for facts only it has;
-- `COMPOSER_END_KEY`, `tmux_unconfirmed(confirm, payload)`: what the tmux checks ask of it.
+- `COMPOSER_END_KEY`, `tmux_unconfirmed(confirm, payload)`: what the tmux checks ask of it;
+  `TMUX_NAME`: its session in the tmux checks' lab; `TMUX_CHECKS`: {name: async check(lab: TmuxLab)}
+  for what only its client does (e.g. what Enter does while it is busy); `open_dialog(lab, name)` and
+  `DIALOG` (`Dialog`): how a permission dialog is opened in its pane and answered (absent: none staged);
+- `NATIVE_CHECKS`: {name: async check(lab: NativeLab)}: its own native transports against its client.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -115,3 +121,75 @@ class FidelityLab(Protocol):
         """Rename a session from inside its own client (lab helper; Codex's `/rename`)."""
         ...
     async def wait_idle(self, name: str, timeout: float = 60.0) -> None: ...
+
+
+def main_texts(reqs: Any) -> list[str]:
+    """The bodies of the stub model's main requests (`StubClient.requests`), as JSON text: a payload
+    the model read is a substring of one of them."""
+    return [json.dumps(r.body) for r in reqs if r.kind == "main"]
+
+
+class NativeLab(Protocol):
+    """The running lab as a kind's native-transport checks (`NATIVE_CHECKS`) see it (lab/fidelity/native.py)."""
+
+    def session(self, answers: list[bool]) -> AbstractAsyncContextManager[tuple[Any, Any, Any]]:
+        """A relay Session on the lab, discovery done, its gate answering `answers` then No: (session, gate, inbox)."""
+        ...
+    def stub(self) -> AbstractAsyncContextManager[Any]:
+        """A client of the lab's stub model server (`lab.stubs.client.StubClient`)."""
+        ...
+    async def make_busy(self, name: str, seconds: float) -> None:
+        """Start a turn in lab session `name` that the stub holds for `seconds`."""
+        ...
+    async def wait_idle(self, name: str, timeout: float = 60.0) -> None: ...
+
+
+@dataclass(frozen=True)
+class Dialog:
+    """A permission dialog in a kind's pane, as the tmux checks stage and answer it."""
+
+    asked: str  # on screen while the dialog is open
+    answer: str  # the key an operator answers it with (never Escape: it would end the turn)
+
+
+class TmuxLab(Protocol):
+    """The running lab as a kind's own tmux checks (`TMUX_CHECKS`, `open_dialog`) see it (lab/fidelity/tmux.py)."""
+
+    async def idle(self, name: str, timeout: float = 60.0) -> None: ...
+    async def make_busy(self, name: str, seconds: float) -> None: ...
+    async def live_send(self, name: str, payload: str, timeout: float = 30.0) -> tuple[Any, list[tuple[str, str]], Target]:
+        """An approved tmux send to lab session `name`, confirmed: (Delivery, the keys that left, the target)."""
+        ...
+    def typed_once(self, keys: list[tuple[str, str]], payload: str, target: Target) -> bool:
+        """The keys are the payload typed once (its kind's `tmux_lead` alone first), then one Enter."""
+        ...
+    async def clear_composer(self, name: str) -> None: ...
+    async def type_text(self, name: str, text: str) -> None:
+        """Type into the idle, empty composer; return once it shows there."""
+        ...
+    async def submit(self, name: str, text: str) -> None:
+        """Type into the idle composer and press Enter once it shows there (how the lab stages a turn)."""
+        ...
+    async def press_enter(self, name: str) -> None: ...
+    def keys(self, name: str, text: str) -> None:
+        """Type `text` literally into the pane, nothing waited for."""
+        ...
+    async def wait_screen(self, name: str, pred: Callable[[list[str]], bool], what: str, timeout: float = 20) -> None: ...
+    async def stub_tool_call(self, name: str, tool: str, args: dict[str, Any], then_text: str, match: str) -> None:
+        """Script the stub: the next request of `name` matching `match` calls `tool` with `args`, then says `then_text`."""
+        ...
+
+
+async def send_while_busy(lab: TmuxLab, name: str, payload: str, hold: float, timeout: float, why: str) -> Any:
+    """What every kind's busy-Enter check starts with: a turn the stub holds `hold` s, the payload sent
+    into it through the tmux transport, in the turn, typed once with one Enter (`why` says what else
+    would have been wrong), the screen read busy at submit. Returns the Delivery for the kind's own asserts."""
+    from relay_repl.core.delivery import DeliveryState
+
+    await lab.idle(name)
+    await lab.make_busy(name, hold)
+    d, keys, target = await lab.live_send(name, payload, timeout=timeout)
+    assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(e.detail for e in d.evidence)
+    assert lab.typed_once(keys, payload, target), why
+    assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
+    return d

@@ -22,7 +22,8 @@ Methods, by subject:
 - discovery: `providers(env, panes)` -> objects with `kind`, `async discover()`, and for
   judging an inbox message's origin `identify_process(pid, below)`, `claimed_session(address)`
   (and optionally `prove_thread(ident, call)`, see agents/origin.py); `own_address(env)`:
-  our own `Me` when this process runs inside one of its sessions;
+  our own `Me` when this process runs inside one of its sessions; `sandbox_note(env)`: what an
+  error adds when this process runs inside its sandbox (which routes still reach the inbox);
 - transports: `transports()` (the adapter's TransportSpec list: name, capability flags,
   when it applies); `socket_wire()` / `durable_queue()` (the facts the generic socket and
   queue transports need, or None); `screen()` (the classifier module), `ui_mode_chars()` (first characters
@@ -306,6 +307,11 @@ class AgentKind(Agent, Protocol):
         """Our own address when this process runs inside one of its sessions, else None."""
         ...
 
+    def sandbox_note(self, env: Mapping[str, str]) -> str | None:
+        """When `env` says this process runs inside the kind's sandbox, what an operator-facing error
+        should add (the routes that still reach the inbox from there), else None."""
+        ...
+
     def transports(self) -> tuple[TransportSpec, ...]:
         """The transports it offers, each with what it needs (capability flags, `when`)."""
         ...
@@ -487,6 +493,9 @@ class AgentKindBase:
         raise NotImplementedError(f"agent kind {self.kind!r} has no discovery")
 
     def own_address(self, env: Mapping[str, str]) -> Me | None:
+        return None
+
+    def sandbox_note(self, env: Mapping[str, str]) -> str | None:
         return None
 
     def transports(self) -> tuple[TransportSpec, ...]:

@@ -140,7 +140,7 @@ def format_targets(targets: list[Target]) -> str:
     """Live first, then stale; one row each: spec, pid, state, pane, client version (and the
     version policy's word on it), transports."""
     if not targets:
-        return "no Claude Code or Codex sessions found (start one, or try `relay --lab targets`)"
+        return "no agent sessions found (start one, or try `relay --lab targets`)"
     hosts = any(t.host for t in targets)  # the HOST column once a host is in play; local output unchanged
     rows = [(*(("HOST",) if hosts else ()), "TARGET", "PID", "STATE", "PANE", "CLIENT", "TRANSPORTS")]
     for t in sorted(targets, key=lambda t: (t.host or "", not t.live, t.kind, t.name)):

@@ -30,7 +30,6 @@ from relay_repl.lab.layout import Layout
 from relay_repl.lab.state import LabSession, LabState, save
 
 SessionRef = LabSession | str
-CLAUDE_PROMPT = "❯\u00a0"
 
 
 def _resolve(session: SessionRef) -> tuple[LabState, LabSession]:
@@ -127,13 +126,7 @@ def wait_idle(session: SessionRef, timeout: float = 60.0) -> None:
 
 
 def _composer_text(s: LabSession) -> str | None:
-    """The composer's text: Claude's `❯` row (a kind keeping its own status record); any other's as
-    the product's classifier reads it."""
-    if own_status(s, _resolve(s)[0]) is not None:
-        for ln in reversed(capture(s).splitlines()):
-            if ln.startswith(CLAUDE_PROMPT):
-                return ln[len(CLAUDE_PROMPT):].rstrip()
-        return None
+    """The composer's text as the product's classifier for the session's kind reads it."""
     reading = _reading(s)
     return reading.composer_text if reading else None
 
@@ -186,9 +179,7 @@ def _require_idle_empty(s: LabSession, p: LabPane, timeout: float = 10.0) -> Non
             raise LabError(f"{s.name}: pane is in copy mode")
         if not is_idle(s):
             return None
-        if int(_pane_fmt(p, "#{cursor_x}") or 0) == 2:  # Claude's and Codex's empty prompt
-            return True
-        reading = _reading(s)  # a client whose composer starts elsewhere (Gemini: column 3): its classifier says
+        reading = _reading(s)  # the kind's own classifier says where its composer is and whether it is empty
         return True if reading is not None and reading.composer == "empty" and not reading.blockers else None
 
     if not poll_until_sync(idle_empty, timeout=timeout, interval=0.1):
@@ -243,11 +234,12 @@ def kill9(session: SessionRef, timeout: float = 5.0) -> int:
     return s.pid
 
 
-def rename_codex(session: SessionRef, new_name: str, timeout: float = 15.0) -> str:
-    """Rename a Codex thread from inside its own TUI (`/rename <new_name>`); return the thread id."""
+def rename_thread(session: SessionRef, new_name: str, timeout: float = 15.0) -> str:
+    """Rename a session's thread from inside its own TUI (`/rename <new_name>`, as Codex's); return the
+    thread id. Only a kind whose lab sessions record a thread has one."""
     state, s = _resolve(session)
     if not s.thread_id:
-        raise LabError(f"{s.name} has no thread to rename (only a Codex session has one)")
+        raise LabError(f"{s.name} has no thread to rename (its kind records none)")
     if not re.fullmatch(r"[^\s/][^\n]*", new_name):
         raise LabError(f"bad thread name {new_name!r}")
     p = pane(s)

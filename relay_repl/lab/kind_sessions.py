@@ -173,3 +173,16 @@ def refresh(ctx: LabContext, s: LabSession, info: Mapping[str, str]) -> None:
         s.alive = False
         return
     apply(s, k.lab_refresh(ctx, record(s), s.pane_pid, info["dead"] == "1"))
+
+
+def lab_counts(flags: Mapping[str, int], more: Mapping[str, int] | None = None) -> dict[str, int]:
+    """{kind: count}: each lab kind's default (its LabSpec), then the count flags given (`claude=2`,
+    as `relay lab up --claude 2`), then `more` ({kind: count})."""
+    counts = default_counts()
+    by_flag = count_flags()
+    for flag, n in flags.items():
+        if flag not in by_flag:
+            raise LabError(f"no lab kind counts its sessions with {flag!r}; the lab's are {', '.join(sorted(by_flag))}")
+        counts[by_flag[flag].kind] = n
+    counts.update(more or {})
+    return counts

@@ -52,6 +52,17 @@ def lab_specs() -> list[LabSpec]:
     return [spec for k in lab_kinds() if (spec := k.lab()) is not None]
 
 
+def client_home_vars(home: Path) -> set[str]:
+    """Every variable that points a kind's client (or relay's reading of it) at a home: its LabSpec
+    homes and what `lab_client_env` exports. A child that starts a lab of its own drops these from
+    the environment it inherits, so it never reaches the operator's (or another lab's) sessions."""
+    out: set[str] = set()
+    for k in kinds():
+        spec = k.lab()
+        out |= set(spec.homes if spec is not None else ()) | set(k.lab_client_env(home))
+    return out
+
+
 @dataclass(frozen=True)
 class McpCommand:
     """How a client starts `relay mcp`: the command, its args, the environment it needs.

@@ -27,7 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -37,7 +37,7 @@ from relay_repl.core.errors import LabError
 from relay_repl.store.hosts import HostEntry, save_hosts
 
 from relay_repl.lab.install import bin_dir, clients_root
-from relay_repl.lab.layout import Layout
+from relay_repl.lab.layout import Layout, client_home_vars
 
 Progress = Callable[[str], object]
 
@@ -106,19 +106,23 @@ def available() -> str | None:
 
 def sub_lab_env(home: Path) -> dict[str, str]:
     env = dict(os.environ)
-    for k in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_RUNTIME_DIR", "RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", "TMPDIR"):
+    for k in (*sorted(client_home_vars(home)), "XDG_RUNTIME_DIR", "RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", "TMPDIR"):
         env.pop(k, None)
     env["RELAY_HOME"] = str(home)
     env["RELAY_LAB_CLIENTS"] = str(clients_root())
     return env
 
 
-def _start_sub_lab(home: Path, claude: int, codex: int, progress: Progress) -> dict[str, str]:
-    """`relay lab up` under the second host's RELAY_HOME; its `relay lab env` back."""
+def _start_sub_lab(home: Path, counts: Mapping[str, int], progress: Progress) -> dict[str, str]:
+    """`relay lab up` under the second host's RELAY_HOME, `counts` ({kind: n}) by each lab kind's
+    count flag; its `relay lab env` back."""
+    from relay_repl.lab.kind_sessions import count_flags
+
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     env = sub_lab_env(home)
     progress(f"second host: starting its lab under {home}")
-    cmd = [sys.executable, "-m", "relay_repl", "lab", "up", "--claude", str(claude), "--codex", str(codex)]
+    flags = [arg for flag, k in count_flags().items() for arg in (f"--{flag}", str(counts.get(k.kind, 0)))]
+    cmd = [sys.executable, "-m", "relay_repl", "lab", "up", *flags]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=SUB_LAB_TIMEOUT,
                               stdin=subprocess.DEVNULL)
@@ -212,12 +216,16 @@ def _sshd_alive(host: SecondHost) -> bool:
     return _wait_port(host.address, 1.0)
 
 
-def up(lay: Layout, claude: int = 1, codex: int = 1, progress: Progress = print) -> SecondHost:
-    """Start what is missing of the second host (its lab restarts only dead sessions)."""
+def up(lay: Layout, progress: Progress = print, *, more: Mapping[str, int] | None = None, **flags: int) -> SecondHost:
+    """Start what is missing of the second host (its lab restarts only dead sessions). Its sessions
+    are counted as `lab.up`'s: by count flag (`up(lay, codex=2)`) or `more={kind: n}`, each lab kind
+    not given starting its default count."""
+    from relay_repl.lab.kind_sessions import lab_counts
+
     why = available()
     if why:
         raise LabError(why)
-    login_env = _start_sub_lab(home_of(lay), claude, codex, progress)
+    login_env = _start_sub_lab(home_of(lay), lab_counts(flags, more), progress)
     host = up_link(lay.root, home_of(lay), login_env)
     progress(f"second host {HOST_NAME}: sshd pid {host.sshd_pid} on {host.address}:22 (netns {host.netns}), "
              f"host key {host.host_key_sha256}")

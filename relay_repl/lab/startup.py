@@ -19,7 +19,7 @@ from relay_repl.agents.kind import LabLaunch
 from relay_repl.lab.layout import PANE_HEIGHT, PANE_WIDTH, Layout, lab_kinds, session_names, tmux_socket_path
 from relay_repl.lab.state import LabSession, LabState, StubInfo, save
 import relay_repl.lab.kind_sessions as kind_sessions
-from relay_repl.lab.kind_sessions import PaneOps, apply, record, wait_ready
+from relay_repl.lab.kind_sessions import PaneOps, apply, lab_counts, record, wait_ready
 from relay_repl.lab.client_setup import lab_context, prepare_dirs, prepare_kinds, run_prefix, write_configs
 from relay_repl.lab.lab_status import refresh, status
 from relay_repl.lab.labenv import (
@@ -35,19 +35,6 @@ from relay_repl.lab.labenv import (
 from relay_repl.lab.panes import new_session, pane_info, tmux
 from relay_repl.lab.shutdown import cleanup
 from relay_repl.lab.stub_start import start_stub, stub_add_session
-
-
-def lab_counts(flags: Mapping[str, int], more: Mapping[str, int] | None = None) -> dict[str, int]:
-    """{kind: count}: each lab kind's default (its LabSpec), then the count flags given (`claude=2`,
-    as `relay lab up --claude 2`), then `more` ({kind: count})."""
-    counts = kind_sessions.default_counts()
-    by_flag = kind_sessions.count_flags()
-    for flag, n in flags.items():
-        if flag not in by_flag:
-            raise LabError(f"no lab kind counts its sessions with {flag!r}; the lab's are {', '.join(sorted(by_flag))}")
-        counts[by_flag[flag].kind] = n
-    counts.update(more or {})
-    return counts
 
 
 def up(progress: Progress = print, *, more: Mapping[str, int] | None = None, **flags: int) -> LabState:
@@ -213,7 +200,7 @@ def ensure_lab(progress: Progress = print, *, more: Mapping[str, int] | None = N
         dead = [s for s in st.sessions if not s.alive]
         if not dead:
             progress(f"lab already running since {time.strftime('%H:%M:%S', time.localtime(st.started_at))}: "
-                     f"reused as it is (settings such as RELAY_LAB_CODEX_SANDBOX apply to a fresh lab: "
+                     f"reused as it is (the RELAY_LAB_* settings apply to a fresh lab: "
                      f"`relay lab down` first)")
             return st
         if not st.stub.alive:

@@ -53,12 +53,11 @@ def reply(relay_id: str, text: str, *, ledger: Ledger | None = None, me: Me | No
 
 
 def _sandbox_hint() -> str:
-    """Inside Codex's sandbox the inbox is out of reach (its pid namespace hides the REPL, and
-    unix-socket connects are refused): say which routes still work instead."""
+    """Inside an agent's sandbox the inbox may be out of reach: the kind whose sandbox this is says
+    which routes still work instead (`AgentKind.sandbox_note`)."""
     import os
 
-    if not any(k.startswith("CODEX_SANDBOX") for k in os.environ):
-        return ""
-    return ("; this command runs inside Codex's sandbox, which cannot reach the inbox: answer with the "
-            "relay_reply tool of the relay MCP server (`relay mcp`, started outside the sandbox), or end your "
-            "turn with the answer as your final message (the operator reads it from your rollout)")
+    from relay_repl.agents import registry
+
+    notes = [n for k in registry.kinds() if (n := k.sandbox_note(os.environ))]
+    return "".join(f"; {n}" for n in notes)

@@ -131,3 +131,11 @@ def test_the_targets_table_and_a_target_repr_show_a_name_s_controls_instead_of_a
     for shown in (format_targets([t]), repr(t), t.describe()):
         assert not any(ch in shown for ch in "\x1b\x07\u202e"), repr(shown)
         assert "al\\x1b[2Jpha⟨U+202E⟩" in shown
+
+
+def test_no_targets_names_no_kind():
+    """The empty listing says what is missing without naming the kinds (core cannot ask the registry
+    which are installed; it named two of three)."""
+    from relay_repl.core.target import format_targets
+
+    assert format_targets([]) == "no agent sessions found (start one, or try `relay --lab targets`)"

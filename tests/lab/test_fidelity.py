@@ -125,3 +125,17 @@ def test_gemini_typed_evidence_is_read_from_its_own_chat_file(tmp_path):
     moved.write_text(chat.read_text() + json.dumps({"id": rid, "type": "user", "content": [{"text": "edited"}]}) + "\n")
     assert tmux_unconfirmed({"chat": str(moved), "record": {"id": rid}}, "hello there") is not None
     assert "no chat file record" in (tmux_unconfirmed({}, "x") or "")
+
+
+def test_a_failed_kind_check_is_located_in_the_kind_module():
+    """A check that moved into agents/<kind>/fidelity.py is still located at its own failing line."""
+    from relay_repl.agents.claude_code import fidelity as mod
+    from relay_repl.lab.fidelity.checks import _one
+
+    class NoLab:
+        def stub(self):
+            raise AssertionError("no lab here")
+
+    r = _one(lambda: mod.NATIVE_CHECKS["claude_socket_to_an_idle_target"](NoLab()))  # type: ignore[arg-type]
+    assert r.outcome == "failed"
+    assert "no lab here" in r.why and "at fidelity.py:" in r.why and "lab.stub()" in r.why, r.why

@@ -24,7 +24,7 @@ async def wait_idle(name: str) -> None:
 
 
 async def test_message_plan_shows_the_wrapper_that_is_written_and_recorded(lab):
-    await checks.message_plan_shows_the_wrapper_that_is_written_and_recorded()
+    await checks.CHECKS["message_plan_shows_the_wrapper_that_is_written_and_recorded"]()
 
 
 async def test_socket_plan_names_its_listener_and_never_replaces_a_file_there(lab):

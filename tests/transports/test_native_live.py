@@ -42,20 +42,20 @@ async def wait_idle(name: str) -> None:
 
 
 async def test_codex_queue_to_an_idle_target(lab):
-    await checks.codex_queue_to_an_idle_target()
+    await checks.CHECKS["codex_queue_to_an_idle_target"]()
 
 
 async def test_codex_queue_to_a_busy_target_waits_for_its_turn(lab):
-    await checks.codex_queue_to_a_busy_target_waits_for_its_turn()
+    await checks.CHECKS["codex_queue_to_a_busy_target_waits_for_its_turn"]()
 
 
 async def test_claude_socket_to_an_idle_target(lab):
-    await checks.claude_socket_to_an_idle_target()
+    await checks.CHECKS["claude_socket_to_an_idle_target"]()
 
 
 @pytest.mark.parametrize("transport", ["claude-code-socket", "claude-code-message"])
 async def test_claude_socket_transports_to_a_busy_target(lab, transport):
-    await checks.claude_socket_transports_to_a_busy_target(transport)
+    await checks.CHECKS[f"claude_socket_transports_to_a_busy_target[{transport}]"]()
 
 
 @pytest.mark.parametrize("spec, transport, stubname", [

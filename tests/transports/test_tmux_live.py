@@ -300,7 +300,7 @@ async def test_live_through_the_session_gate(tlab, spec, name):
 
 @live
 async def test_live_busy_claude_enter_queues_then_delivers(tlab):
-    await checks.busy_claude_enter_queues_then_delivers()
+    await checks.CHECKS["busy_claude_enter_queues_then_delivers"]()
 
 
 @live
@@ -325,7 +325,7 @@ async def test_live_busy_claude_mid_tool_is_absorbed_at_the_tool_boundary(tlab):
 
 @live
 async def test_live_busy_codex_enter_steers_into_the_running_turn(tlab):
-    await checks.busy_codex_enter_steers_into_the_running_turn()
+    await checks.CHECKS["busy_codex_enter_steers_into_the_running_turn"]()
 
 
 @live

@@ -7,11 +7,16 @@ carry the same text there, and are reported once for both.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.fidelity import Expect, Marks, ScreenStage
+from relay_repl.agents.fidelity import (Dialog, Expect, Marks, NativeLab, ScreenStage,
+                                       TmuxLab, main_texts, send_while_busy)
 from relay_repl.agents.kind import FidelityFact
+from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.target import Target
 
 _D, _N, _T = "discovery:", "native:", "tmux:"
@@ -128,3 +133,116 @@ def screens(rec: ScreenStage, n: str) -> None:
     rec.idle(n)
     rec.record(K, n, "after_interrupt", "idle after a declined permission (`⎿  Interrupted`)",
                Expect("idle", "empty", hints=["interrupted"]))
+
+
+# -- its own native transports (lab/fidelity/native.py runs these) -----------------------------------
+
+NATIVE_NAME = "alpha"
+"""Its session in the native checks' lab (the first kind: alpha)."""
+NATIVE_SPEC = f"claude:{NATIVE_NAME}"
+
+
+async def claude_socket_to_an_idle_target(lab: NativeLab) -> None:
+    async with lab.stub() as stub, lab.session([True]) as (s, gate, _):
+        d = await s.send(NATIVE_SPEC, "socket to idle claude", transport="claude-code-socket", timeout=30)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
+        assert rec["origin"]["verifiedPeerPid"] == os.getpid(), rec["origin"]
+        assert rec["origin"]["msg_id"] == d.extra.msg_id, rec["origin"]
+        reqs = await stub.requests(NATIVE_NAME, kind="main", min_count=1, timeout=20)
+        assert any(gate.shown[0].payload in t for t in main_texts(reqs)), "the model never read the payload"
+    await lab.wait_idle(NATIVE_NAME)
+
+
+async def claude_socket_transports_to_a_busy_target(lab: NativeLab, transport: str) -> None:
+    async with lab.session([True, True]) as (s, gate, _):
+        if transport == "claude-code-message":
+            assert await s.register_inbox() is True
+        await lab.make_busy(NATIVE_NAME, 6)
+        await s.refresh()
+        target = await s.target(NATIVE_SPEC)
+        assert target.state == "busy", target.state
+        d = await s.send(NATIVE_SPEC, f"{transport} to busy claude", transport=transport, timeout=45)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        assert "busy" in " ".join(gate.shown[-1].notes), gate.shown[-1].notes
+        rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
+        assert rec["origin"]["verifiedPeerPid"] == os.getpid(), rec["origin"]
+    await lab.wait_idle(NATIVE_NAME)
+
+
+async def message_plan_shows_the_wrapper_that_is_written_and_recorded(lab: NativeLab) -> None:
+    async with lab.session([True, True]) as (s, gate, _inbox):
+        assert await s.register_inbox() is True
+        reg = s.registration
+        # registering planned every file it then created
+        assert [f.split()[:2] for f in gate.shown[0].files] == [
+            ["creates", f"{reg.record_path}:"], ["creates", f"{reg.key_path}:"], ["creates", f"{reg.socket_path}:"]], \
+            gate.shown[0].files
+        assert all(Path(f).exists() for f in (reg.record_path, reg.key_path, reg.socket_path))
+        d = await s.send(NATIVE_SPEC, "what you approve is what arrives", transport="claude-code-message", timeout=30)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        plan = gate.shown[-1]
+        # 3 payload: the exact frame content, wrapper included
+        assert plan.payload.startswith(f'<cross-session-message from="uds:{reg.socket_path}" from-name="{reg.name}" '
+                                       'from-mode="prompting">\n[relay/1 '), plan.payload
+        assert plan.payload.endswith("] what you approve is what arrives\n</cross-session-message>"), plan.payload
+        assert "3 payload" in plan.render() and plan.payload in plan.render()
+        write = next(e for e in d.evidence if e.stage == "write")
+        assert write.data["content"] == plan.payload, "the bytes written are not the bytes approved"
+        assert write.data["reply_to"] == str(reg.socket_path), write.data
+        # the receiver parsed that very wrapper, and its model read that very payload
+        rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
+        assert plan.payload in rec["content"], rec
+        assert rec["origin"]["fromMode"] == "prompting" and rec["origin"]["name"] == reg.name, rec["origin"]
+        assert rec["origin"]["from"] == f"uds:{reg.socket_path}", rec["origin"]
+        # no file is created by this send (the listed inbox socket was planned at registration)
+        assert plan.files == (), plan.files
+        assert any('"content":<payload 3>' in n and f'"from":"uds:{reg.socket_path}"' in n for n in plan.notes), \
+            plan.notes
+    await lab.wait_idle(NATIVE_NAME)
+
+
+def _to_busy(transport: str) -> Callable[[NativeLab], Awaitable[None]]:
+    return lambda lab: claude_socket_transports_to_a_busy_target(lab, transport)
+
+
+NATIVE_CHECKS: dict[str, Callable[[NativeLab], Awaitable[None]]] = {
+    "claude_socket_to_an_idle_target": claude_socket_to_an_idle_target,
+    **{f"claude_socket_transports_to_a_busy_target[{t}]": _to_busy(t) for t in ("claude-code-socket", "claude-code-message")},
+    "message_plan_shows_the_wrapper_that_is_written_and_recorded":
+        message_plan_shows_the_wrapper_that_is_written_and_recorded,
+}
+
+
+# -- its own tmux checks (lab/fidelity/tmux.py runs these) ---------------------------------------------
+
+TMUX_NAME = "alpha"
+"""Its session in the tmux checks' lab (one session of each kind, in kind order)."""
+
+
+async def busy_claude_enter_queues_then_delivers(lab: TmuxLab) -> None:
+    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-claude hop=0 want=none] typed while claude is busy"
+    d = await send_while_busy(lab, TMUX_NAME, payload, hold=6, timeout=40,
+                              why="busy Claude: one Enter, never a second, never Tab")
+    assert d.evidence[0].data["reading"]["kind"] == "busy", d.evidence[0].data["reading"]
+    assert (d.extra.tmux or {})["screen_after_enter"]["queued"], d.extra.tmux
+    states = [e.state for e in d.evidence]
+    assert DeliveryState.QUEUED in states, states  # the transcript's queue-operation enqueue came first
+    where = d.evidence[-1].data["record"]["where"]
+    assert where == "top-level user", where  # no tool call: it ran as the next turn
+    await lab.idle(TMUX_NAME)
+
+
+TMUX_CHECKS = {"busy_claude_enter_queues_then_delivers": busy_claude_enter_queues_then_delivers}
+
+
+DIALOG = Dialog(asked="Do you want to", answer="3")
+"""Its permission dialog, answered "3" (No)."""
+
+
+async def open_dialog(lab: TmuxLab, name: str) -> None:
+    """A WebFetch the stub asks for opens Claude's permission dialog (the lab's default mode asks)."""
+    await lab.stub_tool_call(name, "WebFetch", {"url": "http://127.0.0.1:9/relay-test", "prompt": "x"},
+                             then_text="fetch done", match="DIALOGTEST")
+    await lab.submit(name, "DIALOGTEST fetch something")
+    await lab.wait_screen(name, lambda rows: any(DIALOG.asked in ln for ln in rows), "a permission dialog")

@@ -13,8 +13,10 @@ from typing import Any
 
 import relay_repl.agents.codex.lab as lab_home  # the lab's CODEX_HOME and what it reads there
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.fidelity import Expect, FidelityLab, Marks, ScreenStage
+from relay_repl.agents.fidelity import (Dialog, Expect, FidelityLab, Marks, NativeLab,
+                                       ScreenStage, TmuxLab, main_texts, send_while_busy)
 from relay_repl.agents.kind import FidelityFact
+from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.target import Target
 
 _D, _N, _T = "discovery:", "native:", "tmux:"
@@ -258,3 +260,88 @@ def screens(rec: ScreenStage, n: str) -> None:
     rec.type(n, "y")
     rec.wait(n, rec.has("approval done"), "approved run")
     rec.idle(n)
+
+
+# -- its own native transports (lab/fidelity/native.py runs these) -----------------------------------
+
+NATIVE_NAME = "beta"
+"""Its session in the native checks' lab (one session of each kind that has native transports: Claude alpha, then beta)."""
+NATIVE_SPEC = f"codex:{NATIVE_NAME}"
+
+
+async def codex_queue_to_an_idle_target(lab: NativeLab) -> None:
+    async with lab.stub() as stub, lab.session([True]) as (s, gate, _):
+        await stub.clear_requests(NATIVE_NAME)
+        d = await s.send(NATIVE_SPEC, "queue to idle codex", transport="codex-queue", timeout=30)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        assert d.exit_code == 0, d.summary()
+        enq = next(e for e in d.evidence if e.stage == "enqueue")
+        assert enq.data["item_id"] == d.extra.item_id, (enq.data, d.extra)
+        turn = next(e for e in d.evidence if e.stage == "turn")
+        assert turn.data["turn_trigger"] == "queue" and turn.data["text"] == gate.shown[0].payload, turn.data
+        reqs = await stub.requests(NATIVE_NAME, kind="main", min_count=1, timeout=20)
+        assert any(gate.shown[0].payload in t for t in main_texts(reqs)), "the model never read the payload"
+    await lab.wait_idle(NATIVE_NAME)
+
+
+async def codex_queue_to_a_busy_target_waits_for_its_turn(lab: NativeLab) -> None:
+    await lab.make_busy(NATIVE_NAME, 8)
+    async with lab.session([True]) as (s, gate, _):
+        await s.refresh()
+        d = await s.send(NATIVE_SPEC, "queue behind a busy turn", transport="codex-queue", timeout=60)
+        assert d.state is DeliveryState.IN_TURN, d.summary()
+        enq = next(e for e in d.evidence if e.stage == "enqueue")
+        assert enq.data["row"] is not None, "a busy target must leave the row pending at first read"
+        states = [e.state for e in d.evidence]
+        assert states.index(DeliveryState.QUEUED) < states.index(DeliveryState.IN_TURN), states
+    await lab.wait_idle(NATIVE_NAME)
+
+
+NATIVE_CHECKS = {
+    "codex_queue_to_an_idle_target": codex_queue_to_an_idle_target,
+    "codex_queue_to_a_busy_target_waits_for_its_turn": codex_queue_to_a_busy_target_waits_for_its_turn,
+}
+
+
+# -- its own tmux checks (lab/fidelity/tmux.py runs these) ---------------------------------------------
+
+TMUX_NAME = "beta"
+"""Its session in the tmux checks' lab (one session of each kind, in kind order)."""
+
+
+async def busy_codex_enter_steers_into_the_running_turn(lab: TmuxLab) -> None:
+    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-codex hop=0 want=none] typed while codex is busy"
+    d = await send_while_busy(lab, TMUX_NAME, payload, hold=8, timeout=30,
+                              why="Codex steers on Enter: the Tab branch must not fire")
+    item = d.evidence[-1].data["item"]
+    assert item["steered"], "the payload must land in the turn that was already running"
+    await lab.idle(TMUX_NAME)
+
+
+TMUX_CHECKS = {"busy_codex_enter_steers_into_the_running_turn": busy_codex_enter_steers_into_the_running_turn}
+
+
+DIALOG = Dialog(asked="Would you like to run the following command?", answer="y")
+"""Its approval dialog, answered "y" (runs `true`)."""
+
+
+async def open_dialog(lab: TmuxLab, name: str) -> None:
+    """approval_policy is `never` in the lab: switch this thread to `Ask for approval` first, then an
+    escalated command the stub asks for opens the approval dialog."""
+
+    async def until(text: str, t: float = 15) -> None:
+        await lab.wait_screen(name, lambda rows: any(text in ln for ln in rows), repr(text), t)
+
+    await lab.type_text(name, "/permissions")
+    await until("/permissions  choose")
+    await lab.press_enter(name)
+    await until("Update Model Permissions")
+    lab.keys(name, "1")
+    await until("Permission selection requested")
+    await lab.idle(name)
+    await lab.stub_tool_call(name, "exec_command",
+                             {"cmd": "true", "sandbox_permissions": "require_escalated",
+                              "justification": "relay test dialog", "yield_time_ms": 10000},
+                             then_text="approval done", match="DIALOGTEST")
+    await lab.submit(name, "DIALOGTEST run something")
+    await until(DIALOG.asked, 20)

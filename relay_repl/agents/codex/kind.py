@@ -51,6 +51,15 @@ class CodexKind(CodexAgent, AgentKindBase):
 
         return CodexProvider(env=env).own_address()
 
+    def sandbox_note(self, env: Mapping[str, str]) -> str | None:
+        """Inside Codex's sandbox the inbox is out of reach (its pid namespace hides the REPL, and
+        unix-socket connects are refused): say which routes still work instead."""
+        if not any(k.startswith("CODEX_SANDBOX") for k in env):
+            return None
+        return ("this command runs inside Codex's sandbox, which cannot reach the inbox: answer with the "
+                "relay_reply tool of the relay MCP server (`relay mcp`, started outside the sandbox), or end your "
+                "turn with the answer as your final message (the operator reads it from your rollout)")
+
     def durable_queue(self) -> CodexQueue:
         from relay_repl.agents.codex.queue_ops import CodexQueue
 

@@ -14,11 +14,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from relay_repl.agents.fidelity import Expect, FidelityLab, Marks, ScreenStage
+from relay_repl.agents.fidelity import Expect, FidelityLab, Marks, ScreenStage, TmuxLab
 from relay_repl.agents.gemini_cli.chats import CHAT_RE, project_id
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
 from relay_repl.agents.kind import FidelityFact
+from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.target import Target
 
 _D, _T = "discovery:", "tmux:"
@@ -202,3 +203,29 @@ def screens(rec: ScreenStage, n: str) -> None:
     rec.wait(n, lambda s: rec.classify(K, s).kind == "idle" and not any("Queued (press" in ln for ln in s.lines),
              "queue drained", 40)
     rec.idle(n)
+
+
+# -- its own tmux checks (lab/fidelity/tmux.py runs these) ---------------------------------------------
+
+async def busy_gemini_enter_queues_then_delivers(lab: TmuxLab) -> None:
+    """Gemini CLI (GM §5): Enter while busy queues the line (`Queued (press ↑ to edit):`); its chat file
+    records it, as an ordinary user record, only when the busy turn ends and it is sent."""
+    await lab.idle(TMUX_NAME)
+    await lab.make_busy(TMUX_NAME, 6)
+    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-gemini hop=0 want=none] typed while gemini is busy?"
+    try:
+        d, keys, target = await lab.live_send(TMUX_NAME, payload, timeout=40)
+    finally:
+        await lab.idle(TMUX_NAME)
+        await lab.clear_composer(TMUX_NAME)  # a send left pending leaves its payload staged: not for the next check
+    assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(e.detail for e in d.evidence)
+    assert lab.typed_once(keys, payload, target), "busy Gemini: the payload once, one Enter"
+    assert d.evidence[0].data["reading"]["kind"] == "busy", d.evidence[0].data["reading"]
+    assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
+    why = tmux_unconfirmed(d.evidence[-1].data, payload)
+    assert why is None, why
+    await lab.idle(TMUX_NAME)
+
+
+TMUX_CHECKS = {"busy_gemini_enter_queues_then_delivers": busy_gemini_enter_queues_then_delivers}
+# no `open_dialog`: its lab sessions run in YOLO mode, so no approval box can be staged

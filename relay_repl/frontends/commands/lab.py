@@ -120,7 +120,7 @@ def cmd_lab_up(args: argparse.Namespace) -> int:
         from relay_repl.lab import second_host
         from relay_repl.lab.launcher import layout
 
-        h2 = second_host.up(layout(), claude=args.claude, codex=args.codex, progress=progress)
+        h2 = second_host.up(layout(), progress=progress, more=counts)
         print(f"second host {h2.name}: ssh {h2.address} (host key {h2.host_key_sha256}); its sessions are {h2.name}/...")
     print("next: `relay --lab` opens the REPL on it; `relay lab env` points other tools at it")
     return 0

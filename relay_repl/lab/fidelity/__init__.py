@@ -42,6 +42,7 @@ from relay_repl.agents import registry
 from relay_repl.lab.install import lab_kinds as kind_names  # the kinds the lab runs
 from relay_repl.core.errors import LabError
 from relay_repl.lab.install import resolve_clients
+from relay_repl.lab.layout import client_home_vars
 from relay_repl.store import paths
 from relay_repl.system.polling import poll_until_sync
 
@@ -128,8 +129,7 @@ def _child_env(prefix: Path, got: dict[str, str], home: Path) -> dict[str, str]:
         "RELAY_FIDELITY_CANDIDATE": ",".join(f"{k}={v}" for k, v in got.items()),
         "RELAY_HOME": str(home),
     })
-    homes = {var for k in registry.kinds() for var in k.lab_client_env(home)}  # each kind's lab home variable
-    for k in ("RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", "CLAUDE_CONFIG_DIR", "CODEX_HOME", *sorted(homes)):
+    for k in ("RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", *sorted(client_home_vars(home))):
         env.pop(k, None)  # never the operator's (or a lab's) sessions: the children start their own labs
     return env
 

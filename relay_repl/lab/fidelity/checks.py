@@ -60,10 +60,16 @@ def all_checks() -> list[str]:
     return [f"{g}:{name}" for g, mod in groups().items() for name in mod.CHECKS]
 
 
+def _is_check_file(filename: str) -> bool:
+    """A check's own code: the lab's checks, or a kind's (agents/<kind>/fidelity.py and the protocol module)."""
+    p = Path(filename).as_posix()
+    return "/lab/fidelity/" in p or ("/agents/" in p and p.endswith("/fidelity.py"))
+
+
 def _evidence(exc: BaseException) -> str:
     """The exception's first line and the check's line that raised it (no pytest to rewrite asserts)."""
     msg = (str(exc).strip().splitlines() or [""])[0][:200]
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/lab/fidelity/" in f.filename]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_check_file(f.filename)]
     where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno} `{(frames[-1].line or '').strip()[:120]}`" \
         if frames else ""
     return f"{type(exc).__name__}: {msg}{where}"

@@ -1,6 +1,10 @@
 """Fidelity checks: the tmux transport against the real clients, in a lab of its own with one session
-of each kind (Claude alpha, Codex beta, Gemini gamma: each kind's `LAB_COUNTS["tmux"]`; the checks
-change a Codex thread's approval policy, so not a shared lab). A live test's lab may hold fewer.
+of each kind (each kind's `LAB_COUNTS["tmux"]`, its session `TMUX_NAME`; a kind's dialog staging may
+change its session's approval policy, so not a shared lab). A live test's lab may hold fewer.
+
+The checks every kind shares (idle delivery, refusals) are here; what only one client does (what Enter
+does while it is busy, how a permission dialog opens) is the kind's own (`TMUX_CHECKS`, `open_dialog`
+in agents/<kind>/fidelity.py), handed the lab as a `TmuxLab`; this module never names a kind.
 
 Every send goes through a recording `PaneIO`, so "zero keystrokes" is checked on the seam
 itself, and the screen is compared before and after. Package code, so `relay fidelity` runs
@@ -11,6 +15,7 @@ same functions and use the helpers here. A check raises AssertionError when its 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -20,6 +25,7 @@ import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
 import relay_repl.store.paths as paths
 from relay_repl.agents import registry
+from relay_repl.agents.fidelity import TmuxLab
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.target import Target
 from relay_repl.lab.approvals import approved_send
@@ -29,8 +35,21 @@ from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import StageLog
 from relay_repl.transports.tmux import PaneIO, PaneRef, TmuxTransport
 
-NAMES = ("alpha", "beta", "gamma")
-DIALOG_NAMES = ("alpha", "beta")  # Gemini runs in YOLO mode in the lab: no approval box to stage
+
+def _tmux_modules() -> list[Any]:
+    """The fidelity modules of the kinds the tmux checks' lab runs (`LAB_COUNTS["tmux"]`), in lab order."""
+    out = []
+    for k in registry.kinds():
+        mod = k.fidelity()
+        if mod is not None and k.lab() is not None and getattr(mod, "LAB_COUNTS", {}).get("tmux", 0):
+            out.append(mod)
+    return out
+
+
+_MODS = _tmux_modules()
+NAMES = tuple(mod.TMUX_NAME for mod in _MODS)  # each kind's one session in this lab
+# a kind with no dialog to stage has no `open_dialog` (e.g. one whose lab sessions never ask for approval)
+DIALOG_NAMES = tuple(mod.TMUX_NAME for mod in _MODS if hasattr(mod, "open_dialog"))
 REFUSALS = ("draft", "copy-mode", "slash-menu")  # how the composer is staged = the blocker expected
 
 
@@ -156,6 +175,45 @@ def clear_composer(name: str) -> None:
     raise AssertionError(f"{name}: composer not cleared:\n{helpers.capture(name)}")
 
 
+class LabTmux:
+    """The running lab as a kind's own tmux checks see it (`agents.fidelity.TmuxLab`)."""
+
+    async def idle(self, name: str, timeout: float = 60.0) -> None:
+        await idle(name, timeout)
+
+    async def make_busy(self, name: str, seconds: float) -> None:
+        await _run(helpers.make_busy, name, seconds)
+
+    async def live_send(self, name: str, payload: str, timeout: float = 30.0
+                        ) -> tuple[Delivery, list[tuple[str, str]], Target]:
+        d, io, target = await live_send(name, payload, timeout=timeout)
+        return d, io.keys, target
+
+    def typed_once(self, keys: list[tuple[str, str]], payload: str, target: Target) -> bool:
+        return typed_once(keys, payload, target)
+
+    async def clear_composer(self, name: str) -> None:
+        await _run(clear_composer, name)
+
+    async def type_text(self, name: str, text: str) -> None:
+        await _run(helpers.type_text, name, text)
+
+    async def submit(self, name: str, text: str) -> None:
+        await _run(helpers.submit, name, text)
+
+    async def press_enter(self, name: str) -> None:
+        await _run(helpers.press_enter, name)
+
+    def keys(self, name: str, text: str) -> None:
+        helpers.pane(name).send_keys(text, enter=False, literal=True)
+
+    async def wait_screen(self, name: str, pred: Callable[[list[str]], bool], what: str, timeout: float = 20) -> None:
+        await wait_screen(name, pred, what, timeout)
+
+    async def stub_tool_call(self, name: str, tool: str, args: dict[str, Any], then_text: str, match: str) -> None:
+        await _run(_stub().tool_call, name, tool, args, then_text=then_text, match=match)
+
+
 # -- the checks ---------------------------------------------------------------------------------------
 
 
@@ -182,56 +240,6 @@ async def idle_delivery_with_receiver_evidence(name: str, rounds: int = 3) -> li
         latency.append((d.extra.tmux or {})["latency"])
     await idle(name)
     return latency
-
-
-async def busy_claude_enter_queues_then_delivers() -> None:
-    await idle("alpha")
-    await _run(helpers.make_busy, "alpha", 6)
-    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-claude hop=0 want=none] typed while claude is busy"
-    d, io, target = await live_send("alpha", payload, timeout=40)
-    assert d.state is DeliveryState.IN_TURN, d.summary()
-    assert typed_once(io.keys, payload, target), "busy Claude: one Enter, never a second, never Tab"
-    assert d.evidence[0].data["reading"]["kind"] == "busy", d.evidence[0].data["reading"]
-    assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
-    assert (d.extra.tmux or {})["screen_after_enter"]["queued"], d.extra.tmux
-    states = [e.state for e in d.evidence]
-    assert DeliveryState.QUEUED in states, states  # the transcript's queue-operation enqueue came first
-    where = d.evidence[-1].data["record"]["where"]
-    assert where == "top-level user", where  # no tool call: it ran as the next turn
-    await idle("alpha")
-
-
-async def busy_codex_enter_steers_into_the_running_turn() -> None:
-    await idle("beta")
-    await _run(helpers.make_busy, "beta", 8)
-    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-codex hop=0 want=none] typed while codex is busy"
-    d, io, target = await live_send("beta", payload, timeout=30)
-    assert d.state is DeliveryState.IN_TURN, d.summary()
-    assert typed_once(io.keys, payload, target), "Codex steers on Enter: the Tab branch must not fire"
-    assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
-    item = d.evidence[-1].data["item"]
-    assert item["steered"], "the payload must land in the turn that was already running"
-    await idle("beta")
-
-
-async def busy_gemini_enter_queues_then_delivers() -> None:
-    """Gemini CLI (GM §5): Enter while busy queues the line (`Queued (press ↑ to edit):`); its chat file
-    records it, as an ordinary user record, only when the busy turn ends and it is sent."""
-    await idle("gamma")
-    await _run(helpers.make_busy, "gamma", 6)
-    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-gemini hop=0 want=none] typed while gemini is busy?"
-    try:
-        d, io, target = await live_send("gamma", payload, timeout=40)
-    finally:
-        await idle("gamma")
-        await _run(clear_composer, "gamma")  # a send left pending leaves its payload staged: not for the next check
-    assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(e.detail for e in d.evidence)
-    assert typed_once(io.keys, payload, target), "busy Gemini: the payload once, one Enter"
-    assert d.evidence[0].data["reading"]["kind"] == "busy", d.evidence[0].data["reading"]
-    assert (d.extra.tmux or {})["kind_at_submit"] == "busy", d.extra.tmux
-    why = _fidelity(target.kind).tmux_unconfirmed(d.evidence[-1].data, payload)
-    assert why is None, why
-    await idle("gamma")
 
 
 def _stage(name: str, how: str) -> None:
@@ -273,48 +281,20 @@ async def refusal_sends_zero_keys(name: str, how: str) -> None:
     await idle(name)
 
 
-async def _open_claude_dialog() -> None:
-    await _run(_stub().tool_call, "alpha", "WebFetch", {"url": "http://127.0.0.1:9/relay-test", "prompt": "x"},
-               then_text="fetch done", match="DIALOGTEST")
-    await _run(helpers.submit, "alpha", "DIALOGTEST fetch something")
-    await wait_screen("alpha", lambda rows: any("Do you want to" in ln for ln in rows), "a permission dialog")
-
-
-async def _open_codex_dialog() -> None:
-    """approval_policy is `never` in the lab: switch this thread to `Ask for approval` first."""
-    p = helpers.pane("beta")
-
-    async def until(text: str, t: float = 15) -> None:
-        await wait_screen("beta", lambda rows: any(text in ln for ln in rows), repr(text), t)
-
-    await _run(helpers.type_text, "beta", "/permissions")
-    await until("/permissions  choose")
-    await _run(helpers.press_enter, "beta")
-    await until("Update Model Permissions")
-    p.send_keys("1", enter=False, literal=True)
-    await until("Permission selection requested")
-    await idle("beta")
-    await _run(_stub().tool_call, "beta", "exec_command",
-               {"cmd": "true", "sandbox_permissions": "require_escalated", "justification": "relay test dialog",
-                "yield_time_ms": 10000}, then_text="approval done", match="DIALOGTEST")
-    await _run(helpers.submit, "beta", "DIALOGTEST run something")
-    await until("Would you like to run the following command?", 20)
-
-
 async def dialog_refusal_sends_zero_keys(name: str) -> None:
     await idle(name)
     # discovered before the dialog opens: it hides the Codex footer that ties the pane to the thread
     target = await discover(name)
-    await (_open_claude_dialog if name == "alpha" else _open_codex_dialog)()
+    mod = _fidelity(target.kind)  # how its client opens a permission dialog, and how it is answered
+    await mod.open_dialog(LabTmux(), name)
     before = await settled(name)
     try:
         d, io, _ = await live_send(name, "[relay/1 t] must not answer a dialog", target=target)
         after = screen(name)
     finally:
-        # answer the dialog as an operator would, without Escape: Claude "3" (No), Codex "y" (runs `true`)
-        helpers.pane(name).send_keys("3" if name == "alpha" else "y", enter=False, literal=True)
-        asked = "Do you want to" if name == "alpha" else "Would you like to run the following command?"
-        await wait_screen(name, lambda rows: not any(asked in ln for ln in rows), "the dialog answered")
+        # answer the dialog as an operator would, without Escape (the kind's `DIALOG.answer`)
+        helpers.pane(name).send_keys(mod.DIALOG.answer, enter=False, literal=True)
+        await wait_screen(name, lambda rows: not any(mod.DIALOG.asked in ln for ln in rows), "the dialog answered")
         await _run(_stub().set_script, name, {"rules": []})
     assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.summary()
     assert io.keys == [], io.keys
@@ -327,11 +307,13 @@ async def _idle_delivery(name: str) -> None:
     await idle_delivery_with_receiver_evidence(name)
 
 
+def _bound(check: Callable[[TmuxLab], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+    return lambda: check(LabTmux())
+
+
 CHECKS: dict[str, Any] = {
     **{f"idle_delivery_with_receiver_evidence[{n}]": (lambda n=n: _idle_delivery(n)) for n in NAMES},
-    "busy_claude_enter_queues_then_delivers": busy_claude_enter_queues_then_delivers,
-    "busy_codex_enter_steers_into_the_running_turn": busy_codex_enter_steers_into_the_running_turn,
-    "busy_gemini_enter_queues_then_delivers": busy_gemini_enter_queues_then_delivers,
+    **{name: _bound(fn) for mod in _MODS for name, fn in (getattr(mod, "TMUX_CHECKS", None) or {}).items()},
     **{f"refusal_sends_zero_keys[{how}-{n}]": (lambda n=n, how=how: refusal_sends_zero_keys(n, how))
        for how in REFUSALS for n in NAMES},
     **{f"dialog_refusal_sends_zero_keys[{n}]": (lambda n=n: dialog_refusal_sends_zero_keys(n)) for n in DIALOG_NAMES},

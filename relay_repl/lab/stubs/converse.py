@@ -152,12 +152,12 @@ class Converser:
             return "converse: nothing to answer", [Step(text="; ".join(notes) or "nothing to answer")]
         loaded = "SendMessage" in (tools or [])
         if self.api == "anthropic":
-            steps = self._claude(fresh, notes, loaded)
+            steps = self._send_message_steps(fresh, notes, loaded)
         else:
-            steps = self._codex(fresh, "run_shell_command" if self.api == "google" else "exec_command")
+            steps = self._shell_reply_steps(fresh, "run_shell_command" if self.api == "google" else "exec_command")
         return "converse: " + " ".join(e.id for e in fresh), steps
 
-    def _claude(self, envs: list[Envelope], notes: list[str], loaded: bool = False) -> list[Step]:
+    def _send_message_steps(self, envs: list[Envelope], notes: list[str], loaded: bool = False) -> list[Step]:
         calls: list[Step] = []
         done: list[str] = []
         for env in envs:
@@ -175,7 +175,7 @@ class Converser:
         search = Step(tool=ToolCall(name="ToolSearch", input={"query": "select:SendMessage", "max_results": 1}))
         return [*([] if loaded else [search]), *calls, Step(text="; ".join(done + notes))]
 
-    def _codex(self, envs: list[Envelope], shell: str = "exec_command") -> list[Step]:
+    def _shell_reply_steps(self, envs: list[Envelope], shell: str = "exec_command") -> list[Step]:
         """`relay reply` through the client's shell tool: Codex's `exec_command {cmd}`, Gemini
         CLI's `run_shell_command {command}`."""
         steps: list[Step] = []
