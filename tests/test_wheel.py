@@ -2,8 +2,8 @@
 
 Built from a clean copy of the tree by scripts/build-wheel (the one build scripts/wheel-check
 installs), then listed: every shipped recipe and notebook, the recipes' README, every adapter
-file, the lab's client pins, and every module of the package (pyproject lists the packages one
-by one, so a new subpackage left off that list would be missing from the wheel).
+file, the lab's client pins, and every module of the package (setup.py finds the packages; a
+discovery that missed one, e.g. a folder without an __init__.py, would leave it out of the wheel).
 """
 
 from __future__ import annotations
