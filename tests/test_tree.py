@@ -31,7 +31,7 @@ def test_every_package_is_in_the_wheel(monkeypatch):
         setuptools.setup = real
     found = set(seen["packages"])
     assert _packages() - found == set()
-    assert {"relay_repl.lab.clients", "relay_repl.adapters_data", "relay_repl.recipes_data"} <= found
+    assert {"relay_repl.adapters_data", "relay_repl.recipes_data"} <= found
 
 
 def test_readme_layout_names_every_folder_and_module_that_exists():

@@ -57,10 +57,12 @@ Methods, by subject:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -362,6 +364,12 @@ class AgentKind(Agent, Protocol):
         """The pinned client: binary, npm package, version (the lab installer asks each kind)."""
         ...
 
+    def npm_lock(self) -> dict[str, Any] | None:
+        """The npm lockfile entries (`packages`, lockfile v3) its pinned client installs, every
+        transitive version fixed: `npm-lock.json` in its package, or None. The lab merges the
+        kinds' entries into the one package-lock.json it installs with."""
+        ...
+
     def version_env(self) -> dict[str, str]:
         """Variables set for `<binary> --version` so asking the version writes nothing (a client
         that keeps files under its home even then is pointed at `NO_HOME`)."""
@@ -597,6 +605,14 @@ class AgentKindBase:
 
     def pin(self) -> ClientPin:
         raise NotImplementedError(f"agent kind {self.kind!r} names no client to install")
+
+    def npm_lock(self) -> dict[str, Any] | None:
+        package = type(self).__module__.rpartition(".")[0] or type(self).__module__
+        try:
+            loaded = json.loads(resources.files(package).joinpath("npm-lock.json").read_text())
+        except (OSError, ValueError, ModuleNotFoundError):
+            return None
+        return loaded if isinstance(loaded, dict) else None
 
     def version_env(self) -> dict[str, str]:
         return {}
