@@ -18,11 +18,9 @@ from relay_repl.agents.replies import (
     MCP_TOOL,
     Default,
     ReplyOptions,
+    configured_route,
     delivery_evidence,
-    forced_route,
-    mcp_route,
     relay_servers,
-    turn_route,
 )
 from relay_repl.agents.turn_reply import TurnWatch
 from relay_repl.core.delivery import Delivery
@@ -85,12 +83,4 @@ def codex_route(target: Target, ctx: ReplyContext, default: Default) -> ReplyRou
     """`relay reply` where no sandbox is in the way; else relay_reply on the relay MCP server
     (when configured and not certain to be refused); else the turn reply."""
     opts = codex_options(target)
-    forced = forced_route(target, ctx, opts, default)
-    if forced is not None:
-        return forced
-    if opts.relay_reply:
-        return default(target, ctx)
-    mcp = mcp_route(target, ctx, opts)
-    if mcp.ok and not (opts.mcp_note and "refuses" in opts.mcp_note):
-        return mcp
-    return turn_route(target, ctx, opts)
+    return configured_route(target, ctx, opts, default, mcp_refused=bool(opts.mcp_note and "refuses" in opts.mcp_note))

@@ -16,7 +16,7 @@ from typing import Any
 from relay_repl.agents.gemini_cli.chats import model_text, user_text
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND
-from relay_repl.agents.replies import Default, ReplyOptions, delivery_evidence, forced_route, mcp_route, relay_servers, turn_route
+from relay_repl.agents.replies import Default, ReplyOptions, configured_route, delivery_evidence, relay_servers
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus, TurnWatch
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
@@ -56,14 +56,7 @@ def gemini_options(target: Target) -> ReplyOptions:
 
 def gemini_route(target: Target, ctx: ReplyContext, default: Default) -> ReplyRoute:
     """`relay reply` where no sandbox is in the way; else relay_reply on the relay MCP server; else the turn reply."""
-    opts = gemini_options(target)
-    forced = forced_route(target, ctx, opts, default)
-    if forced is not None:
-        return forced
-    if opts.relay_reply:
-        return default(target, ctx)
-    mcp = mcp_route(target, ctx, opts)
-    return mcp if mcp.ok else turn_route(target, ctx, opts)
+    return configured_route(target, ctx, gemini_options(target), default)
 
 
 class GeminiTurnWatch:
