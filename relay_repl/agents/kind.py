@@ -457,7 +457,7 @@ class AgentKind(Agent, Protocol):
 class AgentKindBase:
     """Defaults for `AgentKind`: subclass it, set the attributes, override what differs.
 
-    `kind`, `prefix`, `label`, `evidence_name` and `providers`/`pin` must be given; the
+    `kind`, `prefix`, `label`, `evidence_name`, `providers` and `binary`/`npm_package` (or `pin`) must be given; the
     rest default to "this kind offers nothing there" (no classifier: never type; no
     evidence file; the generic `relay reply` route; no lab).
     """
@@ -469,6 +469,8 @@ class AgentKindBase:
     detail_model: type[AgentDetail] = AgentDetail
     answers_listed_inbox: bool = False
     evidence_name: str = "record"
+    binary: str = ""  # its client's executable on PATH (`pin`)
+    npm_package: str = ""  # the npm package that installs it (`pin`)
     busy_submit: str = "unknown: never typed while busy"
     tab_queues_when_busy: bool = False
     # characters of a typed payload sent alone first, and seen drawn, before the rest: a client
@@ -594,7 +596,10 @@ class AgentKindBase:
         return tuple(self.adapter().verified_versions)
 
     def pin(self) -> ClientPin:
-        raise NotImplementedError(f"agent kind {self.kind!r} names no client to install")
+        """Its declared client (`binary`, `npm_package`) at the newest version its adapter verified."""
+        if not (self.binary and self.npm_package):
+            raise NotImplementedError(f"agent kind {self.kind!r} names no client to install")
+        return ClientPin(binary=self.binary, npm_package=self.npm_package, version=self.verified_versions()[-1])
 
     def version_env(self) -> dict[str, str]:
         return {}

@@ -13,7 +13,7 @@ from relay_repl.agents.gemini_cli.agent import GeminiAgent
 from relay_repl.agents.gemini_cli.chats import HOME_ENV
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
-from relay_repl.agents.kind import LAB_HOME, NO_HOME, AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabPane, LabReady, LabSpec
+from relay_repl.agents.kind import LAB_HOME, NO_HOME, AgentKindBase, Check, LabContext, LabLaunch, LabPane, LabReady, LabSpec
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
 
@@ -61,6 +61,8 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
     label = "Gemini CLI"
     provenance: Literal["kernel", "none"] = "none"
     detail_model = GeminiDetail
+    binary = BINARY
+    npm_package = NPM_PACKAGE
 
     def address_rule(self) -> str:
         return ("gemini:PROJECT (the directory name the session was started in) or gemini:PROJECT-<8 hex of its "
@@ -103,9 +105,6 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
         from relay_repl.agents.gemini_cli.doctor import check_gemini
 
         return await check_gemini(env)
-
-    def pin(self) -> ClientPin:
-        return ClientPin(binary=BINARY, npm_package=NPM_PACKAGE, version=self.verified_versions()[-1])
 
     def version_env(self) -> dict[str, str]:
         """`gemini --version` writes $GEMINI_CLI_HOME/.gemini/projects.json.<uuid>.tmp (and makes
