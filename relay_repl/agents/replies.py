@@ -43,6 +43,13 @@ def relay_servers(servers: Any) -> list[str]:
             and _is_relay_mcp(s.get("command"), s.get("args"))]
 
 
+def relay_server(servers: Any) -> tuple[str, dict[str, Any]] | None:
+    """The first enabled server of a client's MCP table that runs `relay mcp`: its name and entry
+    (where its trust or approval settings are read), or None."""
+    names = relay_servers(servers)
+    return (names[0], servers[names[0]]) if names else None
+
+
 # -- routes for the plan ------------------------------------------------------------------------
 
 Default = Callable[[Target, ReplyContext], ReplyRoute]

@@ -20,7 +20,7 @@ from relay_repl.agents.replies import (
     ReplyOptions,
     configured_route,
     delivery_evidence,
-    relay_servers,
+    relay_server,
 )
 from relay_repl.agents.turn_reply import TurnWatch
 from relay_repl.core.delivery import Delivery
@@ -45,13 +45,12 @@ def codex_options(target: Target) -> ReplyOptions:
     unsandboxed = sandbox not in SANDBOXED
     why = (f"sandbox_mode {sandbox} in {path} lets its commands reach the inbox socket" if unsandboxed else
            f"sandbox_mode {sandbox} in {path}: the sandbox refuses the unix socket `relay reply` writes to")
-    servers = relay_servers(cfg.get("mcp_servers"))
+    found = relay_server(cfg.get("mcp_servers"))
     mcp = note = None
-    if servers:
-        name = servers[0]
+    if found:
+        name, entry = found
         mcp = f"[mcp_servers.{name}] in {path}"
-        entry = cfg["mcp_servers"][name]
-        tools = entry.get("tools") if isinstance(entry.get("tools"), dict) else {}
+        tools: dict[str, Any] = entry["tools"] if isinstance(entry.get("tools"), dict) else {}
         tool_mode = (tools.get(MCP_TOOL) or {}).get("approval_mode") if isinstance(tools.get(MCP_TOOL), dict) else None
         mode = tool_mode or entry.get("default_tools_approval_mode")
         if cfg.get("approval_policy") == "never" and mode != "approve":
