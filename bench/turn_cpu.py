@@ -132,8 +132,9 @@ def category(comm: str, args: str) -> str:
 class Sampler:
     """Every lab process under `roots`, read every SAMPLE seconds in a thread."""
 
-    def __init__(self, roots: list[int]) -> None:
+    def __init__(self, roots: list[int], interval: float = SAMPLE) -> None:
         self.roots = roots
+        self.interval = interval
         self.procs: dict[tuple[int, int], Proc] = {}
         self.opened = False
         self.own_cpu = 0.0  # this sampler thread's CPU: not the sender's
@@ -177,7 +178,7 @@ class Sampler:
 
     def _loop(self) -> None:
         t0 = time.thread_time()
-        while not self._stop.wait(SAMPLE):
+        while not self._stop.wait(self.interval):
             self.scan()
         self.own_cpu = time.thread_time() - t0
 
@@ -194,19 +195,29 @@ class Sampler:
         """CPU-s per category in the window: own, plus reaped children not seen (under the parent's
         name + ' children')."""
         out: dict[str, float] = defaultdict(float)
+
+        def exited(key: tuple[int, int]) -> float:
+            """What an exited child adds to its parent's reaped CPU: its own, and its own children's,
+            which it may have reaped after its last reading (a shell waiting for `relay reply`).
+            Its whole life, also the part before the window (a `relay reply` still running when the
+            last window closed): its window's share is in its own row, the rest is no one's."""
+            k = self.procs[key]
+            if not k.gone:
+                return 0.0
+            return k.own + max(k.reaped, sum(exited(g) for g in k.kids))
+
         for p in self.procs.values():
             cat = category(p.comm, p.args)
             out[cat] += p.own - p.own0
-            seen_kids = sum(self.procs[k].own + self.procs[k].reaped
-                            for k in p.kids if self.procs[k].gone and self.procs[k].born)
-            unseen = (p.reaped - p.reaped0) - seen_kids
+            unseen = (p.reaped - p.reaped0) - sum(exited(k) for k in p.kids)
             if unseen > 0.005:
                 out[f"{cat}: unseen children"] += unseen
         return {k: v for k, v in out.items() if abs(v) > 0.0}
 
     def spawned(self) -> list[str]:
         """Short-lived processes the window saw start: `comm args` of each."""
-        return [f"{category(p.comm, p.args)}: {p.args[:90]}" for p in self.procs.values() if p.born]
+        return [f"{category(p.comm, p.args)} (pid {p.pid} of {p.ppid}, {p.own:.2f}+{p.reaped:.2f} CPU-s): {p.args[:80]}"
+                for p in self.procs.values() if p.born]
 
 
 def load() -> str:
