@@ -38,6 +38,10 @@ not wall time, is the figure to read), medians of 5-8 turns:
   0.00-0.04.
 - The sender (session, inbox, verdict) 0.02-0.06 per turn; the stub server 0.00-0.01.
 - At rest: each client under 0.03 CPU-s per second.
+- `bench.recipes --claude 4 --codex 4 --ask-all-only --by-process` (load 3-8, before the TUI
+  category was fixed: its "pid loop" figure there was Codex TUIs 2-4): per 8-turn ask-all run,
+  claude 2.0-2.7 CPU-s, `relay reply` 1.3-1.7, the Codex daemon 0.4-0.6, the Codex TUIs 0.4-0.7,
+  stubs, tmux and unseen children 0.15-0.2; 6.4-8.5 CPU-s in all with the machine's other work.
 """
 
 from __future__ import annotations
@@ -110,7 +114,11 @@ def _args(pid: int) -> str:
 
 def category(comm: str, args: str) -> str:
     """A program's name for the table: what it is in the lab, not only its comm."""
-    if comm in ("codex", "claude") and "app-server" not in args:
+    argv = args.split()
+    sub = argv[1] if len(argv) > 1 else ""
+    if sub == "app-server":  # not a TUI whose `--remote unix://.../app-server-control.sock` names it
+        return "codex app-server (daemon)" if "--listen" in argv else "codex app-server (pid loop)"
+    if comm in ("codex", "claude"):
         return f"{comm} (client)"
     if re.search(r"/relay mcp\b|-m relay_repl mcp\b", args):
         return "relay mcp"
@@ -118,8 +126,6 @@ def category(comm: str, args: str) -> str:
         return "relay reply"
     if "relay_repl.lab.stubs" in args:
         return "stub server"
-    if "app-server" in args:
-        return "codex app-server (daemon)" if "--listen" in args else "codex app-server (pid loop)"
     if comm.startswith("tmux"):
         return "tmux server"
     if comm in ("bash", "sh", "zsh", "dash"):
