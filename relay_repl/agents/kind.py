@@ -287,6 +287,9 @@ class AgentKind(Agent, Protocol):
     """What an operator types before a session's name: 'claude' (`claude:alpha`)."""
     label: str
     """The client's name for humans: 'Claude Code'."""
+    mcp_setup: tuple[str, ...]
+    """How its client is told to start the relay MCP server (`relay mcp --help` shows these lines,
+    each kind's below the other's): e.g. `Claude Code:            claude mcp add relay -- relay mcp`."""
     provenance: Literal["kernel", "none"]
     """'kernel': its records carry kernel-supplied provenance (verifiedPeerPid) `relay verify` checks;
     'none': a typed or queued message is plain user input, so origin is never proven from its record."""
@@ -473,6 +476,7 @@ class AgentKindBase:
     kind: str = ""
     prefix: str = ""
     label: str = ""
+    mcp_setup: tuple[str, ...] = ()
     provenance: Literal["kernel", "none"] = "none"
     detail_model: type[AgentDetail] = AgentDetail
     answers_listed_inbox: bool = False
