@@ -15,6 +15,10 @@ import sys
 
 
 def main() -> int:
+    if sys.argv[1:] == ["mcp"]:
+        from relay_repl.frontends.commands.mcp import cmd_mcp
+
+        return cmd_mcp(None)
     import relay_repl.system.prefetch as prefetch
 
     if prefetch.wanted(sys.argv[1:]):
