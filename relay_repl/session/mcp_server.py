@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from relay_repl import __version__
-from relay_repl.core.errors import JsonRpcError
+from relay_repl.core.errors import JsonRpcError, RelayError, describe
 from relay_repl.core.jsonrpc import INVALID_PARAMS
 
 SERVER_NAME = "relay"
@@ -129,7 +129,6 @@ def tools_call(params: Any) -> dict[str, Any]:
     wrong = _argument_errors(_SCHEMAS[name], args)
     if wrong:
         return _tool_error(name, f"invalid arguments: {'; '.join(wrong)}")
-    from relay_repl.core.errors import RelayError, describe
     from relay_repl.session import mcp_tools
 
     try:
