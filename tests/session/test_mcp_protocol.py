@@ -163,6 +163,10 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_goes_on(mcp):
 def test_unknown_method_and_invalid_params(mcp):
     got = mcp.ask(1, "resources/list")  # not offered (capabilities name tools only)
     assert got["error"]["code"] == -32601 and got["id"] == 1
+    # Claude Code's version probe (the 2026-07-28 era) comes before initialize: an error at once means
+    # "legacy, go on with initialize" (adapters/claude-code.md); a probe left unanswered costs it seconds
+    got = mcp.ask(0, "server/discover", {"_meta": {}})
+    assert got["error"]["code"] == -32601 and got["id"] == 0
     assert mcp.ask(2, "no/such/method", {})["error"] == {"code": -32601, "message": "Method not found",
                                                            "data": "no/such/method"}
     assert mcp.ask(3, "initialize", {})["error"]["code"] == -32602  # no protocolVersion
