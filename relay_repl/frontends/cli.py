@@ -148,18 +148,31 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "fast_exit", False) and argv is None:  # a real process, not a call from tests
             targets.fast_exit(code)
         return code
-    except RelayError as exc:
+    except (RelayError, BaseExceptionGroup, KeyboardInterrupt) as exc:
+        return exit_code(exc)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of a command that `exc` ended, its reason printed as one line; an error
+    that is not relay's (nor a task group holding one, nor Ctrl-C) is raised again.
+
+    Apart from `main` so that bare `relay` (frontends/entry.py), which starts its REPL without
+    importing this module, reports its errors the same way."""
+    from relay_repl.core.errors import RelayError
+
+    if isinstance(exc, RelayError):
         print(visible(f"relay: {exc}"), file=sys.stderr)  # a halt's reason names a peer's claim
         return exc.exit_code
-    except BaseExceptionGroup as group:  # errors raised inside a task group
-        inner = _first_relay_error(group)
+    if isinstance(exc, BaseExceptionGroup):  # errors raised inside a task group
+        inner = _first_relay_error(exc)
         if inner is None:
-            raise
+            raise exc
         print(visible(f"relay: {inner}"), file=sys.stderr)
         return inner.exit_code
-    except KeyboardInterrupt:
+    if isinstance(exc, KeyboardInterrupt):
         print("relay: interrupted", file=sys.stderr)
         return 130
+    raise exc
 
 
 if __name__ == "__main__":
