@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relay_repl.frontends.kind_words import KindsRawHelp
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(sub: Any) -> None:
     """Add `relay mcp` to the subparsers."""
+    # here, not at the top (kind_words imports argparse): `relay mcp` itself (frontends/entry.py) never parses
+    from relay_repl.frontends.kind_words import KindsRawHelp
+
     s = sub.add_parser(
         "mcp",
         help="run the relay MCP server on stdio (how a sandboxed agent replies)",
@@ -25,7 +28,7 @@ def register(sub: Any) -> None:
     s.set_defaults(func=cmd_mcp)
 
 
-def cmd_mcp(args: argparse.Namespace) -> int:
+def cmd_mcp(args: argparse.Namespace | None) -> int:
     from relay_repl.session.mcp_server import serve
 
     if sys.stdin.isatty():
