@@ -184,7 +184,7 @@ def test_each_adapter_names_a_classifier_module_that_exists():
 
     # every registered kind with a screen (Gemini's adapter named a bare module that did not exist)
     typed = [k.kind for k in kinds() if agent_for(k.kind).screen() is not None]
-    assert {"claude-code", "codex"} <= set(typed), typed
+    assert {"claude-code", "codex", "gemini-cli"} <= set(typed), typed
     for kind in typed:
         module = screens.for_kind(kind)
         assert module is not None and module.__name__ == load_adapter(kind).screen.classifier

@@ -7,12 +7,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from relay_repl.agents.codex.agent import CodexAgent
+from relay_repl.agents.gemini_cli.agent import GeminiAgent
 from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
 
 THREAD = "019a0000-0000-7000-8000-00000000beef"
 TUI = ["node", "/usr/lib/node_modules/@openai/codex/bin/codex.js"]
 DAEMON = ["codex", "app-server"]
+GEMINI = ["node", "/usr/lib/node_modules/@google/gemini-cli/bundle/gemini.js"]
 
 
 def codex_target(tmp_path, evidence_file=None, pid=41):
@@ -36,13 +38,16 @@ def test_the_recorded_file_wins_while_it_exists_else_the_kinds_search(tmp_path):
 
 
 def test_the_roster_rule_looks_for_the_kinds_client_under_the_pane(tmp_path):
-    codex = CodexAgent()
+    codex, gemini = CodexAgent(), GeminiAgent()
     footer = SimpleNamespace(footer_name=lambda snap: None, footer_session=lambda snap: None)
     t = codex_target(tmp_path)
     no_pid = Snapshot(lines=[], pane_id="%1")
     assert codex.roster_mismatch(t, no_pid, lambda pid: [], footer) == "pane has no pid"
+    assert gemini.roster_mismatch(t, no_pid, lambda pid: [], footer) == "pane has no pid"
     snap = Snapshot(lines=[], pane_id="%1", pane_pid=40)
     only_daemon = lambda pid: [(40, ["bash"]), (41, DAEMON)]  # noqa: E731
     assert "no Codex TUI runs under pane %1" in (codex.roster_mismatch(t, snap, only_daemon, footer) or "")
     with_tui = lambda pid: [(40, ["bash"]), (41, TUI)]  # noqa: E731
     assert codex.roster_mismatch(t, snap, with_tui, footer) is None
+    assert "gemini.js process 41 no longer runs" in (gemini.roster_mismatch(t, snap, with_tui, footer) or "")
+    assert gemini.roster_mismatch(t, snap, lambda pid: [(40, ["bash"]), (41, GEMINI)], footer) is None

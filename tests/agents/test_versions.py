@@ -35,7 +35,7 @@ def test_require_verified_accepts_only_the_pinned_version(tmp_path):
         versions.require_verified(CODEX, tmp_path / "missing")
     with pytest.raises(ValueError):
         versions.require_verified("gemini")
-    assert versions.verified_versions() == {CLAUDE: "2.1.332", CODEX: "0.171.0"}
+    assert versions.verified_versions() == {CLAUDE: "2.1.332", CODEX: "0.171.0", "gemini-cli": "0.61.0"}
 
 
 def test_client_version_uses_path(tmp_path, monkeypatch):

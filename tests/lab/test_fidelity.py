@@ -98,6 +98,35 @@ def test_a_kind_no_fact_checks_is_not_verified_by_zero_checks():
     assert "no fact about this kind is checked yet" in refused["gemini-cli"][0]
 
 
+def test_every_lab_kind_has_fidelity_facts_and_gemini_is_among_them():
+    """`relay fidelity` covers every kind the lab runs (Gemini CLI included), through its own package's
+    facts: before, Gemini had none and its version stayed unverified by every run."""
+    from relay_repl.agents import registry
+
+    lab_kinds = [k.kind for k in registry.kinds() if k.lab() is not None]
+    assert "gemini-cli" in lab_kinds
+    for kind in lab_kinds:
+        assert [f for f in FACTS if kind in f.kinds], f"no fidelity fact about {kind}"
+        assert any(c.startswith("discovery:gemini_") for f in FACTS if "gemini-cli" in f.kinds for c in f.checks)
+
+
+def test_gemini_typed_evidence_is_read_from_its_own_chat_file(tmp_path):
+    """The tmux check's reading of Gemini's confirm data re-reads the chat file: a `user` record of exactly
+    the typed text holds; the same id with other text (the last line for an id wins) does not."""
+    from pathlib import Path
+
+    from relay_repl.agents.gemini_cli.fidelity import tmux_unconfirmed
+
+    chat = Path(__file__).parents[1] / "agents" / "fixtures" / "gemini-cli-0.61.0-chat-typed.jsonl"
+    rid = "eb07694f-5f59-4aee-bd9a-cd0d39a51e5b"
+    assert tmux_unconfirmed({"chat": str(chat), "record": {"id": rid}}, "hello there") is None
+    assert "not a user record of exactly" in (tmux_unconfirmed({"chat": str(chat), "record": {"id": rid}}, "hello") or "")
+    moved = tmp_path / "chat.jsonl"
+    moved.write_text(chat.read_text() + json.dumps({"id": rid, "type": "user", "content": [{"text": "edited"}]}) + "\n")
+    assert tmux_unconfirmed({"chat": str(moved), "record": {"id": rid}}, "hello there") is not None
+    assert "no chat file record" in (tmux_unconfirmed({}, "x") or "")
+
+
 def test_a_failed_kind_check_is_located_in_the_kind_module():
     """A check that moved into agents/<kind>/fidelity.py is still located at its own failing line."""
     from relay_repl.agents.claude_code import fidelity as mod

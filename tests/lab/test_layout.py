@@ -101,7 +101,8 @@ def test_layout_paths_and_runtime_dirs(tmp_path):
     lay = Layout.at(tmp_path / "lab")
     assert claude_lab.config_dir(lay.root) == tmp_path / "lab" / "claude"
     assert codex_lab.home(lay.root) == tmp_path / "lab" / "codex"
-    assert lay.client_homes == {"CLAUDE_CONFIG_DIR": tmp_path / "lab" / "claude", "CODEX_HOME": tmp_path / "lab" / "codex"}
+    assert lay.client_homes == {"CLAUDE_CONFIG_DIR": tmp_path / "lab" / "claude", "CODEX_HOME": tmp_path / "lab" / "codex",
+                                "GEMINI_CLI_HOME": lay.home}  # Gemini CLI's home is the lab's $HOME (LAB_HOME)
     assert set(lay.client_homes.values()) <= set(lay.runtime_dirs)
     assert lay.runtime_dir == tmp_path / "lab" / "run"
     assert lay.workdir("beta") == tmp_path / "lab" / "work" / "beta"
@@ -132,11 +133,34 @@ def test_client_env_points_tools_at_the_lab(tmp_path):
     lay = Layout.at(tmp_path / "lab")
     env = lay.client_env("/clients/node_modules/.bin", outer={"PATH": "/usr/bin"})
     assert set(env) == {"CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_RUNTIME_DIR", "TMPDIR", "RELAY_LAB_DIR",
-                        "RELAY_TMUX_SOCKET", "PATH"}
+                        "RELAY_TMUX_SOCKET", "PATH", "GEMINI_CLI_HOME"}
+    assert env["GEMINI_CLI_HOME"] == str(lay.home)  # the Gemini kind's LabSpec homes: its sessions' home
     assert env["PATH"] == "/clients/node_modules/.bin:/usr/bin"
     assert env["RELAY_LAB_DIR"] == str(lay.root)
     assert env["RELAY_TMUX_SOCKET"] == lay.tmux_socket
     assert "HOME" not in env  # a shell that sources it is never mistaken for a lab process
+
+
+def test_lab_doctor_reads_the_labs_own_gemini_home(tmp_path):
+    """`relay --lab doctor` runs with what `relay lab env` exports: the Gemini rows must read the lab's
+    own $GEMINI_CLI_HOME/.gemini (where its sessions keep their chats), not the operator's ~/.gemini
+    (before, they said the operator's home "does not exist yet" beside a running lab Gemini session)."""
+    import json
+
+    import anyio
+
+    from relay_repl.agents import registry
+
+    lay = Layout.at(tmp_path / "lab")
+    (lay.home / ".gemini").mkdir(parents=True)
+    (lay.home / ".gemini" / "settings.json").write_text(json.dumps({"ui": {"footer": {"items": ["session-id"]}}}))
+    env = {"HOME": str(tmp_path / "operator"), **lay.client_env("/clients/node_modules/.bin", outer={"PATH": "/usr/bin"})}
+    kind = registry.kind_for("gemini-cli")
+    assert kind is not None
+    rows = anyio.run(kind.doctor_checks, env)
+    home, settings = rows[0], rows[1]
+    assert home.ok and home.detail == f"{lay.home / '.gemini'} (from $GEMINI_CLI_HOME)", home.detail
+    assert "footer shows the session id" in settings.detail, settings.detail
 
 
 def test_claude_global_config_trusts_each_cwd_and_the_key(tmp_path):
@@ -231,6 +255,7 @@ def test_lab_pins_the_verified_versions():
     pins = install.manifest(install.VERIFIED_VERSIONS)["dependencies"]
     assert pins["@anthropic-ai/claude-code"] == install.VERIFIED_VERSIONS[CLAUDE] == "2.1.332"
     assert pins["@openai/codex"] == install.VERIFIED_VERSIONS[CODEX] == "0.171.0"
+    assert pins["@google/gemini-cli"] == install.VERIFIED_VERSIONS["gemini-cli"] == "0.61.0"
     assert install.merged_lock(install.VERIFIED_VERSIONS) is not None
     assert install.merged_lock({**install.VERIFIED_VERSIONS, CODEX: "0.0.1"}) is None
 

@@ -19,6 +19,8 @@ for row in json.loads(sys.argv[1]):
 """
 
 ROWS = [
+    {"kind": "gemini-cli", "prefix": "gemini", "name": "gamma", "address": "a", "transports": ["tmux"],
+     "identified_by": "proc", "live": True, "detail": {"gemini_dir": "/h/.gemini", "cwd": "/w"}},
     {"kind": "codex", "prefix": "codex", "name": "beta", "address": "b", "transports": ["codex-queue"],
      "identified_by": "rollout", "live": True, "detail": {}},
     # a kind this relay does not have (a newer relay or a plug-in there): listed, its detail left out
@@ -30,5 +32,5 @@ ROWS = [
 def test_every_kind_s_detail_is_typed_and_an_unknown_kind_is_still_listed():
     r = subprocess.run([sys.executable, "-c", PROBE, json.dumps(ROWS)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["build-box/codex:beta CodexDetail",
+    assert r.stdout.splitlines() == ["build-box/gemini:gamma GeminiDetail", "build-box/codex:beta CodexDetail",
                                      "build-box/other:x AgentDetail"]

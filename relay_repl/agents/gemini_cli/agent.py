@@ -1,0 +1,78 @@
+"""Gemini CLI as the transports see it (the `Agent` protocol of `relay_repl.agents.agent`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from relay_repl.agents.agent import Processes, TypedEvidence
+from relay_repl.agents.gemini_cli.chats import find_chat, typed_records
+from relay_repl.agents.gemini_cli.detail import GeminiDetail
+from relay_repl.agents.gemini_cli.provider import KIND, is_gemini
+from relay_repl.agents.kind import AgentKindBase
+from relay_repl.core.target import Target
+
+if TYPE_CHECKING:  # annotations only: off the `relay targets` path
+    from relay_repl.agents.screens.model import Snapshot
+
+
+class GeminiAgent(AgentKindBase):
+    """Gemini CLI 0.61.0: the pane runs the gemini.js wrapper (or a shell above it); Enter while
+    busy queues the line, sent as the next turn; evidence is the session's chat file."""
+
+    kind = KIND
+    evidence_name = "chat file"
+    busy_submit = "Gemini CLI queues it (`Queued (press ↑ to edit)`) and sends it as the next turn"
+    tab_queues_when_busy = False
+    # keys of one burst are all read against the composer as last drawn: from an empty one every `?`
+    # in the payload opened the Shortcuts panel (and was dropped), every `!` would toggle shell mode;
+    # so the first character goes alone and is seen drawn before the rest (adapters/gemini-cli.md)
+    tmux_lead = 1
+
+    def screen(self) -> ModuleType | None:
+        from relay_repl.agents.gemini_cli import screen
+
+        return screen
+
+    def tmux_busy_note(self, target: Target) -> str | None:
+        if target.state == "busy":
+            return "target is busy: Enter queues the line; it starts the next turn when this one ends (Gemini CLI 0.61.0)"
+        return None
+
+    def tmux_delivered_when(self) -> str:
+        return ("the session's chat file gains a `user` record whose text is exactly this line (written when its turn "
+                "starts; a line queued behind a busy turn appears when that turn ends); send-keys exit status proves nothing")
+
+    def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
+        under = self.pane_processes(snap, processes)
+        if isinstance(under, str):
+            return under
+        if target.pid not in {pid for pid, _ in under[1]}:
+            return f"gemini.js process {target.pid} no longer runs under pane {snap.pane_id} (pane pid {snap.pane_pid})"
+        shown = screen.footer_session(snap)
+        sid = GeminiDetail.of(target).session_id or ""
+        if shown and sid and not sid.startswith(shown):
+            return (f"the footer of pane {snap.pane_id} shows session {shown}, not {sid[:8]}: "
+                    "the session changed (/clear or /resume); rediscover")
+        return None
+
+    def waiting_refusal(self, target: Target) -> str | None:
+        return None  # an approval box shows on the screen, which the classifier reads
+
+    def is_client(self, argv: list[str]) -> bool:
+        return is_gemini(argv)
+
+    def find_evidence_file(self, target: Target) -> Path | None:
+        d = GeminiDetail.of(target)
+        found = find_chat(Path(d.gemini_dir), d.session_id) if d.gemini_dir and d.session_id else None
+        return found.path if found else None
+
+    def typed_evidence(self, path: Path, offset: int, payload: str) -> TypedEvidence:
+        hits = typed_records(path, offset, payload)
+        if hits:
+            h = hits[0]
+            return TypedEvidence(state="confirmed", detail=f"chat file user record {h['id']} with exactly the payload "
+                                 f"(at {h['timestamp']})", data={"chat": str(path), "record": h, "matches": len(hits)},
+                                 records=hits)
+        return TypedEvidence(state="none")

@@ -1,0 +1,158 @@
+"""Gemini CLI as one `AgentKind` (agents/kind.py): registered through the entry point `gemini-cli`
+in pyproject.toml; what the session, the doctor and the lab ask of it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
+
+from relay_repl.agents.gemini_cli.agent import GeminiAgent
+from relay_repl.agents.gemini_cli.chats import HOME_ENV
+from relay_repl.agents.gemini_cli.detail import GeminiDetail
+from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
+from relay_repl.agents.kind import LAB_HOME, NO_HOME, AgentKindBase, LabContext, LabLaunch, LabPane, LabReady, LabSpec
+from relay_repl.core.target import Me, Target
+
+if TYPE_CHECKING:
+    from relay_repl.core.check import Check
+    from relay_repl.core.plan import ReplyContext, ReplyRoute
+    from relay_repl.core.delivery import Delivery  # annotations only: off the `relay targets` path
+    from relay_repl.agents.provenance import VerifyReport
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.agents.discovery import KindProvider
+    from relay_repl.agents.replies import ReplyOptions
+    from relay_repl.agents.turn_reply import TurnWatch
+    from relay_repl.system.panes import PaneRoster
+
+NPM_PACKAGE = "@google/gemini-cli"
+LAB_MODEL = "gemini-2.5-pro"
+MCP_SERVER = "relay"
+
+
+def lab_settings(mcp_command: Sequence[str]) -> dict[str, Any]:
+    """The lab's `settings.json` (adapters/gemini-cli.md GM §1): offline and quiet, the session id in
+    the footer (ties a pane to its chat file exactly), one model (no routing request per turn), and
+    the relay MCP server trusted (no approval box for relay_reply)."""
+    settings: dict[str, Any] = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "ide": {"enabled": False, "hasSeenNudge": True},
+        "ui": {"hideTips": True, "footer": {"items": ["workspace", "model-name", "session-id"]}},
+        "model": {"name": LAB_MODEL},
+    }
+    if mcp_command:
+        settings["mcpServers"] = {MCP_SERVER: {"command": mcp_command[0], "args": list(mcp_command[1:]),
+                                               "trust": True}}
+    return settings
+
+
+class GeminiCliKind(GeminiAgent, AgentKindBase):
+    """Gemini CLI: `gemini:NAME`, NAME the session's project (its working directory's name), or
+    `<project>-<8 hex of the session id>` when several live sessions share one project. It keeps no
+    provenance (a typed line is plain user input), so origin is judged from the process that
+    connects, never from its chat file."""
+
+    kind = KIND
+    prefix = PREFIX
+    label = "Gemini CLI"
+    mcp_setup = ('~/.gemini/settings.json: "mcpServers": {"relay": {"command": "relay", "args": ["mcp"]}}',
+                 '                        (with "trust": true Gemini CLI calls it without asking in the pane)')
+    provenance: Literal["kernel", "none"] = "none"
+    detail_model = GeminiDetail
+    binary = BINARY
+    npm_package = NPM_PACKAGE
+
+    def address_rule(self) -> str:
+        return ("gemini:PROJECT (the directory name the session was started in) or gemini:PROJECT-<8 hex of its "
+                "session id> when several live sessions share it")
+
+    def screen(self) -> ModuleType | None:
+        return GeminiAgent.screen(self)
+
+    def providers(self, env: Mapping[str, str], panes: PaneRoster) -> Sequence[KindProvider]:
+        from relay_repl.agents.gemini_cli.provider import GeminiProvider
+
+        return [GeminiProvider(env=env, panes=panes)]
+
+    def own_address(self, env: Mapping[str, str]) -> Me | None:
+        from relay_repl.agents.gemini_cli.provider import GeminiProvider
+
+        return GeminiProvider(env=env).own_address()
+
+    def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
+        from relay_repl.agents.gemini_cli.replies import gemini_route
+
+        return gemini_route(target, ctx, AgentKindBase.reply_route.__get__(self))
+
+    def reply_options(self, target: Target) -> ReplyOptions | None:
+        from relay_repl.agents.gemini_cli.replies import gemini_options
+
+        return gemini_options(target)
+
+    def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
+        from relay_repl.agents.gemini_cli.replies import gemini_watch
+
+        return gemini_watch(target, delivery)
+
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        from relay_repl.agents.gemini_cli.verify import verify_target
+
+        return verify_target(relay_id, target, ledger)
+
+    async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
+        from relay_repl.agents.gemini_cli.doctor import check_gemini
+
+        return await check_gemini(env)
+
+    def version_env(self) -> dict[str, str]:
+        """`gemini --version` writes $GEMINI_CLI_HOME/.gemini/projects.json.<uuid>.tmp (and makes
+        .gemini/); with a home that cannot exist it prints the version and writes nothing (0.61.0,
+        measured: adapters/gemini-cli.md, Gaps)."""
+        return {"GEMINI_CLI_HOME": NO_HOME}
+
+    # -- the lab -----------------------------------------------------------------------------------
+
+    def fidelity(self) -> ModuleType | None:
+        import relay_repl.agents.gemini_cli.fidelity as fidelity
+
+        return fidelity
+
+    def lab(self) -> LabSpec | None:
+        # its client home is the lab's $HOME (state under ~/.gemini): every lab process and `relay lab env`
+        # get GEMINI_CLI_HOME pointing there, so `relay --lab doctor` reads it, not the operator's ~/.gemini
+        return LabSpec(count_flag="gemini", default_count=0, stub_api="google", help="Gemini CLI sessions",
+                       homes={HOME_ENV: LAB_HOME})
+
+    def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
+        return {ctx.home / ".gemini" / "settings.json": json.dumps(lab_settings(ctx.mcp_command), indent=1) + "\n"}
+
+    def lab_launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
+        """`gemini --approval-mode yolo` in work/<name>: the lab's netns keeps commands off the network,
+        as Codex's `danger-full-access` does, and the stub decides what runs."""
+        env = {"GEMINI_API_KEY": ctx.api_key, "COLORTERM": "truecolor"}  # GEMINI_CLI_HOME: its LabSpec homes
+        if name in ctx.base_urls:
+            env["GOOGLE_GEMINI_BASE_URL"] = ctx.base_urls[name]
+        return LabLaunch(command=(str(ctx.bin_dir / BINARY), "--approval-mode", "yolo"), env=env, unset=HEADLESS_ENV)
+
+    def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
+        """Ready when the screen reads idle with an empty composer and the footer names a chat file."""
+        from relay_repl.agents.gemini_cli.chats import find_chat
+        from relay_repl.agents.gemini_cli.screen import classify, footer_session
+        from relay_repl.agents.screens.model import Snapshot
+
+        snap = Snapshot(lines=pane.screen.split("\n"))
+        sid = footer_session(snap)
+        reading = classify(snap)
+        if sid is None or reading.kind != "idle":
+            return None
+        chat = find_chat(ctx.home / ".gemini", sid)
+        if chat is None:
+            return None
+        # focused: unfocused (tmux focus-out to a detached pane) it draws no cursor, and relay refuses to type
+        return LabReady(pid=pane.pane_pid, address=chat.session_id, evidence_file=str(chat.path),
+                        note=f"gemini pid {pane.pane_pid} session {sid} idle", focus_in=True)
