@@ -1,6 +1,6 @@
 """Recipes in the lab: ask-all's concurrency, and the runner's own overhead per round.
 
-    .venv/bin/python -m bench.recipes [--claude 4 --codex 4] [--rounds-only | --ask-all-only]
+    .venv/bin/python -m bench.recipes [--claude 4 --codex 4] [--rounds-only | --ask-all-only] [--by-process]
 
 1. ask-all over a lab of N Claude + M Codex sessions, with a scripted yes. First the
    single round trip (send want=reply -> linked reply) of every target, one at a time;
@@ -15,6 +15,11 @@
    round, split by which target a step asks. Goals: <= 0.3 s per round on Claude
    targets, <= 0.6 s on Codex targets (each a share of the round's overhead, by step).
 
+`--by-process` also samples every lab process during each ask-all run (bench/turn_cpu.py's
+sampler, every 0.1 s, in this process: it costs a few % of a CPU, so the ratio is read without
+it): "CPU-s by program" counts a child that exited under its parent's name (a Codex agent's
+`relay reply` under `codex`), the sampler names it.
+
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
 """
@@ -22,6 +27,7 @@ temporary RELAY_HOME and takes it down at the end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -29,6 +35,8 @@ import tempfile
 import time
 from datetime import datetime
 from typing import Any
+
+from bench.turn_cpu import Sampler, lab_roots
 
 GOAL_ASK_ALL = 2.0
 GOAL_OVERHEAD = {"claude-code": 0.3, "codex": 0.6}
@@ -136,7 +144,7 @@ def profile(s: Any, run: Any, t0: float, transcripts: dict[str, str]) -> None:
         print(f"  delivered -> turn start: median {statistics.median(waits):.2f} s, max {max(waits):.2f} s")
 
 
-async def ask_all(runs: int, transcripts: dict[str, str] | None = None) -> None:
+async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_process: bool = False) -> None:
     import anyio
 
     from relay_repl.session.app import make_session
@@ -164,9 +172,13 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None) -> None:
                   f"{len(targets)} runs in {time.time() - w0:.1f} s), {ncpu} CPUs")
             for i in range(runs):
                 gate.spent = 0.0
-                t0, c1, p1 = time.time(), cpu_busy(), cpu_by_program()
-                run = await s.run("ask-all", question=f"bench ask-all {i}")
-                wall = time.time() - t0
+                with contextlib.ExitStack() as stack:
+                    smp = stack.enter_context(Sampler(lab_roots(), interval=0.1)) if by_process else None
+                    if smp is not None:
+                        smp.open()
+                    t0, c1, p1 = time.time(), cpu_busy(), cpu_by_program()
+                    run = await s.run("ask-all", question=f"bench ask-all {i}")
+                    wall = time.time() - t0
                 used, p2 = cpu_busy() - c1, cpu_by_program()
                 got = len(run.replies)
                 if run.state != "done" or got != len(targets):
@@ -180,6 +192,10 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None) -> None:
                       f"{len(targets) * cpu_one / ncpu:.2f} s on {ncpu} CPUs = "
                       f"{len(targets) * cpu_one / ncpu / med:.2f}x the round trip")
                 print(f"  CPU-s by program: {top_programs(p1, p2)}")
+                if smp is not None:
+                    cats = sorted(smp.by_category().items(), key=lambda kv: -kv[1])
+                    print(f"  CPU-s by lab process (sampled; the sampler's own {smp.own_cpu:.2f} in the total above): "
+                          + ", ".join(f"{c} {v:.2f}" for c, v in cats if v >= 0.005))
                 if transcripts is not None:
                     profile(s, run, t0, transcripts)
         finally:
@@ -196,12 +212,14 @@ def cpu_busy() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_by_program() -> dict[str, float]:
-    """CPU-seconds per program name (/proc/PID/comm) of every process now, its reaped children's
-    included (cutime): the difference of two readings says who did a run's work, children that
-    ran and exited in between (a `relay reply`, a shell command) counted under their parent."""
+def cpu_by_program() -> dict[tuple[int, str], tuple[str, float]]:
+    """Every process now: (pid, start time) -> (program name (/proc/PID/comm), CPU-seconds, its reaped
+    children's included (cutime)). The difference of two readings (`top_programs`) says who did a
+    run's work, children that ran and exited in between (a `relay reply`, a shell command) counted
+    under their parent; keyed by process, so a kernel worker that renamed itself in between
+    (`kworker/1:1-virtio_vsock`) counts its run's share, not its lifetime."""
     tick = os.sysconf("SC_CLK_TCK")
-    out: dict[str, float] = {}
+    out: dict[tuple[int, str], tuple[str, float]] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -212,12 +230,15 @@ def cpu_by_program() -> dict[str, float]:
             continue
         comm = raw[raw.index("(") + 1:raw.rindex(")")]
         f2 = raw[raw.rindex(")") + 2:].split()
-        out[comm] = out.get(comm, 0.0) + sum(int(x) for x in f2[11:15]) / tick
+        out[(int(d), f2[19])] = (comm, sum(int(x) for x in f2[11:15]) / tick)
     return out
 
 
-def top_programs(before: dict[str, float], after: dict[str, float], n: int = 6) -> str:
-    diff = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+def top_programs(before: dict[tuple[int, str], tuple[str, float]],
+                 after: dict[tuple[int, str], tuple[str, float]], n: int = 6) -> str:
+    diff: dict[str, float] = {}
+    for key, (comm, cpu) in after.items():
+        diff[comm] = diff.get(comm, 0.0) + cpu - before.get(key, (comm, 0.0))[1]
     top = sorted(((v, k) for k, v in diff.items() if v > 0.005), reverse=True)[:n]
     return ", ".join(f"{k} {v:.2f}" for v, k in top)
 
@@ -283,6 +304,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="ask-all runs (default 3)")
     ap.add_argument("--rounds-only", action="store_true")
     ap.add_argument("--ask-all-only", action="store_true")
+    ap.add_argument("--by-process", action="store_true", help="sample every lab process during each ask-all run")
     args = ap.parse_args()
     import anyio
 
@@ -297,7 +319,7 @@ def main() -> None:
         try:
             if not args.rounds_only:
                 state = launcher.status() or state
-                anyio.run(ask_all, args.runs, {x.name: x.transcript or "" for x in state.sessions})
+                anyio.run(ask_all, args.runs, {x.name: x.transcript or "" for x in state.sessions}, args.by_process)
             if not args.ask_all_only:
                 state = launcher.status() or state
                 transcripts = {x.name: x.transcript or "" for x in state.sessions}

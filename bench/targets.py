@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -78,19 +79,26 @@ def build(root: Path) -> tuple[dict[str, str], list[subprocess.Popen]]:
     return env, procs
 
 
-def timed(cmds: dict[str, list[str]], env: dict[str, str], runs: int) -> tuple[dict[str, float], dict[str, str]]:
+def timed(cmds: dict[str, list[str]], env: dict[str, str], runs: int) -> tuple[dict[str, float], dict[str, str], dict[str, float]]:
     """Median wall time per command, the commands run in turn (a, b, a, b, ...): other
     processes on a shared machine then load both alike, rather than whichever ran while
-    they were busy."""
+    they were busy. Also the median CPU time (user + sys) of each, its own children included
+    (relay's cold listing runs `claude agents --json` itself and waits for it): at load 2-5 the
+    wall ratio swings with whoever else runs, the CPU ratio counts only the work."""
     out: dict[str, str] = {}
     samples: dict[str, list[float]] = {k: [] for k in cmds}
+    cpu: dict[str, list[float]] = {k: [] for k in cmds}
     for _ in range(runs):
         for k, cmd in cmds.items():
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             cp = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             samples[k].append(time.perf_counter() - t0)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[k].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
             out[k] = cp.stdout
-    return {k: statistics.median(v) for k, v in samples.items()}, out
+    return ({k: statistics.median(v) for k, v in samples.items()}, out,
+            {k: statistics.median(v) for k, v in cpu.items()})
 
 
 def warm(env: dict[str, str], runs: int) -> tuple[float, int]:
@@ -129,7 +137,7 @@ def main() -> None:
         try:
             print(ensure_bytecode())
             load = os.getloadavg()
-            med, outs = timed({"anchor": [claude, "agents", "--json"],
+            med, outs, cpu = timed({"anchor": [claude, "agents", "--json"],
                                "cold": [args.relay or str(Path(sys.executable).parent / "relay"), "targets", "--json"]},
                               env, args.runs)
             anchor, cold, listing, out = med["anchor"], med["cold"], outs["anchor"], outs["cold"]
@@ -145,6 +153,8 @@ def main() -> None:
     print(f"anchor  claude agents --json      median {anchor * 1000:7.1f} ms")
     print(f"cold    relay targets --json      median {cold * 1000:7.1f} ms  = {cold / anchor:.2f}x  (goal <= 1.2x)"
           + (f"  [{args.relay}]" if args.relay else ""))
+    print(f"CPU     anchor {cpu['anchor'] * 1000:.1f} ms, cold {cpu['cold'] * 1000:.1f} ms (user+sys, children included)"
+          f"  = {cpu['cold'] / cpu['anchor']:.2f}x")
     print(f"warm    await session.refresh()   median {w * 1000:7.1f} ms  = {w / anchor:.2f}x  (goal <= 0.25x)")
     print(f"load average (1 min) {load[0]:.2f} before, {load_after[0]:.2f} after, on {os.cpu_count()} CPUs")
 

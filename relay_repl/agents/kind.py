@@ -48,8 +48,6 @@ Methods, by subject:
   without a restart), `lab_refresh` and `lab_status` (`relay lab status`, the lab's helpers),
   `lab_outlives_panes`, `lab_stop` and `lab_cleanup` (`relay lab down`); its LabSpec names its
   client home, environment, key variables, socket depth and whether its sessions start serially;
-  `lab_client_env(home)`: what `relay lab env` exports for it beyond its LabSpec homes (a client
-  home that is the lab's $HOME);
 - typed detail: `detail_model` (the pydantic model of `Target.detail` for this kind);
 - the operator's inbox as a peer: `answers_listed_inbox` (its sessions answer natively only to a
   peer listed in its own registry) and `inbox_listing(name)` (the gated listing, or None).
@@ -90,6 +88,10 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
 
 
+LAB_HOME = "home"
+"""The lab's $HOME, as a directory under the lab root (`<lab>/home`): a `LabSpec.homes` value for a
+client whose home is $HOME itself (its state under `$HOME/.<client>`)."""
+
 NO_HOME = "/dev/null/relay-version"
 """A client home no process can create (its parent is not a directory): a kind's `version_env`
 points its home here, so `--version` writes nowhere (issue 16 case 8)."""
@@ -118,7 +120,8 @@ class LabSpec(_Frozen):
     homes: dict[str, str] = Field(default_factory=dict, description=(
         "variable -> directory under the lab root (its client's home there, e.g. CODEX_HOME -> 'codex'): the "
         "lab creates it, sets it for every lab process, exports it in `relay lab env`, passes it to `relay "
-        "mcp`, counts a process of its binary with that variable as the lab's, and removes it at `down`"))
+        "mcp`, counts a process of its binary with that variable as the lab's, and removes it at `down`; "
+        "LAB_HOME names the lab's $HOME itself, for a client that keeps its state there"))
     env: dict[str, str] = Field(default_factory=dict, description="constant variables of every lab process "
                                 "(no updater, no telemetry)")
     key_env: tuple[str, ...] = Field(default=(), description="variables every lab process gets holding the lab's "
@@ -450,16 +453,11 @@ class AgentKind(Agent, Protocol):
         directory, keep what the next lab reuses (under `ctx.root / 'cache'`)."""
         ...
 
-    def lab_client_env(self, home: Path) -> dict[str, str]:
-        """What `relay lab env` (and `relay --lab ...`) exports for this kind, the lab's clients' $HOME
-        being `home`: the variable that points relay (its doctor, discovery) at the lab's own client home."""
-        ...
-
 
 class AgentKindBase:
     """Defaults for `AgentKind`: subclass it, set the attributes, override what differs.
 
-    `kind`, `prefix`, `label`, `evidence_name` and `providers`/`pin` must be given; the
+    `kind`, `prefix`, `label`, `evidence_name`, `providers` and `binary`/`npm_package` (or `pin`) must be given; the
     rest default to "this kind offers nothing there" (no classifier: never type; no
     evidence file; the generic `relay reply` route; no lab).
     """
@@ -471,6 +469,8 @@ class AgentKindBase:
     detail_model: type[AgentDetail] = AgentDetail
     answers_listed_inbox: bool = False
     evidence_name: str = "record"
+    binary: str = ""  # its client's executable on PATH (`pin`)
+    npm_package: str = ""  # the npm package that installs it (`pin`)
     busy_submit: str = "unknown: never typed while busy"
     tab_queues_when_busy: bool = False
     # characters of a typed payload sent alone first, and seen drawn, before the rest: a client
@@ -596,7 +596,10 @@ class AgentKindBase:
         return tuple(self.adapter().verified_versions)
 
     def pin(self) -> ClientPin:
-        raise NotImplementedError(f"agent kind {self.kind!r} names no client to install")
+        """Its declared client (`binary`, `npm_package`) at the newest version its adapter verified."""
+        if not (self.binary and self.npm_package):
+            raise NotImplementedError(f"agent kind {self.kind!r} names no client to install")
+        return ClientPin(binary=self.binary, npm_package=self.npm_package, version=self.verified_versions()[-1])
 
     def version_env(self) -> dict[str, str]:
         return {}
@@ -674,9 +677,6 @@ class AgentKindBase:
 
     def lab_cleanup(self, ctx: LabContext) -> None:
         return None
-
-    def lab_client_env(self, home: Path) -> dict[str, str]:
-        return {}
 
 
 def screen_tail(text: str, n: int = 6) -> str:

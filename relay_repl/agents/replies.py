@@ -5,7 +5,7 @@ to run `relay reply` yet able to call an MCP tool its client starts outside the 
 every agent's final message is in its own record whatever it may run. So each kind's package
 (`<kind>/replies.py`) reads its configuration into `ReplyOptions`, and the plan names the route
 that will actually work, chosen here by the rules all kinds share (`forced_route`, `mcp_route`,
-`turn_route`). Read-only: config files and registry fields are read, nothing is started or written.
+`turn_route`, and `configured_route` for a kind whose sandbox decides). Read-only: config files and registry fields are read, nothing is started or written.
 """
 
 from __future__ import annotations
@@ -41,6 +41,13 @@ def relay_servers(servers: Any) -> list[str]:
     return [name for name, s in servers.items()
             if isinstance(s, dict) and s.get("enabled", True) is not False
             and _is_relay_mcp(s.get("command"), s.get("args"))]
+
+
+def relay_server(servers: Any) -> tuple[str, dict[str, Any]] | None:
+    """The first enabled server of a client's MCP table that runs `relay mcp`: its name and entry
+    (where its trust or approval settings are read), or None."""
+    names = relay_servers(servers)
+    return (names[0], servers[names[0]]) if names else None
 
 
 # -- routes for the plan ------------------------------------------------------------------------
@@ -85,6 +92,21 @@ def forced_route(target: Target, ctx: ReplyContext, opts: ReplyOptions, default:
             return ReplyRoute(ok=False, how="none", via=ctx.via, missing=f"{target.spec} has no {ctx.via} reply route")
         return route
     return None
+
+
+def configured_route(target: Target, ctx: ReplyContext, opts: ReplyOptions, default: Default,
+                     mcp_refused: bool = False) -> ReplyRoute:
+    """The order of a kind whose configuration may sandbox its commands (Codex, Gemini CLI): the
+    operator's `via`; else `relay reply` (the kind's `default`) where no sandbox is in the way; else
+    relay_reply on the relay MCP server, when configured and not certain to be refused (`mcp_refused`,
+    the kind's reading of its approval settings); else the turn reply."""
+    forced = forced_route(target, ctx, opts, default)
+    if forced is not None:
+        return forced
+    if opts.relay_reply:
+        return default(target, ctx)
+    mcp = mcp_route(target, ctx, opts)
+    return mcp if mcp.ok and not mcp_refused else turn_route(target, ctx, opts)
 
 
 # -- dispatch --------------------------------------------------------------------------------

@@ -21,6 +21,11 @@ class UsageError(RelayError):
     exit_code = 2
 
 
+class MisnamedAttribute(UsageError, AttributeError):
+    """An attribute the operator reached for on the wrong object (`session.wait_reply`); the message names
+    the right call. Still an AttributeError, so `hasattr` and the REPL's completion see a plain miss."""
+
+
 class EnvelopeError(RelayError, ValueError):
     """A line that starts like a relay envelope but is malformed."""
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from relay_repl.core.controls import visible
+from relay_repl.core.errors import UsageError
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
 TargetState = Literal["idle", "busy", "waiting", "unknown", "never-idle"]
@@ -134,6 +135,11 @@ class TargetTable(list):
 
     def __repr__(self) -> str:
         return format_targets(self)
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        """`session.targets()`: it is the table itself, so say so rather than "not callable"."""
+        raise UsageError("session.targets is the table itself, not a method: type `session.targets` to see it "
+                         "(`await session.refresh()` discovers again)")
 
 
 def format_targets(targets: list[Target]) -> str:

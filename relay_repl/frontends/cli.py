@@ -17,6 +17,7 @@ import argparse
 import sys
 from types import ModuleType
 
+from relay_repl.frontends.kind_words import KindsRawHelp
 from relay_repl import __version__
 from relay_repl.frontends import argparse_gettext
 from relay_repl.core.controls import visible  # pure, no dependency: every echo of a peer's text passes it
@@ -47,8 +48,8 @@ COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, 
             reply, notebook, mcp, hosts, serve)
 
 DESCRIPTION = """\
-Relay one-line messages between live AI coding-agent sessions (Claude Code,
-Codex) on this machine, safely and verifiably.
+Relay one-line messages between live AI coding-agent sessions ({kinds})
+on this machine, safely and verifiably.
 
 With no subcommand, `relay` opens an async Python REPL with `session`
 preloaded. Every side effect (a keystroke, a socket write, a queue insert)
@@ -61,7 +62,7 @@ EPILOG = """\
 examples:
   relay                         open the REPL on the agents running on this machine
   relay --lab                   start what is missing of the offline lab and open the REPL on it
-  relay targets                 list live (and stale) Claude Code and Codex sessions
+  relay targets                 list live (and stale) agent sessions
   relay send codex:fix-tests 'please rerun the suite' --want reply
   relay --lab targets --json    any subcommand, pointed at the lab as it is (never restarts it)
   relay lab up / status / down  manage the offline lab
@@ -86,7 +87,7 @@ def build_parser(words: list[str] | None = None) -> argparse.ArgumentParser:
     subcommand's parser parses that command's words as the whole parser would."""
     argparse_gettext.install()  # ~30 subparsers: one locale walk per message, not per use
     p = argparse.ArgumentParser(
-        prog="relay", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="relay", description=DESCRIPTION, epilog=EPILOG, formatter_class=KindsRawHelp
     )
     p.add_argument("--version", action="version", version=f"relay {__version__}")
     p.add_argument("--fake", action="store_true", help="add the in-memory demo target fake:inbox (no agent needed)")
@@ -147,18 +148,31 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "fast_exit", False) and argv is None:  # a real process, not a call from tests
             targets.fast_exit(code)
         return code
-    except RelayError as exc:
+    except (RelayError, BaseExceptionGroup, KeyboardInterrupt) as exc:
+        return exit_code(exc)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of a command that `exc` ended, its reason printed as one line; an error
+    that is not relay's (nor a task group holding one, nor Ctrl-C) is raised again.
+
+    Apart from `main` so that bare `relay` (frontends/entry.py), which starts its REPL without
+    importing this module, reports its errors the same way."""
+    from relay_repl.core.errors import RelayError
+
+    if isinstance(exc, RelayError):
         print(visible(f"relay: {exc}"), file=sys.stderr)  # a halt's reason names a peer's claim
         return exc.exit_code
-    except BaseExceptionGroup as group:  # errors raised inside a task group
-        inner = _first_relay_error(group)
+    if isinstance(exc, BaseExceptionGroup):  # errors raised inside a task group
+        inner = _first_relay_error(exc)
         if inner is None:
-            raise
+            raise exc
         print(visible(f"relay: {inner}"), file=sys.stderr)
         return inner.exit_code
-    except KeyboardInterrupt:
+    if isinstance(exc, KeyboardInterrupt):
         print("relay: interrupted", file=sys.stderr)
         return 130
+    raise exc
 
 
 if __name__ == "__main__":

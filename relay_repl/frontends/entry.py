@@ -7,6 +7,11 @@ ratio. Importing `frontends/cli.py` first (argparse, typing, the core text helpe
 `system/prefetch.py` (standard library) comes first, and the CLI's imports overlap the listing.
 Then, before pydantic builds its first model, its plugin lookup is swapped for one that does
 not import `importlib.metadata` (system/pydantic_plugins.py).
+
+Bare `relay` (no word at all) is the REPL, whose start is measured against a bare ptpython:
+it goes straight to frontends/repl.py, without the CLI module (argparse and the ~20 command
+modules it registers, ~8% of the instructions to the prompt, none of which the REPL uses).
+Its errors still end it the CLI's way (`cli.exit_code`, imported only then).
 """
 
 from __future__ import annotations
@@ -15,9 +20,12 @@ import sys
 
 
 def main() -> int:
+    words = sys.argv[1:]
+    if not words:
+        return _bare_repl()
     import relay_repl.system.prefetch as prefetch
 
-    if prefetch.wanted(sys.argv[1:]):
+    if prefetch.wanted(words):
         prefetch.start()
     import relay_repl.system.pydantic_plugins as pydantic_plugins
 
@@ -25,3 +33,18 @@ def main() -> int:
     from relay_repl.frontends.cli import main as cli_main
 
     return cli_main()
+
+
+def _bare_repl() -> int:
+    """`relay` with no arguments: the REPL, as `relay repl` runs it."""
+    import relay_repl.system.pydantic_plugins as pydantic_plugins
+
+    pydantic_plugins.install()  # the session built after the prompt makes pydantic models
+    from relay_repl.frontends.repl import run
+
+    try:
+        return run(fake=False)
+    except (Exception, KeyboardInterrupt, BaseExceptionGroup) as exc:  # noqa: BLE001 - anything not relay's is raised again
+        from relay_repl.frontends.cli import exit_code
+
+        return exit_code(exc)

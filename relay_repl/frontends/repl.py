@@ -5,9 +5,13 @@ running between inputs (the REPL runs inside an anyio task group), and output
 from them is printed above the prompt (`patch_stdout=True`). Ctrl-C cancels the
 running statement; Ctrl-D asks before leaving.
 
-Start-up is kept close to a bare ptpython: the session (pydantic models, the
-ledger, discovery) is built by a background task once the prompt is up, and
-`session` is a thin proxy that waits for that build if touched earlier.
+Start-up is kept close to a bare ptpython (issue 20: at most 1.1x): before the
+first prompt only ptpython, asyncio and a few standard-library-light relay modules
+are imported. Once the prompt is drawn, anyio is imported and the task group opened
+(`anyio` and `tg` join the namespace; an input typed earlier waits for that), then
+the session (pydantic models, the ledger, discovery) is built by a background task;
+`session` is a thin proxy that waits for that build if used earlier, and whose
+repr says it is loading.
 """
 
 from __future__ import annotations
@@ -27,12 +31,15 @@ BANNER = """relay_repl {version} — `session` is being prepared (discovery runs
 Tab completes targets inside session.send("…"); Ctrl-C stops a wait (the delivery stays, debuggable).
 Every side effect shows its plan and asks [y/N] first: type y then Enter to approve."""
 
+LOADING = "<Session loading: discovery runs in the background; its summary prints here when ready>"
+
 
 class LazySession:
     """Stands in for the Session until the background build finishes.
 
-    Any use (attribute, repr) blocks until the real session exists, so a fast
-    typist never sees a half-built object; after that it is a plain proxy.
+    Any use of an attribute blocks until the real session exists, so a fast typist never
+    sees a half-built object; after that it is a plain proxy. Only its repr does not wait:
+    while loading it says so (the session prints its own summary once discovery has run).
     """
 
     def __init__(self, build: Callable[[], Any]) -> None:
@@ -51,13 +58,20 @@ class LazySession:
         return real
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__") and self.built() is None:
+            # a printer or completer probing for a protocol (`__pt_repr__`, `__wrapped__`, ...)
+            # from its own thread: the Session has none, and building it there would block the input
+            raise AttributeError(name)
         return getattr(self._get(), name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(self._get(), name, value)
 
     def __repr__(self) -> str:
-        return repr(self._get())
+        real = self.built()
+        if real is None:
+            return LOADING
+        return repr(real)
 
     def __dir__(self) -> list[str]:
         return dir(self._get())
@@ -73,13 +87,16 @@ class LazySession:
         return object.__getattribute__(self, "_real")
 
 
-def record_inputs(repl: Any, inputs: list[Any]) -> None:
+def record_inputs(repl: Any, inputs: list[Any], ready: Any = None) -> None:
     """Keep each input with whether it ran without error (and its value's repr), so that
     `session.save_notebook("name")` can write what worked as cells (plain dicts: nothing more
-    is imported before the prompt)."""
+    is imported before the prompt). An input typed before `ready` (an asyncio.Event: `anyio`
+    and `tg` are in the namespace, a few ms after the first render) waits for it."""
     evaluate = repl.eval_async
 
     async def recording(line: str) -> Any:
+        if ready is not None:
+            await ready.wait()
         try:
             value = await evaluate(line)
         except BaseException:
@@ -92,7 +109,8 @@ def record_inputs(repl: Any, inputs: list[Any]) -> None:
 
 
 async def _main(fake: bool) -> None:
-    import anyio
+    import asyncio
+
     from ptpython.repl import embed
 
     from relay_repl import __version__
@@ -108,54 +126,83 @@ async def _main(fake: bool) -> None:
         return real
 
     session = LazySession(build)
+    loop = asyncio.get_running_loop()
+    drawn = asyncio.Event()  # set after the prompt's first render (from ptpython's input thread)
+    ready = asyncio.Event()  # set once `anyio` and `tg` are in the namespace
+    # `anyio` and `tg` are filled in after the first render; their keys are there from the start
+    # because ptpython's input thread iterates the namespace (its validator) while this one runs
+    namespace: dict[str, Any] = {"session": session, "anyio": None, "tg": None, "__name__": "__main__"}
 
-    drawn = anyio.Event()  # set after the prompt's first render
+    def configure(repl: Any) -> None:
+        repl.app.after_render += lambda _app: loop.call_soon_threadsafe(drawn.set)
+        repl.completer = lazy_completer(session, repl.completer)
+        record_inputs(repl, inputs, ready)
 
-    async def prepare() -> None:
-        # Building the session imports most of relay_repl and blocks the loop for a while:
-        # start it once the prompt is on screen (not after a guessed delay, which on a fast
-        # machine could land before the first render and hold the prompt back); bounded, so
-        # a REPL that never renders still gets its session.
-        with anyio.move_on_after(1.0):
-            await drawn.wait()
+    print(BANNER.format(version=__version__))
+    repl_task = asyncio.create_task(embed(
+        configure=configure,
+        globals=namespace,
+        return_asyncio_coroutine=True,
+        patch_stdout=True,
+        history_filename=str(history_path()),
+        title="relay",
+    ))
+    # anyio (and everything the session imports) comes after the prompt is on screen: bare
+    # ptpython has none of it, and the prompt is what an operator waits for. Bounded, so a
+    # REPL that never renders still gets its task group and session.
+    waiter = asyncio.create_task(drawn.wait())
+    await asyncio.wait({repl_task, waiter}, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    if repl_task.done():  # left (or failed) before its first render
+        repl_task.result()
+        return
+
+    import anyio
+
+    async def prepare(tg: Any) -> None:
         real = session._get()
         await real.open_inbox(tg, echo=print)
         await real.refresh()
         print(repr(real))
 
-    print(BANNER.format(version=__version__))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(prepare)
-        namespace: dict[str, Any] = {"session": session, "anyio": anyio, "tg": tg, "__name__": "__main__"}
-        def configure(repl: Any) -> None:
+    try:
+        async with anyio.create_task_group() as tg:
+            namespace.update(anyio=anyio, tg=tg)
+            ready.set()
+            tg.start_soon(prepare, tg)
+            # The REPL runs as the body of the task group, as if started inside it: a failing
+            # background task cancels it (anyio redelivers that cancellation until it ends).
+            await repl_task
+            tg.cancel_scope.cancel()
+    finally:
+        if not repl_task.done():
+            repl_task.cancel()
+        if session.built() is not None:  # remove the inbox socket and registry entry
+            await session.close_inbox()
+
+
+def lazy_completer(session: LazySession, theirs: Any) -> Any:
+    """relay's completer (frontends/completion.py) ahead of ptpython's, imported on the first
+    completion rather than before the first prompt."""
+    from prompt_toolkit.completion import DynamicCompleter
+
+    made: list[Any] = []
+
+    def get() -> Any:
+        if not made:
             from prompt_toolkit.completion import merge_completers
 
             from relay_repl.frontends.completion import RelayCompleter
 
-            repl.app.after_render += lambda _app: drawn.set()
-            ours = RelayCompleter(lambda: object.__getattribute__(session, "_real"))
-            repl.completer = merge_completers([ours, repl.completer])
-            record_inputs(repl, inputs)
+            made.append(merge_completers([RelayCompleter(session.built), theirs]))
+        return made[0]
 
-        try:
-            await embed(
-                configure=configure,
-                globals=namespace,
-                return_asyncio_coroutine=True,
-                patch_stdout=True,
-                history_filename=str(history_path()),
-                title="relay",
-            )
-        finally:
-            if object.__getattribute__(session, "_real") is not None:  # remove the inbox socket and registry entry
-                await session.close_inbox()
-            tg.cancel_scope.cancel()
+    return DynamicCompleter(get)
 
 
 def run(*, fake: bool = False) -> int:
+    import asyncio
     import os
-
-    import anyio
 
     from relay_repl.store.ledger_file import check_ledger_file
     from relay_repl.store.paths import ledger_path
@@ -164,5 +211,5 @@ def run(*, fake: bool = False) -> int:
     if os.path.lexists(path):
         check_ledger_file(path)  # a bad ledger is one line before the prompt, not an error inside the REPL
 
-    anyio.run(_main, fake, backend="asyncio")
+    asyncio.run(_main(fake))
     return 0

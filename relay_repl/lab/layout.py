@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from relay_repl.agents.kind import AgentKind, LabSpec
+from relay_repl.agents.kind import LAB_HOME, AgentKind, LabSpec
 from relay_repl.agents.registry import kinds
 
 # Greek letters in order; sessions are named alpha, beta, ... (kind by kind, in the kinds' name order).
@@ -52,15 +52,11 @@ def lab_specs() -> list[LabSpec]:
     return [spec for k in lab_kinds() if (spec := k.lab()) is not None]
 
 
-def client_home_vars(home: Path) -> set[str]:
+def client_home_vars() -> set[str]:
     """Every variable that points a kind's client (or relay's reading of it) at a home: its LabSpec
-    homes and what `lab_client_env` exports. A child that starts a lab of its own drops these from
-    the environment it inherits, so it never reaches the operator's (or another lab's) sessions."""
-    out: set[str] = set()
-    for k in kinds():
-        spec = k.lab()
-        out |= set(spec.homes if spec is not None else ()) | set(k.lab_client_env(home))
-    return out
+    homes. A child that starts a lab of its own drops these from the environment it inherits, so it
+    never reaches the operator's (or another lab's) sessions."""
+    return {var for k in kinds() if (spec := k.lab()) is not None for var in spec.homes}
 
 
 @dataclass(frozen=True)
@@ -130,7 +126,7 @@ class Layout:
 
     @property
     def home(self) -> Path:
-        return self.root / "home"
+        return self.root / LAB_HOME
 
     @property
     def client_homes(self) -> dict[str, Path]:
@@ -167,7 +163,9 @@ class Layout:
     @property
     def runtime_dirs(self) -> list[Path]:
         """Directories `up` creates (0700) and `down` removes."""
-        return [self.home, *self.client_homes.values(), self.tmpdir, self.runtime_dir, self.work, self.logs]
+        # dict.fromkeys: a client home may be the lab's $HOME itself (LAB_HOME)
+        return list(dict.fromkeys([self.home, *self.client_homes.values(), self.tmpdir, self.runtime_dir,
+                                   self.work, self.logs]))
 
     def socket_path_problem(self) -> str | None:
         """A one-line reason the lab dir is too deep for its unix sockets, or None."""
@@ -224,5 +222,4 @@ class Layout:
             "RELAY_LAB_DIR": str(self.root),
             "RELAY_TMUX_SOCKET": self.tmux_socket,
             "PATH": f"{bin_dir}:{outer.get('PATH', '/usr/bin:/bin')}",
-            **{k: v for kind in kinds() for k, v in kind.lab_client_env(self.home).items()},
         }

@@ -106,7 +106,7 @@ def available() -> str | None:
 
 def sub_lab_env(home: Path) -> dict[str, str]:
     env = dict(os.environ)
-    for k in (*sorted(client_home_vars(home)), "XDG_RUNTIME_DIR", "RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", "TMPDIR"):
+    for k in (*sorted(client_home_vars()), "XDG_RUNTIME_DIR", "RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", "TMPDIR"):
         env.pop(k, None)
     env["RELAY_HOME"] = str(home)
     env["RELAY_LAB_CLIENTS"] = str(clients_root())

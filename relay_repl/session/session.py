@@ -45,6 +45,7 @@ from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.plan import Plan, ReplyRoute
 from relay_repl.core.target import Me, Target, TargetTable
 from relay_repl.core.turn_reply import TurnReply
+from relay_repl.session import hints
 from relay_repl.session.answers import Answers, answer_refusal
 from relay_repl.session.finder import Finder
 from relay_repl.session.gate import ApproveFn, DenyGate
@@ -424,6 +425,10 @@ class Session:
             t = await self.target(target)
             return await anyio.to_thread.run_sync(v.verify_target, relay_id, t, self.ledger)
         return await anyio.to_thread.run_sync(v.verify_everywhere, relay_id, await self.finder.known(), self.ledger)
+
+    def __getattr__(self, name: str) -> object:
+        """Only for a name Session lacks: a mistake with a certain fix says it (session/hints.py)."""
+        raise hints.missing("Session", name, hints.SESSION)
 
     def __repr__(self) -> str:
         lines = [f"<Session me={self.me.sender} inbox={self.me.inbox or 'none'}"]

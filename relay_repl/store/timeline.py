@@ -12,6 +12,7 @@ from typing import Any
 
 from relay_repl.core.controls import visible
 from relay_repl.core.peertext import consent_acts, consent_flag
+from relay_repl.core.errors import UsageError
 from relay_repl.store.ledger import Event, InboxMessage
 
 
@@ -102,6 +103,11 @@ def inbox_verdict(origin: dict[str, Any]) -> str:
 
 class InboxTable(list):
     """The messages that reached the operator's inbox; prints as a table with their verdicts."""
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        """`session.inbox()`: it is the table itself, so say so rather than "not callable"."""
+        raise UsageError("session.inbox is the table itself, not a method: type `session.inbox` to see it "
+                         "(`session.inbox[-1]` is the newest message)")
 
     def __repr__(self) -> str:
         if not self:

@@ -89,3 +89,24 @@ def test_claude_routes(tmp_path):
 def test_unknown_via_is_a_usage_error():
     with pytest.raises(UsageError, match="unknown reply route 'sms'"):
         check_via("sms")
+
+
+def test_gemini_routes_follow_its_sandbox_setting(tmp_path):
+    """The same order as Codex (agents.replies.configured_route), from Gemini CLI's settings.json: an
+    untrusted MCP server only asks the operator first, so it is still picked."""
+    import json
+
+    gdir = tmp_path / ".gemini"
+    gdir.mkdir()
+    t = Target(kind="gemini-cli", prefix="gemini", name="gamma", address="s", pid=4243, identified_by="test",
+               evidence_file=str(tmp_path / "chat.jsonl"), detail={"gemini_dir": str(gdir)})
+    server = {"r": {"command": "/opt/venv/bin/relay", "args": ["mcp"]}}
+    (gdir / "settings.json").write_text(json.dumps({"mcpServers": server}))
+    assert reply_route(t, ctx()).via == "relay-reply"
+    (gdir / "settings.json").write_text(json.dumps({"tools": {"sandbox": "docker"}, "mcpServers": server}))
+    r = reply_route(t, ctx())
+    assert r.ok and r.via == "mcp" and "asks the operator" in r.how
+    assert reply_route(t, ctx(inbox=None)).via == "turn"
+    (gdir / "settings.json").write_text(json.dumps({"tools": {"sandbox": "docker"}}))
+    r = reply_route(t, ctx())
+    assert r.ok and r.via == "turn" and "chat.jsonl" in r.how

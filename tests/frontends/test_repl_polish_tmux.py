@@ -35,7 +35,8 @@ def test_why_and_transports_are_tables_and_a_chain_sends(repl):
 
 
 def test_tab_completes_a_target_inside_send(repl):
-    repl.type_line("session")  # wait for discovery
+    repl.wait_for("<Session me=")  # discovery has run: its summary is printed
+    repl.type_line("session")
     # the prompt is drawn again below the background print before we type into it
     repl.wait_for(lambda t: t.count("<Session me=") >= 2 and ">>>" in t.split("<Session me=")[-1])
     repl.pane.send_keys('session.send("fa', enter=False, literal=True)

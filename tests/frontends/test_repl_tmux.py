@@ -14,6 +14,7 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not i
 
 
 def test_repl_shows_session_then_gates_a_send(repl, relay_home):
+    repl.wait_for("<Session me=operator:relay@")  # its own summary, once built (typed earlier, its repr says loading)
     repl.type_line("session")
     screen = repl.wait_for(lambda s: s.count("<Session me=operator:relay@") >= 2)
     assert re.search(r"fake:inbox +- +idle +- +- +memory", screen)

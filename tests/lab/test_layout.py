@@ -101,7 +101,8 @@ def test_layout_paths_and_runtime_dirs(tmp_path):
     lay = Layout.at(tmp_path / "lab")
     assert claude_lab.config_dir(lay.root) == tmp_path / "lab" / "claude"
     assert codex_lab.home(lay.root) == tmp_path / "lab" / "codex"
-    assert lay.client_homes == {"CLAUDE_CONFIG_DIR": tmp_path / "lab" / "claude", "CODEX_HOME": tmp_path / "lab" / "codex"}
+    assert lay.client_homes == {"CLAUDE_CONFIG_DIR": tmp_path / "lab" / "claude", "CODEX_HOME": tmp_path / "lab" / "codex",
+                                "GEMINI_CLI_HOME": lay.home}  # Gemini CLI's home is the lab's $HOME (LAB_HOME)
     assert set(lay.client_homes.values()) <= set(lay.runtime_dirs)
     assert lay.runtime_dir == tmp_path / "lab" / "run"
     assert lay.workdir("beta") == tmp_path / "lab" / "work" / "beta"
@@ -133,7 +134,7 @@ def test_client_env_points_tools_at_the_lab(tmp_path):
     env = lay.client_env("/clients/node_modules/.bin", outer={"PATH": "/usr/bin"})
     assert set(env) == {"CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_RUNTIME_DIR", "TMPDIR", "RELAY_LAB_DIR",
                         "RELAY_TMUX_SOCKET", "PATH", "GEMINI_CLI_HOME"}
-    assert env["GEMINI_CLI_HOME"] == str(lay.home)  # the Gemini kind's lab_client_env: its sessions' home
+    assert env["GEMINI_CLI_HOME"] == str(lay.home)  # the Gemini kind's LabSpec homes: its sessions' home
     assert env["PATH"] == "/clients/node_modules/.bin:/usr/bin"
     assert env["RELAY_LAB_DIR"] == str(lay.root)
     assert env["RELAY_TMUX_SOCKET"] == lay.tmux_socket

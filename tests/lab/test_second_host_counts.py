@@ -19,10 +19,10 @@ def test_every_lab_kind_is_counted_by_its_flag(tmp_path, monkeypatch):
 
     def run(cmd, **kw):
         seen.append(cmd)
-        assert not (client_home_vars(tmp_path) & set(kw["env"])), "a kind's client home leaked into the second host"
+        assert not (client_home_vars() & set(kw["env"])), "a kind's client home leaked into the second host"
         return subprocess.CompletedProcess(cmd, 1, "", "stopped here by the test")
 
-    for var in client_home_vars(tmp_path):
+    for var in client_home_vars():
         monkeypatch.setenv(var, "/the/operators/own")
     monkeypatch.setattr(second_host, "available", lambda: None)
     monkeypatch.setattr(second_host.subprocess, "run", run)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.claude_code.agent import BINARY, KIND, ClaudeAgent
 from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.kind import (AgentKindBase, Check, ClientPin, InboxListing, LabContext, LabLaunch, LabOps, LabReady,
+from relay_repl.agents.kind import (AgentKindBase, Check, InboxListing, LabContext, LabLaunch, LabOps, LabReady,
                                     LabSpec)
 from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Me, Target
@@ -36,6 +36,8 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
     label = "Claude Code"
     provenance: Literal["kernel", "none"] = "kernel"
     detail_model = ClaudeDetail
+    binary = BINARY
+    npm_package = NPM_PACKAGE
     answers_listed_inbox = True  # native SendMessage reaches only a peer ListAgents shows
 
     def address_rule(self) -> str:
@@ -91,9 +93,6 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
         from relay_repl.agents.claude_code.doctor import check_claude
 
         return await check_claude(env)
-
-    def pin(self) -> ClientPin:
-        return ClientPin(binary=BINARY, npm_package=NPM_PACKAGE, version=self.verified_versions()[-1])
 
     def inbox_listing(self, name: str) -> InboxListing | None:
         """Listed in Claude's registry (sessions/<pid>.json + key file), for the verified version only."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.codex.agent import BINARY, KIND, CodexAgent
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.kind import (NO_HOME, AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabOps, LabReady,
+from relay_repl.agents.kind import (NO_HOME, AgentKindBase, Check, LabContext, LabLaunch, LabOps, LabReady,
                                     LabSpec)
 from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Me, Target
@@ -37,6 +37,8 @@ class CodexKind(CodexAgent, AgentKindBase):
     label = "Codex"
     provenance: Literal["kernel", "none"] = "none"
     detail_model = CodexDetail
+    binary = BINARY
+    npm_package = NPM_PACKAGE
 
     def address_rule(self) -> str:
         return "codex:NAME or codex:<thread uuid> (the thread's name in session_index.jsonl, or its id)"
@@ -89,9 +91,6 @@ class CodexKind(CodexAgent, AgentKindBase):
         from relay_repl.agents.codex.doctor import check_codex
 
         return await check_codex(env)
-
-    def pin(self) -> ClientPin:
-        return ClientPin(binary=BINARY, npm_package=NPM_PACKAGE, version=self.verified_versions()[-1])
 
     def version_env(self) -> dict[str, str]:
         """`codex --version` writes helper links under $CODEX_HOME/tmp; with a home that cannot exist

@@ -18,11 +18,9 @@ from relay_repl.agents.replies import (
     MCP_TOOL,
     Default,
     ReplyOptions,
+    configured_route,
     delivery_evidence,
-    forced_route,
-    mcp_route,
-    relay_servers,
-    turn_route,
+    relay_server,
 )
 from relay_repl.agents.turn_reply import TurnWatch
 from relay_repl.core.delivery import Delivery
@@ -47,13 +45,12 @@ def codex_options(target: Target) -> ReplyOptions:
     unsandboxed = sandbox not in SANDBOXED
     why = (f"sandbox_mode {sandbox} in {path} lets its commands reach the inbox socket" if unsandboxed else
            f"sandbox_mode {sandbox} in {path}: the sandbox refuses the unix socket `relay reply` writes to")
-    servers = relay_servers(cfg.get("mcp_servers"))
+    found = relay_server(cfg.get("mcp_servers"))
     mcp = note = None
-    if servers:
-        name = servers[0]
+    if found:
+        name, entry = found
         mcp = f"[mcp_servers.{name}] in {path}"
-        entry = cfg["mcp_servers"][name]
-        tools = entry.get("tools") if isinstance(entry.get("tools"), dict) else {}
+        tools: dict[str, Any] = entry["tools"] if isinstance(entry.get("tools"), dict) else {}
         tool_mode = (tools.get(MCP_TOOL) or {}).get("approval_mode") if isinstance(tools.get(MCP_TOOL), dict) else None
         mode = tool_mode or entry.get("default_tools_approval_mode")
         if cfg.get("approval_policy") == "never" and mode != "approve":
@@ -85,12 +82,4 @@ def codex_route(target: Target, ctx: ReplyContext, default: Default) -> ReplyRou
     """`relay reply` where no sandbox is in the way; else relay_reply on the relay MCP server
     (when configured and not certain to be refused); else the turn reply."""
     opts = codex_options(target)
-    forced = forced_route(target, ctx, opts, default)
-    if forced is not None:
-        return forced
-    if opts.relay_reply:
-        return default(target, ctx)
-    mcp = mcp_route(target, ctx, opts)
-    if mcp.ok and not (opts.mcp_note and "refuses" in opts.mcp_note):
-        return mcp
-    return turn_route(target, ctx, opts)
+    return configured_route(target, ctx, opts, default, mcp_refused=bool(opts.mcp_note and "refuses" in opts.mcp_note))

@@ -13,7 +13,7 @@ from relay_repl.agents.gemini_cli.agent import GeminiAgent
 from relay_repl.agents.gemini_cli.chats import HOME_ENV
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
-from relay_repl.agents.kind import NO_HOME, AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabPane, LabReady, LabSpec
+from relay_repl.agents.kind import LAB_HOME, NO_HOME, AgentKindBase, Check, LabContext, LabLaunch, LabPane, LabReady, LabSpec
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
 
@@ -61,6 +61,8 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
     label = "Gemini CLI"
     provenance: Literal["kernel", "none"] = "none"
     detail_model = GeminiDetail
+    binary = BINARY
+    npm_package = NPM_PACKAGE
 
     def address_rule(self) -> str:
         return ("gemini:PROJECT (the directory name the session was started in) or gemini:PROJECT-<8 hex of its "
@@ -104,9 +106,6 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
 
         return await check_gemini(env)
 
-    def pin(self) -> ClientPin:
-        return ClientPin(binary=BINARY, npm_package=NPM_PACKAGE, version=self.verified_versions()[-1])
-
     def version_env(self) -> dict[str, str]:
         """`gemini --version` writes $GEMINI_CLI_HOME/.gemini/projects.json.<uuid>.tmp (and makes
         .gemini/); with a home that cannot exist it prints the version and writes nothing (0.61.0,
@@ -123,7 +122,10 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
         return fidelity
 
     def lab(self) -> LabSpec | None:
-        return LabSpec(count_flag="gemini", default_count=0, stub_api="google", help="Gemini CLI sessions")
+        # its client home is the lab's $HOME (state under ~/.gemini): every lab process and `relay lab env`
+        # get GEMINI_CLI_HOME pointing there, so `relay --lab doctor` reads it, not the operator's ~/.gemini
+        return LabSpec(count_flag="gemini", default_count=0, stub_api="google", help="Gemini CLI sessions",
+                       homes={HOME_ENV: LAB_HOME})
 
     def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
         return {ctx.home / ".gemini" / "settings.json": json.dumps(lab_settings(ctx.mcp_command), indent=1) + "\n"}
@@ -131,15 +133,10 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
     def lab_launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
         """`gemini --approval-mode yolo` in work/<name>: the lab's netns keeps commands off the network,
         as Codex's `danger-full-access` does, and the stub decides what runs."""
-        env = {HOME_ENV: str(ctx.home), "GEMINI_API_KEY": ctx.api_key, "COLORTERM": "truecolor"}
+        env = {"GEMINI_API_KEY": ctx.api_key, "COLORTERM": "truecolor"}  # GEMINI_CLI_HOME: its LabSpec homes
         if name in ctx.base_urls:
             env["GOOGLE_GEMINI_BASE_URL"] = ctx.base_urls[name]
         return LabLaunch(command=(str(ctx.bin_dir / BINARY), "--approval-mode", "yolo"), env=env, unset=HEADLESS_ENV)
-
-    def lab_client_env(self, home: Path) -> dict[str, str]:
-        """GEMINI_CLI_HOME: its lab sessions keep their state under the lab's $HOME (`lab_launch`), and
-        `relay --lab doctor` must read that home, not the operator's ~/.gemini."""
-        return {HOME_ENV: str(home)}
 
     def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
         """Ready when the screen reads idle with an empty composer and the footer names a chat file."""

@@ -16,7 +16,7 @@ from typing import Any
 from relay_repl.agents.gemini_cli.chats import model_text, user_text
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND
-from relay_repl.agents.replies import Default, ReplyOptions, delivery_evidence, forced_route, mcp_route, relay_servers, turn_route
+from relay_repl.agents.replies import Default, ReplyOptions, configured_route, delivery_evidence, relay_server
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus, TurnWatch
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
@@ -40,12 +40,11 @@ def gemini_options(target: Target) -> ReplyOptions:
     boxed = bool(sandbox) and sandbox != "false"
     why = (f"tools.sandbox = {sandbox!r} in {path}: its commands run in a sandbox that cannot reach the inbox socket"
            if boxed else f"no sandbox in {path}: run_shell_command runs `relay reply` as the operator's user")
-    servers = relay_servers(cfg.get("mcpServers"))
+    found = relay_server(cfg.get("mcpServers"))
     mcp = note = None
-    if servers:
-        name = servers[0]
+    if found:
+        name, entry = found
         mcp = f"mcpServers.{name} in {path}"
-        entry = cfg["mcpServers"][name]
         if not entry.get("trust"):
             note = "the server is not `trust: true`: Gemini CLI asks the operator to allow the call in the agent's pane"
     chat = target.evidence_file
@@ -56,14 +55,7 @@ def gemini_options(target: Target) -> ReplyOptions:
 
 def gemini_route(target: Target, ctx: ReplyContext, default: Default) -> ReplyRoute:
     """`relay reply` where no sandbox is in the way; else relay_reply on the relay MCP server; else the turn reply."""
-    opts = gemini_options(target)
-    forced = forced_route(target, ctx, opts, default)
-    if forced is not None:
-        return forced
-    if opts.relay_reply:
-        return default(target, ctx)
-    mcp = mcp_route(target, ctx, opts)
-    return mcp if mcp.ok else turn_route(target, ctx, opts)
+    return configured_route(target, ctx, gemini_options(target), default)
 
 
 class GeminiTurnWatch:

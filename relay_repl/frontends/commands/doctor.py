@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from relay_repl.frontends.kind_words import KindsRawHelp
+
 
 def register(sub: Any) -> None:
     """Add `relay doctor` to the subparsers."""
@@ -12,11 +14,11 @@ def register(sub: Any) -> None:
         "doctor",
         help="check every layer relay relies on; say what to do about each failure",
         description="Check, read-only, each layer relay stands on and print ✔ or ✘ with the next step: tmux and its "
-        "version; each client (claude, codex) found, its version, and whether that version is verified; Claude's "
-        "config dir and registry, `claude agents --json`; CODEX_HOME, session_index.jsonl, queue_1.sqlite, the "
-        "Codex daemon; whether a Codex agent's sandbox lets it run `relay reply`; the state directory; the "
-        "ledger's integrity; relay-halts in force.\n\nexit codes: 0 all checks pass, 1 otherwise",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "version; each agent kind's client ({binaries}) found, its version, and whether that version is verified; "
+        "each kind's own checks ({kinds}: where its client records its sessions, e.g. Claude Code's config dir and "
+        "registry, Codex's CODEX_HOME, queue and daemon; whether an agent's sandbox lets it run `relay reply`); "
+        "the state directory; the ledger's integrity; relay-halts in force.\n\nexit codes: 0 all checks pass, 1 otherwise",
+        formatter_class=KindsRawHelp,
     )
     s.add_argument("--json", action="store_true", help='{"ok": bool, "checks": [{"name", "ok", "detail", "fix"}]}')
     s.set_defaults(func=cmd_doctor)

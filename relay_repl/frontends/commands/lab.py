@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from relay_repl.frontends.kind_words import KindsHelp
 from relay_repl.frontends.commands.common import progress
 
 
@@ -47,14 +48,16 @@ def register(sub: Any) -> None:
     """Add `relay lab` to the subparsers."""
     lab = sub.add_parser(
         "lab",
-        help="the offline lab: the real agent clients (Claude Code, Codex, ...) against stub models",
-        description="Run the REAL pinned Claude Code and Codex CLIs in a private tmux server against stub model "
+        help="the offline lab: the real agent clients ({lab_kinds}) against stub models",
+        description="Run the REAL pinned clients ({lab_kinds}) in a private tmux server against stub model "
         "servers on 127.0.0.1, with isolated homes, so every part of relay can be tried with no accounts.",
+        formatter_class=KindsHelp,
     )
     lsub = lab.add_subparsers(dest="lab_command", metavar="LABCOMMAND", required=True, parser_class=_KindFlagsParser)
     x = lsub.add_parser("install", help="install the pinned clients (or other versions) from the npm registry",
-                        description="Install the pinned clients of every lab kind (e.g. Claude Code and Codex) into the "
-                        "client cache (skips what is present). With --KIND VERSION (or `latest`), e.g. --claude/--codex, "
+                        formatter_class=KindsHelp,
+                        description="Install the pinned clients of every lab kind ({lab_kinds}) into the "
+                        "client cache (skips what is present). With --KIND VERSION (or `latest`), i.e. {kind_flags}, "
                         "install that set into its own "
                         "cache beside the pinned one; run it with `relay lab up --clients DIR` and check it with "
                         "`relay fidelity --clients DIR`.")
@@ -62,14 +65,15 @@ def register(sub: Any) -> None:
     x.kind_flag_mode = "version"  # --<kind flag> VERSION, one per lab kind (added when it parses)
     x.set_defaults(func=cmd_lab_install, lab_use="none")
     x = lsub.add_parser("up", help="start what is missing of the lab and wait until every session is idle",
+                        formatter_class=KindsHelp,
                         description="Start the lab, or only its dead sessions if it runs (live sessions are never "
                         "replaced); wait until every session is idle. For a fresh lab: `relay lab down`, then "
                         "`relay lab up`. Progress goes to stderr.")
     assert isinstance(x, _KindFlagsParser)
     x.kind_flag_mode = "count"  # --<kind flag> N, one per lab kind (added when it parses)
     x.add_argument("--clients", default="pinned", metavar="SET",
-                   help="which clients the lab runs: pinned (default), latest (from npm), system (the claude and "
-                        "codex on your PATH), or an npm prefix from `relay lab install --claude V --codex V`; "
+                   help="which clients the lab runs: pinned (default), latest (from npm), system (the {binaries} "
+                        "on your PATH), or an npm prefix from `relay lab install --KIND V ...`; "
                         "a running lab keeps its clients (`relay lab down` first)")
     x.add_argument("--hosts", type=int, default=1, choices=(1, 2),
                    help="2: also a second lab host (its own network namespace, sshd and sessions), reached as h2/...")

@@ -20,6 +20,8 @@ def register(sub: Any) -> None:
         "                          command = \"relay\"\n"
         "                          args = [\"mcp\"]\n"
         "  Claude Code:            claude mcp add relay -- relay mcp\n"
+        "  ~/.gemini/settings.json: \"mcpServers\": {\"relay\": {\"command\": \"relay\", \"args\": [\"mcp\"]}}\n"
+        "                          (with \"trust\": true Gemini CLI calls it without asking in the pane)\n"
         "It is started by the agent, not by you: run by hand it waits for MCP JSON-RPC on stdin.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

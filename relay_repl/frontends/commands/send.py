@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from relay_repl.frontends.kind_words import KindsRawHelp
 from relay_repl.core.controls import visible
 from relay_repl.core.peertext import consent_flag
 from relay_repl.frontends.commands.common import inbox_open
@@ -16,7 +17,7 @@ def register(sub: Any) -> None:
     s = sub.add_parser(
         "send",
         help="send one line to a target (plan, y/N, deliver, confirm)",
-        description="Send MESSAGE to TARGET (claude:NAME, codex:NAME-or-UUID, or %%PANE). The plan is shown and "
+        description="Send MESSAGE to TARGET ({targets}, or %PANE; `relay targets` lists them). The plan is shown and "
         "you are asked y/N first; without a terminal the answer is No. A whole pasted envelope line as MESSAGE is "
         "forwarded instead (same id, hop + 1, the envelope's own want; --transport, --durable and --native-reply "
         "apply; a duplicate id is dropped, and the id counts as seen only once you answered y).\n\n"
@@ -25,11 +26,11 @@ def register(sub: Any) -> None:
         "answers with SendMessage, so the inbox is listed as a Claude peer for that long (asked y/N first).\n\n"
         "exit codes: 0 delivered (receiver evidence) and, with --want, answered; 3 pending (the stage it stopped "
         "at is printed) or no answer within --wait; 1 refused, failed or halted (relay-halt), 2 usage error",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=KindsRawHelp,
     )
     s.add_argument("target")
     s.add_argument("message", help="one line; quote it")
-    s.add_argument("--transport", "-t", help="require this transport (codex-queue, claude-code-socket, claude-code-message, tmux)")
+    s.add_argument("--transport", "-t", help="require this transport ({transports})")
     s.add_argument("--want", "-w", choices=["reply", "ack", "none"], default=None,
                    help="what you ask the receiver for (default none; a forward keeps the envelope's own)")
     s.add_argument("--durable", action="store_true", help="require a durable path; refuse rather than downgrade")

@@ -6,14 +6,17 @@ import argparse
 import sys
 from typing import Any
 
+from relay_repl.frontends.kind_words import KindsHelp
+
 
 def register(sub: Any) -> None:
     """Add `relay targets` to the subparsers."""
     s = sub.add_parser(
         "targets",
         help="list discovered sessions",
-        description="List every Claude Code and Codex session found in their own registries: live ones with their "
+        description="List every agent session ({kinds}) found where its client records it: live ones with their "
         "state, pane and possible transports, stale ones marked STALE (never used).",
+        formatter_class=KindsHelp,
     )
     s.add_argument("--json", action="store_true", help="a JSON array: kind, name, address, pid, live, state, pane, transports, ...")
     s.set_defaults(func=cmd_targets, fast_exit=True)

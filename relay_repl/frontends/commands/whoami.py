@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from relay_repl.frontends.kind_words import KindsHelp
+
 
 def register(sub: Any) -> None:
     """Add `relay whoami` to the subparsers."""
     s = sub.add_parser(
         "whoami",
         help="show your own address: what a peer needs to answer you",
-        description="Your own address, the thing a peer needs to answer you: $CODEX_THREAD_ID inside Codex, the "
-        "session name inside Claude Code, otherwise the operator's address and any running relay inboxes.",
+        description="Your own address, the thing a peer needs to answer you: inside an agent session ({kinds}) "
+        "that session's address as its kind reads it (e.g. $CODEX_THREAD_ID inside Codex, the session name "
+        "inside Claude Code), otherwise the operator's address and any running relay inboxes.",
+        formatter_class=KindsHelp,
     )
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_whoami)

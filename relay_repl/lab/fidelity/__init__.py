@@ -129,7 +129,7 @@ def _child_env(prefix: Path, got: dict[str, str], home: Path) -> dict[str, str]:
         "RELAY_FIDELITY_CANDIDATE": ",".join(f"{k}={v}" for k, v in got.items()),
         "RELAY_HOME": str(home),
     })
-    for k in ("RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", *sorted(client_home_vars(home))):
+    for k in ("RELAY_LAB_DIR", "RELAY_TMUX_SOCKET", *sorted(client_home_vars())):
         env.pop(k, None)  # never the operator's (or a lab's) sessions: the children start their own labs
     return env
 

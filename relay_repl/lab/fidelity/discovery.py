@@ -26,6 +26,7 @@ import anyio
 
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
+from relay_repl.lab.fidelity.kinds import kind_checks
 from relay_repl.agents import default_providers, registry
 from relay_repl.core.target import Target
 from relay_repl.system.polling import poll_until
@@ -211,16 +212,8 @@ def _own(kind_check: Callable[[Any], Awaitable[None]]) -> Callable[[], Awaitable
     return lambda: kind_check(LabView())
 
 
-def _checks() -> dict[str, Callable[[], Awaitable[None]]]:
-    out: dict[str, Callable[[], Awaitable[None]]] = {
-        "every_kind_listed_idle_with_its_panes_and_transports": every_kind_listed_idle_with_its_panes_and_transports,
-        "busy_while_a_slow_turn_runs": busy_while_a_slow_turn_runs,
-    }
-    for k in registry.kinds():
-        mod = k.fidelity()
-        for name, fn in (getattr(mod, "DISCOVERY_CHECKS", None) or {}).items():
-            out[name] = _own(fn)
-    return out
-
-
-CHECKS = _checks()
+CHECKS = {
+    "every_kind_listed_idle_with_its_panes_and_transports": every_kind_listed_idle_with_its_panes_and_transports,
+    "busy_while_a_slow_turn_runs": busy_while_a_slow_turn_runs,
+    **kind_checks("DISCOVERY_CHECKS", _own),
+}

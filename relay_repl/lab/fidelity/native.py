@@ -20,7 +20,7 @@ import anyio
 
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
-from relay_repl.agents import registry
+from relay_repl.lab.fidelity.kinds import kind_checks
 from relay_repl.agents.fidelity import NativeLab, main_texts
 from relay_repl.lab.sessions import live_session
 from relay_repl.lab.stubs.client import StubClient
@@ -52,13 +52,4 @@ def _bound(check: Callable[[NativeLab], Awaitable[None]]) -> Callable[[], Awaita
     return lambda: check(LabNative())
 
 
-def _checks() -> dict[str, Callable[[], Awaitable[None]]]:
-    out: dict[str, Callable[[], Awaitable[None]]] = {}
-    for k in registry.kinds():
-        mod = k.fidelity()
-        for name, fn in (getattr(mod, "NATIVE_CHECKS", None) or {}).items():
-            out[name] = _bound(fn)
-    return out
-
-
-CHECKS = _checks()
+CHECKS = kind_checks("NATIVE_CHECKS", _bound)

@@ -23,6 +23,7 @@ from libtmux.test.retry import retry_until
 
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
+from relay_repl.lab.fidelity.kinds import kind_checks
 import relay_repl.store.paths as paths
 from relay_repl.agents import registry
 from relay_repl.agents.fidelity import TmuxLab
@@ -313,7 +314,7 @@ def _bound(check: Callable[[TmuxLab], Awaitable[None]]) -> Callable[[], Awaitabl
 
 CHECKS: dict[str, Any] = {
     **{f"idle_delivery_with_receiver_evidence[{n}]": (lambda n=n: _idle_delivery(n)) for n in NAMES},
-    **{name: _bound(fn) for mod in _MODS for name, fn in (getattr(mod, "TMUX_CHECKS", None) or {}).items()},
+    **kind_checks("TMUX_CHECKS", _bound, _MODS),
     **{f"refusal_sends_zero_keys[{how}-{n}]": (lambda n=n, how=how: refusal_sends_zero_keys(n, how))
        for how in REFUSALS for n in NAMES},
     **{f"dialog_refusal_sends_zero_keys[{n}]": (lambda n=n: dialog_refusal_sends_zero_keys(n)) for n in DIALOG_NAMES},

@@ -16,7 +16,7 @@ from relay_repl.agents.gemini_cli.agent import GeminiAgent
 from relay_repl.agents.gemini_cli.kind import GeminiCliKind, lab_settings
 from relay_repl.agents.gemini_cli.provider import Session, _names, _tie_chats, is_gemini, package_version
 from relay_repl.agents.gemini_cli.replies import GeminiTurnWatch, gemini_options
-from relay_repl.agents.kind import LabContext, LabPane
+from relay_repl.agents.kind import LAB_HOME, LabContext, LabPane
 from relay_repl.agents.registry import kind_by_prefix, kind_for
 from relay_repl.core.target import Target
 
@@ -140,7 +140,9 @@ def test_lab_ready_needs_an_idle_screen_and_the_footer_s_chat(tmp_path):
     assert ready is not None and ready.address == "97af7bf5-bb28-46ab-88ac-925c9b3744f3" and ready.pid == 42
     assert k.lab_ready(ctx, "gamma", _pane("busy")) is None  # no session item in that footer
     launch = k.lab_launch(ctx, "gamma", True)
-    assert launch.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9" and launch.env["GEMINI_CLI_HOME"] == str(home)
+    assert launch.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9"
+    # its home is named once, in its LabSpec: the lab's $HOME, set for every lab process (Layout.base_env)
+    assert k.lab().homes == {"GEMINI_CLI_HOME": LAB_HOME} and "GEMINI_CLI_HOME" not in launch.env
     # CI=true (a CI job's environment) makes Gemini CLI headless: the pane's command drops it
     assert launch.argv()[:5] == ["env", "-u", "CI", "-u", "GITHUB_ACTIONS"] and launch.argv()[5:] == list(launch.command)
     files = k.lab_files(ctx, ["gamma"])

@@ -1,0 +1,51 @@
+"""Help texts that enumerate the agent kinds list every registered kind (frontends/kind_words.py),
+filled when help is printed, never when the parser is built (a command that prints no help loads
+no kind's package)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from relay_repl.agents import registry
+from relay_repl.frontends import cli
+
+ENUMERATING = (["--help"], ["doctor", "--help"], ["verify", "--help"], ["targets", "--help"], ["whoami", "--help"],
+               ["lab", "--help"], ["lab", "up", "--help"], ["lab", "install", "--help"], ["fidelity", "--help"],
+               ["send", "--help"])
+
+
+def _help(words: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as e:
+        cli.main(words)
+    assert e.value.code == 0
+    return " ".join(capsys.readouterr().out.split())  # argparse re-wraps: compare with the breaks folded
+
+
+@pytest.mark.parametrize("words", ENUMERATING, ids=" ".join)
+def test_help_names_every_registered_kind(words, capsys):
+    out = _help(words, capsys)
+    assert not re.search(r"\{(kinds|lab_kinds|binaries|kind_flags|targets|transports|kernel_kinds|unproven_kinds)\}",
+                         out), out
+    for k in registry.kinds():
+        assert k.label in out or k.pin().binary in out or f"{k.prefix}:NAME" in out, (k.kind, out)
+
+
+def test_doctor_and_lab_name_each_kind_by_label_and_client(capsys):
+    doctor = _help(["doctor", "--help"], capsys)
+    install = _help(["lab", "install", "--help"], capsys)
+    for k in registry.kinds():
+        assert k.label in doctor and k.pin().binary in doctor
+        spec = k.lab()
+        if spec is not None:
+            assert k.label in install and f"--{spec.count_flag}" in install
+
+
+def test_building_the_parser_loads_no_kind(monkeypatch):
+    def boom():
+        raise AssertionError("a kind's package was loaded to build the parser")
+
+    monkeypatch.setattr(registry, "kinds", boom)
+    cli.build_parser(["doctor"])
+    cli.build_parser()  # every subcommand, as `relay --help` builds it (its text is filled only when printed)
