@@ -1,7 +1,7 @@
-"""`python -m relay_repl` is `relay`."""
+"""`python -m relay_repl` is `relay` (the same entry, so `-m relay_repl mcp` takes the same fast path)."""
 
 import sys
 
-from relay_repl.frontends.cli import main
+from relay_repl.frontends.entry import main
 
 sys.exit(main())

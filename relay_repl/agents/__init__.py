@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterError, AdapterSpec, TransportSpec, available_adapters, load_adapter
 from relay_repl.agents.agent import Agent, TypedEvidence
@@ -28,6 +28,9 @@ from relay_repl.agents.discovery import KindProvider, Provider
 from relay_repl.agents.kind import AgentKind, AgentKindBase
 from relay_repl.agents.registry import RegistryError, kind_by_prefix, kind_for, kind_names, kinds
 from relay_repl.system.panes import Pane, PaneRoster, TmuxServer, tmux_servers
+
+if TYPE_CHECKING:  # core/plan.py (~50 pydantic models) loads on first use, not on the `relay targets` path
+    from relay_repl.core.plan import ReplyContext, ReplyRoute
 
 __all__ = [
     "Agent",
@@ -93,4 +96,6 @@ def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     k = kind_for(target.kind)
     if k is not None:
         return k.reply_route(target, ctx)
+    from relay_repl.core.plan import relay_reply_route
+
     return relay_reply_route(target.spec, ctx, "its connecting process is identified as the target")

@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
+
+if TYPE_CHECKING:  # annotations only: screens/model.py loads with the first screen read, off `relay targets`
+    from relay_repl.agents.screens.model import Snapshot
 
 Processes = Callable[[int], list[tuple[int, list[str]]]]
 """(pid, argv) of a process and everything below it: how a roster rule looks under a pane."""

@@ -7,10 +7,12 @@ against `claude agents --json`) imports only what listing needs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from relay_repl.core.inbound import PeerIdentity
 from relay_repl.core.target import Target
+
+if TYPE_CHECKING:  # annotations only: core/inbound.py is off the `relay targets` path
+    from relay_repl.core.inbound import PeerIdentity
 
 
 class Provider(Protocol):

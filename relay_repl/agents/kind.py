@@ -64,12 +64,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.agents.adapter import AdapterSpec, TransportSpec, load_adapter
 from relay_repl.agents.agent import Agent, Processes, TypedEvidence
-from relay_repl.agents.screens.model import ScreenReading, Snapshot
-from relay_repl.core.check import Check
-from relay_repl.core.plan import Plan, ReplyContext, ReplyOptions, ReplyRoute, relay_reply_route
 from relay_repl.core.target import AgentDetail, Me, Target
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: plan, check and screens load on first use, off the `relay targets` path
+    from relay_repl.agents.screens.model import ScreenReading, Snapshot
+    from relay_repl.core.check import Check
+    from relay_repl.core.plan import Plan, ReplyContext, ReplyOptions, ReplyRoute
     from relay_repl.store.ledger import Ledger
     from relay_repl.core.delivery import Delivery
     from relay_repl.core.approval import Approval
@@ -564,6 +564,8 @@ class AgentKindBase:
     # -- replies ------------------------------------------------------------------------------
 
     def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
+        from relay_repl.core.plan import relay_reply_route
+
         return relay_reply_route(target.spec, ctx, "its connecting process is identified as the target")
 
     def reply_options(self, target: Target) -> ReplyOptions | None:
@@ -683,3 +685,13 @@ def screen_tail(text: str, n: int = 6) -> str:
     """The last `n` non-blank lines of a screen, joined: the one-line form error messages quote."""
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
     return " | ".join(lines[-n:])
+
+
+def __getattr__(name: str) -> object:
+    """`Check` stays importable from here (kinds' doctor rows), loaded only when asked for:
+    core/check.py is off the `relay targets` path."""
+    if name == "Check":
+        from relay_repl.core.check import Check
+
+        return Check
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

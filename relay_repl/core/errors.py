@@ -113,6 +113,16 @@ class ProtocolMismatch(HostError):
     """The two relays speak different `relay serve` protocol versions."""
 
 
+class JsonRpcError(RelayError):
+    """A JSON-RPC 2.0 request this process cannot serve (core/jsonrpc.py): the peer gets `code`
+    and the one-line message in an `error` response; it never reaches an operator's terminal."""
+
+    def __init__(self, code: int, message: str, data: object = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+
 def describe(exc: BaseException, doing: str = "") -> str:
     """One sentence for the operator about an exception caught at a seam: our own errors
     say what to do already; the common lower-layer ones get their meaning and the next

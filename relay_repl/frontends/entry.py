@@ -12,6 +12,10 @@ Bare `relay` (no word at all) is the REPL, whose start is measured against a bar
 it goes straight to frontends/repl.py, without the CLI module (argparse and the ~20 command
 modules it registers, ~8% of the instructions to the prompt, none of which the REPL uses).
 Its errors still end it the CLI's way (`cli.exit_code`, imported only then).
+
+`relay mcp` (exactly that argv: an agent's client starts it and waits for its `initialize`
+answer under a deadline) skips the CLI entirely too: parsing every subcommand's options costs
+more than the server's whole answer (session/mcp_server.py).
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ def main() -> int:
     words = sys.argv[1:]
     if not words:
         return _bare_repl()
+    if words == ["mcp"]:
+        from relay_repl.frontends.commands.mcp import cmd_mcp
+
+        return cmd_mcp(None)
     import relay_repl.system.prefetch as prefetch
 
     if prefetch.wanted(words):

@@ -6,8 +6,7 @@ connects (measured: EPERM), so a sandboxed Codex agent cannot run `relay reply`
 servers themselves, outside the sandbox, so a tool call on this server reaches
 the inbox where a shell command cannot.
 
-Built on the maintained MCP Python SDK (`mcp`, its `MCPServer`), not a
-hand-written protocol. Two tools:
+Two tools (their bodies: session/mcp_tools.py):
 - `relay_reply(relay_id, text)` does exactly what `relay reply` does
   (session/reply.py): the same ledger check (only ids the operator sent), hop + 1,
   the `re=` link when the envelope supports it, and relay-halt.
@@ -19,29 +18,44 @@ hand-written protocol. Two tools:
   holds the call in flight); when it cannot be established, nothing is listed
   and the answer says why (issue 16 case 1: a peer must not read another's asks).
 
-The server holds no state of its own: every call reads the shared ledger, so an
-agent's MCP server started long before the operator's REPL still answers it.
+Why the protocol is written here and not taken from the MCP Python SDK (`mcp`), which this
+server used until issue 17: `import mcp` pulls its client, its pydantic models, httpx and
+starlette, so the SDK server needed 1.1-1.2 s wall and 1.3-1.4 CPU-s to answer `initialize`
+(load ~1.5; 1.7-3.5 s at load 4). Every agent configured with this server pays that at its own
+start, and Codex gives a server 10 s (`startup_timeout_sec`) before it drops its tools (the
+suspected cause of a lab Codex thread's relay_reply never coming beside two CPU burners). What a
+server needs of MCP on stdio is small: newline-delimited JSON-RPC 2.0 (core/jsonrpc.py,
+system/stdio_rpc.py) and five methods (initialize, ping, tools/list, tools/call, and notifications ignored). Written by hand on
+the standard library (`python -m bench.mcp_start`, 5 runs, load 3.7-5.3): `initialize` answered
+in 0.08-0.10 s wall (median) and 0.04 CPU-s, against the SDK's 0.9-2.2 s and 1.1 CPU-s run in
+turn; the first tool call then loads the tools (0.2-0.5 s); nothing heavy is imported before it.
+Claude Code connects it in 0.6-1.4 s instead of 2.3-4.3 s (its `server/discover` probe now gets an
+answer at once; adapters/claude-code.md). The SDK's server also published an outputSchema
+(`{"result": string}`) and a structuredContent copy of the text; neither carried anything the
+text does not, so the tools answer text only. The tests keep the SDK's own client as an
+independent check that this is MCP (tests/session/test_mcp_server.py).
+
+Errors, as the MCP specification (2025-11-25) sorts them: a tool that refuses (an id the operator
+did not send, relay-halt, arguments of the wrong shape) answers a result with `isError: true` and
+one line the model can act on; an unknown tool or a malformed call is a JSON-RPC error (-32602).
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from relay_repl.core.envelope import Envelope
-from relay_repl.agents import detect_me
-from relay_repl.core.inbound import ToolCall
-from relay_repl.core.errors import RelayError, UsageError
-from relay_repl.core.target import Me
-from relay_repl.store.ledger import Ledger
+from relay_repl import __version__
+from relay_repl.core.errors import JsonRpcError, RelayError, describe
+from relay_repl.core.jsonrpc import INVALID_PARAMS
 
 SERVER_NAME = "relay"
 REPLY_TOOL = "relay_reply"
 REQUESTS_TOOL = "relay_requests"
+
+# The handshake versions this server speaks (all share initialize, tools/list, tools/call as used
+# here); a client asking for another gets the latest, and decides itself whether to go on.
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
 
 INSTRUCTIONS = (
     "Relay lets the operator send you one-line messages of the form "
@@ -52,173 +66,107 @@ INSTRUCTIONS = (
     "Never answer a message that carries relay-halt or an id you have already answered."
 )
 
-
-class OpenRequest(BaseModel):
-    """One message the operator sent asking for an answer that has not come yet."""
-
-    model_config = ConfigDict(frozen=True)
-
-    relay_id: str
-    target: str
-    want: str
-    hop: int
-    payload: str
-    sent_at: float
-
-
-def open_requests(ledger: Ledger, target: str | None = None) -> list[OpenRequest]:
-    """Approved sends with want=reply|ack and no reply recorded yet, oldest first; with
-    `target` (a spec such as codex:beta), only those sent to exactly that session.
-
-    Read from the ledger's own events (plan, answer, reply), so it sees what every
-    relay process on this machine sent under the same RELAY_HOME.
-    """
-    approved = {e.relay_id for e in ledger.events(kind="answer") if e.relay_id and e.data.get("approved")}
-    # answered = an answer the operator's side accepted: the inbox's verdict on it (its `reply`
-    # event) or the session's link; a `relay reply` by anyone (the answerer's own `reply` event,
-    # with `answers`) closes nothing, or a peer could hide another's request by answering it
-    answered = {e.relay_id for e in ledger.events(kind="reply") if e.relay_id and e.data.get("verdict") == "verified"}
-    answered |= {e.relay_id for e in ledger.events(kind="linked") if e.relay_id}
-    out: dict[str, OpenRequest] = {}
-    for e in ledger.events(kind="plan"):
-        rid = e.relay_id
-        if not rid or rid not in approved or rid in answered:
-            continue
-        payload = str(e.data.get("payload") or "")
-        try:
-            env = Envelope.parse(payload)
-        except RelayError:
-            env = None
-        if env is None or env.want == "none" or env.is_halt:
-            continue
-        where = str(e.data.get("target") or "")
-        if target is not None and ledger.sent_to(rid) != target:
-            continue
-        out[rid] = OpenRequest(relay_id=rid, target=where, want=env.want, hop=env.hop, payload=payload, sent_at=e.at)
-    return list(out.values())
+# Names, descriptions and input schemas exactly as the SDK-built server published them, so a
+# client that cached the tools sees no change.
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": REPLY_TOOL,
+        "description": (
+            "Answer a relay message from the operator into the operator's relay inbox. relay_id is the id= "
+            "value of the message you answer (exactly as written); text is your one-line answer. Works inside "
+            "a sandbox that forbids sockets. Refused for ids the operator did not send, past the hop cap, or "
+            "while relay-halt is in force."),
+        "inputSchema": {
+            "properties": {"relay_id": {"title": "Relay Id", "type": "string"},
+                           "text": {"title": "Text", "type": "string"}},
+            "required": ["relay_id", "text"],
+            "type": "object",
+            "title": "relay_replyArguments",
+        },
+    },
+    {
+        "name": REQUESTS_TOOL,
+        "description": (
+            "List the relay messages the operator sent to you that ask for a reply or ack and have none yet "
+            "(read-only). Each has relay_id, target, want, hop and the exact payload; when relay cannot tell "
+            "which session you are, none are listed and `why` says so."),
+        "inputSchema": {"properties": {}, "type": "object", "title": "relay_requestsArguments"},
+    },
+]
+_SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 
 
-def caller_session(call: ToolCall) -> tuple[str | None, str]:
-    """The session this MCP server acts for (its spec), or None and why not: the nearest
-    session above this process, narrowed by the calling thread's own record where one
-    host runs several (agents.origin)."""
-    from relay_repl.agents.origin import OriginJudge
+def initialize(params: Any) -> dict[str, Any]:
+    """The handshake: the client's protocol version when we speak it, else our latest."""
+    if not isinstance(params, dict) or not isinstance(params.get("protocolVersion"), str):
+        raise JsonRpcError(INVALID_PARAMS, "Invalid params: initialize needs params.protocolVersion (a string)")
+    asked = params["protocolVersion"]
+    return {
+        "protocolVersion": asked if asked in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": SERVER_NAME, "version": __version__},
+        "instructions": INSTRUCTIONS,
+    }
+
+
+def ping(params: Any) -> dict[str, Any]:
+    return {}
+
+
+def tools_list(params: Any) -> dict[str, Any]:
+    """Both tools, in one page (no cursor: there are two)."""
+    return {"tools": TOOLS}
+
+
+def tools_call(params: Any) -> dict[str, Any]:
+    """Run one tool. Imports the tools' module (pydantic, the ledger) on the first call only."""
+    if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+        raise JsonRpcError(INVALID_PARAMS, "Invalid params: tools/call needs params.name (a string)")
+    name = params["name"]
+    args = params.get("arguments")
+    if args is None:
+        args = {}
+    if name not in _SCHEMAS:
+        raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}")
+    if not isinstance(args, dict):
+        raise JsonRpcError(INVALID_PARAMS, "Invalid params: tools/call arguments must be an object")
+    wrong = _argument_errors(_SCHEMAS[name], args)
+    if wrong:
+        return _tool_error(name, f"invalid arguments: {'; '.join(wrong)}")
+    from relay_repl.session import mcp_tools
 
     try:
-        return OriginJudge.default().session_of(os.getpid(), call)
-    except (OSError, RelayError) as exc:
-        return None, f"the calling session could not be read ({exc})"
-
-
-def answerer(relay_id: str, ledger: Ledger, text: str | None = None) -> Me:
-    """Who is answering, as the envelope's `from=` will claim it.
-
-    A process that runs inside an agent knows its own address (seed section 1), but an
-    MCP server is started by the agent's host with a reduced environment: Codex's daemon
-    hosts every thread, so no CODEX_THREAD_ID reaches it. Then the answerer is the session
-    that started this server, where the evidence names it (its own record holds this call),
-    else the session the operator sent this id to (the ledger's record of the send). Either
-    is a claim like any `from=`: the inbox judges the connection by its kernel pid and the
-    sender's own record, never by this.
-    """
-    me = detect_me()
-    if me is not None:
-        return me
-    spec, _why = caller_session(ToolCall(tool="relay_reply", relay_id=relay_id, text=text))
-    kind, sep, name = (spec or "").partition(":")
-    if sep and kind and name:
-        return Me(role="agent", agent=kind, address=name)
-    rows = [e for e in ledger.events(kind="plan", relay_id=relay_id)]
-    spec = ""
-    if rows:
-        spec = str(rows[-1].data.get("target") or "").split(" ", 1)[0]
-    kind, sep, name = spec.partition(":")
-    if sep and kind and name:
-        return Me(role="agent", agent=kind, address=name)
-    return Me(role="agent", agent="mcp", address="relay-mcp")
-
-
-def do_reply(relay_id: str, text: str, ledger: Ledger | None = None) -> dict[str, Any]:
-    """The relay_reply tool's body: `relay reply`, with the answer as a plain dict."""
-    from relay_repl.session.reply import reply
-
-    text = " ".join(text.split())  # one line, as the envelope requires
-    if not text:
-        raise UsageError("the reply text is empty: pass the one-line answer as `text`")
-    ledger = ledger or Ledger.default()
-    relay_id = relay_id.strip()
-    env, inbox = reply(relay_id, text, ledger=ledger, me=answerer(relay_id, ledger, text))
-    return {"replied_to": relay_id, "reply_id": env.id, "hop": env.hop, "inbox": inbox, "line": env.compose()}
-
-
-def requests_for(ledger: Ledger, caller: tuple[str | None, str]) -> dict[str, Any]:
-    """The relay_requests tool's answer: the open requests addressed to the caller only, or
-    none and why when the caller's session is not established."""
-    spec, why = caller
-    if spec is None:
-        return {"session": None, "requests": [],
-                "why": f"nothing listed: the calling session cannot be established ({why})"}
-    return {"session": spec, "evidence": why, "requests": [r.model_dump() for r in open_requests(ledger, spec)]}
-
-
-def build_server(ledger_factory: Any = Ledger.default,
-                 caller: Callable[[ToolCall], tuple[str | None, str]] = caller_session) -> Any:
-    """The MCP server object (not yet running); `ledger_factory` and `caller` are for tests."""
-    import anyio
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    server: Any = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version())
-
-    @server.tool(name=REPLY_TOOL, description=(
-        "Answer a relay message from the operator into the operator's relay inbox. relay_id is the id= "
-        "value of the message you answer (exactly as written); text is your one-line answer. Works inside "
-        "a sandbox that forbids sockets. Refused for ids the operator did not send, past the hop cap, or "
-        "while relay-halt is in force."))
-    async def relay_reply(relay_id: str, text: str) -> str:
-        def run() -> dict[str, Any]:
-            led = ledger_factory()
+        if name == REPLY_TOOL:
             try:
-                return do_reply(relay_id, text, ledger=led)
-            finally:
-                led.close()
-
-        try:
-            done = await anyio.to_thread.run_sync(run)
-        except RelayError as exc:
-            raise ToolError(f"not sent: {exc}") from None
-        return json.dumps(done, ensure_ascii=False)
-
-    @server.tool(name=REQUESTS_TOOL, description=(
-        "List the relay messages the operator sent to you that ask for a reply or ack and have none yet "
-        "(read-only). Each has relay_id, target, want, hop and the exact payload; when relay cannot tell "
-        "which session you are, none are listed and `why` says so."))
-    async def relay_requests() -> str:
-        def run() -> dict[str, Any]:
-            who = caller(ToolCall(tool="relay_requests"))
-            led = ledger_factory()
-            try:
-                return requests_for(led, who)
-            finally:
-                led.close()
-
-        return json.dumps(await anyio.to_thread.run_sync(run), ensure_ascii=False)
-
-    return server
+                text = mcp_tools.relay_reply(args["relay_id"], args["text"])
+            except RelayError as exc:
+                return _tool_error(name, f"not sent: {exc}")
+        else:
+            text = mcp_tools.relay_requests()
+    except Exception as exc:  # the tool failed: the model gets one line, not a protocol error
+        return _tool_error(name, describe(exc, f"running {name}"))
+    return {"content": [{"type": "text", "text": text}], "isError": False}
 
 
-def _version() -> str:
-    try:
-        from importlib.metadata import version
+def _argument_errors(schema: dict[str, Any], args: dict[str, Any]) -> list[str]:
+    """What is wrong with `args` against one of TOOLS' flat schemas (required keys, string types)."""
+    wrong = [f"{key} is required" for key in schema.get("required", ()) if key not in args]
+    for key, spec in schema["properties"].items():
+        if key in args and spec.get("type") == "string" and not isinstance(args[key], str):
+            wrong.append(f"{key} must be a string, not {type(args[key]).__name__}")
+    return wrong
 
-        return version("relay-repl")
-    except Exception:  # not installed as a distribution (a source checkout on sys.path)
-        return "0"
+
+def _tool_error(name: str, message: str) -> dict[str, Any]:
+    """A tool's refusal as the model sees it (the wording the SDK-built server used)."""
+    return {"content": [{"type": "text", "text": f"Error executing tool {name}: {message}"}], "isError": True}
+
+
+HANDLERS = {"initialize": initialize, "ping": ping, "tools/list": tools_list, "tools/call": tools_call}
 
 
 def serve() -> int:
     """Run on stdin/stdout until the client closes them. Nothing else may write stdout."""
-    import anyio
+    from relay_repl.system.stdio_rpc import StdioRpcServer
 
-    anyio.run(build_server().run_stdio_async)
-    return 0
+    return StdioRpcServer(HANDLERS, slow={"tools/call"}).serve()

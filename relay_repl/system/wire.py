@@ -9,19 +9,19 @@ above import these instead.
 
 from __future__ import annotations
 
-import json
 import socket
 import struct
 from collections.abc import Iterable
 from typing import Any
 
+from relay_repl.core import jsonrpc
 from relay_repl.core.errors import TransportError
 
 
 def encode_frames(frames: Iterable[dict[str, Any]]) -> bytes:
     """NDJSON: one compact JSON object per line, UTF-8, each ending in a newline
     (non-ASCII kept as is, exactly as Claude's own inbox writers do)."""
-    return b"".join(json.dumps(f, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for f in frames)
+    return b"".join(jsonrpc.encode(f) for f in frames)
 
 
 def peer_cred(sock: socket.socket) -> tuple[int, int, int]:

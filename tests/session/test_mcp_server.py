@@ -1,4 +1,7 @@
-"""`relay mcp`, spoken to by the MCP SDK's own client over real stdio, writing into a real inbox socket."""
+"""`relay mcp`, spoken to by the MCP SDK's own client over real stdio, writing into a real inbox socket.
+
+The server is written by hand (session/mcp_server.py); the SDK (a test dependency only) is the
+independent check that what it speaks is MCP as a maintained client expects it."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ import pytest
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.session.inbox import Inbox
-from relay_repl.session.mcp_server import REPLY_TOOL, REQUESTS_TOOL, open_requests, requests_for
+from relay_repl.session.mcp_server import REPLY_TOOL, REQUESTS_TOOL
+from relay_repl.session.mcp_tools import open_requests, requests_for
 from relay_repl.store.ledger import Ledger
 
 pytestmark = pytest.mark.anyio
@@ -49,7 +53,9 @@ async def test_relay_mcp_replies_into_the_inbox_and_lists_open_requests(relay_ho
         try:
             with anyio.fail_after(60):
                 async with stdio_client(params) as streams, ClientSession(*streams) as client:
-                    await client.initialize()
+                    init = await client.initialize()
+                    assert init.server_info.name == "relay" and init.capabilities.tools is not None
+                    await client.send_ping()
                     names = {t.name for t in (await client.list_tools()).tools}
                     assert {REPLY_TOOL, REQUESTS_TOOL} <= names
 

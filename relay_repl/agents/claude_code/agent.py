@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from relay_repl.agents.agent import Processes, TypedEvidence
 from relay_repl.agents.claude_code.evidence import claude_typed_records, record_status, transcript_for
-from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
+
+if TYPE_CHECKING:  # annotations only: off the `relay targets` path
+    from relay_repl.agents.screens.model import Snapshot
 from relay_repl.system.proc import proc_start
 
 KIND = "claude-code"

@@ -23,7 +23,6 @@ from typing import Any
 import relay_repl.store.jsonl as jsonl
 from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.claude_code.provider import transcript_path as derive_transcript_path
-from relay_repl.agents.claude_code.transcript import content_of, origin_of
 from relay_repl.core.target import Target
 
 
@@ -80,6 +79,8 @@ def record_status(target: Target) -> tuple[str | None, str | None]:
 def find_origin_records(transcript: Path, msg_id: str) -> list[dict[str, Any]]:
     """Every transcript record whose origin (either path, `transcript.origin_of`) carries msg_id,
     with the text it holds (`transcript.content_of`: the one reading of a record's text)."""
+    from relay_repl.agents.claude_code.transcript import content_of, origin_of  # not on the `relay targets` path
+
     hits = []
     for _, d in jsonl.records(transcript):
         found = origin_of(d)
@@ -95,6 +96,8 @@ def claude_typed_records(transcript: Path, offset: int, payload: str) -> list[di
     one absorbed at a tool boundary is an `attachment` of type `queued_command`
     (claude-code.md §4.3). A `queue-operation` enqueue only says Claude holds it.
     """
+    from relay_repl.agents.claude_code.transcript import content_of  # not on the `relay targets` path
+
     hits: list[dict[str, Any]] = []
     payload = payload.strip()  # a TUI may trim edge whitespace on submit; the inside must match exactly
     for at, d in jsonl.records(transcript, offset):

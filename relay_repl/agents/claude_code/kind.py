@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.claude_code.agent import BINARY, KIND, ClaudeAgent
 from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.kind import (AgentKindBase, Check, InboxListing, LabContext, LabLaunch, LabOps, LabReady,
-                                    LabSpec)
-from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
+from relay_repl.agents.kind import AgentKindBase, InboxListing, LabContext, LabLaunch, LabOps, LabReady, LabSpec
 from relay_repl.core.target import Me, Target
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: off the `relay targets` path
+    from relay_repl.core.check import Check
+    from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
     from relay_repl.store.ledger import Ledger
     from relay_repl.core.delivery import Delivery
     from relay_repl.agents.provenance import CheckedRecord, VerifyReport

@@ -26,12 +26,10 @@ import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from relay_repl.core.inbound import PeerIdentity
-from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.agents.claude_code.detail import ClaudeDetail
@@ -39,6 +37,10 @@ from relay_repl.agents.versions import version_status
 from relay_repl.system import loopless
 from relay_repl.system.panes import PaneRoster
 from relay_repl.system.proc import owns_listening_socket, same_process
+
+if TYPE_CHECKING:  # annotations only: plan/inbound load on first use, off the `relay targets` path
+    from relay_repl.core.inbound import PeerIdentity
+    from relay_repl.core.plan import ReplyContext, ReplyRoute
 
 KIND = "claude-code"
 
@@ -142,6 +144,8 @@ def native_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     the message must reach the session wrapped as a native message naming that
     peer (the claude-code-message transport), or the model has no name to answer.
     """
+    from relay_repl.core.plan import ReplyRoute
+
     if ctx.inbox is None:
         return ReplyRoute(ok=False, how="none", missing=(
             "no inbox is listening here, so an answer would have nowhere to go: ask from the `relay` REPL, "
@@ -422,6 +426,8 @@ class ClaudeProvider:
             return None
         name = rec.name or str(pid)
         spec = f"{self.adapter.prefix or KIND}:{name}"
+        from relay_repl.core.inbound import PeerIdentity
+
         return PeerIdentity(
             kind=KIND, spec=spec, pid=pid,
             claimable=frozenset({name, rec.messagingSocketPath, str(pid)}),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from relay_repl.agents.agent import Processes, TypedEvidence
 from relay_repl.agents.codex.detail import CodexDetail
@@ -11,8 +12,10 @@ from relay_repl.agents.codex.evidence import codex_home, codex_typed_items
 from relay_repl.agents.codex.rollout import scan_rollouts
 from relay_repl.agents.codex.provider import is_codex_tui
 from relay_repl.agents.kind import AgentKindBase
-from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
+
+if TYPE_CHECKING:  # annotations only: off the `relay targets` path
+    from relay_repl.agents.screens.model import Snapshot
 
 KIND = "codex"
 BINARY = "codex"

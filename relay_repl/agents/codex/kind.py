@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Literal
 
 from relay_repl.agents.codex.agent import BINARY, KIND, CodexAgent
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.kind import (NO_HOME, AgentKindBase, Check, LabContext, LabLaunch, LabOps, LabReady,
-                                    LabSpec)
-from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
+from relay_repl.agents.kind import NO_HOME, AgentKindBase, LabContext, LabLaunch, LabOps, LabReady, LabSpec
 from relay_repl.core.target import Me, Target
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: off the `relay targets` path
+    from relay_repl.core.check import Check
+    from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
     from relay_repl.store.ledger import Ledger
     from relay_repl.core.delivery import Delivery
     from relay_repl.agents.provenance import VerifyReport

@@ -25,16 +25,14 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from relay_repl.store.sqlite_read import connect_read_only
 
 from pydantic import BaseModel, ConfigDict
 
-from relay_repl.core.inbound import PeerIdentity, ToolCall
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.codex.evidence import pending_calls, reply_calls
 from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
-from relay_repl.core.plan import ReplyContext, ReplyRoute, relay_reply_route
 from relay_repl.core.errors import DaemonError, describe
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
@@ -54,6 +52,10 @@ from relay_repl.system.proc import (
     read_environ,
     read_proc_locks,
 )
+
+if TYPE_CHECKING:  # annotations only: plan/inbound load on first use, off the `relay targets` path
+    from relay_repl.core.inbound import PeerIdentity, ToolCall
+    from relay_repl.core.plan import ReplyContext, ReplyRoute
 
 KIND = "codex"
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -346,6 +348,8 @@ def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
 
 def relay_reply_command_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     """Codex cannot send natively: its agent runs `relay reply ID TEXT` as a tool command."""
+    from relay_repl.core.plan import relay_reply_route
+
     return relay_reply_route(target.spec, ctx, (
         f"the connecting `relay reply` was started by the Codex host holding thread {target.address} "
         f"(pid {target.pid}) and its CODEX_THREAD_ID is that thread"))
@@ -436,6 +440,8 @@ class CodexProvider:
             if isinstance(name, str) and name:
                 specs[name] = spec
         spec = specs[held[0]] if len(held) == 1 else f"{prefix}:daemon {pid}"
+        from relay_repl.core.inbound import PeerIdentity
+
         return PeerIdentity(kind=KIND, spec=spec, pid=pid, claimable=frozenset(specs), evidence=evidence, specs=specs,
                             host_only=len(held) > 1)
 

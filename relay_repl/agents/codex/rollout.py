@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
-from relay_repl.core.relay_ids import carries_id, id_needle
 from relay_repl.store.jsonl import LineScan, parse_object
+
+if TYPE_CHECKING:  # annotations only: turn replies and relay ids load on first use, off the `relay targets` path
+    from relay_repl.agents.turn_reply import TurnReply, TurnStatus
 
 KIND = "codex"
 
@@ -69,6 +71,8 @@ class CodexTurnWatch:
         self.turn_id: str | None = None
         self.trigger: str | None = None
         self._triggers: dict[str, str] = {}
+        from relay_repl.agents.turn_reply import Tail
+
         self._tail = Tail(self.source)
 
     @property
@@ -107,6 +111,8 @@ class CodexTurnWatch:
         return body == self.text
 
     def _reply(self, status: TurnStatus, text: str | None, record: str, rec: dict) -> TurnReply:
+        from relay_repl.agents.turn_reply import TurnReply
+
         return TurnReply(kind=KIND, status=status, text=text, turn_id=self.turn_id, source=str(self.source),
                          record=record + (f", trigger {self.trigger}" if self.trigger else ""),
                          at=rec.get("timestamp"), anchor=self.anchor)
@@ -127,6 +133,8 @@ class RolloutTurn(BaseModel):
 
 def turns_carrying(rollout: Path | str, relay_id: str) -> tuple[list[RolloutTurn], int]:
     """(turns whose UserMessage has an envelope with exactly this id, bytes scanned), streamed."""
+    from relay_repl.core.relay_ids import carries_id, id_needle
+
     found: list[RolloutTurn] = []
     needle, follow = id_needle(relay_id)
     scan = LineScan(rollout, needle, (b'"UserMessage"',), followed_by=follow)

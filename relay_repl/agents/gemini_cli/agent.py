@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from relay_repl.agents.agent import Processes, TypedEvidence
 from relay_repl.agents.gemini_cli.chats import find_chat, typed_records
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND, is_gemini
 from relay_repl.agents.kind import AgentKindBase
-from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
+
+if TYPE_CHECKING:  # annotations only: off the `relay targets` path
+    from relay_repl.agents.screens.model import Snapshot
 
 
 class GeminiAgent(AgentKindBase):

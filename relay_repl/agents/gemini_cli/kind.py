@@ -13,11 +13,12 @@ from relay_repl.agents.gemini_cli.agent import GeminiAgent
 from relay_repl.agents.gemini_cli.chats import HOME_ENV
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
-from relay_repl.agents.kind import LAB_HOME, NO_HOME, AgentKindBase, Check, LabContext, LabLaunch, LabPane, LabReady, LabSpec
-from relay_repl.core.plan import ReplyContext, ReplyRoute
+from relay_repl.agents.kind import LAB_HOME, NO_HOME, AgentKindBase, LabContext, LabLaunch, LabPane, LabReady, LabSpec
 from relay_repl.core.target import Me, Target
 
 if TYPE_CHECKING:
+    from relay_repl.core.check import Check
+    from relay_repl.core.plan import ReplyContext, ReplyRoute
     from relay_repl.core.delivery import Delivery  # annotations only: off the `relay targets` path
     from relay_repl.agents.provenance import VerifyReport
     from relay_repl.store.ledger import Ledger

@@ -22,14 +22,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from relay_repl.agents.gemini_cli.chats import Chat, chats, gemini_dir, project_id
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
-from relay_repl.core.inbound import PeerIdentity
 from relay_repl.core.target import Me, Target, TargetState
 from relay_repl.system import loopless
 from relay_repl.system.panes import Pane, PaneRoster
 from relay_repl.system.proc import ProcStat, ancestors, process_table, read_cmdline, read_environ, read_stat
+
+if TYPE_CHECKING:  # annotations only: core/inbound.py loads on first use, off the `relay targets` path
+    from relay_repl.core.inbound import PeerIdentity
 
 KIND = "gemini-cli"
 PREFIX = "gemini"
@@ -304,6 +307,8 @@ class GeminiProvider:
         claim = {name, str(s.pid)}
         if s.chat is not None:
             claim |= {s.chat.session_id, s.chat.short}
+        from relay_repl.core.inbound import PeerIdentity
+
         return PeerIdentity(kind=KIND, spec=f"{PREFIX}:{name}", pid=s.pid, claimable=frozenset(claim),
                             evidence=(f"pid {pid} is gemini.js session process {s.pid} (cwd {s.cwd}"
                                       + (f", chat {s.chat.path.name}" if s.chat else "") + ")"))

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(sub: Any) -> None:
     """Add `relay mcp` to the subparsers."""
+    import argparse  # here, not at the top: `relay mcp` itself (frontends/entry.py) never parses
+
     s = sub.add_parser(
         "mcp",
         help="run the relay MCP server on stdio (how a sandboxed agent replies)",
@@ -28,7 +32,7 @@ def register(sub: Any) -> None:
     s.set_defaults(func=cmd_mcp)
 
 
-def cmd_mcp(args: argparse.Namespace) -> int:
+def cmd_mcp(args: argparse.Namespace | None) -> int:
     from relay_repl.session.mcp_server import serve
 
     if sys.stdin.isatty():

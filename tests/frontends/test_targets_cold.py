@@ -1,0 +1,72 @@
+"""What a cold `relay targets` imports: only what a listing needs (issue 20 item 4).
+
+`relay targets` cold is measured against `claude agents --json` alone (bench/targets.py,
+goal <= 1.2x), and on two cores relay's own CPU competes with that listing. The reply plans,
+envelopes, screen models, turn-reply readers and transcripts are ~50 pydantic models and
+their modules that a listing never uses: they must load on first use, not on this path."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+# os._exit (the listing's fast exit) replaced by one that first prints the loaded modules on stderr
+PROBE = """
+import os, sys
+real_exit = os._exit
+def _exit(code):
+    print("MODULES", sorted(sys.modules), file=sys.stderr, flush=True)
+    real_exit(code)
+os._exit = _exit
+sys.argv = ["relay", "targets", "--json"]
+from relay_repl.frontends.entry import main
+sys.exit(main())
+"""
+
+NOT_FOR_A_LISTING = {
+    "relay_repl.core.plan", "relay_repl.core.inbound", "relay_repl.core.check", "relay_repl.core.envelope",
+    "relay_repl.core.relay_ids", "relay_repl.core.turn_reply", "relay_repl.agents.turn_reply",
+    "relay_repl.agents.screens.model", "relay_repl.agents.claude_code.transcript",
+}
+
+
+def test_a_cold_listing_imports_no_plan_envelope_screen_or_transcript_module(tmp_path):
+    cfg = tmp_path / "claude"
+    (cfg / "sessions").mkdir(parents=True)
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        for pid, start in ((sleeper.pid, _proc_start(sleeper.pid)), (3_900_001, "12345")):
+            (cfg / "sessions" / f"{pid}.json").write_text(json.dumps({
+                "pid": pid, "sessionId": str(uuid.uuid4()), "cwd": "/w", "startedAt": 1, "procStart": start,
+                "version": "2.1.332", "peerProtocol": 1, "kind": "interactive", "entrypoint": "cli",
+                "messagingSocketPath": f"{tmp_path}/{pid}.sock", "name": f"s{pid}", "status": "idle", "updatedAt": 1}))
+        codex = tmp_path / "codex"
+        (codex / "thread-writer-locks").mkdir(parents=True)
+        day = codex / "sessions" / "2026" / "11" / "30"
+        day.mkdir(parents=True)
+        tid = str(uuid.uuid4())
+        (codex / "session_index.jsonl").write_text(json.dumps({"id": tid, "thread_name": "t1", "updated_at": "2026-11-30T10:00:00Z"}) + "\n")
+        (day / f"rollout-2026-11-30T10-00-00-{tid}.jsonl").write_text(json.dumps({"type": "session_meta", "payload": {"id": tid}}) + "\n")
+        (codex / "thread-writer-locks" / f"{tid}.lock").touch()
+        env = {"RELAY_HOME": str(tmp_path / "relay"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+               "CLAUDE_CONFIG_DIR": str(cfg), "CODEX_HOME": str(codex), "RELAY_TMUX_SOCKET": f"relay-test-none-{uuid.uuid4().hex[:8]}"}
+        cp = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert cp.returncode == 0, cp.stderr
+    listed = {(t["kind"], t["name"]) for t in json.loads(cp.stdout)}
+    assert {("claude-code", f"s{sleeper.pid}"), ("codex", "t1")} <= listed, listed  # both kinds' listings ran
+    line = next(ln for ln in cp.stderr.splitlines() if ln.startswith("MODULES "))
+    loaded = set(ast.literal_eval(line.removeprefix("MODULES ")))
+    assert "relay_repl.core.target" in loaded  # the probe saw the listing's own imports
+    assert NOT_FOR_A_LISTING & loaded == set()
+
+
+def _proc_start(pid: int) -> str:
+    st = Path(f"/proc/{pid}/stat").read_text()
+    return st[st.rfind(")") + 2:].split(" ")[19]
