@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from relay_repl.store.sqlite_read import connect_read_only
 
@@ -119,15 +121,31 @@ def check_state() -> list[Check]:
 
 
 async def run_checks() -> Report:
-    """Every check, in layer order: system, clients, registries, state."""
+    """Every check, printed in layer order: system, clients, registries, state.
+
+    They run concurrently: each only reads, none needs another's answer, and most of the time is
+    spent waiting on a client process (`--version` of three clients, `claude agents --json`, the
+    Codex daemon), so the command takes about as long as its slowest check, not their sum."""
     import anyio
 
     from relay_repl.agents.registry import kinds
 
-    checks: list[Check] = [await anyio.to_thread.run_sync(check_tmux)]
-    for k in kinds():
-        checks.append(await anyio.to_thread.run_sync(check_client, k.kind))
-    for k in kinds():
-        checks += await k.doctor_checks(os.environ)
-    checks += await anyio.to_thread.run_sync(check_state)
-    return Report(checks)
+    jobs: list[Callable[[], Awaitable[list[Check]]]] = [lambda: _in_thread(lambda: [check_tmux()])]
+    jobs += [partial(_in_thread, partial(lambda kind: [check_client(kind)], k.kind)) for k in kinds()]
+    jobs += [partial(k.doctor_checks, os.environ) for k in kinds()]
+    jobs.append(lambda: _in_thread(check_state))
+    results: list[list[Check]] = [[] for _ in jobs]
+
+    async def run(i: int, job: Callable[[], Awaitable[list[Check]]]) -> None:
+        results[i] = await job()
+
+    async with anyio.create_task_group() as tg:
+        for i, job in enumerate(jobs):
+            tg.start_soon(run, i, job)
+    return Report(c for group in results for c in group)
+
+
+async def _in_thread(fn: Callable[[], list[Check]]) -> list[Check]:
+    import anyio
+
+    return await anyio.to_thread.run_sync(fn)

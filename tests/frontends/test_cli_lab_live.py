@@ -26,10 +26,18 @@ pytestmark = pytest.mark.live
 RELAY = [sys.executable, "-m", "relay_repl"]
 
 
+UNLOAD_DELAY = 5
+"""`thread_unload_delay_secs` of this lab's Codex daemon: a thread whose TUI was SIGKILLed is
+unloaded ~5 s later instead of Codex's default 40-60 s (adapters/codex.md, Liveness), which step 4
+waits for. Only this private lab: other labs' tests rely on a detached thread staying loaded."""
+
+
 @pytest.fixture(scope="module")
 def lab_home(tmp_path_factory):
-    with private_lab_home(tmp_path_factory, "cli-lab") as home:
-        yield home
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RELAY_LAB_CODEX_UNLOAD_DELAY", str(UNLOAD_DELAY))
+        with private_lab_home(tmp_path_factory, "cli-lab") as home:
+            yield home
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +138,7 @@ def test_targets_json_healthy_then_one_client_sigkilled_then_lab_up_then_down(la
     assert all(r["pane"] is None for r in by_name(rows, "codex", "beta")), rows
     assert {k: v for k, v in lab_pids(launcher.status()).items() if k != "beta"} == \
         {k: v for k, v in lab_pids(repaired).items() if k != "beta"}
-    # ... until the daemon unloads the thread (40-60 s, codex.md section 0): then it is stale
+    # ... until the daemon unloads the thread (UNLOAD_DELAY here; 40-60 s by default): then it is stale
     def unloaded() -> bool:
         nonlocal rows
         rows = targets_json()

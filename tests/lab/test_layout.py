@@ -186,6 +186,17 @@ def test_codex_config_is_valid_toml_with_one_provider_per_session(tmp_path):
         == "workspace-write"
 
 
+def test_codex_unload_delay_only_when_the_lab_asks(tmp_path, monkeypatch):
+    """RELAY_LAB_CODEX_UNLOAD_DELAY sets the daemon's `thread_unload_delay_secs` (a private lab that
+    waits for a detached thread to unload); unset, Codex keeps its default (40-60 s)."""
+    monkeypatch.delenv("RELAY_LAB_CODEX_UNLOAD_DELAY", raising=False)
+    ctx = _ctx(tmp_path)
+    path = codex_lab.home(tmp_path) / "config.toml"
+    assert "thread_unload_delay_secs" not in tomllib.loads(codex_lab.files(ctx, ["beta"])[path])
+    monkeypatch.setenv("RELAY_LAB_CODEX_UNLOAD_DELAY", "5")
+    assert tomllib.loads(codex_lab.files(ctx, ["beta"])[path])["thread_unload_delay_secs"] == 5
+
+
 def _ctx(tmp_path: Path) -> LabContext:
     return LabContext(root=tmp_path, home=tmp_path / "home", bin_dir=Path("/bin"), logs=tmp_path / "logs",
                       api_key=LAB_API_KEY, mcp_command=("/venv/bin/relay", "mcp"), mcp_env={"RELAY_HOME": "/state"},

@@ -82,7 +82,7 @@ def daemon_targets(root: Path, uid: int | None = None) -> list[Path]:
 
 def config(providers: Mapping[str, str], workdirs: Sequence[str], sandbox: str = "danger-full-access",
            shell_path: str | None = None, mcp: tuple[str, Sequence[str], Mapping[str, str]] | None = None,
-           mcp_server: str = "relay") -> str:
+           mcp_server: str = "relay", unload_delay: int | None = None) -> str:
     """`$CODEX_HOME/config.toml`. `providers` maps session name -> stub base_url (.../v1).
 
     One model provider per session (`lab-<name>`), so each thread carries its own
@@ -99,6 +99,8 @@ def config(providers: Mapping[str, str], workdirs: Sequence[str], sandbox: str =
     lab sets it explicitly; otherwise a lab agent could not run `relay reply`.
     `mcp`: (command, args, env) of the relay MCP server (`[mcp_servers.relay]`), the reply route
     that works under `workspace-write` too (Codex starts MCP servers outside its sandbox).
+    `unload_delay`: `thread_unload_delay_secs`, how long the daemon keeps a thread loaded once no
+    TUI is attached (unset: Codex's default, 40-60 s observed; see adapters/codex.md).
     """
     names = list(providers)
     default = provider_id(names[0]) if names else "lab-none"
@@ -108,6 +110,7 @@ def config(providers: Mapping[str, str], workdirs: Sequence[str], sandbox: str =
         'approval_policy = "never"',
         f"sandbox_mode = {toml_str(sandbox)}",
         "check_for_update_on_startup = false",
+        *([f"thread_unload_delay_secs = {int(unload_delay)}"] if unload_delay is not None else []),
         "",
     ]
     for name, base_url in providers.items():
@@ -238,10 +241,12 @@ def files(ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
     if not providers:
         return {}
     sandbox = os.environ.get("RELAY_LAB_CODEX_SANDBOX") or "danger-full-access"
+    delay = os.environ.get("RELAY_LAB_CODEX_UNLOAD_DELAY")
     mcp = (ctx.mcp_command[0], ctx.mcp_command[1:], ctx.mcp_env) if ctx.mcp_command else None
     return {home(ctx.root) / "config.toml": config(providers, [str(ctx.workdir(n)) for n in providers],
                                                    sandbox=sandbox, shell_path=ctx.env.get("PATH"), mcp=mcp,
-                                                   mcp_server=ctx.mcp_server)}
+                                                   mcp_server=ctx.mcp_server,
+                                                   unload_delay=int(delay) if delay else None)}
 
 
 def restore_packages(root: Path, version: str, progress: Callable[[str], object]) -> None:

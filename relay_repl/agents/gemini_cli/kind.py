@@ -112,8 +112,10 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
     def version_env(self) -> dict[str, str]:
         """`gemini --version` writes $GEMINI_CLI_HOME/.gemini/projects.json.<uuid>.tmp (and makes
         .gemini/); with a home that cannot exist it prints the version and writes nothing (0.61.0,
-        measured: adapters/gemini-cli.md, Gaps)."""
-        return {"GEMINI_CLI_HOME": NO_HOME}
+        measured: adapters/gemini-cli.md, Gaps). GEMINI_CLI_NO_RELAUNCH: without it the wrapper starts a
+        second node only to raise its heap limit, which a `--version` does not need: 1.4-1.5 CPU-s
+        instead of 2.4-2.5 (0.61.0, measured), and `relay doctor` asks it on every run."""
+        return {"GEMINI_CLI_HOME": NO_HOME, "GEMINI_CLI_NO_RELAUNCH": "true"}
 
     # -- the lab -----------------------------------------------------------------------------------
 
