@@ -2,8 +2,8 @@
 
 Built from a clean copy of the tree by scripts/build-wheel (the one build scripts/wheel-check
 installs), then listed: every shipped recipe and notebook, the recipes' README, every adapter
-file, the lab's client pins, and every module of the package (pyproject lists the packages one
-by one, so a new subpackage left off that list would be missing from the wheel).
+file, each kind's client lock entries, and every module of the package (setup.py finds the packages; a
+discovery that missed one, e.g. a folder without an __init__.py, would leave it out of the wheel).
 """
 
 from __future__ import annotations
@@ -50,5 +50,6 @@ def test_every_adapter_file_is_in_the_wheel(wheel_names):
 
 def test_every_module_and_the_client_pins_are_in_the_wheel(wheel_names):
     wanted = [f for f in _tracked("relay_repl") if f.endswith(".py")]
-    wanted += ["relay_repl/lab/clients/package-lock.json"]  # the manifest is built from each kind's pin
+    wanted += [f for f in _tracked("relay_repl/agents") if f.endswith("/npm-lock.json")]  # each kind's client lock
+    assert len(wanted) > len([f for f in _tracked("relay_repl") if f.endswith(".py")])
     assert [f for f in wanted if f not in wheel_names] == []

@@ -55,10 +55,12 @@ Methods, by subject:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -285,6 +287,9 @@ class AgentKind(Agent, Protocol):
     """What an operator types before a session's name: 'claude' (`claude:alpha`)."""
     label: str
     """The client's name for humans: 'Claude Code'."""
+    mcp_setup: tuple[str, ...]
+    """How its client is told to start the relay MCP server (`relay mcp --help` shows these lines,
+    each kind's below the other's): e.g. `Claude Code:            claude mcp add relay -- relay mcp`."""
     provenance: Literal["kernel", "none"]
     """'kernel': its records carry kernel-supplied provenance (verifiedPeerPid) `relay verify` checks;
     'none': a typed or queued message is plain user input, so origin is never proven from its record."""
@@ -363,6 +368,12 @@ class AgentKind(Agent, Protocol):
 
     def pin(self) -> ClientPin:
         """The pinned client: binary, npm package, version (the lab installer asks each kind)."""
+        ...
+
+    def npm_lock(self) -> dict[str, Any] | None:
+        """The npm lockfile entries (`packages`, lockfile v3) its pinned client installs, every
+        transitive version fixed: `npm-lock.json` in its package, or None. The lab merges the
+        kinds' entries into the one package-lock.json it installs with."""
         ...
 
     def version_env(self) -> dict[str, str]:
@@ -465,6 +476,7 @@ class AgentKindBase:
     kind: str = ""
     prefix: str = ""
     label: str = ""
+    mcp_setup: tuple[str, ...] = ()
     provenance: Literal["kernel", "none"] = "none"
     detail_model: type[AgentDetail] = AgentDetail
     answers_listed_inbox: bool = False
@@ -602,6 +614,14 @@ class AgentKindBase:
         if not (self.binary and self.npm_package):
             raise NotImplementedError(f"agent kind {self.kind!r} names no client to install")
         return ClientPin(binary=self.binary, npm_package=self.npm_package, version=self.verified_versions()[-1])
+
+    def npm_lock(self) -> dict[str, Any] | None:
+        package = type(self).__module__.rpartition(".")[0] or type(self).__module__
+        try:
+            loaded = json.loads(resources.files(package).joinpath("npm-lock.json").read_text())
+        except (OSError, ValueError, ModuleNotFoundError):
+            return None
+        return loaded if isinstance(loaded, dict) else None
 
     def version_env(self) -> dict[str, str]:
         return {}

@@ -10,7 +10,8 @@ and no client is run. A field a text does not use costs nothing; unknown braces 
 Fields: {kinds} (their labels), {lab_kinds} (the kinds the lab runs), {binaries} (their clients'
 executables), {kind_flags} (`relay lab` flags, e.g. --claude/--codex), {targets} (an address per
 kind, e.g. claude:NAME), {transports} (every transport a kind offers), {kernel_kinds} and
-{unproven_kinds} (kinds whose records carry kernel-supplied provenance, and those that keep none).
+{unproven_kinds} (kinds whose records carry kernel-supplied provenance, and those that keep none),
+{mcp_setup} (each kind's lines telling its client to start `relay mcp`, indented, one kind after another).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def _fields() -> dict[str, Callable[[], str]]:
         "transports": transports,
         "kernel_kinds": lambda: labels(k for k in registry.kinds() if k.provenance == "kernel"),
         "unproven_kinds": lambda: labels(k for k in registry.kinds() if k.provenance != "kernel"),
+        "mcp_setup": lambda: "\n".join(f"  {line}" for k in registry.kinds() for line in k.mcp_setup),
     }
 
 

@@ -3,10 +3,11 @@
 `install()` (`relay lab install`) puts exactly the pinned clients into the client cache
 (`paths.clients_dir()`, or `$RELAY_LAB_CLIENTS` when set). The pins are the agent kinds' own
 (`AgentKind.pin()`: npm package and version, in each kind's package; the lab asks every kind
-the lab runs): the npm manifest is built from them here, never kept as a second list. When
-the shipped package-lock.json locks exactly that set, `npm ci` installs it (every transitive
-version fixed); a set it does not cover (a kind added since) is installed with `npm install`
-and says so. All functions here are synchronous (blocking); call
+the lab runs): the npm manifest is built from them here, never kept as a second list. So is
+the lockfile: each kind's package ships the lock entries of its own client (`npm-lock.json`,
+`AgentKind.npm_lock()`), and when every kind of the set has entries locking its wanted version
+(and no two disagree), their merge is the package-lock.json `npm ci` installs with (every
+transitive version fixed); another set is installed with `npm install` and says so. All functions here are synchronous (blocking); call
 them from async code through `anyio.to_thread.run_sync`.
 """
 
@@ -17,8 +18,8 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import relay_repl.store.paths as paths
 from relay_repl.agents import versions
@@ -34,7 +35,7 @@ from relay_repl.agents.versions import (
 from relay_repl.core.errors import LabError
 
 # re-exported for the lab's callers: the policy itself lives in agents.versions
-__all__ = ["VERIFIED_VERSIONS", "described", "lab_kinds", "manifest", "shipped_lock_covers", "any_clients", "bin_dir", "client_version", "clients_root", "install",
+__all__ = ["VERIFIED_VERSIONS", "described", "lab_kinds", "manifest", "merged_lock", "any_clients", "bin_dir", "client_version", "clients_root", "install",
            "install_versions", "installed_versions", "lab_binary", "latest_versions", "node_tools",
            "require_verified", "resolve_clients", "set_root", "system_root"]
 
@@ -92,15 +93,23 @@ def manifest(want: dict[str, str], name: str = "relay-repl-lab-clients") -> dict
             "dependencies": {pin(k).npm_package: v for k, v in sorted(want.items())}}
 
 
-def shipped_lock_covers(want: dict[str, str]) -> bool:
-    """Whether the shipped package-lock.json locks exactly this set (then `npm ci` installs it)."""
-    import json
-
-    try:
-        root = json.loads(_shipped("package-lock.json"))["packages"][""]
-    except (OSError, ValueError, KeyError):
-        return False
-    return root.get("dependencies") == manifest(want)["dependencies"]
+def merged_lock(want: dict[str, str], name: str = "relay-repl-lab-clients") -> dict[str, Any] | None:
+    """The package-lock.json of a client set {kind: version}: the kinds' own lock entries
+    (`AgentKind.npm_lock()`) merged under the manifest's root, or None when a kind ships none for
+    that version or two kinds lock one path differently (then `npm install` resolves the set)."""
+    packages: dict[str, Any] = {}
+    for kind, version in want.items():
+        entries = (check_kind(kind).npm_lock() or {}).get("packages")
+        if not isinstance(entries, dict):
+            return None
+        if (entries.get(f"node_modules/{pin(kind).npm_package}") or {}).get("version") != version:
+            return None
+        for path, entry in entries.items():
+            if packages.setdefault(path, entry) != entry:
+                return None
+    return {"name": name, "lockfileVersion": 3, "requires": True,
+            "packages": {"": {"name": name, "dependencies": dict(sorted(manifest(want, name)["dependencies"].items()))},
+                         **dict(sorted(packages.items()))}}
 
 
 def _node_major(node: str) -> int | None:
@@ -121,10 +130,6 @@ def node_tools() -> tuple[str, str]:
     if major is None or major < MIN_NODE_MAJOR:
         raise LabError(f"node {major if major is not None else '?'} is too old or broken: {NODE_HINT}")
     return node, npm
-
-
-def _shipped(name: str) -> bytes:
-    return resources.files("relay_repl.lab").joinpath("clients", name).read_bytes()
 
 
 def install(progress: Progress = print, kinds: Iterable[str] | None = None) -> dict[str, str]:
@@ -148,24 +153,25 @@ def install(progress: Progress = print, kinds: Iterable[str] | None = None) -> d
         progress(f"lab clients present in {dest}: {described(have)}")
         return dict(have)  # type: ignore[arg-type]
     _, npm = node_tools()
-    locked = shipped_lock_covers(VERIFIED_VERSIONS)
+    locked = merged_lock(VERIFIED_VERSIONS)
     try:
         import json
 
         dest.mkdir(parents=True, exist_ok=True, mode=0o700)
         (dest / "package.json").write_text(json.dumps(manifest(VERIFIED_VERSIONS), indent=2) + "\n")
         lock = dest / "package-lock.json"
-        if locked:
-            lock.write_bytes(_shipped("package-lock.json"))
+        if locked is not None:
+            lock.write_text(json.dumps(locked, indent=2) + "\n")
         elif lock.exists():
             lock.unlink()  # a lock of another set would make npm keep what it locked
     except OSError as exc:
         raise LabError(f"cannot prepare client cache {dest}: {exc.strerror or exc}") from exc
     log = dest / "npm-install.log"
-    how = "the shipped lockfile" if locked else "npm (no shipped lockfile covers this set: transitive versions resolved now)"
+    how = ("the kinds' lockfile entries" if locked is not None
+           else "npm (the kinds' lockfile entries do not cover this set: transitive versions resolved now)")
     progress(f"installing {described(VERIFIED_VERSIONS)} with {how} into {dest} (about 800 MB) ...")
     t0 = time.monotonic()
-    cmd = ([npm, "ci", "--no-audit", "--no-fund", "--omit-lockfile-registry-resolved", "--loglevel=warn"] if locked
+    cmd = ([npm, "ci", "--no-audit", "--no-fund", "--omit-lockfile-registry-resolved", "--loglevel=warn"] if locked is not None
            else [npm, "install", "--no-audit", "--no-fund", "--loglevel=warn"])
     env = dict(os.environ)
     env.setdefault("DISABLE_AUTOUPDATER", "1")

@@ -49,3 +49,24 @@ def test_building_the_parser_loads_no_kind(monkeypatch):
     monkeypatch.setattr(registry, "kinds", boom)
     cli.build_parser(["doctor"])
     cli.build_parser()  # every subcommand, as `relay --help` builds it (its text is filled only when printed)
+
+
+def test_relay_mcp_help_shows_each_kinds_own_setup_lines(capsys):
+    """How a client is told to start `relay mcp` is its kind's fact (`AgentKind.mcp_setup`): the help
+    shows every registered kind's lines as written, and commands/mcp.py holds none of them (before,
+    it carried Codex's, Claude Code's and Gemini CLI's config by hand, so a kind added or removed
+    edited a front end)."""
+    from pathlib import Path
+
+    import relay_repl.frontends.commands.mcp as mcp
+
+    with pytest.raises(SystemExit):
+        cli.main(["mcp", "--help"])
+    out = capsys.readouterr().out
+    source = Path(mcp.__file__).read_text()
+    assert "{mcp_setup}" not in out
+    for k in registry.kinds():
+        assert k.mcp_setup, f"{k.kind} says nothing about starting relay mcp"
+        for line in k.mcp_setup:
+            assert f"  {line}\n" in out, (k.kind, line)
+            assert line.strip() not in source, (k.kind, line)

@@ -259,16 +259,16 @@ def test_parse_version(text, version):
 
 def test_lab_pins_the_verified_versions():
     """The lab's npm manifest is built from each kind's pin, not kept as a second policy, and
-    the shipped lockfile locks exactly that set (so `npm ci` installs it)."""
+    so is its lockfile: the kinds' own lock entries lock exactly that set (so `npm ci` installs it)."""
     from importlib import resources
 
-    assert not resources.files("relay_repl.lab").joinpath("clients", "package.json").is_file()
+    assert not resources.files("relay_repl.lab").joinpath("clients").is_dir()  # no second list of kinds
     pins = install.manifest(install.VERIFIED_VERSIONS)["dependencies"]
     assert pins["@anthropic-ai/claude-code"] == install.VERIFIED_VERSIONS[CLAUDE] == "2.1.332"
     assert pins["@openai/codex"] == install.VERIFIED_VERSIONS[CODEX] == "0.171.0"
     assert pins["@google/gemini-cli"] == install.VERIFIED_VERSIONS["gemini-cli"] == "0.61.0"
-    assert install.shipped_lock_covers(install.VERIFIED_VERSIONS)
-    assert not install.shipped_lock_covers({**install.VERIFIED_VERSIONS, CODEX: "0.0.1"})
+    assert install.merged_lock(install.VERIFIED_VERSIONS) is not None
+    assert install.merged_lock({**install.VERIFIED_VERSIONS, CODEX: "0.0.1"}) is None
 
 
 def test_install_without_node_says_what_to_do(tmp_path, monkeypatch):
@@ -280,16 +280,40 @@ def test_install_without_node_says_what_to_do(tmp_path, monkeypatch):
     assert "\n" not in str(exc.value)
 
 
-def test_shipped_lockfile_pins_both_clients_and_names_no_registry():
+def test_the_merged_lockfile_pins_every_client_and_names_no_registry():
     import json
 
-    lock = json.loads(install._shipped("package-lock.json"))
+    lock = install.merged_lock(install.VERIFIED_VERSIONS)
+    assert lock is not None and lock["lockfileVersion"] == 3
     pkgs = lock["packages"]
+    for kind, version in install.VERIFIED_VERSIONS.items():
+        assert pkgs[f"node_modules/{install.pin(kind).npm_package}"]["version"] == version
     assert pkgs["node_modules/@anthropic-ai/claude-code"]["version"] == "2.1.332"
     assert pkgs["node_modules/@openai/codex"]["version"] == "0.171.0"
-    assert pkgs["node_modules/@google/gemini-cli"]["version"] == "0.61.0"
-    raw = install._shipped("package-lock.json").decode()
+    raw = json.dumps(lock)
     assert "resolved" not in raw and "http" not in raw
+
+
+def test_each_kind_locks_only_its_own_client_and_a_disagreement_drops_the_lock(monkeypatch):
+    """Each kind's `npm-lock.json` holds its client's entries (none of another kind's client), and two
+    kinds locking one path differently leave the set to `npm install` rather than pick one."""
+    from relay_repl.agents import registry
+
+    own = {k.kind: k.npm_lock() for k in registry.kinds() if k.lab() is not None}
+    for kind, lock in own.items():
+        assert lock is not None, f"{kind} ships no npm-lock.json"
+        others = {install.pin(o).npm_package for o in own if o != kind}
+        assert [p for p in lock["packages"] if p.removeprefix("node_modules/") in others] == []
+    clash = {**own[CODEX]["packages"], "node_modules/@anthropic-ai/claude-code": {"version": "2.1.332", "x": 1}}
+    real = install.check_kind
+
+    def patched(kind):
+        k = real(kind)
+        if kind != CODEX:
+            return k
+        return type("K", (), {"npm_lock": lambda self: {"packages": clash}})()
+    monkeypatch.setattr(install, "check_kind", patched)
+    assert install.merged_lock(install.VERIFIED_VERSIONS) is None
 
 
 def test_clients_root_override(tmp_path, monkeypatch):
@@ -316,7 +340,7 @@ def test_lab_state_round_trip(tmp_path):
 
 
 def test_install_builds_the_manifest_from_the_kinds_pins_and_uses_the_lock_only_when_it_covers_them(tmp_path, monkeypatch):
-    """The installer asks each kind for its pin: a set the shipped lock covers is `npm ci`-ed with it;
+    """The installer asks each kind for its pin: a set the kinds' lock entries cover is `npm ci`-ed with their merge;
     another set (a kind added since) gets `npm install` from the manifest alone, and no stale lock."""
     import json
     import stat
@@ -340,7 +364,7 @@ def test_install_builds_the_manifest_from_the_kinds_pins_and_uses_the_lock_only_
     assert calls.read_text().split()[0] == "ci" and (tmp_path / "clients" / "package-lock.json").exists()
     assert json.loads((tmp_path / "seen-ci.json").read_text()) == install.manifest(install.VERIFIED_VERSIONS)
 
-    monkeypatch.setattr(install, "shipped_lock_covers", lambda want: False)  # a set no shipped lock covers
+    monkeypatch.setattr(install, "merged_lock", lambda want: None)  # a set the kinds' lock entries do not cover
     (tmp_path / "clients" / "node_modules" / ".bin" / next(iter(versions))).unlink()
     install.versions.clear_cache()
     assert install.install(progress=lambda m: None) == install.VERIFIED_VERSIONS

@@ -34,6 +34,7 @@ class ClaudeCodeKind(ClaudeAgent, AgentKindBase):
     kind = KIND
     prefix = "claude"
     label = "Claude Code"
+    mcp_setup = ("Claude Code:            claude mcp add relay -- relay mcp",)
     provenance: Literal["kernel", "none"] = "kernel"
     detail_model = ClaudeDetail
     binary = BINARY

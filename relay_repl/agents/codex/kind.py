@@ -35,6 +35,9 @@ class CodexKind(CodexAgent, AgentKindBase):
     kind = KIND
     prefix = "codex"
     label = "Codex"
+    mcp_setup = ('~/.codex/config.toml:   [mcp_servers.relay]',
+                 '                        command = "relay"',
+                 '                        args = ["mcp"]')
     provenance: Literal["kernel", "none"] = "none"
     detail_model = CodexDetail
     binary = BINARY

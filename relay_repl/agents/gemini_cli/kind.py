@@ -60,6 +60,8 @@ class GeminiCliKind(GeminiAgent, AgentKindBase):
     kind = KIND
     prefix = PREFIX
     label = "Gemini CLI"
+    mcp_setup = ('~/.gemini/settings.json: "mcpServers": {"relay": {"command": "relay", "args": ["mcp"]}}',
+                 '                        (with "trust": true Gemini CLI calls it without asking in the pane)')
     provenance: Literal["kernel", "none"] = "none"
     detail_model = GeminiDetail
     binary = BINARY

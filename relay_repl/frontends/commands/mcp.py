@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 
 def register(sub: Any) -> None:
     """Add `relay mcp` to the subparsers."""
-    import argparse  # here, not at the top: `relay mcp` itself (frontends/entry.py) never parses
+    # here, not at the top (kind_words imports argparse): `relay mcp` itself (frontends/entry.py) never parses
+    from relay_repl.frontends.kind_words import KindsRawHelp
 
     s = sub.add_parser(
         "mcp",
@@ -19,15 +20,10 @@ def register(sub: Any) -> None:
         description="Run a stdio MCP server with two tools: relay_reply (relay_id, text), which does what "
         "`relay reply` does, and relay_requests, which lists the open requests (read-only). Codex and Claude "
         "Code start MCP servers outside their sandbox, so this works under Codex's workspace-write sandbox, "
-        "where `relay reply` cannot reach the inbox socket. Add it once:\n"
-        "  ~/.codex/config.toml:   [mcp_servers.relay]\n"
-        "                          command = \"relay\"\n"
-        "                          args = [\"mcp\"]\n"
-        "  Claude Code:            claude mcp add relay -- relay mcp\n"
-        "  ~/.gemini/settings.json: \"mcpServers\": {\"relay\": {\"command\": \"relay\", \"args\": [\"mcp\"]}}\n"
-        "                          (with \"trust\": true Gemini CLI calls it without asking in the pane)\n"
+        "where `relay reply` cannot reach the inbox socket. Add it once (each kind says how):\n"
+        "{mcp_setup}\n"
         "It is started by the agent, not by you: run by hand it waits for MCP JSON-RPC on stdin.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=KindsRawHelp,
     )
     s.set_defaults(func=cmd_mcp)
 

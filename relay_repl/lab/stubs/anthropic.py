@@ -11,9 +11,14 @@ from __future__ import annotations
 import json
 import re
 import uuid
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
-from relay_repl.lab.stubs.script import LastInput, Reply
+from aiohttp import web
+
+from relay_repl.lab.stubs.script import LastInput, Reply, ToolCall
+from relay_repl.lab.stubs.wire import body_model, sse
 
 SSE = tuple[str, dict[str, Any]]
 PING: SSE = ("ping", {"type": "ping"})
@@ -185,3 +190,36 @@ def _chunks(text: str, size: int = 40) -> list[str]:
 def encode(event: SSE) -> bytes:
     name, data = event
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+# ---- the stub API protocol (stubs/apis.py) --------------------------------------------------
+
+BASE_PATH = ""
+shell_call: Callable[[str, str], ToolCall] | None = None  # Claude's lab agent answers by SendMessage
+
+
+def model(path: str, body: Any) -> str:
+    return body_model(body)
+
+
+async def respond(
+    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str,
+    released: Callable[[], bool] = lambda: False,
+) -> tuple[web.StreamResponse, bool]:
+    """The HTTP answer, and whether it was delivered whole: `/v1/messages` streams (or answers
+    whole) from the script, token counts and probes get a fixed answer."""
+    path = request.path.rstrip("/")
+    if request.method in ("GET", "HEAD"):
+        return web.json_response({}), True
+    if path.endswith("/count_tokens"):
+        return web.json_response({"input_tokens": 10}), True
+    if not path.endswith("/v1/messages") or not isinstance(body, dict):
+        return web.json_response(
+            {"type": "error", "error": {"type": "not_found_error", "message": f"stub: no {request.path}"}},
+            status=404,
+        ), True
+    if not body.get("stream"):
+        await asyncio.sleep(reply.hold)
+        return web.json_response(message(reply, model)), True
+    prelude, events = stream(reply, model)
+    return await sse(request, prelude, events, reply.hold, encode, encode(PING), released)

@@ -31,6 +31,7 @@ from typing import Any
 
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, encode_value
 from relay_repl.core.errors import EnvelopeError
+from relay_repl.lab.stubs import apis
 from relay_repl.lab.stubs.script import Step, ToolCall
 
 
@@ -151,10 +152,11 @@ class Converser:
         if not fresh:
             return "converse: nothing to answer", [Step(text="; ".join(notes) or "nothing to answer")]
         loaded = "SendMessage" in (tools or [])
-        if self.api == "anthropic":
+        shell = apis.api(self.api).shell_call
+        if shell is None:
             steps = self._send_message_steps(fresh, notes, loaded)
         else:
-            steps = self._shell_reply_steps(fresh, "run_shell_command" if self.api == "google" else "exec_command")
+            steps = self._shell_reply_steps(fresh, shell)
         return "converse: " + " ".join(e.id for e in fresh), steps
 
     def _send_message_steps(self, envs: list[Envelope], notes: list[str], loaded: bool = False) -> list[Step]:
@@ -175,14 +177,12 @@ class Converser:
         search = Step(tool=ToolCall(name="ToolSearch", input={"query": "select:SendMessage", "max_results": 1}))
         return [*([] if loaded else [search]), *calls, Step(text="; ".join(done + notes))]
 
-    def _shell_reply_steps(self, envs: list[Envelope], shell: str = "exec_command") -> list[Step]:
-        """`relay reply` through the client's shell tool: Codex's `exec_command {cmd}`, Gemini
-        CLI's `run_shell_command {command}`."""
+    def _shell_reply_steps(self, envs: list[Envelope], shell: Callable[[str, str], ToolCall]) -> list[Step]:
+        """`relay reply` through the client's shell tool, as its stub API spells a call of it
+        (`StubApi.shell_call`: Codex's `exec_command {cmd}`, for one)."""
         steps: list[Step] = []
         for env in envs:
             cmd = f"relay reply {shlex.quote(env.id)} {shlex.quote(reply_body(env))}"
-            args = {"cmd": cmd, "yield_time_ms": 30000} if shell == "exec_command" else {
-                "command": cmd, "description": f"answer relay message {env.id}"}
-            steps.append(Step(tool=ToolCall(name=shell, input=args)))
+            steps.append(Step(tool=shell(cmd, env.id)))
         steps.append(Step(text="; ".join(f"answered {e.id} with relay reply" for e in envs)))
         return steps

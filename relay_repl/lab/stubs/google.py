@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import json
 import uuid
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
-from relay_repl.lab.stubs.script import LastInput, Reply
+from aiohttp import web
+
+from relay_repl.lab.stubs.script import LastInput, Reply, ToolCall
+from relay_repl.lab.stubs.wire import body_model, sse
 
 SSE = tuple[str, dict[str, Any]]
 SIDE_TEXT = "stub side reply"
@@ -163,3 +168,45 @@ def side_response(body: Any, model: str) -> dict[str, Any]:
 def encode(event: SSE) -> bytes:
     _, data = event
     return f"data: {json.dumps(data, separators=(',', ':'))}\r\n\r\n".encode()
+
+
+# ---- the stub API protocol (stubs/apis.py) --------------------------------------------------
+
+BASE_PATH = ""
+
+
+def shell_call(cmd: str, relay_id: str) -> ToolCall:
+    """`cmd` through Gemini CLI's shell tool, `run_shell_command {command}`."""
+    return ToolCall(name="run_shell_command", input={"command": cmd, "description": f"answer relay message {relay_id}"})
+
+
+def model(path: str, body: Any) -> str:
+    """The model is in the path (`/v1beta/models/<model>:streamGenerateContent`), not the body."""
+    if "/models/" in path:
+        return path.split("/models/", 1)[1].split(":", 1)[0]
+    return body_model(body)
+
+
+async def respond(
+    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str,
+    released: Callable[[], bool] = lambda: False,
+) -> tuple[web.StreamResponse, bool]:
+    """The Gemini API (Google): chat turns stream (or answer whole) from the script, helpers get `side_response`."""
+    if request.method in ("GET", "HEAD"):
+        return web.json_response({"models": []}), True
+    tail = request.path.rsplit(":", 1)[-1]
+    if tail == "countTokens":
+        return web.json_response({"totalTokens": 10}), True
+    if tail not in ("streamGenerateContent", "generateContent") or not isinstance(body, dict):
+        return web.json_response({"error": {"code": 404, "message": f"stub: no {request.path}", "status": "NOT_FOUND"}},
+                                 status=404), True
+    if reason is not None:
+        side = side_response(body, model)
+        if tail == "generateContent":
+            return web.json_response(side), True
+        return await sse(request, [], [("", side)], 0.0, encode, None)
+    if tail == "generateContent":
+        await asyncio.sleep(reply.hold)
+        return web.json_response(response(reply, model)), True
+    prelude, events = stream(reply, model)
+    return await sse(request, prelude, events, reply.hold, encode, None, released)

@@ -8,12 +8,17 @@ and `body`, which is where the real service spends its thinking time too.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
-from relay_repl.lab.stubs.script import LastInput, Reply
+from aiohttp import web
+
+from relay_repl.lab.stubs.script import LastInput, Reply, ToolCall
+from relay_repl.lab.stubs.wire import body_model, sse
 
 SSE = tuple[str, dict[str, Any]]
 SIDE_TEXT = "Stub task title"
@@ -172,3 +177,37 @@ def stream(reply: Reply, model: str) -> tuple[list[SSE], list[SSE]]:
 def encode(event: SSE) -> bytes:
     name, data = event
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+# ---- the stub API protocol (stubs/apis.py) --------------------------------------------------
+
+BASE_PATH = "/v1"
+
+
+def shell_call(cmd: str, relay_id: str) -> ToolCall:
+    """`cmd` through Codex's shell tool, `exec_command {cmd}`."""
+    return ToolCall(name="exec_command", input={"cmd": cmd, "yield_time_ms": 30000})
+
+
+def model(path: str, body: Any) -> str:
+    return body_model(body)
+
+
+async def respond(
+    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str,
+    released: Callable[[], bool] = lambda: False,
+) -> tuple[web.StreamResponse, bool]:
+    """The HTTP answer, and whether it was delivered whole: `/v1/responses` streams (or answers
+    whole) from the script, model listings and probes get a fixed answer."""
+    path = request.path.rstrip("/")
+    if request.method in ("GET", "HEAD"):
+        if path.endswith("/models"):
+            return web.json_response({"object": "list", "data": [], "models": []}), True
+        return web.json_response({}), True
+    if not path.endswith("/responses") or not isinstance(body, dict):
+        return web.json_response({"error": {"message": f"stub: no {request.path}", "type": "not_found"}}, status=404), True
+    prelude, events = stream(reply, model)
+    if not body.get("stream", True):
+        await asyncio.sleep(reply.hold)
+        return web.json_response(events[-1][1]["response"]), True
+    return await sse(request, prelude, events, reply.hold, encode, None, released)

@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-Api = Literal["anthropic", "openai", "google"]
 
 SLOW_RE = re.compile(r"SLOW(\d+(?:\.\d+)?)")
 MAX_HOLD = 3600.0

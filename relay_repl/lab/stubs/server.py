@@ -24,17 +24,13 @@ from typing import Any, Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-import relay_repl.lab.stubs.anthropic as anthropic
-import relay_repl.lab.stubs.google as google
-import relay_repl.lab.stubs.openai as openai
 from relay_repl.core.envelope import Envelope
+from relay_repl.lab.stubs import apis
 from relay_repl.lab.stubs.converse import Converser
-from relay_repl.lab.stubs.script import Api, LastInput, Reply, Rule, Script, ScriptState
+from relay_repl.lab.stubs.script import LastInput, Reply, Rule, Script, ScriptState
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 HIDDEN_HEADERS = {"authorization", "x-api-key", "cookie", "proxy-authorization"}
-TICK = 0.25  # how often a hold checks that the client is still there
-PING_EVERY = 5.0  # Anthropic keep-alive pings during a hold
 HOST = "127.0.0.1"
 
 
@@ -46,7 +42,7 @@ class SessionSpec(_Model):
     """Body of `POST /sessions`."""
 
     name: str
-    api: Api
+    api: str = Field(description="the stub API its client talks: a module of this package (stubs/apis.py)")
 
     @field_validator("name")
     @classmethod
@@ -55,12 +51,17 @@ class SessionSpec(_Model):
             raise ValueError("name must be 1-64 of [A-Za-z0-9_.-], starting alphanumeric")
         return v
 
+    @field_validator("api")
+    @classmethod
+    def _api_ok(cls, v: str) -> str:
+        return apis.check(v)
+
 
 class SessionInfo(_Model):
     """A session's address, as the launcher needs it to point a client at the stub."""
 
     name: str
-    api: Api
+    api: str
     port: int
     base_url: str
 
@@ -141,7 +142,7 @@ class StubSession:
             name=self.spec.name,
             api=self.spec.api,
             port=self.port,
-            base_url=base + ("/v1" if self.spec.api == "openai" else ""),
+            base_url=base + apis.api(self.spec.api).BASE_PATH,
         )
 
     async def start(self) -> None:
@@ -176,7 +177,7 @@ class StubSession:
                 body = json.loads(raw)
             except ValueError:
                 body = None
-        mod = {"anthropic": anthropic, "openai": openai, "google": google}[self.spec.api]
+        mod = apis.api(self.spec.api)
         reason = mod.side_reason(request.method, request.path, body)
         last = mod.last_input(body) if isinstance(body, dict) else LastInput()
         if reason is None:
@@ -202,9 +203,7 @@ class StubSession:
             hold=reply.hold,
         )
         await self._record(rec)
-        model = str(body.get("model", "stub-model")) if isinstance(body, dict) else "stub-model"
-        if self.spec.api == "google" and "/models/" in request.path:
-            model = request.path.split("/models/", 1)[1].split(":", 1)[0]
+        model = mod.model(request.path, body)
         print(
             f"stub {self.spec.name} {self.spec.api} {request.method} {request.path} "
             f"{rec.kind}{'(' + reason + ')' if reason else ''} model={model} by={reply.answered_by!r} "
@@ -215,7 +214,7 @@ class StubSession:
         )
         done = False
         try:
-            resp, done = await self._respond(request, body, reason, reply, model)
+            resp, done = await mod.respond(request, body, reason, reply, model, self._released_since())
         except Exception as exc:  # a stub bug must be loud, not a silently hung client
             print(f"stub {self.spec.name} request {rec.seq} FAILED: {exc!r}", file=sys.stderr, flush=True)
             raise
@@ -231,104 +230,6 @@ class StubSession:
         """True once `release` is called after this point."""
         seen = self.releases
         return lambda: self.releases != seen
-
-    async def _respond(
-        self, request: web.Request, body: Any, reason: str | None, reply: Reply, model: str
-    ) -> tuple[web.StreamResponse, bool]:
-        """The HTTP answer, and whether it was delivered whole."""
-        path = request.path.rstrip("/")
-        if self.spec.api == "google":
-            return await _google_respond(request, body, reason, reply, model, self._released_since())
-        if self.spec.api == "anthropic":
-            if request.method in ("GET", "HEAD"):
-                return web.json_response({}), True
-            if path.endswith("/count_tokens"):
-                return web.json_response({"input_tokens": 10}), True
-            if not path.endswith("/v1/messages") or not isinstance(body, dict):
-                return web.json_response(
-                    {"type": "error", "error": {"type": "not_found_error", "message": f"stub: no {request.path}"}},
-                    status=404,
-                ), True
-            if not body.get("stream"):
-                await asyncio.sleep(reply.hold)
-                return web.json_response(anthropic.message(reply, model)), True
-            prelude, events = anthropic.stream(reply, model)
-            return await _sse(request, prelude, events, reply.hold, anthropic.encode, anthropic.encode(anthropic.PING),
-                              self._released_since())
-        if request.method in ("GET", "HEAD"):
-            if path.endswith("/models"):
-                return web.json_response({"object": "list", "data": [], "models": []}), True
-            return web.json_response({}), True
-        if not path.endswith("/responses") or not isinstance(body, dict):
-            return web.json_response({"error": {"message": f"stub: no {request.path}", "type": "not_found"}}, status=404), True
-        prelude, events = openai.stream(reply, model)
-        if not body.get("stream", True):
-            await asyncio.sleep(reply.hold)
-            return web.json_response(events[-1][1]["response"]), True
-        return await _sse(request, prelude, events, reply.hold, openai.encode, None, self._released_since())
-
-
-async def _google_respond(
-    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str,
-    released: Callable[[], bool] = lambda: False,
-) -> tuple[web.StreamResponse, bool]:
-    """The Gemini API (Google): chat turns stream (or answer whole) from the script, helpers get `side_response`."""
-    if request.method in ("GET", "HEAD"):
-        return web.json_response({"models": []}), True
-    tail = request.path.rsplit(":", 1)[-1]
-    if tail == "countTokens":
-        return web.json_response({"totalTokens": 10}), True
-    if tail not in ("streamGenerateContent", "generateContent") or not isinstance(body, dict):
-        return web.json_response({"error": {"code": 404, "message": f"stub: no {request.path}", "status": "NOT_FOUND"}},
-                                 status=404), True
-    if reason is not None:
-        side = google.side_response(body, model)
-        if tail == "generateContent":
-            return web.json_response(side), True
-        return await _sse(request, [], [("", side)], 0.0, google.encode, None)
-    if tail == "generateContent":
-        await asyncio.sleep(reply.hold)
-        return web.json_response(google.response(reply, model)), True
-    prelude, events = google.stream(reply, model)
-    return await _sse(request, prelude, events, reply.hold, google.encode, None, released)
-
-
-async def _sse(
-    request: web.Request,
-    prelude: list[tuple[str, dict[str, Any]]],
-    events: list[tuple[str, dict[str, Any]]],
-    hold: float,
-    encode: Callable[[tuple[str, dict[str, Any]]], bytes],
-    ping: bytes | None,
-    released: Callable[[], bool] = lambda: False,
-) -> tuple[web.StreamResponse, bool]:
-    """Write prelude, hold without blocking the loop (pinging if the API has pings) until the hold
-    ends or is released, then the rest."""
-    resp = web.StreamResponse(
-        status=200,
-        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "request-id": "req_stub"},
-    )
-    await resp.prepare(request)
-    try:
-        for ev in prelude:
-            await resp.write(encode(ev))
-        loop = asyncio.get_running_loop()
-        end = loop.time() + hold
-        next_ping = loop.time() + PING_EVERY
-        while (left := end - loop.time()) > 0 and not released():
-            await asyncio.sleep(min(left, TICK))
-            transport = request.transport
-            if transport is None or transport.is_closing():
-                raise ConnectionResetError("client went away during hold")
-            if ping is not None and loop.time() >= next_ping and end - loop.time() > 0:
-                await resp.write(ping)
-                next_ping += PING_EVERY
-        for ev in events:
-            await resp.write(encode(ev))
-        await resp.write_eof()
-    except ConnectionError:
-        return resp, False  # the client abandoned the stream (Esc, interrupt, steer)
-    return resp, True
 
 
 def _err(status: int, message: str) -> web.Response:
