@@ -5,7 +5,8 @@ Gemini CLI keeps no registry of running sessions and holds no lock (adapters/gem
 
 1. A session is a process whose argv runs Gemini CLI's `bundle/gemini.js` and whose parent does
    not (the wrapper; it relaunches itself once as a child that does the work). Same uid only:
-   its cwd (the project root) and environment (`GEMINI_CLI_HOME`) are read from /proc.
+   its cwd (the project root) and environment (`GEMINI_CLI_HOME`) are read from /proc, and only
+   a process whose Gemini home is this relay's own is listed.
 2. Its chat file: the one the pane's footer names (`session` item, 8 hex), else the newest chat
    file of its project started no earlier than the process (GM §3), claimed by one process only.
 3. Its pane: the pane whose `#{pane_pid}` is the wrapper or one of its ancestors.
@@ -127,8 +128,15 @@ class Session:
 
 
 def _sessions(table: dict[int, ProcStat], env: Mapping[str, str]) -> list[Session]:
-    """Every live Gemini CLI wrapper process of our uid (blocking: reads /proc)."""
+    """Every live Gemini CLI wrapper process of our uid whose Gemini home is ours (blocking: reads /proc).
+
+    Why the home: a session's chats, projects and settings live under its own `.gemini` directory
+    (GM §1), so a process started with another `GEMINI_CLI_HOME` is as foreign to this relay as a
+    Claude session under another `CLAUDE_CONFIG_DIR`: its deliveries could not be confirmed from our
+    chat files. Without this, `relay --lab targets` listed another lab's Gemini session (seen when
+    two labs ran on one machine)."""
     uid = os.getuid()
+    own = os.path.realpath(gemini_dir(env))
     argvs: dict[int, list[str]] = {}
     for pid, st in table.items():
         if st.comm not in ("node", "gemini") and not st.comm.startswith("node"):
@@ -152,6 +160,8 @@ def _sessions(table: dict[int, ProcStat], env: Mapping[str, str]) -> list[Sessio
             continue  # without a terminal Gemini CLI is headless (`gemini --version`, `-p`): not a session
         penv = read_environ(pid) or {}
         gdir = gemini_dir(penv if ("HOME" in penv or "GEMINI_CLI_HOME" in penv) else env)
+        if os.path.realpath(gdir) != own:
+            continue  # another Gemini home: not one of this relay's sessions
         worker = next((p for p, a in argvs.items() if table[p].ppid == pid), None)
         found.append(Session(pid=pid, start=st.start, argv=argv, cwd=cwd, gdir=gdir,
                              project=project_id(gdir, cwd), started=start_epoch(st), worker=worker))

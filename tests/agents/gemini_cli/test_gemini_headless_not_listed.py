@@ -51,3 +51,34 @@ def test_a_gemini_process_without_a_terminal_is_not_a_session_one_on_a_terminal_
             p.kill()
             p.wait()
         os.close(leader)
+
+
+def test_a_gemini_session_under_another_gemini_home_is_not_listed(tmp_path):
+    """Two labs on one machine: each relay lists the Gemini sessions of its own home only (a
+    session's chat files are under its own `.gemini`; another home's could not confirm anything)."""
+    js = _fake_bundle(tmp_path)
+    ours = {**os.environ, "GEMINI_CLI_HOME": str(tmp_path / "ours")}
+    theirs = {**os.environ, "GEMINI_CLI_HOME": str(tmp_path / "theirs")}
+    procs, leaders = [], []
+    for env in (ours, theirs):
+        leader, follower = pty.openpty()
+        procs.append(subprocess.Popen(["node", str(js)], stdin=follower, stdout=follower, stderr=follower, env=env,
+                                      cwd=tmp_path))
+        os.close(follower)
+        leaders.append(leader)
+    try:
+        from relay_repl.system.polling import poll_until_sync
+
+        def both_seen() -> bool:
+            return all(p.pid in {s.pid for s in _sessions(process_table(), env)}
+                       for p, env in zip(procs, (ours, theirs), strict=True))
+
+        assert poll_until_sync(both_seen, timeout=20, interval=0.1), "each session is listed under its own home"
+        assert procs[1].pid not in {s.pid for s in _sessions(process_table(), ours)}
+        assert procs[0].pid not in {s.pid for s in _sessions(process_table(), theirs)}
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        for fd in leaders:
+            os.close(fd)
