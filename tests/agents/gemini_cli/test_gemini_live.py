@@ -94,8 +94,11 @@ def gemini_lab() -> Iterator[GeminiLab]:
         work = ctx.workdir(NAME)
         work.mkdir(parents=True)
         launch = kind.lab_launch(ctx, NAME, True)
+        spec = kind.lab()
+        assert spec is not None
+        homes = {var: str(root / d) for var, d in spec.homes.items()}  # what the lab sets for every lab process
         env = {"RELAY_HOME": str(relay_home), "PATH": f"{VENV_BIN}:{os.environ['PATH']}", "TERM": "xterm-256color",
-               **launch.env}
+               **homes, **launch.env}
         cmd = f"env {' '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())} {shlex.join(launch.argv())}"
         subprocess.run([sys.executable, "-m", "relay_repl.lab.netns", "--enter", str(stub_proc.pid), "--",
                         "tmux", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-s", NAME, "-x", "160",
