@@ -15,6 +15,19 @@ class RelayError(Exception):
     exit_code = 1
 
 
+def first_relay_error(exc: BaseException) -> RelayError | None:
+    """The RelayError `exc` is, or the first one inside it if it is a task group's exception
+    group (at any depth): what a front end prints as its one line. None for anything else."""
+    if isinstance(exc, RelayError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = first_relay_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
 class UsageError(RelayError):
     """The operator's input is malformed (bad flag, bad target spec)."""
 

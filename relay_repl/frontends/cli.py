@@ -113,19 +113,6 @@ def _named_command(words: list[str]) -> tuple[str, ModuleType | None]:
     return name, {m.__name__.rpartition(".")[2]: m for m in COMMANDS}.get(name)
 
 
-def _first_relay_error(group: BaseExceptionGroup):
-    from relay_repl.core.errors import RelayError
-
-    for exc in group.exceptions:
-        if isinstance(exc, RelayError):
-            return exc
-        if isinstance(exc, BaseExceptionGroup):
-            found = _first_relay_error(exc)
-            if found is not None:
-                return found
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     import relay_repl.system.prefetch as prefetch
@@ -158,22 +145,16 @@ def exit_code(exc: BaseException) -> int:
 
     Apart from `main` so that bare `relay` (frontends/entry.py), which starts its REPL without
     importing this module, reports its errors the same way."""
-    from relay_repl.core.errors import RelayError
+    from relay_repl.core.errors import first_relay_error
 
-    if isinstance(exc, RelayError):
-        print(visible(f"relay: {exc}"), file=sys.stderr)  # a halt's reason names a peer's claim
-        return exc.exit_code
-    if isinstance(exc, BaseExceptionGroup):  # errors raised inside a task group
-        inner = _first_relay_error(exc)
-        if inner is None:
-            raise exc
-        print(visible(f"relay: {inner}"), file=sys.stderr)
-        return inner.exit_code
     if isinstance(exc, KeyboardInterrupt):
         print("relay: interrupted", file=sys.stderr)
         return 130
-    raise exc
-
+    err = first_relay_error(exc)  # itself, or the first inside a task group's errors
+    if err is None:
+        raise exc
+    print(visible(f"relay: {err}"), file=sys.stderr)  # a halt's reason names a peer's claim
+    return err.exit_code
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -137,6 +137,7 @@ async def _main(fake: bool) -> None:
         repl.app.after_render += lambda _app: loop.call_soon_threadsafe(drawn.set)
         repl.completer = lazy_completer(session, repl.completer)
         record_inputs(repl, inputs, ready)
+        relay_errors_in_one_line(repl)
 
     print(BANNER.format(version=__version__))
     repl_task = asyncio.create_task(embed(
@@ -179,6 +180,33 @@ async def _main(fake: bool) -> None:
             repl_task.cancel()
         if session.built() is not None:  # remove the inbox socket and registry entry
             await session.close_inbox()
+
+
+def relay_errors_in_one_line(repl: Any) -> None:
+    """An error relay raised on purpose prints as its one line (`relay: <what went wrong and
+    the next step>`, control bytes made visible), as the CLI prints it; anything else keeps
+    ptpython's traceback, which is what a bug or a typo in the operator's own code needs.
+
+    The error is still kept for `pdb.pm()` (sys.last_value), as ptpython keeps it."""
+    import sys
+
+    theirs = repl._handle_exception
+
+    def handle(e: BaseException) -> None:
+        from relay_repl.core.controls import visible
+        from relay_repl.core.errors import first_relay_error
+
+        err = first_relay_error(e)
+        if err is None:
+            theirs(e)
+            return
+        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, e.__traceback__
+        if sys.version_info >= (3, 12):
+            sys.last_exc = e
+        repl.app.output.write(visible(f"relay: {err}") + "\n\n")
+        repl.app.output.flush()
+
+    repl._handle_exception = handle
 
 
 def lazy_completer(session: LazySession, theirs: Any) -> Any:

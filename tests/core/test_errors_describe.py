@@ -54,3 +54,15 @@ async def test_a_transport_exception_reaches_the_operator_as_one_sentence(tmp_pa
     why = d.evidence[-1].detail if d.evidence else d.reason
     assert "a database could not be read or written" in (d.reason or why)
     assert "OperationalError" not in (d.reason or "") and "OperationalError" not in why
+
+
+def test_first_relay_error_finds_relays_own_error_at_any_depth_of_a_task_groups_errors():
+    from relay_repl.core.errors import RelayError, UnknownTarget, first_relay_error
+
+    own = UnknownTarget("no target named nosuch:x: run `relay targets`")
+    assert first_relay_error(own) is own
+    nested = BaseExceptionGroup("tg", [ValueError("bug"), BaseExceptionGroup("inner", [own])])
+    assert first_relay_error(nested) is own
+    assert first_relay_error(ValueError("bug")) is None
+    assert first_relay_error(BaseExceptionGroup("tg", [KeyboardInterrupt()])) is None
+    assert isinstance(first_relay_error(ExceptionGroup("g", [RelayError("x")])), RelayError)

@@ -49,3 +49,20 @@ def test_repl_shows_session_then_gates_a_send(repl, relay_home):
     assert env.body == "second try" and env.want == "ack" and env.hop == 0
     assert [a.data["approved"] for a in led.events(kind="answer")] == [False, True]
     assert led.events(kind="outcome")[-1].data["state"] == "in_turn"
+
+
+def test_a_relay_error_prints_one_line_and_a_bug_keeps_its_traceback(repl):
+    """An error relay raises on purpose reads as its one sentence with the next step, as the CLI
+    prints it; the operator's own mistake (not relay's) keeps Python's traceback."""
+    repl.wait_for("<Session me=operator:relay@")
+    repl.type_line("session.wait_reply(1, 2)")  # a MisnamedAttribute: the message names the right call
+    screen = repl.wait_for("relay: wait_reply is on the delivery")
+    repl.type_line('await session.send("nosuch:target", "hi")')  # UnknownTarget, raised before any plan
+    screen = repl.wait_for("relay: ")
+    screen = repl.wait_for(lambda s: s.count("relay: ") >= 2)
+    assert "nosuch:target" in screen.split("relay: ")[-1]
+    assert "Traceback" not in screen and "MisnamedAttribute" not in screen and "UnknownTarget" not in screen
+    assert "Proceed? [y/N]" not in screen
+    repl.type_line("1/0")
+    screen = repl.wait_for("ZeroDivisionError")
+    assert "Traceback" in screen
