@@ -17,7 +17,7 @@
 
 `--by-process` also samples every lab process during each ask-all run (bench/turn_cpu.py's
 sampler, every 0.1 s, in this process: it costs a few % of a CPU, so the ratio is read without
-it): "CPU-s by program" counts a child that exited under its parent's name (a Codex agent's
+it): "CPU-s by program" counts a child that exited under its parent's name (a shell's
 `relay reply` under `codex`), the sampler names it.
 
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
@@ -98,7 +98,7 @@ def turn_span(transcript: str, relay_id: str, answered_at: float) -> tuple[float
 def turn_time(transcript: str, relay_id: str, answered_at: float) -> float | None:
     """Seconds of the receiver's turn up to its answer: from its first transcript record
     carrying `id=<relay_id> ` to the answer reaching the inbox, when the transcript shows
-    the turn still running then (a Codex agent's `relay reply` is a tool call whose end is
+    the turn still running then (a Codex agent's relay_reply or `relay reply` is a tool call whose end is
     recorded only after the reply was sent); else to its last record before the answer."""
     span = turn_span(transcript, relay_id, answered_at)
     return None if span is None else max(0.0, span[1] - span[0])

@@ -4,7 +4,8 @@
 
 In a fresh lab: `send(target, ..., want="reply")`, the gate says yes (clock starts),
 the lab agent answers the way a real one is asked to (Claude: SendMessage to the
-listed inbox; Codex: the agent runs `relay reply`, so its start-up counts), and
+listed inbox; Codex: relay_reply on the relay MCP server its client offers; before
+issue 17's askcpu slice it ran `relay reply`, whose Python start counted), and
 the clock stops when the inbox has judged the answer `verified` and linked it to
 the delivery (the message's arrival time). Median of N. Goals: Claude <= 0.5 s,
 Codex <= 1.5 s. The stub models answer at once, so this is relay's and the

@@ -1,6 +1,6 @@
 """What one receiver's turn costs in CPU, split by process: the client, its children, the stubs, relay.
 
-    .venv/bin/python -m bench.turn_cpu [--turns 5] [--only claude codex] [--idle 10] [--settle 2] [--via mcp]
+    .venv/bin/python -m bench.turn_cpu [--turns 5] [--only claude codex] [--idle 10] [--settle 2] [--via mcp|relay-reply]
 
 In a lab of one Claude + one Codex session (its own, in a temporary RELAY_HOME, unless
 RELAY_HOME already has a lab up: then that one), for each turn: the operator's session sends
@@ -15,7 +15,9 @@ the turn's model requests: how many, main or side, their JSON body sizes.
 
 `--via mcp`: the receiver answers with relay_reply on the relay MCP server its client already
 runs (a stub rule makes that call), instead of its lab agent's own way (Claude: SendMessage;
-Codex: `relay reply` in its shell, one Python start per reply): what the other route costs.
+Codex: that same relay_reply, since its client offers the server). `--via relay-reply`: a stub
+rule makes the receiver run `relay reply` in its shell (one Python start per reply), the route
+of a Codex with no relay MCP server: what the other route costs.
 
 Before the turns, `--idle` seconds with nothing sent: each program's CPU at rest, as a rate
 (an idle TUI that redraws or polls pays that during every turn too).
@@ -30,7 +32,7 @@ not wall time, is the figure to read), medians of 5-8 turns:
   session cost more, up to ~1 CPU-s). No child process, no failed network call in a turn (its
   debug log), 2 model requests of 70-90 KB (the SendMessage call, then the final text; a ToolSearch
   request before them on a session's first answer). Without `--debug-file`: no less (0.35 vs 0.29).
-- Codex receiver by `relay reply` (the lab agent's way): 0.43-0.77 CPU-s, of which `relay reply`'s
+- Codex receiver by `relay reply` (the lab agent's way until issue 17's askcpu slice): 0.43-0.77 CPU-s, of which `relay reply`'s
   own Python start 0.22-0.39 (importing pydantic's BaseModel alone is 0.17), the app-server daemon
   0.11-0.18, the TUI 0.03-0.08, shells and the `git status`/`git config` Codex runs 0.02-0.05.
   Back to back in one fresh lab at load 3.7: 0.52 CPU-s a turn by `relay reply` (min 0.46), 0.23 by
@@ -282,16 +284,23 @@ def table(rows: list[dict[str, float]], idle: dict[str, float] | None, window: l
           f"{max(total):6.3f}")
 
 
-def mcp_rule(name: str, body: str, relay_id: str) -> None:
-    """Make the receiver's stub answer `body` by calling relay_reply on the relay MCP server."""
+def route_rule(name: str, body: str, relay_id: str, via: str) -> None:
+    """Make the receiver's stub answer `body` by relay_reply on the relay MCP server (`via` mcp)
+    or by `relay reply` in its shell (`via` relay-reply)."""
+    import shlex
+
     import relay_repl.lab.launcher as launcher
     from relay_repl.lab.stubs.client import SyncStubClient
 
     st = launcher.status()
     assert st is not None
-    SyncStubClient(st.stub.control).tool_call(
-        name, "mcp__relay__relay_reply", {"relay_id": relay_id, "text": f"reply to {relay_id}: received"},
-        then_text=f"answered {relay_id} with relay_reply", match=re.escape(body), once=True)
+    text = f"reply to {relay_id}: received"
+    if via == "mcp":
+        tool, args = "mcp__relay__relay_reply", {"relay_id": relay_id, "text": text}
+    else:
+        tool, args = "exec_command", {"cmd": f"relay reply {shlex.quote(relay_id)} {shlex.quote(text)}"}
+    SyncStubClient(st.stub.control).tool_call(name, tool, args, then_text=f"answered {relay_id} by {via}",
+                                              match=re.escape(body), once=True)
 
 
 async def turns(kind: str, n: int, settle: float, idle_s: float, via: str | None = None) -> None:
@@ -334,9 +343,9 @@ async def turns(kind: str, n: int, settle: float, idle_s: float, via: str | None
                     smp.open()
                     t0, c0 = time.monotonic(), os.times()
                     body, rid = f"turn cpu bench {i}", None
-                    if via == "mcp":
+                    if via is not None:
                         rid = s.ledger.next_id(s.me.address)
-                        mcp_rule(lab.name, body, rid)
+                        route_rule(lab.name, body, rid, via)
                     d = await s.send(spec, body, want="reply", timeout=30, relay_id=rid, reply_via=via)
                     reply = await d.wait_reply(60)
                     if reply is None or reply.verdict is None or not reply.verdict.ok:
@@ -368,7 +377,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", choices=sorted(CASES), help="kinds to measure (default: both)")
     ap.add_argument("--settle", type=float, default=2.0, help="seconds after the receiver is idle again")
     ap.add_argument("--idle", type=float, default=10.0, help="seconds measured at rest first (0: none)")
-    ap.add_argument("--via", choices=["mcp"], help="answer with relay_reply on the relay MCP server instead")
+    ap.add_argument("--via", choices=["mcp", "relay-reply"],
+                    help="answer with relay_reply on the relay MCP server, or `relay reply` in the shell")
     args = ap.parse_args()
     import anyio
 

@@ -2,7 +2,8 @@
 
 The REAL Claude Code and Codex in the lab get `want=reply` from the operator's session; the
 stub models' default makes Claude call SendMessage to the operator's listed inbox and Codex
-run `relay reply`. What arrives in the running Inbox is checked: the answering process (the
+call relay_reply on the relay MCP server its configuration offers (a scripted step still proves
+its shell route, `relay reply`). What arrives in the running Inbox is checked: the answering process (the
 kernel pid), the envelope (re=<our id>, hop 1, a recognisable body), and that a second copy
 of the same id or a relay-halt gets nothing back.
 """
@@ -108,19 +109,50 @@ async def test_claude_agent_answers_want_reply_by_sendmessage_to_the_listed_inbo
     await wait_idle("alpha")
 
 
-async def test_codex_agent_answers_want_reply_with_relay_reply(lab):
+async def test_codex_agent_answers_want_reply_by_mcp_relay_reply(lab):
+    """The lab's Codex offers the relay MCP server's tools (`[mcp_servers.relay]`): the agent calls
+    relay_reply there, no `relay reply` Python start in a shell. Verified by the connecting process,
+    the `relay mcp` server beta's Codex host started."""
+    from relay_repl.system.proc import ancestors, read_cmdline
+
     async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, inbox):
         await stub.clear_requests("beta")
         d = await s.send(CODEX, "please rerun the suite", want="reply", transport="codex-queue", timeout=30)
         assert d.state in {DeliveryState.IN_TURN, DeliveryState.REPLIED}, d.summary()  # the answer may already be in
-        async def arrived() -> bool | None:
-            return True if inbox.received else None
-        assert await poll_until(arrived, timeout=60, interval=0.1), "no reply reached the inbox"
-        msg = inbox.received[0]
-        thread = (await s.target(CODEX)).address
-        fields = header(msg.line)
-        assert fields["from"] == f"agent:codex@{thread}" and fields["hop"] == "1" and fields["re"] == d.relay_id
-        assert re.search(rf"reply to {re.escape(d.relay_id)}: received \"please rerun the suite\"$", msg.line)
-        reqs = await stub.requests("beta", kind="main", body=False)
-        assert reqs[0].reply_tool == "exec_command"
+        got = await d.wait_reply(60)
+        assert got is not None, f"no reply reached the inbox: {d.summary()} {[m.line for m in inbox.received]}"
+        fields = header(got.line)
+        # relay_reply signs with the name the operator asked (an MCP server gets no CODEX_THREAD_ID)
+        assert fields["from"] == "agent:codex@beta" and fields["hop"] == "1" and fields["re"] == d.relay_id
+        assert re.search(rf"reply to {re.escape(d.relay_id)}: received \"please rerun the suite\"$", got.line)
+        reqs = await whole_turn(stub, "beta")
+        offered = [t for t in reqs[0].body.get("tools", []) if t.get("type") == "namespace"]
+        assert any(t.get("name") == "mcp__relay" for t in offered), [t.get("name") for t in reqs[0].body["tools"]]
+        assert [r.reply_tool for r in reqs] == ["mcp__relay__relay_reply", None]
+        beta = await s.target(CODEX)
+        v = got.verdict
+        assert v is not None and v.verdict == "verified" and v.session == CODEX and v.session_pid == beta.pid, v
+        assert v.pid != beta.pid and beta.pid in ancestors(v.pid) and "mcp" in (read_cmdline(v.pid) or [])
+    await wait_idle("beta")
+
+
+async def test_codex_agent_can_still_answer_by_relay_reply_in_its_shell(lab):
+    """The route for a Codex with no relay MCP server: `relay reply <id> <text>` run by its shell tool
+    (here a scripted step, since the lab's Codex offers the MCP server). Verified: the connecting
+    process is `relay reply`, a descendant of beta's Codex host; it signs with the thread id."""
+    async with StubClient(lab.stub.control) as stub, live_session([True]) as (s, gate, inbox):
+        rid = s.ledger.peek_next_id(s.me.address)
+        await stub.tool_call("beta", "exec_command", {"cmd": f"relay reply {rid} beta via the shell"},
+                             then_text="replied", match=rid)
+        d = await s.send(CODEX, "answer from your shell", want="reply", transport="codex-queue", timeout=30)
+        assert d.relay_id == rid, d.summary()
+        got = await d.wait_reply(60)
+        assert got is not None, f"no reply reached the inbox: {d.summary()} {[m.line for m in inbox.received]}"
+        beta = await s.target(CODEX)
+        env = Envelope.parse(got.line)
+        assert env is not None and env.body == "beta via the shell" and env.re == rid
+        assert env.sender == f"agent:codex@{beta.address}"  # `relay reply` reads CODEX_THREAD_ID
+        v = got.verdict
+        assert v is not None and v.verdict == "verified" and v.session == CODEX and v.session_pid == beta.pid, v
+        assert v.pid != beta.pid and v.chain[-1] == beta.pid, "relay reply ran under beta's Codex host"
     await wait_idle("beta")

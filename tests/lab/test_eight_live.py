@@ -5,8 +5,10 @@ sibling thread's fresh shell snapshot (its clean-up removes every snapshot whose
 no rollout yet), and that thread then runs its commands through a login shell whose
 /etc/profile resets PATH: `relay reply` is "command not found" and the operator waits out
 the timeout (adapters/codex.md, Gaps). The lab starts its Codex threads one at a time; this
-module proves the whole eight-session lab answers, each reply verified by the kernel pid of
-the session that sent it.
+module proves every Codex thread keeps its snapshot, and the whole eight-session lab answers,
+each reply verified by the kernel pid of the session that sent it (the lab's Codex agents
+answer by relay_reply on the relay MCP server their client offers, so the snapshot is proven
+by the first test, not by the replies).
 
 One lab for this module (its own RELAY_HOME), torn down at the end.
 """

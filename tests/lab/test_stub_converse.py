@@ -64,6 +64,38 @@ def test_ack_body_and_codex_runs_relay_reply() -> None:
     assert "answered me.host.4242-1" in st.answer(tool_done()).text
 
 
+def test_codex_answers_by_the_offered_mcp_relay_reply_not_the_shell() -> None:
+    """The relay MCP server offered (Codex names it `mcp__relay` + `relay_reply`): no Python start in a shell."""
+    st = codex()
+    first = st.answer(LastInput(text=env_line(), tools=["exec_command", "mcp__relay__relay_requests",
+                                                         "mcp__relay__relay_reply"]))
+    assert first.tool and first.tool.name == "mcp__relay__relay_reply"
+    assert first.tool.input == {"relay_id": "me.host.4242-1", "text": 'reply to me.host.4242-1: received "please summarize"'}
+    last = st.answer(tool_done())
+    assert last.tool is None and "answered me.host.4242-1 with relay_reply" in last.text and st.pending() is None
+
+
+def test_codex_without_the_mcp_tool_runs_relay_reply_and_prefers_the_server_named_relay() -> None:
+    from relay_repl.lab.stubs.converse import mcp_reply_tool
+
+    first = codex().answer(LastInput(text=env_line(), tools=["exec_command", "mcp__other__relay_requests"]))
+    assert first.tool and first.tool.name == "exec_command"
+    assert mcp_reply_tool(["mcp__mine__relay_reply", "mcp__relay__relay_reply"]) == "mcp__relay__relay_reply"
+    assert mcp_reply_tool(["mcp__mine__relay_reply"]) == "mcp__mine__relay_reply"
+    assert mcp_reply_tool(["relay_reply", "exec_command"]) is None
+
+
+def test_openai_last_input_names_namespaced_mcp_tools_as_claude_does() -> None:
+    import relay_repl.lab.stubs.openai as openai
+
+    body = {"tools": [{"type": "function", "name": "exec_command"},
+                      {"type": "namespace", "name": "mcp__relay", "description": "relay",
+                       "tools": [{"type": "function", "name": "relay_reply"}, {"type": "function", "name": "relay_requests"}]}],
+            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}
+    assert openai.last_input(body).tools == ["exec_command", "mcp__relay__relay_reply", "mcp__relay__relay_requests"]
+    assert openai.tool_name("mcp__relay__relay_reply") == ("mcp__relay", "relay_reply")  # and back
+
+
 def test_codex_command_quotes_a_hostile_body() -> None:
     st = codex()
     body = "it's $(rm -rf x) `y` \"z\""

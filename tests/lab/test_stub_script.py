@@ -99,7 +99,7 @@ def test_claude_string_content_and_empty() -> None:
 
 
 def test_codex_last_user_message_and_function_output() -> None:
-    assert openai.last_input(CODEX_FIRST_TURN) == LastInput(text="hello codex stub")
+    assert openai.last_input(CODEX_FIRST_TURN) == LastInput(text="hello codex stub", tools=["exec_command"])
     last = openai.last_input(CODEX_TOOL_RESULT)
     assert last.tool_result and "Process exited with code 0" in last.text
 

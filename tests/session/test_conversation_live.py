@@ -1,9 +1,10 @@
 """Live: full round trips with the REAL Claude Code and Codex in the lab, answers verified by pid.
 
 The lab's agents converse by default (relay_repl/lab/stubs/converse.py): Claude answers with
-SendMessage to the listed inbox, Codex runs `relay reply`. What is checked here is the
-operator's side: the plan names the route, the answer is linked to its delivery by `re=`,
-and its verdict comes from the kernel pid (alpha's own pid; beta's Codex host).
+SendMessage to the listed inbox, Codex calls relay_reply on the relay MCP server its
+configuration offers. What is checked here is the operator's side: the plan names the route,
+the answer is linked to its delivery by `re=`, and its verdict comes from the kernel pid
+(alpha's own pid; for beta, a `relay mcp` process its Codex host started).
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ async def test_claude_route_is_offered_and_a_declined_listing_falls_back_plainly
         assert d.state is DeliveryState.WITHHELD
 
 
-async def test_codex_round_trip_through_relay_reply_is_verified(lab):
+async def test_codex_round_trip_is_verified_by_its_codex_host(lab):
+    """The plan names `relay reply` (an unsandboxed Codex can run it); the lab agent answers with
+    the relay MCP server's relay_reply, which its Codex host started: verified all the same."""
     async with live_session([True]) as (s, gate, inbox):
         d = await s.send(CODEX, "hi", want="reply")
         assert "relay reply" in (gate.shown[-1].reply_route or "")
@@ -69,7 +72,7 @@ async def test_codex_round_trip_through_relay_reply_is_verified(lab):
         target = await s.target(CODEX)
         v = got.verdict
         assert v.verdict == "verified" and v.session == CODEX and v.session_pid == target.pid, v
-        assert v.pid != target.pid and v.chain[-1] == target.pid, "relay reply ran under beta's Codex host"
+        assert v.pid != target.pid and v.chain[-1] == target.pid, "the answering process ran under beta's Codex host"
     await wait_idle("beta")
 
 

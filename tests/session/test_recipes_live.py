@@ -1,6 +1,6 @@
 """Live: the shipped recipes against the REAL Claude Code and Codex in the lab, whose stub
 agents answer relay envelopes by default (a Claude agent SendMessages the operator's listed
-inbox, a Codex agent runs `relay reply`). Every send is gated (a scripted yes here; the
+inbox, a Codex agent calls relay_reply on the relay MCP server). Every send is gated (a scripted yes here; the
 terminal prompt is driven in the SIGKILL test). Delivered-once is checked twice: in the
 ledger (each relay id sent once) and on the receivers (each id answered once by the stub
 agent, never seen as a duplicate)."""

@@ -7,10 +7,14 @@ round-trip tests need agents that answer the way a real agent is asked to (seed 
 - a Claude lab agent call `ToolSearch select:SendMessage` (SendMessage is a deferred tool in
   2.1.328; skipped when the client already offers SendMessage), then `SendMessage` to the
   sender's listed peer name with a reply envelope, then end the turn with a short text;
-- a Codex lab agent run the shell command `relay reply <id> <text>` (the lab puts `relay` on
-  the PATH Codex rebuilds for its commands, and runs it outside the socket-refusing sandbox),
-  then end the turn with a short text; a Gemini CLI lab agent does the same through its
-  `run_shell_command` tool.
+- a Codex lab agent call relay_reply on the relay MCP server when its client offers that tool
+  (`mcp__<server>__relay_reply` among the request's tools: the lab configures the server, as
+  `relay mcp --help` tells an operator to), else run the shell command `relay reply <id> <text>`
+  (the lab puts `relay` on the PATH Codex rebuilds for its commands, and runs it outside the
+  socket-refusing sandbox); then end the turn with a short text. A Gemini CLI lab agent runs
+  `relay reply` through its `run_shell_command` tool. Why MCP first: the server runs already, so
+  the reply costs 0.00-0.04 CPU-s where a `relay reply` Python start costs 0.22-0.39
+  (adapters/codex.md, Verified latencies), and the suite and `bench.recipes` are CPU-bound.
 
 The reply body is recognisable: `ack <id>` for want=ack, `reply to <id>: ...` for want=reply,
 and a Claude reply envelope carries `re=<id>` (a Codex reply's envelope is built by `relay
@@ -48,6 +52,7 @@ def sender_kind(api: str) -> str:
 
 ENVELOPE_START = re.compile(r"\[relay/1 ")
 QUOTE_CHARS = 60
+MCP_TOOL = "relay_reply"  # the relay MCP server's reply tool (session/mcp_tools.py)
 
 PeerResolver = Callable[[Envelope], str | None]
 """Sender envelope -> the name under which the sender is listed as a Claude peer, or None."""
@@ -96,6 +101,13 @@ def reply_line(env: Envelope, *, sender: str, new_id: str) -> str:
     plain = Envelope.make(**fields)
     head = plain.header[:-1] + f" re={encode_value(env.id)}]"
     return f"{head} {plain.body}"
+
+
+def mcp_reply_tool(tools: list[str]) -> str | None:
+    """The offered relay_reply MCP tool, `mcp__<server>__relay_reply` (the server named `relay`
+    first: the name `relay mcp --help` suggests), or None when the client offers none."""
+    found = [t for t in tools if t.startswith("mcp__") and t.endswith("__" + MCP_TOOL)]
+    return f"mcp__relay__{MCP_TOOL}" if f"mcp__relay__{MCP_TOOL}" in found else (found[0] if found else None)
 
 
 class Converser:
@@ -153,8 +165,11 @@ class Converser:
             return "converse: nothing to answer", [Step(text="; ".join(notes) or "nothing to answer")]
         loaded = "SendMessage" in (tools or [])
         shell = apis.api(self.api).shell_call
+        mcp = mcp_reply_tool(tools or [])
         if shell is None:
             steps = self._send_message_steps(fresh, notes, loaded)
+        elif mcp is not None:
+            steps = self._mcp_reply_steps(fresh, mcp)
         else:
             steps = self._shell_reply_steps(fresh, shell)
         return "converse: " + " ".join(e.id for e in fresh), steps
@@ -176,6 +191,12 @@ class Converser:
             return [Step(text="; ".join(notes))]
         search = Step(tool=ToolCall(name="ToolSearch", input={"query": "select:SendMessage", "max_results": 1}))
         return [*([] if loaded else [search]), *calls, Step(text="; ".join(done + notes))]
+
+    def _mcp_reply_steps(self, envs: list[Envelope], tool: str) -> list[Step]:
+        """relay_reply on the relay MCP server the client offers (`tool`, its `mcp__<server>__relay_reply`)."""
+        steps = [Step(tool=ToolCall(name=tool, input={"relay_id": env.id, "text": reply_body(env)})) for env in envs]
+        steps.append(Step(text="; ".join(f"answered {e.id} with relay_reply" for e in envs)))
+        return steps
 
     def _shell_reply_steps(self, envs: list[Envelope], shell: Callable[[str, str], ToolCall]) -> list[Step]:
         """`relay reply` through the client's shell tool, as its stub API spells a call of it

@@ -35,15 +35,35 @@ def _item_text(item: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def offered_tools(body: dict[str, Any]) -> list[str]:
+    """The tool names Codex offered with a request, an MCP tool spelled `mcp__<server>__<tool>`.
+
+    Codex groups an MCP server's tools in one `{"type":"namespace","name":"mcp__<server>",
+    "tools":[...]}` tool (adapters/codex.md); naming them the way Claude Code does (and the way
+    `tool_name` reads a script's call back) lets the converser ask one question of every stub.
+    """
+    names: list[str] = []
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "namespace" and isinstance(tool.get("tools"), list):
+            ns = str(tool.get("name") or "")
+            names += [f"{ns}__{t['name']}" for t in tool["tools"] if isinstance(t, dict) and t.get("name")]
+        elif tool.get("name"):
+            names.append(str(tool["name"]))
+    return names
+
+
 def last_input(body: dict[str, Any]) -> LastInput:
-    """The last input item that is a user message or a `function_call_output`.
+    """The last input item that is a user message or a `function_call_output`, with the tools offered.
 
     Codex sends its AGENTS/environment context as earlier user messages in the first
     request; the typed prompt (or the queued message, or the tool output) is the last one.
     """
     items = body.get("input")
+    tools = offered_tools(body)
     if isinstance(items, str):
-        return LastInput(text=items)
+        return LastInput(text=items, tools=tools)
     for item in reversed(items or []):
         if not isinstance(item, dict):
             continue
@@ -52,10 +72,10 @@ def last_input(body: dict[str, Any]) -> LastInput:
             out = item.get("output")
             if isinstance(out, dict | list):
                 out = json.dumps(out)
-            return LastInput(text=str(out or ""), tool_result=True)
+            return LastInput(text=str(out or ""), tool_result=True, tools=tools)
         if kind == "message" and item.get("role") == "user":
-            return LastInput(text=_item_text(item).strip())
-    return LastInput()
+            return LastInput(text=_item_text(item).strip(), tools=tools)
+    return LastInput(tools=tools)
 
 
 def side_reason(method: str, path: str, body: Any) -> str | None:
