@@ -5,8 +5,13 @@ round-trip tests need agents that answer the way a real agent is asked to (seed 
 5 and 9; README): a user message carrying `[relay/1 ... want=reply|ack]` makes
 
 - a Claude lab agent call `ToolSearch select:SendMessage` (SendMessage is a deferred tool in
-  2.1.328; skipped when the client already offers SendMessage), then `SendMessage` to the
-  sender's listed peer name with a reply envelope, then end the turn with a short text;
+  2.1.328-2.1.332; skipped when the client already offers SendMessage, as it does once a
+  conversation has loaded it), then `SendMessage` to the sender's listed peer name with a reply
+  envelope, then end the turn with a short text. The lab keeps Claude's tool search on:
+  `ENABLE_TOOL_SEARCH=false` would offer SendMessage (and the MCP tools) inline and save the
+  ToolSearch request of a session's first answer, but tool search is on by default (the
+  2.1.332 binary: unset means "tst"; its own help says to set the variable to false to turn it
+  off), so the lab would no longer be the operator's Claude;
 - a Codex lab agent call relay_reply on the relay MCP server when its client offers that tool
   (`mcp__<server>__relay_reply` among the request's tools: the lab configures the server, as
   `relay mcp --help` tells an operator to), else run the shell command `relay reply <id> <text>`
