@@ -126,9 +126,9 @@ async def test_codex_agent_answers_want_reply_by_mcp_relay_reply(lab):
         assert fields["from"] == "agent:codex@beta" and fields["hop"] == "1" and fields["re"] == d.relay_id
         assert re.search(rf"reply to {re.escape(d.relay_id)}: received \"please rerun the suite\"$", got.line)
         reqs = await whole_turn(stub, "beta")
-        offered = [t for t in reqs[0].body.get("tools", []) if t.get("type") == "namespace"]
-        assert any(t.get("name") == "mcp__relay" for t in offered), [t.get("name") for t in reqs[0].body["tools"]]
         assert [r.reply_tool for r in reqs] == ["mcp__relay__relay_reply", None]
+        tools = (await stub.requests("beta", kind="main"))[0].body.get("tools", [])
+        assert any(t.get("type") == "namespace" and t.get("name") == "mcp__relay" for t in tools), tools
         beta = await s.target(CODEX)
         v = got.verdict
         assert v is not None and v.verdict == "verified" and v.session == CODEX and v.session_pid == beta.pid, v
