@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import socket
 import sys
 import textwrap
@@ -49,6 +50,23 @@ def read_frames(conn: socket.socket) -> bytes:
     return data
 
 
+def answers_while_holding(mcp: McpPipe, conn: socket.socket, n: int) -> list[dict]:
+    """The next `n` answer lines, while the held inbox stays open: a byte every second keeps the tool's
+    read (5 s timeout per recv, system/wire.send_frames) from giving up however slow the machine is."""
+    deadline = time.monotonic() + WAIT
+    out: list[dict] = []
+    while len(out) < n:
+        assert time.monotonic() < deadline, f"only {out} answered while a tool call ran"
+        try:
+            line = mcp.lines.get(timeout=1.0)
+        except queue.Empty:
+            conn.sendall(b"\n")
+            continue
+        assert line, f"relay mcp closed its stdout; stderr: {mcp.stderr_text()}"
+        out.append(json.loads(line))
+    return out
+
+
 def test_ping_and_other_requests_are_answered_while_a_tool_call_waits(relay_home):
     led = Ledger.default()
     sent(led, "op-1", "reply")
@@ -67,7 +85,7 @@ def test_ping_and_other_requests_are_answered_while_a_tool_call_waits(relay_home
             mcp.send({"jsonrpc": "2.0", "id": "l", "method": "tools/list"})
             mcp.send({"jsonrpc": "2.0", "id": "other", "method": "tools/call",
                       "params": {"name": REPLY_TOOL, "arguments": {"relay_id": "op-99", "text": "x"}}})
-            early = [mcp.recv() for _ in range(3)]
+            early = answers_while_holding(mcp, conn, 3)
             # all three answered while the first call is still running (its inbox has not closed)
             assert sorted(m["id"] for m in early) == ["l", "other", "p"]
             by_id = {m["id"]: m for m in early}
