@@ -28,8 +28,12 @@ ONBOARDED_VERSION = "2.1.328"
 SPEC = LabSpec(
     count_flag="claude", stub_api="anthropic", help="Claude Code sessions",
     homes={HOME_VAR: HOME_DIR},
+    # CLAUDE_CODE_ENABLE_AWAY_SUMMARY=0: no "session recap" (a background model request whose `※ recap:`
+    # line is drawn into an idle pane once it has been left alone for 5+ minutes): a lab session idle that
+    # long (a long test on a shared lab, a loaded machine) changed its pane under a test that asserts
+    # nothing reached it. Operators keep it; relay's screen reading never depended on it.
     env={"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-         "DISABLE_ERROR_REPORTING": "1"},
+         "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_ENABLE_AWAY_SUMMARY": "0"},
     key_env=("ANTHROPIC_API_KEY",),
     # AF_UNIX sun_path holds 108 bytes; Claude falls back to /tmp/cc-socks-<uid> past 103
     sockets=(("run/cc-socks/4194304-ffffffff.sock", "Claude messaging sockets"),),
