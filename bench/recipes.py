@@ -17,8 +17,10 @@
 
 `--by-process` also samples every lab process during each ask-all run (bench/turn_cpu.py's
 sampler, every 0.1 s, in this process: it costs a few % of a CPU, so the ratio is read without
-it): "CPU-s by program" counts a child that exited under its parent's name (a shell's
-`relay reply` under `codex`), the sampler names it.
+it). Without it, "CPU-s by program" is machine-wide: every process's own CPU under its name, and
+what children that exited during the run cost under `<parent>: exited children` (a shell's
+`relay reply` under `codex (client): exited children`, but also another user's job under its
+shell); the sampler follows the lab's own process tree and names each child.
 
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
@@ -36,7 +38,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from bench.turn_cpu import Sampler, lab_roots
+from bench.turn_cpu import TICK, Sampler, category, cmdline_of, lab_roots
 
 GOAL_ASK_ALL = 2.0
 GOAL_OVERHEAD = {"claude-code": 0.3, "codex": 0.6}
@@ -191,7 +193,8 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                       f"singles' work ({len(targets)} x {cpu_one:.2f} CPU-s) needs at least "
                       f"{len(targets) * cpu_one / ncpu:.2f} s on {ncpu} CPUs = "
                       f"{len(targets) * cpu_one / ncpu / med:.2f}x the round trip")
-                print(f"  CPU-s by program: {top_programs(p1, p2)}")
+                print(f"  CPU-s by program, machine-wide (every process, other users' work too; "
+                      f"--by-process names the lab's own): {top_programs(p1, p2)}")
                 if smp is not None:
                     cats = sorted(smp.by_category().items(), key=lambda kv: -kv[1])
                     print(f"  CPU-s by lab process (sampled; the sampler's own {smp.own_cpu:.2f} in the total above): "
@@ -212,14 +215,16 @@ def cpu_busy() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_by_program() -> dict[tuple[int, str], tuple[str, float]]:
-    """Every process now: (pid, start time) -> (program name (/proc/PID/comm), CPU-seconds, its reaped
-    children's included (cutime)). The difference of two readings (`top_programs`) says who did a
-    run's work, children that ran and exited in between (a `relay reply`, a shell command) counted
-    under their parent; keyed by process, so a kernel worker that renamed itself in between
-    (`kworker/1:1-virtio_vsock`) counts its run's share, not its lifetime."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[tuple[int, str], tuple[str, float]] = {}
+Reading = dict[tuple[int, str], tuple[str, float, float]]
+
+
+def cpu_by_program() -> Reading:
+    """Every process on the machine now: (pid, start time) -> (its name, its own CPU-seconds, its
+    reaped children's CPU-seconds (cutime)). The name is the one --by-process prints
+    (bench/turn_cpu.category: `relay mcp`, `codex (client)`, `shell (bash)`), not the bare comm.
+    Keyed by process, so a kernel worker that renamed itself in between (`kworker/1:1-virtio_vsock`)
+    counts its run's share, not its lifetime."""
+    out: Reading = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -230,16 +235,30 @@ def cpu_by_program() -> dict[tuple[int, str], tuple[str, float]]:
             continue
         comm = raw[raw.index("(") + 1:raw.rindex(")")]
         f2 = raw[raw.rindex(")") + 2:].split()
-        out[(int(d), f2[19])] = (comm, sum(int(x) for x in f2[11:15]) / tick)
+        out[(int(d), f2[19])] = (category(comm, cmdline_of(int(d))), (int(f2[11]) + int(f2[12])) / TICK,
+                                 (int(f2[13]) + int(f2[14])) / TICK)
     return out
 
 
-def top_programs(before: dict[tuple[int, str], tuple[str, float]],
-                 after: dict[tuple[int, str], tuple[str, float]], n: int = 6) -> str:
+def cpu_spent(before: Reading, after: Reading) -> dict[str, float]:
+    """CPU-seconds spent between two readings by name, and by `<name>: exited children` apart (top_programs)."""
     diff: dict[str, float] = {}
-    for key, (comm, cpu) in after.items():
-        diff[comm] = diff.get(comm, 0.0) + cpu - before.get(key, (comm, 0.0))[1]
-    top = sorted(((v, k) for k, v in diff.items() if v > 0.005), reverse=True)[:n]
+    for key, (name, own, reaped) in after.items():
+        _, own0, reaped0 = before.get(key, (name, 0.0, 0.0))
+        diff[name] = diff.get(name, 0.0) + own - own0
+        kids = f"{name}: exited children"
+        diff[kids] = diff.get(kids, 0.0) + reaped - reaped0
+    return diff
+
+
+def top_programs(before: Reading, after: Reading, n: int = 6) -> str:
+    """Who did a run's work, from two readings: each process's own CPU under its name, and what its
+    children that ran AND exited in between cost under `<name>: exited children`, apart. That part
+    is whatever the process reaped: a Codex agent's `relay reply`, but as well another user's whole
+    job under the shell that waited for it (the bare comm summed both, so one run printed `bash 3.19`
+    for a shell's reaped children, whoever's). A process that exited during the run has no row of
+    its own: it is in its parent's `exited children`, its whole life, also the part before the run."""
+    top = sorted(((v, k) for k, v in cpu_spent(before, after).items() if v > 0.005), reverse=True)[:n]
     return ", ".join(f"{k} {v:.2f}" for v, k in top)
 
 

@@ -106,7 +106,7 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _args(pid: int) -> str:
+def cmdline_of(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
@@ -163,13 +163,13 @@ class Sampler:
             p = self.procs.get(key)
             if p is None:
                 born = self.opened
-                p = self.procs[key] = Proc(pid, start, ppid, comm, _args(pid), 0.0 if born else own,
+                p = self.procs[key] = Proc(pid, start, ppid, comm, cmdline_of(pid), 0.0 if born else own,
                                            0.0 if born else reaped, born=born)
                 parent = next((q for k, q in self.procs.items() if k[0] == ppid and not q.gone), None)
                 if parent is not None:
                     parent.kids.add(key)
             elif comm != p.comm:  # an exec after the fork: name it by what it runs now
-                p.comm, p.args = comm, _args(pid)
+                p.comm, p.args = comm, cmdline_of(pid)
             p.own, p.reaped = own, reaped
             todo += _children(pid)
         for key, p in self.procs.items():

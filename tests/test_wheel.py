@@ -53,3 +53,19 @@ def test_every_module_and_the_client_pins_are_in_the_wheel(wheel_names):
     wanted += [f for f in _tracked("relay_repl/agents") if f.endswith("/npm-lock.json")]  # each kind's client lock
     assert len(wanted) > len([f for f in _tracked("relay_repl") if f.endswith(".py")])
     assert [f for f in wanted if f not in wheel_names] == []
+
+
+def test_the_build_configuration_uses_no_deprecated_form(monkeypatch):
+    """pyproject.toml as setuptools reads it for every build: no deprecation warning (the `license = { text
+    = ... }` table is refused from 2027-Feb-18), and the licence is an SPDX expression (License-Expression)."""
+    import warnings
+
+    from setuptools.config.pyprojecttoml import apply_configuration
+    from setuptools.dist import Distribution
+
+    monkeypatch.chdir(ROOT)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dist = apply_configuration(Distribution(), ROOT / "pyproject.toml")
+    assert [f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught] == []
+    assert dist.metadata.license_expression == "MIT"

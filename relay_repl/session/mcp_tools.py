@@ -96,17 +96,15 @@ def answerer(relay_id: str, ledger: Ledger, text: str | None = None) -> Me:
     if me is not None:
         return me
     spec, _why = caller_session(ToolCall(tool="relay_reply", relay_id=relay_id, text=text))
+    rows = ledger.events(kind="plan", relay_id=relay_id)
+    asked = str(rows[-1].data.get("target") or "").split(" ", 1)[0] if rows else ""
+    return _agent_at(spec) or _agent_at(asked) or Me(role="agent", agent="mcp", address="relay-mcp")
+
+
+def _agent_at(spec: str | None) -> Me | None:
+    """The agent a `kind:name` target spec names, as an envelope's sender; None unless both halves are there."""
     kind, sep, name = (spec or "").partition(":")
-    if sep and kind and name:
-        return Me(role="agent", agent=kind, address=name)
-    rows = [e for e in ledger.events(kind="plan", relay_id=relay_id)]
-    spec = ""
-    if rows:
-        spec = str(rows[-1].data.get("target") or "").split(" ", 1)[0]
-    kind, sep, name = spec.partition(":")
-    if sep and kind and name:
-        return Me(role="agent", agent=kind, address=name)
-    return Me(role="agent", agent="mcp", address="relay-mcp")
+    return Me(role="agent", agent=kind, address=name) if sep and kind and name else None
 
 
 def do_reply(relay_id: str, text: str, ledger: Ledger | None = None) -> dict[str, Any]:

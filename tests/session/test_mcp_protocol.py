@@ -33,8 +33,8 @@ def relay_mcp_argv() -> list[str]:
 class McpPipe:
     """`relay mcp` under test: write lines to its stdin, wait (bounded) for each answer line."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(relay_mcp_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    def __init__(self, env: dict[str, str] | None = None, argv: list[str] | None = None) -> None:
+        self.proc = subprocess.Popen(argv or relay_mcp_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env={**os.environ, **(env or {})},
                                      cwd=Path(__file__).resolve().parents[2])
         self.lines: queue.Queue[bytes] = queue.Queue()

@@ -112,3 +112,19 @@ def test_relay_requests_lists_only_the_callers_own_requests(relay_home):
     assert [r["relay_id"] for r in requests_for(led, ("claude:alpha", "own pid"))["requests"]] == ["op-3"]
     nobody = requests_for(led, (None, "pid 7 hosts beta, beta2; thread not provable"))
     assert nobody["requests"] == [] and "thread not provable" in nobody["why"]
+
+
+def test_the_answerer_is_the_calling_session_else_the_one_asked_else_relay_mcp(relay_home, monkeypatch):
+    """Who a relay_reply from this server claims to be, in order of evidence (mcp_tools.answerer)."""
+    from relay_repl.session import mcp_tools
+
+    led = Ledger.default()
+    sent(led, "op-1", "reply", target="codex:beta (pid 7, idle)")
+    monkeypatch.setattr(mcp_tools, "detect_me", lambda: None)  # as under an agent host's reduced environment
+    calling: list[tuple[str | None, str]] = [("claude:alpha", "own pid")]
+    monkeypatch.setattr(mcp_tools, "caller_session", lambda call: calling[0])
+    assert mcp_tools.answerer("op-1", led).sender == "agent:claude@alpha"
+    for unproven in [(None, "not provable"), ("claude:", "half a spec"), (":alpha", "half a spec")]:
+        calling[0] = unproven
+        assert mcp_tools.answerer("op-1", led).sender == "agent:codex@beta"  # the session the operator asked
+    assert mcp_tools.answerer("op-unknown", led).sender == "agent:mcp@relay-mcp"  # no evidence at all
