@@ -29,9 +29,9 @@ SPEC = LabSpec(
     count_flag="claude", stub_api="anthropic", help="Claude Code sessions",
     homes={HOME_VAR: HOME_DIR},
     # CLAUDE_CODE_ENABLE_AWAY_SUMMARY=0: no "session recap" (a background model request whose `※ recap:`
-    # line is drawn into an idle pane once it has been left alone for 5+ minutes): a lab session idle that
-    # long (a long test on a shared lab, a loaded machine) changed its pane under a test that asserts
-    # nothing reached it. Operators keep it; relay's screen reading never depended on it.
+    # line is drawn into the pane of a session its user was "away" from for 5+ minutes): it changed a
+    # shared-lab pane under a test that asserts nothing reached it (adapters/claude-code.md, Gaps).
+    # Operators keep it; relay's screen reading never depended on it.
     env={"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
          "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_ENABLE_AWAY_SUMMARY": "0"},
     key_env=("ANTHROPIC_API_KEY",),
