@@ -11,6 +11,7 @@ by themselves, listed in AGENTS_OWN below with the reason for each.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from functools import partial
 from pathlib import Path
@@ -88,4 +89,20 @@ async def test_no_read_only_command_touches_the_lab_or_the_working_directory(lab
         assert ran.json_ok(), (args, ran.stdout[:800])
         if diff:
             found[" ".join(args)] = diff
-    assert found == {}, "\n".join(f"relay {c}:\n  " + "\n  ".join(lines) for c, lines in found.items())
+    assert found == {}, "\n".join(f"relay {c}:\n  " + "\n  ".join(lines) for c, lines in found.items()) + last_records(found)
+
+
+def last_records(found: dict[str, list[str]]) -> str:
+    """The last two records of each changed JSONL file, for the failure message: whether a client
+    appended something by itself (a late record of its own turn) or something relay caused. A
+    fresh-clone run beside two CPU burners once saw alpha's transcript change during `relay verify`,
+    and without its content nobody could say which."""
+    out: list[str] = []
+    for lines in found.values():
+        for line in lines:
+            path = line.split(" ")[1] if line.startswith("changed ") else ""
+            if path.endswith(".jsonl"):
+                with contextlib.suppress(OSError):
+                    tail = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()[-2:]
+                    out += [f"\n  last records of {path}:"] + [f"    {rec[:400]!r}" for rec in tail]
+    return "".join("\n" + x if not x.startswith("\n") else x for x in out)
