@@ -156,5 +156,6 @@ def exit_code(exc: BaseException) -> int:
     print(visible(f"relay: {err}"), file=sys.stderr)  # a halt's reason names a peer's claim
     return err.exit_code
 
+
 if __name__ == "__main__":
     sys.exit(main())

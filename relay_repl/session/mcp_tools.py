@@ -96,9 +96,13 @@ def answerer(relay_id: str, ledger: Ledger, text: str | None = None) -> Me:
     if me is not None:
         return me
     spec, _why = caller_session(ToolCall(tool="relay_reply", relay_id=relay_id, text=text))
+    return _agent_at(spec) or _agent_at(_asked(relay_id, ledger)) or Me(role="agent", agent="mcp", address="relay-mcp")
+
+
+def _asked(relay_id: str, ledger: Ledger) -> str:
+    """The target spec the operator's plan for `relay_id` named (read only when the caller is unknown)."""
     rows = ledger.events(kind="plan", relay_id=relay_id)
-    asked = str(rows[-1].data.get("target") or "").split(" ", 1)[0] if rows else ""
-    return _agent_at(spec) or _agent_at(asked) or Me(role="agent", agent="mcp", address="relay-mcp")
+    return str(rows[-1].data.get("target") or "").split(" ", 1)[0] if rows else ""
 
 
 def _agent_at(spec: str | None) -> Me | None:

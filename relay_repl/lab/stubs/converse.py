@@ -38,6 +38,7 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
+from relay_repl.agents.replies import MCP_TOOL
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, encode_value
 from relay_repl.core.errors import EnvelopeError
 from relay_repl.lab.stubs import apis
@@ -57,7 +58,6 @@ def sender_kind(api: str) -> str:
 
 ENVELOPE_START = re.compile(r"\[relay/1 ")
 QUOTE_CHARS = 60
-MCP_TOOL = "relay_reply"  # the relay MCP server's reply tool (session/mcp_tools.py)
 
 PeerResolver = Callable[[Envelope], str | None]
 """Sender envelope -> the name under which the sender is listed as a Claude peer, or None."""
