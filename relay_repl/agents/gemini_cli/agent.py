@@ -42,7 +42,8 @@ class GeminiAgent(AgentKindBase):
 
     def tmux_delivered_when(self) -> str:
         return ("the session's chat file gains a `user` record whose text is exactly this line (written when its turn "
-                "starts; a line queued behind a busy turn appears when that turn ends); send-keys exit status proves nothing")
+                "starts; a line queued behind a busy turn appears when that turn ends, one queued while Gemini still "
+                "discovers its MCP servers when that discovery ends); send-keys exit status proves nothing")
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
         under = self.pane_processes(snap, processes)
