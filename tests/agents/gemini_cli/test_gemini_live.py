@@ -248,6 +248,7 @@ async def test_a_gemini_still_discovering_its_mcp_server_holds_a_typed_line_and_
     from relay_repl.agents.gemini_cli.screen import classify, footer_session
     from relay_repl.agents.screens.model import Snapshot
     from relay_repl.core.delivery import DeliveryState
+    from relay_repl.system.proc import pid_alive
     from tests.support.sessions import live_session
 
     lab = gemini_lab
@@ -268,6 +269,16 @@ async def test_a_gemini_still_discovering_its_mcp_server_holds_a_typed_line_and_
     ctx = LabContext(root=lab.root, home=home, bin_dir=lab_binary("gemini-cli").parent, logs=lab.root,
                      api_key="stub-key", mcp_command=(str(VENV_BIN / "relay"), "mcp"))
     try:
+        # the old gamma ends first, all of it: a Gemini worker that outlived its pane would be a second
+        # live session of project gamma, and two make `gemini:gamma` ambiguous (GM address rule)
+        old = [int(p) for p in subprocess.run(["pgrep", "-P", str(lab.pid)], capture_output=True,
+                                               text=True).stdout.split()] + [lab.pid]
+        for p in old:
+            try:
+                os.kill(p, 15)
+            except OSError:
+                pass
+        _wait(lambda: not any(pid_alive(p) for p in old), "the old gamma's processes gone", 30)
         lab.tmux("respawn-pane", "-k", "-t", lab.pane)
         pid = int(lab.tmux("display", "-p", "-t", lab.pane, "#{pane_pid}").strip())
 
