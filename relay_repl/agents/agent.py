@@ -56,7 +56,7 @@ class Agent(Protocol):
     tab_queues_when_busy: bool
     """Whether one Tab may queue a line that Enter left beside `tab to queue message`."""
     tmux_lead: int
-    """How many leading characters of a typed payload go alone, and are seen drawn, before the rest."""
+    """How many leading characters of a typed payload go alone, one at a time and each seen drawn, before the rest."""
 
     def screen(self) -> ModuleType | None:
         """The screen classifier module for this kind's TUI, or None (then never type)."""

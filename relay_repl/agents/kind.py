@@ -485,9 +485,9 @@ class AgentKindBase:
     npm_package: str = ""  # the npm package that installs it (`pin`)
     busy_submit: str = "unknown: never typed while busy"
     tab_queues_when_busy: bool = False
-    # characters of a typed payload sent alone first, and seen drawn, before the rest: a client
-    # that reads a burst of keys against its composer as last drawn (Gemini: `?` and `!` on an
-    # "empty" composer) would otherwise take them as commands
+    # characters of a typed payload sent alone first, one at a time and each seen drawn, before the
+    # rest: a client that reads a burst of keys against its composer as last drawn (Gemini: `?` and
+    # `!` on an "empty" composer) would otherwise take them as commands
     tmux_lead: int = 0
 
     def __repr__(self) -> str:

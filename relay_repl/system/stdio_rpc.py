@@ -31,9 +31,11 @@ class StdioRpcServer:
     """Dispatch each request line to `handlers[method](params)`; its return value is the result."""
 
     def __init__(self, handlers: Mapping[str, Handler], slow: Collection[str] = (),
-                 reader: BinaryIO | None = None, writer: BinaryIO | None = None) -> None:
+                 reader: BinaryIO | None = None, writer: BinaryIO | None = None,
+                 answered: Callable[[str], None] | None = None) -> None:
         self.handlers = handlers
         self.slow = frozenset(slow)
+        self.answered = answered  # called with the method once its result has been written and flushed
         self._reader = reader
         self._writer = writer
         self._lock = threading.Lock()
@@ -81,9 +83,11 @@ class StdioRpcServer:
         except Exception as exc:  # a bug of ours: the client gets an answer, stderr the detail
             print(f"relay: {req.method} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             reply = jsonrpc.error_response(req.id, jsonrpc.INTERNAL_ERROR, f"Internal error: {exc}")
-        self._send(reply)
+        if self._send(reply) and self.answered is not None and "result" in reply:
+            self.answered(req.method)
 
-    def _send(self, msg: dict[str, Any]) -> None:
+    def _send(self, msg: dict[str, Any]) -> bool:
+        """Write one message; False when the client is gone."""
         data = jsonrpc.encode(msg)
         assert self._writer is not None
         with self._lock:
@@ -91,7 +95,8 @@ class StdioRpcServer:
                 self._writer.write(data)
                 self._writer.flush()
             except (BrokenPipeError, ValueError):
-                pass  # the client is gone; end of input follows
+                return False  # the client is gone; end of input follows
+        return True
 
 
 def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:

@@ -444,17 +444,18 @@ class TmuxTransport(Transport):
         log.checkpoint("stage (typing the payload)")
         try:
             lead = min(agent.tmux_lead, len(payload) - 1)
-            if lead > 0:  # the receiver's own rule (its package): these characters alone, seen drawn, first
-                await self._io(self.io.send_literal, pane, payload, approval, (0, lead))
-                if not await self._lead_drawn(pane, cls, payload[:lead]):
-                    delivery.reason = (f"pending staged: the first {lead} character(s) of the payload did not show in "
+            # the receiver's own rule (its package): these characters one at a time, each seen drawn, first
+            for i in range(lead):
+                await self._io(self.io.send_literal, pane, payload, approval, (i, i + 1))
+                tm.keys.append("lead")
+                if not await self._lead_drawn(pane, cls, payload[:i + 1]):
+                    delivery.reason = (f"pending staged: the first {i + 1} character(s) of the payload did not show in "
                                        "the composer within 5s; the rest NOT typed, Enter NOT pressed, pane left as is "
                                        "(look at it before any retry)")
-                    tm.keys.append("lead")
                     tm.save(delivery)
                     log("stage", DeliveryState.TYPED, delivery.reason)
                     return
-                tm.keys.append("lead")
+            if lead > 0:
                 await self._io(self.io.send_literal, pane, payload, approval, (lead, len(payload)))
             else:
                 await self._io(self.io.send_literal, pane, payload, approval)

@@ -226,3 +226,45 @@ def test_initialize_and_tools_list_import_nothing_heavy():
     assert [m for m in before if m.split(".")[0] in heavy or m.startswith(heavy)] == []
     after = imported_modules([{"name": REQUESTS_TOOL, "arguments": {}}])
     assert "pydantic" in after and "relay_repl.session.mcp_tools" in after  # the tool call is what loads them
+
+
+def test_with_the_answered_dir_set_it_records_each_method_answered_under_its_parent(tmp_path):
+    """The lab's readiness evidence (system/mcp_answered.py): `relay mcp` notes, once each answer has
+    been written to its client, which methods it answered, with its own pid and its parent (the client).
+    Errors and notifications are not answers; without the variable nothing is written."""
+    from relay_repl.system.mcp_answered import ENV, answered
+
+    d = tmp_path / "answered"
+    pipe = McpPipe(env={ENV: str(d)})
+    try:
+        assert pipe.ask(1, "initialize", init_params())["result"]
+        # the answer line was read, so the record (written after the flush) is there or a moment away
+        assert _record_within(d, "initialize", os.getpid())["pid"] == pipe.proc.pid
+        assert answered(d, "tools/list") == []
+        pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert pipe.ask(2, "nosuch/method")["error"]["code"] == -32601
+        assert pipe.ask(3, "tools/list")["result"]["tools"]
+        rec = _record_within(d, "tools/list", os.getpid())
+        assert rec["methods"] == ["initialize", "tools/list"] and rec["ppid"] == os.getpid()
+        assert answered(d, "tools/list", {1}) == []  # another parent's server
+    finally:
+        assert pipe.close() == 0
+    quiet = McpPipe()
+    try:
+        assert quiet.ask(1, "initialize", init_params())["result"]
+    finally:
+        assert quiet.close() == 0
+    assert sorted(p.name for p in d.iterdir()) == [f"{pipe.proc.pid}.json"]
+
+
+def _record_within(d: Path, method: str, parent: int) -> dict[str, Any]:
+    """The record of `method` under `parent`, waited for (bounded: WAIT)."""
+    import time
+
+    from relay_repl.system.mcp_answered import answered
+
+    deadline = time.monotonic() + WAIT
+    while not (found := answered(d, method, {parent})):
+        assert time.monotonic() < deadline, f"no record of {method} in {d}: {list(d.glob('*'))}"
+        time.sleep(0.02)
+    return found[-1]

@@ -25,10 +25,14 @@ class GeminiAgent(AgentKindBase):
     evidence_name = "chat file"
     busy_submit = "Gemini CLI queues it (`Queued (press ↑ to edit)`) and sends it as the next turn"
     tab_queues_when_busy = False
-    # keys of one burst are all read against the composer as last drawn: from an empty one every `?`
-    # in the payload opened the Shortcuts panel (and was dropped), every `!` would toggle shell mode;
-    # so the first character goes alone and is seen drawn before the rest (adapters/gemini-cli.md)
-    tmux_lead = 1
+    # keys of one burst are all read by the keypress handler of an earlier render: from an empty composer
+    # every `?` in the payload opened the Shortcuts panel (and was dropped), every `!` would toggle shell
+    # mode. Its handler is re-subscribed in a passive effect, after the paint, so the first character seen
+    # drawn does not prove the handler knows it: seen live, the burst after a drawn lead still met the
+    # empty-composer handler (the final `?` dropped, Shortcuts open). React flushes the passive effects
+    # of one render before the next render, so once the second character (typed alone) is drawn, the
+    # handler is at least the one that saw the first: two characters, one at a time (adapters/gemini-cli.md)
+    tmux_lead = 2
 
     def screen(self) -> ModuleType | None:
         from relay_repl.agents.gemini_cli import screen
@@ -42,7 +46,8 @@ class GeminiAgent(AgentKindBase):
 
     def tmux_delivered_when(self) -> str:
         return ("the session's chat file gains a `user` record whose text is exactly this line (written when its turn "
-                "starts; a line queued behind a busy turn appears when that turn ends); send-keys exit status proves nothing")
+                "starts; a line queued behind a busy turn appears when that turn ends, one queued while Gemini still "
+                "discovers its MCP servers when that discovery ends); send-keys exit status proves nothing")
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
         under = self.pane_processes(snap, processes)

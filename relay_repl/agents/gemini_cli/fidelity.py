@@ -38,7 +38,7 @@ FACTS: tuple[FidelityFact, ...] = (
     FidelityFact(fact="tmux idle delivery with receiver evidence", paths="tmux",
                  checks=(_T + "idle_delivery_with_receiver_evidence",)),
     FidelityFact(fact="gemini chat file records a typed line as a user record of exactly its text, `?` and `!` "
-                      "included (first character typed alone)", paths="tmux",
+                      "included (first two characters typed one at a time)", paths="tmux",
                  checks=(_T + f"idle_delivery_with_receiver_evidence[{TMUX_NAME}]",)),
     FidelityFact(fact="busy submit: gemini Enter queues the line for the next turn (GM §5)", paths="tmux",
                  checks=(_T + "busy_gemini_enter_queues_then_delivers",)),

@@ -19,7 +19,13 @@ adapters/gemini-cli.md "Screen marks"):
   nothing runs (and hides while the composer holds text: then no spinner above the rule
   is the evidence).
 - Enter while busy queues the line: `Queued (press ↑ to edit):` and the line indented four
-  spaces, above the spinner.
+  spaces, above the spinner. Enter while Gemini is still starting (its config or its MCP servers'
+  discovery not done) queues it too, with no spinner: `ℹ Waiting for MCP servers to initialize...
+  Slash commands are still available and prompts will be queued.` (or `Initializing... Prompts will
+  be queued.`) in the history, then the same Queued block above the bare `? for shortcuts` hint;
+  the queue is sent when discovery ends (adapters/gemini-cli.md GM §6). A Queued block with no turn
+  running is the blocker `queue-held`: a line typed now would join that queue, not reach the model.
+  Before the first queued line nothing on the screen tells that discovery still runs.
 - Shell mode: prompt `!` and mode row `shell mode enabled (esc to disable)`. Slash and `@`
   completion: a list between the composer and the footer. `?` on an empty composer opens
   a `Shortcuts See /help for more` block above the rule.
@@ -54,6 +60,7 @@ IDLE_HINT = re.compile(r"^\s+\? for shortcuts\s*$")
 BANNER = re.compile(r"Gemini CLI v\d+\.\d+")
 HISTORY = re.compile(r"^(?: > \S|✦ )")
 QUEUED = re.compile(r"^\s+Queued \(press ↑ to edit\):")
+STARTING = re.compile(r"^ℹ (Waiting for MCP servers to initialize|Initializing)\.\.\. .*[Pp]rompts will be queued")
 SHELL_MODE = re.compile(r"shell mode enabled")
 SHORTCUTS = re.compile(r"^ Shortcuts See /help for more")
 DIALOG = [
@@ -188,7 +195,16 @@ def classify(snap: Snapshot) -> ScreenReading:
         reasons.append("fresh session: the start banner and no turn yet")
     if any(QUEUED.match(ln) for ln in lines[:rule]):
         hints.append("queued")
-        reasons.append("`Queued (press ↑ to edit):` listed above the spinner")
+        if kind == "busy":
+            reasons.append("`Queued (press ↑ to edit):` listed above the spinner")
+        else:
+            why = next((m.group(1) for ln in lines[:rule] if (m := STARTING.match(ln))), None)
+            blockers.append("queue-held")
+            reasons.append("`Queued (press ↑ to edit):` with no turn running: Gemini holds the queue until it has "
+                           + ("started (`Initializing...`)" if why == "Initializing" else "its MCP servers ready")
+                           + " (shown: " + (f"`{why}...`" if why else "no start message on screen") + "); a line "
+                           "typed now would join it. Wait until the queued line is sent (the Queued block goes), "
+                           "or look at `/mcp list` in that pane")
     return ScreenReading(kind=kind, composer=composer, composer_text=text or None,
                          composer_rows=(first, last), blockers=blockers, hints=hints, reasons=reasons)
 
@@ -235,7 +251,10 @@ def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
         reasons.append("payload still in the composer")
     if in_history:
         reasons.append("payload shown as a submitted message (` > …`)")
-    if queued:
+    if queued and "queue-held" in a.blockers:
+        reasons.append("payload listed under `Queued (press ↑ to edit):` with no turn running: Gemini holds it "
+                       "until it has started (its MCP servers ready); not sent to the model yet (GM §6)")
+    elif queued:
         reasons.append("payload listed under `Queued (press ↑ to edit):`")
     if a.kind == "busy":
         reasons.append("a turn is running")

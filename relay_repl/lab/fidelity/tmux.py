@@ -136,10 +136,11 @@ async def idle(name: str, timeout: float = 60) -> None:
 
 
 def typed_once(keys: list[tuple[str, str]], payload: str, target: Target) -> bool:
-    """The keys are the payload, typed once (its first `tmux_lead` characters alone, then the rest), then one Enter."""
+    """The keys are the payload, typed once (its first `tmux_lead` characters one at a time, then the rest), then
+    one Enter."""
     k = registry.kind_for(target.kind)
     lead = min(getattr(k, "tmux_lead", 0), len(payload) - 1)
-    want = [("literal", payload[:lead]), ("literal", payload[lead:])] if lead else [("literal", payload)]
+    want = [*(("literal", c) for c in payload[:lead]), ("literal", payload[lead:])]
     return keys == [*want, ("key", "Enter")]
 
 

@@ -233,3 +233,85 @@ def test_a_draft_makes_the_send_refuse_with_zero_keys(gemini_lab: GeminiLab):
     assert after == before
     lab.tmux("send-keys", "-t", lab.pane, "C-u")
     idle(lab)
+
+
+@pytest.mark.anyio
+async def test_a_gemini_still_discovering_its_mcp_server_holds_a_typed_line_and_the_lab_waits(
+        gemini_lab: GeminiLab, monkeypatch):
+    """GM §6 on demand (last in this module: it restarts gamma). gamma restarts with its relay MCP
+    server held behind a gate. Idle on screen with its chat file, it is not lab-ready (the server has
+    not answered tools/list). A line sent then is typed and Enter pressed, and Gemini queues it: the
+    delivery stays pending (submitted, no chat record), its after-Enter screen says held. A second send
+    is refused at preflight (`queue-held`) with the pane byte-identical. Once the gate opens the
+    server answers, the held line reaches the chat file exactly, and the lab's readiness says ready."""
+    from relay_repl.agents.gemini_cli.chats import find_chat, typed_records
+    from relay_repl.agents.gemini_cli.screen import classify, footer_session
+    from relay_repl.agents.screens.model import Snapshot
+    from relay_repl.core.delivery import DeliveryState
+    from relay_repl.system.proc import pid_alive
+    from tests.support.sessions import live_session
+
+    lab = gemini_lab
+    kind = kind_for("gemini-cli")
+    assert kind is not None
+    home = lab.root / "home"
+    settings = home / ".gemini" / "settings.json"
+    gate, go = lab.root / "mcp-gate", lab.root / "mcp-go"
+    gate.write_text(f'#!/bin/sh\n# hold the MCP server until the test opens the gate (at most 120 s)\ni=0\n'
+                    f'while [ ! -e {shlex.quote(str(go))} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n'
+                    'exec "$@"\n')
+    gate.chmod(0o755)
+    original = settings.read_text()
+    data = json.loads(original)
+    server = data["mcpServers"]["relay"]
+    server["args"], server["command"] = [server["command"], *server["args"]], str(gate)
+    settings.write_text(json.dumps(data))
+    ctx = LabContext(root=lab.root, home=home, bin_dir=lab_binary("gemini-cli").parent, logs=lab.root,
+                     api_key="stub-key", mcp_command=(str(VENV_BIN / "relay"), "mcp"))
+    try:
+        # the old gamma ends first, all of it: a Gemini worker that outlived its pane would be a second
+        # live session of project gamma, and two make `gemini:gamma` ambiguous (GM address rule)
+        old = [int(p) for p in subprocess.run(["pgrep", "-P", str(lab.pid)], capture_output=True,
+                                               text=True).stdout.split()] + [lab.pid]
+        for p in old:
+            try:
+                os.kill(p, 15)
+            except OSError:
+                pass
+        _wait(lambda: not any(pid_alive(p) for p in old), "the old gamma's processes gone", 30)
+        lab.tmux("respawn-pane", "-k", "-t", lab.pane)
+        pid = int(lab.tmux("display", "-p", "-t", lab.pane, "#{pane_pid}").strip())
+
+        def screen() -> str:
+            return lab.tmux("capture-pane", "-p", "-t", lab.pane)
+
+        def idle_with_chat():  # noqa: ANN202 - what the lab's readiness read before GM §6
+            snap = Snapshot(lines=screen().split("\n"))
+            sid = footer_session(snap)
+            return find_chat(home / ".gemini", sid) if sid and classify(snap).kind == "idle" else None
+
+        chat = _wait(idle_with_chat, "the restarted gamma idle with its chat file", 90, screen)
+        assert kind.lab_ready(ctx, NAME, LabPane(pane_id=lab.pane, pane_pid=pid, screen=screen())) is None
+        for k in ("RELAY_HOME", "RELAY_TMUX_SOCKET", "GEMINI_CLI_HOME"):
+            monkeypatch.setenv(k, lab.env[k])
+        async with live_session([True, True]) as (s, _gate, _inbox):
+            d = await s.send(f"gemini:{NAME}", "held until the mcp server answers", timeout=8)
+            assert d.outcome == "pending" and d.state is DeliveryState.SUBMITTED, d.summary()
+            assert d.plan is not None
+            payload = d.plan.payload
+            after = [e.detail for e in d.evidence if e.stage == "screen"]
+            assert after and "not sent to the model yet" in after[-1], after
+            assert typed_records(chat.path, 0, payload) == []
+            before = lab.tmux("capture-pane", "-p", "-e", "-t", lab.pane)
+            d2 = await s.send(f"gemini:{NAME}", "must not be typed", timeout=5)
+            assert d2.outcome == "refused" and d2.stage == "preflight" and "queue-held" in (d2.reason or ""), \
+                d2.summary()
+            assert lab.tmux("capture-pane", "-p", "-e", "-t", lab.pane) == before
+        go.touch()
+        _wait(lambda: typed_records(chat.path, 0, payload), "the held line in gamma's chat file", 60, screen)
+        assert _wait(lambda: kind.lab_ready(ctx, NAME, LabPane(pane_id=lab.pane, pane_pid=pid, screen=screen())),
+                     "the lab's readiness once the server answered", 30, screen)
+        idle(lab)
+    finally:
+        settings.write_text(original)
+        go.touch()

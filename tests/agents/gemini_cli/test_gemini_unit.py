@@ -8,12 +8,13 @@ the screens are the golden captures (tests/agents/screens/captures/gemini-cli-0.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 from relay_repl.agents.gemini_cli import chats
 from relay_repl.agents.gemini_cli.agent import GeminiAgent
-from relay_repl.agents.gemini_cli.kind import GeminiCliKind, lab_settings
+from relay_repl.agents.gemini_cli.kind import GeminiCliKind, lab_settings, mcp_answered_dir
 from relay_repl.agents.gemini_cli.provider import Session, _names, _tie_chats, is_gemini, package_version
 from relay_repl.agents.gemini_cli.replies import GeminiTurnWatch, gemini_options
 from relay_repl.agents.kind import LAB_HOME, LabContext, LabPane
@@ -123,11 +124,18 @@ def test_reply_options_read_the_settings(tmp_path):
     assert not o.relay_reply and "sandbox" in o.relay_reply_why and o.mcp_note and "trust" in o.mcp_note
 
 
-def _pane(name: str) -> LabPane:
-    return LabPane(pane_id="%1", pane_pid=42, screen=(CAPS / f"{name}.txt").read_text())
+def _pane(name: str, pid: int = 42) -> LabPane:
+    return LabPane(pane_id="%1", pane_pid=pid, screen=(CAPS / f"{name}.txt").read_text())
 
 
-def test_lab_ready_needs_an_idle_screen_and_the_footer_s_chat(tmp_path):
+def _answered(ctx: LabContext, ppid: int, methods: list[str]) -> None:
+    """A record as `relay mcp` writes it (system/mcp_answered.py) for a server whose parent is `ppid`."""
+    d = mcp_answered_dir(ctx)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "999999.json").write_text(json.dumps({"pid": 999999, "ppid": ppid, "methods": methods, "at": 1.0}))
+
+
+def test_lab_ready_needs_an_idle_screen_the_footer_s_chat_and_relay_mcp_discovered(tmp_path):
     home = tmp_path
     gdir = home / ".gemini"
     d = gdir / "tmp" / "gamma" / "chats"
@@ -136,9 +144,22 @@ def test_lab_ready_needs_an_idle_screen_and_the_footer_s_chat(tmp_path):
     ctx = LabContext(root=tmp_path, home=home, bin_dir=tmp_path / "bin", logs=tmp_path, api_key="k",
                      mcp_command=("/v/relay", "mcp"), base_urls={"gamma": "http://127.0.0.1:9"})
     k = GeminiCliKind()
-    ready = k.lab_ready(ctx, "gamma", _pane("fresh"))  # footer shows 97af7bf5
-    assert ready is not None and ready.address == "97af7bf5-bb28-46ab-88ac-925c9b3744f3" and ready.pid == 42
-    assert k.lab_ready(ctx, "gamma", _pane("busy")) is None  # no session item in that footer
+    me = os.getpid()  # the "pane's" Gemini: this process (its own descendant), so the tree is read, not faked
+    # idle with its chat file, but its relay MCP server has not answered tools/list: Gemini would queue
+    # a prompt now (GM §6), so not ready
+    assert k.lab_ready(ctx, "gamma", _pane("fresh", me)) is None
+    _answered(ctx, me, ["initialize"])
+    assert k.lab_ready(ctx, "gamma", _pane("fresh", me)) is None  # handshake only: discovery still runs
+    _answered(ctx, 1, ["initialize", "tools/list"])
+    assert k.lab_ready(ctx, "gamma", _pane("fresh", me)) is None  # another process's server (pid 1's child)
+    _answered(ctx, me, ["initialize", "tools/list"])
+    ready = k.lab_ready(ctx, "gamma", _pane("fresh", me))  # footer shows 97af7bf5
+    assert ready is not None and ready.address == "97af7bf5-bb28-46ab-88ac-925c9b3744f3" and ready.pid == me
+    assert "relay MCP server (pid 999999) answered tools/list" in (ready.note or "")
+    assert k.lab_ready(ctx, "gamma", _pane("busy", me)) is None  # no session item in that footer
+    # without the relay MCP server configured there is no discovery to wait for
+    bare = ctx.model_copy(update={"mcp_command": (), "root": tmp_path / "none"})
+    assert k.lab_ready(bare, "gamma", _pane("fresh", me)) is not None
     launch = k.lab_launch(ctx, "gamma", True)
     assert launch.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9"
     # its home is named once, in its LabSpec: the lab's $HOME, set for every lab process (Layout.base_env)
@@ -147,7 +168,8 @@ def test_lab_ready_needs_an_idle_screen_and_the_footer_s_chat(tmp_path):
     assert launch.argv()[:5] == ["env", "-u", "CI", "-u", "GITHUB_ACTIONS"] and launch.argv()[5:] == list(launch.command)
     files = k.lab_files(ctx, ["gamma"])
     settings = json.loads(files[home / ".gemini" / "settings.json"])
-    assert settings["mcpServers"]["relay"] == {"command": "/v/relay", "args": ["mcp"], "trust": True}
+    assert settings["mcpServers"]["relay"] == {"command": "/v/relay", "args": ["mcp"], "trust": True,
+                                               "env": {"RELAY_MCP_ANSWERED_DIR": str(mcp_answered_dir(ctx))}}
     assert "session-id" in settings["ui"]["footer"]["items"] and settings["telemetry"] == {"enabled": False}
 
 
@@ -165,3 +187,26 @@ def test_verify_reports_no_provenance_with_the_typed_records(tmp_path):
     assert rep.verdict == "no provenance" and [f.turn_id for f in rep.turns] == ["u1"]
     assert "keeps no provenance" in rep.summary
     assert GeminiCliKind().verify("h.1-8", t, None).verdict == "none found"
+
+
+def _snap(name: str):
+    """A golden capture as the transport's snapshot (tests/agents/screens/test_classifiers.load)."""
+    from tests.agents.screens.test_classifiers import load
+
+    return load(CAPS / f"{name}.json")[0]
+
+
+def test_a_line_queued_while_gemini_starts_is_held_not_sent_and_blocks_the_next_send():
+    """Live capture (GM §6): Enter on a fresh Gemini whose MCP discovery still ran queued the line with no
+    turn running. The after-Enter hint says it is held, not sent; the screen then refuses a next send
+    (`queue-held`), while a line queued behind a busy turn (busy_queued) blocks nothing."""
+    from relay_repl.agents.gemini_cli import screen
+
+    held = screen.classify(_snap("mcp_wait_queued"))
+    assert held.kind == "idle" and held.blockers == ["queue-held"] and not held.typable
+    assert any("MCP servers ready" in r and "Waiting for MCP servers to initialize" in r for r in held.reasons)
+    h = screen.submitted(_snap("fresh"), _snap("mcp_wait_queued"), "which branch are you on")
+    assert h.queued and not h.turn_running and h.composer_emptied
+    assert any("not sent to the model yet" in r for r in h.reasons), h.reasons
+    busy = screen.classify(_snap("busy_queued"))
+    assert busy.kind == "busy" and "queued" in busy.hints and "queue-held" not in busy.blockers
