@@ -1,6 +1,6 @@
 """What a lab Claude appends to its transcript after its turn reads idle, and when.
 
-    .venv/bin/python -m bench.claude_late_writes [--turns 5] [--watch 20] [--claude-only]
+    .venv/bin/python -m bench.claude_late_writes [--turns 5] [--watch 20] [--target alpha|beta] [--keep FILE]
 
 In a lab of its own (a temporary RELAY_HOME, unless RELAY_HOME already has a lab up: then
 that one), each turn is driven the way tests/frontends/test_cli_readonly_live.py drives it:
@@ -26,6 +26,9 @@ followed 10 ms later by a metadata re-append block (`last-prompt`, ...), which c
 write that brings the bytes since the last block to 32 KiB (every ~7 turns here). No record
 landed after `turn_written` said the turn was written (0 LATE in 37 turns); nothing else came
 within 2-15 s of a turn. adapters/claude-code.md (Gaps) has the details.
+`--target beta` (Codex 0.171.0 by codex-queue, its rollout; 8 turns, load 10-11): every record
+of the turn, `task_complete` last, was in the rollout before beta's screen first read idle, and
+nothing came in the 5 s after.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from typing import Any
 
 def _kind(rec: dict[str, Any]) -> str:
     t = str(rec.get("type"))
+    if isinstance(rec.get("payload"), dict):  # a Codex rollout line
+        return f"{t}/{rec['payload'].get('type')}"
     sub = rec.get("subtype") or (rec.get("attachment") or {}).get("type") if isinstance(rec, dict) else None
     if t == "assistant":
         msg = rec.get("message") or {}
@@ -98,14 +103,18 @@ class Watcher(threading.Thread):
         return out
 
 
-async def _send(text: str) -> Any:
+TARGETS = {"alpha": ("claude:alpha", "claude-code-socket"), "beta": ("codex:beta", "codex-queue")}
+
+
+async def _send(name: str, text: str) -> Any:
     from relay_repl.lab.sessions import live_session
 
+    spec, transport = TARGETS[name]
     async with live_session([True]) as (s, _gate, _):
-        return await s.send("claude:alpha", text, transport="claude-code-socket", timeout=30)
+        return await s.send(spec, text, transport=transport, timeout=30)
 
 
-def turn(i: int, watch: float) -> list[str]:
+def turn(i: int, watch: float, name: str = "alpha") -> list[str]:
     import anyio
 
     import relay_repl.lab.helpers as helpers
@@ -114,24 +123,24 @@ def turn(i: int, watch: float) -> list[str]:
 
     st = launcher.status()
     assert st is not None
-    alpha = next(x for x in st.sessions if x.name == "alpha")
+    alpha = next(x for x in st.sessions if x.name == name)
     path = Path(alpha.transcript or "")
     w = Watcher(path)
     w.start()
     t0 = time.monotonic()
-    d = anyio.run(_send, f"a delivery for the read-only commands to read ({i})")
+    d = anyio.run(_send, name, f"a delivery for the read-only commands to read ({i})")
     t_sent = time.monotonic()
     # first idle after the send: poll as wait_idle does, but note the moment
     idle_at = None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if helpers.is_idle("alpha"):
+        if helpers.is_idle(name):
             idle_at = time.monotonic()
             break
         time.sleep(0.02)
-    assert idle_at is not None, "alpha not idle after 60 s"
+    assert idle_at is not None, f"{name} not idle after 60 s"
     written_at, proof = None, None
-    while time.monotonic() < idle_at + 30:
+    while name == "alpha" and time.monotonic() < idle_at + 30:
         proof = turn_written(path, d.extra.msg_id or "")
         if proof:
             written_at = time.monotonic()
@@ -144,7 +153,8 @@ def turn(i: int, watch: float) -> list[str]:
     load = Path("/proc/loadavg").read_text().split()[0]
     out = [f"turn {i}: outcome={d.outcome} send returned +{t_sent - t0:.2f}s, idle at +{idle_at - t0:.2f}s "
            f"(times below relative to idle), load {load}"]
-    out.append(f"  turn_written at {'never' if written_at is None else f'{written_at - idle_at:+.3f}s'}: {proof}")
+    if name == "alpha":
+        out.append(f"  turn_written at {'never' if written_at is None else f'{written_at - idle_at:+.3f}s'}: {proof}")
     for at, kind, size in w.take():
         late = "  LATE: after turn_written" if written_at is not None and size > size_written else ""
         out.append(f"  {at - idle_at:+8.3f}s  {kind}  (size {size}){late}")
@@ -155,6 +165,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=5)
     ap.add_argument("--watch", type=float, default=20.0, help="seconds to keep watching after idle")
+    ap.add_argument("--target", choices=sorted(TARGETS), default="alpha",
+                    help="alpha (Claude, by claude-code-socket) or beta (Codex, by codex-queue; its rollout)")
     ap.add_argument("--keep", help="copy alpha's transcript here at the end")
     args = ap.parse_args()
 
@@ -168,10 +180,10 @@ def main() -> None:
         os.environ.update(launcher.env())
         try:
             for i in range(args.turns):
-                print("\n".join(turn(i, args.watch)), flush=True)
+                print("\n".join(turn(i, args.watch, args.target)), flush=True)
             if args.keep:
                 st = launcher.status()
-                alpha = next(x for x in st.sessions if x.name == "alpha") if st else None
+                alpha = next(x for x in st.sessions if x.name == args.target) if st else None
                 if alpha and alpha.transcript:
                     shutil.copy(alpha.transcript, args.keep)
         finally:
