@@ -20,6 +20,8 @@ import anyio
 import pytest
 
 import relay_repl.lab.helpers as helpers
+from relay_repl.agents.claude_code.transcript import turn_written
+from relay_repl.system.polling import poll_until_sync
 from tests.support.readonly import read_only_commands, touched
 from tests.support.sessions import live_session
 from tests.support.trees import ANY, snapshot
@@ -75,6 +77,14 @@ async def test_no_read_only_command_touches_the_lab_or_the_working_directory(lab
     transcript = next(x for x in lab.sessions if x.name == "alpha").transcript
     assert transcript and Path(transcript).exists()
     assert alpha.live
+    # Claude's record says idle before the turn's last records reach its transcript (they come with
+    # its next timed write, and a metadata re-append may follow them): the snapshots start once
+    # the transcript proves the turn written, or alpha's own late write reads as a command's change
+    msg_id = d.extra.msg_id or ""
+    written = await anyio.to_thread.run_sync(
+        partial(poll_until_sync, lambda: turn_written(transcript, msg_id), timeout=30, interval=0.05))
+    assert written, f"alpha's transcript shows no finished turn for msg_id {msg_id!r} after 30 s:" + tail_records(
+        transcript)
 
     cwd = tmp_path / "empty"
     cwd.mkdir()
@@ -94,15 +104,17 @@ async def test_no_read_only_command_touches_the_lab_or_the_working_directory(lab
 
 def last_records(found: dict[str, list[str]]) -> str:
     """The last two records of each changed JSONL file, for the failure message: whether a client
-    appended something by itself (a late record of its own turn) or something relay caused. A
-    fresh-clone run beside two CPU burners once saw alpha's transcript change during `relay verify`,
-    and without its content nobody could say which."""
-    out: list[str] = []
-    for lines in found.values():
-        for line in lines:
-            path = line.split(" ")[1] if line.startswith("changed ") else ""
-            if path.endswith(".jsonl"):
-                with contextlib.suppress(OSError):
-                    tail = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()[-2:]
-                    out += [f"\n  last records of {path}:"] + [f"    {rec[:400]!r}" for rec in tail]
-    return "".join("\n" + x if not x.startswith("\n") else x for x in out)
+    appended something by itself or something relay caused. (A fresh-clone run beside two CPU
+    burners once saw alpha's transcript change during `relay verify`: most likely its own turn's
+    last records, which Claude writes on a timer after its record reads idle; the test now waits
+    for them, `transcript.turn_written`.)"""
+    return "".join(tail_records(path) for lines in found.values() for line in lines
+                   if (path := line.split(" ")[1] if line.startswith("changed ") else "").endswith(".jsonl"))
+
+
+def tail_records(path: str, n: int = 2) -> str:
+    """The last `n` records of a JSONL file, cut and quoted (peer text is never printed raw)."""
+    with contextlib.suppress(OSError):
+        tail = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()[-n:]
+        return f"\n  last records of {path}:" + "".join(f"\n    {rec[:400]!r}" for rec in tail)
+    return ""

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from functools import partial
 
 import anyio
 import pytest
 
 from tests.support.sessions import live_session
 
+from relay_repl.agents.claude_code.transcript import turn_written
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import PolicyRefusal
@@ -18,6 +20,7 @@ import relay_repl.lab.helpers as helpers
 from relay_repl.lab.fidelity import native as checks
 from relay_repl.lab.fidelity.native import main_texts  # noqa: F401  (one copy: the checks' own)
 from relay_repl.lab.stubs.client import StubClient, send_message_rule
+from relay_repl.system.polling import poll_until_sync
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
@@ -67,6 +70,12 @@ async def test_answering_no_leaves_no_trace(lab, spec, transport, stubname):
         target = await s.target(spec)
         before = len(await stub.requests(stubname))
         transcript = target.evidence_file
+        if spec == CLAUDE and transcript:
+            # an earlier test's last turn may still be reaching alpha's transcript (Claude's record says
+            # idle before its timed write of the turn's last records): the size counts from after it
+            written = await anyio.to_thread.run_sync(
+                partial(poll_until_sync, lambda: turn_written(transcript), timeout=30, interval=0.05))
+            assert written, f"alpha's latest turn not written to {transcript} after 30 s"
         size = os.path.getsize(transcript) if transcript and os.path.exists(transcript) else 0
         screen = helpers.capture(stubname)
         d = await s.send(spec, "this must never arrive", transport=transport)

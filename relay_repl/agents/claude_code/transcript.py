@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
 from relay_repl.core.inbound import OriginRecord
-from relay_repl.store.jsonl import LineScan, parse_object
+from relay_repl.store.jsonl import LineScan, complete_lines, parse_object
 
 KIND = "claude-code"
 INTERRUPTED = "[Request interrupted"
@@ -196,3 +196,69 @@ def find_relay_id(transcript: Path | str, relay_id: str) -> TranscriptScan:
                               header=header, timestamp=rec.get("timestamp")))
     return TranscriptScan(transcript=str(transcript), hits=hits, bytes_scanned=scan.scanned,
                           oversized_lines=scan.oversized)
+
+
+# ---- when Claude has finished writing a turn (live tests that compare its files) -------
+
+REAPPEND_BYTES = 32768
+"""Claude Code 2.1.332 queues transcript records and writes them on a 100 ms timer
+(`FLUSH_INTERVAL_MS`); after a write that brings the bytes appended since its last metadata
+re-append to half of 64 KiB, the same write task appends its session metadata again (a
+block starting with `last-prompt`: `custom-title`, `agent-name`, `mode`, ...). Read in its
+bundle (`bytesSinceMetadataReAppend>=bS/2`, `bS=65536`) and measured in the lab: one block
+every ~7 turns of ~5 KB, right after the write that crossed it (a turn's `turn_duration`, or mid-turn)."""
+
+METADATA_TYPES = frozenset({
+    "last-prompt", "custom-title", "ai-title", "tag", "relocated", "agent-name", "agent-color", "agent-setting",
+    "mode", "permission-mode", "repl-mode", "session-owner", "hybrid-organization", "isolation-latch", "dev-mods",
+    "memory-mode", "atis-latch", "tools-used", "data-flow-records", "derived-from", "worktree-state", "pr-link",
+    "frame-link", "history-suppression", "bridge-session",
+})
+"""The record types of a metadata block (2.1.332's `planReAppendSessionMetadata`): none has a uuid."""
+
+
+def turn_written(transcript: Path | str, msg_id: str | None = None) -> str | None:
+    """What proves Claude has written everything it writes for the turn that read `msg_id` (its
+    origin record), or with no msg_id for its latest turn (the one that read the last record
+    carrying an origin: every prompt, typed or socket-delivered, carries one); None while it has not.
+
+    The registry says `idle` as the turn ends, before the turn's last records reach the file:
+    its final `assistant` record and the `system` `turn_duration` record come with the next
+    timed write (in 6 of 61 lab turns, 0.03-0.11 s after the record read idle, load 3-15). Done means: a
+    `turn_duration` record after that turn's origin record (or the interruption marker of an
+    interrupted turn, which writes no `turn_duration`), and no metadata re-append due, i.e.
+    fewer than REAPPEND_BYTES written since the end of the last metadata block (a run of two
+    or more METADATA_TYPES records). A transcript with no origin record has no turn to wait for."""
+    ours: int | None = None
+    ended: str | None = None
+    block_end = 0
+    run = 0  # length of the current run of metadata records
+    size = 0
+    for at, raw in complete_lines(transcript):
+        size = at + len(raw)
+        rec = parse_object(raw)
+        if rec is None:
+            continue
+        kind = rec.get("type")
+        if kind in METADATA_TYPES:
+            run += 1
+            if run >= 2:
+                block_end = size
+            continue
+        run = 0
+        origin = _origin(rec)
+        if origin is not None and (ours is None or msg_id is None) and (msg_id is None or origin.get("msg_id") == msg_id):
+            ours, ended = at, None
+        elif ours is not None and ended is None:
+            if kind == "system" and rec.get("subtype") == "turn_duration":
+                ended = f"turn_duration at byte {at}"
+            elif kind == "user" and any(t.startswith(INTERRUPTED) for t in _text_blocks(_message(rec).get("content"))):
+                ended = f"interrupted at byte {at}"
+    if (msg_id is not None and ours is None) or (ours is not None and ended is None):
+        return None
+    since = size - block_end
+    if since >= REAPPEND_BYTES:
+        return None
+    turn = "no turn (no origin record)" if ours is None else (
+        f"{ended}, after the origin record at byte {ours}{f' (msg_id {msg_id})' if msg_id else ' (the last one)'}")
+    return f"{turn}; {since} bytes since the last metadata block (< {REAPPEND_BYTES}: no re-append due)"
