@@ -114,6 +114,15 @@ async def wait_screen(name: str, pred: Any, what: str, timeout: float = 20) -> N
     assert await poll_until(seen, timeout=timeout, interval=0.1), f"{name}: never saw {what}:\n" + "\n".join(screen(name))
 
 
+def changed_rows(before: list[str], after: list[str]) -> str:
+    """The rows that differ between two looks, with control bytes made visible: a failed "the screen changed"
+    says what was drawn (the client's own late redraw, or a key that reached the pane)."""
+    rows = [f"  row {i}: {b!r} -> {a!r}" for i, (b, a) in
+            enumerate(zip(before + [""] * len(after), after + [""] * len(before), strict=False))
+            if b != a and i < max(len(before), len(after))]
+    return "\n".join(rows[:12])
+
+
 async def settled(name: str, timeout: float = 10) -> list[str]:
     """The screen once two looks 0.2 s apart agree (the staging keys are drawn, the client is still)."""
     last: list[str] | None = None
@@ -278,7 +287,7 @@ async def refusal_sends_zero_keys(name: str, how: str) -> None:
         await _run(_undo, name, how)
     assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.summary()
     assert io.keys == [], "not one keystroke may reach the pane"
-    assert after == before, "the screen changed"
+    assert after == before, "the screen changed:\n" + changed_rows(before, after)
     assert how in d.evidence[-1].data["reading"]["blockers"], d.evidence[-1].data["reading"]
     await idle(name)
 
@@ -300,7 +309,7 @@ async def dialog_refusal_sends_zero_keys(name: str) -> None:
         await _run(_stub().set_script, name, {"rules": []})
     assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.summary()
     assert io.keys == [], io.keys
-    assert after == before, "the screen changed"
+    assert after == before, "the screen changed:\n" + changed_rows(before, after)
     assert "dialog" in d.evidence[-1].data["reading"]["blockers"], d.evidence[-1].data["reading"]
     await idle(name)
 
