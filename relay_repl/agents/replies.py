@@ -23,7 +23,6 @@ from relay_repl.core.plan import ReplyContext, ReplyOptions, ReplyRoute
 from relay_repl.core.target import Target
 
 VIAS = ("native", "relay-reply", "mcp", "turn")
-MCP_TOOL = "relay_reply"
 
 
 
@@ -95,11 +94,24 @@ def forced_route(target: Target, ctx: ReplyContext, opts: ReplyOptions, default:
 
 
 def configured_route(target: Target, ctx: ReplyContext, opts: ReplyOptions, default: Default,
-                     mcp_refused: bool = False) -> ReplyRoute:
+                     mcp_refused: bool = False, mcp_first: bool = False) -> ReplyRoute:
     """The order of a kind whose configuration may sandbox its commands (Codex, Gemini CLI): the
     operator's `via`; else `relay reply` (the kind's `default`) where no sandbox is in the way; else
     relay_reply on the relay MCP server, when configured and not certain to be refused (`mcp_refused`,
-    the kind's reading of its approval settings); else the turn reply."""
+    the kind's reading of its approval settings); else the turn reply.
+
+    `mcp_first` (the kind's own fact: its agent, offered the relay MCP server, answers through it
+    even with a shell that could run `relay reply`): where both routes are open, the plan names
+    relay_reply first and `relay reply` as the alternative, whether the operator asked for neither,
+    `via='mcp'` or `via='relay-reply'` (which one the agent takes is its own choice, and relay accepts
+    and verifies either the same way); an asked route is named first."""
+    both = ctx.via in (None, "mcp", "relay-reply") and opts.relay_reply and mcp_first and not mcp_refused
+    mcp = mcp_route(target, ctx, opts) if both else None
+    if mcp is not None and mcp.ok:
+        shell = default(target, ctx)
+        shell = shell.model_copy(update={"how": f"{shell.how} ({opts.relay_reply_why})"})
+        if shell.ok:
+            return either(mcp, shell) if ctx.via != "relay-reply" else either(shell, mcp)
     forced = forced_route(target, ctx, opts, default)
     if forced is not None:
         return forced
@@ -107,6 +119,11 @@ def configured_route(target: Target, ctx: ReplyContext, opts: ReplyOptions, defa
         return default(target, ctx)
     mcp = mcp_route(target, ctx, opts)
     return mcp if mcp.ok and not mcp_refused else turn_route(target, ctx, opts)
+
+
+def either(first: ReplyRoute, other: ReplyRoute) -> ReplyRoute:
+    """Two open routes, the likelier first: the plan names both (the route's `via` is the first's)."""
+    return first.model_copy(update={"how": f"{first.how}; or {other.how}"})
 
 
 # -- dispatch --------------------------------------------------------------------------------

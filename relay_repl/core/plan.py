@@ -125,7 +125,7 @@ class ReplyOptions(BaseModel):
         if route == "mcp":
             note = f" ({self.mcp_note})" if self.mcp_note else ""
             return (f"the agent calls relay_reply (relay_id={relay_id}) on the relay MCP server ({self.mcp}), which "
-                    f"writes into this inbox; started by the agent outside its sandbox{note}")
+                    f"writes into this inbox; started by the agent's client, outside any sandbox{note}")
         if route == "turn":
             return (f"turn reply: the agent's own final message in the turn our message starts, read from "
                     f"{self.turn} ({self.turn_why}); no tool or permission needed, provenance: receiver's own record")

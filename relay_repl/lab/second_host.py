@@ -280,6 +280,14 @@ def down_link(root: Path) -> None:
             os.kill(host.sshd_pid, signal.SIGTERM)
         except OSError:
             pass
+    # every process left in the host's namespace: sshd's per-login processes outlive the listener
+    # (and, once the link is gone, stay forever: seen, one per login of a test run, idle for hours)
+    left = subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True, text=True, timeout=30).stdout
+    for pid in (int(p) for p in left.split() if p.isdigit()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     subprocess.run(["ip", "link", "del", host.veth], capture_output=True, timeout=30)
     subprocess.run(["ip", "netns", "del", host.netns], capture_output=True, timeout=30)
     for name in ("second_host.json", "sshd.pid"):

@@ -47,9 +47,9 @@ from typing import Any
 from relay_repl import __version__
 from relay_repl.core.errors import JsonRpcError, RelayError, describe
 from relay_repl.core.jsonrpc import INVALID_PARAMS
+from relay_repl.core.mcp_names import MCP_TOOL
 
 SERVER_NAME = "relay"
-REPLY_TOOL = "relay_reply"
 REQUESTS_TOOL = "relay_requests"
 
 # The handshake versions this server speaks (all share initialize, tools/list, tools/call as used
@@ -70,7 +70,7 @@ INSTRUCTIONS = (
 # client that cached the tools sees no change.
 TOOLS: list[dict[str, Any]] = [
     {
-        "name": REPLY_TOOL,
+        "name": MCP_TOOL,
         "description": (
             "Answer a relay message from the operator into the operator's relay inbox. relay_id is the id= "
             "value of the message you answer (exactly as written); text is your one-line answer. Works inside "
@@ -136,7 +136,7 @@ def tools_call(params: Any) -> dict[str, Any]:
     from relay_repl.session import mcp_tools
 
     try:
-        if name == REPLY_TOOL:
+        if name == MCP_TOOL:
             try:
                 text = mcp_tools.relay_reply(args["relay_id"], args["text"])
             except RelayError as exc:

@@ -29,8 +29,30 @@ def ctx(via=None, inbox="/run/inbox.sock"):
 
 
 def test_unsandboxed_codex_answers_with_relay_reply(tmp_path):
-    r = reply_route(codex(tmp_path, 'sandbox_mode = "danger-full-access"\n' + MCP), ctx())
-    assert r.ok and r.via == "relay-reply" and "relay reply op-1" in r.how
+    r = reply_route(codex(tmp_path, 'sandbox_mode = "danger-full-access"\n'), ctx())
+    assert r.ok and r.via == "relay-reply" and r.how.startswith("codex:beta answers by running `relay reply op-1")
+    assert "relay_reply" not in r.how  # no relay MCP server configured: not named
+
+
+def test_unsandboxed_codex_with_the_relay_mcp_server_is_forecast_mcp_first_and_shell_as_the_alternative(tmp_path):
+    """A Codex offered relay_reply calls it even where its shell could run `relay reply` (the lab's
+    agents do): the plan names the MCP call first, `relay reply` as what may happen instead."""
+    t = codex(tmp_path, 'sandbox_mode = "danger-full-access"\n' + MCP)
+    r = reply_route(t, ctx())
+    mcp, _, shell = r.how.partition("; or ")
+    assert r.ok and r.via == "mcp" and mcp.startswith("the agent calls relay_reply (relay_id=op-1)"), r.how
+    assert "[mcp_servers.relay]" in mcp and shell.startswith("codex:beta answers by running `relay reply op-1 <text>`")
+    assert "lets its commands reach the inbox socket" in shell
+    assert reply_route(t, ctx(via="mcp")).how == r.how  # asked for either, the agent may still take the other
+    asked = reply_route(t, ctx(via="relay-reply"))
+    assert asked.via == "relay-reply" and asked.how.startswith("codex:beta answers by running") and "; or the agent calls relay_reply" in asked.how
+    turn = reply_route(t, ctx(via="turn"))
+    assert turn.via == "turn" and "relay_reply" not in turn.how
+    no_inbox = reply_route(t, ctx(inbox=None))  # both write into an inbox: none here
+    assert not no_inbox.ok or no_inbox.via == "turn"
+    refused = codex(tmp_path / "never", 'sandbox_mode = "danger-full-access"\napproval_policy = "never"\n' + MCP)
+    r = reply_route(refused, ctx())  # a call Codex would refuse is not forecast
+    assert r.via == "relay-reply" and "relay_reply" not in r.how
 
 
 def test_codex_default_sandbox_without_mcp_answers_by_turn_reply(tmp_path):

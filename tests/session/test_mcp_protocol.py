@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from relay_repl import __version__
-from relay_repl.session.mcp_server import INSTRUCTIONS, LATEST_PROTOCOL_VERSION, REPLY_TOOL, REQUESTS_TOOL
+from relay_repl.core.mcp_names import MCP_TOOL
+from relay_repl.session.mcp_server import INSTRUCTIONS, LATEST_PROTOCOL_VERSION, REQUESTS_TOOL
 
 WAIT = 30.0  # bound on any one answer; a quiet machine answers in well under a second
 
@@ -121,7 +122,7 @@ def test_notifications_get_no_answer_and_ping_answers_empty(mcp):
 def test_tools_list_publishes_both_tools_with_their_input_schemas(mcp):
     mcp.ask(1, "initialize", init_params())
     tools = mcp.ask(2, "tools/list", {})["result"]["tools"]
-    assert [t["name"] for t in tools] == [REPLY_TOOL, REQUESTS_TOOL]
+    assert [t["name"] for t in tools] == [MCP_TOOL, REQUESTS_TOOL]
     reply, requests = tools
     assert reply["inputSchema"] == {
         "properties": {"relay_id": {"title": "Relay Id", "type": "string"}, "text": {"title": "Text", "type": "string"}},
@@ -176,24 +177,24 @@ def test_unknown_method_and_invalid_params(mcp):
     assert mcp.ask(6, "tools/call", {"arguments": {}})["error"]["code"] == -32602  # no tool name
     got = mcp.ask(7, "tools/call", {"name": "no_such_tool", "arguments": {}})
     assert got["error"] == {"code": -32602, "message": "Unknown tool: no_such_tool"}
-    got = mcp.ask(8, "tools/call", {"name": REPLY_TOOL, "arguments": ["op-1", "hi"]})
+    got = mcp.ask(8, "tools/call", {"name": MCP_TOOL, "arguments": ["op-1", "hi"]})
     assert got["error"]["code"] == -32602
     assert mcp.close() == 0
 
 
 def test_a_tool_that_refuses_answers_is_error_with_one_line(mcp):
     mcp.ask(1, "initialize", init_params())
-    got = mcp.ask(2, "tools/call", {"name": REPLY_TOOL, "arguments": {"relay_id": "op-99", "text": "hello"}})
+    got = mcp.ask(2, "tools/call", {"name": MCP_TOOL, "arguments": {"relay_id": "op-99", "text": "hello"}})
     res = got["result"]
     assert res["isError"] is True and len(res["content"]) == 1 and res["content"][0]["type"] == "text"
     text = res["content"][0]["text"]
     assert text.startswith("Error executing tool relay_reply: not sent: relay id 'op-99' was not sent by the operator")
     assert "\n" not in text
     # arguments of the wrong shape are the tool's refusal too (the model can correct them), not a protocol error
-    got = mcp.ask(3, "tools/call", {"name": REPLY_TOOL, "arguments": {"relay_id": "op-99"}})
+    got = mcp.ask(3, "tools/call", {"name": MCP_TOOL, "arguments": {"relay_id": "op-99"}})
     assert got["result"]["isError"] is True
     assert got["result"]["content"][0]["text"] == "Error executing tool relay_reply: invalid arguments: text is required"
-    got = mcp.ask(4, "tools/call", {"name": REPLY_TOOL, "arguments": {"relay_id": 5, "text": "x"}})
+    got = mcp.ask(4, "tools/call", {"name": MCP_TOOL, "arguments": {"relay_id": 5, "text": "x"}})
     assert "relay_id must be a string, not int" in got["result"]["content"][0]["text"]
     # relay_requests without a session above it: a result, not an error, that says why nothing is listed
     got = mcp.ask(5, "tools/call", {"name": REQUESTS_TOOL})

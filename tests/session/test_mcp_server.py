@@ -14,7 +14,8 @@ import pytest
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.session.inbox import Inbox
-from relay_repl.session.mcp_server import REPLY_TOOL, REQUESTS_TOOL
+from relay_repl.core.mcp_names import MCP_TOOL
+from relay_repl.session.mcp_server import REQUESTS_TOOL
 from relay_repl.session.mcp_tools import open_requests, requests_for
 from relay_repl.store.ledger import Ledger
 
@@ -57,7 +58,7 @@ async def test_relay_mcp_replies_into_the_inbox_and_lists_open_requests(relay_ho
                     assert init.server_info.name == "relay" and init.capabilities.tools is not None
                     await client.send_ping()
                     names = {t.name for t in (await client.list_tools()).tools}
-                    assert {REPLY_TOOL, REQUESTS_TOOL} <= names
+                    assert {MCP_TOOL, REQUESTS_TOOL} <= names
 
                     # this server was started by pytest, not by a session: it cannot say whose requests to show
                     listed = json.loads(text_of(await client.call_tool(REQUESTS_TOOL, {})))
@@ -67,11 +68,11 @@ async def test_relay_mcp_replies_into_the_inbox_and_lists_open_requests(relay_ho
                     assert [r["relay_id"] for r in mine] == ["op-1", "op-3"]
                     assert mine[0]["want"] == "reply" and mine[0]["target"] == "codex:beta"
 
-                    bad = await client.call_tool(REPLY_TOOL, {"relay_id": "op-99", "text": "hello"})
+                    bad = await client.call_tool(MCP_TOOL, {"relay_id": "op-99", "text": "hello"})
                     assert bad.is_error and "was not sent by the operator" in text_of(bad)
                     assert not inbox.received
 
-                    ok = await client.call_tool(REPLY_TOOL, {"relay_id": "op-1", "text": "all\ntests pass"})
+                    ok = await client.call_tool(MCP_TOOL, {"relay_id": "op-1", "text": "all\ntests pass"})
                     assert not ok.is_error, text_of(ok)
                     done = json.loads(text_of(ok))
                     assert done["replied_to"] == "op-1" and done["hop"] == 1
@@ -93,7 +94,7 @@ async def test_relay_mcp_replies_into_the_inbox_and_lists_open_requests(relay_ho
                     assert [r["relay_id"] for r in left] == ["op-3"]
 
                     led.halt("test halt", by="operator")
-                    halted = await client.call_tool(REPLY_TOOL, {"relay_id": "op-3", "text": "ok"})
+                    halted = await client.call_tool(MCP_TOOL, {"relay_id": "op-3", "text": "ok"})
                     assert halted.is_error and "relay-halt" in text_of(halted)
                     assert len(inbox.received) == 1
         finally:

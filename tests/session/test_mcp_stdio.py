@@ -21,7 +21,8 @@ import textwrap
 import time
 
 from relay_repl.session.inbox import InboxRecord, inbox_dir
-from relay_repl.session.mcp_server import REPLY_TOOL, REQUESTS_TOOL
+from relay_repl.core.mcp_names import MCP_TOOL
+from relay_repl.session.mcp_server import REQUESTS_TOOL
 from relay_repl.store.ledger import Ledger
 from relay_repl.system.proc import proc_start
 from tests.session.test_mcp_protocol import WAIT, McpPipe, init_params
@@ -76,7 +77,7 @@ def test_ping_and_other_requests_are_answered_while_a_tool_call_waits(relay_home
         assert "result" in mcp.ask(1, "initialize", init_params())
         mcp.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         mcp.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
-                  "params": {"name": REPLY_TOOL, "arguments": {"relay_id": "op-1", "text": "done"}}})
+                  "params": {"name": MCP_TOOL, "arguments": {"relay_id": "op-1", "text": "done"}}})
         conn, _ = srv.accept()
         with conn:
             frames = read_frames(conn)  # the reply is written; the call now waits for our EOF
@@ -84,13 +85,13 @@ def test_ping_and_other_requests_are_answered_while_a_tool_call_waits(relay_home
             mcp.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
             mcp.send({"jsonrpc": "2.0", "id": "l", "method": "tools/list"})
             mcp.send({"jsonrpc": "2.0", "id": "other", "method": "tools/call",
-                      "params": {"name": REPLY_TOOL, "arguments": {"relay_id": "op-99", "text": "x"}}})
+                      "params": {"name": MCP_TOOL, "arguments": {"relay_id": "op-99", "text": "x"}}})
             early = answers_while_holding(mcp, conn, 3)
             # all three answered while the first call is still running (its inbox has not closed)
             assert sorted(m["id"] for m in early) == ["l", "other", "p"]
             by_id = {m["id"]: m for m in early}
             assert by_id["p"]["result"] == {}
-            assert [t["name"] for t in by_id["l"]["result"]["tools"]] == [REPLY_TOOL, REQUESTS_TOOL]
+            assert [t["name"] for t in by_id["l"]["result"]["tools"]] == [MCP_TOOL, REQUESTS_TOOL]
             assert by_id["other"]["result"]["isError"] is True  # a second tool call, refused: op-99 was never sent
         # the inbox closed: the slow call finishes and is answered last
         slow = mcp.recv()

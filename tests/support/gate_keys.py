@@ -1,6 +1,9 @@
-"""Answering the gate in a real terminal as a person does, with either gate: `y`, then Enter
-if the gate still waits for it (the y-then-Enter gate); a gate that takes `y` alone has
-printed `approved` by then, and no stray Enter is left to answer the next prompt.
+"""Answering the gate in a real terminal as a person does: `y` then Enter, typed once the
+prompt is shown (relay's one gate, session/gate.py, approves only that line; keys typed before
+the prompt are discarded, so they are never sent early). Both keys go at once and the
+approval is awaited as the `approved` line the gate prints. (This helper used to press `y`,
+wait up to 2 s for an `approved` that this gate never prints on `y` alone, then press Enter:
+2 s lost per prompt.)
 
 A prompt is the one pending when `Proceed? [y/N]` shows after the last `approved` line:
 output arriving while a prompt is up (an inbox line) makes the terminal draw the prompt
@@ -32,10 +35,6 @@ def answer_yes(screen: Screen, n: int, *, done: str | None = None, timeout: floa
     text = screen.wait_for(ready, timeout=timeout)
     if PROMPT not in _after_last_answer(text):
         return False
-    screen.keys("y")
-    try:
-        screen.wait_for(lambda t: approvals(t) >= n, timeout=2)
-    except AssertionError:
-        screen.keys("Enter")
-        screen.wait_for(lambda t: approvals(t) >= n, timeout=10)
+    screen.keys("y", "Enter")
+    screen.wait_for(lambda t: approvals(t) >= n, timeout=10)
     return True

@@ -20,8 +20,11 @@ def sshd_host(root: Path, home: Path) -> Iterator[Path]:
     if why:
         pytest.skip(why)
     home.mkdir(parents=True, exist_ok=True)
+    # HOME too: a login's shell (bash, run by sshd) reads $HOME/.bashrc, and this machine's
+    # root ~/.bashrc runs `pyenv init` (0.6 s per login, several logins per test); a second host
+    # has a home of its own anyway
     env = {"RELAY_HOME": str(home), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-           "CLAUDE_CONFIG_DIR": str(home / "claude"), "CODEX_HOME": str(home / "codex")}
+           "CLAUDE_CONFIG_DIR": str(home / "claude"), "CODEX_HOME": str(home / "codex"), "HOME": str(home)}
     second_host.up_link(root, home, env)
     try:
         yield root

@@ -15,7 +15,6 @@ from typing import Any
 from relay_repl.agents.codex.evidence import codex_home
 from relay_repl.agents.codex.rollout import CodexTurnWatch, rollout_path
 from relay_repl.agents.replies import (
-    MCP_TOOL,
     Default,
     ReplyOptions,
     configured_route,
@@ -24,6 +23,7 @@ from relay_repl.agents.replies import (
 )
 from relay_repl.agents.turn_reply import TurnWatch
 from relay_repl.core.delivery import Delivery
+from relay_repl.core.mcp_names import MCP_TOOL
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Target
 
@@ -78,8 +78,16 @@ def codex_watch(target: Target, delivery: Delivery) -> TurnWatch | None:
     return CodexTurnWatch(rollout, client_id=client_id, text=None if client_id else payload)
 
 
+# A Codex offered the relay MCP server answers with its relay_reply tool even where its shell could
+# run `relay reply` (the lab's Codex agents, unsandboxed, do: converse.py picks the tool when listed),
+# so where both are open the plan names relay_reply first and `relay reply` as the alternative.
+MCP_FIRST = True
+
+
 def codex_route(target: Target, ctx: ReplyContext, default: Default) -> ReplyRoute:
-    """`relay reply` where no sandbox is in the way; else relay_reply on the relay MCP server
-    (when configured and not certain to be refused); else the turn reply."""
+    """Where no sandbox is in the way: relay_reply on the relay MCP server when configured (and not
+    certain to be refused), with `relay reply` as the alternative, else `relay reply`; under a
+    sandbox: relay_reply on the relay MCP server, else the turn reply."""
     opts = codex_options(target)
-    return configured_route(target, ctx, opts, default, mcp_refused=bool(opts.mcp_note and "refuses" in opts.mcp_note))
+    return configured_route(target, ctx, opts, default, mcp_refused=bool(opts.mcp_note and "refuses" in opts.mcp_note),
+                            mcp_first=MCP_FIRST)

@@ -38,7 +38,7 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from relay_repl.agents.replies import MCP_TOOL
+from relay_repl.core.mcp_names import MCP_TOOL
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, encode_value
 from relay_repl.core.errors import EnvelopeError
 from relay_repl.lab.stubs import apis
