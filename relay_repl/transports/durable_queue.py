@@ -7,8 +7,11 @@ The transport's name is its entry point's (`codex-queue` in pyproject.toml) and 
 flags are the ones the kind's adapter declares for that name.
 
 What this module does for any such kind:
-- the enqueue command runs only under the gate's approval, after the halt checkpoint;
-- the item id the command printed is read back, *that* row, never "the latest row";
+- the enqueue runs only under the gate's approval, after the halt checkpoint: the kind's own
+  call to the queue's host when it answers (`enqueue`: Codex's daemon, no process started),
+  else its command;
+- the item id the call answered or the command printed is read back, *that* row, never "the
+  latest row" (and it must carry the client id the call chose);
 - a row gone proves dequeue, not delivery: delivery is the record's turn carrying our item
   (its client id, else our exact payload, which carries a unique relay id), started by the queue.
 """

@@ -92,7 +92,8 @@ class CodexQueue:
     async def enqueue(self, target: Target, payload: str) -> Enqueued | None:
         """`thread/queue/add` on the daemon's control socket, the call `codex queue` makes: our
         item id (and the client id we chose), or the failure the daemon answered; None when nothing
-        was asked (no socket, no connection or `initialize`, the method unknown): then the command runs.
+        was asked (no socket, a refused connection or `initialize`, the method unknown): then the command
+        runs. A daemon that does not answer within ADD_TIMEOUT is a failure, as `codex queue` makes it.
         Once the request may have left, a lost answer is a failure (the item may be queued), never None."""
         import anyio
 
@@ -110,6 +111,9 @@ class CodexQueue:
                     n = await conn.request("thread/queue/add", params)
                     answer = (await conn.collect({n}))[n]
         except (DaemonError, TimeoutError) as exc:
+            if not asked and isinstance(exc, TimeoutError):  # `codex queue` would wait as long and refuse
+                return Enqueued(failure=f"the Codex daemon of {codex_home(target)} did not answer on its control socket "
+                                f"within {ADD_TIMEOUT:g}s (starved or stopped): nothing was queued")
             if not asked:
                 return None
             why = str(exc) if isinstance(exc, DaemonError) else f"no answer within {ADD_TIMEOUT:g}s"
