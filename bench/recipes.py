@@ -22,6 +22,13 @@ what children that exited during the run cost under `<parent>: exited children` 
 `relay reply` under `codex (client): exited children`, but also another user's job under its
 shell); the sampler follows the lab's own process tree and names each child.
 
+What the lab's agents do (relay_repl/lab/stubs): a Claude answers by SendMessage then ends its turn
+with a short text (two model requests, each streamed in a few events with no delay); a Codex by
+relay_reply on the relay MCP server. A peer message a Claude absorbs while its turn still runs (the
+next ask-all's question, sent when the previous turn's reply reached relay before that turn ended)
+is answered in that turn, as Claude's own note asks a model to; the stub dropped it until issue 17's
+askcpu3 slice, and the run then stopped with "no reply within 120 s".
+
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
 """
