@@ -22,6 +22,19 @@ what children that exited during the run cost under `<parent>: exited children` 
 `relay reply` under `codex (client): exited children`, but also another user's job under its
 shell); the sampler follows the lab's own process tree and names each child.
 
+What the lab's agents do (relay_repl/lab/stubs): a Claude answers by SendMessage then ends its turn
+with a short text (two model requests, each streamed in a few events with no delay); a Codex by
+relay_reply on the relay MCP server. A peer message a Claude absorbs while its turn still runs (the
+next ask-all's question, sent when the previous turn's reply reached relay before that turn ended)
+is answered in that turn, as Claude's own note asks a model to; the stub dropped it until issue 17's
+askcpu3 slice, and the run then stopped with "no reply within 120 s".
+
+Measured 2026-12-02, 4+4, quiet (load 1.0 at the start), after codex-queue enqueues by the daemon's
+thread/queue/add: single round trip median 0.35 s (min 0.24, max 0.51; 0.43 before, the Codex sends
+lost the CLI's ~55 ms); ask-all 0.70-1.03 s (0.99-1.10 before) = 2.03-2.97x, 1.38-2.01 CPU-s each
+(1.94-2.18 before): claude 0.84-1.33, codex daemon 0.30-0.33, relay 0.11-0.14 and no exited
+children (0.12 before: `codex queue`), codex TUIs 0.06-0.10. Claude's share varies most.
+
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
 """

@@ -36,6 +36,10 @@ class Enqueued(BaseModel):
 
     item_id: str | None = None
     failure: str | None = None
+    client_id: str | None = None
+    """The item's client id when the enqueuer chose it (the record's turn carries it)."""
+    via: str | None = None
+    """How it was enqueued, for the stage line, when not by the command."""
 
 
 class RecordScan(Protocol):
@@ -67,6 +71,12 @@ class DurableQueue(Protocol):
 
     def command(self, target: Target, payload: str, binary: str | None, env: Mapping[str, str]) -> EnqueueCommand:
         """The command that enqueues `payload` for `target` (`binary`: an explicit client to run)."""
+        ...
+
+    async def enqueue(self, target: Target, payload: str) -> Enqueued | None:
+        """Enqueue through the queue's own host without starting a process, when it answers
+        (Codex: the daemon's `thread/queue/add`, the call its command makes); None when nothing
+        was asked (then the command runs). Once the request may have left, never None."""
         ...
 
     def enqueued(self, target: Target, returncode: int, stdout: str, stderr: str) -> Enqueued:

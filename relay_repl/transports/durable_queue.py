@@ -7,8 +7,11 @@ The transport's name is its entry point's (`codex-queue` in pyproject.toml) and 
 flags are the ones the kind's adapter declares for that name.
 
 What this module does for any such kind:
-- the enqueue command runs only under the gate's approval, after the halt checkpoint;
-- the item id the command printed is read back, *that* row, never "the latest row";
+- the enqueue runs only under the gate's approval, after the halt checkpoint: the kind's own
+  call to the queue's host when it answers (`enqueue`: Codex's daemon, no process started),
+  else its command;
+- the item id the call answered or the command printed is read back, *that* row, never "the
+  latest row" (and it must carry the client id the call chose);
 - a row gone proves dequeue, not delivery: delivery is the record's turn carrying our item
   (its client id, else our exact payload, which carries a unique relay id), started by the queue.
 """
@@ -70,21 +73,30 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
 
         queue = self.way_of(target)
         self.require(approval, target, payload, f"{queue.command_name} insert for {target.spec}")
-        cmd = queue.command(target, payload, self.binary, os.environ)
         log.checkpoint("enqueue")  # a relay-halt that arrived since the gate stops it here
-        res = await anyio.run_process(list(cmd.argv), check=False, env=cmd.env)
-        out = res.stdout.decode(errors="replace")
-        err = res.stderr.decode(errors="replace")
-        got = queue.enqueued(target, res.returncode, out, err)
+        # the queue's host first (no process: issue 17's ask-all was CPU-bound); an explicit
+        # binary is the client the caller asked to run
+        got = await queue.enqueue(target, payload) if self.binary is None else None
+        out = err = ""
+        if got is None:
+            cmd = queue.command(target, payload, self.binary, os.environ)
+            res = await anyio.run_process(list(cmd.argv), check=False, env=cmd.env)
+            out = res.stdout.decode(errors="replace")
+            err = res.stderr.decode(errors="replace")
+            got = queue.enqueued(target, res.returncode, out, err)
         if got.item_id is None:
             log.fail("enqueue", got.failure or f"{queue.command_name} printed no item id", stderr=err[-2000:])
             return
         delivery.extra.item_id = got.item_id
         row = queue.read_item(target, got.item_id)
-        if row:
-            delivery.extra.client_id = row["client_id"]
-        log("enqueue", DeliveryState.QUEUED, f"queued as item {got.item_id}", item_id=got.item_id,
-            row=row, stdout=out.strip())
+        if row and got.client_id and row["client_id"] != got.client_id:
+            log.fail("enqueue", f"queue item {got.item_id} carries client id {row['client_id']!r}, not the "
+                     f"{got.client_id!r} it was added with", item_id=got.item_id, row=row)
+            return
+        delivery.extra.client_id = (row["client_id"] if row else None) or got.client_id
+        how = f" ({got.via})" if got.via else ""
+        log("enqueue", DeliveryState.QUEUED, f"queued as item {got.item_id}{how}", item_id=got.item_id,
+            row=row, stdout=out.strip(), via=got.via or queue.command_name)
 
     async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
         """The queue row of our item (read-only) and the record's turns since the send."""

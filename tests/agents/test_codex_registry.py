@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from relay_repl.agents.claude_code import ClaudeProvider
 from relay_repl.agents.codex import CodexProvider
 from relay_repl.agents.codex import footer_thread_name, read_session_index
 from relay_repl.agents.adapter import load_adapter
+from relay_repl.core.target import Target
 from relay_repl.system.proc import file_key, lock_holders, parse_proc_locks, proc_start, read_proc_locks
 
 from tests.agents.test_claude_registry import real_claude
@@ -135,6 +137,7 @@ class FakeDaemon:
         self.statuses = statuses
         self.extra = extra or {}
         self.calls: list[str] = []
+        self.added: list[dict[str, Any]] = []
 
     async def handler(self, ws) -> None:
         async for raw in ws:
@@ -148,6 +151,14 @@ class FakeDaemon:
                 result: Any = {"userAgent": "fake/0.169.0", "codexHome": "x"}
             elif method == "thread/loaded/list":
                 result = {"data": list(self.statuses), "nextCursor": None}
+            elif method == "thread/queue/add" and "thread/queue/add" in self.extra:
+                self.added.append(msg["params"])
+                answer = self.extra["thread/queue/add"]
+                if "error" in answer:
+                    await ws.send(json.dumps({"id": mid, "error": answer["error"]}))
+                    continue
+                result = {"queuedSubmission": {"id": answer["id"], "input": msg["params"]["input"],
+                                               "clientUserMessageId": msg["params"]["clientUserMessageId"]}}
             elif method == "thread/read":
                 tid = msg["params"]["threadId"]
                 assert msg["params"].get("includeTurns") is False
@@ -547,3 +558,49 @@ def test_collaboration_mode_is_the_latest_in_the_rollout(tmp_path):
         f.write(_json.dumps({"type": "turn_context", "payload": {"collaboration_mode": {"mode": "default"}}}) + "\n")
     assert collaboration_mode(str(r)) == "default"
     assert collaboration_mode(str(tmp_path / "none.jsonl")) is None and collaboration_mode(None) is None
+
+
+# -- codex-queue by the daemon's thread/queue/add ------------------------------------------------------
+
+ITEM = "01a23685-0f7f-7202-a461-174fdd37f763"
+QTHREAD = "01a2367a-a18c-7bd1-ae7a-cd84dbcf942e"
+
+
+def queue_target(home: Path) -> Target:
+    return Target(kind="codex", prefix="codex", name="beta", address=QTHREAD, pid=None, live=True, state="idle",
+                  transports=("codex-queue",), identified_by="test", detail={"codex_home": str(home)})
+
+
+async def test_queue_add_on_the_daemon_sends_our_client_id_and_reads_the_item(home, daemon):
+    from relay_repl.agents.codex.queue_ops import CodexQueue
+
+    fake = await daemon({}, {"thread/queue/add": {"id": ITEM}})
+    got = await CodexQueue().enqueue(queue_target(home), "[relay/1 ...] hello")
+    assert got is not None and got.item_id == ITEM and got.failure is None
+    assert fake.calls == ["initialize", "initialized", "thread/queue/add"]
+    (params,) = fake.added
+    assert params["threadId"] == QTHREAD and params["clientUserMessageId"] == got.client_id
+    assert params["input"] == [{"type": "text", "text": "[relay/1 ...] hello", "text_elements": []}]
+
+
+async def test_queue_add_refused_by_the_daemon_is_a_failure_not_the_cli(home, daemon):
+    from relay_repl.agents.codex.queue_ops import CodexQueue
+
+    await daemon({}, {"thread/queue/add": {"error": {"code": -32600, "message": "queue cannot contain more than 100"}}})
+    got = await CodexQueue().enqueue(queue_target(home), "x")
+    assert got is not None and got.item_id is None and "more than 100 (code -32600)" in (got.failure or "")
+
+
+async def test_nothing_asked_means_the_command_runs(home, daemon, tmp_path):
+    from relay_repl.agents.codex.queue_ops import CodexQueue
+
+    assert await CodexQueue().enqueue(queue_target(home), "x") is None  # no control socket
+    await daemon({})  # a daemon that does not know the method (-32601): nothing was queued
+    assert await CodexQueue().enqueue(queue_target(home), "x") is None
+    dead = tmp_path / "dead.sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(dead))  # bound, never listening: the connection is refused
+        link = home / "app-server-control" / "app-server-control.sock"
+        link.unlink()
+        link.symlink_to(dead)
+        assert await CodexQueue().enqueue(queue_target(home), "x") is None

@@ -177,3 +177,38 @@ def test_anthropic_last_input_lists_the_offered_tools() -> None:
 
     body = {"tools": [{"name": "Bash"}, {"name": "SendMessage"}], "messages": [{"role": "user", "content": "hi"}]}
     assert anthropic.last_input(body).tools == ["Bash", "SendMessage"]
+
+
+def test_a_message_absorbed_while_the_turn_ran_is_answered_before_it_ends() -> None:
+    """Claude appends a peer message that reached it mid-turn as a system-role note after the tool
+    result ("after completing your current task, decide whether/how to respond"): the lab agent
+    answers it in that turn, before the turn's closing text, instead of dropping it."""
+    import relay_repl.lab.stubs.anthropic as anthropic
+
+    tools = [{"name": "SendMessage"}]
+    st = claude()
+    first = st.answer(LastInput(text=env_line(), tools=["SendMessage"]))
+    assert first.tool and first.tool.input["message"].endswith("me.host.4242-1: received \"please summarize\"")
+    note = f"Another Claude session sent a message while you were working:\n{env_line('me.host.4242-2', body='next')}"
+    body = {"tools": tools, "messages": [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "sent"}]},
+        {"role": "system", "content": [{"type": "text", "text": note}]}]}
+    last = anthropic.last_input(body)
+    assert last.tool_result and "me.host.4242-2" in last.notes and "me.host.4242-2" not in last.text
+    second = st.answer(last)
+    assert second.tool and second.tool.name == "SendMessage"
+    assert header_fields(second.tool.input["message"])["re"] == "me.host.4242-2"
+    third = st.answer(tool_done())
+    assert third.tool is None and "answered me.host.4242-1" in third.text
+    assert st.pending() is None
+    again = st.answer(LastInput(text="sent", tool_result=True, tools=["SendMessage"], notes=note))
+    assert again.tool is None  # the same note again: that id was answered, nothing more is sent
+
+
+def test_a_note_absorbed_after_the_turns_last_tool_gets_its_own_closing_text() -> None:
+    st = claude()
+    note = f"Another Claude session sent a message while you were working:\n{env_line('me.host.4242-3')}"
+    first = st.answer(LastInput(text="ran a command", tool_result=True, tools=["SendMessage"], notes=note))
+    assert first.tool and first.tool.name == "SendMessage"
+    closing = st.answer(tool_done())
+    assert closing.tool is None and "answered me.host.4242-3" in closing.text and st.pending() is None

@@ -84,8 +84,9 @@ CODEX_TITLE = {
 
 
 def test_claude_last_user_text_skips_system_role_and_reminders() -> None:
-    assert anthropic.last_input(CLAUDE_FIRST_TURN) == LastInput(text="hello stub one", tool_result=False,
-                                                                tools=["Bash", "ListAgents", "ToolSearch"])
+    last = anthropic.last_input(CLAUDE_FIRST_TURN)
+    assert last == LastInput(text="hello stub one", tool_result=False, tools=["Bash", "ListAgents", "ToolSearch"],
+                             notes="# Environment\nYou have been invoked...")  # the system-role note, apart
 
 
 def test_claude_tool_result_is_marked() -> None:

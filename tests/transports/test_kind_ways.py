@@ -59,6 +59,9 @@ class ToyQueue:
         return EnqueueCommand(argv=("/bin/sh", "-c", script, "sh", ITEM, "payload-x", target.address[4:]),
                               env=dict(env))
 
+    async def enqueue(self, target: Target, payload: str) -> Enqueued | None:
+        return None  # no host to ask: the command runs
+
     def enqueued(self, target: Target, returncode: int, stdout: str, stderr: str) -> Enqueued:
         m = re.search(r"toy queued (\S+)", stdout)
         return Enqueued(item_id=m.group(1)) if returncode == 0 and m else Enqueued(failure=f"toy exited {returncode}")

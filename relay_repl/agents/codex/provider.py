@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.codex.evidence import pending_calls, reply_calls
 from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
-from relay_repl.core.errors import DaemonError, describe
+from relay_repl.core.errors import DaemonError
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.agents.versions import binary_version, version_status
@@ -184,53 +184,26 @@ def _set_client_versions(targets: list[Target]) -> None:
 
 async def daemon_thread_status(socket_path: Path, thread_ids: Sequence[str], timeout: float = 3.0,
                                client_name: str = "relay-repl") -> tuple[list[str], dict[str, dict[str, Any]]]:
-    """(loaded thread ids, thread/read result per id) from the daemon, in one connection.
-
-    JSON-RPC over WebSocket text frames over the Unix socket: `initialize` with
-    `experimentalApi`, the `initialized` notification, then `thread/loaded/list` and one
-    `thread/read {includeTurns:false}` per id, pipelined. Notifications are skipped while
-    waiting for response ids. Raises DaemonError with a one-line reason.
+    """(loaded thread ids, thread/read result per id) from the daemon, in one connection
+    (daemon.daemon_connection): `thread/loaded/list` and one `thread/read {includeTurns:false}`
+    per id, pipelined. Raises DaemonError with a one-line reason.
     """
     import anyio  # here, not at the top: a loopless listing (no daemon) never imports it
-    from websockets.asyncio.client import unix_connect
-    from websockets.exceptions import WebSocketException
 
-    # The control socket is a symlink into /tmp/codex-daemon-<uid>/ precisely because
-    # sun_path holds only 108 bytes; connect to its target so a deep CODEX_HOME works.
-    target = os.path.realpath(socket_path)
+    from relay_repl.agents.codex.daemon import daemon_connection
+
     try:
         with anyio.fail_after(timeout):
-            async with unix_connect(target, uri="ws://localhost/", max_size=None,
-                                    open_timeout=timeout, close_timeout=0.5, compression=None) as ws:
-                async def send(obj: dict[str, Any]) -> None:
-                    await ws.send(json.dumps({"jsonrpc": "2.0", **obj}))
-
-                async def collect(ids: set[int]) -> dict[int, dict[str, Any]]:
-                    got: dict[int, dict[str, Any]] = {}
-                    while ids - set(got):
-                        msg = json.loads(await ws.recv())
-                        if isinstance(msg, dict) and msg.get("id") in ids:
-                            got[msg["id"]] = msg
-                    return got
-
-                await send({"id": 0, "method": "initialize", "params": {
-                    "clientInfo": {"name": client_name, "title": "relay_repl discovery", "version": "0.1"},
-                    "capabilities": {"experimentalApi": True}}})
-                init = (await collect({0}))[0]
-                if "error" in init:
-                    raise DaemonError(f"initialize refused: {init['error'].get('message', init['error'])}")
-                await send({"method": "initialized"})
-                await send({"id": 1, "method": "thread/loaded/list", "params": {}})
-                for n, tid in enumerate(thread_ids, start=2):
-                    await send({"id": n, "method": "thread/read", "params": {"threadId": tid, "includeTurns": False}})
-                answers = await collect(set(range(1, len(thread_ids) + 2)))
+            async with daemon_connection(socket_path, timeout, client_name, "relay_repl discovery") as conn:
+                listed = await conn.request("thread/loaded/list", {})
+                ids = {tid: await conn.request("thread/read", {"threadId": tid, "includeTurns": False})
+                       for tid in thread_ids}
+                answers = await conn.collect({listed, *ids.values()})
     except TimeoutError as exc:
         raise DaemonError(f"no answer within {timeout:g}s") from exc
-    except (OSError, WebSocketException, ValueError) as exc:
-        raise DaemonError(describe(exc, "asking the Codex daemon")) from exc
-    loaded = [x for x in (answers[1].get("result") or {}).get("data", []) if isinstance(x, str)]
+    loaded = [x for x in (answers[listed].get("result") or {}).get("data", []) if isinstance(x, str)]
     reads: dict[str, dict[str, Any]] = {}
-    for n, tid in enumerate(thread_ids, start=2):
+    for tid, n in ids.items():
         res = answers[n].get("result")
         if isinstance(res, dict) and isinstance(res.get("thread"), dict):
             reads[tid] = res["thread"]

@@ -47,14 +47,18 @@ def _content_text(content: Any) -> str:
 
 
 def last_input(body: dict[str, Any]) -> LastInput:
-    """The last `role:"user"` message (Claude may append `system`-role notes after it).
+    """The last `role:"user"` message, and the `system`-role notes Claude appended after it
+    (`notes`: a peer message that arrived while the turn ran is one).
 
     Text blocks are joined; `<system-reminder>` blocks are dropped unless nothing else is
     left, so a rule sees what the human (or the peer) said, not Claude's reminders. A
     message carrying a `tool_result` block counts as a tool result.
     """
+    notes: list[str] = []
     for msg in reversed(body.get("messages") or []):
         if not isinstance(msg, dict) or msg.get("role") != "user":
+            if isinstance(msg, dict) and msg.get("role") == "system":
+                notes.insert(0, REMINDER_RE.sub("", _content_text(msg.get("content"))).strip())
             continue
         content = msg.get("content")
         blocks = content if isinstance(content, list) else [content]
@@ -62,7 +66,8 @@ def last_input(body: dict[str, Any]) -> LastInput:
         raw = _content_text(content)
         clean = REMINDER_RE.sub("", raw).strip()
         tools = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict) and t.get("name")]
-        return LastInput(text=clean or raw.strip(), tool_result=is_tool, tools=tools)
+        return LastInput(text=clean or raw.strip(), tool_result=is_tool, tools=tools,
+                         notes="\n".join(n for n in notes if n))
     return LastInput()
 
 

@@ -94,6 +94,8 @@ class LastInput(_Model):
     text: str = ""
     tool_result: bool = False
     tools: list[str] = Field(default_factory=list, description="the tool names the client offered with this request")
+    notes: str = Field(default="", description="what the client appended after that input: Claude's system-role "
+                       "notes, e.g. a peer message absorbed while the turn ran")
 
 
 class Reply(_Model):
@@ -179,6 +181,8 @@ class ScriptState:
 
     def answer(self, last: LastInput) -> Reply:
         """Decide the next main-conversation response (see the module docstring)."""
+        if last.tool_result and last.notes:
+            self._absorbed(last)
         if self._pending:
             label, i, total, step = self._pending.popleft()
             return self._resolve(step, last, f"{label} step {i}/{total}")
@@ -200,6 +204,24 @@ class ScriptState:
                     self._pending.append((label, n, total, step))
                 return self._resolve(steps[0], last, f"{label} step 1/{total}")
         return self._resolve(Step(), last, "default")
+
+    def _absorbed(self, last: LastInput) -> None:
+        """A relay envelope that reached the client while its turn ran (Claude: a system-role note
+        after the tool result, "decide whether/how to respond" after the current task) is answered
+        in this turn, before its closing text, as a model told so would; without this the lab agent
+        dropped it (bench.recipes' back-to-back ask-alls: "no reply within 120 s"). Its tool calls
+        go first; the turn still ends with the pending closing text (or, with none pending, its own)."""
+        answer = self.converser.answer(last.notes, last.tools) if self.converser is not None else None
+        if answer is None:
+            return
+        label, steps = answer
+        calls = [st for st in steps if st.tool is not None]
+        if not calls:
+            return
+        closing = [] if self._pending else steps[len(calls):]
+        total = len(calls) + len(closing)
+        for n, step in reversed(list(enumerate([*calls, *closing], start=1))):
+            self._pending.appendleft((label, n, total, step))
 
     def _resolve(self, step: Step, last: LastInput, why: str) -> Reply:
         hold = step.hold
