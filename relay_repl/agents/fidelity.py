@@ -65,6 +65,14 @@ class Marks:
     cursor_home: str = ""
     after_turn_hints: tuple[str, ...] = ("done-line",)
     shell_close: str = "BSpace"  # the key that leaves shell mode on an empty prompt ("!" is typed literally)
+    own_redraws: tuple[str, ...] = ()  # text of rows the client draws and removes on its own timer, no key's doing
+
+
+def calm_rows(rows: list[str], marks: Marks) -> list[str]:
+    """The screen's rows less those the client redraws on its own timer (`marks.own_redraws`) and blank rows
+    (such a row takes a blank row's place): what a check that "nothing reached the pane" compares. A key that
+    reached the pane shows as visible text (in the composer, or as a new turn), never as a blank row."""
+    return [r.rstrip() for r in rows if r.strip() and not any(m in r for m in marks.own_redraws)]
 
 
 class ScreenStage(Protocol):

@@ -23,6 +23,8 @@ import time
 import anyio
 import pytest
 
+from relay_repl.agents.claude_code import fidelity as claude_fidelity
+
 from relay_repl.store.ledger import Ledger
 from tests.support.labs import private_lab_home
 from tests.support.tmuxdrive import Screen
@@ -64,18 +66,18 @@ def pane_bytes(name: str) -> tuple[list[str], str]:
 
 
 # Claude Code draws and removes its effort hint (`◐ medium · /effort`) above the composer on a timer
-# of its own (adapters/claude-code.md), with no key from anyone: that one row is left out of the
+# of its own, with no key from anyone: that row (its fidelity facts' `MARKS.own_redraws`) is left out of the
 # comparison. Every other byte of the screen, the composer and the cursor must stay the same.
 # The hint takes the place of a blank row, so rows with no visible character are left out too: a
 # key we sent would show as visible text (in the composer, or as a new turn), never as a blank row.
-_OWN_TIMER = re.compile(r"/effort\b")
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 
 
 def pane_unchanged_by_us(name: str) -> tuple[list[str], str]:
     """`pane_bytes` (attributes included) less the effort-hint row and the blank rows; cursor kept."""
     rows, cursor = pane_bytes(name)
-    return [r.rstrip() for r in rows if _SGR.sub("", r).strip() and not _OWN_TIMER.search(r)], cursor
+    own = claude_fidelity.MARKS.own_redraws
+    return [r.rstrip() for r in rows if (t := _SGR.sub("", r)).strip() and not any(m in t for m in own)], cursor
 
 
 def relay_cmd(*args: str) -> list[str]:

@@ -29,6 +29,7 @@ import anyio
 import pytest
 
 import relay_repl.lab.helpers as helpers
+from relay_repl.lab.fidelity.tmux import calm as lab_calm
 from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.errors import NoApproval
@@ -40,7 +41,7 @@ from relay_repl.store.ledger import Ledger
 from relay_repl.transports.base import StageLog
 from relay_repl.transports.tmux import PaneRef, TmuxProgress
 from tests.support.approvals import approval_for
-from tests.transports.test_halt_controls_live import quiet_screen, stable
+from tests.transports.test_halt_controls_live import quiet_screen
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 DEPTH = 3
@@ -104,14 +105,14 @@ def unchanged(before: dict[str, Any], after: dict[str, Any]) -> None:
             pytest.fail(f"{key} changed: {before[key]!r} -> {after[key]!r}")
 
 
-def calm(screen: str) -> str:
-    """The pane less what the client redraws on its own timer: Claude's effort hint row
-    (`◐ medium · /effort`, as tests/frontends/test_cli_debug_live.py) and blank rows."""
-    return "\n".join(ln for ln in screen.splitlines() if ln.strip() and "/effort" not in ln)
+def calm(name: str, screen: str) -> str:
+    """The pane less what its client redraws on its own timer (its kind's `MARKS.own_redraws`: Claude's effort
+    hint row, `◐ medium · /effort`) and blank rows."""
+    return "\n".join(lab_calm(name, screen.splitlines()))
 
 
 async def receivers() -> dict[str, Any]:
-    return {"alpha": calm(await quiet_screen("alpha")), "beta": calm(await quiet_screen("beta")),
+    return {"alpha": calm("alpha", await quiet_screen("alpha")), "beta": calm("beta", await quiet_screen("beta")),
             "queue": queue_rows(), "registry": registry()}
 
 

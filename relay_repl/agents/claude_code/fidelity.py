@@ -83,7 +83,10 @@ MARKS = Marks(
     cursor_home="draft whose text resembles a placeholder, cursor moved home (cursor_x==2 but not empty)",
     slash="/add-dir", slash_menu="`/` typed: the command menu above the composer",
     shell="! for shell mode", shell_mode="`!` typed: bash mode (prompt `!`)",
-    shortcuts="/ for commands", shortcuts_close="BSpace")
+    shortcuts="/ for commands", shortcuts_close="BSpace",
+    # its effort hint (`◐ medium · /effort`) above the composer, drawn and removed on a timer of its own, and
+    # the footer hint that alternates (`shift+tab to cycle` / `← for agents`) (adapters/claude-code.md)
+    own_redraws=("/effort", "shift+tab to cycle"))
 """What Claude Code shows in the states the recorder stages in every client."""
 
 

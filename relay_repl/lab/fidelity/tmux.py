@@ -26,7 +26,7 @@ import relay_repl.lab.launcher as launcher
 from relay_repl.lab.fidelity.kinds import kind_checks
 import relay_repl.store.paths as paths
 from relay_repl.agents import registry
-from relay_repl.agents.fidelity import TmuxLab
+from relay_repl.agents.fidelity import TmuxLab, calm_rows
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.target import Target
 from relay_repl.lab.approvals import approved_send
@@ -112,6 +112,13 @@ async def wait_screen(name: str, pred: Any, what: str, timeout: float = 20) -> N
         return True if pred(screen(name)) else None
 
     assert await poll_until(seen, timeout=timeout, interval=0.1), f"{name}: never saw {what}:\n" + "\n".join(screen(name))
+
+
+def calm(name: str, rows: list[str]) -> list[str]:
+    """`rows` less what `name`'s client redraws on its own timer (its kind's `MARKS.own_redraws`) and blank rows."""
+    st = launcher.status()
+    assert st is not None, "no lab"
+    return calm_rows(rows, _fidelity(st.session(name).kind).MARKS)
 
 
 def changed_rows(before: list[str], after: list[str]) -> str:
@@ -279,10 +286,10 @@ async def refusal_sends_zero_keys(name: str, how: str) -> None:
     """A draft, copy-mode or the slash menu in the composer: refused at preflight, not one key sent."""
     await idle(name)
     await _run(_stage, name, how)
-    before = await settled(name)
+    before = calm(name, await settled(name))
     try:
         d, io, _ = await live_send(name, f"[relay/1 t] must not be typed over a {how}")
-        after = screen(name)
+        after = calm(name, screen(name))
     finally:
         await _run(_undo, name, how)
     assert d.state is DeliveryState.REFUSED and d.stage == "preflight", d.summary()
@@ -298,10 +305,10 @@ async def dialog_refusal_sends_zero_keys(name: str) -> None:
     target = await discover(name)
     mod = _fidelity(target.kind)  # how its client opens a permission dialog, and how it is answered
     await mod.open_dialog(LabTmux(), name)
-    before = await settled(name)
+    before = calm(name, await settled(name))
     try:
         d, io, _ = await live_send(name, "[relay/1 t] must not answer a dialog", target=target)
-        after = screen(name)
+        after = calm(name, screen(name))
     finally:
         # answer the dialog as an operator would, without Escape (the kind's `DIALOG.answer`)
         helpers.pane(name).send_keys(mod.DIALOG.answer, enter=False, literal=True)
