@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -171,25 +169,16 @@ def main() -> None:
     args = ap.parse_args()
 
     import relay_repl.lab.launcher as launcher
+    from bench.lab import running_or_own_lab
 
-    own = launcher.status() is None or not os.environ.get("RELAY_HOME")
-    with tempfile.TemporaryDirectory(prefix="relay-bench-latewrites-") as home:
-        if own:
-            os.environ["RELAY_HOME"] = home
-            launcher.up(claude=1, codex=1, progress=lambda m: None)
-        os.environ.update(launcher.env())
-        try:
-            for i in range(args.turns):
-                print("\n".join(turn(i, args.watch, args.target)), flush=True)
-            if args.keep:
-                st = launcher.status()
-                alpha = next(x for x in st.sessions if x.name == args.target) if st else None
-                if alpha and alpha.transcript:
-                    shutil.copy(alpha.transcript, args.keep)
-        finally:
-            if own:
-                launcher.down(progress=lambda m: None)
-
+    with running_or_own_lab("relay-bench-latewrites-"):
+        for i in range(args.turns):
+            print("\n".join(turn(i, args.watch, args.target)), flush=True)
+        if args.keep:
+            st = launcher.status()
+            alpha = next(x for x in st.sessions if x.name == args.target) if st else None
+            if alpha and alpha.transcript:
+                shutil.copy(alpha.transcript, args.keep)
 
 if __name__ == "__main__":
     main()

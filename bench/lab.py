@@ -15,12 +15,34 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def running_or_own_lab(prefix: str) -> Iterator[None]:
+    """The lab a bench measures in: the one running under RELAY_HOME when there is one (so a bench can be
+    pointed at a lab left up), else a 1 Claude + 1 Codex lab of its own in a temporary RELAY_HOME, brought
+    down at the end. Either way the lab's environment is in os.environ inside."""
+    import relay_repl.lab.launcher as launcher
+
+    own = launcher.status() is None or not os.environ.get("RELAY_HOME")
+    with tempfile.TemporaryDirectory(prefix=prefix) as home:
+        if own:
+            os.environ["RELAY_HOME"] = home
+            launcher.up(claude=1, codex=1, progress=lambda m: None)
+        os.environ.update(launcher.env())
+        try:
+            yield
+        finally:
+            if own:
+                launcher.down(progress=lambda m: None)
 
 
 def bench_up(warm: int) -> None:

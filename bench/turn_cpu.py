@@ -53,7 +53,6 @@ import json
 import os
 import re
 import statistics
-import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -382,23 +381,14 @@ def main() -> None:
     args = ap.parse_args()
     import anyio
 
-    import relay_repl.lab.launcher as launcher
     import relay_repl.store.paths as paths
+    from bench.lab import running_or_own_lab
 
     os.environ.setdefault("RELAY_LAB_CLIENTS", str(paths.clients_dir()))
-    own = launcher.status() is None or not os.environ.get("RELAY_HOME")
-    with tempfile.TemporaryDirectory(prefix="relay-bench-turncpu-") as home:
-        if own:
-            os.environ["RELAY_HOME"] = home
-            launcher.up(claude=1, codex=1, progress=lambda m: None)
-        os.environ.update(launcher.env())
-        try:
-            for kind in CASES:
-                if not args.only or kind in args.only:
-                    anyio.run(turns, kind, args.turns, args.settle, args.idle, args.via)
-        finally:
-            if own:
-                launcher.down(progress=lambda m: None)
+    with running_or_own_lab("relay-bench-turncpu-"):
+        for kind in CASES:
+            if not args.only or kind in args.only:
+                anyio.run(turns, kind, args.turns, args.settle, args.idle, args.via)
 
 
 if __name__ == "__main__":
