@@ -1,11 +1,18 @@
 """Recipes in the lab: ask-all's concurrency, and the runner's own overhead per round.
 
     .venv/bin/python -m bench.recipes [--claude 4 --codex 4] [--rounds-only | --ask-all-only] [--by-process]
+                                      [--warm] [--model-latency S]
 
 1. ask-all over a lab of N Claude + M Codex sessions, with a scripted yes. First the
    single round trip (send want=reply -> linked reply) of every target, one at a time;
    then the whole ask-all run. Goal: the whole run within 2x the median single round
-   trip, plus the gate (the time spent inside the approver, ~0 when scripted).
+   trip, plus the gate (the time spent inside the approver, ~0 when scripted). Every single
+   and every run starts once all receivers read idle again (and 0.3 s more), so none pays for
+   the tail of the turn before it. `--warm` first makes one unmeasured round trip to every
+   target: without it each single is that session's FIRST answer, which costs a Claude more
+   (a ToolSearch request, up to ~1 CPU-s), so the median single is slower than a later one.
+   `--model-latency S` puts `SLOW<S>` in every question: the stub model holds each turn's
+   first answer S seconds, as a real model's time to first token would.
 2. five-rounds between the first Claude and the first Codex session. The runner's own overhead per
    round = the round's wall time minus the receivers' turn time read from their
    transcripts (Claude session JSONL / Codex rollout: the first record carrying our
@@ -34,6 +41,17 @@ thread/queue/add: single round trip median 0.35 s (min 0.24, max 0.51; 0.43 befo
 lost the CLI's ~55 ms); ask-all 0.70-1.03 s (0.99-1.10 before) = 2.03-2.97x, 1.38-2.01 CPU-s each
 (1.94-2.18 before): claude 0.84-1.33, codex daemon 0.30-0.33, relay 0.11-0.14 and no exited
 children (0.12 before: `codex queue`), codex TUIs 0.06-0.10. Claude's share varies most.
+
+Measured 2026-12-02 (issue 17, 4+4, quiet, six runs each, idle waits between runs):
+- default: single median 0.36 s (min 0.30, max 0.60), ask-all 0.94-1.16 s = 2.59-3.18x,
+  1.85-2.27 CPU-s each with both CPUs 97-99% busy;
+- `--warm`: single median 0.14 s (min 0.09, max 0.19; 0.20 CPU-s each), ask-all 0.80-1.21 s =
+  5.8-8.7x, 1.59-2.40 CPU-s: eight turns' own CPU on 2 CPUs is the floor (8 x 0.20 / 2 = 0.8 s);
+- `--model-latency 1`: single median 1.44 s, ask-all 1.68-1.86 s = 1.17-1.29x, CPUs 63-80% busy.
+So on 2 CPUs with a stub that answers at once, ask-all is bound by the receivers' own CPU, not by
+relay's fan-out (which `--model-latency` shows concurrent); 2x needs CPUs or model time to spare.
+A Claude with `prefersReducedMotion` (no 50 ms spinner timer) measured no better (2.24-3.20x vs
+2.07-3.56x, ten runs each), so the lab keeps Claude's default screen.
 
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
@@ -159,7 +177,26 @@ def profile(s: Any, run: Any, t0: float, transcripts: dict[str, str]) -> None:
         print(f"  delivered -> turn start: median {statistics.median(waits):.2f} s, max {max(waits):.2f} s")
 
 
-async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_process: bool = False) -> None:
+async def until_idle(s: Any, specs: list[str], *, settle: float = 0.3, bound: float = 30.0) -> float:
+    """Wait until every target in `specs` reads idle again, then `settle` more seconds; returns the
+    seconds waited. Why: a Claude's turn goes on after its SendMessage reached relay (a second
+    model request, the final text, its transcript flushed on a 100 ms timer), so a run started at
+    once pays for the last run's tails, and its question lands mid-turn in some receivers."""
+    import anyio
+
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < bound:
+        await s.refresh()
+        states = {t.spec: t.state for t in s.targets if t.spec in specs}
+        if len(states) == len(specs) and all(v == "idle" for v in states.values()):
+            await anyio.sleep(settle)
+            return time.monotonic() - t0
+        await anyio.sleep(0.1)
+    raise SystemExit(f"receivers not idle within {bound:.0f} s: {states}")
+
+
+async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_process: bool = False,
+                  latency: float = 0.0, warm: bool = False) -> None:
     import anyio
 
     from relay_repl.session.app import make_session
@@ -172,27 +209,38 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
         try:
             await s.register_inbox()
             targets = [t.spec for t in s.targets if t.live and t.transports and t.pid != os.getpid()]
+            slow = f" SLOW{latency:g}" if latency > 0 else ""  # the stub holds each turn's first answer
+            if warm:  # a session's first answer costs more (Claude: a ToolSearch request, ~1 CPU-s)
+                for spec in targets:
+                    run = await s.run("ask-all", targets=spec, question="warm-up")
+                    if run.state != "done":
+                        raise SystemExit(f"warm-up round trip to {spec} failed: {run!r}")
+                await until_idle(s, targets)
             singles = []
-            c0, w0 = cpu_busy(), time.time()
+            used_one = spent_one = 0.0
             for spec in targets:
-                run = await s.run("ask-all", targets=spec, question="single round trip")
+                await until_idle(s, targets)
+                c0, w0 = cpu_busy(), time.time()
+                run = await s.run("ask-all", targets=spec, question=f"single round trip{slow}")
+                used_one, spent_one = used_one + cpu_busy() - c0, spent_one + time.time() - w0
                 step = run.steps[0]
                 if run.state != "done" or step.answer is None:
                     raise SystemExit(f"single round trip to {spec} failed: {run!r}")
                 singles.append(step.answer.at - _approved_at(s, step.relay_id))
             med = statistics.median(singles)
-            cpu_one = (cpu_busy() - c0) / len(targets)  # each single run whole: plan, send, turn, reply
+            cpu_one = used_one / len(targets)  # each single run whole: plan, send, turn, reply
             ncpu = os.cpu_count() or 1
             print(f"single round trips: {cpu_one:.2f} CPU-s each on average (every process on the machine; "
-                  f"{len(targets)} runs in {time.time() - w0:.1f} s), {ncpu} CPUs")
+                  f"{len(targets)} runs in {spent_one:.1f} s), {ncpu} CPUs")
             for i in range(runs):
+                await until_idle(s, targets)
                 gate.spent = 0.0
                 with contextlib.ExitStack() as stack:
                     smp = stack.enter_context(Sampler(lab_roots(), interval=0.1)) if by_process else None
                     if smp is not None:
                         smp.open()
                     t0, c1, p1 = time.time(), cpu_busy(), cpu_by_program()
-                    run = await s.run("ask-all", question=f"bench ask-all {i}")
+                    run = await s.run("ask-all", question=f"bench ask-all {i}{slow}")
                     wall = time.time() - t0
                 used, p2 = cpu_busy() - c1, cpu_by_program()
                 got = len(run.replies)
@@ -337,6 +385,10 @@ def main() -> None:
     ap.add_argument("--rounds-only", action="store_true")
     ap.add_argument("--ask-all-only", action="store_true")
     ap.add_argument("--by-process", action="store_true", help="sample every lab process during each ask-all run")
+    ap.add_argument("--model-latency", type=float, default=0.0, metavar="S",
+                    help="the stub model holds each turn's first answer S seconds (default 0: at once)")
+    ap.add_argument("--warm", action="store_true",
+                    help="one unmeasured round trip to every target first (a session's first answer costs more)")
     args = ap.parse_args()
     import anyio
 
@@ -351,7 +403,8 @@ def main() -> None:
         try:
             if not args.rounds_only:
                 state = launcher.status() or state
-                anyio.run(ask_all, args.runs, {x.name: x.transcript or "" for x in state.sessions}, args.by_process)
+                anyio.run(ask_all, args.runs, {x.name: x.transcript or "" for x in state.sessions}, args.by_process,
+                          args.model_latency, args.warm)
             if not args.ask_all_only:
                 state = launcher.status() or state
                 transcripts = {x.name: x.transcript or "" for x in state.sessions}
