@@ -215,3 +215,76 @@ def test_relay_halt_in_any_kept_message_is_recorded_once_by_the_one_check(tmp_pa
     assert halt is not None and "relay-halt received in inbox #2 from claude:alpha" == halt.reason
     assert led.halt_if_carried("nothing here", where="x", by="y") is None
     assert led.halt_if_carried("a recipe reply: relay-halt", where="a recipe's reply", by="codex:beta") is not None
+
+
+def _send(led: Ledger, key: str, *, outcome: bool, spec: str = "claude:alpha", body: str = "hi") -> None:
+    led.event("delivery", delivery=key, relay_id=key, data={"spec": spec, "body": body})
+    led.event("answer", delivery=key, relay_id=key, data={"approved": True})
+    led.event("stage:write", delivery=key, relay_id=key, data={"state": "written"})
+    if outcome:
+        led.event("outcome", delivery=key, relay_id=key, data={"state": "delivered"})
+
+
+def _mark(led: Ledger) -> int:
+    return led._query("SELECT seq FROM marks WHERE name = 'unfinished_from'")[0][0]
+
+
+def test_unfinished_sends_are_found_from_the_mark_and_an_open_one_holds_it(ledger, tmp_path):
+    _send(ledger, "old-open", outcome=False)
+    for i in range(20):
+        _send(ledger, f"done-{i}", outcome=True)
+    assert ledger.unfinished_deliveries() == ["old-open"]
+    assert _mark(ledger) == 2  # held at the open send's first counted event: its approved answer
+    _send(ledger, "new-open", outcome=False)
+    assert ledger.unfinished_deliveries() == ["old-open", "new-open"]  # oldest first
+    ledger.event("outcome", delivery="old-open", data={"state": "interrupted"})
+    assert ledger.unfinished_deliveries() == ["new-open"]
+    first_new = min(e.seq for e in ledger.events(delivery="new-open") if e.kind != "delivery")
+    assert _mark(ledger) == first_new  # rose past all the finished history
+    ledger.event("outcome", delivery="new-open", data={"state": "delivered"})
+    assert ledger.unfinished_deliveries() == []
+    last = ledger.events()[-1].seq
+    assert _mark(ledger) == last + 1
+    _send(ledger, "later", outcome=False)  # a send begun after the mark is still seen
+    other = Ledger(tmp_path / "ledger.sqlite")  # another process's handle sees it too
+    assert other.unfinished_deliveries() == ["later"]
+    other.close()
+
+
+def test_the_mark_only_rises_so_a_stale_lower_one_is_never_written(ledger):
+    for i in range(5):
+        _send(ledger, f"d{i}", outcome=True)
+    ledger.unfinished_deliveries()
+    high = _mark(ledger)
+    assert high > 2
+    ledger._raise_mark("unfinished_from", 2)  # what a slower process computed from an older snapshot
+    assert _mark(ledger) == high
+    ledger._raise_mark("unfinished_from", high + 3)
+    assert _mark(ledger) == high + 3
+
+
+def test_a_ledger_from_before_the_mark_is_read_whole_once(tmp_path):
+    path = tmp_path / "old.sqlite"
+    led = Ledger(path)
+    _send(led, "open", outcome=False)
+    _send(led, "done", outcome=True)
+    led.close()
+    con = sqlite3.connect(path)  # as a release before `marks` and `events_sends` left it
+    con.executescript("DROP TABLE marks; DROP INDEX events_sends;")
+    con.close()
+    led = Ledger(path)
+    assert led.unfinished_deliveries() == ["open"]
+    assert [e.delivery for e in led.deliveries_of("claude:alpha", "hi")] == ["open", "done"]
+    led.close()
+
+
+def test_the_plan_time_lookups_use_indexes_not_a_scan_of_every_event(ledger):
+    def plan(sql: str, args: tuple) -> str:
+        return " ".join(str(r[-1]) for r in ledger._query("EXPLAIN QUERY PLAN " + sql, args))
+
+    sends = plan("SELECT seq FROM events WHERE kind = 'delivery' AND json_extract(data, '$.spec') = ? AND "
+                 "json_extract(data, '$.body') = ? ORDER BY seq", ("a", "b"))
+    assert "events_sends" in sends, sends
+    _send(ledger, "x", outcome=True, spec="codex:beta", body="exact body")
+    _send(ledger, "y", outcome=True, spec="codex:beta", body="another")
+    assert [e.delivery for e in ledger.deliveries_of("codex:beta", "exact body")] == ["x"]
