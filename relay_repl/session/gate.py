@@ -144,6 +144,7 @@ class TerminalGate:
         if dropped := discard_typeahead(session.input):
             self._write(f"({dropped} key{'s' if dropped > 1 else ''} typed before this plan was shown: "
                         "discarded, not an answer)")
+            await plan_on_screen()  # the note above the prompt, not drawn after it (issue 17: seen at load 8)
         return await session.prompt_async()
 
 

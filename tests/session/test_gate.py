@@ -134,6 +134,54 @@ async def test_prompt_toolkit_typeahead_never_answers(typeahead):
         assert answer is True
 
 
+async def test_the_discarded_keys_note_is_out_before_the_prompt_reads(monkeypatch):
+    """In the REPL the gate's lines go through prompt_toolkit's stdout proxy, whose thread writes
+    them up to 0.2 s late. The note about discarded keys is written after the plan: the prompt
+    waits for it too, so it is on the screen above the prompt before any key is read (issue 17: a
+    screen read when the prompt appeared, at load 8, lacked the note)."""
+    import queue
+    import sys
+    import threading
+    import time
+
+    pending: queue.Queue[str] = queue.Queue()
+    out: list[str] = []
+
+    class Proxy:  # the part of StdoutProxy plan_on_screen reads
+        _flush_queue = pending
+
+        def write(self, text: str) -> None:
+            pending.put(text)
+
+        def flush(self) -> None:
+            pass
+
+    def write_late(text: str) -> None:  # as the proxy's thread does: the text leaves the queue later
+        pending.put(text)
+
+        def drain() -> None:
+            time.sleep(0.3)
+            out.append(pending.get())
+
+        threading.Thread(target=drain, daemon=True).start()
+
+    monkeypatch.setattr(sys, "stdout", Proxy())
+    screen = _Screen()
+    with create_pipe_input() as inp:
+        store_typeahead(inp, [KeyPress("y"), KeyPress("y")])
+        gate = TerminalGate(input=inp, output=_output(screen), write=write_late)
+        result: list[bool] = []
+        async with anyio.create_task_group() as tg:
+            async def ask() -> None:
+                result.append(await gate(PLAN))
+
+            tg.start_soon(ask)
+            await _prompt_up(screen)
+            assert out == [PLAN.render(), _discarded(2)], "the prompt was drawn before the note was written"
+            inp.send_text("n\r")
+    assert result == [False]
+
+
 class _Pty:
     """A real pseudo-terminal: the gate reads its slave side, the test types on the master."""
 
