@@ -232,6 +232,8 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
             ncpu = os.cpu_count() or 1
             print(f"single round trips: {cpu_one:.2f} CPU-s each on average (every process on the machine; "
                   f"{len(targets)} runs in {spent_one:.1f} s), {ncpu} CPUs")
+            ratios: list[float] = []
+            floors: list[float] = []
             for i in range(runs):
                 await until_idle(s, targets)
                 gate.spent = 0.0
@@ -247,6 +249,8 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                 if run.state != "done" or got != len(targets):
                     raise SystemExit(f"ask-all run {i} failed ({got}/{len(targets)} replies): {run!r}")
                 ratio = (wall - gate.spent) / med
+                ratios.append(ratio)
+                floors.append(used / ncpu / med)
                 print(f"ask-all over {len(targets)} targets: {wall:.2f} s (gate {gate.spent * 1000:.1f} ms); median "
                       f"single round trip {med:.2f} s (min {min(singles):.2f}, max {max(singles):.2f}) -> "
                       f"{ratio:.2f}x the round trip = {ratio / GOAL_ASK_ALL:.2f}x of the {GOAL_ASK_ALL:.0f}x goal")
@@ -262,6 +266,16 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                           + ", ".join(f"{c} {v:.2f}" for c, v in cats if v >= 0.005))
                 if transcripts is not None:
                     profile(s, run, t0, transcripts)
+            if ratios:
+                bound = statistics.median(floors)
+                print(f"ask-all, {len(ratios)} runs: {statistics.median(ratios):.2f}x the median single round trip "
+                      f"(min {min(ratios):.2f}, max {max(ratios):.2f}); goal {GOAL_ASK_ALL:.0f}x "
+                      f"{'met' if max(ratios) <= GOAL_ASK_ALL else 'NOT met'} in {sum(r <= GOAL_ASK_ALL for r in ratios)}"
+                      f"/{len(ratios)}. The CPU the runs used, spread over all {ncpu} CPUs, is already {bound:.2f}x "
+                      f"the round trip (median): " + ("the rest is waiting, relay's fan-out included"
+                                                      if bound < GOAL_ASK_ALL else
+                                                      "the work alone outlasts the goal on these CPUs (relay's own "
+                                                      "share of it: `python` in CPU-s by program)"))
         finally:
             await s.close_inbox()
             tg.cancel_scope.cancel()
