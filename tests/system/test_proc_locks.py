@@ -1,0 +1,68 @@
+"""/proc/locks read whole and right while other processes take and drop locks (real flocks, the
+real kernel table): a lock held throughout is never missing from `read_proc_locks`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from relay_repl.system.proc import PROC, read_in_chunks, lock_holders, read_proc_locks
+
+HOLD = textwrap.dedent("""
+    import fcntl, sys
+    files = [open(p, "w") for p in sys.argv[1:]]
+    for f in files:
+        fcntl.flock(f, fcntl.LOCK_EX)
+    print("held", flush=True)
+    sys.stdin.read()
+""")
+
+CHURN = textwrap.dedent("""
+    import fcntl, sys
+    files = [open(p, "w") for p in sys.argv[1:]]
+    print("churning", flush=True)
+    while True:
+        for f in files:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        for f in files:
+            fcntl.flock(f, fcntl.LOCK_UN)
+""")
+
+
+def _start(script: str, paths: list[Path]) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", script, *map(str, paths)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() in ("held", "churning")
+    return proc
+
+
+def test_locks_held_throughout_are_in_every_read_while_others_churn(tmp_path):
+    """One read(2) of /proc/locks returns at most a page; the next resumes by position, so a lock
+    dropped in between used to hide a later one that was held all along (issue 17: 74 of 3,000
+    reads with 121 lines; a Codex daemon's writer lock went missing and its reply was judged
+    "mismatch"). Two processes hold 80 locks each (the table is longer than one read), two more
+    churn 20 locks each, and each of the 160 held locks must be in every one of 300 reads."""
+    held = [[tmp_path / f"held-{n}-{i}" for i in range(80)] for n in range(2)]
+    procs = [_start(HOLD, paths) for paths in held]
+    try:
+        procs += [_start(CHURN, [tmp_path / f"churn-{n}-{i}" for i in range(20)]) for n in range(2)]
+        if read_in_chunks(PROC / "locks")[1] < 2:
+            pytest.skip("/proc/locks fits one read(2) here (a large page size): nothing to race")
+        missing = 0
+        deadline = time.monotonic() + 60
+        for _ in range(300):
+            table = read_proc_locks()
+            assert table is not None
+            missing += sum(p.pid not in lock_holders(table, path)
+                           for p, paths in zip(procs, held, strict=False) for path in paths)
+            assert time.monotonic() < deadline, "reading /proc/locks 300 times took over 60 s"
+        assert missing == 0, f"held locks went missing {missing} times in 300 reads of /proc/locks"
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
