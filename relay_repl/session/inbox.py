@@ -64,7 +64,7 @@ from relay_repl.core.plan import Plan
 from relay_repl.core.inbound import InboundMessage, Receipt, ToolCall, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
-from relay_repl.system.wire import peer_cred
+from relay_repl.system.wire import LineTooLong, peer_cred, read_lines
 from relay_repl.system.wire import send_frames as send_frames  # re-exported: its home is system.wire
 
 MAX_LINE = 1_048_576
@@ -394,23 +394,17 @@ class Inbox:
     async def _handle(self, stream: Any) -> None:
         import anyio
         from anyio.abc import SocketAttribute
-        from anyio.streams.buffered import BufferedByteReceiveStream
 
         async with stream:
             raw_sock = stream.extra(SocketAttribute.raw_socket)
             pid, uid, _gid = peer_cred(raw_sock)
             origin_base = {"verifiedPeerPid": pid, "verifiedPeerUid": uid, "verifiedPeerProcStart": proc_start(pid)}
-            buf = BufferedByteReceiveStream(stream)
             with anyio.move_on_after(30):
-                while True:
-                    try:
-                        line = await buf.receive_until(b"\n", MAX_LINE)
-                    except (anyio.EndOfStream, anyio.IncompleteRead):
-                        break
-                    except anyio.DelimiterNotFound:
-                        self.ledger.event("inbox-oversize", data=origin_base)
-                        break
-                    self._frame(line, origin_base)
+                try:
+                    async for line in read_lines(raw_sock, MAX_LINE):  # not stream.receive(): see read_lines
+                        self._frame(line, origin_base)
+                except LineTooLong:
+                    self.ledger.event("inbox-oversize", data=origin_base)
 
     def _frame(self, line: bytes, origin_base: dict[str, Any]) -> None:
         try:

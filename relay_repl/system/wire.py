@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from relay_repl.core import jsonrpc
@@ -22,6 +22,42 @@ def encode_frames(frames: Iterable[dict[str, Any]]) -> bytes:
     """NDJSON: one compact JSON object per line, UTF-8, each ending in a newline
     (non-ASCII kept as is, exactly as Claude's own inbox writers do)."""
     return b"".join(jsonrpc.encode(f) for f in frames)
+
+
+class LineTooLong(Exception):
+    """A peer sent more than the limit without a newline (`read_lines`)."""
+
+
+async def read_lines(sock: socket.socket, max_line: int) -> AsyncIterator[bytes]:
+    """The newline-ended lines a connected, non-blocking unix socket sends, without the newline,
+    until EOF (an unterminated tail is dropped); LineTooLong past `max_line` bytes without one.
+
+    Why not anyio's UNIX stream `receive()`: on asyncio it registers `future.set_result` itself as
+    the socket's reader callback, so a cancel that lands in the same loop turn as the peer's bytes
+    (the inbox closing while a peer writes) has that callback raise InvalidStateError into the
+    event loop's exception handler (anyio 4.16.0; a live test failed on it, issue 17).
+    `anyio.wait_readable` guards its callback."""
+    import anyio
+
+    buf = b""
+    while True:
+        while (end := buf.find(b"\n")) < 0:
+            if len(buf) >= max_line:
+                raise LineTooLong(f"{len(buf)} bytes without a newline")
+            await anyio.wait_readable(sock)
+            try:
+                chunk = sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return  # reset by the peer: as EOF
+            if not chunk:
+                return
+            buf += chunk
+        line, buf = buf[:end], buf[end + 1:]
+        if end > max_line:
+            raise LineTooLong(f"a line of {end} bytes")
+        yield line
 
 
 def peer_cred(sock: socket.socket) -> tuple[int, int, int]:

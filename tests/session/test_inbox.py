@@ -378,3 +378,41 @@ async def test_the_inbox_echo_shows_a_peers_escape_sequences_and_bidi_visibly(re
     s.echo = got.append
     s.echo("turn reply ← codex:beta (answered): \x1b]0;pwned\x07")
     assert got == ["turn reply ← codex:beta (answered): \\x1b]0;pwned\\x07"]
+
+
+async def test_a_peer_writing_in_the_turn_the_inbox_closes_raises_nothing_into_the_loop(relay_home):
+    """The inbox stops serving (close) in the same event-loop turn a connected peer's next bytes
+    arrive: nothing may reach the loop's exception handler. With anyio's UNIX stream receive()
+    its reader callback raised InvalidStateError there (anyio 4.16.0), which failed
+    test_codex_round_trip_is_verified_by_its_codex_host in a soak (issue 17) and in a REPL would
+    print a traceback at exit."""
+    import asyncio
+    import socket
+
+    loop = asyncio.get_running_loop()
+    errors: list[dict] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+
+    def frame(n: int) -> bytes:
+        line = Envelope.make(sender="peer:codex@t1", to="operator", id=f"t1-{n}", hop=1, body="x").compose()
+        return (json.dumps({"type": "user", "message": {"content": line}, "msg_id": f"m{n}"}) + "\n").encode()
+
+    try:
+        async def body(inbox, led, seen):
+            peer = socket.socket(socket.AF_UNIX)
+            peer.connect(str(inbox.path))
+            try:
+                peer.sendall(frame(1))
+                await wait_until(lambda: len(inbox.received) == 1)  # its handler is reading this peer
+                await anyio.wait_all_tasks_blocked()  # ...and waits for the next line
+                peer.sendall(frame(2))  # readable at the loop's next look...
+                loop.call_soon(lambda: [scope.cancel() for scope in inbox._scopes])  # ...queued before it: one turn
+                await anyio.sleep(0.2)
+            finally:
+                peer.close()
+
+        await run_inbox(relay_home, body)
+    finally:
+        loop.set_exception_handler(previous)
+    assert errors == [], errors
