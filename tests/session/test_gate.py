@@ -62,17 +62,18 @@ async def _prompt_up(screen: _Screen) -> None:
     assert await poll_until(drawn, timeout=10, interval=0.01), "the gate never drew its prompt"
 
 
-async def _answer(inp, *chunks: str, keyboard=None, typeahead: str = "", between=None) -> tuple[bool, list[str]]:
+async def _answer(inp, *chunks: str, keyboard=None, typeahead: str = "", between=None, write=None,
+                  at_prompt=None) -> tuple[bool, list[str]]:
     """Run the gate on `inp`: `typeahead` is left in prompt_toolkit's type-ahead buffer
-    before the plan is shown; once the prompt is drawn, each chunk is typed on
-    `keyboard` (the pipe itself by default), awaiting `between(screen, result, shown)`
-    after each chunk but the last."""
+    before the plan is shown; once the prompt is drawn (and `at_prompt()` called), each chunk
+    is typed on `keyboard` (the pipe itself by default), awaiting `between(screen, result, shown)`
+    after each chunk but the last. The gate writes to `shown`, or through `write` when given."""
     keyboard = keyboard or inp
     shown: list[str] = []
     screen = _Screen()
     if typeahead:
         store_typeahead(inp, [KeyPress(c) if c != "\r" else KeyPress(Keys.ControlM, "\r") for c in typeahead])
-    gate = TerminalGate(input=inp, output=_output(screen), write=shown.append)
+    gate = TerminalGate(input=inp, output=_output(screen), write=write or shown.append)
     result: list[bool] = []
     async with anyio.create_task_group() as tg:
         async def ask() -> None:
@@ -80,6 +81,8 @@ async def _answer(inp, *chunks: str, keyboard=None, typeahead: str = "", between
 
         tg.start_soon(ask)
         await _prompt_up(screen)
+        if at_prompt is not None:
+            at_prompt()
         for i, chunk in enumerate(chunks):
             keyboard.send_text(chunk)
             if between is not None and i < len(chunks) - 1:
@@ -165,21 +168,13 @@ async def test_the_discarded_keys_note_is_out_before_the_prompt_reads(monkeypatc
 
         threading.Thread(target=drain, daemon=True).start()
 
-    monkeypatch.setattr(sys, "stdout", Proxy())
-    screen = _Screen()
-    with create_pipe_input() as inp:
-        store_typeahead(inp, [KeyPress("y"), KeyPress("y")])
-        gate = TerminalGate(input=inp, output=_output(screen), write=write_late)
-        result: list[bool] = []
-        async with anyio.create_task_group() as tg:
-            async def ask() -> None:
-                result.append(await gate(PLAN))
+    def note_already_out() -> None:
+        assert out == [PLAN.render(), _discarded(2)], "the prompt was drawn before the note was written"
 
-            tg.start_soon(ask)
-            await _prompt_up(screen)
-            assert out == [PLAN.render(), _discarded(2)], "the prompt was drawn before the note was written"
-            inp.send_text("n\r")
-    assert result == [False]
+    monkeypatch.setattr(sys, "stdout", Proxy())
+    with create_pipe_input() as inp:
+        answer, _ = await _answer(inp, "n\r", typeahead="yy", write=write_late, at_prompt=note_already_out)
+    assert answer is False
 
 
 class _Pty:
