@@ -512,7 +512,13 @@ class CodexProvider:
             if isinstance(name, str) and name:
                 get(tid).index_name = name
 
-        rows, err = read_threads(self._p("state_db"), sorted(threads), self.recent_unloaded)
+        from relay_repl.agents.codex.sqlite_home import sqlite_home
+
+        sq = sqlite_home(self.home, self.env)  # config.toml's sqlite_home / $CODEX_SQLITE_HOME move the databases
+        if sq.problem:
+            self.notes.append(f"{sq.problem}; reading Codex's databases in {sq.path} ({sq.source})")
+        dbs = sq.path
+        rows, err = read_threads(dbs / self.adapter.registry.paths["state_db"], sorted(threads), self.recent_unloaded)
         if err:
             self.notes.append(err)
         for tid, row in rows.items():
@@ -527,7 +533,7 @@ class CodexProvider:
         for tid, path in scan_rollouts(self.home / "sessions", missing).items():
             threads[tid].rollout = str(path)
 
-        goals, gerr = read_goals(self._p("goals_db"))
+        goals, gerr = read_goals(dbs / self.adapter.registry.paths["goals_db"])
         if gerr:
             self.notes.append(gerr)
 
@@ -572,6 +578,7 @@ class CodexProvider:
             detail: dict[str, Any] = {
                 "thread_id": tid,
                 "codex_home": str(self.home),
+                "sqlite_home": str(dbs),
                 "lock": t.lock,
                 "cwd": row.get("cwd") or read.get("cwd"),
                 "title": row.get("title"),
