@@ -20,7 +20,7 @@ from relay_repl.store.ledger import Ledger
 from relay_repl.testing import replay
 from relay_repl.transports.base import StageLog
 from relay_repl.transports.durable_queue import DurableQueueTransport
-from tests.agents.test_codex_registry import T1, by_id, goals_db, home, holders, lock, provider, state_db  # noqa: F401
+from tests.agents.test_codex_registry import T1, by_id, goals_db, holders, lock, provider, state_db  # noqa: F401
 from tests.support.approvals import approved_send
 
 FIX = Path(__file__).parent / "fixtures"
@@ -68,7 +68,9 @@ def test_a_config_relay_cannot_read_is_said_and_the_next_rule_used(tmp_path, con
 
 
 @pytest.mark.anyio
-async def test_discovery_reads_names_and_goals_from_the_moved_databases(home, tmp_path, holders):  # noqa: F811
+async def test_discovery_reads_names_and_goals_from_the_moved_databases(tmp_path, holders):  # noqa: F811
+    home = tmp_path / "codex-home"
+    (home / "thread-writer-locks").mkdir(parents=True)
     moved = tmp_path / "sqlite-elsewhere"
     moved.mkdir()
     (home / "config.toml").write_text(f'sqlite_home = "{moved}"\n')

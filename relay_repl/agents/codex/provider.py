@@ -67,11 +67,17 @@ HELPER_SOURCES = {"thread_title"}
 
 def read_session_index(path: Path) -> dict[str, dict[str, Any]]:
     """`session_index.jsonl`: id → its LAST line (the current name). Bad lines are skipped."""
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.store.loader import read_bytes
+
     out: dict[str, dict[str, Any]] = {}
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    try:  # the one loader: a FIFO or a directory there is refused (relay doctor names it), never a hang
+        raw = read_bytes(path, "move it aside", missing_ok=True, max_bytes=256 * 1024 * 1024)
+    except FileProblem:
         return out
+    if raw is None:
+        return out
+    text = raw.decode("utf-8", errors="replace")
     for line in text.splitlines():
         try:
             d = json.loads(line)
