@@ -93,6 +93,23 @@ def validated(model: type[T], data: Any, path: object, text: str, fix: str, *,
         raise error(path, "is nested too deeply to read", fix) from None
 
 
+def toml_string(s: str) -> str:
+    """A TOML basic string holding exactly `s`, for every writer of an operator's TOML file
+    (hosts.toml, a saved recipe): each character TOML forbids raw (the controls, DEL) and every C1
+    control escaped, so whatever is written reads back as it was. (A lone surrogate cannot be
+    written at all: callers refuse it first.)"""
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif o < 0x20 or 0x7F <= o <= 0x9F:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 # -- pydantic errors as sentences -------------------------------------------------------------------
 
 def kind_of(value: Any, syntax: str = "toml") -> str:

@@ -199,6 +199,7 @@ def save_recipe(session: Any, name: str, *, description: str = "", overwrite: bo
 
 
 def _toml_str(s: str) -> str:
-    out = s.replace("\\", "\\\\").replace('"', '\\"')
-    out = "".join(c if c >= " " or c == "\t" else f"\\u{ord(c):04x}" for c in out)
-    return f'"{out}"'
+    """What is written must read back: the one TOML string writer (core/file_shape.toml_string)."""
+    from relay_repl.core.file_shape import toml_string
+
+    return toml_string(s)

@@ -79,7 +79,7 @@ class HostEntry(BaseModel):
     def _name(cls, v: str) -> str:
         if not NAME_RE.fullmatch(v):
             raise ValueError(f'host name "{visible(v)}" {_name_fault(v)}: use 1-63 letters, digits, '
-                             "'.', '_' or '-', starting with a letter or digit (it prefixes a target: NAME/claude:alpha)")
+                             "'.', '_' or '-', starting with a letter or digit (it prefixes a target spec: NAME/kind:name)")
         return v
 
     @field_validator("destination")
@@ -139,19 +139,10 @@ def control_dir() -> Path:
 
 
 def _toml_str(s: str) -> str:
-    """A TOML basic string holding exactly `s`: every character TOML forbids raw (controls, DEL) and
-    every C1 control escaped, so whatever is stored reads back (the values are refused before this;
-    this is the second wall)."""
-    out = []
-    for ch in s:
-        o = ord(ch)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif o < 0x20 or 0x7F <= o <= 0x9F:
-            out.append(f"\\u{o:04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    """The writer's escaping (core/file_shape.toml_string): the second wall behind the refusals."""
+    from relay_repl.core.file_shape import toml_string
+
+    return toml_string(s)
 
 
 def load_hosts(path: Path | None = None) -> list[HostEntry]:

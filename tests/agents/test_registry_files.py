@@ -91,3 +91,24 @@ def test_a_real_record_still_reads(cfg, tmp_path):  # noqa: F811
     write_record(cfg, os.getpid(), start=None)
     records, broken = provider(cfg, tmp_path)._read_records()
     assert list(records) == [os.getpid()] and broken == {}
+
+
+@pytest.mark.parametrize("make, said", [("fifo", "named pipe"), ("ui-string", None), ("not-utf8", "not UTF-8"),
+                                        ("not-json", "not valid JSON")])
+def test_gemini_settings_of_any_shape_are_a_doctor_row_never_a_traceback(tmp_path, make, said):
+    """`{"ui": "x"}` raised AttributeError out of `relay doctor`; a FIFO hung it."""
+    from relay_repl.agents.gemini_cli.chats import projects
+    from relay_repl.agents.gemini_cli.doctor import check_gemini
+
+    gdir = tmp_path / ".gemini"
+    gdir.mkdir()
+    path = gdir / "settings.json"
+    if make == "fifo":
+        os.mkfifo(path)
+        os.mkfifo(gdir / "projects.json")
+    else:
+        path.write_bytes({"ui-string": b'{"ui": "x"}', "not-utf8": b'{"a": "\xff"}', "not-json": b"{"}[make])
+    rows = bounded(lambda: anyio.run(check_gemini, {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}))
+    row = next(c for c in rows if c.name == "Gemini CLI settings")
+    assert row.ok == (said is None) and (said is None or said in row.detail), row
+    assert bounded(projects, gdir) == {}
