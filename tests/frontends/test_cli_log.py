@@ -97,3 +97,14 @@ async def test_diagram_writes_an_svg_of_a_run_and_never_replaces_a_file_unasked(
     res = relay("log", "--diagram", "nobody-9", "-o", str(tmp_path / "x.svg"))
     assert res.returncode != 0 and res.stderr.count("\n") == 1 and "no run or relay id 'nobody-9'" in res.stderr
     assert not (tmp_path / "x.svg").exists()
+
+
+def test_a_recipe_runs_report_embeds_its_exchange(relay_home, tmp_path):
+    where = tmp_path / "report"
+    res = relay("--fake", "run", "ping", "-p", "target=fake:inbox", "--report", str(where))
+    assert res.returncode == 1  # no terminal: answered No, the run withheld
+    report = (where / "report.md").read_text()
+    assert "![sequence diagram of the exchange](exchange.svg)" in report and "- state: withheld" in report
+    svg = (where / "exchange.svg").read_text()
+    assert svg.count('class="message refused"') == 1 and 'class="mark run-end"' in svg
+    assert "✕ operator." in svg and "withheld" in svg
