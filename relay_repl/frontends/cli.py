@@ -40,6 +40,7 @@ from relay_repl.frontends.commands import (
     serve,
     targets,
     verify,
+    watch,
     whoami,
     why,
 )
@@ -47,7 +48,7 @@ from relay_repl.frontends.commands import (
 # The subcommands in the order `relay --help` lists them; each module registers its own subparser.
 COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, doctor, debug, whoami, clean,
             reply, notebook, mcp, hosts, serve,
-            dead)
+            dead, watch)
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions ({kinds})

@@ -80,8 +80,6 @@ class LedgerFollower:
 
     async def follow(self, *, idle: float = IDLE) -> AsyncIterator[Batch]:
         """Yield each non-empty batch as the ledger changes, forever (cancel to stop)."""
-        import anyio
-
         from relay_repl.system.filewatch import DirWatch
 
         names = [self.path.name, f"{self.path.name}-wal"]
@@ -92,10 +90,10 @@ class LedgerFollower:
                     batch = self.read_new()
                     failures = 0
                 except LedgerError:
-                    failures += 1  # read while a checkpoint rewrote the file: read again at the next change
+                    failures += 1  # read while a checkpoint rewrote the file: read again (at the next change)
                     if failures > 20:
                         raise
-                    await anyio.sleep(0.05)
+                    await watch.changed(0.05)
                     continue
                 if batch:
                     yield batch

@@ -23,13 +23,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 IN_MODIFY = 0x00000002
-IN_CLOSE_WRITE = 0x00000008
 IN_MOVED_TO = 0x00000080
 IN_CREATE = 0x00000100
 IN_DELETE = 0x00000200
 IN_NONBLOCK = 0o4000
 IN_CLOEXEC = 0o2000000
-_MASK = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE
+_MASK = IN_MODIFY | IN_MOVED_TO | IN_CREATE | IN_DELETE
+# not IN_CLOSE_WRITE: SQLite opens the -wal read-write even for a read-only connection, so the
+# reader's own close would wake it again, for ever
 _HEADER = struct.Struct("iIII")  # wd, mask, cookie, len (struct inotify_event)
 
 
@@ -106,15 +107,20 @@ class DirWatch:
     async def changed(self, timeout: float) -> bool:
         import anyio
 
+        from anyio.lowlevel import checkpoint
+
+        await checkpoint()  # a wake-up always lets the loop run (the reader draws, keys are read)
         if self._fd < 0:
-            with anyio.move_on_after(timeout):
-                while True:
-                    now = self._stat_all()
-                    if now != self._stats:
-                        self._stats = now
-                        return True
-                    await anyio.sleep(self.fallback)
-            return False
+            from relay_repl.system.polling import poll_until
+
+            async def moved() -> bool | None:
+                now = self._stat_all()
+                if now == self._stats:
+                    return None
+                self._stats = now
+                return True
+
+            return bool(await poll_until(moved, timeout=timeout, interval=self.fallback))
         if self._drain():
             return True
         with anyio.move_on_after(timeout):
