@@ -28,7 +28,7 @@ from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Event
 
-FINISHED_SHOWN = 8   # finished deliveries kept below the ones in flight
+FINISHED_SHOWN = 12  # finished deliveries kept below the ones in flight
 EVENTS_SHOWN = 200   # event lines kept (the view shows the newest that fit)
 INBOX_SHOWN = 50
 PENDING = {"planned", "typed", "submitted", "queued", "dequeued", "held", "unknown", "in flight"}
@@ -191,7 +191,12 @@ class WatchModel:
 
         v = message_verdict(m)
         link = f"re {m.answers}" if m.answers else "unlinked"
-        return visible(f"inbox #{m.seq} {clock(m.at)} {m.relay_id or '-'} from {m.peer or '?'} [{v}] {link}: {m.body}")
+        body = m.body
+        if body == m.line and body.startswith("[relay/1 ") and "] " in body:  # a header the parser refused
+            body = body.split("] ", 1)[1]  # (its fields are in the columns before): the words, not a cut header
+        # the words before the long ids and the claimed sender, so a narrow pane still shows them
+        return visible(f"inbox #{m.seq} {clock(m.at)} [{v}] {link}: {body}  — id {m.relay_id or '-'} from "
+                       f"{m.peer or '?'}")
 
     def deliveries(self) -> list[Row]:
         """In flight first (oldest first), then the newest finished ones."""

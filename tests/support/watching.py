@@ -15,8 +15,11 @@ INBOX = re.compile(r"inbox #(\d+) \d\d:\d\d:\d\d\.\d{3} ")
 class ScreenLog:
     """Captures `pane` every `interval` s in a thread; `events[seq]` / `inbox[n]` is when each first showed."""
 
-    def __init__(self, pane: Any, interval: float = 0.05) -> None:
+    def __init__(self, pane: Any, interval: float = 0.05, look_for: tuple[str, ...] = ()) -> None:
         self.pane = pane
+        self.look_for = look_for
+        self.found: dict[str, float] = {}  # each of `look_for`: when a capture first held it
+        self.forbidden_seen: list[str] = []  # captures holding a raw bidi override or escape
         self.interval = interval
         self.events: dict[int, float] = {}
         self.inbox: dict[int, float] = {}
@@ -34,6 +37,11 @@ class ScreenLog:
             now = time.time()
             self.captures += 1
             self.last = text
+            for want in self.look_for:
+                if want in text:
+                    self.found.setdefault(want, now)
+            if "\u202e" in text or "\x1b" in text:
+                self.forbidden_seen.append(text)
             for m in INBOX.finditer(text):
                 self.inbox.setdefault(int(m.group(1)), now)
             for m in EVENT.finditer(INBOX.sub("", text)):
