@@ -98,9 +98,13 @@ def _letter(ledger: Ledger, key: str, state: str, why: str, at: float, *, swept:
     events = ledger.events(delivery=key)
     start = next((e for e in events if e.kind == "delivery"), None)
     plan = next((e for e in events if e.kind == "plan"), None)
-    data = start.data if start else {}
+    remote = next((e for e in events if e.kind == "outcome" and e.data.get("host")), None)
+    data = start.data if start else {"spec": remote.data.get("target"), "body": remote.data.get("body"),
+                                     "transport": f"ssh {remote.data.get('host')}"} if remote else {}
     rid = data.get("relay_id") or next((e.relay_id for e in events if e.relay_id), None)
     payload = plan.data.get("payload") if plan else None
+    if remote is not None and payload is None:
+        payload = f"[relay/1 want={remote.data.get('want') or 'none'}]"
     return DeadLetter(key=key, relay_id=rid, target=str(data.get("spec") or "?"),
                       transport=str(data.get("transport") or "?"), state=state, why=why, at=at,
                       body=str(data.get("body") or ""), want=_want(payload), swept=swept)

@@ -116,7 +116,7 @@ class WatchModel:
             if e.kind == "halt-cleared":
                 self.halt = None
                 continue
-            if e.kind.startswith(("run-", "notebook-", "dead-", "debug")) or e.kind in ("turn-reply",):
+            if e.kind.startswith(("run-", "notebook-", "dead-", "debug")) or e.kind == "turn-reply":
                 continue
             row = self._row(e)
             if row is None:
@@ -153,12 +153,22 @@ class WatchModel:
                     row.evidence = str(d["reason"])
                 if d.get("target"):
                     row.target = str(d["target"])
+                if d.get("host"):
+                    row.host, row.transport = str(d["host"]), f"ssh {d['host']}"
+                if d.get("want"):
+                    row.want = str(d["want"])
                 row.finished = row.state not in PENDING
             elif e.kind == "no-reply":
                 row.state, row.finished = str(d.get("state") or "no_reply"), True
                 row.evidence = f"no answer within {d.get('timeout', '?')} s"
             elif e.kind == "abandoned":
                 row.state, row.finished = "abandoned", True
+            elif e.kind == "remote-reply":  # an answer judged on the host the send was made on
+                msg = d.get("message") or {}
+                v = (msg.get("verdict") or {}).get("verdict") or "no verdict"
+                row.answer = f"{msg.get('relay_id') or '?'} ({v}, judged on {d.get('host', '?')})"
+                if v in ("verified", "receiver's own record"):
+                    row.state = row.answered = "acknowledged" if row.want == "ack" else "replied"
         for m in inbox:
             self.inbox.append(m)
             self.events.append(self._inbox_line(m))

@@ -41,14 +41,17 @@ def _send(ledger: Ledger, relay_id: str) -> Message | None:
     devents = ledger.events(delivery=keys[-1])
     start = next((e for e in devents if e.kind == "delivery"), None)
     plan = next((e for e in devents if e.kind == "plan"), None)
-    target = (start.data.get("spec") if start else None) or (
+    remote = next((e for e in devents if e.kind == "outcome" and e.data.get("host")), None)
+    if plan is None and remote is not None:  # sent on a host: its plan was logged here under the relay id only
+        plan = next((e for e in events if e.kind == "plan"), None)
+    target = (start.data.get("spec") if start else None) or (remote.data.get("target") if remote else None) or (
         str(plan.data.get("action", "")).removeprefix("send to ").strip() if plan else "") or "?"
-    body = str(start.data.get("body") or "") if start else ""
+    body = str(start.data.get("body") or "") if start else str(remote.data.get("body") or "") if remote else ""
     payload = plan.data.get("payload") if plan else None
     if not body and isinstance(payload, str):
         body = payload.split("] ", 1)[-1]
     state, reason = "in flight", None
-    answers = [e for e in devents if e.kind == "answer"]
+    answers = [e for e in (devents if remote is None else events) if e.kind == "answer"]
     if answers and not answers[-1].data.get("approved"):
         state = "withheld"
     for e in devents:
@@ -61,6 +64,8 @@ def _send(ledger: Ledger, relay_id: str) -> Message | None:
         state = str(outcome[-1].data.get("state") or state)
         reason = outcome[-1].data.get("reason") or reason
     hop = ledger.sent_hop(relay_id)
+    if hop is None and remote is not None and isinstance(remote.data.get("hop"), int):
+        hop = remote.data["hop"]
     return Message(kind="refused" if state in _REFUSED else "send", sender=OPERATOR, receiver=target,
                    relay_id=relay_id, hop=hop if hop is not None else _hop(payload), state=state, text=body,
                    reason=reason, at=(start or devents[0]).at)
@@ -104,6 +109,17 @@ def read_exchange(ledger: Ledger, ref: str) -> Exchange:
     inbox = ledger.inbox()
     answers = [_answer(m) for m in inbox if m.answers in ids]
     received = [_answer(m) for m in inbox if run is None and m.relay_id == ref]
+    for rid in ids:  # an answer judged on a host (`remote-reply`): the host's inbox holds it, this ledger its copy
+        for e in ledger.events(relay_id=rid, kind="remote-reply"):
+            try:
+                judged = InboundMessage.model_validate(e.data.get("message") or {})
+            except ValueError:
+                continue
+            msg = _answer(judged)
+            host = e.data.get("host")
+            if host and "/" not in msg.sender and not msg.sender.endswith("(claim)"):  # judged there: its own name
+                msg = msg.model_copy(update={"sender": f"{host}/{msg.sender}"})
+            answers.append(msg.model_copy(update={"at": e.at}))
     if not sends and not answers and not received and run is None:
         raise DiscoveryError(f"no run or relay id {ref!r} in the ledger at {ledger.path}; `relay log` lists recent ones")
     messages = sorted([*sends, *answers, *received], key=lambda m: m.at)
