@@ -9,8 +9,8 @@ blind re-send delivers the body twice under two ids. So:
   `interrupted` too (the one liveness rule, computed here, nothing written);
 - `retry(session, ref)` first runs the debugger's evidence check (`Debugger.look`: the receiver
   now, and whether the payload is there) and shows it; it refuses when the receiver holds the
-  payload or its whereabouts cannot be read (a failed or interrupted send), or when the receiver
-  is gone; otherwise it plans a NEW send of the same body (a new relay id: receivers ignore a
+  payload, holds it typed but unsubmitted in its composer, or its whereabouts cannot be read
+  (a failed or interrupted send), or when the receiver is gone; otherwise it plans a NEW send of the same body (a new relay id: receivers ignore a
   repeated id) that the gate asks y/N for, as any send. The retry is recorded before the gate
   (`dead-retry`, naming the new id), and once its send was approved the delivery counts as
   retried: a second retry is refused, so a dead letter is re-sent at most once;
@@ -215,6 +215,10 @@ async def retry(session: Any, ref: str, *, transport: str | None = None, timeout
     elif letter.state != "no_reply" and look.landed:
         refused = ("not retrying: the receiver holds the payload already (evidence above), so sending it again would "
                    f"deliver it twice; `relay dead drop {letter.relay_id or letter.key}` takes it off the shelf")
+    elif look.staged:
+        refused = ("not retrying: the payload sits in the receiver's composer, typed but not submitted (evidence "
+                   "above): a new send would type it a second time; `relay debug "
+                   f"{letter.relay_id or letter.key}` can submit it (one Enter, asked y/N), or clear it yourself")
     elif letter.state != "no_reply" and look.landed is None:
         refused = ("not retrying: where the payload is cannot be read (evidence above), and sending again could "
                    f"deliver it twice; look again later (`relay debug {letter.relay_id or letter.key} --look`)")

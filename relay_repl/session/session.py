@@ -365,7 +365,7 @@ class Session:
         written; Enter opens the chosen delivery in the debugger (read-only), q returns here."""
         from relay_repl.session.watch_view import watch
 
-        await watch(self)
+        await watch(self)  # a line the REPL echoes meanwhile is printed by prompt_toolkit around the view
 
     # -- recipes -------------------------------------------------------------------------
     async def run(self, recipe: str, *, dry_run: bool = False, **params: object) -> Run:

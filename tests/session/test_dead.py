@@ -30,15 +30,16 @@ def relay(*args: str) -> subprocess.CompletedProcess:
 
 
 class Holding(InMemoryTransport):
-    """A receiver whose evidence shows the payload there (landed) or unreadable (None)."""
+    """A receiver whose evidence shows the payload there (landed), unreadable (None), or typed in
+    its composer and not submitted (staged)."""
 
-    def __init__(self, landed):
+    def __init__(self, landed, staged=None):
         super().__init__()
-        self.landed = landed
+        self.landed, self.staged = landed, staged
 
     async def look(self, d, target, payload):
         look = await super().look(d, target, payload)
-        return look.model_copy(update={"landed": self.landed, "verdict": f"landed={self.landed}"})
+        return look.model_copy(update={"landed": self.landed, "staged": self.staged, "verdict": f"landed={self.landed}"})
 
 
 def session(path, transport, answers=()):
@@ -92,10 +93,12 @@ async def test_a_retry_declined_at_the_gate_leaves_it_on_the_shelf(tmp_path, rel
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("landed, says", [(True, "holds the payload already"), (None, "cannot be read")])
-async def test_retry_refuses_when_the_receiver_holds_it_or_cannot_tell(tmp_path, relay_home, landed, says):
+@pytest.mark.parametrize("landed, staged, says", [(True, None, "holds the payload already"),
+                                                  (None, None, "cannot be read"),
+                                                  (False, True, "typed but not submitted")])
+async def test_retry_refuses_when_the_receiver_holds_it_or_cannot_tell(tmp_path, relay_home, landed, staged, says):
     rid = start_and_kill(tmp_path, "reindex please")
-    tr = Holding(landed)
+    tr = Holding(landed, staged)
     s = session(relay_home / "ledger.sqlite", tr, [True])
     out = await retry(s, rid)
     assert out.delivery is None and says in out.refused and tr.received == [] and out.exit_code == 1
