@@ -215,6 +215,9 @@ async def retry(session: Any, ref: str, *, transport: str | None = None, timeout
     elif letter.state != "no_reply" and look.landed:
         refused = ("not retrying: the receiver holds the payload already (evidence above), so sending it again would "
                    f"deliver it twice; `relay dead drop {letter.relay_id or letter.key}` takes it off the shelf")
+    elif look.waiting:
+        refused = ("not retrying: the receiver's queue still holds it (evidence above) and will hand it over when "
+                   "the receiver takes its next item: a new send would deliver it twice")
     elif look.staged:
         refused = ("not retrying: the payload sits in the receiver's composer, typed but not submitted (evidence "
                    "above): a new send would type it a second time; `relay debug "

@@ -33,13 +33,14 @@ class Holding(InMemoryTransport):
     """A receiver whose evidence shows the payload there (landed), unreadable (None), or typed in
     its composer and not submitted (staged)."""
 
-    def __init__(self, landed, staged=None):
+    def __init__(self, landed, staged=None, waiting=None):
         super().__init__()
-        self.landed, self.staged = landed, staged
+        self.landed, self.staged, self.waiting = landed, staged, waiting
 
     async def look(self, d, target, payload):
         look = await super().look(d, target, payload)
-        return look.model_copy(update={"landed": self.landed, "staged": self.staged, "verdict": f"landed={self.landed}"})
+        return look.model_copy(update={"landed": self.landed, "staged": self.staged, "waiting": self.waiting,
+                                       "verdict": f"landed={self.landed}"})
 
 
 def session(path, transport, answers=()):
@@ -93,12 +94,14 @@ async def test_a_retry_declined_at_the_gate_leaves_it_on_the_shelf(tmp_path, rel
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("landed, staged, says", [(True, None, "holds the payload already"),
-                                                  (None, None, "cannot be read"),
-                                                  (False, True, "typed but not submitted")])
-async def test_retry_refuses_when_the_receiver_holds_it_or_cannot_tell(tmp_path, relay_home, landed, staged, says):
+@pytest.mark.parametrize("landed, staged, waiting, says", [(True, None, None, "holds the payload already"),
+                                                           (None, None, None, "cannot be read"),
+                                                           (False, True, None, "typed but not submitted"),
+                                                           (False, None, True, "queue still holds it")])
+async def test_retry_refuses_when_the_receiver_holds_it_or_cannot_tell(tmp_path, relay_home, landed, staged, waiting,
+                                                                       says):
     rid = start_and_kill(tmp_path, "reindex please")
-    tr = Holding(landed, staged)
+    tr = Holding(landed, staged, waiting)
     s = session(relay_home / "ledger.sqlite", tr, [True])
     out = await retry(s, rid)
     assert out.delivery is None and says in out.refused and tr.received == [] and out.exit_code == 1
