@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -112,6 +113,11 @@ def test_watch_shows_five_rounds_as_it_happens_and_the_run_is_drawn(lab, tmp_pat
         assert "⟨U+202E⟩evil" in log.found and not log.forbidden_seen  # the hostile reply was shown, neutralised
 
         svg_text = (report / "exchange.svg").read_text()
+        drawn = tmp_path / "drawn.svg"  # `relay log --diagram RUN` draws the same picture
+        res = subprocess.run([sys.executable, "-m", "relay_repl", "log", "--diagram", run_id, "-o", str(drawn)],
+                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert res.returncode == 0 and "3 lifelines, 20 messages" in res.stdout, res.stderr
+        assert drawn.read_text() == svg_text
         assert "![sequence diagram of the exchange](exchange.svg)" in (report / "report.md").read_text()
         root = ET.fromstring(svg_text.encode())
         ns = "{http://www.w3.org/2000/svg}"
