@@ -31,6 +31,7 @@ from relay_repl.core.errors import EnvelopeError, UsageError
 from relay_repl.store.ledger import Event, Ledger
 
 DEAD_STATES = ("failed", "interrupted", "no_reply")
+DONE = ("in_turn", "acknowledged", "replied", "no_reply")
 ANSWERED_VERDICTS = ("verified", "receiver's own record")
 
 
@@ -110,6 +111,11 @@ def _letter(ledger: Ledger, key: str, state: str, why: str, at: float, *, swept:
                       body=str(data.get("body") or ""), want=_want(payload), swept=swept)
 
 
+def _answered(ledger: Ledger, relay_id: str) -> bool:
+    """Whether a verified answer to `relay_id` reached the inbox (however late)."""
+    return any(m.verdict is not None and m.verdict.verdict in ANSWERED_VERDICTS for m in ledger.inbox(answers=relay_id))
+
+
 def _last_stage(ledger: Ledger, key: str) -> str | None:
     """What the last stage said, for an outcome recorded without a reason (a failed stage says why)."""
     stages = [e for e in ledger.events(delivery=key) if e.kind.startswith("stage:")]
@@ -136,11 +142,25 @@ def dead_letters(ledger: Ledger) -> Shelf:
     for e in ledger.events(kind="no-reply"):
         if not e.delivery or e.delivery in closed or not e.relay_id:
             continue
-        if any(m.verdict is not None and m.verdict.verdict in ANSWERED_VERDICTS
-               for m in ledger.inbox(answers=e.relay_id)):
+        if _answered(ledger, e.relay_id):
             continue  # the answer came late: not dead
         found[e.delivery] = _letter(ledger, e.delivery, "no_reply",
                                     f"no answer within {e.data.get('timeout', '?')} s; none has come since", e.at)
+    for end in ledger.events(kind="run-end"):  # a recipe step that waited out its timeout (the runner's own wait)
+        if end.data.get("state") != "timed-out" or not end.relay_id:
+            continue
+        run = ledger.events(relay_id=end.relay_id)
+        answered = {e.data.get("answers") for e in run if e.kind == "run-answer"}
+        for step in (e for e in run if e.kind == "run-step" and e.seq < end.seq):
+            rid = step.data.get("relay_id")
+            if not rid or rid in answered or _answered(ledger, rid):
+                continue
+            keys = [e.delivery for e in ledger.events(relay_id=rid) if e.delivery]
+            outs = [e for e in ledger.events(relay_id=rid) if e.kind == "outcome"]
+            if not keys or keys[-1] in closed or keys[-1] in found or not outs or outs[-1].data.get("state") not in DONE:
+                continue
+            found[keys[-1]] = _letter(ledger, keys[-1], "no_reply", f"{end.data.get('reason') or 'no answer'} "
+                                      f"(recipe run {end.relay_id}); none has come since", end.at)
     for key in ledger.unfinished_deliveries():  # a read-only ledger leaves its mark where it was
         if key in found or key in closed:
             continue

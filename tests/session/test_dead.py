@@ -156,3 +156,21 @@ def test_retry_from_a_terminal_shows_evidence_asks_and_is_refused_the_second_tim
     led = Ledger(relay_home / "ledger.sqlite")
     sends = [e for e in led.events(kind="delivery") if e.data.get("body") == "reindex please"]
     assert len(sends) == 2  # the killed one and exactly one retry
+
+
+@pytest.mark.anyio
+async def test_a_recipe_step_that_waited_out_its_timeout_is_unanswered(tmp_path):
+    from tests.session.test_runner import TWO, mk, write
+
+    s, rep, gate, led, lines = mk(tmp_path, [True] * 2, answer=lambda env, t: None if t.name == "b" else "fine")
+    run = await s.run(write(tmp_path, TWO.format(rounds=1).replace("timeout = 5", "timeout = 0.3")))
+    assert run.state == "timed-out"
+    (letter,) = dead_letters(led)
+    assert (letter.relay_id, letter.state, letter.target) == (run.steps[1].relay_id, "no_reply", "fake:b")
+    assert "no reply within 0.3 s" in letter.why and run.id in letter.why
+    led.add_inbox(f"[relay/1 from=peer:fake@b to=operator id=b-late hop=3 want=none re={letter.relay_id}] late",
+                  origin={"verifiedPeerPid": 1}, relay_id="b-late", peer="peer:fake@b", answers=letter.relay_id)
+    assert len(dead_letters(led)) == 1  # an unverified answer does not take it off
+    rep.inbox.accept(f"[relay/1 from=peer:fake@b to=operator id=b-later hop=3 want=none re={letter.relay_id}] later",
+                     {"verifiedPeerPid": 1, "kind": "peer"})  # verified (the fake judge): answered after all
+    assert dead_letters(led) == []
