@@ -171,6 +171,6 @@ async def test_a_recipe_step_that_waited_out_its_timeout_is_unanswered(tmp_path)
     led.add_inbox(f"[relay/1 from=peer:fake@b to=operator id=b-late hop=3 want=none re={letter.relay_id}] late",
                   origin={"verifiedPeerPid": 1}, relay_id="b-late", peer="peer:fake@b", answers=letter.relay_id)
     assert len(dead_letters(led)) == 1  # an unverified answer does not take it off
-    rep.inbox.accept(f"[relay/1 from=peer:fake@b to=operator id=b-later hop=3 want=none re={letter.relay_id}] later",
+    rep.inbox.accept(f"[relay/1 from=peer:fake@b to=operator id=b-9 hop=3 want=none re={letter.relay_id}] later",
                      {"verifiedPeerPid": 1, "kind": "peer"})  # verified (the fake judge): answered after all
     assert dead_letters(led) == []
