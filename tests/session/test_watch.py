@@ -74,3 +74,40 @@ def test_targets_show_state_pane_and_host():
     assert lines[0].split() == ["TARGET", "STATE", "PANE", "HOST", "PID"]
     assert any("h2/codex:beta" in x and "busy" in x and "%3" in x and "h2" in x for x in lines)
     assert any(visible("claude:al\u202epha") in x and "local" in x for x in lines)
+
+
+async def test_the_view_lists_each_hosts_targets_beside_the_local_ones(tmp_path):
+    """`relay hosts`: each host's relay lists its own targets (here a stand-in for `Hosts`); a host
+    that fails is one line in the TARGETS heading, the rest stand."""
+    import anyio
+
+    from relay_repl.core.target import Target
+    from relay_repl.session.app import make_session
+    from relay_repl.session.watch_view import WatchView
+    from relay_repl.system.polling import poll_until
+
+    class TwoHosts:
+        def __bool__(self):
+            return True
+
+        async def all_targets(self):
+            far = Target(kind="codex", name="beta", address="t", pid=3, live=True, state="idle", host="h2",
+                         identified_by="h2's relay")
+            return [far], ["host h3: ssh: connect to host h3 port 22: No route to host"]
+
+    s = make_session(fake=True, discover=False, echo=None, ledger=Ledger(tmp_path / "l.sqlite"))
+    s.sender.remote.hosts = TwoHosts()
+    view = WatchView(s, tmp_path / "l.sqlite")
+    view._refresh_wanted.set()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(view._targets)
+        async def listed():
+            return view.model.targets_at
+
+        assert await poll_until(listed, timeout=10, interval=0.01)
+        tg.cancel_scope.cancel()
+    lines = view.model.target_lines()
+    assert any("h2/codex:beta" in x and " h2 " in x for x in lines) and any("fake:inbox" in x for x in lines)
+    assert "h3" in (view.model.targets_problem or "")
+    text = "".join(t for _, t in view.fragments())
+    assert "TARGETS  (host h3: ssh" in text and "h2/codex:beta" in text
