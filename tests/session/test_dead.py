@@ -174,3 +174,11 @@ async def test_a_recipe_step_that_waited_out_its_timeout_is_unanswered(tmp_path)
     rep.inbox.accept(f"[relay/1 from=peer:fake@b to=operator id=b-9 hop=3 want=none re={letter.relay_id}] later",
                      {"verifiedPeerPid": 1, "kind": "peer"})  # verified (the fake judge): answered after all
     assert dead_letters(led) == []
+
+
+def test_on_a_fresh_machine_dead_makes_no_file(tmp_path, relay_home):
+    assert relay("dead").returncode == 0 and "no dead letters" in relay("dead").stdout
+    for sub in ("retry", "drop"):
+        res = relay("dead", sub, "me-1")
+        assert res.returncode == 2 and "there is no ledger" in res.stderr, res.stderr
+    assert not relay_home.exists()

@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
     )
     s.add_argument("--json", action="store_true", help="one JSON object per dead letter")
     s.set_defaults(func=cmd_dead, fast_exit=True)
-    dsub = s.add_subparsers(dest="dead_command", metavar="DEADCOMMAND")
+    dsub = s.add_subparsers(dest="dead_command", metavar="{retry,drop}")
     r = dsub.add_parser("retry", help="evidence check, then a new plan of the same body (y/N)",
                         description="Look at the receiver (read-only, shown), then, unless it holds the payload or "
                         "cannot tell, plan a new send of the same body to the same target and ask y/N.")
@@ -64,9 +64,13 @@ def cmd_dead(args: argparse.Namespace) -> int:
 
 
 def cmd_dead_drop(args: argparse.Namespace) -> int:
+    import relay_repl.store.paths as paths
+    from relay_repl.core.errors import UsageError
     from relay_repl.session.dead import drop
     from relay_repl.store.ledger import Ledger
 
+    if not paths.ledger_path().exists():  # nothing was ever sent from here: no ledger is made to say so
+        raise UsageError(f"no delivery or relay id {args.id!r}: there is no ledger at {paths.ledger_path()}")
     d = drop(Ledger.default(), args.id, args.reason)
     print(visible(f"dropped {d.relay_id or d.key} ({d.state} to {d.target}): off the shelf; `relay why "
                   f"{d.relay_id or d.key}` still shows it"))
@@ -79,6 +83,12 @@ def cmd_dead_retry(args: argparse.Namespace) -> int:
     from relay_repl.frontends.commands.common import inbox_open, stderr_gate
     from relay_repl.session.app import make_session
     from relay_repl.session.dead import retry
+
+    import relay_repl.store.paths as paths
+    from relay_repl.core.errors import UsageError
+
+    if not paths.ledger_path().exists():  # nothing was ever sent from here: nothing to retry, nothing made
+        raise UsageError(f"no delivery or relay id {args.id!r}: there is no ledger at {paths.ledger_path()}")
 
     def err(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
