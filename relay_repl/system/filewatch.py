@@ -68,20 +68,30 @@ class DirWatch:
         self.fallback = fallback
         self._fd = -1
         self._stats: dict[str, tuple[int, int, int] | None] = {}
-        libc = _libc()
-        if libc is not None and self.directory.is_dir():
-            fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
-            if fd >= 0:
-                if libc.inotify_add_watch(fd, os.fsencode(self.directory), _MASK) >= 0:
-                    self._fd = fd
-                else:
-                    os.close(fd)
+        self._libc = _libc()
+        self._watch()
         if self._fd < 0:
             self._stats = self._stat_all()
 
+    def _watch(self) -> None:
+        """Start the inotify watch, if this system has inotify and the directory exists (a fresh
+        RELAY_HOME may not yet: until it does, `changed` compares stats, then switches)."""
+        libc = self._libc
+        if libc is None or not self.directory.is_dir():
+            return
+        fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if fd >= 0:
+            if libc.inotify_add_watch(fd, os.fsencode(self.directory), _MASK) >= 0:
+                self._fd = fd
+            else:
+                os.close(fd)
+
     @property
     def how(self) -> str:
-        return "inotify" if self._fd >= 0 else f"stat every {self.fallback:g}s (no inotify here)"
+        if self._fd >= 0:
+            return "inotify"
+        why = "no inotify here" if self._libc is None else f"until {self.directory} exists"
+        return f"stat every {self.fallback:g}s ({why})"
 
     def _stat_all(self) -> dict[str, tuple[int, int, int] | None]:
         out: dict[str, tuple[int, int, int] | None] = {}
@@ -114,6 +124,10 @@ class DirWatch:
             from relay_repl.system.polling import poll_until
 
             async def moved() -> bool | None:
+                if self._libc is not None and self.directory.is_dir():
+                    self._watch()  # the directory appeared: inotify from now on (the caller reads once now)
+                    if self._fd >= 0:
+                        return True
                 now = self._stat_all()
                 if now == self._stats:
                     return None

@@ -63,3 +63,14 @@ async def test_without_inotify_it_compares_stats(tmp_path, monkeypatch):
         assert not await watch.changed(0.2)
         os.utime(tmp_path / "f", ns=(1, 1))
         assert await watch.changed(1.0)
+
+
+async def test_a_missing_directory_is_waited_for_then_watched_with_inotify(tmp_path):
+    home = tmp_path / "relay-home"
+    async with DirWatch(home, ["ledger.sqlite", "ledger.sqlite-wal"], fallback=0.05) as watch:
+        assert watch.how.startswith("stat every") and "until" in watch.how
+        assert not await watch.changed(0.1)
+        home.mkdir()
+        assert await watch.changed(2.0) and watch.how == "inotify"
+        Ledger(home / "ledger.sqlite").event("first")
+        assert await watch.changed(2.0)
