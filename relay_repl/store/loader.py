@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from relay_repl.core import file_shape
 from relay_repl.core.errors import FileProblem
@@ -99,6 +99,24 @@ def read_bytes(path: Path, fix: str, *, missing_ok: bool = False, max_bytes: int
         raise error(path, f"is more than the {max_bytes:,} bytes relay reads of such a file",
                     f"it is not what relay wrote there; move it away and {fix}")
     return b"".join(chunks)
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO | None:
+    """`path` opened for binary reading when it is a regular file, else None (absent, a FIFO, a
+    directory, a device, unreadable): for the append-only records relay streams (transcripts,
+    rollouts), where a FIFO put in a record's place must not block the reader. Never blocks."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return os.fdopen(fd, "rb")
+    except OSError:
+        os.close(fd)
+        return None
 
 
 def read_text(path: Path, fix: str, *, missing_ok: bool = False, max_bytes: int = MAX_BYTES,
