@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
-from datetime import date, datetime, time
 from typing import Any, TypeVar
 
 from relay_repl.core.errors import FileProblem
@@ -53,6 +51,8 @@ def decode(data: bytes, path: object, fix: str, error: type[FileProblem] = FileP
 
 def toml_table(text: str, path: object, fix: str, error: type[FileProblem] = FileProblem) -> dict[str, Any]:
     """Parse TOML; a syntax error names its line, as tomllib found it."""
+    import tomllib  # here, not at the top: `relay targets` reads JSON records only (its cold start is measured)
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -125,6 +125,8 @@ def kind_of(value: Any, syntax: str = "toml") -> str:
         return "a table" if syntax == "toml" else "an object"
     if isinstance(value, (list, tuple)):
         return "a list"
+    from datetime import date, datetime, time
+
     if isinstance(value, (datetime, date, time)):
         return "a date or time"
     if value is None:
