@@ -162,3 +162,17 @@ def test_a_file_the_process_may_not_read_is_one_line(relay_home):
                              stdin=subprocess.DEVNULL, env={**os.environ, "PATH": "/usr/bin:/bin"})
         _one_line(res.returncode, res.stdout, res.stderr, path, argv)
         assert "permission denied" in res.stderr, res.stderr
+
+
+def test_the_recipe_listing_never_prints_a_files_controls_raw(relay_home, tmp_path, capsys, monkeypatch):
+    """A recipe shelf holds files anyone may edit (a peer's recipe, a name with an escape): their
+    names, descriptions and errors are shown through the one neutraliser, never raw."""
+    monkeypatch.chdir(tmp_path)
+    shelf = relay_home / "recipes"
+    shelf.mkdir(parents=True)
+    (shelf / "ok.toml").write_text(malformed.RECIPE_GOOD.replace('name = "t"', 'name = "ok"\ndescription = '
+                                                                 '"\\u001b[2Jcleared \u202eexe.txt"'))
+    (shelf / "bad\x1b[31m.toml").write_text("steps = [")
+    code, out, err = _main(["recipes"], capsys)
+    assert code == 0 and "\x1b" not in out and "\u202e" not in out, out
+    assert "\\x1b[2Jcleared ⟨U+202E⟩exe.txt" in out and "bad\\x1b[31m" in out and "BROKEN" in out
