@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relay_repl.core.errors import FileProblem, UsageError
+from relay_repl.core.errors import UsageError
 from relay_repl.store import hosts as H
 
 RELAY = [sys.executable, "-m", "relay_repl"]
@@ -50,7 +50,10 @@ def test_every_accepted_value_reads_back_and_every_refused_one_leaves_the_file_a
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.text(max_size=12), dest=st.text(max_size=24))
+@given(name=st.one_of(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,8}", fullmatch=True), st.text(max_size=12)),
+       dest=st.one_of(st.text(max_size=24), st.lists(st.sampled_from(
+           ["me", "@", "h", "\x7f", "\x9b", "\u202e", "\u200b", "\n", "\\", '"', "é", " ", "\t", "\x00", "-", "\udcff"]),
+           min_size=1, max_size=8).map("".join)))
 def test_any_name_and_destination_is_refused_or_reads_back_exactly(relay_home, name, dest):
     """The property: for ANY text, add_host either refuses it (UsageError, nothing written) or
     stores it so that load_hosts returns exactly it. Before, one DEL made the file unreadable."""
@@ -73,6 +76,8 @@ def test_the_writers_escaping_is_a_second_wall(value):
 
 
 def test_a_hand_edited_refused_value_is_one_line_with_its_line(relay_home):
+    from relay_repl.core.errors import FileProblem
+
     relay_home.mkdir()
     (relay_home / "hosts.toml").write_text('[hosts.ok]\ndestination = "me@ok"\n\n[hosts.bad]\n'
                                            'destination = "a\u202eb"\n', encoding="utf-8")
