@@ -167,7 +167,8 @@ class CodexQueue:
 
     def taker_gone(self, target: Target) -> str | None:
         """No live process holds the thread's writer lock (provider.py: the lock proves "loaded"):
-        its TUI or daemon exited, so the item waits until the thread is resumed. None when a holder
+        its TUI or daemon exited (or the daemon unloaded an idle detached thread; the lock does not
+        tell which, so the reason names both), and the item waits until the thread is resumed. None when a holder
         is alive, or when /proc/locks cannot be read (then nothing is claimed either way)."""
         from relay_repl.system.proc import lock_holders, pid_alive, read_proc_locks
 
@@ -181,7 +182,7 @@ class CodexQueue:
         if any(pid_alive(p) for p in lock_holders(table, lock)):
             return None
         return (f"no process holds thread {target.address}'s writer lock ({lock.name}) now: the Codex process that "
-                f"ran it has exited; {resume}")
+                f"ran it has exited (or its daemon unloaded it); {resume}")
 
     def from_queue(self, hit: dict[str, Any]) -> bool:
         return bool(hit["turn_trigger"] == "queue")
