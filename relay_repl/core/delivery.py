@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from relay_repl.core.readable import Readable
+
 from relay_repl.core.turn_reply import TurnReply
 from relay_repl.core.controls import visible
 from relay_repl.core.inbound import InboundMessage
@@ -86,7 +88,7 @@ class DeliveryExtra(BaseModel):
                                         "which reads and writes this)")
 
 
-class Delivery(BaseModel):
+class Delivery(Readable, BaseModel):
     """One send in progress: its plan, the stages it passed, and its outcome."""
 
     model_config = ConfigDict(validate_assignment=True, defer_build=True)  # built on first use, off the targets path
@@ -143,12 +145,16 @@ class Delivery(BaseModel):
         return {"delivered": 0, "pending": 3}.get(self.outcome, 1)
 
     def summary(self) -> str:
+        """Outcome, target and why in one line; an answer's sender, verdict and first words after."""
         why = f": {self.reason}" if self.reason else ""
         if self.reply is not None:
             verdict = self.reply.verdict.verdict if self.reply.verdict else "no verdict"
-            why += f"; answer {self.reply.relay_id or ''} ({verdict}): {self.reply.body[:60]!r}"
+            words = " ".join(self.reply.body.split())
+            words = words if len(words) <= 80 else words[:79] + "…"
+            why += f"; answer {self.reply.relay_id or ''} from {self.reply.sender} ({verdict}): \"{words}\""
         where = f" at stage {self.stage}" if self.outcome == "pending" else ""
         return visible(f"{self.outcome}{where} ({self.state.value}) via {self.transport} to {self.target}{why}")
 
     def __repr__(self) -> str:
-        return f"<Delivery {self.key} {self.relay_id or ''} {self.summary()}>"
+        """What matters first: the outcome and to whom (summary), then the ids to look it up by."""
+        return f"<Delivery {self.summary()}; id {self.relay_id or '-'}, key {self.key}>"

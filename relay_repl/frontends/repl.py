@@ -24,6 +24,9 @@ BANNER = """relay_repl {version} — `session` is being prepared (discovery runs
   session                      targets, your address, open deliveries
   await session.refresh()      re-discover targets
   await session.send("claude:alpha", "hello", want="ack")
+  await session.preview("claude:alpha", "hello")   today's plan for a send, nothing sent or asked
+  await session.confirm("what", target=…, how=…, payload=…, done_when=…)   your own action's plan and y/N
+  act = session.gated(fn, target=…, done_when=…)   `await act(...)` runs fn only after its plan's y
   dbg = session.debugger(d)    a stuck delivery: print dbg, await dbg.look() / dbg.step() / dbg.resume()
   session.why("<relay id>")    every event recorded for one id, as a table
   run = await session.run("ping", target="claude:alpha")   a saved recipe (`relay recipes` lists them)

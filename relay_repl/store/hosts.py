@@ -20,6 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from relay_repl.core.readable import Readable
+
 from relay_repl.core.errors import UsageError
 
 import relay_repl.store.paths as paths
@@ -27,11 +29,17 @@ import relay_repl.store.paths as paths
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
-class HostEntry(BaseModel):
+class HostEntry(Readable, BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     name: str
     destination: str
+
+    def __repr__(self) -> str:
+        """The name a target spec is prefixed with, then how ssh reaches it."""
+        from relay_repl.core.controls import visible
+
+        return visible(f"<Host {self.name}: ssh {self.destination} (targets {self.name}/kind:name)>")
 
     @field_validator("name")
     @classmethod
