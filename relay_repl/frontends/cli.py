@@ -8,7 +8,9 @@ one line in COMMANDS. Imports are deferred so `relay --help` and the REPL start 
 
 A subparser may set, beside `func`, `lab_use="start"` (the REPL: `--lab` first starts what
 is missing of the lab) or `lab_use="none"` (the lab's own commands: `--lab` needs no
-pointing), and `fast_exit=True` (a read-only command that may skip interpreter teardown).
+pointing), `fast_exit=True` (a read-only command that may skip interpreter teardown), and
+`whole_parser=True` (`relay completion`: `main` hands it `build_parser` there, so the command needs
+no import of this module).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from relay_repl.frontends import argparse_gettext
 from relay_repl.core.controls import visible  # pure, no dependency: every echo of a peer's text passes it
 from relay_repl.frontends.commands import (
     clean,
+    completion,
     debug,
     doctor,
     fidelity,
+    halts,
     hosts,
     lab,
     log,
@@ -38,6 +42,7 @@ from relay_repl.frontends.commands import (
     send,
     serve,
     targets,
+    unhalt,
     verify,
     whoami,
     why,
@@ -45,7 +50,7 @@ from relay_repl.frontends.commands import (
 
 # The subcommands in the order `relay --help` lists them; each module registers its own subparser.
 COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, doctor, debug, whoami, clean,
-            reply, notebook, mcp, hosts, serve)
+            reply, notebook, mcp, hosts, serve, completion, halts, unhalt)
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions ({kinds})
@@ -125,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:  # no command: the REPL
         args.func, args.lab_use = repl.cmd_repl, "start"
     func = args.func
+    if getattr(args, "whole_parser", None) is True:
+        args.whole_parser = build_parser
     lab_use = getattr(args, "lab_use", "as-is")
     from relay_repl.core.errors import RelayError
 

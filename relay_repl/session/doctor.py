@@ -114,7 +114,7 @@ def check_state() -> list[Check]:
     if halts:
         reason, by = halts[-1]
         out.append(Check(name="relay-halts", ok=False, detail=f"{len(halts)} in force, newest: {reason} (by {by})",
-                         fix="nothing is sent until it is cleared: handle the cause, then `session.unhalt()` in the REPL"))
+                         fix="nothing is sent until it is cleared: handle the cause, then `relay unhalt` (`relay halts` lists them)"))
     else:
         out.append(Check(name="relay-halts", ok=True, detail="none in force"))
     return out

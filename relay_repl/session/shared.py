@@ -56,7 +56,7 @@ class Shared:
         halt = self.ledger.active_halt()
         if halt:
             raise LoopHalt(f"relay-halt is in force ({halt.reason}, by {halt.by}): nothing is sent and no wait "
-                           "continues until `session.unhalt()`")
+                           "continues until `session.unhalt()` (or `relay unhalt`; `relay halts` lists them)")
 
     def find_delivery(self, ref: Delivery | str) -> Delivery:
         if isinstance(ref, Delivery):
