@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 
+from relay_repl.agents.codex.agent import BINARY
 from relay_repl.agents.codex.provider import CodexProvider, DaemonError, daemon_thread_status
+from relay_repl.agents.codex.queue_ops import BINARY_ENV
 from relay_repl.core.check import Check
 from relay_repl.store.sqlite_read import connect_read_only
 
@@ -19,21 +22,23 @@ async def check_codex(env: Mapping[str, str] | None = None) -> list[Check]:
     home = p.home
     out: list[Check] = []
     if not home.is_dir():
+        if not environ.get(BINARY_ENV) and shutil.which(BINARY, path=environ.get("PATH")) is None:
+            return [Check.skip("CODEX_HOME", f"codex not found, and no {home}: no Codex here")]
         fix = "start Codex once, or set CODEX_HOME to the directory it uses"
-        return [Check(name="CODEX_HOME", ok=False, detail=f"{home} does not exist", fix=fix)]
-    out.append(Check(name="CODEX_HOME", ok=True, detail=f"{home} ({'from $CODEX_HOME' if environ.get('CODEX_HOME') else 'the default'})"))
+        return [Check(name="CODEX_HOME", ok=False, detail=f"looked for {home}: it does not exist", fix=fix)]
+    out.append(Check(name="CODEX_HOME", ok=True, detail=f"found {home} ({'from $CODEX_HOME' if environ.get('CODEX_HOME') else 'the default'})"))
     index = p._p("session_index")
     if not index.exists():
-        out.append(Check(name="session_index.jsonl", ok=True, detail="not there yet (Codex writes it when a thread is named)"))
+        out.append(Check.skip("session_index.jsonl", f"no {index} yet (Codex writes it when a thread is named)"))
     elif not os.access(index, os.R_OK):
-        out.append(Check(name="session_index.jsonl", ok=False, detail=f"{index} is not readable",
+        out.append(Check(name="session_index.jsonl", ok=False, detail=f"read {index}: not readable",
                          fix=f"run relay as the user who owns {home}"))
     else:
         lines = sum(1 for _ in index.open("rb"))
-        out.append(Check(name="session_index.jsonl", ok=True, detail=f"readable, {lines} line(s)"))
+        out.append(Check(name="session_index.jsonl", ok=True, detail=f"read {index}: {lines} line(s)"))
     queue = p._p("queue_db")
     if not queue.exists():
-        out.append(Check(name="queue_1.sqlite", ok=True, detail="not there yet (the first `codex queue` creates it)"))
+        out.append(Check.skip("queue_1.sqlite", f"no {queue} yet (the first `codex queue` creates it)"))
     else:
         try:
             con = connect_read_only(queue)
@@ -41,20 +46,21 @@ async def check_codex(env: Mapping[str, str] | None = None) -> list[Check]:
                 (n,) = con.execute("SELECT COUNT(*) FROM queued_items").fetchone()
             finally:
                 con.close()
-            out.append(Check(name="queue_1.sqlite", ok=True, detail=f"readable (read-only), {n} queued item(s)"))
+            out.append(Check(name="queue_1.sqlite", ok=True, detail=f"read {queue} (read-only): {n} queued item(s)"))
         except sqlite3.Error as exc:
-            out.append(Check(name="queue_1.sqlite", ok=False, detail=f"{queue}: {exc}",
+            out.append(Check(name="queue_1.sqlite", ok=False, detail=f"read {queue} (read-only): {exc}",
                              fix="check its permissions; Codex 0.169.0 keeps the table `queued_items` there"))
     sock = p._p("control_socket")
     if not os.path.exists(sock):
-        out.append(Check(name="Codex daemon", ok=False, detail=f"no control socket at {sock}",
+        out.append(Check(name="Codex daemon", ok=False, detail=f"looked for its control socket {sock}: none",
                          fix="start a Codex TUI (it starts the daemon) or run `codex app-server daemon start`"))
     else:
         try:
             loaded, _ = await daemon_thread_status(sock, [], timeout=5.0)
-            out.append(Check(name="Codex daemon", ok=True, detail=f"answers on {sock}: {len(loaded)} thread(s) loaded"))
+            out.append(Check(name="Codex daemon", ok=True, detail=f"asked {sock} for thread status: {len(loaded)} thread(s) "
+                                                                 "loaded"))
         except DaemonError as exc:
-            out.append(Check(name="Codex daemon", ok=False, detail=f"{sock} does not answer: {exc}",
+            out.append(Check(name="Codex daemon", ok=False, detail=f"asked {sock} for thread status: no answer ({exc})",
                              fix="restart it: `codex app-server daemon start` (attached TUIs reconnect)"))
     out.append(check_codex_sandbox(home))
     return out
@@ -70,11 +76,12 @@ def check_codex_sandbox(home: Path) -> Check:
     try:
         mode = tomllib.loads(cfg.read_text()).get("sandbox_mode") if cfg.exists() else None
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        return Check(name=name, ok=False, detail=f"{cfg} unreadable: {exc}", fix=f"fix {cfg}")
+        return Check(name=name, ok=False, detail=f"read {cfg}: {exc}", fix=f"fix {cfg}")
     if mode == "danger-full-access":
-        return Check(name=name, ok=True, detail=f"sandbox_mode = {mode!r} in {cfg}: Unix sockets are allowed")
+        return Check(name=name, ok=True, detail=f"read {cfg}: sandbox_mode = {mode!r}, Unix sockets are allowed")
     shown = repr(mode) if mode else "not set (Codex defaults to a sandbox)"
-    return Check(name=name, ok=False, detail=f"sandbox_mode {shown}: the sandbox refuses Unix sockets, so an "
+    where = f"read {cfg}" if cfg.exists() else f"no {cfg}"
+    return Check(name=name, ok=False, detail=f"{where}: sandbox_mode {shown}: the sandbox refuses Unix sockets, so an "
                  "agent's `relay reply` cannot reach your inbox",
                  fix=f"for agents that must answer, set sandbox_mode = \"danger-full-access\" in {cfg} "
                      "(weigh the risk), or ask them for replies through another path")
