@@ -139,11 +139,30 @@ def main(argv: list[str] | None = None) -> int:
         if args.lab and lab_use != "none":  # `relay --lab lab ...` needs no pointing
             lab.use_lab(start=lab_use == "start")
         code = int(func(args) or 0)
+        if argv is None:
+            sys.stdout.flush()  # here, so a reader that left early (`| head`) is caught below, not at exit
         if getattr(args, "fast_exit", False) and argv is None:  # a real process, not a call from tests
             targets.fast_exit(code)
         return code
+    except BrokenPipeError:
+        return closed_pipe()
     except (RelayError, BaseExceptionGroup, KeyboardInterrupt) as exc:
         return exit_code(exc)
+
+
+def closed_pipe() -> int:
+    """The reader of our output went away (`relay targets --json | head`): stop quietly, as a
+    command killed by SIGPIPE does (exit 141), instead of a BrokenPipeError traceback. stdout is
+    pointed at /dev/null first, so the interpreter's final flush has nowhere to fail."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return 141
 
 
 def exit_code(exc: BaseException) -> int:

@@ -62,6 +62,7 @@ def test_lab_doctor_without_claude_names_the_check_and_the_fix(lab, tmp_path):
     env = dict(os.environ, PATH=path, RELAY_LAB_CLIENTS=str(tmp_path / "clients"))
     res = doctor(env)
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "✘ claude-code client: `claude` not found on PATH" in res.stdout
+    assert "✘ claude-code client: looked on PATH: `claude` not found" in res.stdout
+    assert "– claude agents --json: skipped: claude not found" in res.stdout and "✔ claude agents" not in res.stdout
     assert "next: install it (npm i -g @anthropic-ai/claude-code@" in res.stdout
     assert "✔ codex client: " in res.stdout and "Traceback" not in res.stderr
