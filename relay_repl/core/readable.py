@@ -25,11 +25,14 @@ def relay_members(cls: type) -> tuple[str, ...]:
 
 
 class Readable:
-    """Mixin for the operator's values: `dir()` (and so Tab) is relay's members, then the dunders."""
+    """Mixin for the operator's values: `dir()` (and so Tab) is relay's members, then the plain dunders."""
 
     __slots__ = ()
 
     def __dir__(self) -> list[str]:
-        dunders = [n for n in object.__dir__(self) if n.startswith("__")]
         cls: type = type(self)
-        return [*relay_members(cls), *sorted(dunders)]
+        return [*relay_members(cls), *PLAIN_DUNDERS]
+
+
+# the dunders every object has (pydantic's own, `__fields__` and `__pydantic_*__`, are left out)
+PLAIN_DUNDERS = tuple(sorted({*dir(object), "__dict__", "__module__"}))

@@ -318,9 +318,9 @@ class Session:
         """Called by the REPL once its inbox listens: replies now have somewhere to go."""
         self.answers.attach_inbox(inbox)
 
-    async def close_inbox(self) -> None:
-        """Remove the inbox's sockets and any registry entry it wrote (even while cancelled)."""
-        await self.answers.close_inbox()
+    async def close_inbox(self) -> list[str]:
+        """Remove the inbox's sockets and any registry entry it wrote (even while cancelled); the files removed."""
+        return await self.answers.close_inbox()
 
     async def clean(self, echo: Callable[[str], None] | None = None) -> list[InboxRecord]:
         """Remove what crashed relay inboxes left (`relay clean`): relay's own files at once; files in
