@@ -158,3 +158,23 @@ class Delivery(Readable, BaseModel):
     def __repr__(self) -> str:
         """What matters first: the outcome and to whom (summary), then the ids to look it up by."""
         return f"<Delivery {self.summary()}; id {self.relay_id or '-'}, key {self.key}>"
+
+
+class DeliveryTable(list):
+    """This session's deliveries (`session.deliveries`), printed as a table: newest last, each with
+    its outcome, where it stands and its answer, so the list reads at a glance in the REPL."""
+
+    def __repr__(self) -> str:
+        if not self:
+            return "no deliveries yet (`await session.send(...)` makes one)"
+        rows: list[tuple[str, ...]] = [("RELAY ID", "TARGET", "TRANSPORT", "OUTCOME", "STATE", "STAGE", "ANSWER")]
+        for d in self:
+            answer = "-"
+            if d.reply is not None:
+                words = " ".join(d.reply.body.split())
+                verdict = d.reply.verdict.verdict if d.reply.verdict else "no verdict"
+                answer = f"{verdict}: {words if len(words) <= 50 else words[:49] + '…'}"
+            rows.append((d.relay_id or "-", d.target, d.transport, d.outcome, d.state.value, d.stage, answer))
+        rows = [tuple(visible(c) for c in r) for r in rows]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

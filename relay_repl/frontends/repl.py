@@ -21,17 +21,14 @@ from collections.abc import Callable
 from typing import Any
 
 BANNER = """relay_repl {version} — `session` is being prepared (discovery runs in the background). Try:
-  session                      targets, your address, open deliveries
-  await session.refresh()      re-discover targets
-  await session.send("claude:alpha", "hello", want="ack")
-  await session.preview("claude:alpha", "hello")   today's plan for a send, nothing sent or asked
-  await session.confirm("what", target=…, how=…, payload=…, done_when=…)   your own action's plan and y/N
+  session · session.targets · session.inbox      who you are, targets (`await session.refresh()`), replies
+  d = await session.send("claude:alpha", "hello", want="reply")   plan, y/N, deliver, confirm; `d` says how it went
+  await session.preview("claude:alpha", "hello")   that plan, with nothing sent or asked
+  await session.confirm("what", target=…, how=…, payload=…, done_when=…)   your own action behind a plan and y/N
   act = session.gated(fn, target=…, done_when=…)   `await act(...)` runs fn only after its plan's y
-  dbg = session.debugger(d)    a stuck delivery: print dbg, await dbg.look() / dbg.step() / dbg.resume()
-  session.why("<relay id>")    every event recorded for one id, as a table
+  dbg = session.debugger(d) · session.why(d)     a stuck delivery step by step · every event for one id
   run = await session.run("ping", target="claude:alpha")   a saved recipe (`relay recipes` lists them)
-  session.transports           the transports and their capabilities; `a | b` chains them
-Tab completes targets inside session.send("…"); Ctrl-C stops a wait (the delivery stays, debuggable).
+Tab completes targets in session.send("…") and members after a dot; Ctrl-C stops a wait; exit() or Ctrl-D leaves.
 Every side effect shows its plan and asks [y/N] first: type y then Enter to approve."""
 
 LOADING = "<Session loading: discovery runs in the background; its summary prints here when ready>"

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 
 from relay_repl.core.controls import safe_echo
-from relay_repl.core.delivery import Delivery
+from relay_repl.core.delivery import Delivery, DeliveryTable
 from relay_repl.core.errors import LoopHalt, UsageError
 from relay_repl.core.target import Me
 from relay_repl.session.gate import ApproveFn
@@ -36,7 +36,7 @@ class Shared:
         self.approve = approve
         self.me = me
         self.echo = echo
-        self.deliveries: list[Delivery] = []
+        self.deliveries: list[Delivery] = DeliveryTable()  # prints as a table in the REPL
 
     @property
     def echo(self) -> Callable[[str], None] | None:

@@ -81,3 +81,20 @@ def test_a_plan_prints_as_the_gate_shows_it_and_a_host_names_its_prefix():
     plan = values()[3]
     assert repr(plan) == plan.render() and repr(plan).startswith("Plan: send to codex:beta")  # type: ignore[attr-defined]
     assert repr(HostEntry(name="h2", destination="root@10.0.0.2")) == "<Host h2: ssh root@10.0.0.2 (targets h2/kind:name)>"
+
+
+def test_the_sessions_deliveries_print_as_a_table(tmp_path):
+    from relay_repl.core.target import Me
+    from relay_repl.session.session import Session
+    from relay_repl.store.ledger import Ledger
+
+    s = Session(ledger=Ledger(tmp_path / "l.sqlite"), me=Me(address="me"))
+    assert repr(s.deliveries) == "no deliveries yet (`await session.send(...)` makes one)"
+    d = values()[2]
+    assert isinstance(d, Delivery)
+    d.relay_id, d.state = "me-1", DeliveryState.REPLIED
+    s.deliveries.append(d)
+    head, row = repr(s.deliveries).splitlines()
+    assert head.split() == ["RELAY", "ID", "TARGET", "TRANSPORT", "OUTCOME", "STATE", "STAGE", "ANSWER"]
+    assert row.split()[:5] == ["me-1", "codex:beta", "codex-queue", "delivered", "replied"]
+    assert row.endswith("verified: reply to operator.vm.1-1: the suite passes, 412 t…")  # cut at 50
