@@ -78,6 +78,8 @@ examples:
   relay recipes                 saved multi-round exchanges; `relay run NAME -p KEY=VALUE`
   relay why run-1a2b3c4d        a recipe run's whole timeline
   relay clean                   remove what a crashed relay REPL left (only files it provably created)
+  relay halts / relay unhalt    the relay-halts in force; clear them after a y/N
+  relay completion bash         shell completion (bash, zsh, fish); see `relay completion --help`
 
 State (ledger, history, lab) lives in $RELAY_HOME, else $XDG_STATE_HOME/relay-repl.
 """
