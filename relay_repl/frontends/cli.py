@@ -26,6 +26,7 @@ from relay_repl.core.controls import visible  # pure, no dependency: every echo 
 from relay_repl.frontends.commands import (
     clean,
     completion,
+    dead,
     debug,
     doctor,
     fidelity,
@@ -44,13 +45,15 @@ from relay_repl.frontends.commands import (
     targets,
     unhalt,
     verify,
+    watch,
     whoami,
     why,
 )
 
 # The subcommands in the order `relay --help` lists them; each module registers its own subparser.
 COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, doctor, debug, whoami, clean,
-            reply, notebook, mcp, hosts, serve, completion, halts, unhalt)
+            reply, notebook, mcp, hosts, serve,
+            dead, watch, halts, unhalt, completion)
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions ({kinds})
