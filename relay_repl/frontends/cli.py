@@ -150,24 +150,12 @@ def main(argv: list[str] | None = None) -> int:
             targets.fast_exit(code)
         return code
     except BrokenPipeError:
+        from relay_repl.frontends.commands.common import closed_pipe
+
         return closed_pipe()
     except (RelayError, BaseExceptionGroup, KeyboardInterrupt) as exc:
         return exit_code(exc)
 
-
-def closed_pipe() -> int:
-    """The reader of our output went away (`relay targets --json | head`): stop quietly, as a
-    command killed by SIGPIPE does (exit 141), instead of a BrokenPipeError traceback. stdout is
-    pointed at /dev/null first, so the interpreter's final flush has nowhere to fail."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
-    return 141
 
 
 def exit_code(exc: BaseException) -> int:
