@@ -95,3 +95,16 @@ def test_with_only_relay_and_tmux_on_path_and_an_empty_home_no_client_row_passes
                           cwd=tmp_path).stdout
     assert "– claude agents --json: skipped: claude not found" in text
     assert "✔ claude agents" not in text and "✔ Gemini" not in text and "skipped: nothing there to check" in text
+
+
+def test_a_gemini_home_without_the_client_or_a_session_skips_its_listing_row(tmp_path):
+    """The Gemini CLI sessions row is its listing: with no `gemini` on PATH and none running it is
+    skipped, not passed with "0 live session(s)"."""
+    import anyio
+
+    from relay_repl.agents.gemini_cli.doctor import check_gemini
+
+    (tmp_path / ".gemini").mkdir()
+    rows = {c.name: c for c in anyio.run(check_gemini, {"HOME": str(tmp_path), "PATH": str(tmp_path / "bin")})}
+    assert rows["Gemini CLI home"].ok and rows["Gemini CLI home"].detail.startswith("found ")
+    assert rows["Gemini CLI sessions"].skipped and "gemini not found" in rows["Gemini CLI sessions"].detail

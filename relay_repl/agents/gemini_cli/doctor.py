@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping
 
 from relay_repl.agents.gemini_cli.chats import HOME_ENV, gemini_dir
-from relay_repl.agents.gemini_cli.provider import GeminiProvider
+from relay_repl.agents.gemini_cli.provider import BINARY, GeminiProvider
 from relay_repl.core.check import Check
 
 FOOTER_ITEM = "session-id"
@@ -41,6 +42,9 @@ async def check_gemini(env: Mapping[str, str] | None = None) -> list[Check]:
             f"read {path}: the footer does not show the session id; a pane is tied to its chat file by start time "
             f"(add \"{FOOTER_ITEM}\" to ui.footer.items to make it exact)")))
     found = await GeminiProvider(env=environ).discover()
+    if not found and shutil.which(BINARY, path=environ.get("PATH")) is None:
+        out.append(Check.skip("Gemini CLI sessions", f"{BINARY} not found, and no Gemini CLI process in /proc"))
+        return out
     untied = [t.spec for t in found if not t.evidence_file]
     out.append(Check(name="Gemini CLI sessions", ok=not untied,
                      detail=f"read /proc and {gdir}: {len(found)} live session(s)"
