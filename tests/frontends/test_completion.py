@@ -91,3 +91,27 @@ def test_every_subcommand_and_every_flag_is_in_the_script(shell, env):
 def test_no_shell_is_one_line_and_exit_2(env):
     r = relay("completion", env=env)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "relay completion bash" in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="no fish")
+def test_fish_completes_the_same(env, tmp_path):
+    made = relay("completion", "fish", env=env)
+    script = tmp_path / "relay.fish"
+    script.write_text(made.stdout)
+
+    def words(line: str) -> list[str]:
+        out = subprocess.run(["fish", "--no-config", "-c", f"source {script}; complete -C '{line}'"], capture_output=True,
+                             text=True, env=env, timeout=60)
+        return sorted(ln.split("\t")[0] for ln in out.stdout.splitlines() if ln)
+
+    assert words("relay se") == ["send"]
+    assert words("relay send --w") == ["--wait", "--want"]
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="no zsh")
+def test_the_zsh_script_parses(env, tmp_path):
+    made = relay("completion", "zsh", env=env)
+    (tmp_path / "_relay").write_text(made.stdout)
+    check = subprocess.run(["zsh", "-n", str(tmp_path / "_relay")], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stderr
+    assert made.stdout.startswith("#compdef relay")
