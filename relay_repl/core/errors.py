@@ -75,6 +75,10 @@ class NoApproval(PolicyRefusal):
     """A side effect was attempted without a live approval the gate minted for its plan."""
 
 
+class Declined(PolicyRefusal):
+    """The operator answered No to the plan of their own action (`session.confirm`): nothing was done."""
+
+
 class LoopHalt(PolicyRefusal):
     """Hop cap reached, duplicate id, or relay-halt in force."""
 
