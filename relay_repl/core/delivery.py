@@ -145,7 +145,7 @@ class Delivery(BaseModel):
     def summary(self) -> str:
         why = f": {self.reason}" if self.reason else ""
         if self.reply is not None:
-            verdict = self.reply.verdict.verdict if self.reply.verdict else "no verdict"
+            verdict = self.reply.verdict.shown if self.reply.verdict else "no verdict"
             why += f"; answer {self.reply.relay_id or ''} ({verdict}): {self.reply.body[:60]!r}"
         where = f" at stage {self.stage}" if self.outcome == "pending" else ""
         return visible(f"{self.outcome}{where} ({self.state.value}) via {self.transport} to {self.target}{why}")

@@ -118,7 +118,7 @@ def send_to_host(args: argparse.Namespace, gate, out, err, wait: float, wants_an
             d = rd.delivery
             if wants_answer and d.outcome not in ("refused", "halted") and d.state.value not in ("failed", "interrupted"):
                 err(f"waiting up to {wait:g}s for {d.target} to answer {d.relay_id} (in the inbox of the relay on {rd.host})")
-                answer = await wait_reply_remote(hosts, rd, wait)
+                answer = await wait_reply_remote(hosts, rd, wait, ledger=ledger)
             return rd, answer
         finally:
             ledger.close()
