@@ -470,10 +470,12 @@ class Inbox:
         pid = origin.get("verifiedPeerPid")
         if env is not None and env.id.startswith(self.address + "-"):
             self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line, "why": "our own id came back"})
+            self.ledger.halt_if_carried(line, where=f"a duplicate of our own id {env.id}", by=str(peer))  # a halt wins
             self.echo(f"inbox: our own relay id {env.id} came back (pid {pid}): duplicate, logged, not acted on")
             return None
         if env is not None and not self.ledger.mark_seen(env.id, env.hop, peer):
             self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line})
+            self.ledger.halt_if_carried(line, where=f"a duplicate of {env.id}", by=str(peer))  # a halt wins
             self.echo(f"inbox: duplicate relay id {env.id} from pid {pid}: logged, not acted on")
             return None
         answers = env.re if env is not None and env.re and self.ledger.was_sent(env.re) else None

@@ -16,7 +16,6 @@ import anyio
 from pydantic import BaseModel, Field, ValidationError
 
 from relay_repl.core.approval import Scope, spend
-from relay_repl.core.controls import visible
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import check_body
 from relay_repl.core.errors import ChannelLost, HostClaim, HostError, RelayError, UsageError
@@ -26,6 +25,7 @@ from relay_repl.core.serve_wire import WaitReplyResult
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.session.gate import ApproveFn, ask
+from relay_repl.session.gating import withheld_by
 from relay_repl.store.hosts import HostEntry, control_dir, find_host, load_hosts, ssh_config_file
 from relay_repl.system.ssh import SshChannel
 
@@ -293,14 +293,14 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
         if halt is not None:  # it arrived while the plan was on screen: it wins over the answer
             spend(approval)
             approval = None
-            say(f"withheld: relay-halt from {visible(halt.by)} arrived while the plan was shown")
+            got["halt"] = withheld_by(halt)
+            say(f"withheld: {got['halt']}")
         mine = RemoteApproval(host=host, relay_id=plan.relay_id, target=rest, digest=digest, payload=plan.payload,
                               transport=plan.transport) if approval is not None else None
         if ledger is not None:  # before the digest goes back: the host acts only after this is written
             ledger.event("answer", relay_id=plan.relay_id,
                          data={"approved": approval is not None, "host": host, "remote_digest": digest,
-                               **({"withheld": f"relay-halt from {halt.by} arrived while the plan was shown"}
-                                  if halt is not None else {})})
+                               **({"withheld": withheld_by(halt)} if halt is not None else {})})
             if mine is not None:
                 ledger.event("remote-approval", relay_id=plan.relay_id, data=mine.model_dump(mode="json"))
         if mine is not None:
@@ -335,9 +335,11 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
         except HostClaim as claim:
             record_claim(ledger, claim, d.relay_id, "send (its answer)")
             raise
+    reason = f"host {host} says: {d.reason}" if d.reason else d.reason
+    if got.get("halt") and d.state is DeliveryState.WITHHELD:
+        reason = got["halt"]  # this relay's own reason: the yes was withheld here
     d = d.model_copy(update={"target": f"{host}/{d.target}", "replies": [answer.message] if answer else [],
-                             "reply": answer.message if answer else None,
-                             "reason": f"host {host} says: {d.reason}" if d.reason else d.reason})
+                             "reply": answer.message if answer else None, "reason": reason})
     return RemoteDelivery(delivery=d, host=host, route=route, asked=asked, answer=answer)
 
 
