@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from relay_repl.core.controls import visible
 from relay_repl.core.delivery import Delivery, DeliveryState
@@ -46,7 +46,12 @@ from relay_repl.core.errors import RelayError, UsageError
 from relay_repl.core.notebook_cells import (Cell, Notebook, NotebookError, compile_cell, convert_param, injected_cell,
                                             looks_like_target, parse_cells)
 from relay_repl.core.plan import Plan
+from relay_repl.core.validation import first_error
+from relay_repl.session.journal import JournalMismatch, SendStatus, check_row, sealed, send_status
 from relay_repl.system.polling import poll_until
+
+JOURNAL_ROWS = ("notebook-send", "notebook-answer")
+"""The rows a run writes of its own sends and of the operator's answers, each sealed with its digest."""
 
 PROGRESS_FIRST = 5.0   # a cell quiet this long gets a progress line on stderr ...
 PROGRESS_EVERY = 10.0  # ... and another this often while it waits
@@ -197,6 +202,7 @@ class NotebookRunner:
         self.in_gate = False
         self.tee: _Tee | None = None
         self.prior: dict[tuple[int, int], dict[str, Any]] = {}
+        self.prior_status: dict[str, SendStatus] = {}  # relay id -> what the ledger proves of the stopped run's send
         self.notes: dict[str, list[str]] = {}  # relay id -> plan notes (the same send in an earlier run)
         self._dry_n = 0
 
@@ -313,7 +319,7 @@ class NotebookRunner:
                     rec.result = repr(value)
                     print(rec.result, file=self.tee.real, flush=True)  # shown as the REPL shows it; kept apart
             rec.state = "done"
-        except ResumeMismatch as exc:
+        except (ResumeMismatch, JournalMismatch) as exc:
             rec.state, rec.error = "error", str(exc)
             self.run.state, self.run.reason = "stopped", str(exc)
             self.progress(f"relay: {exc}")
@@ -375,6 +381,8 @@ class NotebookRunner:
             finally:
                 sys.stdout = saved
                 self.in_gate = False
+            if plan.relay_id:  # the run's own record of the operator's answer, before the gate records its own
+                self._event("notebook-answer", relay_id=plan.relay_id, approved=_approved(answer))
             if self.rec is not None:
                 self.rec.plans.append(PlanShown(heading=heading, target=plan.target.split(" ")[0], transport=plan.transport,
                                                 relay_id=plan.relay_id, payload=plan.payload,
@@ -397,7 +405,15 @@ class NotebookRunner:
         tgt = await self.session.target(target)
         prior = self.prior.get((index, n))
         if prior is not None:
-            return await self._replay(prior, tgt.spec, body, want, cell)
+            self._same_cell(prior, tgt.spec, body, want, cell)
+            status = self.prior_status[prior["relay_id"]]
+            if status.sent:
+                return await self._replay(prior, tgt.spec, body, want, cell)
+            # declined, withheld, killed at the prompt: shown as such, then planned and asked again under
+            # the same id (a receiver that somehow holds it takes the second as a duplicate)
+            print(f"{self.heading()}: {prior['relay_id']} to {tgt.spec} {status.not_sent(str(self.resume))}; "
+                  "planned and asked again")
+            kw["relay_id"] = prior["relay_id"]
         rid = kw.pop("relay_id", None) or self.session.ledger.next_id(self.session.me.address)
         key = self._send_key(index, tgt.spec, body)
         earlier = self._sent_before(key)
@@ -475,23 +491,35 @@ class NotebookRunner:
         if not self.raw_params:
             self.raw_params = {k: ",".join(map(str, v)) if isinstance(v, list) else str(v)
                                for k, v in (start.data.get("params") or {}).items()}
+        answers: dict[str, bool] = {}
         for e in events:
+            if e.kind in JOURNAL_ROWS:
+                check_row(run_id, e)  # a row the run did not write (edited, inserted by hand) stops it here
             if e.kind == "notebook-send":
                 self.prior[(int(e.data["cell"]), int(e.data["call"]))] = e.data
+            elif e.kind == "notebook-answer" and e.data.get("relay_id"):
+                answers[str(e.data["relay_id"])] = bool(e.data.get("approved"))
+        for prior in self.prior.values():  # every send of the stopped run judged before any cell runs
+            rid = str(prior["relay_id"])
+            self.prior_status[rid] = send_status(self.session.ledger, run_id, rid, target=str(prior["target"]),
+                                                 body=str(prior["body"]), approved_in_journal=answers.get(rid, False))
 
-    async def _replay(self, prior: dict[str, Any], spec: str, body: str, want: Any, cell: Cell | None) -> Delivery:
+    def _same_cell(self, prior: dict[str, Any], spec: str, body: str, want: Any, cell: Cell | None) -> None:
         label = cell.label if cell is not None else "a cell"
         if cell is not None and prior.get("sha256") != cell.sha256 or (prior["target"], prior["body"],
                                                                       prior["want"]) != (spec, body, want):
             raise ResumeMismatch(f"{self.path}: {label} changed since run {self.resume} (send {prior['call']} there "
                                  f"was {prior['want']} to {prior['target']}: {prior['body'][:60]!r}): not resumed, "
                                  "nothing was sent; start a new run instead")
+
+    async def _replay(self, prior: dict[str, Any], spec: str, body: str, want: Any, cell: Cell | None) -> Delivery:
         d = rebuild_delivery(self.session, prior["relay_id"], spec, want)
         self.cell_ids.append(prior["relay_id"])
         self.session.deliveries.append(d)
         # recorded under this run too, so a resume of this run answers the same call the same way
         self._event("notebook-send", cell=prior["cell"], sha256=prior.get("sha256"), call=prior["call"], target=spec,
                     body=body, want=want, relay_id=d.relay_id, replayed_from=self.resume)
+        self._event("notebook-answer", relay_id=d.relay_id, approved=True, replayed_from=self.resume)
         if self.rec is not None:
             self.rec.plans.append(PlanShown(heading=self.heading(), target=spec, transport=d.transport,
                                             relay_id=d.relay_id, payload=d.plan.payload if d.plan else body,
@@ -512,7 +540,8 @@ class NotebookRunner:
 
     def _event(self, kind: str, **data: Any) -> None:
         if not self.dry_run:
-            self.session.ledger.event(kind, relay_id=self.run.id, data={"run": self.run.id, **data})
+            row = {"run": self.run.id, **data}
+            self.session.ledger.event(kind, relay_id=self.run.id, data=sealed(kind, row) if kind in JOURNAL_ROWS else row)
 
     def _append_cell(self, rec: CellRecord) -> None:
         with (self.dir / "cells.jsonl").open("a", encoding="utf-8") as f:
@@ -654,11 +683,24 @@ def load_run(path: Path, run_id: str | None = None) -> tuple[NotebookRun, Path]:
         if not hits:
             raise UsageError(f"no run {run_id} of {path}; known: {', '.join(p.name for p in runs[-5:])}")
         chosen = hits[0]
+    where = chosen / "run.json"
+    hint = (f"the run's files were edited or cut short; the ledger still holds what it did "
+            f"(`relay why {chosen.name}`)")
     try:
-        run = NotebookRun.model_validate_json((chosen / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {chosen / 'run.json'}: {str(exc).splitlines()[0]}") from None
+        if where.stat().st_size > MAX_RUN_FILE:  # the size check before any scan
+            raise UsageError(visible(f"cannot read {where}: over {MAX_RUN_FILE // 1048576} MiB; {hint}"))
+        run = NotebookRun.model_validate_json(where.read_bytes())
+    except ValidationError as exc:
+        first = first_error(exc)
+        raise UsageError(visible(f"cannot read {where}: {first.loc or 'the file'}: {first.msg}{first.more}; "
+                                 f"{hint}")) from None
+    except (OSError, ValueError, RecursionError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise UsageError(visible(f"cannot read {where}: {why}; {hint}")) from None
     return run, chosen
+
+
+MAX_RUN_FILE = 64 * 1024 * 1024
 
 
 def export_ipynb(path: Path, run_id: str | None, out: Path) -> Path:
