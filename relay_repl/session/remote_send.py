@@ -21,7 +21,8 @@ from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
 from relay_repl.core.errors import DiscoveryError, HostClaim, HostError, RelayError
 from relay_repl.core.host_claims import NOTHING_HAPPENED, PROGRESS, shaped
 from relay_repl.core.inbound import InboundMessage
-from relay_repl.core.serve_wire import PROTOCOL_VERSION, EvidenceResult, Request
+from relay_repl.core.controls import visible
+from relay_repl.core.serve_wire import MAX_LINE, PROTOCOL_VERSION, EvidenceResult, Request
 from relay_repl.core.target import Target
 from relay_repl.session.remote import (Hosts, RemoteAnswer, RemoteDelivery, record_claim, send_remote, split_spec,
                                        wait_reply_remote)
@@ -132,11 +133,14 @@ class RemoteSends:
             try:
                 res = subprocess.run([*ch.argv("-T"), *ch.remote_command], input=line, capture_output=True,
                                      text=True, timeout=HALT_TIMEOUT)
-                ans = json.loads((res.stdout.strip().splitlines() or ["{}"])[-1])
+                last = (res.stdout.strip().splitlines() or ["{}"])[-1]
+                ans = json.loads(last) if len(last) <= MAX_LINE else None
+                if not isinstance(ans, dict):  # a host's frame of another shape: not read
+                    raise HostError(f"host {name} answered the halt with a frame of the wrong shape")
                 if not (ans.get("ok") and ans.get("v") == PROTOCOL_VERSION):
-                    raise HostError(ans.get("error") or (res.stderr.strip() or f"exit {res.returncode}"))
-            except (OSError, ValueError, subprocess.TimeoutExpired, RelayError) as exc:
-                problems.append(f"host {name}: halt not delivered: {exc}")
+                    raise HostError(str(ans.get("error") or (res.stderr.strip() or f"exit {res.returncode}")))
+            except (OSError, ValueError, RecursionError, subprocess.TimeoutExpired, RelayError) as exc:
+                problems.append(visible(f"host {name}: halt not delivered: {exc}"[:500]))
         for p in problems:
             self.shared.say(f"relay: {p}")
         return problems

@@ -194,3 +194,29 @@ def test_why_shows_the_approval_and_the_hosts_claim(hostile):
     assert f"approved on {HOST}: claude:alpha via claude-code-socket" in res.stdout
     assert f"host {HOST} reported a send to claude:gamma (approved: claude:alpha) that the operator did not " \
            f"approve: not believed; check {HOST}" in res.stdout
+
+
+@pytest.mark.parametrize("lie", ["garbage:halt", "oversize:halt", "honest"])
+def test_a_halt_reaches_the_host_and_a_bad_answer_to_it_is_one_line(hostile, lie):
+    from relay_repl.session.app import make_session
+
+    hostile(lie)
+    said: list[str] = []
+
+    async def main() -> list[str]:
+        s = make_session(fake=True, discover=False, approve=ScriptedGate([False]), echo=said.append)
+        try:
+            await s.send(SPEC, "hi")  # declined: the channel is open, the host in use
+            s.halt("stop everything")
+            return s.sender.remote.halt("again", by="test")
+        finally:
+            s.unhalt()
+            await s.sender.remote.aclose()
+
+    problems = anyio.run(main)
+    if lie == "honest":
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problems[0].startswith(f"host {HOST}: halt not delivered: ")
+        assert "\x1b" not in problems[0]
+    assert sum(1 for r in hostile.requests() if r["op"] == "halt") == 2
