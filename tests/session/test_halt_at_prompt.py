@@ -123,3 +123,50 @@ async def test_a_halt_in_a_duplicate_message_is_still_recorded(relay_home):
             tg.cancel_scope.cancel()
     finally:
         session.ledger.close()
+
+
+def write_raw(path: str, data: bytes) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(path)
+        s.sendall(data)
+
+
+@pytest.mark.parametrize("raw", [b"relay-halt, not json\n", b'{"type":"user","message":{"content":[{"type":"text",'
+                                 b'"text":"relay-halt"}]}}\n', b'{"type":"user","message":["relay-halt"]}\n',
+                                 b'["relay-halt"]\n'], ids=["garbage", "list-content", "list-message", "not-object"])
+async def test_a_halt_in_a_line_the_inbox_does_not_keep_still_halts(relay_home, raw):
+    session = make_session(fake=True, discover=False, echo=None)
+    try:
+        async with anyio.create_task_group() as tg:
+            await session.open_inbox(tg, echo=lambda line: None)
+            await anyio.to_thread.run_sync(write_raw, str(session.inbox_server.path), raw)
+
+            async def halted() -> bool | None:
+                return True if session.ledger.active_halt() is not None else None
+
+            assert await poll_until(halted, timeout=10, interval=0.02)
+            await session.close_inbox()
+            tg.cancel_scope.cancel()
+    finally:
+        session.ledger.close()
+
+
+async def test_a_nesting_bomb_does_not_end_the_inbox(relay_home):
+    """1 MB of `[` on the inbox socket (RecursionError in json) is logged as garbage; the next message is kept."""
+    session = make_session(fake=True, discover=False, echo=None)
+    try:
+        async with anyio.create_task_group() as tg:
+            await session.open_inbox(tg, echo=lambda line: None)
+            path = str(session.inbox_server.path)
+            await anyio.to_thread.run_sync(write_raw, path, b"[" * 1_000_000 + b"\n")
+            await anyio.to_thread.run_sync(write_to_inbox, path, HALT.replace("relay-halt: stop everything", "hello"))
+
+            async def kept() -> bool | None:
+                return True if session.ledger.inbox() else None
+
+            assert await poll_until(kept, timeout=10, interval=0.02), "the inbox stopped after the bomb"
+            assert session.ledger.events(kind="inbox-garbage")
+            await session.close_inbox()
+            tg.cancel_scope.cancel()
+    finally:
+        session.ledger.close()
