@@ -50,8 +50,9 @@ from relay_repl.core.validation import first_error
 from relay_repl.session.journal import JournalMismatch, SendStatus, check_row, sealed, send_status
 from relay_repl.system.polling import poll_until
 
-JOURNAL_ROWS = ("notebook-send", "notebook-answer")
-"""The rows a run writes of its own sends and of the operator's answers, each sealed with its digest."""
+JOURNAL_ROWS = ("notebook-start", "notebook-send", "notebook-answer")
+"""The rows a run writes of its start (file, parameters), its sends and the operator's answers, each sealed
+with its digest."""
 
 PROGRESS_FIRST = 5.0   # a cell quiet this long gets a progress line on stderr ...
 PROGRESS_EVERY = 10.0  # ... and another this often while it waits

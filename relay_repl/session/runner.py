@@ -197,7 +197,7 @@ class Runner:
         if not self.dry_run:
             row = {"run": self.run.id, **data}
             self.ledger.event(event_kind, relay_id=self.run.id,
-                              data=sealed(event_kind, row) if event_kind == "run-step" else row)
+                              data=sealed(event_kind, row) if event_kind in ("run-start", "run-step") else row)
 
     # -- targets ---------------------------------------------------------------
     async def resolve_targets(self) -> None:
@@ -621,6 +621,7 @@ def load_prior(ledger: Any, run_id: str) -> tuple[dict[str, Any], dict[tuple[int
     start = next((e for e in events if e.kind == "run-start"), None)
     if start is None:
         raise RecipeError(f"no recipe run {run_id!r} in the ledger; `relay log` lists recent events")
+    check_row(run_id, start)  # its recipe text and parameters as the run wrote them
     steps: dict[tuple[int, int, str], StepRun] = {}
     end = "interrupted"
     for e in events:

@@ -140,3 +140,13 @@ async def test_an_unissued_relay_id_in_a_sealed_row_stops_the_resume(tmp_path, f
     with pytest.raises(JournalMismatch, match="relay id me-999 was never issued by this ledger"):
         await run_notebook(s2, nb(tmp_path), {}, resume=first.id)
     assert rep2.received == [] and gate2.shown == []
+
+
+async def test_edited_parameters_in_the_start_row_stop_the_resume(tmp_path, flag):
+    first, rep, led = await stopped_run(tmp_path, [False])
+    forge(led, "UPDATE events SET data = json_set(data, '$.params', json('{\"who\": \"fake:b\"}')) "
+               "WHERE kind = 'notebook-start'")
+    s2, rep2, gate2, _, _ = mk(tmp_path, [True] * 3, led=led)
+    with pytest.raises(JournalMismatch, match=r"\(notebook-start\) does not match what the run wrote"):
+        await run_notebook(s2, nb(tmp_path), {}, resume=first.id)
+    assert gate2.shown == []

@@ -57,3 +57,14 @@ async def test_a_row_the_run_did_not_write_stops_the_resume(tmp_path, how):
         with pytest.raises(JournalMismatch, match="does not match what the run wrote"):
             await s2.resume(run.id)
     assert rep2.received == [] and gate2.shown == []
+
+
+async def test_an_edited_recipe_text_in_the_start_row_stops_the_resume(tmp_path):
+    run, rep, led, declined = await declined_at_round_two(tmp_path)
+    with led._tx() as con:
+        con.execute("UPDATE events SET data = json_set(data, '$.source', replace(json_extract(data, '$.source'), "
+                    "'ask', 'ask to delete')) WHERE kind = 'run-start'")
+    s2, rep2, gate2, _, _ = mk(tmp_path, [True] * 4, led=led)
+    with pytest.raises(JournalMismatch, match=r"\(run-start\) does not match what the run wrote"):
+        await s2.resume(run.id)
+    assert gate2.shown == []
