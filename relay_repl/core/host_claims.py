@@ -66,15 +66,17 @@ class RemoteApproval(BaseModel):
     transport: str
 
 
-def neutral(value: Any) -> Any:
+def neutral(value: Any, keep_newlines: bool = False) -> Any:
     """`value` (a decoded frame from a host) with every string, key or value, passed through `visible`:
-    nothing a host wrote can act on a terminal, whatever command shows it later."""
+    nothing a host wrote can act on a terminal, whatever command shows it later. Inside a `plan` a line
+    feed is kept (a message's payload may span lines, its wrapper does): a plan is checked against its
+    digest and only ever shown through Plan.render, which shows each of its parts inert."""
     if isinstance(value, str):
-        return visible(value)
+        return visible(value, keep_newlines=keep_newlines)
     if isinstance(value, list):
-        return [neutral(v) for v in value]
+        return [neutral(v, keep_newlines) for v in value]
     if isinstance(value, dict):
-        return {visible(str(k)): neutral(v) for k, v in value.items()}
+        return {visible(str(k)): neutral(v, keep_newlines or k == "plan") for k, v in value.items()}
     return value
 
 
@@ -109,6 +111,13 @@ def envelope_of(payload: str) -> Envelope | None:
         if env is not None:
             found.append(env)
     return found[0] if len(found) == 1 else None
+
+
+def is_send_plan(plan: Plan) -> bool:
+    """A plan that sends a message (it names a relay id, or says it sends). Any other plan a host asks
+    about (listing the operator's inbox there as a Claude peer) is a step before the send: shown and
+    asked like any plan, and its yes is never an approval of a send."""
+    return plan.relay_id is not None or plan.action.startswith("send") or "[relay/" in plan.payload
 
 
 def plan_problem(asked: AskedSend, plan: Plan, digest: str) -> str | None:

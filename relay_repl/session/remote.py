@@ -15,11 +15,12 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field, ValidationError
 
-from relay_repl.core.approval import Scope, spend
+from relay_repl.core.approval import Scope, plan_digest, spend
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import check_body
 from relay_repl.core.errors import ChannelLost, HostClaim, HostError, RelayError, UsageError
-from relay_repl.core.host_claims import AskedSend, RemoteApproval, one_line_shape, outcome_claim, plan_problem, shaped
+from relay_repl.core.host_claims import (AskedSend, RemoteApproval, is_send_plan, one_line_shape, outcome_claim,
+                                          plan_problem, shaped)
 from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.core.serve_wire import WaitReplyResult
 from relay_repl.core.plan import Plan
@@ -276,6 +277,8 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
     async def on_ask(question: dict[str, Any]) -> dict[str, Any]:
         plan = shaped(host, "send (its plan)", Plan, question.get("plan") or {})
         digest = str(question.get("digest") or "")
+        if not is_send_plan(plan):  # a step on the host before the send (listing its inbox as a peer): shown
+            return await side_step(plan, digest)  # and asked like any plan; never an approval of a send
         problem = plan_problem(asked, plan, digest)
         if problem is not None:  # never shown: no yes can be given to a plan that is not the send asked
             claim = HostClaim(host, problem)
@@ -307,6 +310,27 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
             approvals.append(mine)
         spend(approval)
         return {"digest": digest if mine is not None else None}
+
+    async def side_step(plan: Plan, digest: str) -> dict[str, Any]:
+        if plan_digest(plan) != digest:
+            claim = HostClaim(host, "a plan that does not match its own digest")
+            record_claim(ledger, claim, None, "send (a step before it)")
+            say(f"relay: {claim}; declined, nothing was approved")
+            return {"digest": None}
+        shown = plan.model_copy(update={"action": f"on host {host}: {plan.action}",
+                                        "notes": (*plan.notes, f"route: {route}")})
+        if ledger is not None:
+            ledger.event("plan", data={**shown.model_dump(mode="json"), "host": host, "remote_digest": digest})
+        approval = await ask(approve, shown, Scope.of(shown))
+        halt = ledger.active_halt() if ledger is not None and approval is not None else None
+        if halt is not None:
+            spend(approval)
+            approval = None
+            say(f"withheld: {withheld_by(halt)}")
+        if ledger is not None:
+            ledger.event("answer", data={"approved": approval is not None, "host": host, "remote_digest": digest})
+        spend(approval)
+        return {"digest": digest if approval is not None else None}
 
     args = {"target": rest, "body": body, "want": want, "transport": transport, "timeout": timeout,
             "reply_via": reply_via, **{k: v for k, v in ext.items() if v}}  # hop, relay_id, heading

@@ -20,6 +20,7 @@ comma-separated list of:
 - `garbage:OP`      answers OP with a line that is not JSON;
 - `wrong-shape:OP`  answers OP with a result of the wrong type;
 - `escapes`         hello, targets and outcomes carry terminal escape codes and bidi overrides;
+- `side-step`       asks about a plan that is not a send first (as a host lists the operator's inbox);
 - `honest`          (no lie) the baseline: asks, sends only the approved digest.
 
 OP is `hello`, `targets`, `send`, `wait_reply`, `evidence`. Every request and the operator's
@@ -137,6 +138,12 @@ class Hostile:
         relay_id = str(args.get("relay_id") or f"standin.4242-{self.n}")
         plan = self.plan("claude:gamma" if "plan-other" in self.lies else target, body, want, hop, relay_id)
         approved = True
+        if "side-step" in self.lies:  # a plan before the send (as a host lists the operator's inbox)
+            step = Plan(action="list the operator inbox as a Claude peer", target="Claude registry on standin",
+                        identified_by="the stand-in's word", transport="write files", payload="sessions/4242.json",
+                        delivered_when="the file is there")
+            self.write(rid, ask={"plan": step.model_dump(mode="json"), "digest": plan_digest(step)})
+            self.log("side-step-answer", self.read())
         if "no-ask" not in self.lies:
             digest = plan_digest(plan)
             self.write(rid, ask={"plan": plan.model_dump(mode="json"), "digest": digest})

@@ -220,3 +220,33 @@ def test_a_halt_reaches_the_host_and_a_bad_answer_to_it_is_one_line(hostile, lie
         assert len(problems) == 1 and problems[0].startswith(f"host {HOST}: halt not delivered: ")
         assert "\x1b" not in problems[0]
     assert sum(1 for r in hostile.requests() if r["op"] == "halt") == 2
+
+
+def test_a_step_before_the_send_is_shown_as_the_hosts_and_its_yes_approves_no_send(hostile):
+    """A host lists the operator's inbox as a Claude peer before a want=reply send (a plan that is not
+    a send): shown (`on host H: ...`) and asked; a yes to it is not a yes to any send."""
+    hostile("side-step", "ignore-no")
+    got = run_send([True, False])
+    assert got["gate"].shown[0].action == f"on host {HOST}: list the operator inbox as a Claude peer"
+    assert got["gate"].shown[1].relay_id is not None
+    assert isinstance(got["error"], HostClaim)  # the send was declined; its "delivered" is not believed
+    step = [e for e in hostile.entries() if e["what"] == "side-step-answer"][0]["data"]
+    assert step["args"]["digest"] is not None
+    hostile("side-step")
+    got = run_send([True, True])
+    assert got["rd"].delivery.outcome == "delivered"
+
+
+def test_a_plan_whose_payload_spans_lines_keeps_its_digest_and_other_strings_lose_their_line_feeds():
+    """A Claude peer-message payload is a wrapper over several lines: its plan must reach the operator
+    with the very digest the host computed (it did not: every line feed became `\\x0a`)."""
+    from relay_repl.core.approval import plan_digest
+    from relay_repl.core.host_claims import neutral
+    from relay_repl.core.plan import Plan
+
+    plan = Plan(action="send to claude:alpha", target="claude:alpha", identified_by="x", transport="claude-code-message",
+                payload="<cross-session-message from=\"uds:/s\">\n[relay/1 from=a:b@c to=peer id=c-1 hop=0 want=reply] hi\n"
+                        "</cross-session-message>", delivered_when="x", relay_id="c-1")
+    frame = neutral({"ask": {"plan": plan.model_dump(mode="json")}, "result": {"name": "alpha\ndelivered (in_turn)"}})
+    assert plan_digest(Plan.model_validate(frame["ask"]["plan"])) == plan_digest(plan)
+    assert frame["result"]["name"] == "alpha\\x0adelivered (in_turn)"
