@@ -12,10 +12,13 @@ peer line, and how each grows from 10 KB to 1 MB.
   and on one holding none; `quote` (a peer's words passed on) and `consent_acts` (the consent flag)
   beside them, for the record.
 
-Goal: both under 50 ms at 1 MB, and linear: from 10 KB to 1 MB (100x the input) the time grows
-at most 300x (noise on a small figure; a quadratic scan grows 10,000x). Prints the goal and
-whether it held; exit 1 when it did not. Other processes on the machine slow every figure: the
-load average is printed beside them.
+Goal: both under 50 ms at 1 MB, and linear: from 100 KB to 1 MB (10x the input) the time grows
+at most 50x, half-way to quadratic (a quadratic scan grows 100x, and 10,000x over the whole 10 KB
+to 1 MB printed beside). Linear work is not a linear time here: a 1 MB result no longer fits the
+CPU cache the 100 KB one did, so neutralising a line with controls in it measured 15x over 10x the
+input on a quiet machine (10 ms at 1 MB) and 29x at load 7 (19 ms). Prints the goal and whether it held; exit 1 when it did not. Each figure is the
+fastest of --repeat runs; other processes on the machine slow every figure: the load average is
+printed beside them.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import anyio
 
 SIZES = (10_000, 100_000, 1_000_000)
 GOAL_MS = 50.0
-LINEAR = 300.0  # at most this growth over 100x the input
+LINEAR = 50.0  # at most this growth over 10x the input (100 KB to 1 MB): half-way between linear and quadratic
 
 
 def best_of(repeat: int, fn: Callable[[], object]) -> float:
@@ -77,7 +80,7 @@ def peer_line(n: int, hostile: bool) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=9)
     args = ap.parse_args()
     from relay_repl.core.controls import visible
     from relay_repl.core.peertext import consent_acts, quote
@@ -98,15 +101,16 @@ def main() -> int:
         n: best_of(args.repeat, lambda n=n: quote("codex:beta", "verified", lines[n])) for n in SIZES}
     rows["flag consent-only asks (consent_acts), for the record"] = {
         n: best_of(args.repeat, lambda n=n: consent_acts(lines[n])) for n in SIZES}
-    print(f"{'':72}" + "".join(f"{f'{n // 1000} KB':>12}" for n in SIZES) + f"{'growth':>10}")
+    print(f"{'':72}" + "".join(f"{f'{n // 1000} KB':>12}" for n in SIZES) + f"{'x10 KB':>9}{'x100 KB':>9}")
     held = True
     for label, times in rows.items():
-        growth = times[SIZES[-1]] / max(times[SIZES[0]], 1e-3)
-        print(f"{label:72}" + "".join(f"{times[n]:10.2f}ms" for n in SIZES) + f"{growth:9.0f}x")
+        whole = times[SIZES[-1]] / max(times[SIZES[0]], 1e-3)
+        growth = times[SIZES[-1]] / max(times[SIZES[1]], 1e-3)
+        print(f"{label:72}" + "".join(f"{times[n]:10.2f}ms" for n in SIZES) + f"{whole:8.0f}x{growth:8.1f}x")
         if "for the record" not in label:
             held &= times[SIZES[-1]] < GOAL_MS and growth <= LINEAR
     print(f"goal: refuse a 1 MB body and neutralise a 1 MB peer line in under {GOAL_MS:g} ms each, growing linearly "
-          f"(at most {LINEAR:g}x from 10 KB to 1 MB): {'held' if held else 'NOT held'}")
+          f"(at most {LINEAR:g}x from 100 KB to 1 MB): {'held' if held else 'NOT held'}")
     return 0 if held else 1
 
 
