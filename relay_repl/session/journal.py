@@ -75,8 +75,10 @@ def sealed(kind: str, data: dict[str, Any]) -> dict[str, Any]:
 def check_row(run_id: str, event: Any) -> None:
     """A journal row of run `run_id` as the run wrote it, else JournalMismatch."""
     if event.data.get("digest") != row_digest(event.kind, event.data):
+        why = "edited, or written by hand" if "digest" in event.data else \
+            "written by hand, or by a relay older than this one, which sealed no row"
         raise JournalMismatch(f"run {run_id}: ledger row #{event.seq} ({event.kind}) does not match what the run "
-                              "wrote (edited, or written by hand): not resumed, nothing was sent; start a new run")
+                              f"wrote ({why}): not resumed, nothing was sent; start a new run")
 
 
 def issued(ledger: Any, relay_id: str) -> bool:
