@@ -29,7 +29,7 @@ def expected_rows(env: dict[str, str]) -> list[str]:
         return [c.name for k in kinds() for c in await k.doctor_checks(env)]
 
     return ["tmux", *(f"{k.kind} client" for k in kinds()), *anyio.run(own),
-            "state directory", "ledger integrity", "relay-halts"]
+            "state directory", "ledger integrity", "relay-halts", "hosts.toml"]
 
 
 def test_lab_doctor_passes(lab):
