@@ -194,6 +194,7 @@ class ClaudeProvider:
         env: Mapping[str, str] | None = None,
         panes: PaneRoster | None = None,
         adapter: AdapterSpec | None = None,
+        listing_rule: bool = True,
     ) -> None:
         self.env: dict[str, str] = dict(os.environ if env is None else env)
         self.adapter = adapter or load_adapter(KIND)
@@ -203,6 +204,10 @@ class ClaudeProvider:
         self.panes = panes or PaneRoster(env=self.env)
         self.notes: list[str] = []
         self.listing_ttl = 30.0
+        # Claude's listing rule applied here (listing_rule.py) instead of running `claude agents --json`,
+        # which still runs where the rule is undecided; False: always the real listing (tests, doctor)
+        self.listing_rule = listing_rule
+        self._left_out: dict[int, str] = {}
         self._listing_cache: tuple[frozenset[tuple[int, str | None]], float, list[ListedAgent]] | None = None
 
     def __repr__(self) -> str:
@@ -276,9 +281,35 @@ class ClaudeProvider:
         self._listing_cache = (key, now, listed) if listed is not None else None
         return listed, how
 
+    async def _membership(self, records: dict[int, SessionRecord],
+                    files: list[tuple[str, bytes | None, str | None]]) -> tuple[list[ListedAgent] | None, str, str]:
+        """Which records Claude lists: its own rule applied to the files read (listing_rule.py), or,
+        where that rule is undecided (or switched off), `claude agents --json` itself.
+        (listed, how, source) as `_listing` gives them; `source` names what decided, for the plan."""
+        if self.listing_rule:
+            from relay_repl.agents.claude_code.listing_rule import apply_rule
+            from relay_repl.agents.versions import is_verified
+
+            rule = apply_rule(files, verified=lambda version: is_verified(KIND, version))
+            if not rule.undecided:
+                how = "claude agents --json's rule over sessions/ (in-process)"
+                self._left_out = rule.left_out
+                return [ListedAgent(pid=r.pid, name=r.name, status=r.status) for r in rule.rows], how, how
+            first = sorted(rule.undecided.items())[0]
+            listed, how = await self._listing(records)
+            undecided = f"its rule is undecided on sessions/{first[0]} ({first[1]})"
+            return listed, f"{how}; {undecided}", "claude agents --json"
+        listed, how = await self._listing(records)
+        return listed, how, "claude agents --json"
+
     # -- the registry files ----------------------------------------------------------------
-    def _read_records(self) -> tuple[dict[int, SessionRecord], dict[str, str]]:
-        """Every `sessions/<digits>.json`: parsed records by pid, and unreadable files with why."""
+    def _read_records(self, files: list[tuple[str, bytes | None, str | None]] | None = None
+                      ) -> tuple[dict[int, SessionRecord], dict[str, str]]:
+        """Every `sessions/<digits>.json`: parsed records by pid, and unreadable files with why.
+        `files`, when given, receives each one's name and bytes as Claude's listing reads them
+        (listing_rule.read_record_file), so the rule sees the very bytes relay parsed."""
+        from relay_repl.agents.claude_code.listing_rule import RECORD_NAME, read_record_file
+
         sessions = self.config_dir / "sessions"
         records: dict[int, SessionRecord] = {}
         broken: dict[str, str] = {}
@@ -291,11 +322,17 @@ class ClaudeProvider:
             return records, broken
         for fname in names:
             stem, dot, ext = fname.partition(".")
+            if ext == "json" and stem.startswith("pid-") and stem[4:].isdigit():
+                broken[stem] = self._legacy_record(sessions / fname)
+                continue
             if ext != "json" or not stem.isdigit():
                 continue
             path = sessions / fname
             try:
-                data = json.loads(path.read_bytes())
+                raw, why = read_record_file(str(path)) if RECORD_NAME.fullmatch(fname) else (None, "")
+                if files is not None and RECORD_NAME.fullmatch(fname):
+                    files.append((fname, raw, why))
+                data = json.loads(raw if raw is not None else path.read_bytes())
                 rec = SessionRecord.model_validate(data)
             except OSError as exc:
                 broken[stem] = f"sessions/{fname} unreadable ({exc.strerror or exc}): fix its permissions or remove it"
@@ -309,6 +346,14 @@ class ClaudeProvider:
                 continue
             records[rec.pid] = rec
         return records, broken
+
+    @staticmethod
+    def _legacy_record(path: Path) -> str:
+        """Why an orphaned `sessions/pid-<n>.json` (an older client's name, snake_case fields) is
+        skipped: no Claude Code relay verified writes it, and `claude agents --json` (2.1.332) does not
+        read it, so nothing says its session is live; its state is not guessed from its fields."""
+        return (f"sessions/{path.name} is a legacy record (an older Claude Code's `pid-<n>.json`, not read by "
+                "`claude agents --json`): skipped, never listed as live; remove it if no such client runs")
 
     # -- targets -------------------------------------------------------------------------------
     def _status(self, rec: SessionRecord) -> str:
@@ -341,8 +386,9 @@ class ClaudeProvider:
             return []
         # Files first, then the listing: a session that starts in between shows up in
         # the listing and its record is read on demand below.
-        records, broken = self._read_records()
-        listed, how = await self._listing(records)
+        files: list[tuple[str, bytes | None, str | None]] = []
+        records, broken = self._read_records(files)
+        listed, how, decided_by = await self._membership(records, files)
         listing_ok = listed is not None
         self.notes = [how]
         listed_pids = {a.pid for a in listed or []}
@@ -365,7 +411,10 @@ class ClaudeProvider:
             name = rec.name or str(rec.pid)
             rel = f"sessions/{rec.pid}.json"
             if listing_ok and live and pid not in listed_pids:
-                live, why = False, f"{why}, but `claude agents --json` does not list it (started or exited during the refresh?); refresh"
+                live, why = False, (f"{why}, but `claude agents --json` does not list it (started or exited during the "
+                                    "refresh?); refresh" if decided_by == "claude agents --json" else
+                                    f"{why}, but `claude agents --json` would not list it: "
+                                    f"{self._left_out.get(pid, 'its rule leaves this file out')}")
             if not live:
                 targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=rec.messagingSocketPath or "", pid=rec.pid,
                                       live=False, state="unknown", pane=None, transports=(), stale_reason=why, **common,
@@ -387,7 +436,7 @@ class ClaudeProvider:
             elif len(panes) > 1:
                 detail["pane_note"] = f"{len(panes)} panes on different tmux servers claim pid {rec.pid}; none rostered"
             state = self._status(rec)
-            source = "claude agents --json" if listing_ok else f"registry files only ({how})"
+            source = decided_by if listing_ok else f"registry files only ({how})"
             targets.append(Target(
                 kind=KIND, prefix=self.adapter.prefix, name=name, address=rec.messagingSocketPath or "", pid=rec.pid, live=True,
                 state=state,
