@@ -294,3 +294,18 @@ async def test_a_legacy_pid_file_is_skipped_with_its_reason(tmp_path, spawn):
     assert not skipped.live and skipped.transports == () and skipped.pid is None
     assert "legacy record" in skipped.stale_reason and "never listed as live" in skipped.stale_reason
     assert [t.name for t in ts if t.live] == ["alpha"]  # the legacy file's name ("legacy") is never a target
+
+
+async def test_doctor_keeps_the_real_listing_as_the_rules_cross_check(tmp_path, spawn, claude_exe):
+    from relay_repl.agents.claude_code.doctor import check_claude
+
+    cfg, sessions, _ = build(tmp_path, case_two_records_one_name, spawn)
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CLAUDE_CONFIG_DIR": str(cfg),
+           "RELAY_CLAUDE_BIN": claude_exe}
+    row = (await check_claude(env))[-1]
+    assert row.ok and row.detail == "answers: 2 live session(s); relay's in-process rule lists the same ones"
+    liar = tmp_path / "claude-liar"  # a listing that disagrees with the rule: the row says so and fails
+    liar.write_text("#!/bin/sh\necho '[{\"pid\": 4242, \"name\": \"other\"}]'\n")
+    liar.chmod(0o755)
+    row = (await check_claude({**env, "RELAY_CLAUDE_BIN": str(liar)}))[-1]
+    assert not row.ok and "lists pids" in row.detail and "[4242]" in row.detail

@@ -29,5 +29,24 @@ async def check_claude(env: Mapping[str, str] | None = None) -> list[Check]:
         out.append(Check(name="claude agents --json", ok=False, detail=how,
                          fix="fix the Claude client check above; run `claude agents --json` by hand to see why"))
     else:
-        out.append(Check(name="claude agents --json", ok=True, detail=f"answers: {len(listed)} live session(s)"))
+        out.append(_beside_the_rule(p, listed))
     return out
+
+
+def _beside_the_rule(p: ClaudeProvider, listed: list) -> Check:
+    """`claude agents --json` kept as the cross-check of the rule discovery applies in-process
+    (listing_rule.py): the two must list the same sessions, or discovery is not to be trusted."""
+    rule = p.rule_listing()
+    answers = f"answers: {len(listed)} live session(s)"
+    if rule.undecided:
+        first = sorted(rule.undecided.items())[0]
+        return Check(name="claude agents --json", ok=True, detail=f"{answers}; discovery runs it too (its rule, applied "
+                     f"in-process, is undecided on sessions/{first[0]}: {first[1]})")
+    theirs, ours = {a.pid for a in listed}, rule.pids
+    if theirs != ours:
+        return Check(name="claude agents --json", ok=False,
+                     detail=f"{answers}, but relay's in-process copy of its rule lists pids {sorted(ours)} and it lists "
+                     f"{sorted(theirs)}: discovery may show a session live that Claude does not, or miss one",
+                     fix="run `relay doctor` again (a session may have started or ended in between); if it persists, "
+                     "this Claude Code lists by another rule: report it, with `claude --version`")
+    return Check(name="claude agents --json", ok=True, detail=f"{answers}; relay's in-process rule lists the same ones")

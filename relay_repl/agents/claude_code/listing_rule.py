@@ -36,8 +36,8 @@ import json
 import os
 import re
 import stat
+from collections import namedtuple
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 MAX_RECORD_BYTES = 262_144
 """Claude skips a registry file larger than this (its reader's limit, 2.1.332)."""
@@ -48,29 +48,22 @@ STATUSES = ("busy", "shell", "idle", "waiting")
 _MAX_EPOCH = 4_000_000_000_000_000
 
 
-@dataclass(frozen=True)
-class RuleRow:
-    """One row the rule lists: the fields `claude agents --json` prints for an interactive session
-    (its `name` only as the record has it: Claude prints it through a sanitiser relay does not copy)."""
-
-    pid: int
-    kind: str
-    status: str | None
-    waiting_for: str | None
-    session_id: str | None
-    cwd: str
-    started_at: float
-    name: str | None
+# Plain tuples and classes, not dataclasses: the prefetch loads this module before its spawn of the
+# listing, and dataclasses imports inspect (tests/system/test_prefetch.py keeps that path bare).
+RuleRow = namedtuple("RuleRow", "pid kind status waiting_for session_id cwd started_at name")
+RuleRow.__doc__ = """One row the rule lists: the fields `claude agents --json` prints for an interactive
+session (`name` as the record has it: Claude prints it through a sanitiser relay does not copy)."""
 
 
-@dataclass
 class RuleListing:
-    """The rows, the records it could not decide (file name: why), and the files it skipped (why)."""
+    """The rows, the records it could not decide (file name: why), the files it skipped (why), and
+    the readable records it leaves out (pid: why)."""
 
-    rows: list[RuleRow] = field(default_factory=list)
-    undecided: dict[str, str] = field(default_factory=dict)
-    skipped: dict[str, str] = field(default_factory=dict)
-    left_out: dict[int, str] = field(default_factory=dict)  # pid: why a readable record is not listed
+    def __init__(self) -> None:
+        self.rows: list[RuleRow] = []
+        self.undecided: dict[str, str] = {}
+        self.skipped: dict[str, str] = {}
+        self.left_out: dict[int, str] = {}
 
     @property
     def pids(self) -> set[int]:

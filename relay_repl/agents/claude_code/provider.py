@@ -39,6 +39,7 @@ from relay_repl.system.panes import PaneRoster
 from relay_repl.system.proc import owns_listening_socket, same_process
 
 if TYPE_CHECKING:  # annotations only: plan/inbound load on first use, off the `relay targets` path
+    from relay_repl.agents.claude_code.listing_rule import RuleListing
     from relay_repl.core.inbound import PeerIdentity
     from relay_repl.core.plan import ReplyContext, ReplyRoute
 
@@ -280,6 +281,16 @@ class ClaudeProvider:
         listed, how = await self.list_agents()
         self._listing_cache = (key, now, listed) if listed is not None else None
         return listed, how
+
+    def rule_listing(self) -> RuleListing:
+        """Claude's listing rule over the registry files as they are now (`relay doctor` sets it beside
+        `claude agents --json`)."""
+        from relay_repl.agents.claude_code.listing_rule import apply_rule
+        from relay_repl.agents.versions import is_verified
+
+        files: list[tuple[str, bytes | None, str | None]] = []
+        self._read_records(files)
+        return apply_rule(files, verified=lambda version: is_verified(KIND, version))
 
     async def _membership(self, records: dict[int, SessionRecord],
                     files: list[tuple[str, bytes | None, str | None]]) -> tuple[list[ListedAgent] | None, str, str]:
