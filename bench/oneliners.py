@@ -84,6 +84,8 @@ def to_plan(cmd: list[str], env: dict[str, str], timeout: float = 30.0) -> tuple
                     os.write(master, b"n\r")
             elif proc.poll() is not None:
                 break
+        if prompt is None:
+            raise RuntimeError(f"{' '.join(cmd)}: no y/N prompt within {timeout:g}s")
         proc.wait(timeout=timeout)
     finally:
         if proc.poll() is None:
@@ -118,10 +120,10 @@ def repl_plans(env: dict[str, str], specs: list[str], runs: int) -> dict[str, fl
         await session.refresh()  # warm: the REPL discovers in the background before the first send
         for spec in specs:
             await session.send(spec, MESSAGE)  # the first of a kind loads its transport's modules
-        for _ in range(runs):
+        for i in range(runs):
             for spec in specs:
                 t0 = time.perf_counter()
-                d = await session.send(spec, MESSAGE)
+                d = await session.send(spec, f"{MESSAGE} ({i})")
                 out[spec].append(shown[-1] - t0)
                 assert d.outcome == "refused", d
         await session.close_inbox()
@@ -163,7 +165,7 @@ def main() -> None:
         cmds["claude agents --json"] = [claude, "agents", "--json"]
     cmds["relay targets"] = [relay, "targets"]
     cmds["relay targets --json"] = [relay, "targets", "--json"]
-    sends = {f"relay send {spec}": [relay, "send", spec, MESSAGE] for spec in specs}
+    sends = {f"relay send {spec}": [relay, "send", spec] for spec in specs}  # + a body new to the ledger each run
 
     import multiprocessing
 
@@ -183,7 +185,7 @@ def main() -> None:
                 wall[k].append(w)
                 cpu[k].append(c)
             for k, cmd in sends.items():
-                f, w, c = to_plan(cmd, env)
+                f, w, c = to_plan([*cmd, f"{MESSAGE} ({time.time_ns()})"], env)
                 first[k].append(f)
                 wall[k].append(w)
                 cpu[k].append(c)

@@ -21,6 +21,13 @@ def _prefixes() -> list[str]:
     return [k.prefix for k in kinds()]
 
 
+def _kinds_named(prefix: str) -> set[str]:
+    """The registered kinds an operator's `prefix` names (`claude` → claude-code), or none."""
+    from relay_repl.agents.registry import kinds
+
+    return {k.kind for k in kinds() if prefix in (k.prefix, k.kind)}
+
+
 class Finder:
     """The providers, what they found last, and the one resolution rule."""
 
@@ -41,6 +48,21 @@ class Finder:
             await self.refresh()
         return list(self.found)
 
+    async def _discover_for(self, spec: str) -> None:
+        """Discover what resolving `spec` needs: only the kind it names (`claude:alpha` lists Claude
+        sessions, all of them, so an ambiguous or stale name is still refused), else every kind.
+
+        A one-liner's send waited for every kind's discovery (Codex asks its daemon, Gemini reads
+        /proc and its panes) before a plan about one Claude session. The list found is kept as the
+        last one, but `refreshed` stays False: whatever wants every target discovers them all."""
+        prefix, sep, _ = spec.strip().partition(":")
+        kinds = set() if not sep or spec.strip().startswith("%") else _kinds_named(prefix)
+        providers = [p for p in self.providers if getattr(p, "kind", None) in kinds]
+        if not providers:
+            await self.refresh()
+            return
+        self.found = await discover_all(providers)
+
     @property
     def table(self) -> TargetTable:
         return TargetTable(self.found)
@@ -54,7 +76,7 @@ class Finder:
         if isinstance(spec, Target):
             return spec
         if not self.refreshed:
-            await self.refresh()
+            await self._discover_for(spec)
         spec = spec.strip()
         if not spec:
             raise UsageError(f"empty target: name one like {', '.join(p + ':NAME' for p in _prefixes())} or %<pane id>")

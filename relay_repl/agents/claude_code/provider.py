@@ -164,6 +164,10 @@ def native_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
 # -- provider ---------------------------------------------------------------------------------
 
 
+def _pids(listed: list[ListedAgent] | None) -> set[int] | None:
+    return None if listed is None else {a.pid for a in listed}
+
+
 def socket_is_ours(path: str | None) -> tuple[bool, str]:
     """True if `path` is a Unix socket owned by our uid (the same-uid trust boundary)."""
     if not path:
@@ -293,10 +297,10 @@ class ClaudeProvider:
         return apply_rule(files, verified=lambda version: is_verified(KIND, version))
 
     async def _membership(self, records: dict[int, SessionRecord],
-                    files: list[tuple[str, bytes | None, str | None]]) -> tuple[list[ListedAgent] | None, str, str]:
+                    files: list[tuple[str, bytes | None, str | None]]) -> tuple[set[int] | None, str, str]:
         """Which records Claude lists: its own rule applied to the files read (listing_rule.py), or,
         where that rule is undecided (or switched off), `claude agents --json` itself.
-        (listed, how, source) as `_listing` gives them; `source` names what decided, for the plan."""
+        (listed pids or None, how, source) as `_listing` gives them; `source` names what decided, for the plan."""
         if self.listing_rule:
             from relay_repl.agents.claude_code.listing_rule import apply_rule
             from relay_repl.agents.versions import is_verified
@@ -305,13 +309,13 @@ class ClaudeProvider:
             if not rule.undecided:
                 how = "claude agents --json's rule over sessions/ (in-process)"
                 self._left_out = rule.left_out
-                return [ListedAgent(pid=r.pid, name=r.name, status=r.status) for r in rule.rows], how, how
+                return rule.pids, how, how
             first = sorted(rule.undecided.items())[0]
             listed, how = await self._listing(records)
             undecided = f"its rule is undecided on sessions/{first[0]} ({first[1]})"
-            return listed, f"{how}; {undecided}", "claude agents --json"
+            return _pids(listed), f"{how}; {undecided}", "claude agents --json"
         listed, how = await self._listing(records)
-        return listed, how, "claude agents --json"
+        return _pids(listed), how, "claude agents --json"
 
     # -- the registry files ----------------------------------------------------------------
     def _read_records(self, files: list[tuple[str, bytes | None, str | None]] | None = None
@@ -402,7 +406,7 @@ class ClaudeProvider:
         listed, how, decided_by = await self._membership(records, files)
         listing_ok = listed is not None
         self.notes = [how]
-        listed_pids = {a.pid for a in listed or []}
+        listed_pids = listed or set()
         for pid in listed_pids - set(records):
             path = self.config_dir / "sessions" / f"{pid}.json"
             try:
