@@ -22,10 +22,17 @@ def _prefixes() -> list[str]:
 
 
 def _kinds_named(prefix: str) -> set[str]:
-    """The registered kinds an operator's `prefix` names (`claude` → claude-code), or none."""
-    from relay_repl.agents.registry import kinds
+    """The registered kind an operator's `prefix` names (`claude` → claude-code), or none.
 
-    return {k.kind for k in kinds() if prefix in (k.prefix, k.kind)}
+    Kinds are loaded one at a time, those whose name starts with the prefix first, until one
+    answers to it: the others' packages stay unimported before a send's plan."""
+    from relay_repl.agents.registry import kind_for, kind_names
+
+    for name in sorted(kind_names(), key=lambda n: not n.startswith(prefix)):
+        k = kind_for(name)
+        if k is not None and prefix in (k.prefix, k.kind):
+            return {k.kind}
+    return set()
 
 
 class Finder:

@@ -44,6 +44,7 @@ NOT_BEFORE_A_CLAUDE_PLAN = {
     "websockets",  # the Codex daemon's client: Codex is not discovered for a Claude target
     "prompt_toolkit",  # the y/N prompt comes after the plan
     "relay_repl.lab.launcher",
+    "relay_repl.agents.gemini_cli.kind",  # no other kind's package but the one the transports need (Codex: its queue)
 }
 
 
