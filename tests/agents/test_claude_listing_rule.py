@@ -266,14 +266,18 @@ async def test_a_decided_rule_runs_no_listing(tmp_path, spawn):
 
 async def test_a_record_claude_would_not_list_is_stale_with_the_rules_reason(tmp_path, spawn):
     def write(s: Path, spawn: Callable) -> None:
-        p, q = spawn(), spawn()
+        p, q, r = spawn(), spawn(), spawn()
         put(s, f"{p.pid}.json", record(p.pid, "ftmismatch", procStartFt="1"))
         put(s, f"{q.pid}.json", record(q.pid, "daemon", kind="daemon"))
+        (s.parent / "linked.json").write_text(json.dumps(record(r.pid, "linked")))
+        (s / f"{r.pid}.json").symlink_to(s.parent / "linked.json")  # relay reads it; Claude's lstat skips it
 
     cfg, _, _ = build(tmp_path, write, spawn)
     ts = {t.name: t for t in await provider(cfg, "/nonexistent", rule=True).discover()}
     assert not ts["ftmismatch"].live and "would not list it: not live by Claude's rule" in ts["ftmismatch"].stale_reason
     assert not ts["daemon"].live and "its kind is 'daemon'" in ts["daemon"].stale_reason
+    assert not ts["linked"].live and "Claude skips sessions/" in ts["linked"].stale_reason
+    assert "not a regular file" in ts["linked"].stale_reason
 
 
 async def test_status_waiting_and_shell_keep_the_records_state(tmp_path, spawn):

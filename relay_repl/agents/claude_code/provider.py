@@ -308,7 +308,9 @@ class ClaudeProvider:
             rule = apply_rule(files, verified=lambda version: is_verified(KIND, version))
             if not rule.undecided:
                 how = "claude agents --json's rule over sessions/ (in-process)"
-                self._left_out = rule.left_out
+                skipped = {int(f[:-5]): f"Claude skips sessions/{f}: {why}" for f, why in rule.skipped.items()
+                           if f[:-5].isdigit() and str(int(f[:-5])) == f[:-5]}
+                self._left_out = {**skipped, **rule.left_out}
                 return rule.pids, how, how
             first = sorted(rule.undecided.items())[0]
             listed, how = await self._listing(records)
