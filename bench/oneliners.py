@@ -144,12 +144,17 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--burners", type=int, default=0, help="busy loops to run beside the bench (default 0)")
     ap.add_argument("--relay", help="the `relay` executable (default: this virtualenv's)")
+    ap.add_argument("--baseline", metavar="RELAY", help="another `relay` executable (e.g. an older commit's, in its own "
+                    "virtualenv) timed in the same runs, its rows marked (baseline)")
     args = ap.parse_args()
 
     from bench.bytecode import ensure_bytecode
     import relay_repl.lab.launcher as launcher
 
     print(ensure_bytecode())
+    if args.baseline:  # its bytecode compiled too, so neither side compiles its modules on every run
+        subprocess.run([str(Path(args.baseline).parent / "python"), "-c", "import compileall, os, relay_repl; "
+                        "compileall.compile_dir(os.path.dirname(relay_repl.__file__), quiet=1)"], check=True)
     started = launcher.status() is None
     launcher.ensure_lab(lambda m: print(m, file=sys.stderr), claude=1, codex=1, gemini=1)
     st = launcher.status()
@@ -165,11 +170,15 @@ def main() -> None:
         cmds["session-peer list"] = [peer, "list"]
     if claude:
         cmds["claude agents --json"] = [claude, "agents", "--json"]
-    cmds["relay targets"] = [relay, "targets"]
-    cmds["relay targets --json"] = [relay, "targets", "--json"]
-    sends = {f"relay send {spec}": [relay, "send", spec] for spec in specs}  # + a body new to the ledger each run
-    # the first plan of a recipe run (`ping`: for a Claude target, listing the inbox as a Claude peer first)
-    runs = {f"relay run ping {spec}": [relay, "run", "ping", "-p", f"target={spec}"] for spec in specs}
+    sends: dict[str, list[str]] = {}
+    runs: dict[str, list[str]] = {}
+    for exe, mark in [(relay, ""), *([(args.baseline, " (baseline)")] if args.baseline else [])]:
+        cmds[f"relay targets{mark}"] = [exe, "targets"]
+        cmds[f"relay targets --json{mark}"] = [exe, "targets", "--json"]
+        for spec in specs:
+            sends[f"relay send {spec}{mark}"] = [exe, "send", spec]  # + a body new to the ledger each run
+            # the first plan of a recipe run (`ping`: for a Claude target, listing the inbox as a Claude peer first)
+            runs[f"relay run ping {spec}{mark}"] = [exe, "run", "ping", "-p", f"target={spec}"]
 
     import multiprocessing
 
@@ -181,7 +190,7 @@ def main() -> None:
     first: dict[str, list[float]] = {k: [] for k in [*sends, *runs]}
     cpu: dict[str, list[float]] = {k: [] for k in wall}
     try:
-        for k, cmd in cmds.items():  # once untimed: page cache, bytecode, the lab's first answers
+        for cmd in cmds.values():  # once untimed: page cache, bytecode, the lab's first answers
             run_timed(cmd, env)
         for _ in range(args.runs):
             for k, cmd in cmds.items():
