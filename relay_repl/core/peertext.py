@@ -88,6 +88,8 @@ def quote(sender: str, verdict: str, text: str) -> str:
 
 def quoted_spans(body: str) -> list[tuple[int, int, str, str, str]]:
     """Each quote in `body`: (start, end, sender, verdict, text), positions 1-based inclusive of the quote."""
+    if OPEN not in body:
+        return []  # every quote holds `«`: most bodies need no pattern compiled before their plan
     return [(m.start() + 1, m.end(), m.group("who"), m.group("verdict"), m.group("text"))
             for m in _quote_pattern().finditer(body)]
 
