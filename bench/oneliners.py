@@ -1,7 +1,7 @@
 """One-liners against the fastest peer: `relay targets` beside `session-peer list`, and a send's
 plan on screen, on the same lab (issue 40).
 
-    .venv/bin/python -m bench.oneliners [--runs 7] [--burners 2] [--relay PATH]
+    .venv/bin/python -m bench.oneliners [--runs 7] [--burners 2] [--relay PATH] [--baseline PATH]
 
 On the lab that `RELAY_HOME` points at (one Claude Code, one Codex and one Gemini CLI session;
 started here, and taken down after, when none runs), each command runs `--runs` times, all of
