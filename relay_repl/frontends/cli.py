@@ -23,6 +23,7 @@ from relay_repl.frontends import argparse_gettext
 from relay_repl.core.controls import visible  # pure, no dependency: every echo of a peer's text passes it
 from relay_repl.frontends.commands import (
     clean,
+    dead,
     debug,
     doctor,
     fidelity,
@@ -39,13 +40,15 @@ from relay_repl.frontends.commands import (
     serve,
     targets,
     verify,
+    watch,
     whoami,
     why,
 )
 
 # The subcommands in the order `relay --help` lists them; each module registers its own subparser.
 COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, doctor, debug, whoami, clean,
-            reply, notebook, mcp, hosts, serve)
+            reply, notebook, mcp, hosts, serve,
+            dead, watch)
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions ({kinds})

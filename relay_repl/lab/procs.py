@@ -72,16 +72,25 @@ def lab_processes(lab_dir: Path, home: Path, netns_id: str | None = None,
     """Processes that belong to the lab.
 
     A process belongs when its HOME is the lab's fake home (every process the lab starts
-    has it), or its command line names the lab directory, or it lives in the lab's
-    private network namespace, or it is a `claude`/`codex` process whose
-    CLAUDE_CONFIG_DIR/CODEX_HOME is the lab's (`client_homes` maps the variable to the
-    program name). The caller and its ancestors are never included, and neither is a
-    shell that merely sourced `relay lab env`.
+    has it), or its command line names the lab directory, or it is a `claude`/`codex`
+    process whose CLAUDE_CONFIG_DIR/CODEX_HOME is the lab's (`client_homes` maps the
+    variable to the program name), or it lives in the lab's private network namespace
+    while that namespace is still held by a process found by one of the other rules.
+
+    Why the last condition: a namespace's id (`net:[inode]`) is only unique while the
+    namespace exists. Once the lab's last process in it is gone the kernel frees it and
+    may give the same id to a namespace another lab (another pytest worker) has just
+    made; matching on the id alone then kills that lab's stub server while it starts
+    (seen as `LabError: stub server exited with -15` in a soak). A namespace one of our
+    own processes is still in cannot have been freed, so the id still means ours.
+    The caller and its ancestors are never included, and neither is a shell that merely
+    sourced `relay lab env`.
     """
     skip = ancestors() | set(exclude)
     lab, home_s = str(lab_dir), str(home)
     host_ns = net_ns(os.getpid())
     out = []
+    by_ns = []
     for pid, st in sorted(sysproc.process_table().items()):
         if pid in skip or st.state in ("Z", "X", "x"):
             continue
@@ -97,7 +106,9 @@ def lab_processes(lab_dir: Path, home: Path, netns_id: str | None = None,
             out.append(pid)
             continue
         if netns_id and netns_id != host_ns and net_ns(pid) == netns_id:
-            out.append(pid)
+            by_ns.append(pid)
+    if by_ns and any(net_ns(p) == netns_id for p in out):
+        out = sorted(out + by_ns)
     return out
 
 

@@ -120,6 +120,23 @@ def check_state() -> list[Check]:
     return out
 
 
+def check_hosts_file() -> Check:
+    """hosts.toml read as every command reads it (store/loader.py): absent, N hosts, or the one line
+    that would stop `relay hosts`, `relay targets` and every send to a host."""
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.store.hosts import hosts_file, load_hosts
+
+    path = hosts_file()
+    try:
+        hosts = load_hosts(path)
+    except FileProblem as exc:
+        where = f" (line {exc.line})" if exc.line else ""
+        return Check(name="hosts.toml", ok=False, detail=f"{exc.path}: {exc.problem}{where}", fix=exc.fix)
+    if not hosts:
+        return Check(name="hosts.toml", ok=True, detail=f"no hosts in {path} (`relay hosts add NAME DESTINATION`)")
+    return Check(name="hosts.toml", ok=True, detail=f"{len(hosts)} host(s) in {path}: {', '.join(h.name for h in hosts)}")
+
+
 async def run_checks() -> Report:
     """Every check, printed in layer order: system, clients, registries, state.
 
@@ -134,6 +151,7 @@ async def run_checks() -> Report:
     jobs += [partial(_in_thread, partial(lambda kind: [check_client(kind)], k.kind)) for k in kinds()]
     jobs += [partial(k.doctor_checks, os.environ) for k in kinds()]
     jobs.append(lambda: _in_thread(check_state))
+    jobs.append(lambda: _in_thread(lambda: [check_hosts_file()]))
     results: list[list[Check]] = [[] for _ in jobs]
 
     async def run(i: int, job: Callable[[], Awaitable[list[Check]]]) -> None:

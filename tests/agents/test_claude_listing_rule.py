@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -143,6 +144,8 @@ def case_odd_files(s: Path, spawn: Callable) -> None:
     put(s, f"{d.pid}.json", record(d.pid, "numstart", procStart=int(proc_start(d.pid) or 0)))  # not a string: not compared
     put(s, f"{e.pid}.json", record(e.pid, "ftmismatch", procStartFt="1"))  # procStartFt wins over procStart
     put(s, "999999999.json", "{not json")
+    f = spawn()
+    os.mkfifo(s / f"{f.pid}.json")  # a FIFO in a record's place: skipped by both, read (and waited on) by neither
 
 
 def case_wrong_types(s: Path, spawn: Callable) -> None:
@@ -199,10 +202,17 @@ def target_rows(targets) -> list[tuple]:
                    t.detail.status_raw if not t.detail.unreadable else None) for t in targets)
 
 
+def _copy(src: str, dst: str) -> None:
+    if stat.S_ISFIFO(os.lstat(src).st_mode):
+        os.mkfifo(dst)  # copied as what it is, never read
+    else:
+        shutil.copy2(src, dst)
+
+
 def restore(sessions: Path, saved: Path) -> None:
     """The registry as the case wrote it (a real listing may sweep or delete files it rejects)."""
     shutil.rmtree(sessions)
-    shutil.copytree(saved, sessions, symlinks=True)
+    shutil.copytree(saved, sessions, symlinks=True, copy_function=_copy)
 
 
 def build(tmp_path: Path, write: Callable, spawn: Callable) -> tuple[Path, Path, Path]:
@@ -211,7 +221,7 @@ def build(tmp_path: Path, write: Callable, spawn: Callable) -> tuple[Path, Path,
     sessions.mkdir(parents=True)
     write(sessions, spawn)
     saved = tmp_path / "saved-sessions"
-    shutil.copytree(sessions, saved, symlinks=True)
+    shutil.copytree(sessions, saved, symlinks=True, copy_function=_copy)
     return cfg, sessions, saved
 
 
@@ -251,6 +261,20 @@ async def test_where_the_rule_is_undecided_the_real_listing_decides(case, tmp_pa
     restore(sessions, saved)
     with_listing = await provider(cfg, claude_exe, rule=False).discover()
     assert target_rows(with_rule) == target_rows(with_listing)
+
+
+def test_the_early_prefetch_reads_no_fifo(tmp_path, spawn):
+    """The prefetch applies the rule before any relay module loads (agents/claude_code/listing.py):
+    a FIFO named like a record is skipped by lstat and never opened for a blocking read."""
+    from relay_repl.agents.claude_code.listing import rule_decides
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    p = spawn()
+    put(sessions, f"{p.pid}.json", record(p.pid, "alpha"))
+    os.mkfifo(sessions / "4242.json")
+    assert read_record_file(str(sessions / "4242.json")) == (None, "not a regular file (Claude does not follow a symlink here)")
+    assert rule_decides(str(sessions)) is True
 
 
 async def test_a_decided_rule_runs_no_listing(tmp_path, spawn):

@@ -51,3 +51,18 @@ def test_doctor_exit_1_and_json_when_something_fails(monkeypatch, capsys, tmp_pa
     names = {c["name"]: c for c in out["checks"]}
     assert out["ok"] is False and names["tmux"]["ok"] is False and "install tmux" in names["tmux"]["fix"]
     assert names["claude-code client"]["ok"] is False and names["CODEX_HOME"]["ok"] is False
+
+
+def test_a_hosts_toml_relay_cannot_read_is_a_doctor_finding_with_its_line(relay_home):
+    """Issue 32: the file every host command reads is checked by `relay doctor` as they read it."""
+    from relay_repl.session.doctor import check_hosts_file
+    from relay_repl.store.hosts import add_host
+
+    assert check_hosts_file().ok
+    add_host("build", "me@build")
+    got = check_hosts_file()
+    assert got.ok and "1 host(s)" in got.detail and "build" in got.detail
+    (relay_home / "hosts.toml").write_text('[hosts.build]\ndestination = "a\u202eb"\n', encoding="utf-8")
+    got = check_hosts_file()
+    assert not got.ok and "U+202E" in got.detail and "(line 2)" in got.detail and "relay hosts add" in (got.fix or "")
+    assert "\u202e" not in got.render()

@@ -24,6 +24,7 @@ async def check_claude(env: Mapping[str, str] | None = None) -> list[Check]:
         n = len(list(sessions.glob("*.json"))) if sessions.is_dir() else 0
         out.append(Check(name="Claude config dir", ok=True,
                          detail=f"{p.config_dir} readable; registry {sessions} holds {n} session record(s)"))
+    out.append(check_records(p))
     listed, how = await p.list_agents()
     if listed is None:
         out.append(Check(name="claude agents --json", ok=False, detail=how,
@@ -50,3 +51,18 @@ def _beside_the_rule(p: ClaudeProvider, listed: list) -> Check:
                      fix="run `relay doctor` again (a session may have started or ended in between); if it persists, "
                      "this Claude Code lists by another rule: report it, with `claude --version`")
     return Check(name="claude agents --json", ok=True, detail=f"{answers}; relay's in-process rule lists the same ones")
+
+
+def check_records(p: ClaudeProvider) -> Check:
+    """Session records relay cannot read (not JSON, the wrong shape, a FIFO or a directory in their
+    place): each such target is listed stale with its reason and never sent to; here they are a
+    finding, so an operator sees them without reading every row of `relay targets`."""
+    _, broken = p._read_records()
+    name = "Claude session records"
+    if not broken:
+        return Check(name=name, ok=True, detail="every record in the registry reads as one")
+    first = sorted(broken.items())[0][1]
+    more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+    return Check(name=name, ok=False, detail=f"{len(broken)} record(s) skipped: {first}{more}",
+                 fix=f"remove what is not a session record from {p.config_dir / 'sessions'} "
+                     "(each skipped target is listed stale with its reason by `relay targets`)")

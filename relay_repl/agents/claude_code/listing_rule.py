@@ -70,22 +70,52 @@ class RuleListing:
         return {r.pid for r in self.rows}
 
 
-def read_record_file(path: str) -> tuple[bytes | None, str | None]:
-    """A registry file's bytes as Claude reads them (a regular file, at most 256 KiB, lstat), or
-    (None, why it is skipped)."""
+def _skipped_by_lstat(path: str) -> str | None:
+    """Why Claude's reader skips `path` (lstat: not a regular file, or over its limit), or None."""
     try:
         st = os.lstat(path)
     except OSError as exc:
-        return None, f"unreadable ({exc.strerror or exc})"
+        return f"unreadable ({exc.strerror or exc})"
     if not stat.S_ISREG(st.st_mode):
-        return None, "not a regular file (Claude does not follow a symlink here)"
+        return "not a regular file (Claude does not follow a symlink here)"
     if st.st_size > MAX_RECORD_BYTES:
-        return None, f"{st.st_size} bytes, over Claude's {MAX_RECORD_BYTES}-byte limit"
+        return f"{st.st_size} bytes, over Claude's {MAX_RECORD_BYTES}-byte limit"
+    return None
+
+
+def claude_view(path: str, data: bytes) -> tuple[bytes | None, str | None]:
+    """`data`, the bytes relay read at `path` (through the one loader, store/loader.py), as Claude's
+    listing would take them: the same bytes, or (None, why it skips the file)."""
+    why = _skipped_by_lstat(path)
+    return (None, why) if why else (data, None)
+
+
+def read_record_file(path: str) -> tuple[bytes | None, str | None]:
+    """A registry file's bytes as Claude reads them (a regular file, at most 256 KiB, lstat), or
+    (None, why it is skipped). Opened non-blocking and checked again once open: a FIFO put there
+    in between is never read (the early prefetch calls this, before any relay module loads)."""
+    why = _skipped_by_lstat(path)
+    if why:
+        return None, why
     try:
-        with open(path, "rb") as fh:
-            return fh.read(MAX_RECORD_BYTES + 1), None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError as exc:
         return None, f"unreadable ({exc.strerror or exc})"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "not a regular file"
+        chunks, size = [], 0
+        while size <= MAX_RECORD_BYTES:
+            chunk = os.read(fd, MAX_RECORD_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), None
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
 
 
 def _js_constant(name: str) -> float:

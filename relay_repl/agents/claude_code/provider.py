@@ -30,12 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from relay_repl.core.errors import FileProblem
+from relay_repl.core.file_shape import shape_problem
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.versions import version_status
 from relay_repl.system import loopless
 from relay_repl.system.panes import PaneRoster
+from relay_repl.store.loader import read_bytes
 from relay_repl.system.proc import owns_listening_socket, same_process
 
 if TYPE_CHECKING:  # annotations only: plan/inbound load on first use, off the `relay targets` path
@@ -44,6 +47,7 @@ if TYPE_CHECKING:  # annotations only: plan/inbound load on first use, off the `
     from relay_repl.core.plan import ReplyContext, ReplyRoute
 
 KIND = "claude-code"
+RECORD_MAX_BYTES = 1024 * 1024  # a session record is ~1 KB: anything near this is not one
 
 
 class ListedAgent(BaseModel):
@@ -323,9 +327,9 @@ class ClaudeProvider:
     def _read_records(self, files: list[tuple[str, bytes | None, str | None]] | None = None
                       ) -> tuple[dict[int, SessionRecord], dict[str, str]]:
         """Every `sessions/<digits>.json`: parsed records by pid, and unreadable files with why.
-        `files`, when given, receives each one's name and bytes as Claude's listing reads them
-        (listing_rule.read_record_file), so the rule sees the very bytes relay parsed."""
-        from relay_repl.agents.claude_code.listing_rule import RECORD_NAME, read_record_file
+        `files`, when given, receives each one's name and bytes as Claude's listing takes them
+        (listing_rule.claude_view), so the rule sees the very bytes relay parsed."""
+        from relay_repl.agents.claude_code.listing_rule import RECORD_NAME, claude_view
 
         sessions = self.config_dir / "sessions"
         records: dict[int, SessionRecord] = {}
@@ -345,16 +349,27 @@ class ClaudeProvider:
             if ext != "json" or not stem.isdigit():
                 continue
             path = sessions / fname
-            try:
-                raw, why = read_record_file(str(path)) if RECORD_NAME.fullmatch(fname) else (None, "")
-                if files is not None and RECORD_NAME.fullmatch(fname):
-                    files.append((fname, raw, why))
-                data = json.loads(raw if raw is not None else path.read_bytes())
-                rec = SessionRecord.model_validate(data)
+            sink = files if files is not None and RECORD_NAME.fullmatch(fname) else None  # a file Claude's listing reads
+            try:  # the one loader: a FIFO, a directory or a huge file there is a reason, never a hang
+                raw = read_bytes(path, "remove it", missing_ok=True, max_bytes=RECORD_MAX_BYTES)
+                if raw is None:  # its session ended since the listing of the directory
+                    continue
+                if sink is not None:  # the same bytes, as Claude's listing would take them (or why it would not)
+                    sink.append((fname, *claude_view(str(path), raw)))
+                rec = SessionRecord.model_validate(json.loads(raw))
+            except FileProblem as exc:
+                if sink is not None:
+                    sink.append((fname, None, f"unreadable (it {exc.problem})"))
+                broken[stem] = f"sessions/{fname} unreadable (it {exc.problem}): fix its permissions or remove it"
+                continue
             except OSError as exc:
                 broken[stem] = f"sessions/{fname} unreadable ({exc.strerror or exc}): fix its permissions or remove it"
                 continue
-            except (ValueError, ValidationError) as exc:
+            except ValidationError as exc:
+                broken[stem] = (f"sessions/{fname} is not a valid record ({shape_problem(exc, syntax='json')[0][:120]}): "
+                                "it may be mid-write; refresh, or remove it if it persists")
+                continue
+            except (ValueError, RecursionError) as exc:
                 first = str(exc).splitlines()[0][:80]
                 broken[stem] = f"sessions/{fname} is not a valid record ({first}): it may be mid-write; refresh, or remove it if it persists"
                 continue

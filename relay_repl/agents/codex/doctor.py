@@ -8,8 +8,32 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from relay_repl.agents.codex.provider import CodexProvider, DaemonError, daemon_thread_status
+from relay_repl.agents.codex.queue_ops import QUEUE_FILE
+from relay_repl.agents.codex.sqlite_home import sqlite_home
 from relay_repl.core.check import Check
+from relay_repl.core.errors import FileProblem
+from relay_repl.store.loader import read_bytes
 from relay_repl.store.sqlite_read import connect_read_only
+
+INDEX_MAX_BYTES = 256 * 1024 * 1024  # one short line per rename: far more than any real index
+
+
+def check_codex_databases(home: Path, env: Mapping[str, str]) -> Check:
+    """Where Codex keeps its SQLite databases (sqlite_home / $CODEX_SQLITE_HOME / CODEX_HOME), and
+    whether a stale copy left in CODEX_HOME could be read instead of the live one."""
+    sq = sqlite_home(home, env)
+    name = "Codex databases"
+    if sq.problem:
+        return Check(name=name, ok=False, detail=f"{sq.problem}; relay reads them in {sq.path} ({sq.source})",
+                     fix=f"fix {home / 'config.toml'}: Codex reads sqlite_home there too")
+    if sq.path == home:
+        return Check(name=name, ok=True, detail=f"in CODEX_HOME ({home})")
+    stale = [f for f in ("state_5.sqlite", "goals_1.sqlite", QUEUE_FILE) if (home / f).exists()]
+    moved = f"in {sq.path} ({sq.source}); relay reads them there"
+    if stale:
+        return Check(name=name, ok=True, detail=f"{moved}; {', '.join(stale)} in {home} are not the live ones "
+                     "(left from before the move) and are not read")
+    return Check(name=name, ok=True, detail=moved)
 
 
 async def check_codex(env: Mapping[str, str] | None = None) -> list[Check]:
@@ -23,15 +47,20 @@ async def check_codex(env: Mapping[str, str] | None = None) -> list[Check]:
         return [Check(name="CODEX_HOME", ok=False, detail=f"{home} does not exist", fix=fix)]
     out.append(Check(name="CODEX_HOME", ok=True, detail=f"{home} ({'from $CODEX_HOME' if environ.get('CODEX_HOME') else 'the default'})"))
     index = p._p("session_index")
-    if not index.exists():
-        out.append(Check(name="session_index.jsonl", ok=True, detail="not there yet (Codex writes it when a thread is named)"))
-    elif not os.access(index, os.R_OK):
-        out.append(Check(name="session_index.jsonl", ok=False, detail=f"{index} is not readable",
-                         fix=f"run relay as the user who owns {home}"))
+    try:  # the one loader: a FIFO or a directory there is a finding, never a hang
+        data = read_bytes(index, f"run relay as the user who owns {home}, or move it aside", missing_ok=True,
+                          max_bytes=INDEX_MAX_BYTES)
+    except FileProblem as exc:
+        out.append(Check(name="session_index.jsonl", ok=False, detail=f"{exc.path}: {exc.problem}", fix=exc.fix))
     else:
-        lines = sum(1 for _ in index.open("rb"))
-        out.append(Check(name="session_index.jsonl", ok=True, detail=f"readable, {lines} line(s)"))
-    queue = p._p("queue_db")
+        if data is None:
+            out.append(Check(name="session_index.jsonl", ok=True,
+                             detail="not there yet (Codex writes it when a thread is named)"))
+        else:
+            lines = data.count(b"\n")
+            out.append(Check(name="session_index.jsonl", ok=True, detail=f"readable, {lines} line(s)"))
+    out.append(check_codex_databases(home, environ))
+    queue = sqlite_home(home, environ).path / QUEUE_FILE
     if not queue.exists():
         out.append(Check(name="queue_1.sqlite", ok=True, detail="not there yet (the first `codex queue` creates it)"))
     else:
@@ -63,14 +92,17 @@ async def check_codex(env: Mapping[str, str] | None = None) -> list[Check]:
 def check_codex_sandbox(home: Path) -> Check:
     """Can a Codex agent run `relay reply`? It connects to a Unix socket, which the
     workspace-write and read-only sandboxes refuse (EPERM, measured in the lab)."""
-    import tomllib
+    from relay_repl.core.file_shape import toml_table
+    from relay_repl.store.loader import read_text
 
     name = "Codex sandbox allows `relay reply`"
     cfg = home / "config.toml"
-    try:
-        mode = tomllib.loads(cfg.read_text()).get("sandbox_mode") if cfg.exists() else None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        return Check(name=name, ok=False, detail=f"{cfg} unreadable: {exc}", fix=f"fix {cfg}")
+    try:  # the client's file, through the one loader: not UTF-8, a FIFO, a directory: a finding
+        text = read_text(cfg, f"fix {cfg} (Codex cannot read it either)", missing_ok=True)
+        mode = toml_table(text, cfg, f"fix {cfg} (Codex cannot read it either)").get("sandbox_mode") if text else None
+    except FileProblem as exc:
+        return Check(name=name, ok=False, detail=f"{exc.path}: {exc.problem}" + (f" (line {exc.line})" if exc.line else ""),
+                     fix=exc.fix)
     if mode == "danger-full-access":
         return Check(name=name, ok=True, detail=f"sandbox_mode = {mode!r} in {cfg}: Unix sockets are allowed")
     shown = repr(mode) if mode else "not set (Codex defaults to a sandbox)"

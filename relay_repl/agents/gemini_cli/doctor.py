@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 
@@ -27,14 +26,22 @@ async def check_gemini(env: Mapping[str, str] | None = None) -> list[Check]:
                       fix=f"run relay as the user who owns {gdir}")]
     out = [Check(name="Gemini CLI home", ok=True, detail=f"{gdir} ({src})")]
     path = gdir / "settings.json"
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    except (OSError, ValueError) as exc:
-        out.append(Check(name="Gemini CLI settings", ok=False, detail=f"{path}: {exc}",
-                         fix="fix the JSON (Gemini CLI itself refuses to start on it)"))
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.core.file_shape import json_value
+    from relay_repl.store.loader import read_text
+
+    fix = "fix the JSON (Gemini CLI itself refuses to start on it)"
+    try:  # the client's file, through the one loader: a FIFO, a directory, bytes not UTF-8 are a finding
+        text = read_text(path, fix, missing_ok=True)
+        cfg = json_value(text, path, fix) if text else {}
+    except FileProblem as exc:
+        out.append(Check(name="Gemini CLI settings", ok=False,
+                         detail=f"{exc.path}: {exc.problem}" + (f" (line {exc.line})" if exc.line else ""), fix=exc.fix))
         cfg = {}
     else:
-        items = ((cfg.get("ui") or {}).get("footer") or {}).get("items") if isinstance(cfg, dict) else None
+        ui = cfg.get("ui") if isinstance(cfg, dict) else None
+        footer = ui.get("footer") if isinstance(ui, dict) else None
+        items = footer.get("items") if isinstance(footer, dict) else None
         shown = isinstance(items, list) and FOOTER_ITEM in items
         out.append(Check(name="Gemini CLI settings", ok=True, detail=(
             f"{path}: the footer shows the session id, so a pane is tied to its chat file exactly" if shown else
