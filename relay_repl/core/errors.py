@@ -75,6 +75,10 @@ class NoApproval(PolicyRefusal):
     """A side effect was attempted without a live approval the gate minted for its plan."""
 
 
+class Declined(PolicyRefusal):
+    """The operator answered No to the plan of their own action (`session.confirm`): nothing was done."""
+
+
 class LoopHalt(PolicyRefusal):
     """Hop cap reached, duplicate id, or relay-halt in force."""
 
@@ -124,6 +128,17 @@ class ChannelLost(HostError):
 
 class ProtocolMismatch(HostError):
     """The two relays speak different `relay serve` protocol versions."""
+
+
+class HostClaim(HostError):
+    """A host reported what the operator did not approve (an outcome never asked for, one after a
+    No, another target, other bytes, a state going backwards): its word is a claim, not believed.
+
+    `host` names it; `what` is the claim in a few words. The one line says so and what to do."""
+
+    def __init__(self, host: str, what: str) -> None:
+        self.host, self.what = host, what
+        super().__init__(f"host {host} reported {what} that the operator did not approve: not believed; check {host}")
 
 
 class JsonRpcError(RelayError):

@@ -200,6 +200,7 @@ def clean_stale(echo: Callable[[str], None] | None = None, approval: Approval | 
         if rec.live:
             continue
         kept = False
+        gone: list[str] = []  # said in the one line for this record (issue 39: a crash cleaned was two lines)
         for path in _leftovers(rec):
             if _foreign(path) and _remove_if_ours(path, rec, dry=True) is None:
                 try:
@@ -211,17 +212,20 @@ def clean_stale(echo: Callable[[str], None] | None = None, approval: Approval | 
                     continue
             why_not = _remove_if_ours(path, rec)
             if why_not is None:
-                say(f"removed {path} (left by crashed relay pid {rec.pid})")
+                gone.append(f"removed {path}")
             elif why_not:
                 say(f"left {path}: {why_not}")
         if kept:
+            if gone:
+                say(f"after crashed relay pid {rec.pid}: {'; '.join(gone)}")
             continue
         try:
             (inbox_dir(create=False) / f"{rec.pid}.json").unlink()
         except FileNotFoundError:
             pass
         removed.append(rec)
-        say(f"cleaned the inbox left by crashed relay pid {rec.pid} ({rec.socket})")
+        say(f"cleaned the inbox left by crashed relay pid {rec.pid}: " + ("; ".join(gone) if gone else
+                                                                           f"its record ({rec.socket} was gone)"))
     return removed
 
 
@@ -385,7 +389,9 @@ class Inbox:
         if stamp is not None:
             self.stamps[str(path)] = stamp
 
-    async def close(self) -> None:
+    async def close(self) -> list[str]:
+        """Stop listening and remove what this inbox created; returns the files removed (the REPL
+        names them when it leaves)."""
         for scope in self._scopes:  # stop serving before closing what is served
             scope.cancel()
         for lst in self._listeners:
@@ -393,18 +399,21 @@ class Inbox:
                 await lst.aclose()
             except Exception:
                 pass
+        removed: list[str] = []
         for p in [self.path, *self.extra_paths, *map(Path, self.owned_files)]:
             made, now = self.stamps.get(str(p)), FileStamp.of(p)
             if made is None or now is None or not now.same_inode(made):
                 continue  # not the file we created (gone, or replaced by someone else)
             try:
                 p.unlink()
+                removed.append(str(p))
             except OSError:
                 pass
         try:
             self.record_path.unlink()
         except OSError:
             pass
+        return removed
 
     async def _handle(self, stream: Any) -> None:
         import anyio
@@ -424,10 +433,12 @@ class Inbox:
     def _frame(self, line: bytes, origin_base: dict[str, Any]) -> None:
         try:
             frame = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a nesting bomb is garbage too, never the end of the inbox
             self.ledger.event("inbox-garbage", data={**origin_base, "bytes": len(line)})
+            self._halt_in_dropped(line, origin_base)
             return
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            self._halt_in_dropped(line, origin_base)
             return
         kind = frame["type"]
         if kind == "auth":
@@ -439,11 +450,12 @@ class Inbox:
             status = frame.get("status") or frame.get("state") or frame.get("action")
             self.echo(f"inbox: receipt {frame.get('action')} {status} for {frame.get('orig_msg_id')} "
                       f"(pid {origin_base.get('verifiedPeerPid')})")
+            self._halt_in_dropped(line, origin_base)
             return
-        if kind != "user":
-            return
-        content = (frame.get("message") or {}).get("content")
-        if not isinstance(content, str) or not content:
+        message = frame.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if kind != "user" or not isinstance(content, str) or not content:
+            self._halt_in_dropped(line, origin_base)
             return
         body, claims = parse_content(content)
         origin = {
@@ -454,6 +466,13 @@ class Inbox:
             "claims": claims,
         }
         self.accept(body, origin)
+
+    def _halt_in_dropped(self, line: bytes, origin_base: dict[str, Any]) -> None:
+        """A line this inbox keeps no message of (not JSON, another shape, a receipt) that carries
+        relay-halt still halts (seed section 9: any message): the safe side; nothing else of it counts."""
+        if b"relay-halt" in line:
+            self.ledger.halt("relay-halt received in a line the inbox did not keep as a message",
+                             by=f"pid {origin_base.get('verifiedPeerPid')}")
 
     def judge(self, origin: dict[str, Any], claim: str | None, call: ToolCall | None = None) -> Verdict:
         """`call` is what the sender's own record should hold (the answer it sent): it can
@@ -485,10 +504,12 @@ class Inbox:
         pid = origin.get("verifiedPeerPid")
         if env is not None and env.id.startswith(self.address + "-"):
             self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line, "why": "our own id came back"})
+            self.ledger.halt_if_carried(line, where=f"a duplicate of our own id {env.id}", by=str(peer))  # a halt wins
             self.echo(f"inbox: our own relay id {env.id} came back (pid {pid}): duplicate, logged, not acted on")
             return None
         if env is not None and not self.ledger.mark_seen(env.id, env.hop, peer):
             self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line})
+            self.ledger.halt_if_carried(line, where=f"a duplicate of {env.id}", by=str(peer))  # a halt wins
             self.echo(f"inbox: duplicate relay id {env.id} from pid {pid}: logged, not acted on")
             return None
         answers = env.re if env is not None and env.re and self.ledger.was_sent(env.re) else None

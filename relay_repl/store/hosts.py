@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from relay_repl.core.controls import BIDI, is_forbidden, name_of, visible
 from relay_repl.core.errors import FileProblem, UsageError
+from relay_repl.core.readable import Readable
 
 import relay_repl.store.paths as paths
 
@@ -68,11 +69,17 @@ def _name_fault(v: str) -> str:
     return f"is {len(v)} characters long"
 
 
-class HostEntry(BaseModel):
+class HostEntry(Readable, BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     name: str
     destination: str
+
+    def __repr__(self) -> str:
+        """The name a target spec is prefixed with, then how ssh reaches it."""
+        from relay_repl.core.controls import visible
+
+        return visible(f"<Host {self.name}: ssh {self.destination} (targets {self.name}/kind:name)>")
 
     @field_validator("name")
     @classmethod

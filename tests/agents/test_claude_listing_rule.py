@@ -331,7 +331,7 @@ async def test_doctor_keeps_the_real_listing_as_the_rules_cross_check(tmp_path, 
     env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CLAUDE_CONFIG_DIR": str(cfg),
            "RELAY_CLAUDE_BIN": claude_exe}
     row = (await check_claude(env))[-1]
-    assert row.ok and row.detail == "answers: 2 live session(s); relay's in-process rule lists the same ones"
+    assert row.ok and row.detail == f"ran `{claude_exe} agents --json`: 2 live session(s); relay's in-process rule lists the same ones"
     liar = tmp_path / "claude-liar"  # a listing that disagrees with the rule: the row says so and fails
     liar.write_text("#!/bin/sh\necho '[{\"pid\": 4242, \"name\": \"other\"}]'\n")
     liar.chmod(0o755)

@@ -13,6 +13,21 @@ def progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def closed_pipe() -> int:
+    """The reader of our output went away (`relay targets --json | head`): stop quietly, as a
+    command killed by SIGPIPE does (exit 141), instead of a BrokenPipeError traceback. stdout is
+    pointed at /dev/null first, so the interpreter's final flush has nowhere to fail."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
 def parse_params(items: list[str]) -> dict[str, str]:
     """`-p KEY=VALUE` flags as a dict (typed later, by the recipe or the notebook)."""
     from relay_repl.core.errors import UsageError
@@ -68,6 +83,10 @@ def _event_text(e) -> str:
     if e.kind == "run-answer":
         a = d.get("answer") or {}
         return f"round {d.get('round')} step {d.get('step')}: {a.get('relay_id')} (hop {a.get('hop')}) answers {d.get('answers')}: {a.get('body')}"
+    if e.kind == "host-claim":  # what a host reported that the operator did not approve, and that it was not believed
+        return str(d.get("line") or d.get("claim"))
+    if e.kind == "remote-approval":
+        return f"approved on {d.get('host')}: {d.get('target')} via {d.get('transport')}, digest {str(d.get('digest'))[:12]}"
     if e.kind == "run-end":
         return f"{d.get('state')}" + (f": {d.get('reason')}" if d.get("reason") else "")
     return str(d.get("detail") or d.get("state") or d.get("approved", ""))
