@@ -54,6 +54,7 @@ __all__ = [
     "kind_for",
     "kind_names",
     "kinds",
+    "lazy_providers",
     "load_adapter",
     "reply_route",
     "tmux_servers",
@@ -68,6 +69,41 @@ def default_providers(env: Mapping[str, str] | None = None) -> list[KindProvider
     environ = dict(os.environ if env is None else env)
     roster = PaneRoster(env=environ)
     return [p for k in kinds() for p in k.providers(environ, roster)]
+
+
+def lazy_providers(env: Mapping[str, str] | None = None) -> list[Provider]:
+    """`default_providers`, one per registered kind, each importing its kind's package on first use.
+
+    Why: a session discovers only the kind a send names (session/finder.py); building every kind's
+    providers first imported every agent package before the plan of a send to one of them."""
+    environ = dict(os.environ if env is None else env)
+    roster = PaneRoster(env=environ)
+    return [LazyKindProviders(name, environ, roster) for name in kind_names()]
+
+
+class LazyKindProviders:
+    """One registered kind's discovery (`kind`, `discover`), its providers made on first use."""
+
+    def __init__(self, kind: str, env: Mapping[str, str], roster: PaneRoster) -> None:
+        self.kind = kind
+        self._env, self._roster = env, roster
+        self._made: list[KindProvider] | None = None
+
+    def __repr__(self) -> str:
+        return f"<providers of {self.kind}{'' if self._made is not None else ' (not loaded)'}>"
+
+    def providers(self) -> list[KindProvider]:
+        if self._made is None:
+            k = kind_for(self.kind)
+            self._made = list(k.providers(self._env, self._roster)) if k is not None else []
+        return self._made
+
+    @property
+    def waits_on_listing(self) -> bool:
+        return any(getattr(p, "waits_on_listing", False) for p in self.providers())
+
+    async def discover(self) -> list[Target]:
+        return [t for p in self.providers() for t in await p.discover()]
 
 
 def detect_me(env: Mapping[str, str] | None = None) -> Me | None:

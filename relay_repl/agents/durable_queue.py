@@ -23,7 +23,7 @@ from relay_repl.core.target import Target
 class EnqueueCommand(BaseModel):
     """The process that enqueues one message: argv and its whole environment."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     argv: tuple[str, ...]
     env: dict[str, str]
@@ -32,7 +32,7 @@ class EnqueueCommand(BaseModel):
 class Enqueued(BaseModel):
     """What the enqueue command said: the item id, or why it failed."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     item_id: str | None = None
     failure: str | None = None

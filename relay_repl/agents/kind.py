@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -616,6 +615,8 @@ class AgentKindBase:
         return ClientPin(binary=self.binary, npm_package=self.npm_package, version=self.verified_versions()[-1])
 
     def npm_lock(self) -> dict[str, Any] | None:
+        from importlib import resources  # here: ~10 ms of imports (tempfile, zipfile...) that only the lab installer needs
+
         package = type(self).__module__.rpartition(".")[0] or type(self).__module__
         try:
             loaded = json.loads(resources.files(package).joinpath("npm-lock.json").read_text())

@@ -31,7 +31,7 @@ UNCHECKED: Any = object()
 class WireMessage(BaseModel):
     """The bytes one send writes, and how many frames they hold."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     data: bytes
     frames: int
@@ -40,7 +40,7 @@ class WireMessage(BaseModel):
 class ReceiptReading(BaseModel):
     """What a receipt frame (already proven to come from the receiver) says about a delivery."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     status: str
     state: DeliveryState

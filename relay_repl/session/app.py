@@ -27,9 +27,9 @@ def make_session(
 
     providers: list = []
     if discover:
-        from relay_repl.agents import default_providers
+        from relay_repl.agents import lazy_providers
 
-        providers.extend(default_providers())
+        providers.extend(lazy_providers())  # a kind's package loads when it is discovered (finder: only the one a send names)
     session = Session(
         ledger=ledger or Ledger.default(),
         approve=approve or TerminalGate(),

@@ -21,6 +21,20 @@ def _prefixes() -> list[str]:
     return [k.prefix for k in kinds()]
 
 
+def _kinds_named(prefix: str) -> set[str]:
+    """The registered kind an operator's `prefix` names (`claude` → claude-code), or none.
+
+    Kinds are loaded one at a time, those whose name starts with the prefix first, until one
+    answers to it: the others' packages stay unimported before a send's plan."""
+    from relay_repl.agents.registry import kind_for, kind_names
+
+    for name in sorted(kind_names(), key=lambda n: not n.startswith(prefix)):
+        k = kind_for(name)
+        if k is not None and prefix in (k.prefix, k.kind):
+            return {k.kind}
+    return set()
+
+
 class Finder:
     """The providers, what they found last, and the one resolution rule."""
 
@@ -41,6 +55,24 @@ class Finder:
             await self.refresh()
         return list(self.found)
 
+    async def _discover_for(self, spec: str) -> list[Target]:
+        """Discover what resolving `spec` needs: only the kind it names (`claude:alpha` lists Claude
+        sessions, all of them, so an ambiguous or stale name is still refused), else every kind.
+
+        A one-liner's send waited for every kind's discovery (Codex asks its daemon, Gemini reads
+        /proc and its panes) before a plan about one Claude session. `refreshed` stays False, so
+        whatever wants every target discovers them all; and the partial list becomes the last one
+        found only while no full refresh has landed meanwhile (the REPL's runs in the background)."""
+        prefix, sep, _ = spec.strip().partition(":")
+        kinds = set() if not sep or spec.strip().startswith("%") else _kinds_named(prefix)
+        providers = [p for p in self.providers if getattr(p, "kind", None) in kinds]
+        if not providers:
+            return await self.refresh()
+        found = await discover_all(providers)
+        if not self.refreshed:
+            self.found = found
+        return found
+
     @property
     def table(self) -> TargetTable:
         return TargetTable(self.found)
@@ -53,22 +85,21 @@ class Finder:
         """
         if isinstance(spec, Target):
             return spec
-        if not self.refreshed:
-            await self.refresh()
+        pool = self.found if self.refreshed else await self._discover_for(spec)
         spec = spec.strip()
         if not spec:
             raise UsageError(f"empty target: name one like {', '.join(p + ':NAME' for p in _prefixes())} or %<pane id>")
         if spec.startswith("%"):
-            hits = [t for t in self.found if t.pane == spec]
+            hits = [t for t in pool if t.pane == spec]
         else:
             prefix, sep, name = spec.partition(":")
             if not sep:
                 raise UsageError(f"target {spec!r} needs a kind: {' or '.join(p + ':' + spec for p in _prefixes())} "
                                  "(see `relay targets`)")
             # prefixes come from the agent kinds via their targets: a new agent needs no change here
-            of_kind = [t for t in self.found if prefix in (t.prefix or t.kind, t.kind)]
+            of_kind = [t for t in pool if prefix in (t.prefix or t.kind, t.kind)]
             if not of_kind:
-                kinds = sorted(set(_prefixes()) | {t.prefix or t.kind for t in self.found})
+                kinds = sorted(set(_prefixes()) | {t.prefix or t.kind for t in pool})
                 if prefix in kinds:  # a real kind, none of it running: the next step is to find or start one
                     raise UnknownTarget(f"no target {spec}: no {prefix}: session is running here; run `relay targets` "
                                         "to list live sessions (or `relay --lab targets` for the offline lab)")

@@ -79,7 +79,7 @@ class FileStamp(BaseModel):
     inode number alone is reused at once: unlink a socket, bind another, same number),
     and for a regular file the digest of the bytes we wrote."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     dev: int
     ino: int
@@ -104,10 +104,25 @@ class FileStamp(BaseModel):
         return cls(dev=st.st_dev, ino=st.st_ino, ctime_ns=st.st_ctime_ns, sha256=digest)
 
 
+def _bound_unix(path: Path) -> socket.socket:
+    """A listening UNIX socket at `path`, bound here rather than by `anyio.create_unix_listener`,
+    which binds in a worker thread: starting the thread pool for it was ~12 ms before a send's
+    plan, and a bind in relay's own local state directory does not block."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        sock.listen(65536)  # anyio's default backlog (the kernel caps it at somaxconn)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 class InboxRecord(BaseModel):
     """What `<state>/inbox/<pid>.json` says about one running inbox."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     pid: int
     proc_start: str
@@ -342,7 +357,7 @@ class Inbox:
             if path is not None:  # a path in someone else's directory: never unlink what we did not create
                 raise TransportError(f"{target} already exists; relay will not replace a file it did not create")
             target.unlink()  # our own inbox dir, named for this pid: a leftover of a dead process
-        listener = await anyio.create_unix_listener(target)
+        listener = await anyio.abc.SocketListener.from_socket(_bound_unix(target))
         os.chmod(target, 0o600)
         self._listeners.append(listener)
         if path:

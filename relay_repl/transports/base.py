@@ -28,7 +28,7 @@ from relay_repl.core.target import Target
 class Capabilities(BaseModel):
     """What a transport can promise; ranking compares these, never names."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     durable: bool = False        # survives a busy or offline receiver
     native_reply: bool = False   # the receiver can answer natively without help
@@ -45,7 +45,7 @@ class Look(BaseModel):
     the receiver's own evidence carries the payload, False when that evidence was read
     and does not, None when it could not be read (then nothing may be re-sent)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     transport: str
     receiver: str = "present"   # present | gone | renamed | moved | dormant

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from relay_repl.agents.kind import AgentKind
-from relay_repl.agents.registry import kind_for, kinds
+from relay_repl.agents.registry import kind_for, kind_names
 from relay_repl.agents.versions import unverified_refusal
 from relay_repl.core.errors import RelayError, TransportError
 from relay_repl.core.target import Target
@@ -34,7 +34,10 @@ W = TypeVar("W", bound=Way)
 def offered(name: str, way: Callable[[AgentKind], Any]) -> tuple[AgentKind, Capabilities]:
     """The first registered kind (in name order) whose adapter offers transport `name` and whose
     `way(kind)` (e.g. `kind.socket_wire()`) is not None, with the capabilities it declares."""
-    for k in kinds():
+    for kind_name in kind_names():  # loaded one at a time, in name order: the first that offers it ends the search
+        k = kind_for(kind_name)
+        if k is None:
+            continue
         for spec in k.transports():
             if spec.name == name and way(k) is not None:
                 return k, Capabilities(**{f: getattr(spec, f) for f in _FLAGS})

@@ -21,7 +21,7 @@ from relay_repl.transports.base import Capabilities, Transport
 
 
 class Requirements(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     durable: bool = False
     native_reply: bool = False
@@ -35,7 +35,7 @@ def strength(c: Capabilities) -> tuple[int, ...]:
 
 
 class Choice(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     transport: Transport
     fallback: str

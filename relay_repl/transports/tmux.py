@@ -83,7 +83,7 @@ _FORMAT_FIELDS = ("pane_id", "cursor_x", "cursor_y", "pane_in_mode", "pane_mode"
 class PaneRef(BaseModel):
     """A pane on one tmux server (socket path + pane id)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     socket_path: str
     pane_id: str
@@ -96,6 +96,8 @@ class PaneRef(BaseModel):
 class Baseline(BaseModel):
     """Where receiver evidence will appear and how long that file was before typing."""
 
+    model_config = ConfigDict(defer_build=True)
+
     path: str | None = None
     offset: int = 0
 
@@ -107,7 +109,7 @@ class TmuxProgress(BaseModel):
     Monotonic times (`started`, `typed_at`, ...) mean something only in the process
     that recorded them."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     started: float | None = None
     keys: list[str] = []

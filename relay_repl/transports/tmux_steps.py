@@ -46,7 +46,7 @@ class Action(str, Enum):
 class Decision(BaseModel):
     """What to do next and why, with the reading/hint the rule looked at (for the log)."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     action: Action
     reason: str = ""

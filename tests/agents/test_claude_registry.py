@@ -131,14 +131,16 @@ def real_claude() -> str | None:
 
 
 def provider(cfg: Path, tmp_path: Path, *, claude_bin: str | None = None, tmux: libtmux.Server | None = None,
-             extra: dict[str, str] | None = None) -> ClaudeProvider:
+             extra: dict[str, str] | None = None, rule: bool = True) -> ClaudeProvider:
+    """The provider on `cfg`; `rule=False`: `claude agents --json` decides who is listed (its mechanics
+    under test), not Claude's own rule applied in-process (listing_rule.py)."""
     env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "CLAUDE_CONFIG_DIR": str(cfg), "RELAY_CLAUDE_BIN": claude_bin or str(tmp_path / "no-such-claude"),
            "TMUX_TMPDIR": os.environ.get("TMUX_TMPDIR", "/tmp")}
     if tmux is not None:
         env["RELAY_TMUX_SOCKET"] = tmux.socket_name or ""
     env.update(extra or {})
-    return ClaudeProvider(env=env, panes=PaneRoster(env=env, ttl=0))
+    return ClaudeProvider(env=env, panes=PaneRoster(env=env, ttl=0), listing_rule=rule)
 
 
 def by_pid(targets):
@@ -158,8 +160,10 @@ async def test_live_record_is_live_with_socket_transports(cfg, tmp_path, procs, 
     assert t.transports == ("claude-code-socket", "claude-code-message")
     assert t.pane is None  # no pane runs it: tmux is not offered
     assert t.proc_start == proc_start(pid) and t.socket == sock
-    assert "registry files only (claude binary not found" in t.identified_by
+    assert t.identified_by.startswith("claude agents --json's rule over sessions/ (in-process) + ")  # no binary needed
     assert f"procStart {proc_start(pid)} matches" in t.identified_by
+    (t,) = await provider(cfg, tmp_path, rule=False).discover()  # the real listing, and no claude binary
+    assert t.live and "registry files only (claude binary not found" in t.identified_by
 
 
 async def test_dead_pid_and_reused_pid_are_stale_and_never_offered(cfg, tmp_path, procs, sockets):
@@ -216,7 +220,7 @@ async def test_listing_is_authoritative_and_gets_the_config_dir(cfg, tmp_path, p
     write_record(cfg, listed, name="alpha")
     write_record(cfg, unlisted, name="beta")
     exe, seen = fake_claude(tmp_path, [{"pid": listed, "name": "alpha", "status": "idle", "cwd": "/x"}])
-    ts = by_pid(await provider(cfg, tmp_path, claude_bin=exe).discover())
+    ts = by_pid(await provider(cfg, tmp_path, claude_bin=exe, rule=False).discover())
     assert seen.read_text().strip() == f"agents --json|{cfg}"
     assert ts[listed].live and ts[listed].identified_by.startswith(f"claude agents --json + sessions/{listed}.json")
     assert not ts[unlisted].live
@@ -228,18 +232,18 @@ async def test_the_listing_runs_without_nonessential_traffic_unless_the_operator
     asks it not to (and waits less), but an operator's own setting of the variables wins."""
     write_record(cfg, procs(), name="alpha")
     exe, seen = fake_claude(tmp_path, [])
-    await provider(cfg, tmp_path, claude_bin=exe).discover()
+    await provider(cfg, tmp_path, claude_bin=exe, rule=False).discover()
     assert Path(f"{seen}.env").read_text() == "1|1\n"
     exe, seen = fake_claude(tmp_path, [])
     Path(f"{seen}.env").unlink()
-    await provider(cfg, tmp_path, claude_bin=exe, extra={"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "0"}).discover()
+    await provider(cfg, tmp_path, claude_bin=exe, extra={"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "0"}, rule=False).discover()
     assert Path(f"{seen}.env").read_text() == "0|1\n"
 
 
 async def test_listed_pid_whose_record_appears_late_is_read(cfg, tmp_path, procs):
     pid = procs()
     exe, _ = fake_claude(tmp_path, [{"pid": pid, "name": "late"}])
-    prov = provider(cfg, tmp_path, claude_bin=exe)
+    prov = provider(cfg, tmp_path, claude_bin=exe, rule=False)
     # The record exists only by the time the listing runs (written by the listing itself here).
     write_record(cfg, pid, name="late")
     (t,) = await prov.discover()
@@ -251,7 +255,7 @@ async def test_listing_failure_falls_back_to_files_and_says_so(cfg, tmp_path, pr
     pid = procs()
     write_record(cfg, pid)
     exe, _ = fake_claude(tmp_path, listing, exit_code=code)
-    (t,) = await provider(cfg, tmp_path, claude_bin=exe).discover()
+    (t,) = await provider(cfg, tmp_path, claude_bin=exe, rule=False).discover()
     assert t.live
     assert t.identified_by.startswith("registry files only (") and why in t.identified_by
 
@@ -264,7 +268,7 @@ async def test_real_claude_agents_json_agrees_with_the_kernel_rule(cfg, tmp_path
     write_record(cfg, live, name="listed-live")
     write_record(cfg, reused, name="reused", start="1")
     write_record(cfg, dead_pid(), name="dead", start="7")
-    ts = await provider(cfg, tmp_path, claude_bin=exe).discover()
+    ts = await provider(cfg, tmp_path, claude_bin=exe, rule=False).discover()
     assert [(t.name, t.live) for t in sorted(ts, key=lambda t: t.name)] == [
         ("dead", False), ("listed-live", True), ("reused", False)]
     (t,) = [t for t in ts if t.live]

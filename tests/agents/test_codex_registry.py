@@ -328,6 +328,37 @@ async def test_daemon_status_mapping_and_helper_filter(home, tmp_path, holders, 
     assert fake.calls.count("thread/read") == 4
 
 
+LOOPLESS_PROBE = """
+import json, sys
+from relay_repl.agents import PaneRoster
+from relay_repl.agents.codex import CodexProvider
+from relay_repl.system import loopless
+env = json.loads(sys.argv[1])
+ts = loopless.run(CodexProvider(env=env, panes=PaneRoster(env=env, ttl=0)).discover)
+print(json.dumps({"states": {t.address: t.state for t in ts},
+                  "loop": sorted(m for m in ("asyncio", "anyio", "websockets") if m in sys.modules)}))
+"""
+
+
+async def test_a_one_shot_listing_asks_the_daemon_with_no_event_loop(home, tmp_path, holders, daemon):
+    """`relay targets` lists loopless (system/loopless.py); the daemon's status is asked by the
+    standard-library client (daemon_sync.py), so asyncio, anyio and websockets stay unimported
+    (~0.1 s of the listing). The old code ran anyio (asyncio) and websockets for this one step."""
+    for t in (T1, T2):
+        lock(home, t)
+        rollout(home, t)
+    index(home, (T1, "idle-one"), (T2, "busy-one"))
+    mark_daemon(home, holders(*(home / "thread-writer-locks" / f"{t}.lock" for t in (T1, T2))))
+    fake = await daemon({T1: {"type": "idle"}, T2: {"type": "active", "activeFlags": []}})
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CODEX_HOME": str(home),
+           "RELAY_TMUX_SOCKET": f"relay-test-none-{os.getpid()}"}
+    cp = await anyio.run_process([sys.executable, "-c", LOOPLESS_PROBE, json.dumps(env)], check=False)
+    assert cp.returncode == 0, cp.stderr.decode()[-2000:]
+    out = json.loads(cp.stdout.decode().splitlines()[-1])
+    assert out == {"states": {T1: "idle", T2: "busy"}, "loop": []}
+    assert fake.calls[:3] == ["initialize", "initialized", "thread/loaded/list"]
+
+
 async def test_unreachable_daemon_gives_unknown_with_reason(home, tmp_path, holders):
     lock(home, T1)
     dpid = holders(home / "thread-writer-locks" / f"{T1}.lock")

@@ -31,6 +31,8 @@ NOT_FOR_A_LISTING = {
     "relay_repl.core.plan", "relay_repl.core.inbound", "relay_repl.core.check", "relay_repl.core.envelope",
     "relay_repl.core.relay_ids", "relay_repl.core.turn_reply", "relay_repl.agents.turn_reply",
     "relay_repl.agents.screens.model", "relay_repl.agents.claude_code.transcript",
+    # issue 40: no event loop, no WebSocket client (daemon_sync.py), no importlib.resources (tempfile, zipfile)
+    "asyncio", "anyio", "websockets", "importlib.resources",
 }
 
 

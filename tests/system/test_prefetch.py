@@ -11,7 +11,7 @@ import signal
 
 import pytest
 
-from tests.support.probes import run_cold_probe
+from tests.support.probes import run_cold_probe, undecided_record
 
 # A spawn is seen by its audit event (subprocess.Popen or os.posix_spawn: argv second), which
 # needs no import of what spawns it.
@@ -70,6 +70,16 @@ def test_nothing_but_the_spawn_is_imported_before_the_spawn(tmp_path, relay_home
     assert "STDLIB BEFORE SPAWN []" in r.stderr, r.stderr[-2000:]
 
 
+def test_no_listing_is_started_where_claudes_rule_decides(tmp_path, relay_home):
+    """Discovery applies Claude's listing rule to the registry itself (listing_rule.py): when it
+    decides every record, `relay targets` spawns no `claude agents --json` at all (a node process,
+    ~0.17 CPU-s, competing with relay's own start on two cores); where it does not, the listing is
+    started early, as above. The old prefetch started it whatever the registry held."""
+    r = run_cold_probe(tmp_path, relay_home, ENTRY_PROBE, listing_needed=False)
+    assert "LISTING STARTED" not in r.stderr, r.stderr[-2000:]
+    assert r.stdout.lstrip().startswith("["), (r.stdout, r.stderr[-2000:])
+
+
 def test_wanted_for_a_hosts_relay_serving_stdio_and_not_for_help():
     """`relay serve --stdio` is opened for a first `targets` or `send`, both of which discover:
     its listing overlaps the serve process's imports (the cold channel of issue 21)."""
@@ -95,6 +105,7 @@ def test_the_kind_declared_listing_is_started_and_handed_to_its_provider(tmp_pat
     claude.chmod(0o755)
     cfg = tmp_path / "claude-config"
     (cfg / "sessions").mkdir(parents=True)
+    undecided_record(cfg / "sessions")
     env = {"HOME": str(tmp_path), "PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(cfg)}
     prefetch.start(env)
     assert [slot[0] for slot in prefetch._pending] == ["claude-code"], prefetch._pending

@@ -45,8 +45,27 @@ async def check_claude(env: Mapping[str, str] | None = None) -> list[Check]:
         out.append(Check.skip(name, f"not run: no {sessions} (no Claude session has run here; a first "
                                     "`claude agents` would write files)"))
     else:
-        out.append(Check(name=name, ok=True, detail=f"ran `{exe} agents --json`: {len(listed)} live session(s)"))
+        out.append(_beside_the_rule(p, listed, f"ran `{exe} agents --json`: {len(listed)} live session(s)"))
     return out
+
+
+def _beside_the_rule(p: ClaudeProvider, listed: list, answers: str) -> Check:
+    """`claude agents --json` kept as the cross-check of the rule discovery applies in-process
+    (listing_rule.py): the two must list the same sessions, or discovery is not to be trusted.
+    `answers`: what the listing said, as the row's detail begins."""
+    rule = p.rule_listing()
+    if rule.undecided:
+        first = sorted(rule.undecided.items())[0]
+        return Check(name="claude agents --json", ok=True, detail=f"{answers}; discovery runs it too (its rule, applied "
+                     f"in-process, is undecided on sessions/{first[0]}: {first[1]})")
+    theirs, ours = {a.pid for a in listed}, rule.pids
+    if theirs != ours:
+        return Check(name="claude agents --json", ok=False,
+                     detail=f"{answers}, but relay's in-process copy of its rule lists pids {sorted(ours)} and it lists "
+                     f"{sorted(theirs)}: discovery may show a session live that Claude does not, or miss one",
+                     fix="run `relay doctor` again (a session may have started or ended in between); if it persists, "
+                     "this Claude Code lists by another rule: report it, with `claude --version`")
+    return Check(name="claude agents --json", ok=True, detail=f"{answers}; relay's in-process rule lists the same ones")
 
 
 def check_records(p: ClaudeProvider) -> Check:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +55,13 @@ def peer_token(target: Target) -> str | None:
     if not (cfg and sock):
         return None
     h = hashlib.sha256(str(sock).encode()).hexdigest()
-    for f in (cfg / "sessions").glob(f"*.{h}.key"):
+    try:  # what `glob("*.<h>.key")` lists, without pathlib's glob machinery (~13 ms before a plan)
+        names = [n for n in os.listdir(cfg / "sessions") if n.endswith(f".{h}.key") and not n.startswith(".")]
+    except OSError:
+        return None
+    for name in names:
         try:
-            return str(json.loads(f.read_text())["peerToken"])
+            return str(json.loads((cfg / "sessions" / name).read_text())["peerToken"])
         except (OSError, ValueError, KeyError):
             continue
     return None

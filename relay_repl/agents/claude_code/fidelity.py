@@ -64,7 +64,10 @@ def listed(t: Target, s: Any, version: str) -> None:
     """What discovery reports for idle lab session `s` (lab.state.LabSession) beyond pane, state and version."""
     assert (t.pid, t.address) == (s.pid, s.messaging_socket), t
     assert t.transports == ("claude-code-socket", "claude-code-message", "tmux"), t.transports
-    assert t.identified_by.startswith(f"claude agents --json + sessions/{s.pid}.json (procStart "), t.identified_by
+    # listed by Claude's own rule applied in-process (listing_rule.py), or, for a client version relay has
+    # not verified (`relay fidelity` on a candidate), by `claude agents --json` itself
+    assert t.identified_by.startswith((f"claude agents --json's rule over sessions/ (in-process) + sessions/{s.pid}.json "
+                                       "(procStart ", f"claude agents --json + sessions/{s.pid}.json (procStart ")), t.identified_by
 
 
 def busy_detail(t: Target) -> None:

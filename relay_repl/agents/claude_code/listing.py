@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from types import ModuleType
 
 QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
 """What the listing runs with unless the caller's environment says otherwise: plain
@@ -63,6 +64,47 @@ def prefetch(env: Mapping[str, str]) -> tuple[tuple[str, str], list[str], dict[s
     if exe is None:
         return None
     cfg = environ.get("CLAUDE_CONFIG_DIR") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".claude")
-    if not os.path.isdir(os.path.join(cfg, "sessions")):
+    sessions = os.path.join(cfg, "sessions")
+    if not os.path.isdir(sessions):
         return None
+    if rule_decides(sessions):
+        return None  # discovery applies Claude's own rule to these files: no listing to wait for
     return key(exe, environ), argv(exe), environ
+
+
+def rule_decides(sessions: str) -> bool:
+    """Whether Claude's listing rule (listing_rule.py) decides every record in `sessions`, so the
+    provider will not run the listing (a record of an unverified version it may still run it for,
+    late: the version check needs the adapters, which this early path does not load)."""
+    rule = _rule_module()
+    if rule is None:
+        return False
+    try:
+        names = os.listdir(sessions)
+    except OSError:
+        return False
+    files = [(n, *rule.read_record_file(os.path.join(sessions, n))) for n in names]
+    return not rule.apply_rule(files).undecided
+
+
+def _rule_module() -> ModuleType | None:
+    """listing_rule.py, beside this file, loaded by file as this module is (system/prefetch.py):
+    importing it by name would first run the agents package, the heavy imports this path avoids."""
+    import sys
+
+    name = "_relay_prefetch_claude_listing_rule"
+    if name in sys.modules:
+        return sys.modules[name]
+    from importlib.machinery import SourceFileLoader
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "listing_rule.py")
+    loader = SourceFileLoader(name, path)
+    mod = type(sys)(name)
+    mod.__file__, mod.__loader__ = path, loader
+    sys.modules[name] = mod
+    try:
+        loader.exec_module(mod)
+    except Exception:  # noqa: BLE001 - the prefetch then starts the listing, as before
+        del sys.modules[name]
+        return None
+    return mod

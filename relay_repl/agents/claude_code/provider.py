@@ -42,6 +42,7 @@ from relay_repl.store.loader import read_bytes
 from relay_repl.system.proc import owns_listening_socket, same_process
 
 if TYPE_CHECKING:  # annotations only: plan/inbound load on first use, off the `relay targets` path
+    from relay_repl.agents.claude_code.listing_rule import RuleListing
     from relay_repl.core.inbound import PeerIdentity
     from relay_repl.core.plan import ReplyContext, ReplyRoute
 
@@ -167,6 +168,10 @@ def native_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
 # -- provider ---------------------------------------------------------------------------------
 
 
+def _pids(listed: list[ListedAgent] | None) -> set[int] | None:
+    return None if listed is None else {a.pid for a in listed}
+
+
 def socket_is_ours(path: str | None) -> tuple[bool, str]:
     """True if `path` is a Unix socket owned by our uid (the same-uid trust boundary)."""
     if not path:
@@ -198,6 +203,7 @@ class ClaudeProvider:
         env: Mapping[str, str] | None = None,
         panes: PaneRoster | None = None,
         adapter: AdapterSpec | None = None,
+        listing_rule: bool = True,
     ) -> None:
         self.env: dict[str, str] = dict(os.environ if env is None else env)
         self.adapter = adapter or load_adapter(KIND)
@@ -207,6 +213,10 @@ class ClaudeProvider:
         self.panes = panes or PaneRoster(env=self.env)
         self.notes: list[str] = []
         self.listing_ttl = 30.0
+        # Claude's listing rule applied here (listing_rule.py) instead of running `claude agents --json`,
+        # which still runs where the rule is undecided; False: always the real listing (tests, doctor)
+        self.listing_rule = listing_rule
+        self._left_out: dict[int, str] = {}
         self._listing_cache: tuple[frozenset[tuple[int, str | None]], float, list[ListedAgent]] | None = None
 
     def __repr__(self) -> str:
@@ -280,9 +290,47 @@ class ClaudeProvider:
         self._listing_cache = (key, now, listed) if listed is not None else None
         return listed, how
 
+    def rule_listing(self) -> RuleListing:
+        """Claude's listing rule over the registry files as they are now (`relay doctor` sets it beside
+        `claude agents --json`)."""
+        from relay_repl.agents.claude_code.listing_rule import apply_rule
+        from relay_repl.agents.versions import is_verified
+
+        files: list[tuple[str, bytes | None, str | None]] = []
+        self._read_records(files)
+        return apply_rule(files, verified=lambda version: is_verified(KIND, version))
+
+    async def _membership(self, records: dict[int, SessionRecord],
+                    files: list[tuple[str, bytes | None, str | None]]) -> tuple[set[int] | None, str, str]:
+        """Which records Claude lists: its own rule applied to the files read (listing_rule.py), or,
+        where that rule is undecided (or switched off), `claude agents --json` itself.
+        (listed pids or None, how, source) as `_listing` gives them; `source` names what decided, for the plan."""
+        if self.listing_rule:
+            from relay_repl.agents.claude_code.listing_rule import apply_rule
+            from relay_repl.agents.versions import is_verified
+
+            rule = apply_rule(files, verified=lambda version: is_verified(KIND, version))
+            if not rule.undecided:
+                how = "claude agents --json's rule over sessions/ (in-process)"
+                skipped = {int(f[:-5]): f"Claude skips sessions/{f}: {why}" for f, why in rule.skipped.items()
+                           if f[:-5].isdigit() and str(int(f[:-5])) == f[:-5]}
+                self._left_out = {**skipped, **rule.left_out}
+                return rule.pids, how, how
+            first = sorted(rule.undecided.items())[0]
+            listed, how = await self._listing(records)
+            undecided = f"its rule is undecided on sessions/{first[0]} ({first[1]})"
+            return _pids(listed), f"{how}; {undecided}", "claude agents --json"
+        listed, how = await self._listing(records)
+        return _pids(listed), how, "claude agents --json"
+
     # -- the registry files ----------------------------------------------------------------
-    def _read_records(self) -> tuple[dict[int, SessionRecord], dict[str, str]]:
-        """Every `sessions/<digits>.json`: parsed records by pid, and unreadable files with why."""
+    def _read_records(self, files: list[tuple[str, bytes | None, str | None]] | None = None
+                      ) -> tuple[dict[int, SessionRecord], dict[str, str]]:
+        """Every `sessions/<digits>.json`: parsed records by pid, and unreadable files with why.
+        `files`, when given, receives each one's name and bytes as Claude's listing takes them
+        (listing_rule.claude_view), so the rule sees the very bytes relay parsed."""
+        from relay_repl.agents.claude_code.listing_rule import RECORD_NAME, claude_view
+
         sessions = self.config_dir / "sessions"
         records: dict[int, SessionRecord] = {}
         broken: dict[str, str] = {}
@@ -295,15 +343,23 @@ class ClaudeProvider:
             return records, broken
         for fname in names:
             stem, dot, ext = fname.partition(".")
+            if ext == "json" and stem.startswith("pid-") and stem[4:].isdigit():
+                broken[stem] = self._legacy_record(sessions / fname)
+                continue
             if ext != "json" or not stem.isdigit():
                 continue
             path = sessions / fname
+            sink = files if files is not None and RECORD_NAME.fullmatch(fname) else None  # a file Claude's listing reads
             try:  # the one loader: a FIFO, a directory or a huge file there is a reason, never a hang
                 raw = read_bytes(path, "remove it", missing_ok=True, max_bytes=RECORD_MAX_BYTES)
                 if raw is None:  # its session ended since the listing of the directory
                     continue
+                if sink is not None:  # the same bytes, as Claude's listing would take them (or why it would not)
+                    sink.append((fname, *claude_view(str(path), raw)))
                 rec = SessionRecord.model_validate(json.loads(raw))
             except FileProblem as exc:
+                if sink is not None:
+                    sink.append((fname, None, f"unreadable (it {exc.problem})"))
                 broken[stem] = f"sessions/{fname} unreadable (it {exc.problem}): fix its permissions or remove it"
                 continue
             except OSError as exc:
@@ -322,6 +378,14 @@ class ClaudeProvider:
                 continue
             records[rec.pid] = rec
         return records, broken
+
+    @staticmethod
+    def _legacy_record(path: Path) -> str:
+        """Why an orphaned `sessions/pid-<n>.json` (an older client's name, snake_case fields) is
+        skipped: no Claude Code relay verified writes it, and `claude agents --json` (2.1.332) does not
+        read it, so nothing says its session is live; its state is not guessed from its fields."""
+        return (f"sessions/{path.name} is a legacy record (an older Claude Code's `pid-<n>.json`, not read by "
+                "`claude agents --json`): skipped, never listed as live; remove it if no such client runs")
 
     # -- targets -------------------------------------------------------------------------------
     def _status(self, rec: SessionRecord) -> str:
@@ -354,11 +418,12 @@ class ClaudeProvider:
             return []
         # Files first, then the listing: a session that starts in between shows up in
         # the listing and its record is read on demand below.
-        records, broken = self._read_records()
-        listed, how = await self._listing(records)
+        files: list[tuple[str, bytes | None, str | None]] = []
+        records, broken = self._read_records(files)
+        listed, how, decided_by = await self._membership(records, files)
         listing_ok = listed is not None
         self.notes = [how]
-        listed_pids = {a.pid for a in listed or []}
+        listed_pids = listed or set()
         for pid in listed_pids - set(records):
             path = self.config_dir / "sessions" / f"{pid}.json"
             try:
@@ -378,7 +443,10 @@ class ClaudeProvider:
             name = rec.name or str(rec.pid)
             rel = f"sessions/{rec.pid}.json"
             if listing_ok and live and pid not in listed_pids:
-                live, why = False, f"{why}, but `claude agents --json` does not list it (started or exited during the refresh?); refresh"
+                live, why = False, (f"{why}, but `claude agents --json` does not list it (started or exited during the "
+                                    "refresh?); refresh" if decided_by == "claude agents --json" else
+                                    f"{why}, but `claude agents --json` would not list it: "
+                                    f"{self._left_out.get(pid, 'its rule leaves this file out')}")
             if not live:
                 targets.append(Target(kind=KIND, prefix=self.adapter.prefix, name=name, address=rec.messagingSocketPath or "", pid=rec.pid,
                                       live=False, state="unknown", pane=None, transports=(), stale_reason=why, **common,
@@ -400,7 +468,7 @@ class ClaudeProvider:
             elif len(panes) > 1:
                 detail["pane_note"] = f"{len(panes)} panes on different tmux servers claim pid {rec.pid}; none rostered"
             state = self._status(rec)
-            source = "claude agents --json" if listing_ok else f"registry files only ({how})"
+            source = decided_by if listing_ok else f"registry files only ({how})"
             targets.append(Target(
                 kind=KIND, prefix=self.adapter.prefix, name=name, address=rec.messagingSocketPath or "", pid=rec.pid, live=True,
                 state=state,

@@ -207,13 +207,9 @@ async def daemon_thread_status(socket_path: Path, thread_ids: Sequence[str], tim
                 answers = await conn.collect({listed, *ids.values()})
     except TimeoutError as exc:
         raise DaemonError(f"no answer within {timeout:g}s") from exc
-    loaded = [x for x in (answers[listed].get("result") or {}).get("data", []) if isinstance(x, str)]
-    reads: dict[str, dict[str, Any]] = {}
-    for tid, n in ids.items():
-        res = answers[n].get("result")
-        if isinstance(res, dict) and isinstance(res.get("thread"), dict):
-            reads[tid] = res["thread"]
-    return loaded, reads
+    from relay_repl.agents.codex.daemon_sync import status_from
+
+    return status_from(answers, listed, ids)
 
 
 # -- pane mapping ---------------------------------------------------------------------------------
@@ -558,7 +554,11 @@ class CodexProvider:
                 daemon_err = f"control socket {sock} missing"
             else:
                 try:
-                    loaded, reads = await loopless.call_async(daemon_thread_status, sock, daemon_ids, self.daemon_timeout)
+                    # the standard-library client (daemon_sync.py): a one-shot listing needs no event loop for it
+                    from relay_repl.agents.codex.daemon_sync import daemon_thread_status_sync
+
+                    loaded, reads = await loopless.to_thread(daemon_thread_status_sync, sock, list(daemon_ids),
+                                                             self.daemon_timeout)
                 except DaemonError as exc:
                     daemon_err = str(exc)
 

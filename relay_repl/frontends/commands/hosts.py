@@ -93,7 +93,9 @@ def cmd_hosts_check(args: argparse.Namespace) -> int:
 
 
 def names_a_host(spec: str) -> bool:
-    from relay_repl.session.remote import split_spec
+    if "/" not in spec.partition(":")[0]:
+        return False  # a host's name comes before a '/' that comes before the ':' (session/remote.HOST_SPEC)
+    from relay_repl.session.remote import split_spec  # ~35 models: only for what could name a host
 
     return split_spec(spec)[0] is not None
 

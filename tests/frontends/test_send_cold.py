@@ -1,0 +1,87 @@
+"""What a cold `relay send claude:NAME ...` loads and reads before its plan is on screen (issue 40).
+
+The plan is what the operator waits for (goal <= 200 ms, bench/oneliners.py): discovery of only the
+kind the spec names, no listing process where Claude's own rule decides, no host channel for a spec
+that names no host, and none of the other kinds' files read. The probe stops at the gate, the
+moment the plan is shown, and reports the modules loaded and the files opened by then."""
+
+from __future__ import annotations
+
+import ast
+import json
+import socket
+import subprocess
+import sys
+import uuid
+
+from relay_repl.system.proc import proc_start
+
+PROBE = """
+import os, sys
+opened, spawned = [], []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str):
+        opened.append(args[0])
+    elif event in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
+        spawned.append([str(a) for a in list(args[1])[:3]])
+sys.addaudithook(hook)
+import relay_repl.session.gate as gate
+import relay_repl.session.gating as gating
+async def at_the_plan(approve, plan, scope):
+    print("PLAN", plan.target, plan.transport, file=sys.stderr, flush=True)
+    print("MODULES", sorted(sys.modules), file=sys.stderr, flush=True)
+    print("OPENED", opened, file=sys.stderr, flush=True)
+    print("SPAWNED", spawned, file=sys.stderr, flush=True)
+    os._exit(0)
+gate.ask = gating.ask = at_the_plan
+sys.argv = ["relay", "send", sys.argv[1], "hello from the cold test"]
+from relay_repl.frontends.entry import main
+sys.exit(main())
+"""
+
+NOT_BEFORE_A_CLAUDE_PLAN = {
+    "relay_repl.session.remote",  # a spec with no HOST/ opens no channel: its ~35 models are not built
+    "websockets",  # the Codex daemon's client: Codex is not discovered for a Claude target
+    "prompt_toolkit",  # the y/N prompt comes after the plan
+    "relay_repl.lab.launcher",
+    "relay_repl.agents.gemini_cli.kind",  # no other kind's package but the one the transports need (Codex: its queue)
+}
+
+
+def test_a_cold_send_to_claude_discovers_only_claude_before_its_plan(tmp_path):
+    cfg = tmp_path / "claude"
+    (cfg / "sessions").mkdir(parents=True)
+    sock_path = tmp_path / "alpha.sock"
+    inbox = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    inbox.bind(str(sock_path))
+    inbox.listen()
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        (cfg / "sessions" / f"{sleeper.pid}.json").write_text(json.dumps({
+            "pid": sleeper.pid, "sessionId": str(uuid.uuid4()), "cwd": "/w", "startedAt": 1,
+            "procStart": proc_start(sleeper.pid), "version": "2.1.332", "peerProtocol": 1, "kind": "interactive",
+            "entrypoint": "cli", "messagingSocketPath": str(sock_path), "name": "alpha", "status": "idle"}))
+        codex = tmp_path / "codex"
+        (codex / "thread-writer-locks").mkdir(parents=True)
+        tid = str(uuid.uuid4())
+        (codex / "session_index.jsonl").write_text(json.dumps({"id": tid, "thread_name": "beta"}) + "\n")
+        gemini = tmp_path / "gemini-home"
+        (gemini / ".gemini" / "tmp").mkdir(parents=True)
+        env = {"RELAY_HOME": str(tmp_path / "relay"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+               "CLAUDE_CONFIG_DIR": str(cfg), "CODEX_HOME": str(codex), "GEMINI_CLI_HOME": str(gemini),
+               "RELAY_TMUX_SOCKET": f"relay-test-none-{uuid.uuid4().hex[:8]}"}
+        cp = subprocess.run([sys.executable, "-c", PROBE, "claude:alpha"], env=env, cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60, stdin=subprocess.DEVNULL)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        inbox.close()
+    lines = {ln.split(" ", 1)[0]: ln.split(" ", 1)[1] for ln in cp.stderr.splitlines() if " " in ln}
+    assert lines.get("PLAN", "").startswith("claude:alpha (pid") and lines["PLAN"].endswith(" claude-code-socket"), cp.stderr[-3000:]
+    loaded = set(ast.literal_eval(lines["MODULES"]))
+    assert "relay_repl.core.plan" in loaded  # the probe saw the send's own imports
+    assert {m for m in loaded if m.split(".")[0] in {"websockets", "prompt_toolkit"} or m in NOT_BEFORE_A_CLAUDE_PLAN} == set()
+    opened = ast.literal_eval(lines["OPENED"])
+    assert [p for p in opened if p.startswith((str(codex), str(gemini)))] == []  # no other kind's discovery
+    assert any(p.startswith(str(cfg / "sessions")) for p in opened)  # Claude's own was read
+    assert [a for a in ast.literal_eval(lines["SPAWNED"]) if a[1:3] == ["agents", "--json"]] == []  # its rule decided
