@@ -22,7 +22,10 @@ from relay_repl import __version__
 from relay_repl.frontends import argparse_gettext
 from relay_repl.core.controls import visible  # pure, no dependency: every echo of a peer's text passes it
 from relay_repl.frontends.commands import (
+    approve,
+    ask,
     clean,
+    deny,
     debug,
     doctor,
     fidelity,
@@ -34,6 +37,7 @@ from relay_repl.frontends.commands import (
     recipes,
     reply,
     repl,
+    requests,
     run,
     send,
     serve,
@@ -45,7 +49,7 @@ from relay_repl.frontends.commands import (
 
 # The subcommands in the order `relay --help` lists them; each module registers its own subparser.
 COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, doctor, debug, whoami, clean,
-            reply, notebook, mcp, hosts, serve)
+            reply, notebook, mcp, hosts, serve, ask, requests, approve, deny)
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions ({kinds})

@@ -225,3 +225,35 @@ def pending_calls(rollout: Path | str, tool: str) -> list[str]:
         elif p.get("type") == "function_call" and p.get("name") == tool:
             calls.append(str(p.get("call_id")))
     return [c for c in calls if c not in done]
+
+
+def holds_send_call(payload: dict[str, Any], text: str) -> bool:
+    """Whether one rollout `function_call` payload is this thread asking relay to send `text`:
+    the relay MCP tool `relay_send(to, body, want)`, or a shell command running `relay ask TARGET <text>`."""
+    if payload.get("type") != "function_call":
+        return False
+    args = _call_args(payload)
+    if payload.get("name") == "relay_send":
+        return _words(str(args.get("body", ""))) == _words(text)
+    cmd = args.get("cmd") or args.get("command")
+    if isinstance(cmd, list):
+        cmd = " ".join(str(c) for c in cmd)
+    if not isinstance(cmd, str) or "ask" not in cmd:
+        return False
+    words = _shell_words(cmd)
+    runs = any(w.rsplit("/", 1)[-1] == "relay" and words[i + 1: i + 2] == ["ask"] for i, w in enumerate(words))
+    return runs and _words(text) in " ".join(words)
+
+
+def pending_send_calls(rollout: Path | str, text: str) -> list[str]:
+    """Call ids of calls asking relay to send `text` (see holds_send_call) that have no output yet:
+    the request in flight, which is what the operator's inbox sees while the asking tool waits."""
+    calls: list[str] = []
+    done: set[str] = set()
+    for rec in jsonl.latest_first(rollout, tail=CALL_TAIL, containing=b"function_call"):
+        p = rec.get("payload") or {}
+        if p.get("type") == "function_call_output":
+            done.add(str(p.get("call_id")))
+        elif holds_send_call(p, text):
+            calls.append(str(p.get("call_id")))
+    return [c for c in calls if c not in done]
