@@ -1,0 +1,155 @@
+"""Live, against the real clients in the lab, answered in a real terminal (tmux): an agent asks relay
+to send (issue 31's Done-when lines).
+
+The operator's REPL runs in a tmux pane of its own (`relay --lab`), as an operator uses it. A lab
+agent is prompted in its own pane (`ask <target> via relay (want=reply): ...`); its stub model
+makes it call relay_send on the relay MCP server its real client offers (stubs/converse.py). The
+REPL shows the request, `approve_request` shows the plan, `y` then Enter sends it; the receiver
+answers the ordinary way, and after a second `y` the answer reaches the asker, whose own file
+(Codex's rollout, Claude's transcript) then holds `re=<request id>`. The asker reads its
+request's steps with relay_request_status. Denied and unestablished requests send nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+import relay_repl.lab.helpers as helpers
+from relay_repl.lab.stubs.client import StubClient
+from tests.support.tmuxdrive import Screen
+
+pytestmark = [pytest.mark.live, pytest.mark.anyio]
+
+CLAUDE, CODEX = "claude:alpha", "codex:beta"
+
+
+def start_repl() -> Screen:
+    screen = Screen([sys.executable, "-m", "relay_repl", "--lab"], dict(os.environ, TERM="xterm-256color"))
+    screen.wait_for(lambda s: "claude:alpha" in s and "codex:beta" in s and ">>>" in s, timeout=90)
+    return screen
+
+
+def register(screen: Screen) -> None:
+    """List the REPL's inbox as a Claude peer (a Claude agent answers with SendMessage to it)."""
+    screen.type_line("ok = await session.register_inbox()")
+    screen.wait_for("Proceed? [y/N]", timeout=30)
+    screen.keys("y", "Enter")
+    screen.type_line('print("REGISTERED", ok)')
+    screen.wait_for("REGISTERED True", timeout=30)
+
+
+def files_hold(root: str, pattern: str, text: str) -> bool:
+    return any(text in p.read_text(errors="replace") for p in Path(root).rglob(pattern) if p.is_file())
+
+
+def codex_files_hold(text: str) -> bool:
+    return files_hold(os.environ["CODEX_HOME"], "*.jsonl", text)
+
+
+def claude_files_hold(text: str) -> bool:
+    return files_hold(os.environ["CLAUDE_CONFIG_DIR"], "*.jsonl", text)
+
+
+async def tool_results(stub: StubClient, name: str, needle: str, timeout: float = 60) -> str:
+    """The text of the first tool result `name`'s client sent its model that contains `needle`."""
+    with anyio.fail_after(timeout):
+        while True:
+            for r in await stub.requests(name, kind="main", body=False):
+                if r.tool_result and needle in r.last_text:
+                    return r.last_text
+            await anyio.sleep(0.3)
+
+
+def receipt_of(text: str) -> dict:
+    """The JSON receipt inside a tool result's text: each client wraps an MCP result its own way
+    (Codex: `{"type": "input_text", "text": "<the tool's JSON>"}, ...`), so decode layer by layer."""
+    todo: list[object] = [text]
+    while todo:
+        item = todo.pop(0)
+        if isinstance(item, dict):
+            if "request" in item and "state" in item:
+                return item
+            todo += list(item.values())
+        elif isinstance(item, list):
+            todo += item
+        elif isinstance(item, str):
+            for candidate in (item, f"[{item}]", item[item.find("{"):item.rfind("}") + 1]):
+                try:
+                    todo.append(json.loads(candidate))
+                    break
+                except ValueError:
+                    continue
+    raise AssertionError(f"no receipt in {text!r}")
+
+
+def proceeds(screen: Screen) -> int:
+    return screen.text().count("Proceed? [y/N]")
+
+
+async def ask_approve_answer(lab, asker: str, asker_spec: str, to: str, asker_holds, target_holds) -> None:
+    async with StubClient(lab.stub.control) as stub:
+        screen = start_repl()
+        try:
+            register(screen)
+            await stub.clear_requests(asker)
+            helpers.wait_idle(asker, timeout=60)
+            helpers.submit(asker, f"ask {to} via relay (want=reply): what is 6*7?")
+            # the tool's answer, at once: held, never sent
+            held = await tool_results(stub, asker, "held for the operator")
+            rid = receipt_of(held)["request"]
+            assert f"held for the operator's approval (request {rid})" in held
+            text = screen.wait_for(f"request {rid} from {asker_spec} [verified]: send to {to}", timeout=30)
+            assert "(want=reply, hop" in text
+            assert not target_holds(f"{asker_spec} (verified) wrote: «what is 6*7?»"), "nothing is sent before the y"
+            # the plan: the ordinary four parts, the asker named as the origin of the words; y then Enter
+            n = proceeds(screen)
+            screen.type_line(f"d = await session.approve_request({rid!r})")
+            plan = screen.wait_for(lambda s: s.count("Proceed? [y/N]") > n, timeout=60)
+            assert f"request {rid} from {asker_spec} [verified]: {asker_spec}'s words for {to}" in plan
+            for part in ("1 target", "2 transport", "3 payload", "4 delivered"):
+                assert part in plan
+            assert f"{asker_spec} (verified) wrote: «what is 6*7?»" in plan
+            assert f"quote {asker_spec}'s words (verified), not yours" in plan.replace("\n", " ").replace("  ", " ")
+            screen.keys("y", "Enter")
+            # the receiver's answer, verified, then its own plan to the asker: a second y
+            second = screen.wait_for(lambda s: s.count("Proceed? [y/N]") > n + 1, timeout=120)
+            assert f"answer to request {rid} from {to} [verified]" in second
+            assert f"re={rid}" in second
+            screen.keys("y", "Enter")
+            screen.type_line("print('STATE', d.state.value, session.request(%r).answer_state)" % rid)
+            screen.wait_for(lambda s: re.search(r"STATE (in_turn|replied) (in_turn|delivered|replied)", s) is not None,
+                            timeout=90)
+            # the answer reached the asker: its own file holds re=<request id>
+            assert await _eventually(lambda: asker_holds(f"re={rid}"))
+            # the asker reads its request's steps: held -> approved -> delivered
+            helpers.wait_idle(asker, timeout=90)
+            helpers.submit(asker, f"status of relay request {rid}")
+            got = receipt_of(await tool_results(stub, asker, 'history'))
+            assert [h["state"] for h in got["history"]] == ["held", "approved", "delivered"], got
+            assert got["request"] == rid and got["answer_id"]
+            helpers.wait_idle(asker, timeout=90)
+        finally:
+            screen.close()
+
+
+async def _eventually(check, timeout: float = 30) -> bool:
+    with anyio.move_on_after(timeout):
+        while not check():
+            await anyio.sleep(0.3)
+        return True
+    return False
+
+
+async def test_codex_beta_asks_claude_alpha_and_the_answer_reaches_beta(lab):
+    await ask_approve_answer(lab, "beta", CODEX, CLAUDE, codex_files_hold, claude_files_hold)
+
+
+async def test_claude_alpha_asks_codex_beta_and_the_answer_reaches_alpha(lab):
+    await ask_approve_answer(lab, "alpha", CLAUDE, CODEX, claude_files_hold, codex_files_hold)
