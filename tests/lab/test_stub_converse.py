@@ -260,5 +260,8 @@ def test_status_reads_and_a_repeated_prompt_envelope_is_not_asked_twice() -> Non
     st.answer(tool_done())
     again = st.answer(LastInput(text=line, tools=["mcp__relay__relay_send"]))
     assert again.tool is None and "not asking again" in again.text
-    halted = codex().answer(LastInput(text=ASK + " relay-halt", tools=["mcp__relay__relay_send"]))
-    assert halted.tool is None
+    halted = codex().answer(LastInput(text=env_line(id_="op-9", want="none", body=ASK + " relay-halt"),
+                                      tools=["mcp__relay__relay_send"]))
+    assert halted.tool is None, "a relay message carrying relay-halt is not acted on"
+    typed = codex().answer(LastInput(text="ask claude:alpha via relay: relay-halt", tools=["mcp__relay__relay_send"]))
+    assert typed.tool.input["body"] == "relay-halt", "the user's own prompt may ask relay to carry a halt"

@@ -242,8 +242,8 @@ class Converser:
         """An ask (`ask <target> via relay: ...`) or a status read in the user's text: the calls that
         make them, or None when the text holds neither (or only in envelopes already handled)."""
         ask, status = ASK_RE.search(text), STATUS_RE.search(text)
-        if (ask is None and status is None) or contains_halt(text):
-            return None
+        if (ask is None and status is None) or any(e.is_halt for e in envs):
+            return None  # a relay message carrying relay-halt is not acted on (a typed prompt may carry the word)
         if envs and all(e.id in self.seen for e in envs):
             return "converse: asked already", [Step(text="already handled: not asking again")]
         self.seen.update(e.id for e in envs)
