@@ -37,10 +37,10 @@ async def prompt(name: str, text: str) -> None:
     await anyio.to_thread.run_sync(lambda: helpers.submit(name, text))
 
 
-async def ask(stub: StubClient, name: str, to: str, body: str) -> str:
+async def ask(stub: StubClient, name: str, to: str, body: str, want: str = "reply") -> str:
     """`name` asks relay (its client's relay_send); the request id its tool got back."""
     await stub.clear_requests(name)
-    await prompt(name, f"ask {to} via relay (want=reply): {body}")
+    await prompt(name, f"ask {to} via relay (want={want}): {body}")
     held = await tool_results(stub, name, "held for the operator")
     return str(receipt_of(held)["request"])
 
