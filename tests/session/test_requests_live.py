@@ -28,6 +28,7 @@ from tests.support.tmuxdrive import Screen
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
 CLAUDE, CODEX = "claude:alpha", "codex:beta"
+# no trailing "?": typed into Gemini CLI's composer, a "?" did not reach its model (the lab prompt arrived without it)
 
 
 def start_repl() -> Screen:
@@ -100,14 +101,14 @@ async def ask_approve_answer(lab, asker: str, asker_spec: str, to: str, asker_ho
             register(screen)
             await stub.clear_requests(asker)
             helpers.wait_idle(asker, timeout=60)
-            helpers.submit(asker, f"ask {to} via relay (want=reply): what is 6*7?")
+            helpers.submit(asker, f"ask {to} via relay (want=reply): please compute 6*7")
             # the tool's answer, at once: held, never sent
             held = await tool_results(stub, asker, "held for the operator")
             rid = receipt_of(held)["request"]
             assert f"held for the operator's approval (request {rid})" in held
             text = screen.wait_for(f"request {rid} from {asker_spec} [verified]: send to {to}", timeout=30)
             assert "(want=reply, hop" in text
-            assert not target_holds(f"{asker_spec} (verified) wrote: «what is 6*7?»"), "nothing is sent before the y"
+            assert not target_holds(f"{asker_spec} (verified) wrote: «please compute 6*7»"), "nothing is sent before the y"
             # the plan: the ordinary four parts, the asker named as the origin of the words; y then Enter
             n = proceeds(screen)
             screen.type_line(f"d = await session.approve_request({rid!r})")
@@ -115,7 +116,7 @@ async def ask_approve_answer(lab, asker: str, asker_spec: str, to: str, asker_ho
             assert f"request {rid} from {asker_spec} [verified]: {asker_spec}'s words for {to}" in plan
             for part in ("1 target", "2 transport", "3 payload", "4 delivered"):
                 assert part in plan
-            assert f"{asker_spec} (verified) wrote: «what is 6*7?»" in plan
+            assert f"{asker_spec} (verified) wrote: «please compute 6*7»" in plan, plan[-3000:]
             assert f"quote {asker_spec}'s words (verified), not yours" in plan.replace("\n", " ").replace("  ", " ")
             screen.keys("y", "Enter")
             # the receiver's answer, verified, then its own plan to the asker: a second y
