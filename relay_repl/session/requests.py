@@ -151,17 +151,20 @@ class Requests:
             self._say(f"request {env.id} (pid {pid}) carries relay-halt: every send and wait is stopped; "
                       f"{len(halted)} held request(s) halted")
             return _refused(f"relay-halt: every held request is halted ({len(halted)}); this one is not held", env.id)
-        if not ledger.mark_seen(env.id, env.hop, env.sender):
-            ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line, "via": "request",
-                                                             "why": "replayed request id"})
-            self._say(f"inbox: replayed request id {env.id} from pid {pid}: dropped, logged")
-            return _refused(f"request id {env.id} was seen before: a replayed request is dropped (logged)", env.id)
+        if ledger.sightings(env.id) or self.store.get(env.id) is not None:
+            return self._replayed(env, origin, line)
         verdict = self._judge(origin, env)
         if verdict.verdict != "verified" or not verdict.session:
             ledger.event("request-refused", relay_id=env.id, data={"origin": origin, "line": line,
                                                                    "verdict": verdict.model_dump(mode="json")})
             self._say(f"inbox: request {env.id} refused: the asking session is not established ({verdict})")
             return _refused(f"not held: relay cannot establish which session is asking ({verdict})", env.id)
+        if not env.id.startswith(env.address + "-"):  # ids are the asker's own: nobody burns another's ids
+            ledger.event("request-refused", relay_id=env.id, data={"why": "id not the asker's", "line": line})
+            return _refused(f"not held: request id {env.id!r} is not {env.address}-<n> (the asker's own address)",
+                            env.id)
+        if not ledger.mark_seen(env.id, env.hop, env.sender):  # the same id twice at once: one is the replay
+            return self._replayed(env, origin, line)
         asker = verdict.session
         halt = ledger.active_halt()
         if halt is not None:
@@ -190,6 +193,13 @@ class Requests:
         self._arrival = anyio.Event()
         return {"type": ANSWER_TYPE, "state": "held", "request": req.id, "hop": req.hop, "expires": req.expires,
                 "flags": list(req.flags), "text": f"held for the operator's approval (request {req.id})"}
+
+    def _replayed(self, env: Envelope, origin: dict[str, Any], line: str) -> dict[str, Any]:
+        """A request id seen before: dropped, logged, said (whoever sent the copy)."""
+        self.shared.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line, "via": "request",
+                                                                     "why": "replayed request id"})
+        self._say(f"inbox: replayed request id {env.id} from pid {origin.get('verifiedPeerPid')}: dropped, logged")
+        return _refused(f"request id {env.id} was seen before: a replayed request is dropped (logged)", env.id)
 
     def _judge(self, origin: dict[str, Any], env: Envelope) -> Any:
         call = ToolCall(tool="relay_send", text=env.body)

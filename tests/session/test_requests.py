@@ -367,3 +367,19 @@ async def test_an_agent_may_not_list_approve_or_deny(monkeypatch, relay_home):
 
     for argv in (["requests"], ["approve", "beta-1"], ["deny", "beta-1"]):
         assert main(argv) == 1
+
+
+async def test_nobody_burns_another_agents_request_ids(relay_home):
+    async with desk(relay_home, []) as d:
+        line = Envelope.make(sender="agent:fake@beta", to="fake:alpha", id="beta-50", hop=0, want="reply",
+                             body="hi").compose()
+        first = await d.raw(None, {"type": FRAME_TYPE, "line": line})  # a stranger sends beta's next id first
+        assert first["state"] == "refused" and "cannot establish" in first["why"]
+        own = await d.raw("fake:beta", {"type": FRAME_TYPE, "line": line})
+        assert own["state"] == "held", "the stranger's copy did not use up beta's id"
+        theirs = Envelope.make(sender="agent:fake@beta", to="fake:alpha", id="alpha-3", hop=0, want="reply",
+                               body="hi").compose()
+        got = await d.raw("fake:beta", {"type": FRAME_TYPE, "line": theirs})
+        assert got["state"] == "refused" and "is not beta-<n>" in got["why"]
+        assert [r.id for r in d.s.requests] == ["beta-50"]
+        assert d.s.ledger.sightings("alpha-3") == 0
