@@ -154,3 +154,37 @@ async def test_codex_beta_asks_claude_alpha_and_the_answer_reaches_beta(lab):
 
 async def test_claude_alpha_asks_codex_beta_and_the_answer_reaches_alpha(lab):
     await ask_approve_answer(lab, "alpha", CLAUDE, CODEX, claude_files_hold, codex_files_hold)
+
+
+async def test_relay_ask_from_an_agents_own_shell_is_held_and_its_status_read(lab):
+    """`relay ask` run by the agent's shell tool (Claude's Bash, Codex's exec_command), no MCP: the
+    caller is established from the shell's ancestry, the request held, its status readable by it."""
+    from relay_repl.lab.stubs import openai
+    from relay_repl.lab.stubs.script import Rule, Step, ToolCall
+    from tests.support.sessions import live_session
+
+    relay = str(Path(sys.executable).parent / "relay")
+    async with StubClient(lab.stub.control) as stub, live_session() as (s, gate, inbox):
+        calls = {"alpha": lambda cmd: ToolCall(name="Bash", input={"command": cmd, "description": "ask relay"}),
+                 "beta": lambda cmd: openai.shell_call(cmd, "ask")}
+        for name, to in (("alpha", CODEX), ("beta", CLAUDE)):
+            await stub.clear_requests(name)
+            await stub.add_rule(name, Rule(match="SHELL-ASK", once=True, steps=[
+                Step(tool=calls[name](f"{relay} ask {to} 'from the shell of {name}' --want none")), Step(text="asked")]))
+            helpers.wait_idle(name, timeout=90)
+            helpers.submit(name, "SHELL-ASK")
+            out = await tool_results(stub, name, "held for the operator")
+            rid = re.search(r"request ([\w.-]+-\d+)\)", out).group(1)
+            req = s.request(rid)
+            assert req.asker == (CLAUDE if name == "alpha" else CODEX) and req.verdict == "verified", req
+            assert req.body == f"from the shell of {name}" and req.want == "none"
+            await stub.clear_requests(name)
+            await stub.add_rule(name, Rule(match="SHELL-STATUS", once=True, steps=[
+                Step(tool=calls[name](f"{relay} ask --status {rid}")), Step(text="read")]))
+            helpers.wait_idle(name, timeout=90)
+            helpers.submit(name, "SHELL-STATUS")
+            out = await tool_results(stub, name, f"request {rid} to")
+            assert f"request {rid} to {to}: held; steps: held" in out
+            s.deny_request(rid, why="test over")
+            helpers.wait_idle(name, timeout=90)
+        assert gate.shown == []
