@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -34,6 +35,11 @@ def cmd_approve(args: argparse.Namespace) -> int:
     from relay_repl.session.asking import refuse_inside_agent
 
     refuse_inside_agent("approving a request")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        from relay_repl.core.errors import UsageError
+
+        raise UsageError(f"relay approve asks y/N on the plan and needs a terminal: run it in one (request "
+                         f"{args.request_id} stays held; `relay deny {args.request_id}` refuses it)")
 
     async def run() -> Any:
         session = make_session(fake=args.fake)
