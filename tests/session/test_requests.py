@@ -383,3 +383,26 @@ async def test_nobody_burns_another_agents_request_ids(relay_home):
         assert got["state"] == "refused" and "is not beta-<n>" in got["why"]
         assert [r.id for r in d.s.requests] == ["beta-50"]
         assert d.s.ledger.sightings("alpha-3") == 0
+
+
+@pytest.mark.timeout(120)
+async def test_a_request_to_a_host_spec_is_planned_there_and_gated_here(h2, relay_home, tmp_path):
+    """`to` = HOST/kind:name: the approved request goes the ordinary HOST/ way (planned by that host's
+    relay over a real OpenSSH channel, gated by this session's approver, carried out there)."""
+    from relay_repl.session.remote import Hosts
+
+    async with desk(relay_home, [True]) as d:
+        d.s.sender.remote.hosts = Hosts(remote_command=("relay", "--fake", "serve", "--stdio"))
+        try:
+            rid = (await d.ask("fake:beta", "h2/fake:inbox", "across hosts", want="none"))["request"]
+            assert d.s.request(rid).to == "h2/fake:inbox"
+            dl = await d.s.approve_request(rid)
+        finally:
+            await d.s.sender.remote.aclose()
+        (plan,) = d.gate.shown
+        assert plan.target.startswith("h2/fake:inbox") and "route: via ssh h2" in plan.render()
+        assert plan.payload.endswith("fake:beta (verified) wrote: «across hosts»"), plan.payload
+        assert dl.target == "h2/fake:inbox" and dl.outcome == "delivered", dl.summary()
+        assert [h.state for h in d.s.request(rid).history] == ["held", "approved", "delivered"]
+        host = Ledger(tmp_path / "h2home" / "ledger.sqlite")
+        assert any(e.kind == "plan" for e in host.events(relay_id=dl.relay_id))  # planned there
