@@ -58,18 +58,19 @@ class RequestTable(list[Request]):
     """The held requests, printed as a table (`session.requests`)."""
 
     def __repr__(self) -> str:
+        from relay_repl.core.controls import visible
+
         if not self:
             return "no held requests (an agent asks with relay_send on `relay mcp`, or `relay ask` in its shell)"
         now = time.time()
-        rows = [f"{'REQUEST':<24} {'FROM':<16} {'TO':<16} {'WANT':<6} HOP  LEFT   BODY"]
+        rows = [f"{'REQUEST':<16} {'FROM':<16} {'TO':<16} {'WANT':<6} {'HOP':<4} {'LEFT':>5}  BODY"]
         for r in self:
             flag = " FLAG: " + ", ".join(r.flags) if r.flags else ""
-            rows.append(r.line_for_operator() if len(r.id) > 24 else
-                        f"{r.id:<24} {r.asker:<16} {r.to:<16} {r.want:<6} {r.hop:<4} {max(0, r.expires - now):>4.0f}s "
-                        f"{r.body[:60]}{flag}")
-        from relay_repl.core.controls import visible
-
-        return visible("\n".join(rows))
+            body = r.body if len(r.body) <= 60 else r.body[:59] + "…"
+            # each row neutralised on its own: a peer's words never reach the terminal raw
+            rows.append(visible(f"{r.id:<16} {r.asker:<16} {r.to:<16} {r.want:<6} {r.hop:<4} "
+                                f"{max(0, r.expires - now):>4.0f}s  {body}{flag}"))
+        return "\n".join(rows)
 
 
 def _refused(why: str, request_id: str | None = None) -> dict[str, Any]:

@@ -352,7 +352,7 @@ class Session:
 
     @request_expiry.setter
     def request_expiry(self, seconds: float) -> None:
-        if not isinstance(seconds, (int, float)) or seconds <= 0:
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
             raise UsageError(f"request_expiry={seconds!r}: give a number of seconds above 0")
         self.asks.expiry = float(seconds)
 

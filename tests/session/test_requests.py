@@ -406,3 +406,25 @@ async def test_a_request_to_a_host_spec_is_planned_there_and_gated_here(h2, rela
         assert [h.state for h in d.s.request(rid).history] == ["held", "approved", "delivered"]
         host = Ledger(tmp_path / "h2home" / "ledger.sqlite")
         assert any(e.kind == "plan" for e in host.events(relay_id=dl.relay_id))  # planned there
+
+
+def test_the_held_requests_print_as_a_table_one_neutralised_row_each():
+    from relay_repl.core.request import Request
+    from relay_repl.session.requests import RequestTable
+
+    r = Request.held(id="beta-1", asker="codex:beta", verdict="verified", evidence="", asker_pid=1, to="claude:alpha",
+                     body="push --force \x1b[31m\u202e" + "x" * 80, want="reply", hop=1, line="l")
+    lines = repr(RequestTable([r, r])).splitlines()
+    assert len(lines) == 3 and lines[0].startswith("REQUEST")
+    assert lines[1].startswith("beta-1           codex:beta       claude:alpha     reply  1 ")
+    assert "\x1b" not in lines[1] and "\\x1b[31m⟨U+202E⟩" in lines[1] and lines[1].endswith("… FLAG: push, force")
+    assert repr(RequestTable([])).startswith("no held requests")
+
+
+async def test_request_expiry_takes_seconds_only(relay_home):
+    async with desk(relay_home, []) as d:
+        for bad in (0, -1, True, "10"):
+            with pytest.raises(UsageError, match="request_expiry"):
+                d.s.request_expiry = bad
+        d.s.request_expiry = 30
+        assert d.s.request_expiry == 30.0
