@@ -86,8 +86,8 @@ def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None
     if answer.get("state") != "held":
         raise PolicyRefusal(str(answer.get("why") or "the operator's relay did not hold the request"))
     rid = str(answer.get("request") or env.id)
-    return {"request": rid, "state": "held", "to": to, "want": want,
-            "text": f"held for the operator's approval (request {rid})",
+    return {"text": f"held for the operator's approval (request {rid})", "request": rid, "state": "held", "to": to,
+            "want": want,
             **{k: answer[k] for k in ("hop", "expires", "flags") if k in answer}}
 
 

@@ -70,7 +70,7 @@ async def test_a_replayed_request_id_is_dropped_and_logged(lab):
     """delta's request, its envelope written again into the inbox by another process (a replay): the id
     was seen, so the copy is dropped and logged before anything else, and nothing new is held."""
     async with StubClient(lab.stub.control) as stub, live_session() as (s, gate, inbox):
-        rid = await ask(stub, "delta", "claude:alpha", "asked once")
+        rid = await ask(stub, "delta", "claude:alpha", "asked once", s=s)
         line = s.request(rid).line
         replay = [sys.executable, "-c", (
             "import json, sys; from relay_repl.system.wire import send_frames; "

@@ -90,12 +90,31 @@ def receipt_of(text: str) -> dict:
     raise AssertionError(f"no receipt in {text!r}")
 
 
+async def fresh_exchange(spec: str, s=None) -> None:
+    """The operator starts a new exchange with `spec` (a hop-0 message): an agent's request carries its
+    exchange's hop + 1, so the hops in these tests count from here whatever an earlier test sent it."""
+    from relay_repl.session.gate import ScriptedGate
+    from tests.support.sessions import live_session
+
+    if s is None:
+        async with live_session([True]) as (own, _gate, _inbox):
+            return await fresh_exchange(spec, own)
+    approve, s.approve = s.approve, ScriptedGate([True])
+    try:
+        d = await s.send(spec, "a new exchange starts here", want="none")
+    finally:
+        s.approve = approve
+    assert d.outcome == "delivered", d.summary()
+    await anyio.to_thread.run_sync(lambda: helpers.wait_idle(spec.partition(":")[2], timeout=90))
+
+
 def proceeds(screen: Screen) -> int:
     return screen.text().count("Proceed? [y/N]")
 
 
 async def ask_approve_answer(lab, asker: str, asker_spec: str, to: str, asker_holds, target_holds) -> None:
     async with StubClient(lab.stub.control) as stub:
+        await fresh_exchange(asker_spec)
         screen = start_repl()
         try:
             register(screen)
@@ -107,7 +126,7 @@ async def ask_approve_answer(lab, asker: str, asker_spec: str, to: str, asker_ho
             rid = receipt_of(held)["request"]
             assert f"held for the operator's approval (request {rid})" in held
             text = screen.wait_for(f"request {rid} from {asker_spec} [verified]: send to {to}", timeout=30)
-            assert "(want=reply, hop" in text
+            assert "(want=reply, hop 1)" in text, "one past the operator's hop-0 message to the asker"
             assert not target_holds(f"{asker_spec} (verified) wrote: «please compute 6*7»"), "nothing is sent before the y"
             # the plan: the ordinary four parts, the asker named as the origin of the words; y then Enter
             n = proceeds(screen)
@@ -168,6 +187,7 @@ async def test_relay_ask_from_an_agents_own_shell_is_held_and_its_status_read(la
         calls = {"alpha": lambda cmd: ToolCall(name="Bash", input={"command": cmd, "description": "ask relay"}),
                  "beta": lambda cmd: openai.shell_call(cmd, "ask")}
         for name, to in (("alpha", CODEX), ("beta", CLAUDE)):
+            await fresh_exchange(CLAUDE if name == "alpha" else CODEX, s)
             await stub.clear_requests(name)
             await stub.add_rule(name, Rule(match="SHELL-ASK", once=True, steps=[
                 Step(tool=calls[name](f"{relay} ask {to} 'from the shell of {name}' --want none")), Step(text="asked")]))

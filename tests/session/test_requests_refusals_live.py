@@ -24,7 +24,8 @@ import pytest
 import relay_repl.lab.helpers as helpers
 from relay_repl.lab.stubs.client import StubClient
 from relay_repl.lab.stubs.script import Rule, Step, ToolCall
-from tests.session.test_requests_live import claude_files_hold, codex_files_hold, receipt_of, tool_results
+from tests.session.test_requests_live import (claude_files_hold, codex_files_hold, fresh_exchange, receipt_of,
+                                              tool_results)
 from tests.support.sessions import live_session
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
@@ -37,8 +38,11 @@ async def prompt(name: str, text: str) -> None:
     await anyio.to_thread.run_sync(lambda: helpers.submit(name, text))
 
 
-async def ask(stub: StubClient, name: str, to: str, body: str, want: str = "reply") -> str:
-    """`name` asks relay (its client's relay_send); the request id its tool got back."""
+async def ask(stub: StubClient, name: str, to: str, body: str, want: str = "reply", s=None) -> str:
+    """`name` asks relay (its client's relay_send); the request id its tool got back. With the session
+    `s`, the operator first starts a new exchange with `name` (hops count from 0 whatever came before)."""
+    if s is not None:
+        await fresh_exchange(next(t.spec for t in s.targets if t.name == name), s)
     await stub.clear_requests(name)
     await prompt(name, f"ask {to} via relay (want={want}): {body}")
     held = await tool_results(stub, name, "held for the operator")
@@ -53,19 +57,20 @@ async def status(stub: StubClient, name: str, rid: str, needle: str = "history")
 
 async def test_a_shell_no_agent_started_is_refused_in_one_line_and_nothing_is_held(lab):
     async with live_session() as (s, gate, inbox):
+        before = [r.id for r in s.asks.store.all()]  # the lab's ledger is shared by the module's tests
         res = subprocess.run([RELAY, "ask", "claude:alpha", "hello from nowhere"], capture_output=True, text=True,
                              timeout=60, stdin=subprocess.DEVNULL)
         assert res.returncode == 1 and res.stdout == "", res
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("relay: not held: relay cannot establish which session is "
                                                        "asking (pid "), res.stderr
-        assert list(s.requests) == [] and s.asks.store.all() == [] and gate.shown == []
+        assert list(s.requests) == [] and [r.id for r in s.asks.store.all()] == before and gate.shown == []
         assert not claude_files_hold("hello from nowhere")
 
 
 async def test_another_agent_can_neither_read_nor_approve_a_request(lab):
     async with StubClient(lab.stub.control) as stub, live_session() as (s, gate, inbox):
-        rid = await ask(stub, "beta", "claude:alpha", "a question only beta asked")
+        rid = await ask(stub, "beta", "claude:alpha", "a question only beta asked", s=s)
         assert [r.id for r in s.requests] == [rid]
         # alpha asks for beta's request's state through its own relay_request_status: refused
         got = await status(stub, "alpha", rid, needle="refused")
@@ -87,7 +92,7 @@ async def test_another_agent_can_neither_read_nor_approve_a_request(lab):
 
 async def test_a_denied_and_an_expired_request_reach_the_asker_and_nothing_is_sent(lab):
     async with StubClient(lab.stub.control) as stub, live_session() as (s, gate, inbox):
-        rid = await ask(stub, "beta", "claude:alpha", "please delete the old branches")
+        rid = await ask(stub, "beta", "claude:alpha", "please delete the old branches", s=s)
         req = s.request(rid)
         assert req.flags == ("delete",) and "FLAG: asks for a consent-only act (delete)" in req.line_for_operator()
         s.deny_request(rid, why="not during the release")
@@ -111,7 +116,7 @@ async def test_a_denied_and_an_expired_request_reach_the_asker_and_nothing_is_se
 async def test_relay_halt_in_a_request_halts_every_held_one(lab):
     async with StubClient(lab.stub.control) as stub, live_session() as (s, gate, inbox):
         try:
-            held = [await ask(stub, "beta", "claude:alpha", f"question {i}") for i in (1, 2)]
+            held = [await ask(stub, "beta", "claude:alpha", f"question {i}", s=s) for i in (1, 2)]
             assert sorted(r.id for r in s.requests) == sorted(held)
             await stub.clear_requests("alpha")
             await prompt("alpha", "ask codex:beta via relay (want=none): relay-halt stop everything")
