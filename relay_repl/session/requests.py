@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from relay_repl.core.delivery import Delivery, DeliveryState
-from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt
+from relay_repl.core.envelope import HOP_CAP, MAX_BODY, Envelope, contains_halt
 from relay_repl.core.errors import EnvelopeError, LoopHalt, UsageError
 from relay_repl.core.inbound import InboundMessage, ToolCall
 from relay_repl.core.peertext import quote
@@ -178,6 +178,10 @@ class Requests:
                       f"{HOP_CAP}")
             return _refused(f"not held: {asker}'s exchange is at hop {hop - 1}; a request would carry hop {hop}, "
                             f"past the cap {HOP_CAP} (an agent's request never resets hop)", env.id)
+        quoted = len(quote(asker, verdict.verdict, env.body))
+        if quoted > MAX_BODY:  # it travels quoted as the asker's words: refuse now what could never be sent
+            return _refused(f"not held: the body, quoted as {asker}'s words, is {quoted} characters; the cap is "
+                            f"{MAX_BODY}: shorten it", env.id)
         to = env.to.strip()
         if to in ("operator", "peer") or ":" not in to:
             return _refused(f"not held: `to` must name a target (kind:name, or HOST/kind:name), not {to!r}", env.id)

@@ -428,3 +428,12 @@ async def test_request_expiry_takes_seconds_only(relay_home):
                 d.s.request_expiry = bad
         d.s.request_expiry = 30
         assert d.s.request_expiry == 30.0
+
+
+async def test_a_body_too_long_to_pass_on_quoted_is_refused_at_once(relay_home):
+    from relay_repl.core.envelope import MAX_BODY
+
+    async with desk(relay_home, []) as d:
+        got = await d.ask("fake:beta", "fake:alpha", "x" * (MAX_BODY - 5))
+        assert "not held: the body, quoted as fake:beta's words" in got["refused"] and "shorten it" in got["refused"]
+        assert list(d.s.requests) == []
