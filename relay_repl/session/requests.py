@@ -102,8 +102,9 @@ class Requests:
         if contains_halt(msg.line):
             self.sweep()
 
-    async def sweeper(self) -> None:
-        """Say each held request that expires, when it does (runs in the REPL's task group until it ends)."""
+    async def sweeper(self, timeout: float = float("inf")) -> None:
+        """Say each held request that expires, when it does (runs in the REPL's task group until it ends,
+        or for `timeout` seconds)."""
         from relay_repl.system.polling import poll_until
 
         async def check() -> None:
@@ -113,7 +114,7 @@ class Requests:
                 pass
             return None
 
-        await poll_until(check, timeout=float("inf"), interval=SWEEP_EVERY)
+        await poll_until(check, timeout=timeout, interval=SWEEP_EVERY)
 
     def _say(self, line: str) -> None:
         self.shared.say(line)
