@@ -25,6 +25,7 @@ from relay_repl.frontends.commands import (
     approve,
     ask,
     clean,
+    dead,
     deny,
     debug,
     doctor,
@@ -43,13 +44,15 @@ from relay_repl.frontends.commands import (
     serve,
     targets,
     verify,
+    watch,
     whoami,
     why,
 )
 
 # The subcommands in the order `relay --help` lists them; each module registers its own subparser.
 COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, doctor, debug, whoami, clean,
-            reply, notebook, mcp, hosts, serve, ask, requests, approve, deny)
+            reply, notebook, mcp, hosts, serve,
+            dead, watch, ask, requests, approve, deny)
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions ({kinds})

@@ -151,9 +151,25 @@ def _from_events(events: list[Event]) -> Recorded:
             if isinstance(e.data.get("extra"), dict):
                 extra = e.data["extra"]
     spec = (target.spec if target else None) or _plan_target_spec(plan) or "?"
+    extra = {**_stage_extra(evidence), **extra}
     d = Delivery(key=key, relay_id=relay_id, target=spec, transport=transport or "?", plan=plan, state=state,
                  stage=stage, reason=reason, evidence=evidence, started=started, extra=extra)
     return Recorded(delivery=d, target=target, approved=approved)
+
+
+def _stage_extra(evidence: list[Evidence]) -> dict[str, Any]:
+    """What a transport's stages recorded of its own ids (the queue item, its client id, the socket frame's
+    msg_id): the outcome's `extra` holds them, but a send killed before its outcome left only its stages,
+    and without them a later look cannot find the item (it would say nothing was queued)."""
+    out: dict[str, Any] = {}
+    for ev in evidence:
+        for key in ("item_id", "msg_id", "client_id"):
+            if isinstance(ev.data.get(key), str) and key not in out:
+                out[key] = ev.data[key]
+        row = ev.data.get("row")
+        if isinstance(row, dict) and isinstance(row.get("client_id"), str):
+            out.setdefault("client_id", row["client_id"])
+    return out
 
 
 class Receiver(BaseModel):

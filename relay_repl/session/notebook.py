@@ -290,7 +290,12 @@ class NotebookRunner:
             self._refresh_deliveries()
             self._rewrite_cells()  # appended cell by cell while running; now with every delivery's final state
             self._write_run()
-            write_report(self.run, self.dir)
+            diagram = None
+            if not self.dry_run:  # the exchange's picture beside the report, embedded in it
+                from relay_repl.session.exchange_report import DIAGRAM, write_exchange_svg
+
+                diagram = write_exchange_svg(self.session.ledger, self.run.id, self.dir / DIAGRAM)
+            write_report(self.run, self.dir, diagram=diagram)
             if self.run.state == "interrupted" and not self.dry_run:
                 self.progress(f"relay: notebook {self.nb_name} run {self.run.id} interrupted; continue it with "
                               f"`relay notebook run {self.path} --resume {self.run.id}` (sends already made are not "
@@ -587,8 +592,9 @@ def send_record(d: Delivery) -> SendRecord:
 
 
 # -- the report ---------------------------------------------------------------------------
-def render_report(run: NotebookRun) -> str:
-    """Stable Markdown of the run's cells and outputs: no times, so two reports diff cleanly."""
+def render_report(run: NotebookRun, diagram: Path | None = None) -> str:
+    """Stable Markdown of the run's cells and outputs: no times, so two reports diff cleanly;
+    `diagram` (the exchange's SVG beside it) is embedded after the summary."""
     out = [f"# notebook {run.notebook}, run {run.id}", ""]
     if run.dry_run:
         out += ["**Dry run**: every send showed its plan and was not sent.", ""]
@@ -599,6 +605,10 @@ def render_report(run: NotebookRun) -> str:
         out.append("- parameters: " + ", ".join(f"`{k} = {v!r}`" for k, v in run.params.items()))
     out.append(f"- state: {run.state}" + (f" ({run.reason})" if run.reason else ""))
     out.append("")
+    if diagram is not None:
+        from relay_repl.session.exchange_report import embed
+
+        out += embed(diagram)
     for c in run.cells:
         title = f' "{c.title}"' if c.title else ""
         if c.kind != "code":
@@ -628,9 +638,9 @@ def render_report(run: NotebookRun) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def write_report(run: NotebookRun, where: Path) -> Path:
+def write_report(run: NotebookRun, where: Path, *, diagram: Path | None = None) -> Path:
     path = where / "report.md"
-    path.write_text(render_report(run), encoding="utf-8")
+    path.write_text(render_report(run, diagram), encoding="utf-8")
     return path
 
 

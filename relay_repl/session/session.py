@@ -407,6 +407,14 @@ class Session:
                       stacklevel=2)
         return await self.debugger(self.shared.find_delivery(delivery)).walk(recheck=recheck)
 
+    async def watch(self) -> None:
+        """A live, full-screen, read-only view of the targets, the deliveries in flight (stage, last
+        evidence), the held agent requests, the inbox and the newest events, updated as the ledger is
+        written; Enter opens the chosen delivery in the debugger (read-only), q returns here."""
+        from relay_repl.session.watch_view import watch
+
+        await watch(self)  # a line the REPL echoes meanwhile is printed by prompt_toolkit around the view
+
     # -- recipes -------------------------------------------------------------------------
     async def run(self, recipe: str, *, dry_run: bool = False, **params: object) -> Run:
         """Run a saved recipe (a name from `relay recipes`, or a .toml path): every send

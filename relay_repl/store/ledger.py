@@ -401,6 +401,19 @@ class Ledger:
             for r in self._query(sql, tuple(args))
         ]
 
+    def events_before(self, seq: int | None, n: int) -> list[Event]:
+        """The `n` newest events before `seq` (before none: the newest), newest first (one indexed read,
+        where `events()[-n:]` reads the whole table)."""
+        rows = self._query("SELECT seq, at, kind, delivery, relay_id, data FROM events WHERE seq < ? "
+                           "ORDER BY seq DESC LIMIT ?", (seq if seq is not None else 2**62, int(n)))
+        return [Event(seq=r[0], at=r[1], kind=r[2], delivery=r[3], relay_id=r[4], data=json.loads(r[5])) for r in rows]
+
+    def last_event_seq(self) -> int:
+        return int(self._query("SELECT COALESCE(MAX(seq), 0) FROM events")[0][0])
+
+    def last_inbox_seq(self) -> int:
+        return int(self._query("SELECT COALESCE(MAX(seq), 0) FROM inbox")[0][0])
+
     # -- inbox ---------------------------------------------------------------
     def add_inbox(self, line: str, *, origin: dict[str, Any], relay_id: str | None, peer: str | None,
                   answers: str | None = None, verdict: Verdict | None = None,

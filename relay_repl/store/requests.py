@@ -69,7 +69,8 @@ class RequestStore:
             raise
         self.ledger.event("request", relay_id=req.id, data={"state": req.state, "asker": req.asker, "to": req.to,
                                                             "want": req.want, "hop": req.hop, "flags": list(req.flags),
-                                                            "verdict": req.verdict, "body": req.body})
+                                                            "verdict": req.verdict, "body": req.body,
+                                                            "expires": req.expires})
         return True
 
     def get(self, request_id: str) -> Request | None:

@@ -51,6 +51,7 @@ class Look(BaseModel):
     receiver: str = "present"   # present | gone | renamed | moved | dormant
     landed: bool | None = None
     staged: bool | None = None  # tmux: the exact payload sits in the composer now
+    waiting: bool | None = None  # a durable path still holds it for the receiver (a queue row): it may land later
     verdict: str
     reasons: list[str] = []
     capture: str | None = None
@@ -61,7 +62,8 @@ class Look(BaseModel):
         lines = [f"look ({self.transport}): {self.verdict}"]
         lines.append(f"  receiver: {self.receiver}; landed: "
                      f"{ {True: 'yes', False: 'no', None: 'cannot tell'}[self.landed] }"
-                     + ("" if self.staged is None else f"; payload in the composer: {'yes' if self.staged else 'no'}"))
+                     + ("" if self.staged is None else f"; payload in the composer: {'yes' if self.staged else 'no'}")
+                     + ("" if not self.waiting else "; waiting in a durable queue for the receiver"))
         lines += [f"  - {r}" for r in self.reasons]
         for key, value in self.data.items():
             lines.append(f"  {key}: {value}")

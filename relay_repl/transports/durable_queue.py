@@ -114,6 +114,7 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         hit = await anyio.to_thread.run_sync(
             lambda: queue.find(record, client_id=client_id, text=payload)) if record else None
         turns = await anyio.to_thread.run_sync(queue.turns_since, record, delivery.started) if record else []
+        waiting: bool | None = None
         data: dict[str, Any] = {"queue item": item, "queue file": str(queue.queue_file(target)),
                                 name: str(record) if record else "none found"}
         if row is not None:
@@ -121,6 +122,7 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
             verdict = (f"still in the queue (state {row['state']}, {row['ahead']} ahead): not taken yet" if
                        row["state"] != "failed" else f"{self.label(target)} marked the item failed: {row['failure']}")
             landed: bool | None = False
+            waiting = row["state"] != "failed"
         elif hit:
             landed = queue.from_queue(hit)
             verdict = (f"landed: {name} turn {hit['turn_id']} (trigger {hit['turn_trigger']}) carries our message"
@@ -128,7 +130,7 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         else:
             landed = None if record is None else False
             verdict = f"dequeued (the row is gone) but no turn carrying it is in the {name} yet"
-        return Look(transport=self.name, landed=landed, verdict=verdict, data=data,
+        return Look(transport=self.name, landed=landed, waiting=waiting, verdict=verdict, data=data,
                     records=[{"turn": t} for t in turns] + ([{"match": hit}] if hit else []))
 
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:

@@ -203,3 +203,19 @@ async def test_the_debuggers_table_shows_a_forwarded_peers_bidi_and_escapes_visi
     table = repr(dbg)
     assert "\u202e" not in table and "\x1b" not in table, table
     assert "see ⟨U+202E⟩gnp.exe" in table and "\\x1b[2Jdone" in table
+
+
+def test_a_send_killed_before_its_outcome_keeps_the_ids_its_stages_recorded(tmp_path):
+    """The queue item id lives in the outcome's extra; a send killed after its enqueue stage has no
+    outcome, so the rebuild takes it from the stage (else a look says nothing was ever queued)."""
+    from relay_repl.session.debugger import rebuild
+
+    led = Ledger(tmp_path / "l.sqlite")
+    led.event("delivery", delivery="k1", data={"relay_id": "me-1", "transport": "codex-queue", "spec": "codex:beta"})
+    led.event("stage:enqueue", delivery="k1", relay_id="me-1",
+              data={"state": "queued", "detail": "queued as item it-7", "item_id": "it-7",
+                    "row": {"client_id": "cl-7", "state": "pending"}})
+    d = rebuild(led, "me-1").delivery
+    assert (d.extra.item_id, d.extra.client_id) == ("it-7", "cl-7")
+    led.event("outcome", delivery="k1", relay_id="me-1", data={"state": "queued", "extra": {"item_id": "it-8"}})
+    assert rebuild(led, "me-1").delivery.extra.item_id == "it-8"  # the outcome's own record wins

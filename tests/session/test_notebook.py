@@ -5,6 +5,7 @@ raising cell stops the run, dry run sends nothing, resume answers sends from the
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 
 import anyio
 import pytest
@@ -74,6 +75,12 @@ async def test_cells_share_one_namespace_with_top_level_await_and_outputs_land_b
     assert len(by[5]["deliveries"]) == 2 and len(by[4]["sha256"]) == 64
     report = (where / "report.md").read_text()
     assert '## cell 5 "both": done' in report and "| fake:b | replied | verified | b heard: and you? |" in report
+    # the exchange drawn beside the report and embedded in it: operator, fake:a, fake:b; 3 sends, 3 answers
+    assert "![sequence diagram of the exchange](exchange.svg)" in report
+    svg = ET.parse(where / "exchange.svg").getroot()
+    assert len(svg.findall(".//{http://www.w3.org/2000/svg}g[@class='lifeline']")) == 3
+    assert len(svg.findall(".//{http://www.w3.org/2000/svg}g[@class='message send']")) == 3
+    assert len(svg.findall(".//{http://www.w3.org/2000/svg}g[@class='message reply']")) == 3
     assert path.read_text() == NB  # never written into
     assert load_run(path)[0].id == run.id
 

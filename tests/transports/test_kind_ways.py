@@ -153,6 +153,8 @@ async def test_a_kinds_durable_queue_is_served_without_transport_code_naming_it(
 
     await t.confirm(d, target, PAYLOAD, log, timeout=0.2)  # still pending: never claimed
     assert d.state is DeliveryState.QUEUED and "still pending in the queue" in (d.reason or "")
+    look = await t.look(d, target, PAYLOAD)  # not landed, but the queue will hand it over: never re-send it
+    assert look.landed is False and look.waiting is True and "waiting in a durable queue" in look.render()
 
     (tmp_path / "queue.json").write_text("{}")  # the toy takes the item into a queue turn
     (tmp_path / "record.jsonl").write_text(json.dumps({"turn_id": "t1", "turn_trigger": "queue", "client_id": "c-1"}) + "\n")
@@ -162,7 +164,7 @@ async def test_a_kinds_durable_queue_is_served_without_transport_code_naming_it(
     assert d.evidence[-1].detail == "toy record turn t1 (trigger queue) carries our message"
     assert d.evidence[-1].data["toy record"] == str(tmp_path / "record.jsonl")
     look = await t.look(d, target, PAYLOAD)
-    assert look.landed is True and look.data["queue file"] == str(tmp_path / "queue.json")
+    assert look.landed is True and not look.waiting and look.data["queue file"] == str(tmp_path / "queue.json")
 
 
 async def test_the_kind_refuses_its_own_targets_and_one_without_a_queue_is_refused(tmp_path, toy_registered):

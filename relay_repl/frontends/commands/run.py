@@ -31,6 +31,8 @@ def register(sub: Any) -> None:
     s.add_argument("--dry-run", action="store_true", help="print every plan the run would show, with its hops; send nothing")
     s.add_argument("--resume", metavar="RUN_ID", help="continue a stopped run; confirmed steps are never sent again")
     s.add_argument("--json", action="store_true", help="print the run (rounds, steps, states, replies) as JSON at the end")
+    s.add_argument("--report", metavar="DIR", help="write DIR/report.md with the run's steps and its exchange drawn "
+                   "as DIR/exchange.svg (a sequence diagram, embedded in the report)")
     s.set_defaults(func=cmd_run)
 
 
@@ -77,6 +79,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             return await run_recipe(session, args.recipe, params, dry_run=args.dry_run, echo=say)
 
     run = anyio.run(go)
+    if args.report and not args.dry_run:
+        from pathlib import Path
+
+        from relay_repl.session.exchange_report import write_run_report
+        from relay_repl.store.ledger import Ledger
+
+        led = Ledger.read_only_default()
+        try:
+            report = write_run_report(led, run, Path(args.report))
+        finally:
+            led.close()
+        print(f"relay: report written to {report} (the exchange drawn in {report.parent / 'exchange.svg'})",
+              file=sys.stderr)
     if args.json:
         print(run.model_dump_json(indent=1))
     else:
