@@ -437,3 +437,55 @@ async def test_a_body_too_long_to_pass_on_quoted_is_refused_at_once(relay_home):
         got = await d.ask("fake:beta", "fake:alpha", "x" * (MAX_BODY - 5))
         assert "not held: the body, quoted as fake:beta's words" in got["refused"] and "shorten it" in got["refused"]
         assert list(d.s.requests) == []
+
+
+@pytest.mark.timeout(120)
+def test_a_hosts_agents_requests_are_listed_approved_and_denied_from_here(h2, tmp_path):
+    """A request held on host h2 (in its ledger, as h2's relay serve inbox holds what h2's agents ask):
+    listed here as h2/<id>, approved here with the plan h2 builds (its route shown), denied here; the
+    states land in h2's ledger, where the asking agent reads them. The agent's own path (relay_send on h2,
+    judged by h2's kernel) is tests/lab/test_requests_hosts_live.py."""
+    from relay_repl.core.request import Request
+    from relay_repl.session.app import make_session
+    from relay_repl.session.remote import Hosts
+    from relay_repl.store.requests import RequestStore
+
+    shown = []
+
+    async def approve(plan) -> bool:
+        shown.append(plan)
+        return True
+
+    def kept(rid: str, body: str) -> None:
+        led = Ledger(tmp_path / "h2home" / "ledger.sqlite")
+        RequestStore(led).add(Request.held(id=rid, asker="codex:beta", verdict="verified", evidence="h2's kernel",
+                                           asker_pid=1, to="fake:inbox", body=body, want="none", hop=0, line="l"))
+        led.close()
+
+    async def go():
+        s = make_session(approve=approve, echo=None, discover=False)
+        s.sender.remote.hosts = Hosts(remote_command=("relay", "--fake", "serve", "--stdio"))
+        try:
+            assert list(await s.host_requests("h2")) == []  # h2's inbox listens from now on
+            kept("beta-1", "from h2's beta")
+            kept("beta-2", "deny me")
+            (one, two) = await s.host_requests("h2")
+            assert (one.id, one.asker, one.to) == ("h2/beta-1", "h2/codex:beta", "h2/fake:inbox")
+            with pytest.raises(UsageError, match="deny_host_request"):
+                s.deny_request("h2/beta-2")
+            denied = await s.deny_host_request("h2/beta-2", why="not on h2")
+            d = await s.approve_request("h2/beta-1")
+            return denied, d
+        finally:
+            await s.sender.remote.aclose()
+
+    denied, d = anyio.run(go)
+    assert denied.state == "denied" and denied.why == "not on h2"
+    (plan,) = shown
+    assert plan.target.startswith("h2/fake:inbox") and "route: via ssh h2" in plan.render()
+    assert plan.heading.startswith("request beta-1 from codex:beta [verified]")
+    assert plan.payload.endswith("codex:beta (verified) wrote: «from h2's beta»")
+    assert d.outcome == "delivered" and d.target.startswith("h2/"), d.summary()
+    host = RequestStore(Ledger(tmp_path / "h2home" / "ledger.sqlite"))
+    assert [h.state for h in host.get("beta-1").history] == ["held", "approved", "delivered"]
+    assert host.get("beta-2").state == "denied"
