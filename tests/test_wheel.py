@@ -69,3 +69,33 @@ def test_the_build_configuration_uses_no_deprecated_form(monkeypatch):
         dist = apply_configuration(Distribution(), ROOT / "pyproject.toml")
     assert [f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught] == []
     assert dist.metadata.license_expression == "MIT"
+
+
+def test_the_editable_install_prints_no_warning_wall(tmp_path):
+    """`pip install -e .` (scripts/bootstrap, so `./scripts/test` and `./scripts/relay --lab` on a fresh
+    clone) calls the backend's build_editable hook; every warning the backend emits there pip prints as a
+    `!!`-framed block. Called here through the same hook library pip vendors (pyproject_hooks, with the
+    .venv's setuptools), on a clean copy of the tree: no warning at all (issue 39; the old setup.py gives
+    setuptools' InformationOnly 'Editable installation.' wall)."""
+    import sys
+    import warnings
+
+    from pyproject_hooks import BuildBackendHookCaller, default_subprocess_runner
+
+    src = tmp_path / "src"
+    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, check=True).stdout.split(b"\0")
+    for f in (f.decode() for f in files if f):
+        if (ROOT / f).is_file() and not (ROOT / f).is_symlink():
+            (src / f).parent.mkdir(parents=True, exist_ok=True)
+            (src / f).write_bytes((ROOT / f).read_bytes())
+    caller = BuildBackendHookCaller(str(src), "setuptools.build_meta", python_executable=sys.executable,
+                                    runner=default_subprocess_runner)
+    out = tmp_path / "out"
+    out.mkdir()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        name = caller.build_editable(str(out))
+    assert name.endswith(".whl")
+    walls = [str(w.message) for w in caught]
+    assert walls == []

@@ -111,3 +111,10 @@ class DurableQueue(Protocol):
     def from_queue(self, hit: dict[str, Any]) -> bool:
         """Whether the turn that carries our item was started by the queue (else: typed, not ours)."""
         ...
+
+    def taker_gone(self, target: Target) -> str | None:
+        """Why no process will take a queued item for `target` now (its process exited), or None
+        when one may. Asked once an enqueue succeeded: a queue that accepts an item for a thread
+        nobody runs (`codex queue` exits 0 for it) must be reported as waiting for that reason,
+        not left to time out unexplained. Optional: the transport treats a kind without it as None."""
+        ...

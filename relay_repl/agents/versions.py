@@ -122,9 +122,13 @@ def verified_file() -> Path:
 
 
 def _verified_here_all() -> dict[str, dict[str, dict[str, object]]]:
-    try:
-        data = json.loads(verified_file().read_text())
-    except (OSError, ValueError):
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.store.loader import read_text
+
+    try:  # the one loader (a FIFO there never hangs); unreadable = nothing verified here: sends stay gated
+        text = read_text(verified_file(), "run `relay fidelity` again", missing_ok=True)
+        data = json.loads(text) if text else {}
+    except (FileProblem, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -32,6 +32,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay_repl.core.readable import Readable
+
 from relay_repl.core.errors import NoApproval
 from relay_repl.core.plan import Plan
 
@@ -73,7 +75,7 @@ def plan_digest(plan: Plan) -> str:
     return hashlib.sha256(json.dumps(plan.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
 
 
-class Approval(BaseModel):
+class Approval(Readable, BaseModel):
     """The gate's yes for one scope. Only the mint's own objects are live."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from relay_repl.core.readable import Readable
+
 from relay_repl.core.turn_reply import TurnReply
 from relay_repl.core.controls import visible
 from relay_repl.core.inbound import InboundMessage
@@ -86,7 +88,7 @@ class DeliveryExtra(BaseModel):
                                         "which reads and writes this)")
 
 
-class Delivery(BaseModel):
+class Delivery(Readable, BaseModel):
     """One send in progress: its plan, the stages it passed, and its outcome."""
 
     model_config = ConfigDict(validate_assignment=True, defer_build=True)  # built on first use, off the targets path
@@ -143,12 +145,36 @@ class Delivery(BaseModel):
         return {"delivered": 0, "pending": 3}.get(self.outcome, 1)
 
     def summary(self) -> str:
+        """Outcome, target and why in one line; an answer's sender, verdict and first words after."""
         why = f": {self.reason}" if self.reason else ""
         if self.reply is not None:
             verdict = self.reply.verdict.verdict if self.reply.verdict else "no verdict"
-            why += f"; answer {self.reply.relay_id or ''} ({verdict}): {self.reply.body[:60]!r}"
+            words = " ".join(self.reply.body.split())
+            words = words if len(words) <= 80 else words[:79] + "…"
+            why += f"; answer {self.reply.relay_id or ''} from {self.reply.sender} ({verdict}): \"{words}\""
         where = f" at stage {self.stage}" if self.outcome == "pending" else ""
         return visible(f"{self.outcome}{where} ({self.state.value}) via {self.transport} to {self.target}{why}")
 
     def __repr__(self) -> str:
-        return f"<Delivery {self.key} {self.relay_id or ''} {self.summary()}>"
+        """What matters first: the outcome and to whom (summary), then the ids to look it up by."""
+        return f"<Delivery {self.summary()}; id {self.relay_id or '-'}, key {self.key}>"
+
+
+class DeliveryTable(list):
+    """This session's deliveries (`session.deliveries`), printed as a table: newest last, each with
+    its outcome, where it stands and its answer, so the list reads at a glance in the REPL."""
+
+    def __repr__(self) -> str:
+        if not self:
+            return "no deliveries yet (`await session.send(...)` makes one)"
+        rows: list[tuple[str, ...]] = [("RELAY ID", "TARGET", "TRANSPORT", "OUTCOME", "STATE", "STAGE", "ANSWER")]
+        for d in self:
+            answer = "-"
+            if d.reply is not None:
+                words = " ".join(d.reply.body.split())
+                verdict = d.reply.verdict.verdict if d.reply.verdict else "no verdict"
+                answer = f"{verdict}: {words if len(words) <= 50 else words[:49] + '…'}"
+            rows.append((d.relay_id or "-", d.target, d.transport, d.outcome, d.state.value, d.stage, answer))
+        rows = [tuple(visible(c) for c in r) for r in rows]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

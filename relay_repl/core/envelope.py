@@ -248,7 +248,8 @@ class Envelope(BaseModel):
         if missing:
             raise EnvelopeError(f"relay header lacks {', '.join(missing)}")
         hop = fields["hop"]
-        if not hop.isdigit() or (len(hop) > 1 and hop[0] == "0"):
+        # ASCII digits only: str.isdigit() holds for `²` (int() then raised ValueError) and `٣` (read as 3)
+        if not (hop.isascii() and hop.isdigit()) or (len(hop) > 1 and hop[0] == "0"):
             raise EnvelopeError(f"relay header hop={hop!r} is not a whole number")
         return cls.make(
             sender=fields["from"], to=fields["to"], id=fields["id"], hop=int(hop), want=fields["want"],

@@ -75,6 +75,10 @@ class NoApproval(PolicyRefusal):
     """A side effect was attempted without a live approval the gate minted for its plan."""
 
 
+class Declined(PolicyRefusal):
+    """The operator answered No to the plan of their own action (`session.confirm`): nothing was done."""
+
+
 class LoopHalt(PolicyRefusal):
     """Hop cap reached, duplicate id, or relay-halt in force."""
 
@@ -157,3 +161,21 @@ def describe(exc: BaseException, doing: str = "") -> str:
         return f"a database could not be read or written{where} ({str(exc).splitlines()[0][:120]}): retry; `relay doctor` checks the ledger"
     text = str(exc).splitlines()[0][:160] if str(exc) else "no detail"
     return f"unexpected failure{where}: {text}; the ledger keeps the details (`relay why`)"
+
+
+class FileProblem(UsageError):
+    """A file a person or a peer can edit (hosts.toml, a recipe, a notebook's outputs, the lab's
+    state, a client's registry) is not in a shape relay can read: one line that names the file,
+    says what is wrong (and on which line, when that is known) and what to do, exit 2.
+
+    Why its own class: every reader of such a file (store/loader.py) raises this, so a caller that
+    can go on without the file (discovery skipping a client's record, `relay recipes` listing a
+    bad one) catches exactly this and nothing that is a bug."""
+
+    def __init__(self, path: object, problem: str, fix: str, line: int | None = None) -> None:
+        self.path = str(path)
+        self.problem = problem
+        self.fix = fix
+        self.line = line
+        where = f" (line {line})" if line else ""
+        super().__init__(f"{self.path}: {problem}{where}: {fix}")

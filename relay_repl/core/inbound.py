@@ -31,13 +31,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay_repl.core.readable import Readable
+
 from relay_repl.core.controls import visible
 from relay_repl.core.peertext import consent_flag
 
 VerdictKind = Literal["verified", "host verified", "mismatch", "unknown process", "receiver's own record"]
 
 
-class Verdict(BaseModel):
+class Verdict(Readable, BaseModel):
     """Who sent an inbound message, judged from the kernel's peer pid."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
@@ -62,7 +64,7 @@ class Verdict(BaseModel):
             f" — {self.detail}" if self.detail else "")
 
 
-class InboundMessage(BaseModel):
+class InboundMessage(Readable, BaseModel):
     """One message kept in the operator's inbox (the ledger's `inbox` table)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
@@ -92,14 +94,36 @@ class InboundMessage(BaseModel):
             return self.line
         return env.body if env else self.line
 
+    @property
+    def text(self) -> str:
+        """The message's words (its body, without the envelope header); the same as `.body`.
+        Raw as the peer wrote them: print it through `relay_repl.core.controls.visible`."""
+        return self.body
+
+    @property
+    def sender(self) -> str:
+        """Who sent it, as far as relay knows: the session the kernel's pid proved for a verified
+        message, else the sender it claimed (marked so), else '?'."""
+        v = self.verdict
+        if v is not None and v.ok and v.session:
+            return v.session
+        return f"{self.peer} (claimed)" if self.peer else "?"
+
     def __repr__(self) -> str:
+        """Who, verdict, what it answers, then its words (neutralised, cut at the end): what an
+        operator reads a message for, in that order (issue 39: the header used to fill the line)."""
         when = time.strftime("%H:%M:%S", time.localtime(self.at))
         link = f"re {self.answers}" if self.answers else "unlinked"
         verdict = self.verdict.verdict if self.verdict else "no verdict"
         pid = self.origin.get("verifiedPeerPid")
+        words = " ".join(self.body.split())
+        words = words if len(words) <= REPR_WORDS else words[:REPR_WORDS - 1] + "…"
         flag = consent_flag(self.body)
-        return visible(f"<InboxMessage #{self.seq} {when} from {self.peer or '?'} [{verdict}, pid {pid}, {link}]"
-                       f"{' FLAG: ' + flag if flag else ''}: {self.line[:80]!r}>")
+        return visible(f"<InboxMessage #{self.seq} {when} from {self.sender} [{verdict}{f', pid {pid}' if pid else ''}] "
+                       f"{link}{' FLAG: ' + flag if flag else ''}: \"{words}\">")
+
+
+REPR_WORDS = 160  # a message's words in its repr; `.text` holds them all
 
 
 class PeerIdentity(BaseModel):

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from relay_repl.core.errors import UsageError
+from relay_repl.core.errors import FileProblem, UsageError
 
 _HEADER = re.compile(r"^#\s*%%(?!%)(.*)$")
 _META = re.compile(r"""([A-Za-z_][\w.-]*)=(\[[^\]]*\]|\{[^}]*\}|"(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
@@ -44,6 +44,10 @@ _TARGET_SPEC = re.compile(r"^(?:[a-z][a-z0-9-]*:[^\s/:]+|%\d+)$")
 
 class NotebookError(UsageError):
     """A notebook file or a parameter is wrong: one line, exit 2, before any cell runs."""
+
+
+class NotebookFileProblem(FileProblem, NotebookError):
+    """A notebook file (or a run's output file) that cannot be read: `FILE: what is wrong (line L): what to do`."""
 
 
 class Cell(BaseModel):
@@ -180,6 +184,12 @@ def cell_ast(cell: Cell, path: str) -> ast.Module:
         line = (exc.lineno or 1) + cell.line - 1
         col = exc.offset or 1
         raise NotebookError(f"{path}:{line}:{col}: syntax error in {cell.label}: {exc.msg}") from None
+    except ValueError:  # a NUL in the source: compile() raises ValueError, not SyntaxError
+        raise NotebookError(f"{path}:{cell.line}: {cell.label} holds a NUL byte: remove it (is the file binary, "
+                            "or cut short while written?)") from None
+    except (RecursionError, MemoryError):
+        raise NotebookError(f"{path}:{cell.line}: {cell.label} is nested too deeply for Python to compile: "
+                            "split the expression") from None
     assert isinstance(tree, ast.Module)
     ast.increment_lineno(tree, cell.line - 1)
     return tree
@@ -217,6 +227,9 @@ def _compile(tree: ast.Module | ast.Expression, path: str, mode: str, cell: Cell
     except SyntaxError as exc:  # e.g. `return` outside a function: found only when compiling
         raise NotebookError(f"{path}:{exc.lineno or cell.line}:{exc.offset or 1}: syntax error in {cell.label}: "
                             f"{exc.msg}") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise NotebookError(f"{path}:{cell.line}: {cell.label} is nested too deeply for Python to compile: "
+                            "split the expression") from None
 
 
 def parameter_defaults(cell: Cell, path: str) -> dict[str, Any]:
@@ -232,7 +245,7 @@ def parameter_defaults(cell: Cell, path: str) -> dict[str, Any]:
             continue
         try:
             out[name] = ast.literal_eval(value)
-        except ValueError:
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             raise NotebookError(f"{path}:{node.lineno}: the parameters cell sets {name} to an expression; a default "
                                 "must be a literal (a number, text, True/False, a list)") from None
     return out

@@ -15,10 +15,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay_repl.core.readable import Readable
+
 from relay_repl.core.controls import visible
 
 
-class Plan(BaseModel):
+class Plan(Readable, BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
 
     action: str = Field(description="What will happen, in a few words, e.g. 'send', 'register inbox'.")
@@ -66,6 +68,10 @@ class Plan(BaseModel):
         return "\n".join(lines)
 
     def __str__(self) -> str:
+        return self.render()
+
+    def __repr__(self) -> str:
+        """In the REPL a plan (`await session.preview(...)`) prints as the gate shows it: the four parts."""
         return self.render()
 
 

@@ -32,14 +32,13 @@ Pure: imports nothing above core.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from relay_repl.core.validation import first_error
-from relay_repl.core.errors import UsageError
+from relay_repl.core import file_shape
+from relay_repl.core.errors import FileProblem, UsageError
 
 ParamType = Literal["text", "target", "targets", "int"]
 BUILTINS = ("round", "rounds", "run", "last")
@@ -49,6 +48,13 @@ _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
 class RecipeError(UsageError):
     """A recipe file, a parameter or a template is wrong: one line, exit 2."""
+
+
+class RecipeFileProblem(FileProblem, RecipeError):
+    """The recipe file itself cannot be read or is not a recipe: `FILE: what is wrong (line L): what to do`."""
+
+
+FIX = "edit the recipe (`relay recipes schema` prints the format, recipes/README.md explains it)"
 
 
 # -- templates -----------------------------------------------------------------
@@ -261,29 +267,22 @@ class Recipe(BaseModel):
         return f"{self.description} [{stop}] {ps}".strip()
 
 
-def _one_line_error(exc: ValidationError, source: str) -> str:
-    loc, msg, more = first_error(exc, one_based=True, unknown_key="is not a recipe key")
-    return f"recipe {source}{f' at {loc}' if loc else ''}: {msg}{more}"
-
-
 def parse_recipe(text: str, source: str = "<text>") -> Recipe:
-    """Parse and validate TOML text; every fault is one RecipeError line naming the file."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise RecipeError(f"recipe {source} is not valid TOML: {exc}") from None
-    try:
-        return Recipe.model_validate(data)
-    except ValidationError as exc:
-        raise RecipeError(_one_line_error(exc, source)) from None
+    """Parse and validate TOML text; every fault is one RecipeFileProblem line naming the file, the
+    key and its line (core/file_shape.py)."""
+    data = file_shape.toml_table(text, source, FIX, RecipeFileProblem)
+    return file_shape.validated(Recipe, data, source, text, FIX, error=RecipeFileProblem, one_based=True)
 
 
 def load_recipe(path: Path) -> Recipe:
+    """A recipe file known to be a regular file (the shipped ones); a file found on disk is read
+    through the one loader (session/recipes.py: store/loader.py), which also refuses a FIFO or a
+    directory in its place."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecipeError(f"cannot read recipe {path}: {exc}") from None
-    return parse_recipe(text, str(path))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecipeFileProblem(path, f"cannot be read ({exc.strerror or exc})", FIX) from None
+    return parse_recipe(file_shape.decode(data, path, FIX, RecipeFileProblem), str(path))
 
 
 def recipe_schema() -> dict[str, Any]:

@@ -9,6 +9,8 @@ from relay_repl.core.controls import visible
 from relay_repl.core.errors import UsageError
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
+from relay_repl.core.readable import Readable
+
 TargetState = Literal["idle", "busy", "waiting", "unknown", "never-idle"]
 
 
@@ -47,7 +49,7 @@ def _detail_model(kind: str) -> type[AgentDetail]:
             return found
     return AgentDetail
 
-class Target(BaseModel):
+class Target(Readable, BaseModel):
     """A discovered session: who it is, whether it lives, how it can be reached."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -112,7 +114,7 @@ class Target(BaseModel):
         return f"<Target {self.describe()}>"
 
 
-class Me(BaseModel):
+class Me(Readable, BaseModel):
     """The operator's own address (seed section 1): needed to ask for a reply."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path

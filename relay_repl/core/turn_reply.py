@@ -10,11 +10,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay_repl.core.readable import Readable
+
 TurnStatus = Literal["answered", "no final message", "aborted"]
 PROVENANCE = "receiver's own record"
 
 
-class TurnReply(BaseModel):
+class TurnReply(Readable, BaseModel):
     """What the receiver's own record says its turn ended with."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
@@ -32,3 +34,12 @@ class TurnReply(BaseModel):
     def __str__(self) -> str:
         said = repr(self.text) if self.text is not None else f"({self.status})"
         return f"{said} — {self.record} in {self.source} ({self.provenance}; matched by {self.anchor})"
+
+    def __repr__(self) -> str:
+        """Whose turn, how it ended, then its words (neutralised, cut at the end)."""
+        from relay_repl.core.controls import visible
+
+        words = " ".join((self.text or "").split())
+        words = words if len(words) <= 160 else words[:159] + "…"
+        said = f': "{words}"' if self.text is not None else ""
+        return visible(f"<TurnReply {self.kind} {self.status} ({self.provenance}, {self.record}){said}>")

@@ -8,7 +8,9 @@ one line in COMMANDS. Imports are deferred so `relay --help` and the REPL start 
 
 A subparser may set, beside `func`, `lab_use="start"` (the REPL: `--lab` first starts what
 is missing of the lab) or `lab_use="none"` (the lab's own commands: `--lab` needs no
-pointing), and `fast_exit=True` (a read-only command that may skip interpreter teardown).
+pointing), `fast_exit=True` (a read-only command that may skip interpreter teardown), and
+`whole_parser=True` (`relay completion`: `main` hands it `build_parser` there, so the command needs
+no import of this module).
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from relay_repl.frontends.commands import (
     approve,
     ask,
     clean,
+    completion,
     dead,
     deny,
     debug,
     doctor,
     fidelity,
+    halts,
     hosts,
     lab,
     log,
@@ -43,6 +47,7 @@ from relay_repl.frontends.commands import (
     send,
     serve,
     targets,
+    unhalt,
     verify,
     watch,
     whoami,
@@ -52,7 +57,7 @@ from relay_repl.frontends.commands import (
 # The subcommands in the order `relay --help` lists them; each module registers its own subparser.
 COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, doctor, debug, whoami, clean,
             reply, notebook, mcp, hosts, serve,
-            dead, watch, ask, requests, approve, deny)
+            dead, watch, halts, unhalt, completion, ask, requests, approve, deny)
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions ({kinds})
@@ -80,6 +85,8 @@ examples:
   relay recipes                 saved multi-round exchanges; `relay run NAME -p KEY=VALUE`
   relay why run-1a2b3c4d        a recipe run's whole timeline
   relay clean                   remove what a crashed relay REPL left (only files it provably created)
+  relay halts / relay unhalt    the relay-halts in force; clear them after a y/N
+  relay completion bash         shell completion (bash, zsh, fish); see `relay completion --help`
 
 State (ledger, history, lab) lives in $RELAY_HOME, else $XDG_STATE_HOME/relay-repl.
 """
@@ -132,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:  # no command: the REPL
         args.func, args.lab_use = repl.cmd_repl, "start"
     func = args.func
+    if getattr(args, "whole_parser", None) is True:
+        args.whole_parser = build_parser
     lab_use = getattr(args, "lab_use", "as-is")
     from relay_repl.core.errors import RelayError
 
@@ -139,11 +148,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.lab and lab_use != "none":  # `relay --lab lab ...` needs no pointing
             lab.use_lab(start=lab_use == "start")
         code = int(func(args) or 0)
+        if argv is None:
+            sys.stdout.flush()  # here, so a reader that left early (`| head`) is caught below, not at exit
         if getattr(args, "fast_exit", False) and argv is None:  # a real process, not a call from tests
             targets.fast_exit(code)
         return code
+    except BrokenPipeError:
+        from relay_repl.frontends.commands.common import closed_pipe
+
+        return closed_pipe()
     except (RelayError, BaseExceptionGroup, KeyboardInterrupt) as exc:
         return exit_code(exc)
+
 
 
 def exit_code(exc: BaseException) -> int:

@@ -58,6 +58,15 @@ def fill(text: str) -> str:
 
 
 class _Fill(argparse.HelpFormatter):
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if action.help is not argparse.SUPPRESS and isinstance(action, argparse._SubParsersAction):
+            # argparse measures the subcommands at the section's indent, but prints them one step in: a
+            # 10-letter name (`completion`) then wrapped its help onto the next line
+            names = [len(self._format_action_invocation(a)) for a in action._get_subactions()]
+            self._action_max_length = max(self._action_max_length,
+                                          max(names, default=0) + self._current_indent + self._indent_increment)
+
     def _format_text(self, text: str) -> str:
         return super()._format_text(fill(text))
 

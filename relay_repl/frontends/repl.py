@@ -21,14 +21,14 @@ from collections.abc import Callable
 from typing import Any
 
 BANNER = """relay_repl {version} — `session` is being prepared (discovery runs in the background). Try:
-  session                      targets, your address, open deliveries
-  await session.refresh()      re-discover targets
-  await session.send("claude:alpha", "hello", want="ack")
-  dbg = session.debugger(d)    a stuck delivery: print dbg, await dbg.look() / dbg.step() / dbg.resume()
-  session.why("<relay id>")    every event recorded for one id, as a table
+  session · session.targets · session.inbox      who you are, targets (`await session.refresh()`), replies
+  d = await session.send("claude:alpha", "hello", want="reply")   plan, y/N, deliver, confirm; `d` says how it went
+  await session.preview("claude:alpha", "hello")   that plan, with nothing sent or asked
+  await session.confirm("what", target=…, how=…, payload=…, done_when=…)   your own action behind a plan and y/N
+  act = session.gated(fn, target=…, done_when=…)   `await act(...)` runs fn only after its plan's y
+  dbg = session.debugger(d) · session.why(d)     a stuck delivery step by step · every event for one id
   run = await session.run("ping", target="claude:alpha")   a saved recipe (`relay recipes` lists them)
-  session.transports           the transports and their capabilities; `a | b` chains them
-Tab completes targets inside session.send("…"); Ctrl-C stops a wait (the delivery stays, debuggable).
+Tab completes targets in session.send("…") and members after a dot; Ctrl-C stops a wait; exit() or Ctrl-D leaves.
 Every side effect shows its plan and asks [y/N] first: type y then Enter to approve."""
 
 LOADING = "<Session loading: discovery runs in the background; its summary prints here when ready>"
@@ -178,8 +178,38 @@ async def _main(fake: bool) -> None:
     finally:
         if not repl_task.done():
             repl_task.cancel()
+        removed: list[str] = []
         if session.built() is not None:  # remove the inbox socket and registry entry
-            await session.close_inbox()
+            removed = await session.close_inbox()
+        print("\n".join(leaving(session.built(), removed)), flush=True)
+
+
+def leaving(real: Any, removed: list[str]) -> list[str]:
+    """What the REPL says as it ends (issue 39: it left the lab running without a word): what it
+    removed, what is still open in the ledger, and what it leaves running (the lab)."""
+    import os
+
+    from relay_repl.core.controls import visible
+
+    lines = [f"relay: left the REPL; removed {', '.join(removed)}" if removed else "relay: left the REPL"]
+    pending = [d for d in (real.deliveries if real is not None else []) if d.outcome == "pending"]
+    if pending:
+        lines.append(f"  {len(pending)} delivery(ies) still pending, kept in the ledger: `relay debug "
+                     f"{pending[-1].relay_id}` looks at one")
+    if os.environ.get("RELAY_LAB_DIR"):
+        from relay_repl.core.errors import RelayError
+
+        try:
+            from relay_repl.lab.lab_status import status
+
+            lab = status()
+        except (RelayError, OSError, ValueError):
+            lab = None
+        alive = [x.name for x in lab.sessions if x.alive] if lab is not None else []
+        if lab is not None and alive:
+            lines.append(f"  the lab keeps running ({', '.join(alive)}; tmux -L {lab.tmux_socket}): "
+                         "`relay lab down` stops it")
+    return [visible(x) for x in lines]
 
 
 def relay_errors_in_one_line(repl: Any) -> None:
@@ -193,6 +223,10 @@ def relay_errors_in_one_line(repl: Any) -> None:
     theirs = repl._handle_exception
 
     def handle(e: BaseException) -> None:
+        from ptpython.repl import ReplExit
+
+        if isinstance(e, ReplExit):  # `exit()`: ptpython's async loop prints it as an error and stays
+            raise SystemExit(0)  # what `quit()` raises, which that loop ends on
         from relay_repl.core.controls import visible
         from relay_repl.core.errors import first_relay_error
 

@@ -177,21 +177,55 @@ def install(progress: Progress = print, kinds: Iterable[str] | None = None) -> d
     env.setdefault("DISABLE_AUTOUPDATER", "1")
     try:
         with open(log, "wb") as fh:
-            proc = subprocess.run(cmd, cwd=dest, stdout=fh, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, env=env, timeout=1800)
+            returncode = run_with_progress(cmd, dest, fh, env, progress, timeout=1800)
     except subprocess.TimeoutExpired as exc:
         raise LabError(f"npm {cmd[1]} timed out after 30 min; see {log}") from exc
     except OSError as exc:
         raise LabError(f"cannot run npm: {exc.strerror or exc}: {NODE_HINT}") from exc
-    if proc.returncode != 0:
+    if returncode != 0:
         tail = _last_error_line(log)
-        raise LabError(f"{' '.join(cmd[1:2])} failed (exit {proc.returncode}): {tail}; full log: {log}")
+        raise LabError(f"{' '.join(cmd[1:2])} failed (exit {returncode}): {tail}; full log: {log}")
     versions.clear_cache()
     have = installed_versions()
     if have != VERIFIED_VERSIONS:
         raise LabError(f"after npm {cmd[1]} the clients report {have}, expected {VERIFIED_VERSIONS}; see {log}")
     progress(f"installed in {time.monotonic() - t0:.0f}s: {described(have)}")
     return {k: VERIFIED_VERSIONS[k] for k in need}
+
+
+def tree_bytes(root: Path) -> int:
+    """The bytes of every regular file under `root` (0 when it is not there yet); symlinks not followed."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, f))
+            except OSError:
+                continue  # npm moved it meanwhile
+            total += st.st_size
+    return total
+
+
+def run_with_progress(cmd: list[str], dest: Path, log: Any, env: dict[str, str], progress: Progress, *,
+                      timeout: float, every: float = 5.0) -> int:
+    """Run npm with its output in `log`, and every `every` s say how much it has written into
+    `dest/node_modules` so far: an 800 MB install that prints nothing for a minute looks hung (issue 39).
+    Returns npm's exit status; TimeoutExpired (npm killed) after `timeout` s."""
+    proc = subprocess.Popen(cmd, cwd=dest, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    t0 = time.monotonic()
+    try:
+        while True:
+            try:
+                return proc.wait(timeout=every)
+            except subprocess.TimeoutExpired:
+                waited = time.monotonic() - t0
+                if waited > timeout:
+                    raise subprocess.TimeoutExpired(cmd, timeout) from None
+                progress(f"  ... {tree_bytes(dest / 'node_modules') / 1e6:.0f} MB written in {waited:.0f}s")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _last_error_line(log: Path) -> str:
@@ -264,15 +298,14 @@ def install_versions(want: dict[str, str], progress: Progress = print) -> Path:
     env.setdefault("DISABLE_AUTOUPDATER", "1")
     try:
         with open(log, "wb") as fh:
-            proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=warn"], cwd=dest,
-                                  stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                  timeout=1800)
+            returncode = run_with_progress([npm, "install", "--no-audit", "--no-fund", "--loglevel=warn"], dest, fh,
+                                           env, progress, timeout=1800)
     except subprocess.TimeoutExpired as exc:
         raise LabError(f"npm install timed out after 30 min; see {log}") from exc
     except OSError as exc:
         raise LabError(f"cannot run npm: {exc.strerror or exc}: {NODE_HINT}") from exc
-    if proc.returncode != 0:
-        raise LabError(f"npm install failed (exit {proc.returncode}): {_last_error_line(log)}; full log: {log}")
+    if returncode != 0:
+        raise LabError(f"npm install failed (exit {returncode}): {_last_error_line(log)}; full log: {log}")
     versions.clear_cache()
     have = {kind: binary_version(dest / "node_modules" / ".bin" / pin(kind).binary, kind=kind) for kind in lab_kinds()}
     if have != want:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import computed_field, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import computed_field, BaseModel, ConfigDict, Field
 
 Kind = str
 """A registered agent kind's name (relay_repl.agents.registry): the lab names none itself."""
@@ -119,7 +118,10 @@ def save(state: LabState, path: Path) -> None:
 
 def load(path: Path) -> LabState | None:
     """The saved state, or None if absent/unreadable (a torn or foreign lab.json)."""
-    try:
-        return LabState.model_validate_json(path.read_text())
-    except (OSError, ValidationError, json.JSONDecodeError, ValueError):
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.store.loader import load_json
+
+    try:  # the one loader: a FIFO or a directory in its place is "no state", never a hang
+        return load_json(path, LabState, "run `relay lab down` and `relay lab up`", missing_ok=True)
+    except FileProblem:
         return None

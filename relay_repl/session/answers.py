@@ -122,11 +122,12 @@ class Answers:
         finally:
             spend(approval)
 
-    async def close_inbox(self) -> None:
-        """Remove the inbox's sockets and any registry entry it wrote (even while cancelled)."""
+    async def close_inbox(self) -> list[str]:
+        """Remove the inbox's sockets and any registry entry it wrote (even while cancelled); the files removed."""
         if self.inbox_server is not None:
             with anyio.CancelScope(shield=True):
-                await self.inbox_server.close()
+                return list(await self.inbox_server.close() or [])
+        return []
 
     def attach_inbox(self, inbox: Inbox) -> None:
         """Called by the REPL once its inbox listens: replies now have somewhere to go."""

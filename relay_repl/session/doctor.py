@@ -24,11 +24,15 @@ class Report(list):
 
     @property
     def ok(self) -> bool:
-        return all(c.ok for c in self)
+        """No row failed (a skipped row had nothing to check: it neither passes nor fails)."""
+        return not any(c.failed for c in self)
 
     def __repr__(self) -> str:
-        failed = [c for c in self if not c.ok]
+        failed = [c for c in self if c.failed]
+        skipped = sum(c.skipped for c in self)
         tail = "all checks pass" if not failed else f"{len(failed)} of {len(self)} checks failed"
+        if skipped:
+            tail += f" ({skipped} skipped: nothing there to check)"
         return "\n".join([c.render() for c in self] + [tail])
 
 
@@ -43,13 +47,15 @@ def check_tmux() -> Check:
 
     exe = tmux_binary()
     if exe is None:
-        return Check(name="tmux", ok=False, detail="not found on PATH",
+        return Check(name="tmux", ok=False, detail="looked on PATH: `tmux` not found",
                      fix="install tmux (e.g. apt-get install tmux); typing into panes needs it")
     try:
         out = run_tmux((), "-V", timeout=10).text.strip()  # the one tmux runner; -V needs no server
     except TmuxError as exc:
-        return Check(name="tmux", ok=False, detail=f"{exe} does not answer -V ({exc})", fix="reinstall tmux")
-    return Check(name="tmux", ok=True, detail=f"{out or 'unknown version'} at {exe}")
+        return Check(name="tmux", ok=False, detail=f"ran `{exe} -V`: no answer ({exc})", fix="reinstall tmux")
+    if not out:
+        return Check(name="tmux", ok=False, detail=f"ran `{exe} -V`: it printed nothing", fix="reinstall tmux")
+    return Check(name="tmux", ok=True, detail=f"ran `{exe} -V`: {out}")
 
 
 def check_client(kind: str) -> Check:
@@ -60,23 +66,23 @@ def check_client(kind: str) -> Check:
     want, binary, install = client.version, client.binary, client.install_hint
     exe = shutil.which(binary)
     if exe is None:
-        return Check(name=name, ok=False, detail=f"`{binary}` not found on PATH",
+        return Check(name=name, ok=False, detail=f"looked on PATH: `{binary}` not found",
                      fix=f"install it ({install}) or put its directory on PATH; or use the lab: "
                          f"`relay lab install`, then `relay --lab doctor`")
     have = binary_version(exe, kind=kind)
     if have is None:
-        return Check(name=name, ok=False, detail=f"{exe} does not answer --version",
+        return Check(name=name, ok=False, detail=f"ran `{exe} --version`: no version in its answer",
                      fix=f"reinstall it ({install})")
     status = version_status(kind, have)
     if status == "unverified":
-        return Check(name=name, ok=False, detail=f"{have} at {exe}: unverified (pinned: {want}; not verified on "
-                                                 f"this machine)",
+        return Check(name=name, ok=False, detail=f"ran `{exe} --version`: {have}, unverified (pinned: {want}; not "
+                                                 f"verified on this machine)",
                      fix=f"verify it: `relay fidelity --clients system`; or {install}, or use the lab (`relay --lab`)")
     if status == "verified":
         when = verified_here(kind).get(have, {}).get("when", "?")
-        return Check(name=name, ok=True, detail=f"{have} at {exe}: verified locally (on this machine, by relay fidelity "
-                                                f"{when}; pinned is {want})")
-    return Check(name=name, ok=True, detail=f"{have} at {exe}: pinned (the version relay ships verified)")
+        return Check(name=name, ok=True, detail=f"ran `{exe} --version`: {have}, verified locally (on this machine, by "
+                                                f"relay fidelity {when}; pinned is {want})")
+    return Check(name=name, ok=True, detail=f"ran `{exe} --version`: {have}, pinned (the version relay ships verified)")
 
 
 def check_state() -> list[Check]:
@@ -89,14 +95,15 @@ def check_state() -> list[Check]:
         probe = probe.parent
     if os.access(probe, os.W_OK | os.X_OK):
         out.append(Check(name="state directory", ok=True,
-                         detail=f"{state} writable" + ("" if state.exists() else " (created on first use)")))
+                         detail=f"access(2) on {probe}: writable" + ("" if state.exists() else f" ({state} is created on "
+                                                                                            "first use)")))
     else:
-        out.append(Check(name="state directory", ok=False, detail=f"{probe} is not writable",
+        out.append(Check(name="state directory", ok=False, detail=f"access(2) on {probe}: not writable",
                          fix="set RELAY_HOME to a directory you own"))
     ledger = paths.ledger_path() if state.exists() else state / "ledger.sqlite"
     if not ledger.exists():
-        out.append(Check(name="ledger integrity", ok=True, detail="no ledger yet (created by the first send)"))
-        out.append(Check(name="relay-halts", ok=True, detail="none in force"))
+        out.append(Check.skip("ledger integrity", f"no ledger at {ledger} yet (the first send creates it)"))
+        out.append(Check(name="relay-halts", ok=True, detail=f"looked for {ledger}: none, so no halt is in force"))
         return out
     try:
         con = _ro(ledger)
@@ -106,18 +113,36 @@ def check_state() -> list[Check]:
         finally:
             con.close()
     except sqlite3.Error as exc:
-        out.append(Check(name="ledger integrity", ok=False, detail=f"{ledger}: {exc}",
+        out.append(Check(name="ledger integrity", ok=False, detail=f"opened {ledger} read-only: {exc}",
                          fix=f"move {ledger} aside (it keeps the history) and let relay start a new one"))
         return out
-    out.append(Check(name="ledger integrity", ok=verdict == "ok", detail=f"integrity_check: {verdict} ({ledger})",
+    out.append(Check(name="ledger integrity", ok=verdict == "ok", detail=f"ran PRAGMA integrity_check on {ledger}: {verdict}",
                      fix=None if verdict == "ok" else f"move {ledger} aside and let relay start a new one"))
     if halts:
         reason, by = halts[-1]
-        out.append(Check(name="relay-halts", ok=False, detail=f"{len(halts)} in force, newest: {reason} (by {by})",
-                         fix="nothing is sent until it is cleared: handle the cause, then `session.unhalt()` in the REPL"))
+        out.append(Check(name="relay-halts", ok=False, detail=f"read its halts: {len(halts)} in force, newest: {reason} "
+                                                            f"(by {by})",
+                         fix="nothing is sent until it is cleared: handle the cause, then `relay unhalt` (`relay halts` lists them)"))
     else:
-        out.append(Check(name="relay-halts", ok=True, detail="none in force"))
+        out.append(Check(name="relay-halts", ok=True, detail="read its halts: none in force"))
     return out
+
+
+def check_hosts_file() -> Check:
+    """hosts.toml read as every command reads it (store/loader.py): absent, N hosts, or the one line
+    that would stop `relay hosts`, `relay targets` and every send to a host."""
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.store.hosts import hosts_file, load_hosts
+
+    path = hosts_file()
+    try:
+        hosts = load_hosts(path)
+    except FileProblem as exc:
+        where = f" (line {exc.line})" if exc.line else ""
+        return Check(name="hosts.toml", ok=False, detail=f"read {exc.path}: {exc.problem}{where}", fix=exc.fix)
+    if not hosts:
+        return Check(name="hosts.toml", ok=True, detail=f"looked for {path}: no hosts (`relay hosts add NAME DESTINATION`)")
+    return Check(name="hosts.toml", ok=True, detail=f"read {path}: {len(hosts)} host(s): {', '.join(h.name for h in hosts)}")
 
 
 async def run_checks() -> Report:
@@ -134,6 +159,7 @@ async def run_checks() -> Report:
     jobs += [partial(_in_thread, partial(lambda kind: [check_client(kind)], k.kind)) for k in kinds()]
     jobs += [partial(k.doctor_checks, os.environ) for k in kinds()]
     jobs.append(lambda: _in_thread(check_state))
+    jobs.append(lambda: _in_thread(lambda: [check_hosts_file()]))
     results: list[list[Check]] = [[] for _ in jobs]
 
     async def run(i: int, job: Callable[[], Awaitable[list[Check]]]) -> None:

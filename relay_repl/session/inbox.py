@@ -186,6 +186,7 @@ def clean_stale(echo: Callable[[str], None] | None = None, approval: Approval | 
         if rec.live:
             continue
         kept = False
+        gone: list[str] = []  # said in the one line for this record (issue 39: a crash cleaned was two lines)
         for path in _leftovers(rec):
             if _foreign(path) and _remove_if_ours(path, rec, dry=True) is None:
                 try:
@@ -197,17 +198,20 @@ def clean_stale(echo: Callable[[str], None] | None = None, approval: Approval | 
                     continue
             why_not = _remove_if_ours(path, rec)
             if why_not is None:
-                say(f"removed {path} (left by crashed relay pid {rec.pid})")
+                gone.append(f"removed {path}")
             elif why_not:
                 say(f"left {path}: {why_not}")
         if kept:
+            if gone:
+                say(f"after crashed relay pid {rec.pid}: {'; '.join(gone)}")
             continue
         try:
             (inbox_dir(create=False) / f"{rec.pid}.json").unlink()
         except FileNotFoundError:
             pass
         removed.append(rec)
-        say(f"cleaned the inbox left by crashed relay pid {rec.pid} ({rec.socket})")
+        say(f"cleaned the inbox left by crashed relay pid {rec.pid}: " + ("; ".join(gone) if gone else
+                                                                           f"its record ({rec.socket} was gone)"))
     return removed
 
 
@@ -374,7 +378,9 @@ class Inbox:
         if stamp is not None:
             self.stamps[str(path)] = stamp
 
-    async def close(self) -> None:
+    async def close(self) -> list[str]:
+        """Stop listening and remove what this inbox created; returns the files removed (the REPL
+        names them when it leaves)."""
         for scope in self._scopes:  # stop serving before closing what is served
             scope.cancel()
         for lst in self._listeners:
@@ -382,18 +388,21 @@ class Inbox:
                 await lst.aclose()
             except Exception:
                 pass
+        removed: list[str] = []
         for p in [self.path, *self.extra_paths, *map(Path, self.owned_files)]:
             made, now = self.stamps.get(str(p)), FileStamp.of(p)
             if made is None or now is None or not now.same_inode(made):
                 continue  # not the file we created (gone, or replaced by someone else)
             try:
                 p.unlink()
+                removed.append(str(p))
             except OSError:
                 pass
         try:
             self.record_path.unlink()
         except OSError:
             pass
+        return removed
 
     async def _handle(self, stream: Any) -> None:
         import anyio

@@ -46,7 +46,7 @@ from typing import Any
 
 from relay_repl import __version__
 from relay_repl.core.errors import JsonRpcError, RelayError, describe
-from relay_repl.core.jsonrpc import INVALID_PARAMS
+from relay_repl.core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from relay_repl.core.mcp_names import MCP_TOOL
 
 SERVER_NAME = "relay"
@@ -56,6 +56,18 @@ REQUESTS_TOOL = "relay_requests"
 # here); a client asking for another gets the latest, and decides itself whether to go on.
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
+
+# The stateless revision (2026-07-28: no initialize; every request names its version in
+# params._meta; `server/discover` instead of the handshake) is not spoken here: answering its probe
+# would switch an auto-negotiating client (Claude Code's stdio default, MCP_PROTOCOL_NEGOTIATION=auto)
+# to a protocol relay has not been checked against live. So a client of that era gets ONE JSON-RPC
+# error that names the revisions this server speaks: the probe a Method-not-found (which Claude
+# reads as "legacy, go on with initialize"), a request carrying a version we do not speak the spec's
+# UnsupportedProtocolVersionError (-32004, data.supported), never a silent answer of another era.
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+UNSUPPORTED_PROTOCOL_VERSION = -32004
+SPOKEN = (f"relay mcp speaks MCP {', '.join(PROTOCOL_VERSIONS)} (the initialize handshake), not the stateless "
+          "2026-07-28 revision: send initialize first")
 
 INSTRUCTIONS = (
     "Relay lets the operator send you one-line messages of the form "
@@ -147,6 +159,33 @@ def initialize(params: Any) -> dict[str, Any]:
     }
 
 
+def server_discover(params: Any) -> dict[str, Any]:
+    """The stateless revision's probe: one error naming what this server speaks (see SPOKEN)."""
+    raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: server/discover; {SPOKEN}",
+                       {"method": "server/discover", "supported": list(PROTOCOL_VERSIONS)})
+
+
+def era_checked(handler: Any) -> Any:
+    """`handler`, refusing a request whose params._meta names a protocol version this server does
+    not speak (a stateless-era client that sent no initialize) with UnsupportedProtocolVersionError."""
+
+    def checked(params: Any) -> Any:
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        asked = meta.get(META_VERSION) if isinstance(meta, dict) else None
+        if asked is not None and asked not in PROTOCOL_VERSIONS:
+            shown = asked if isinstance(asked, str) else json_type(asked)
+            raise JsonRpcError(UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported protocol version {shown[:40]}: {SPOKEN}",
+                               {"supported": list(PROTOCOL_VERSIONS), "requested": asked if isinstance(asked, str) else None})
+        return handler(params)
+
+    return checked
+
+
+def json_type(value: Any) -> str:
+    return {dict: "an object", list: "an array", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), "a value of another type")
+
+
 def ping(params: Any) -> dict[str, Any]:
     return {}
 
@@ -208,7 +247,8 @@ def _tool_error(name: str, message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": f"Error executing tool {name}: {message}"}], "isError": True}
 
 
-HANDLERS = {"initialize": initialize, "ping": ping, "tools/list": tools_list, "tools/call": tools_call}
+HANDLERS = {"initialize": initialize, "server/discover": server_discover, "ping": era_checked(ping),
+            "tools/list": era_checked(tools_list), "tools/call": era_checked(tools_call)}
 
 
 def serve() -> int:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import inspect
 import io
 import math
+import os
 import secrets
 import sys
 import time
@@ -130,11 +131,18 @@ def outputs_root(path: Path) -> Path:
     return path.with_name(path.stem + ".relay")
 
 
+NOTEBOOK_FIX = "give a notebook: a UTF-8 Python file of `# %%` cells"
+RUN_MAX_BYTES = 64 * 1024 * 1024
+"""A run's outputs hold what its cells printed: more than a hand-written file, still read whole."""
+RUN_FIX = ("it is a run's output, written by relay: restore it, or remove that run's folder and start a new run "
+           "(`relay notebook run FILE`)")
+
+
 def read_notebook(path: Path) -> Notebook:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise NotebookError(f"cannot read notebook {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    from relay_repl.core.notebook_cells import NotebookFileProblem
+    from relay_repl.store.loader import read_text
+
+    text = read_text(path, NOTEBOOK_FIX, error=NotebookFileProblem) or ""
     return parse_cells(text, str(path))
 
 
@@ -648,7 +656,8 @@ def runs_of(path: Path) -> list[Path]:
     root = outputs_root(Path(path))
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if (p / "run.json").is_file())
+    # any entry named run.json (a directory or a FIFO there too): load_run says what is wrong with it
+    return sorted(p for p in root.iterdir() if os.path.lexists(p / "run.json"))
 
 
 def load_run(path: Path, run_id: str | None = None) -> tuple[NotebookRun, Path]:
@@ -664,11 +673,20 @@ def load_run(path: Path, run_id: str | None = None) -> tuple[NotebookRun, Path]:
         if not hits:
             raise UsageError(f"no run {run_id} of {path}; known: {', '.join(p.name for p in runs[-5:])}")
         chosen = hits[0]
-    try:
-        run = NotebookRun.model_validate_json((chosen / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {chosen / 'run.json'}: {str(exc).splitlines()[0]}") from None
+    from relay_repl.core.notebook_cells import NotebookFileProblem
+    from relay_repl.store.loader import load_json
+
+    run = load_json(chosen / "run.json", NotebookRun, RUN_FIX, max_bytes=RUN_MAX_BYTES, error=NotebookFileProblem)
+    assert run is not None  # not missing_ok: an absent file is a FileProblem
     return run, chosen
+
+
+def read_report(where: Path) -> str:
+    """A run's report.md, through the one loader (a run folder is a file anyone may edit)."""
+    from relay_repl.core.notebook_cells import NotebookFileProblem
+    from relay_repl.store.loader import read_text
+
+    return read_text(where / "report.md", RUN_FIX, max_bytes=RUN_MAX_BYTES, error=NotebookFileProblem) or ""
 
 
 def export_ipynb(path: Path, run_id: str | None, out: Path) -> Path:

@@ -7,6 +7,7 @@ a path ending in `.toml` is read as it is. Front ends call these and print.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import UsageError
 from relay_repl.core.notebook_cells import Notebook
-from relay_repl.core.recipe import Recipe, RecipeError, load_recipe, parse_recipe
+from relay_repl.core.recipe import Recipe, RecipeError, parse_recipe
 from relay_repl.session.runner import Run, Runner, load_prior, read_source
 from relay_repl.store.paths import data_dir, state_dir
 
@@ -41,13 +42,13 @@ def find_recipe(ref: str) -> Path:
     For a NAME, a recipe NAME.toml comes before a notebook NAME.py in the same place."""
     if ref.endswith((".toml", ".py")) or "/" in ref:
         p = Path(ref).expanduser()
-        if not p.is_file():
+        if not os.path.lexists(p):  # a directory or FIFO there is for the loader to name, not "no such file"
             raise RecipeError(f"no recipe file {ref}: give an existing .toml or notebook .py file, or a name from "
                               "`relay recipes`")
         return p
     for d in recipe_dirs():
         for p in (d / f"{ref}.toml", d / f"{ref}.py"):
-            if p.is_file() and (p.suffix == ".toml" or is_notebook(p)):
+            if os.path.lexists(p) and (p.suffix == ".toml" or is_notebook(p)):
                 return p
     names = ", ".join(sorted({p.stem for d in recipe_dirs() for p in d.glob("*.toml")}
                              | {p.stem for p, _ in list_notebooks()})) or "none"
@@ -56,16 +57,20 @@ def find_recipe(ref: str) -> Path:
 
 def is_notebook(path: Path) -> bool:
     """A `.py` file with `# %%` cells (the percent format), not any Python file."""
-    try:
-        with path.open(encoding="utf-8") as f:
-            return any(line.startswith("# %%") for line in f)
-    except (OSError, UnicodeDecodeError):
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.session.notebook import NOTEBOOK_FIX
+    from relay_repl.store.loader import read_text
+
+    try:  # the one loader: a FIFO named x.py is refused, never opened for a blocking read
+        text = read_text(path, NOTEBOOK_FIX) or ""
+    except FileProblem:
         return False
+    return any(line.startswith("# %%") for line in text.splitlines())
 
 
 def list_notebooks() -> list[tuple[Path, Notebook | UsageError]]:
     """Every notebook on the same shelf as the recipes (same places, first name wins); a bad one with its error."""
-    from relay_repl.core.notebook_cells import parse_cells
+    from relay_repl.session.notebook import read_notebook
 
     seen: set[str] = set()
     out: list[tuple[Path, Notebook | UsageError]] = []
@@ -75,7 +80,7 @@ def list_notebooks() -> list[tuple[Path, Notebook | UsageError]]:
                 continue
             seen.add(p.stem)
             try:
-                nb = parse_cells(p.read_text(encoding="utf-8"), str(p))
+                nb = read_notebook(p)
                 nb.defaults()
                 out.append((p, nb))
             except UsageError as exc:
@@ -93,7 +98,7 @@ def list_recipes() -> list[tuple[Path, Recipe | RecipeError]]:
                 continue
             seen.add(p.stem)
             try:
-                out.append((p, load_recipe(p)))
+                out.append((p, parse_recipe(read_source(p), str(p))))
             except RecipeError as exc:
                 out.append((p, exc))
     return out
@@ -194,6 +199,7 @@ def save_recipe(session: Any, name: str, *, description: str = "", overwrite: bo
 
 
 def _toml_str(s: str) -> str:
-    out = s.replace("\\", "\\\\").replace('"', '\\"')
-    out = "".join(c if c >= " " or c == "\t" else f"\\u{ord(c):04x}" for c in out)
-    return f'"{out}"'
+    """What is written must read back: the one TOML string writer (core/file_shape.toml_string)."""
+    from relay_repl.core.file_shape import toml_string
+
+    return toml_string(s)

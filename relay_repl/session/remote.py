@@ -216,7 +216,7 @@ def plan_asker(host: str, route: str, approve: ApproveFn, ledger: Any, echo: Cal
         if plan_digest(plan) != digest:  # what is shown must be exactly what is approved there
             (echo or print)(f"relay: host {host} sent a plan that does not match its digest: declined")
             return {"digest": None}
-        shown = plan.model_copy(update={"target": f"{host}/{plan.target}", "notes": (*plan.notes, f"route: {route}")})
+        shown = shown_here(plan, host, route)
         if ledger is not None:
             ledger.event("plan", relay_id=plan.relay_id, data={**shown.model_dump(mode="json"), "host": host,
                                                                "remote_digest": digest})
@@ -281,6 +281,19 @@ async def halt_all(hosts: Hosts, reason: str, by: str) -> list[str]:
         except RelayError as exc:
             problems.append(f"host {name}: halt not delivered: {exc}")
     return problems
+
+
+def shown_here(plan: Plan, host: str, route: str) -> Plan:
+    """A host's plan as the operator sees it here: its header and line 1 name the host (issue 39: the
+    header said `send to claude:alpha` while line 1 said `h2/claude:alpha`), the route is a note. The
+    digest the host approves is of its own plan, checked before this is built."""
+    action = plan.action
+    if action.startswith("send to ") and not action.startswith(f"send to {host}/"):
+        action = f"send to {host}/{action.removeprefix('send to ')}"
+    elif f" on {host}" not in action and not action.startswith("send to "):
+        action = f"{action} on {host}"
+    return plan.model_copy(update={"action": action, "target": f"{host}/{plan.target}",
+                                   "notes": (*plan.notes, f"route: {route}")})
 
 
 ASK_BOUND = 900.0  # the operator's time to answer the plan, on top of the send's own timeout

@@ -623,7 +623,8 @@ def parse_source(source: str, path: str | None) -> Recipe:
 
 
 def read_source(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecipeError(f"cannot read recipe {path}: {exc}") from None
+    """A recipe file's text, through the one loader (a FIFO, a directory, a huge or non-UTF-8 file is one line)."""
+    from relay_repl.core.recipe import FIX, RecipeFileProblem
+    from relay_repl.store.loader import read_text
+
+    return read_text(path, FIX, error=RecipeFileProblem) or ""

@@ -199,7 +199,9 @@ class Sender:
         me = self.shared.me
         rid = relay_id or self.shared.ledger.peek_next_id(me.address)
         envelope = Envelope.make(sender=me.sender, to=to_role, id=rid, hop=hop, want=want, body=body)
-        plan = choice.transport.plan(tgt, envelope, fallback=choice.fallback, notes=choice.notes)
+        now, refusal = await choice.transport.before_asking(tgt)  # read-only, as before a send's question
+        extra = ((now,) if now else ()) + ((f"a send now would be refused before asking: {refusal}",) if refusal else ())
+        plan = choice.transport.plan(tgt, envelope, fallback=choice.fallback, notes=tuple(choice.notes) + extra)
         if want != "none":  # the route it would name; a missing route is shown, not offered (nothing is asked)
             route = self.reply_route(tgt, rid)
             for other in ("mcp", "turn"):
@@ -303,7 +305,8 @@ class Sender:
                        notes: tuple[str, ...] = (), reply_route: str | None = None,
                        heading: str | None = None, forwarded: Envelope | None = None,
                        reply_via: str | None = None) -> Delivery:
-        plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes)
+        now, refusal = await chosen.before_asking(tgt)  # read-only: the receiver as it is before the question
+        plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes + ((now,) if now else ()))
         if reply_route:
             plan = plan.model_copy(update={"reply_route": reply_route})
         if heading:
@@ -318,6 +321,13 @@ class Sender:
         ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
                                                        "spec": tgt.spec, "body": envelope.body, **owner(),
                                                        "target": tgt.model_dump(mode="json")})
+        if refusal is not None:  # preflight would refuse it: say so now, with the plan, not after a y (issue 39)
+            d.reason = f"not asked: {refusal}; nothing was done (fix that and send again)"
+            if self.shared.echo is not None:
+                self.shared.echo(plan.render())
+            StageLog(d, ledger, echo=self.shared.echo)("preflight", DeliveryState.REFUSED, d.reason, keys_sent=0)
+            self.record_outcome(d)
+            return d
         approval = await self.gate.gated(plan, delivery=d.key, target=tgt)
         if approval is None:
             d.state, d.stage, d.reason = DeliveryState.WITHHELD, "gate", "the operator answered No"

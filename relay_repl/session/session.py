@@ -32,7 +32,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from anyio.abc import TaskGroup
 
@@ -47,6 +47,7 @@ from relay_repl.core.request import Request
 from relay_repl.core.target import Me, Target, TargetTable
 from relay_repl.core.turn_reply import TurnReply
 from relay_repl.session import hints
+from relay_repl.session.actions import Actions
 from relay_repl.session.answers import Answers, answer_refusal
 from relay_repl.session.finder import Finder
 from relay_repl.session.gate import ApproveFn, DenyGate
@@ -70,6 +71,9 @@ if TYPE_CHECKING:
     from relay_repl.store.timeline import InboxTable, Timeline
     from relay_repl.transports.ranking import Choice
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 __all__ = ["Session", "answer_refusal", "default_me"]  # the last two re-exported: their old home
 
 
@@ -91,6 +95,7 @@ class Session:
         self.gate = Gatekeeper(self.shared)
         self.answers = Answers(self.shared, self.finder, self.gate)
         self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports)
+        self.actions = Actions(self.shared, self.gate)
         self.asks = Requests(self.shared, self.sender, self.answers)  # agents' requests to send (session/requests.py)
         self.repl_inputs: list[ReplInput] = []  # what the REPL ran, for save_notebook
 
@@ -264,6 +269,33 @@ class Session:
         """
         return await self.sender.reply(message, text, want=want, target=target, transport=transport, timeout=timeout)
 
+    # -- the operator's own actions behind the same gate ------------------------------------
+    async def confirm(self, what: str, *, target: str, how: str, payload: str = "", done_when: str,
+                      files: Sequence[str] = ()) -> Approval:
+        """Ask y/N on the ordinary four-part plan for an action of your own (session/actions.py).
+
+        `what` heads the plan; `target` is what it acts on, `how` the means (a command, a tool),
+        `payload` the exact text it will use, `done_when` what will show it worked, `files` every file
+        it creates or replaces. Returns the `Approval` bound to that plan on y; anything else raises
+        `Declined` (nothing was done), and a relay-halt in force (or arriving while the plan is shown)
+        raises `LoopHalt`. Recorded in the ledger (plan, answer) under an `action-...` id.
+
+            await session.confirm("restart alpha's pane", target="claude:alpha (pane %0)",
+                                  how="tmux respawn-pane -k", payload="respawn-pane -k -t %0",
+                                  done_when="the pane shows a fresh Claude prompt")
+            # only reached after y
+        """
+        return await self.actions.confirm(what, target=target, how=how, payload=payload, done_when=done_when,
+                                          files=files)
+
+    def gated(self, fn: Callable[P, Awaitable[T]] | None = None, what: str | None = None, *, target: str,
+              how: str | None = None, payload: str | None = None, done_when: str,
+              files: Sequence[str] = ()) -> Callable[P, Awaitable[T]]:
+        """`fn` (an async function) wrapped so each call first shows its plan (payload: the call
+        itself, unless given) and runs only after y; see `confirm`. Also a decorator:
+        `@session.gated(target=..., done_when=...)`. The ledger records the call's outcome."""
+        return self.actions.gated(fn, what, target=target, how=how, payload=payload, done_when=done_when, files=files)
+
     def record_outcome(self, d: Delivery, **more: object) -> None:
         """The delivery's state and everything a later process needs to carry on (transport extras)."""
         self.sender.record_outcome(d, **more)
@@ -294,9 +326,9 @@ class Session:
         self.answers.attach_inbox(inbox)
         self.asks.attach(inbox)
 
-    async def close_inbox(self) -> None:
-        """Remove the inbox's sockets and any registry entry it wrote (even while cancelled)."""
-        await self.answers.close_inbox()
+    async def close_inbox(self) -> list[str]:
+        """Remove the inbox's sockets and any registry entry it wrote (even while cancelled); the files removed."""
+        return await self.answers.close_inbox()
 
     async def clean(self, echo: Callable[[str], None] | None = None) -> list[InboxRecord]:
         """Remove what crashed relay inboxes left (`relay clean`): relay's own files at once; files in

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 
 from relay_repl.core.controls import safe_echo
-from relay_repl.core.delivery import Delivery
+from relay_repl.core.delivery import Delivery, DeliveryTable
 from relay_repl.core.errors import LoopHalt, UsageError
 from relay_repl.core.target import Me
 from relay_repl.session.gate import ApproveFn
@@ -36,7 +36,7 @@ class Shared:
         self.approve = approve
         self.me = me
         self.echo = echo
-        self.deliveries: list[Delivery] = []
+        self.deliveries: list[Delivery] = DeliveryTable()  # prints as a table in the REPL
 
     @property
     def echo(self) -> Callable[[str], None] | None:
@@ -56,7 +56,7 @@ class Shared:
         halt = self.ledger.active_halt()
         if halt:
             raise LoopHalt(f"relay-halt is in force ({halt.reason}, by {halt.by}): nothing is sent and no wait "
-                           "continues until `session.unhalt()`")
+                           "continues until `session.unhalt()` (or `relay unhalt`; `relay halts` lists them)")
 
     def find_delivery(self, ref: Delivery | str) -> Delivery:
         if isinstance(ref, Delivery):

@@ -158,11 +158,14 @@ class WatchView:
                 found = list(await self.session.refresh())
             except RelayError as exc:
                 found, problem = list(self.model.targets), str(exc)
-            hosts = getattr(getattr(getattr(self.session, "sender", None), "remote", None), "hosts", None)
-            if hosts:  # `relay hosts`: each host's relay lists its own (a host that fails is one line)
-                remote, problems = await hosts.all_targets()
-                found += remote
-                problem = "; ".join([*([problem] if problem else []), *problems]) or None
+            try:  # a hosts.toml relay cannot read is one line here too, the local targets still listed
+                hosts = getattr(getattr(getattr(self.session, "sender", None), "remote", None), "hosts", None)
+                if hosts:  # `relay hosts`: each host's relay lists its own (a host that fails is one line)
+                    remote, problems = await hosts.all_targets()
+                    found += remote
+                    problem = "; ".join([*([problem] if problem else []), *problems]) or None
+            except RelayError as exc:
+                problem = "; ".join([*([problem] if problem else []), str(exc)])
             self.model.set_targets(found, problem)
             self.invalidate()
 

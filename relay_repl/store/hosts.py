@@ -15,37 +15,109 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
+import unicodedata
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from relay_repl.core.errors import UsageError
+from relay_repl.core.controls import BIDI, is_forbidden, name_of, visible
+from relay_repl.core.errors import FileProblem, UsageError
+from relay_repl.core.readable import Readable
 
 import relay_repl.store.paths as paths
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+FIX = "correct it, or remove the host's table and add it again with `relay hosts add NAME DESTINATION`"
+_REFUSED_CATEGORIES = {"Cc": "a control character", "Cf": "an invisible format character",
+                       "Cs": "a lone surrogate (was the text valid UTF-8?)", "Co": "a private-use character",
+                       "Cn": "an unassigned code point", "Zl": "a line separator", "Zp": "a paragraph separator"}
 
 
-class HostEntry(BaseModel):
+def refused_character(text: str) -> str | None:
+    """Why `text` may not name a host or a destination, for the first character it may not hold:
+    a control (C0, DEL, C1), a bidi or other format character (Unicode category Cf: it reorders or
+    hides what the operator reads), a surrogate, private-use or unassigned code point, a line
+    separator, or white space. None when every character is fine."""
+    for i, ch in enumerate(text, 1):
+        cat = unicodedata.category(ch)
+        if ch in BIDI:
+            why = "a bidirectional control (it reorders what a terminal shows)"
+        elif cat in _REFUSED_CATEGORIES:
+            why = _REFUSED_CATEGORIES[cat]
+        elif ch.isspace():
+            why = "white space"
+        else:
+            continue
+        uname = unicodedata.name(ch, "")
+        named = name_of(ch) if is_forbidden(ch) else f"U+{ord(ch):04X}" + (f" {uname}" if uname else "")
+        return f"holds {named}, {why}, at position {i} of {len(text)}"
+    return None
+
+
+def _name_fault(v: str) -> str:
+    """What keeps `v` from being a host name, in words."""
+    if not v:
+        return "is empty"
+    bad = refused_character(v)
+    if bad:
+        return bad
+    for i, ch in enumerate(v, 1):
+        if not (ch.isascii() and (ch.isalnum() or ch in "._-")):
+            return f"holds {ch!r} at position {i} of {len(v)}"
+    if not v[0].isalnum():
+        return f"starts with {v[0]!r}"
+    return f"is {len(v)} characters long"
+
+
+class HostEntry(Readable, BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
     name: str
     destination: str
 
+    def __repr__(self) -> str:
+        """The name a target spec is prefixed with, then how ssh reaches it."""
+        from relay_repl.core.controls import visible
+
+        return visible(f"<Host {self.name}: ssh {self.destination} (targets {self.name}/kind:name)>")
+
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise ValueError(f"host name {v!r}: use letters, digits, '.', '_' or '-' (it prefixes a target spec)")
+        if not NAME_RE.fullmatch(v):
+            raise ValueError(f'host name "{visible(v)}" {_name_fault(v)}: use 1-63 letters, digits, '
+                             "'.', '_' or '-', starting with a letter or digit (it prefixes a target spec: NAME/kind:name)")
         return v
 
     @field_validator("destination")
     @classmethod
     def _dest(cls, v: str) -> str:
-        if not v or v.startswith("-") or any(c.isspace() or ord(c) < 32 for c in v):
-            raise ValueError(f"destination {v!r}: give it as ssh takes it (user@host or a ~/.ssh/config alias)")
+        if not v:
+            raise ValueError("the destination is empty: give it as ssh takes it (user@host or a ~/.ssh/config alias)")
+        if v.startswith("-"):
+            raise ValueError(f'destination "{visible(v)}" starts with "-", which ssh would take as an option: give '
+                             "it as ssh takes it (user@host or a ~/.ssh/config alias)")
+        bad = refused_character(v)
+        if bad:
+            raise ValueError(f'destination "{visible(v)}" {bad}: type it again without that character, as ssh '
+                             "takes it (user@host or a ~/.ssh/config alias)")
         return v
+
+
+class _HostRow(BaseModel):
+    """One `[hosts.NAME]` table as the file holds it (the name is its key)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)
+
+    destination: str
+
+
+class HostsFile(BaseModel):
+    """The shape of hosts.toml: `[hosts.NAME]` tables, each with `destination = "..."`."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)
+
+    hosts: dict[str, _HostRow] = Field(default_factory=dict)
 
 
 def lab_dir() -> Path | None:
@@ -74,24 +146,41 @@ def control_dir() -> Path:
 
 
 def _toml_str(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """The writer's escaping (core/file_shape.toml_string): the second wall behind the refusals."""
+    from relay_repl.core.file_shape import toml_string
+
+    return toml_string(s)
 
 
 def load_hosts(path: Path | None = None) -> list[HostEntry]:
+    """The hosts of hosts.toml (none when it does not exist). Every fault, of bytes, TOML or shape,
+    and a stored name or destination relay would refuse to add, is one FileProblem naming the file
+    and the line (exit 2): never a traceback, never a host silently dropped."""
+    from pydantic import ValidationError
+
+    from relay_repl.core.file_shape import line_of
+    from relay_repl.store.loader import load_toml
+
     path = path or hosts_file()
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
+    shape, text = load_toml(path, HostsFile, FIX, missing_ok=True)
+    if shape is None:
         return []
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
     out = []
-    for name, row in (data.get("hosts") or {}).items():
+    for name, row in shape.hosts.items():
         try:
-            out.append(HostEntry(name=name, destination=str((row or {}).get("destination", ""))))
-        except ValueError as exc:
-            raise UsageError(f"{path}: {exc}") from None
+            out.append(HostEntry(name=name, destination=row.destination))
+        except ValidationError as exc:  # a value `relay hosts add` would refuse: the line of its table or key
+            problem, loc = _refusal(exc)
+            raise FileProblem(path, problem, FIX, line_of(text, ("hosts", name, *loc[:1]))) from None
     return out
+
+
+def _refusal(exc: object) -> tuple[str, tuple[object, ...]]:
+    """A HostEntry's refusal as the sentence its validator wrote (without pydantic's field prefix)."""
+    from relay_repl.core.file_shape import shape_problem
+
+    problem, loc = shape_problem(exc)
+    return problem.removeprefix("`name`: ").removeprefix("`destination`: "), loc
 
 
 def save_hosts(path: Path, hosts: list[HostEntry]) -> None:
@@ -100,15 +189,19 @@ def save_hosts(path: Path, hosts: list[HostEntry]) -> None:
     for h in hosts:
         lines += [f"[hosts.{_toml_str(h.name)}]", f"destination = {_toml_str(h.destination)}", ""]
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    tmp.write_text("\n".join(lines))
+    tmp.write_text("\n".join(lines), encoding="utf-8")
     os.replace(tmp, path)
 
 
 def add_host(name: str, destination: str) -> HostEntry:
+    """Add (or replace) a host. A value relay could not store and read back is refused with the
+    reason, before the file is read or written."""
+    from pydantic import ValidationError
+
     try:
         entry = HostEntry(name=name, destination=destination)
-    except ValueError as exc:
-        raise UsageError(str(exc).splitlines()[-1].strip()) from None
+    except ValidationError as exc:
+        raise UsageError(_refusal(exc)[0]) from None
     path = hosts_file()
     hosts = [h for h in load_hosts(path) if h.name != name]
     save_hosts(path, [*hosts, entry])

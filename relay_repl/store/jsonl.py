@@ -28,9 +28,10 @@ def parse_object(raw: bytes) -> dict[str, Any] | None:
 def complete_lines(path: Path | str, offset: int = 0) -> Iterator[tuple[int, bytes]]:
     """(byte offset, raw line with its newline) for each complete line at or after `offset`,
     streamed (constant memory); stops at a last line without its newline (still being written)."""
-    try:
-        f = open(path, "rb")
-    except OSError:
+    from relay_repl.store.loader import open_regular
+
+    f = open_regular(path)  # absent, or a FIFO or a directory in a record's place: nothing, never a block
+    if f is None:
         return
     with f:
         f.seek(offset)
@@ -53,8 +54,13 @@ def records(path: Path | str, offset: int = 0) -> Iterator[tuple[int, dict[str, 
 def latest_first(path: str | os.PathLike[str], *, tail: int, containing: bytes) -> Iterator[dict[str, Any]]:
     """Complete JSON-object lines within the last `tail` bytes that contain `containing`,
     newest first: for "what is the latest X", without parsing the rest of the file."""
+    from relay_repl.store.loader import open_regular
+
+    f = open_regular(path)
+    if f is None:
+        return
     try:
-        with open(path, "rb") as f:
+        with f:
             size = f.seek(0, 2)
             start = max(0, size - tail)
             f.seek(start)

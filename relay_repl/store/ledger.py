@@ -354,10 +354,22 @@ class Ledger:
         rows = self._query("SELECT seq, at, reason, by FROM halts WHERE cleared IS NULL ORDER BY seq DESC LIMIT 1")
         return Halt(seq=rows[0][0], at=rows[0][1], reason=rows[0][2], by=rows[0][3]) if rows else None
 
-    def clear_halts(self, by: str = "operator") -> int:
+    def halts_in_force(self) -> list[Halt]:
+        """Every halt not cleared, oldest first (`relay halts`)."""
+        rows = self._query("SELECT seq, at, reason, by FROM halts WHERE cleared IS NULL ORDER BY seq")
+        return [Halt(seq=r[0], at=r[1], reason=r[2], by=r[3]) for r in rows]
+
+    def clear_halts(self, by: str = "operator", *, seqs: list[int] | None = None) -> int:
+        """Clear every halt in force, or only those numbered `seqs` (the ones a plan showed: a halt
+        that arrived after it was shown is not cleared by a yes to it)."""
         with self._tx() as con:
-            n = con.execute("UPDATE halts SET cleared=? WHERE cleared IS NULL", (time.time(),)).rowcount
-        self.event("halt-cleared", data={"by": by, "count": n})
+            if seqs is None:
+                n = con.execute("UPDATE halts SET cleared=? WHERE cleared IS NULL", (time.time(),)).rowcount
+            else:
+                marks = ",".join("?" * len(seqs)) or "NULL"
+                n = con.execute(f"UPDATE halts SET cleared=? WHERE cleared IS NULL AND seq IN ({marks})",
+                                (time.time(), *seqs)).rowcount
+        self.event("halt-cleared", data={"by": by, "count": n, **({"seqs": seqs} if seqs is not None else {})})
         return n
 
     # -- events --------------------------------------------------------------

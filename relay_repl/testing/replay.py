@@ -34,8 +34,21 @@ if mode == "fail":
     sys.exit(1)
 thread, message = args[args.index("--thread") + 1], args[args.index("--message") + 1]
 home = os.environ["CODEX_HOME"]
+# where Codex 0.171.0 keeps its databases (measured with `codex doctor`; agents/codex/sqlite_home.py)
+try:
+    import tomllib
+    with open(os.path.join(home, "config.toml"), "rb") as f:
+        moved = tomllib.load(f).get("sqlite_home")
+except FileNotFoundError:
+    moved = None
+if isinstance(moved, str) and moved.strip():
+    dbs = os.path.join(home, os.path.expanduser(moved))
+elif os.environ.get("CODEX_SQLITE_HOME", "").strip():
+    dbs = os.path.abspath(os.path.expanduser(os.environ["CODEX_SQLITE_HOME"]))
+else:
+    dbs = home
 item, client_id = str(uuid.uuid4()), str(uuid.uuid4())
-con = sqlite3.connect(os.path.join(home, "queue_1.sqlite"))
+con = sqlite3.connect(os.path.join(dbs, "queue_1.sqlite"))
 order = con.execute("SELECT COALESCE(MAX(queue_order), 0) + 1 FROM queued_items WHERE thread_id = ?", (thread,)).fetchone()[0]
 payload = {{"UserInput": {{"content": [{{"type": "text", "text": message, "text_elements": []}}], "client_id": client_id}}}}
 now = int(time.time() * 1000)

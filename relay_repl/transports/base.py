@@ -175,6 +175,13 @@ class Transport(ABC):
         """Every file `send` would create or replace (path and why); shown in the plan."""
         return ()
 
+    async def before_asking(self, target: Target) -> tuple[str | None, str | None]:
+        """A read-only look at the receiver before the plan is shown: (what it shows now, for the plan's
+        notes; why the send would be refused, or None). A refusal here ends the send before the question
+        (nothing asked, nothing done); `send` still checks everything again after the yes. Most
+        transports have nothing to look at: (None, None)."""
+        return None, None
+
     def plan(self, target: Target, envelope: Envelope, *, fallback: str = "none", notes: tuple[str, ...] = ()) -> Plan:
         notes = tuple(notes) + self.plan_notes(target)
         return Plan(

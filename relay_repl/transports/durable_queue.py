@@ -95,8 +95,15 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
             return
         delivery.extra.client_id = (row["client_id"] if row else None) or got.client_id
         how = f" ({got.via})" if got.via else ""
-        log("enqueue", DeliveryState.QUEUED, f"queued as item {got.item_id}{how}", item_id=got.item_id,
-            row=row, stdout=out.strip(), via=got.via or queue.command_name)
+        gone = await anyio.to_thread.run_sync(self._taker_gone, queue, target)
+        log("enqueue", DeliveryState.QUEUED, f"queued as item {got.item_id}{how}" + (f"; but {gone}" if gone else ""),
+            item_id=got.item_id, row=row, stdout=out.strip(), via=got.via or queue.command_name, taker_gone=gone)
+
+    @staticmethod
+    def _taker_gone(queue: DurableQueue, target: Target) -> str | None:
+        """The kind's reason no process will take the item now (DurableQueue.taker_gone), if it has one."""
+        ask = getattr(queue, "taker_gone", None)
+        return ask(target) if ask is not None else None
 
     async def look(self, delivery: Delivery, target: Target, payload: str) -> Look:
         """The queue row of our item (read-only) and the record's turns since the send."""
@@ -143,6 +150,15 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         name = self.evidence_name(target)
         queue_file = queue.queue_file(target).name
         label = self.label(target)
+        row0 = await anyio.to_thread.run_sync(queue.read_item, target, item)
+        gone = await anyio.to_thread.run_sync(self._taker_gone, queue, target) if row0 is not None else None
+        if gone and row0 is not None and row0["state"] != "failed":
+            # the queue accepted it (`codex queue` exits 0 for a thread nobody runs): waiting out the
+            # timeout would prove nothing more; it stays queued, with the reason, never delivered
+            delivery.reason = f"still pending in the queue: {gone}; `relay why {delivery.relay_id}` later, never re-send"
+            log("readback", DeliveryState.QUEUED, f"item {item} is still in {queue_file} and {gone}", row=row0,
+                taker_gone=gone)
+            return
         dequeued = False
         last: dict[str, Any] = {"row": None}  # the latest read-back, for the progress line and the timeout
         scans: dict[str, RecordScan] = {}  # per record file: reads only what it appended since the last poll

@@ -254,6 +254,12 @@ class PaneIO:
 
 # -- receiver evidence ------------------------------------------------------------------------
 
+def _cut(text: str, n: int = 60) -> str:
+    """A composer's text for a plan note: one line, at most `n` characters (the plan neutralises it)."""
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[:n - 1] + "…"
+
+
 def _file_size(path: Path | None) -> int:
     try:
         return path.stat().st_size if path else 0
@@ -324,6 +330,28 @@ class TmuxTransport(Transport):
         if busy:
             notes.append(busy)
         return tuple(notes)
+
+    async def before_asking(self, target: Target) -> tuple[str | None, str | None]:
+        """The pane as it is now, for the plan (issue 39: a composer holding the operator's draft was
+        asked about, then refused only after the y): its screen and composer in the plan's notes, and
+        preflight's own refusal before the question. Reads the pane (capture-pane), types nothing."""
+        agent, cls = self._agent(target)
+        if agent is None or cls is None or not target.pane:
+            return None, None  # `send` refuses it with its reason; nothing to look at here
+        try:
+            pane = await self._io(self.io.locate, target)
+        except TmuxError:
+            return None, None
+        if pane is None:
+            return None, f"rostered pane {target.pane} no longer exists on its tmux server"
+        snap, reading, why = await self._check(target, pane, cls)
+        if reading is None:
+            return None, why
+        held = f", holding {_cut(reading.composer_text)!r}" if reading.composer_text else ""
+        blockers = f"; on screen: {', '.join(reading.blockers)}" if reading.blockers else ""
+        now = f"pane {pane.pane_id} now: {reading.kind}, composer {reading.composer}{held}{blockers} (preflight runs " \
+              "again after your y)"
+        return now, why
 
     def delivered_when(self, target: Target, envelope: Envelope) -> str:
         agent = agent_for(target.kind)

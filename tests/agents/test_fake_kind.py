@@ -31,7 +31,7 @@ def test_a_fourth_kind_shows_up_in_targets_doctor_and_plans(tmp_path):
     assert [(t["spec"], t["transports"]) for t in fake] == [("fakey:one", ["tmux"])], listed.stdout
 
     doctor = relay(tmp_path, "doctor")
-    assert "fake-agent client: `fake-agent` not found on PATH" in doctor.stdout, doctor.stdout
+    assert "fake-agent client: looked on PATH: `fake-agent` not found" in doctor.stdout, doctor.stdout
     assert "npm i -g relay-fake-agent@0.0.1" in doctor.stdout  # the install hint is the kind's own pin
     assert "✔ fake agent registry: the replay double answers" in doctor.stdout
 

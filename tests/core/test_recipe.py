@@ -45,20 +45,22 @@ def test_schema_is_json_schema_and_validates_the_shipped_files():
 
 @pytest.mark.parametrize("text, needle", [
     ("name = 't'\nsteps = [", "not valid TOML"),
-    (GOOD.replace('kind = "ask"', 'kind = "shout"'), "steps.1.kind"),
-    (GOOD + "\ncolour = 'red'\n", "colour: is not a recipe key"),
+    (GOOD.replace('kind = "ask"', 'kind = "shout"'), "`steps.1.kind` must be 'ask', 'tell' or 'forward', not the text \"shout\" (line 9)"),
+    (GOOD + "\ncolour = 'red'\n", "`steps.1.colour` is not a key relay knows here (line 13)"),
     (GOOD.replace("{reply.a}", "{reply.zed}"), "{reply.zed}, an unknown reply"),
     (GOOD.replace("{reply.a}", "{task}"), "{task}, which is unknown"),
     (GOOD.replace('to = "{a}"', 'to = "{b}"'), "not a parameter"),
     (GOOD.replace("{reply.a}", "{reply.a"), "stray '{'"),
-    (GOOD.replace("rounds = 2", "rounds = 0"), "rounds: Input should be greater than or equal to 1"),
+    (GOOD.replace("rounds = 2", "rounds = 0"), "`rounds` must be greater than or equal to 1 (line 4)"),
     (GOOD.replace('body = "round {round}/{rounds}: {reply.a}"', ""), "a ask step needs a body"),
 ])
 def test_a_bad_file_is_one_line_naming_the_file_and_the_key(text, needle):
     with pytest.raises(RecipeError) as err:
         parse_recipe(text, "recipes/t.toml")
     msg = str(err.value)
-    assert "\n" not in msg and msg.startswith("recipe recipes/t.toml") and needle in msg, msg
+    assert "\n" not in msg and msg.startswith("recipes/t.toml: ") and needle in msg, msg
+    assert msg.endswith(": edit the recipe (`relay recipes schema` prints the format, recipes/README.md explains it)")
+    assert "pydantic" not in msg and "Input should" not in msg
     assert err.value.exit_code == 2
 
 

@@ -159,7 +159,7 @@ def test_lab_doctor_reads_the_labs_own_gemini_home(tmp_path):
     assert kind is not None
     rows = anyio.run(kind.doctor_checks, env)
     home, settings = rows[0], rows[1]
-    assert home.ok and home.detail == f"{lay.home / '.gemini'} (from $GEMINI_CLI_HOME)", home.detail
+    assert home.ok and home.detail == f"found {lay.home / '.gemini'} (from $GEMINI_CLI_HOME)", home.detail
     assert "footer shows the session id" in settings.detail, settings.detail
 
 

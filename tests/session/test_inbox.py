@@ -416,3 +416,20 @@ async def test_a_peer_writing_in_the_turn_the_inbox_closes_raises_nothing_into_t
     finally:
         loop.set_exception_handler(previous)
     assert errors == [], errors
+
+
+def test_a_crashed_inbox_cleaned_is_one_line(relay_home, tmp_path):
+    """Issue 39: the REPL's start-up cleaning one crashed inbox took two lines (each file removed, then
+    the inbox); now one line per crashed relay names every file removed."""
+    from relay_repl.session.inbox import InboxRecord
+
+    other = tmp_path / "other"
+    other.mkdir()
+    rec, (inbox_sock, _extra, _registry) = _crashed_inbox(other)
+    only_ours = InboxRecord.model_validate({**rec.model_dump(), "extra_sockets": [], "owned_files": []})  # its socket
+    import relay_repl.session.inbox as inbox_mod
+
+    (inbox_mod.inbox_dir() / f"{rec.pid}.json").write_text(only_ours.model_dump_json())
+    said: list[str] = []
+    assert [r.pid for r in clean_stale(echo=said.append)] == [rec.pid]
+    assert said == [f"cleaned the inbox left by crashed relay pid {rec.pid}: removed {inbox_sock}"], said

@@ -235,3 +235,26 @@ async def test_the_report_shows_escapes_visibly_and_never_passes_them_on(tmp_pat
     assert "```text\nok \\x1b[2J⟨U+202E⟩gnp.exe\n```" in report
     assert "```text\n'ok \\x1b[2J\\u202egnp.exe'\n```" in report  # the repr escapes itself
     assert run.cells[0].stdout == "ok \x1b[2J\u202egnp.exe\n"
+
+
+@pytest.mark.parametrize("answer", [True, False])
+async def test_the_shipped_keep_answer_notebook_writes_only_after_its_own_plans_y(tmp_path, answer):
+    """recipes/keep-answer.py (issue 39): the send is relay's plan, appending the answer to a file is the
+    operator's own action behind `session.confirm`: its plan names the file and the exact line; an n
+    stops the run with nothing written."""
+    from relay_repl.session.recipes import shipped_dir
+
+    s, rep, gate, led, lines = mk(tmp_path, [True, answer])
+    out = tmp_path / "kept.md"
+    run = await run_notebook(s, shipped_dir() / "keep-answer.py", {"target": "fake:a", "path": str(out),
+                                                                    "question": "status?", "timeout": "5"})
+    own = gate.shown[1]
+    assert own.action == "append fake:a's answer to kept.md" and own.transport.startswith("your code: append")
+    assert own.payload.startswith("- fake:a (verified, ") and own.payload.endswith(": a heard: status?\n")
+    assert own.files == (f"{out} (appended to; created if missing)",)
+    if answer:
+        assert run.state == "done", run.reason
+        assert out.read_text() == own.payload
+    else:
+        assert run.state == "error" and not out.exists()
+        assert "declined: append fake:a's answer to kept.md was not done" in run.cells[-1].error

@@ -34,3 +34,18 @@ def test_every_kind_s_detail_is_typed_and_an_unknown_kind_is_still_listed():
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["build-box/gemini:gamma GeminiDetail", "build-box/codex:beta CodexDetail",
                                      "build-box/other:x AgentDetail"]
+
+
+def test_a_hosts_plan_names_the_host_in_its_header_and_line_1():
+    """Issue 39: `Plan: send to claude:alpha` while line 1 said `h2/claude:alpha`."""
+    from relay_repl.core.plan import Plan
+    from relay_repl.session.remote import shown_here
+
+    there = Plan(action="send to claude:alpha", target="claude:alpha (pid 7, idle)", identified_by="registry",
+                 transport="claude-code-message", payload="[relay/1 ...] hi", delivered_when="transcript")
+    here = shown_here(there, "h2", "via ssh h2")
+    text = here.render()
+    assert text.splitlines()[0] == "Plan: send to h2/claude:alpha"
+    assert "1 target      h2/claude:alpha (pid 7, idle)" in text and "route: via ssh h2" in text
+    assert shown_here(there.model_copy(update={"action": "register inbox"}), "h2", "r").action == "register inbox on h2"
+    assert here.payload == there.payload  # the bytes approved are the host's own

@@ -142,3 +142,29 @@ def test_held_agent_requests_come_and_go_with_their_ledger_events(tmp_path):
     fresh = WatchModel()
     fresh.apply(events, inbox)
     assert [r["id"] for r in fresh.held_requests()] == ["beta-2"]
+
+
+async def test_a_hosts_toml_relay_cannot_read_is_one_line_and_the_local_targets_stand(tmp_path, relay_home):
+    """Issue 32: the watch read hosts.toml through `Hosts()` outside its guard, so a malformed file
+    (here `hosts` a string) ended the view with its error instead of one TARGETS line."""
+    import anyio
+
+    from relay_repl.session.app import make_session
+    from relay_repl.session.watch_view import WatchView
+    from relay_repl.system.polling import poll_until
+
+    relay_home.mkdir(parents=True, exist_ok=True)
+    (relay_home / "hosts.toml").write_text('hosts = "x"\n')
+    s = make_session(fake=True, discover=False, echo=None, ledger=Ledger(tmp_path / "l.sqlite"))
+    view = WatchView(s, tmp_path / "l.sqlite")
+    view._refresh_wanted.set()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(view._targets)
+
+        async def listed():
+            return view.model.targets_at
+
+        assert await poll_until(listed, timeout=10, interval=0.01)
+        tg.cancel_scope.cancel()
+    assert any("fake:inbox" in x for x in view.model.target_lines())
+    assert (view.model.targets_problem or "").startswith(f"{relay_home / 'hosts.toml'}: `hosts` must be a table")

@@ -27,3 +27,27 @@ def test_latest_first_reads_only_the_tail_newest_first(tmp_path):
     # a tail that cuts the first line never parses the cut piece
     assert [r["v"] for r in latest_first(p, tail=len(p.read_bytes()) - 3, containing=b'"mode"')] == [2]
     assert list(latest_first(tmp_path / "none", tail=10, containing=b"x")) == []
+
+
+def test_a_fifo_or_a_directory_in_a_records_place_yields_nothing_and_never_blocks(tmp_path):
+    """Issue 32: a transcript or rollout path a peer replaced by a FIFO made `open()` wait for a
+    writer for ever (discovery, turn replies, `relay verify`). Now it reads as no records."""
+    import os
+    import threading
+
+    from relay_repl.store import jsonl
+
+    fifo, folder = tmp_path / "t.jsonl", tmp_path / "d.jsonl"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    got: dict = {}
+
+    def read() -> None:
+        got["lines"] = [list(jsonl.complete_lines(p)) for p in (fifo, folder)]
+        got["latest"] = [list(jsonl.latest_first(p, tail=100, containing=b"x")) for p in (fifo, folder)]
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "a FIFO was opened for a blocking read"
+    assert got == {"lines": [[], []], "latest": [[], []]}

@@ -30,12 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from relay_repl.core.errors import FileProblem
+from relay_repl.core.file_shape import shape_problem
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.versions import version_status
 from relay_repl.system import loopless
 from relay_repl.system.panes import PaneRoster
+from relay_repl.store.loader import read_bytes
 from relay_repl.system.proc import owns_listening_socket, same_process
 
 if TYPE_CHECKING:  # annotations only: plan/inbound load on first use, off the `relay targets` path
@@ -43,6 +46,7 @@ if TYPE_CHECKING:  # annotations only: plan/inbound load on first use, off the `
     from relay_repl.core.plan import ReplyContext, ReplyRoute
 
 KIND = "claude-code"
+RECORD_MAX_BYTES = 1024 * 1024  # a session record is ~1 KB: anything near this is not one
 
 
 class ListedAgent(BaseModel):
@@ -294,13 +298,22 @@ class ClaudeProvider:
             if ext != "json" or not stem.isdigit():
                 continue
             path = sessions / fname
-            try:
-                data = json.loads(path.read_bytes())
-                rec = SessionRecord.model_validate(data)
+            try:  # the one loader: a FIFO, a directory or a huge file there is a reason, never a hang
+                raw = read_bytes(path, "remove it", missing_ok=True, max_bytes=RECORD_MAX_BYTES)
+                if raw is None:  # its session ended since the listing of the directory
+                    continue
+                rec = SessionRecord.model_validate(json.loads(raw))
+            except FileProblem as exc:
+                broken[stem] = f"sessions/{fname} unreadable (it {exc.problem}): fix its permissions or remove it"
+                continue
             except OSError as exc:
                 broken[stem] = f"sessions/{fname} unreadable ({exc.strerror or exc}): fix its permissions or remove it"
                 continue
-            except (ValueError, ValidationError) as exc:
+            except ValidationError as exc:
+                broken[stem] = (f"sessions/{fname} is not a valid record ({shape_problem(exc, syntax='json')[0][:120]}): "
+                                "it may be mid-write; refresh, or remove it if it persists")
+                continue
+            except (ValueError, RecursionError) as exc:
                 first = str(exc).splitlines()[0][:80]
                 broken[stem] = f"sessions/{fname} is not a valid record ({first}): it may be mid-write; refresh, or remove it if it persists"
                 continue

@@ -17,6 +17,7 @@ class CodexDetail(PaneDetail):
 
     thread_id: str | None = None
     codex_home: str | None = Field(default=None, description="the CODEX_HOME the thread lives in")
+    sqlite_home: str | None = Field(default=None, description="where its SQLite databases are (sqlite_home.py)")
     lock: str | None = Field(default=None, description="its thread-writer lock file, if any")
     cwd: str | None = None
     title: str | None = None

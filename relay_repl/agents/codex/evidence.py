@@ -30,8 +30,20 @@ def codex_home(target: Target) -> Path:
     return Path(home)
 
 
+def databases(target: Target) -> Path:
+    """The directory of the target's Codex databases (queue_1.sqlite among them): what discovery
+    found (CodexDetail.sqlite_home), else resolved now (agents/codex/sqlite_home.py)."""
+    found = CodexDetail.of(target).sqlite_home
+    if found:
+        return Path(found)
+    from relay_repl.agents.codex.sqlite_home import sqlite_home
+
+    return sqlite_home(codex_home(target), os.environ).path
+
+
 def read_item(home: Path, item_id: str) -> dict[str, Any] | None:
-    """The queue row with this id (read-only), or None if it is gone."""
+    """The queue row with this id (read-only), or None if it is gone. `home`: the directory of
+    the databases (`databases(target)`: CODEX_HOME unless sqlite_home moved them)."""
     db = home / "queue_1.sqlite"
     if not db.exists():
         return None

@@ -67,11 +67,17 @@ HELPER_SOURCES = {"thread_title"}
 
 def read_session_index(path: Path) -> dict[str, dict[str, Any]]:
     """`session_index.jsonl`: id → its LAST line (the current name). Bad lines are skipped."""
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.store.loader import read_bytes
+
     out: dict[str, dict[str, Any]] = {}
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    try:  # the one loader: a FIFO or a directory there is refused (relay doctor names it), never a hang
+        raw = read_bytes(path, "move it aside", missing_ok=True, max_bytes=256 * 1024 * 1024)
+    except FileProblem:
         return out
+    if raw is None:
+        return out
+    text = raw.decode("utf-8", errors="replace")
     for line in text.splitlines():
         try:
             d = json.loads(line)
@@ -516,7 +522,13 @@ class CodexProvider:
             if isinstance(name, str) and name:
                 get(tid).index_name = name
 
-        rows, err = read_threads(self._p("state_db"), sorted(threads), self.recent_unloaded)
+        from relay_repl.agents.codex.sqlite_home import sqlite_home
+
+        sq = sqlite_home(self.home, self.env)  # config.toml's sqlite_home / $CODEX_SQLITE_HOME move the databases
+        if sq.problem:
+            self.notes.append(f"{sq.problem}; reading Codex's databases in {sq.path} ({sq.source})")
+        dbs = sq.path
+        rows, err = read_threads(dbs / self.adapter.registry.paths["state_db"], sorted(threads), self.recent_unloaded)
         if err:
             self.notes.append(err)
         for tid, row in rows.items():
@@ -531,7 +543,7 @@ class CodexProvider:
         for tid, path in scan_rollouts(self.home / "sessions", missing).items():
             threads[tid].rollout = str(path)
 
-        goals, gerr = read_goals(self._p("goals_db"))
+        goals, gerr = read_goals(dbs / self.adapter.registry.paths["goals_db"])
         if gerr:
             self.notes.append(gerr)
 
@@ -576,6 +588,7 @@ class CodexProvider:
             detail: dict[str, Any] = {
                 "thread_id": tid,
                 "codex_home": str(self.home),
+                "sqlite_home": str(dbs),
                 "lock": t.lock,
                 "cwd": row.get("cwd") or read.get("cwd"),
                 "title": row.get("title"),

@@ -35,7 +35,7 @@ from relay_repl.agents.adapter import load_adapter
 from relay_repl.agents.codex.agent import BINARY, KIND
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.codex.daemon import daemon_connection
-from relay_repl.agents.codex.evidence import RolloutScan, codex_home, find_in_rollout, read_item, turns_since
+from relay_repl.agents.codex.evidence import RolloutScan, codex_home, databases, find_in_rollout, read_item, turns_since
 from relay_repl.agents.codex.native import codex_command_env
 from relay_repl.agents.codex.rollout import rollout_path
 from relay_repl.agents.durable_queue import Enqueued, EnqueueCommand
@@ -148,10 +148,10 @@ class CodexQueue:
         return Enqueued(item_id=m.group("item"))
 
     def queue_file(self, target: Target) -> Path:
-        return codex_home(target) / QUEUE_FILE
+        return databases(target) / QUEUE_FILE
 
     def read_item(self, target: Target, item_id: str) -> dict[str, Any] | None:
-        return read_item(codex_home(target), item_id)
+        return read_item(databases(target), item_id)
 
     def record_file(self, target: Target) -> Path | None:
         return rollout_path(codex_home(target), target.address, target.evidence_file)
@@ -164,6 +164,25 @@ class CodexQueue:
 
     def turns_since(self, record: Path, since: float) -> list[dict[str, Any]]:
         return turns_since(record, since)
+
+    def taker_gone(self, target: Target) -> str | None:
+        """No live process holds the thread's writer lock (provider.py: the lock proves "loaded"):
+        its TUI or daemon exited (or the daemon unloaded an idle detached thread; the lock does not
+        tell which, so the reason names both), and the item waits until the thread is resumed. None when a holder
+        is alive, or when /proc/locks cannot be read (then nothing is claimed either way)."""
+        from relay_repl.system.proc import lock_holders, pid_alive, read_proc_locks
+
+        lock = Path(CodexDetail.of(target).lock or codex_home(target) / "thread-writer-locks" / f"{target.address}.lock")
+        resume = f"the item waits in the queue until the thread is resumed (`codex resume {target.address}`)"
+        if not lock.exists():
+            return f"thread {target.address} has no writer lock file ({lock}): no Codex process has it loaded; {resume}"
+        table = read_proc_locks()
+        if table is None:
+            return None
+        if any(pid_alive(p) for p in lock_holders(table, lock)):
+            return None
+        return (f"no process holds thread {target.address}'s writer lock ({lock.name}) now: the Codex process that "
+                f"ran it has exited (or its daemon unloaded it); {resume}")
 
     def from_queue(self, hit: dict[str, Any]) -> bool:
         return bool(hit["turn_trigger"] == "queue")

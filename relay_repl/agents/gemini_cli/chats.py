@@ -31,9 +31,12 @@ def gemini_dir(env: Mapping[str, str]) -> Path:
 
 def projects(gdir: Path) -> dict[str, str]:
     """`projects.json`: project root -> short id (the chat directory's name)."""
-    try:
-        data = json.loads((gdir / "projects.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.store.loader import read_text
+
+    try:  # the client's file, through the one loader: a FIFO there never hangs discovery
+        data = json.loads(read_text(gdir / "projects.json", "Gemini CLI rewrites it", missing_ok=True) or "{}")
+    except (FileProblem, ValueError, RecursionError):
         return {}
     found = data.get("projects") if isinstance(data, dict) else None
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}

@@ -26,9 +26,12 @@ from relay_repl.core.target import Target
 def settings(target: Target) -> tuple[dict[str, Any], Path]:
     """`<gemini dir>/settings.json` of the session's home (user settings; project settings are not read)."""
     path = Path(GeminiDetail.of(target).gemini_dir or "~/.gemini").expanduser() / "settings.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.store.loader import read_text
+
+    try:  # the one loader: a FIFO or a directory there never hangs a plan
+        data = json.loads(read_text(path, "fix it (Gemini CLI reads it too)", missing_ok=True) or "{}")
+    except (FileProblem, ValueError, RecursionError):
         return {}, path
     return (data if isinstance(data, dict) else {}), path
 

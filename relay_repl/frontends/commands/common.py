@@ -13,6 +13,21 @@ def progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def closed_pipe() -> int:
+    """The reader of our output went away (`relay targets --json | head`): stop quietly, as a
+    command killed by SIGPIPE does (exit 141), instead of a BrokenPipeError traceback. stdout is
+    pointed at /dev/null first, so the interpreter's final flush has nowhere to fail."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
 def parse_params(items: list[str]) -> dict[str, str]:
     """`-p KEY=VALUE` flags as a dict (typed later, by the recipe or the notebook)."""
     from relay_repl.core.errors import UsageError

@@ -17,10 +17,13 @@ def register(sub: Any) -> None:
         "version; each agent kind's client ({binaries}) found, its version, and whether that version is verified; "
         "each kind's own checks ({kinds}: where its client records its sessions, e.g. Claude Code's config dir and "
         "registry, Codex's CODEX_HOME, queue and daemon; whether an agent's sandbox lets it run `relay reply`); "
-        "the state directory; the ledger's integrity; relay-halts in force.\n\nexit codes: 0 all checks pass, 1 otherwise",
+        "the state directory; the ledger's integrity; relay-halts in force. Each row says what it ran or read, and "
+        "passes only on what that showed: a row with nothing there to check (its client not found, its directory "
+        "never made) prints – skipped, with why.\n\nexit codes: 0 no row failed, 1 otherwise",
         formatter_class=KindsRawHelp,
     )
-    s.add_argument("--json", action="store_true", help='{"ok": bool, "checks": [{"name", "ok", "detail", "fix"}]}')
+    s.add_argument("--json", action="store_true", help='{"ok": bool, "checks": [{"name", "ok", "skipped", "detail", '
+                   '"fix"}]}; a skipped row (nothing there to check) is not ok and not a failure')
     s.set_defaults(func=cmd_doctor)
 
 

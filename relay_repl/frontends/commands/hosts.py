@@ -30,6 +30,7 @@ def register(sub) -> None:
 
 
 def cmd_hosts(args: argparse.Namespace) -> int:
+    from relay_repl.core.controls import visible
     from relay_repl.store.hosts import hosts_file, load_hosts
 
     hosts = load_hosts()
@@ -41,22 +42,24 @@ def cmd_hosts(args: argparse.Namespace) -> int:
         return 0
     w = max(len(h.name) for h in hosts)
     print(f"{'HOST'.ljust(w)}  DESTINATION")
-    for h in hosts:
-        print(f"{h.name.ljust(w)}  {h.destination}")
+    for h in hosts:  # the loader refuses controls and bidi; the echo passes the one neutraliser all the same
+        print(visible(f"{h.name.ljust(w)}  {h.destination}"))
     return 0
 
 
 def cmd_hosts_add(args: argparse.Namespace) -> int:
+    from relay_repl.core.controls import visible
     from relay_repl.store.hosts import add_host, hosts_file
 
     h = add_host(args.name, args.destination)
-    print(f"host {h.name} -> {h.destination} in {hosts_file()}; next: `relay hosts check {h.name}`")
+    print(visible(f"host {h.name} -> {h.destination} in {hosts_file()}; next: `relay hosts check {h.name}`"))
     return 0
 
 
 def cmd_hosts_check(args: argparse.Namespace) -> int:
     import anyio
 
+    from relay_repl.core.controls import visible
     from relay_repl.session.remote import Hosts
     from relay_repl.store.hosts import find_host, hosts_file
 
@@ -80,12 +83,12 @@ def cmd_hosts_check(args: argparse.Namespace) -> int:
     elif not reports:
         print(f"no hosts in {hosts_file()} (add one with `relay hosts add NAME DESTINATION`)")
     for r in reports if not args.json else []:
-        if r["problem"]:
-            print(f"{r['name']}: {r['problem']}")
+        if r["problem"]:  # a remote relay's words and ssh's stderr: never raw to the terminal
+            print(visible(f"{r['name']}: {r['problem']}"))
             continue
-        print(f"{r['name']} ({r['destination']}): reachable, host key {r['host_key'] or 'known'}, relay {r['relay']} "
-              f"(protocol {r['protocol']}, serve pid {r['pid']}), {len(r['targets'])} target(s): "
-              f"{', '.join(r['targets']) or '-'}")
+        print(visible(f"{r['name']} ({r['destination']}): reachable, host key {r['host_key'] or 'known'}, relay "
+                      f"{r['relay']} (protocol {r['protocol']}, serve pid {r['pid']}), {len(r['targets'])} target(s): "
+                      f"{', '.join(map(str, r['targets'])) or '-'}"))
     return 1 if any(r["problem"] for r in reports) else 0
 
 

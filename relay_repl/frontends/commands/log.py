@@ -57,8 +57,10 @@ def cmd_log(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         print("relay: following the ledger (Ctrl-C ends)", file=sys.stderr, flush=True)
         return _follow(follower, args.json)
-    except BrokenPipeError:  # `relay log --follow | head`: the reader left
-        return 0
+    except BrokenPipeError:  # `relay log --follow | head`: the reader left; quiet, as every command (cli.main)
+        from relay_repl.frontends.commands.common import closed_pipe
+
+        return closed_pipe()
 
 
 def _follow(follower: Any, as_json: bool) -> int:

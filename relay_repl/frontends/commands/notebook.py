@@ -83,13 +83,14 @@ def cmd_notebook_run(args: argparse.Namespace) -> int:
 
 
 def cmd_notebook_show(args: argparse.Namespace) -> int:
-    from relay_repl.session.notebook import load_run
+    from relay_repl.core.controls import visible
+    from relay_repl.session.notebook import load_run, read_report
 
     run, where = load_run(Path(args.file), args.run)
     if args.json:
         print(run.model_dump_json(indent=1))
-    else:
-        print((where / "report.md").read_text(encoding="utf-8"), end="")
+    else:  # a file anyone can edit, holding peers' words: never raw to the terminal
+        print(visible(read_report(where), keep_newlines=True), end="")
     return 0
 
 

@@ -43,28 +43,33 @@ def cmd_recipes(args: argparse.Namespace) -> int:
             if not isinstance(nb, UsageError) else {"name": p.stem, "kind": "notebook", "path": str(p), "error": str(nb)}
             for p, nb in notebooks], indent=1))
         return 0
+    from relay_repl.core.controls import visible
+
+    def say(line: str) -> None:  # names, descriptions and errors come from files anyone may edit
+        print(visible(line))
+
     if notebooks:
-        print("notebooks (`relay run NAME` or `relay notebook run FILE.py`):")
+        say("notebooks (`relay run NAME` or `relay notebook run FILE.py`):")
         for p, nb in notebooks:
             if isinstance(nb, UsageError):
-                print(f"{p.stem:<14} BROKEN: {nb}")
+                say(f"{p.stem:<14} BROKEN: {nb}")
                 continue
-            print(f"{p.stem:<14} {nb.title or '(untitled)'} [notebook, {len(nb.code_cells)} cells]")
+            say(f"{p.stem:<14} {nb.title or '(untitled)'} [notebook, {len(nb.code_cells)} cells]")
             for k, v in nb.defaults().items():
-                print(f"{'':<16}-p {k}=<{type(v).__name__}> (default {v!r})")
+                say(f"{'':<16}-p {k}=<{type(v).__name__}> (default {v!r})")
         if found:
-            print("recipes:")
+            say("recipes:")
     if not found and not notebooks:
-        print("no recipes found (put NAME.toml in ./recipes/ or $RELAY_HOME/recipes/)")
+        say("no recipes found (put NAME.toml in ./recipes/ or $RELAY_HOME/recipes/)")
         return 0
     for p, r in found:
         if isinstance(r, RecipeError):
-            print(f"{p.stem:<14} BROKEN: {r}")
+            say(f"{p.stem:<14} BROKEN: {r}")
             continue
         stop = f"{r.rounds} round{'s' if r.rounds > 1 else ''}" + (f" or until {r.until!r}" if r.until else "")
-        print(f"{r.name:<14} {r.description} [{stop}]")
+        say(f"{r.name:<14} {r.description} [{stop}]")
         for k, v in r.params.items():
             default = f" (default {v.default})" if v.default is not None else " (required)"
-            print(f"{'':<16}-p {k}=<{v.type}>{default}{': ' + v.description if v.description else ''}")
+            say(f"{'':<16}-p {k}=<{v.type}>{default}{': ' + v.description if v.description else ''}")
     print("run one with `relay run NAME -p KEY=VALUE` (add --dry-run to see every plan first)")
     return 0

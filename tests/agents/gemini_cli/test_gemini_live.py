@@ -7,7 +7,7 @@ The session is started exactly as the kind tells the lab to (`lab_files`, `lab_l
   the reply (the stub model answers by running `relay reply` through `run_shell_command`), and the
   typed line is confirmed from gamma's own chat file;
 - the same answer comes back through the relay MCP server configured in its settings (`--reply-via mcp`);
-- a draft in gamma's composer makes a send refuse at preflight with zero keys sent: the pane is
+- a draft in gamma's composer makes a send refuse at preflight, before asking, with zero keys sent: the pane is
   byte-identical before and after.
 The pane is started under the kind's `LabLaunch.argv()`, which drops CI/GITHUB_ACTIONS: run from a CI job
 (CI=true), Gemini CLI would otherwise start headless and exit ("No input provided via stdin").
@@ -227,9 +227,10 @@ def test_a_draft_makes_the_send_refuse_with_zero_keys(gemini_lab: GeminiLab):
     _wait(lambda: "an operator draft" in lab.tmux("capture-pane", "-p", "-t", lab.pane), "the draft on screen", 10)
     time.sleep(0.5)  # the composer's own redraw settles (cursor blink is drawn by the client, not tmux)
     before = lab.tmux("capture-pane", "-p", "-e", "-t", lab.pane)
-    rc, text = relay_in_terminal(lab, ["send", f"gemini:{NAME}", "must not be typed"], 1)
+    rc, text = relay_in_terminal(lab, ["send", f"gemini:{NAME}", "must not be typed"], 0)
     after = lab.tmux("capture-pane", "-p", "-e", "-t", lab.pane)
-    assert rc == 1 and "[preflight] refused" in text and "draft" in text, text
+    assert rc == 1 and "[preflight] refused: not asked" in text and "draft" in text, text
+    assert "Proceed? [y/N]" not in text  # refused before the question (issue 39), not after a y
     assert after == before
     lab.tmux("send-keys", "-t", lab.pane, "C-u")
     idle(lab)
