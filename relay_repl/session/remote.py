@@ -176,9 +176,15 @@ class RemoteDelivery(BaseModel):
     answer: RemoteAnswer | None = None
 
 
-async def open_route(hosts: Hosts, host: str) -> tuple[SshChannel, str]:
-    """The host's channel, open, and the route its plans are shown with (ssh destination, the host key
-    ssh recorded, the serving relay's pid)."""
+async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn, ledger: Any = None,
+                      want: str = "none", transport: str | None = None, timeout: float = 30.0,
+                      reply_via: str | None = None, echo: Callable[[str], None] | None = None,
+                      extra: dict[str, Any] | None = None) -> RemoteDelivery:
+    """Send through HOST's relay: it resolves the target, builds the plan and asks; the plan
+    comes up the channel and is shown here with its route; only its digest, approved here
+    by the operator's gate, goes back. The local approval is spent at once (nothing acts
+    here); the host's relay mints its own from that digest, single-use, for that plan only."""
+    host, rest = resolve_host(spec, hosts)
     ch = hosts.channel(host)
     got: dict[str, Any] = {}
 
@@ -200,13 +206,8 @@ async def open_route(hosts: Hosts, host: str) -> tuple[SshChannel, str]:
     if failed is not None:
         raise failed
     fp = got.get("fp")
-    return ch, f"via ssh {host} ({ch.destination}), host key {fp or 'as ssh checked it'}; relay serve pid {hello.get('pid')}"
-
-
-def plan_asker(host: str, route: str, approve: ApproveFn, ledger: Any, echo: Callable[[str], None] | None,
-               asked: list[str]) -> Callable[[dict[str, Any]], Any]:
-    """What answers a host's question about a plan: shown here with its route, asked at this gate,
-    only its digest (approved) goes back; `asked` collects the relay ids of the plans asked about."""
+    route = f"via ssh {host} ({ch.destination}), host key {fp or 'as ssh checked it'}; relay serve pid {hello.get('pid')}"
+    asked: list[str] = []  # the relay id of the plan the host asked about (known even if the channel drops)
 
     async def on_ask(question: dict[str, Any]) -> dict[str, Any]:
         plan = Plan.model_validate(question.get("plan") or {})
@@ -226,22 +227,6 @@ def plan_asker(host: str, route: str, approve: ApproveFn, ledger: Any, echo: Cal
                                                                  "remote_digest": digest})
         spend(approval)
         return {"digest": digest if approval is not None else None}
-
-    return on_ask
-
-
-async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn, ledger: Any = None,
-                      want: str = "none", transport: str | None = None, timeout: float = 30.0,
-                      reply_via: str | None = None, echo: Callable[[str], None] | None = None,
-                      extra: dict[str, Any] | None = None) -> RemoteDelivery:
-    """Send through HOST's relay: it resolves the target, builds the plan and asks; the plan
-    comes up the channel and is shown here with its route; only its digest, approved here
-    by the operator's gate, goes back. The local approval is spent at once (nothing acts
-    here); the host's relay mints its own from that digest, single-use, for that plan only."""
-    host, rest = resolve_host(spec, hosts)
-    ch, route = await open_route(hosts, host)
-    asked: list[str] = []  # the relay id of the plan the host asked about (known even if the channel drops)
-    on_ask = plan_asker(host, route, approve, ledger, echo, asked)
 
     args = {"target": rest, "body": body, "want": want, "transport": transport, "timeout": timeout,
             "reply_via": reply_via, **{k: v for k, v in (extra or {}).items() if v}}  # hop, relay_id, heading

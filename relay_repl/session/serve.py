@@ -61,9 +61,7 @@ class Server:
     def __init__(self, write: Callable[[Answer], Awaitable[None]] | None = None,
                  make_session: Callable[..., Any] | None = None, extra_targets: tuple[Any, ...] = ()) -> None:
         self.ops: dict[str, Handler] = {"hello": self.hello, "targets": self.targets, "send": self.send,
-                                        "wait_reply": self.wait_reply, "halt": self.halt, "evidence": self.evidence,
-                                        "requests": self.requests, "approve_request": self.approve_request,
-                                        "deny_request": self.deny_request}
+                                        "wait_reply": self.wait_reply, "halt": self.halt, "evidence": self.evidence}
         self.write = write
         self._asks: dict[int, Any] = {}  # request id -> memory stream the `approve` answer arrives on
         self.session: Any = None
@@ -116,29 +114,6 @@ class Server:
         msg = await d.wait_reply(float(args.get("timeout") or 60.0))
         return {"message": msg.model_dump(mode="json") if msg is not None else None,
                 "judged_on": socket.gethostname(), "serve_pid": os.getpid()}
-
-    # ---- this host's agents' requests (issue 31): held here, decided by the operator over the channel ----
-
-    async def requests(self, args: dict[str, Any]) -> dict[str, Any]:
-        """The requests this host's agents made that are held, oldest first. Opens this host's session
-        (and so its inbox: from now on, while the channel lives, its agents' relay_send reach it)."""
-        session = await self._session()
-        inbox = session.inbox_server
-        return {"held": [r.model_dump(mode="json") for r in session.requests], "host": socket.gethostname(),
-                "inbox": str(inbox.path) if inbox is not None else None}
-
-    async def approve_request(self, args: dict[str, Any]) -> dict[str, Any]:
-        """One held request approved the ordinary way here: its plan (and the answer's) asked over the channel."""
-        session = await self._session()
-        rid = str(args["id"])
-        d = await session.approve_request(rid, wait=float(args.get("wait") or 0.0),
-                                          timeout=float(args.get("timeout") or 30.0))
-        return {"delivery": d.model_dump(mode="json"), "request": session.request(rid).model_dump(mode="json")}
-
-    async def deny_request(self, args: dict[str, Any]) -> dict[str, Any]:
-        session = await self._session()
-        why = args.get("why")
-        return session.deny_request(str(args["id"]), why=str(why) if why else None).model_dump(mode="json")
 
     async def evidence(self, args: dict[str, Any]) -> dict[str, Any]:
         """What this host's ledger holds for one relay id, read before any re-send from the other
@@ -236,7 +211,7 @@ class Server:
             return Answer(id=req.id, ok=False, error=str(exc), error_kind=type(exc).__name__)
 
 
-SESSION_OPS = {"send", "approve_request"}
+SESSION_OPS = {"send"}
 ASK_TIMEOUT = 900.0
 
 

@@ -62,7 +62,6 @@ from relay_repl.transports.chain import Chain, TransportTable
 
 if TYPE_CHECKING:
     from relay_repl.agents.kind import InboxListing
-    from relay_repl.session.remote_requests import HostRequests
     from relay_repl.agents.provenance import VerifyReport
     from relay_repl.session.debugger import Debugger
     from relay_repl.session.inbox import Inbox, InboxRecord
@@ -395,29 +394,11 @@ class Session:
         named as the origin of the words, its consent-only flags, its hop) and ask y/N; on y send it.
         With want=reply|ack, wait up to `wait` s for the verified answer, show it, and ask y/N on taking it
         to the asker (`re=` the request). Returns the delivery to the target."""
-        if remote_spec(str(request_id)):  # HOST/<id>: an agent's request held on that host
-            return await self._host_requests().approve(request_id, wait=wait, timeout=timeout)
         return await self.asks.approve(request_id, wait=wait, transport=transport, timeout=timeout)
 
     def deny_request(self, request_id: str, why: str | None = None) -> Request:
         """Refuse a held request; its asker reads `denied (why)`. Nothing is sent."""
-        if remote_spec(str(request_id)):
-            raise UsageError(f"{request_id} is held on another host: `await session.deny_host_request({request_id!r})`")
         return self.asks.deny(request_id, why)
-
-    async def host_requests(self, host: str) -> RequestTable:
-        """The requests held on HOST by its agents (named HOST/<id>); the first call opens that host's inbox,
-        so its agents can ask while this session's channel to it lives."""
-        return await self._host_requests().held(host)
-
-    async def deny_host_request(self, request_id: str, why: str | None = None) -> Request:
-        """Refuse a request held on a host (HOST/<id>); its asker there reads `denied (why)`."""
-        return await self._host_requests().deny(request_id, why)
-
-    def _host_requests(self) -> HostRequests:
-        from relay_repl.session.remote_requests import HostRequests
-
-        return HostRequests(self.shared, self.sender.remote)
 
     async def next_request(self, timeout: float | None = None) -> Request | None:
         """The next held request not handed out yet (for recipes and notebooks), waiting up to `timeout` s."""
