@@ -95,6 +95,12 @@ class SocketWire(Protocol):
         """The receiver's record file and every record in it carrying `msg_id` (blocking)."""
         ...
 
+    def held(self, target: Target, payload: str) -> tuple[Path | None, list[dict[str, Any]]]:
+        """The receiver's record file and its records proving it holds exactly `payload`, not yet
+        taken by a turn (blocking): what `queued` rests on while no origin record exists yet.
+        Such a record proves the bytes are held, never who sent them."""
+        ...
+
     def sender_pid(self, hit: dict[str, Any]) -> Any:
         """The sending pid a record carrying our msg_id names."""
         ...

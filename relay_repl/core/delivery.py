@@ -148,7 +148,7 @@ class Delivery(Readable, BaseModel):
         """Outcome, target and why in one line; an answer's sender, verdict and first words after."""
         why = f": {self.reason}" if self.reason else ""
         if self.reply is not None:
-            verdict = self.reply.verdict.verdict if self.reply.verdict else "no verdict"
+            verdict = self.reply.verdict.shown if self.reply.verdict else "no verdict"
             words = " ".join(self.reply.body.split())
             words = words if len(words) <= 80 else words[:79] + "…"
             why += f"; answer {self.reply.relay_id or ''} from {self.reply.sender} ({verdict}): \"{words}\""

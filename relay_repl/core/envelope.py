@@ -111,7 +111,11 @@ def _no_controls(text: str) -> str:
 
 def check_body(body: str) -> str:
     """Refuse, with one line naming the character and its position, a body holding a
-    control character or a lone surrogate (see core.controls). Called before any plan."""
+    control character or a lone surrogate (see core.controls), and first one too long to
+    send: the size check comes before any scan of the text. Called before any plan."""
+    if len(body) > MAX_BODY:
+        raise EnvelopeError(f"refusing to send: the message is {len(body):,} characters, over the {MAX_BODY:,} a "
+                            "relay line may carry; shorten it (or send a path to a file instead) and send again")
     why = control_refusal(body)
     if why:
         raise EnvelopeError(why)

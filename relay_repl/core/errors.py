@@ -130,6 +130,17 @@ class ProtocolMismatch(HostError):
     """The two relays speak different `relay serve` protocol versions."""
 
 
+class HostClaim(HostError):
+    """A host reported what the operator did not approve (an outcome never asked for, one after a
+    No, another target, other bytes, a state going backwards): its word is a claim, not believed.
+
+    `host` names it; `what` is the claim in a few words. The one line says so and what to do."""
+
+    def __init__(self, host: str, what: str) -> None:
+        self.host, self.what = host, what
+        super().__init__(f"host {host} reported {what} that the operator did not approve: not believed; check {host}")
+
+
 class JsonRpcError(RelayError):
     """A JSON-RPC 2.0 request this process cannot serve (core/jsonrpc.py): the peer gets `code`
     and the one-line message in an `error` response; it never reaches an operator's terminal."""

@@ -52,6 +52,15 @@ class Verdict(Readable, BaseModel):
     session_pid: int | None = Field(default=None, description="that session's own process (agent or daemon)")
     chain: tuple[int, ...] = Field(default=(), description="pids from the connecting process up to the session's")
     detail: str = ""
+    said_by: str | None = Field(default=None, description="whose judgement this is when not this relay's own: "
+                                "`host H` for a verdict a host's relay gave (shown as `host H says: ...`)")
+
+    @property
+    def shown(self) -> str:
+        """The verdict as the operator reads it: a host's as the host's word, never as relay's own."""
+        if self.said_by:
+            return f"{self.said_by} says: {self.verdict}" + (f" by pid {self.pid}" if self.pid is not None else "")
+        return self.verdict
 
     @property
     def ok(self) -> bool:

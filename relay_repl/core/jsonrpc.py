@@ -24,6 +24,10 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
+MAX_LINE = 4 * 1024 * 1024
+"""The longest line read as a message (a relay_reply's text is at most a relay line, 4,000
+characters): a longer one is answered with an error and not parsed."""
+
 _NO_ID = object()  # a notification: distinct from an explicit `"id": null`
 
 
@@ -41,6 +45,9 @@ class Request:
 
 def decode(line: bytes | str) -> Request | dict[str, Any] | None:
     """A Request, or the error response to send back, or None (a blank line or a response to us)."""
+    if len(line) > MAX_LINE:  # the size check comes before any scan of the text
+        return error_response(None, INVALID_REQUEST, f"Invalid Request: the line is over the {MAX_LINE:,} bytes "
+                              "this server reads")
     if isinstance(line, bytes):
         try:
             line = line.decode("utf-8")
@@ -52,6 +59,8 @@ def decode(line: bytes | str) -> Request | dict[str, Any] | None:
         msg = json.loads(line)
     except ValueError as exc:
         return error_response(None, PARSE_ERROR, f"Parse error: {exc}")
+    except RecursionError:  # `[[[[...` 100,000 deep: the decoder's recursion, not the process, ends
+        return error_response(None, PARSE_ERROR, "Parse error: nested too deeply")
     if isinstance(msg, list):
         return error_response(None, INVALID_REQUEST, "Invalid Request: batches are not supported (MCP since 2025-06-18)")
     if not isinstance(msg, dict):
@@ -93,5 +102,10 @@ def from_error(id: Any, exc: JsonRpcError) -> dict[str, Any]:
 
 def encode(msg: dict[str, Any]) -> bytes:
     """One compact line, UTF-8 (non-ASCII kept as is: MCP stdio messages are UTF-8 and a line
-    must hold no raw newline, which json.dumps never writes)."""
-    return json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    must hold no raw newline, which json.dumps never writes). A lone surrogate (a client's id or
+    method written as `"\\ud800"`, echoed back) has no UTF-8 form: that line is written with
+    JSON's own `\\uXXXX` escapes instead, which every JSON reader takes back to the same string."""
+    try:
+        return json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(msg, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"

@@ -41,3 +41,41 @@ class Answer(BaseModel):
 def mismatch(theirs: object, ours: int = PROTOCOL_VERSION, who: str = "the remote relay") -> str:
     return (f"relay serve protocol mismatch: this relay speaks version {ours}, {who} speaks version {theirs}; "
             "install the same relay release on both machines")
+
+
+# ---- what each op's result must look like (a host's frame of another shape is not read) ----------
+
+
+class HelloResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    protocol: int
+    relay: str
+    pid: int
+    hostname: str | None = None
+
+
+class WaitReplyResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    message: dict[str, Any] | None = None
+    judged_on: str | None = None
+    serve_pid: int | None = None
+
+
+class EvidenceResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    relay_id: str
+    serve_pid: int | None = None
+    planned: bool = False
+    approved: bool = False
+    state: str | None = None
+    stage: str | None = None
+    sent: int = 0
+
+
+class HaltResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    halted: bool

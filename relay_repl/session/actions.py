@@ -28,7 +28,7 @@ from relay_repl.core.approval import Approval, spend
 from relay_repl.core.controls import visible
 from relay_repl.core.errors import Declined, LoopHalt, UsageError, describe
 from relay_repl.core.plan import Plan
-from relay_repl.session.gating import Gatekeeper
+from relay_repl.session.gating import Gatekeeper, withheld_by
 from relay_repl.session.shared import Shared
 
 P = ParamSpec("P")
@@ -75,14 +75,14 @@ class Actions:
         approval = await self.gate.gated(plan)
         ledger = self.shared.ledger
         if approval is None:
+            halt = ledger.active_halt()  # none was in force when asked: it arrived while the plan was on screen
+            if halt is not None:  # and the gate withheld whatever the answer was: the halt wins
+                why = withheld_by(halt)
+                ledger.event("outcome", relay_id=plan.relay_id, data={"state": "withheld", "reason": why})
+                raise LoopHalt(visible(f"withheld: {why} ({halt.reason}): {plan.action} was not done; "
+                                       "`relay halts` lists it, `relay unhalt` clears it"))
             ledger.event("outcome", relay_id=plan.relay_id, data={"state": "withheld", "reason": "the operator answered No"})
             raise Declined(visible(f"declined: {plan.action} was not done (only y then Enter approves)"))
-        halt = ledger.active_halt()  # it may have arrived while the plan was on screen: the halt wins
-        if halt is not None:
-            spend(approval)
-            ledger.event("outcome", relay_id=plan.relay_id, data={"state": "halted", "reason": halt.reason})
-            raise LoopHalt(visible(f"relay-halt is in force ({halt.reason}, by {halt.by}): {plan.action} was approved "
-                                   "but not done; `relay halts` lists it, `relay unhalt` clears it"))
         return approval
 
     def gated(self, fn: Callable[P, Awaitable[T]] | None = None, what: str | None = None, *, target: str,

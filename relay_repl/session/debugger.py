@@ -34,6 +34,7 @@ from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Event, Ledger
 from relay_repl.transports.base import Look, StageLog, Transport
+from relay_repl.session.gating import withheld_by
 
 
 class DebugHost(Protocol):
@@ -217,6 +218,17 @@ class Debugger:
             return "submit: press Enter once, if the exact payload still sits in the composer"
         return "confirm: read the receiver's evidence (read-only)"
 
+    def _declined(self, d: Delivery, log: StageLog, nothing: str) -> None:
+        """The step's plan was answered No, or a relay-halt arrived while it was shown (the gate
+        withheld the yes): the halt stops the delivery, as it does a send."""
+        halt = self.session.ledger.active_halt()
+        if halt is None:
+            self._say(f"declined: {nothing}")
+            return
+        d.reason = f"{withheld_by(halt)}: {nothing}"
+        log("halt", DeliveryState.HALTED, d.reason)
+        self._say(f"withheld: {d.reason}")
+
     def _say(self, text: str) -> None:
         (self.session.echo or safe_echo(print))(text)
 
@@ -365,7 +377,7 @@ class Debugger:
                 return d
             approval = await self.session._gated(plan, delivery=d.key, target=target)
             if approval is None:
-                self._say("declined: no key was sent")
+                self._declined(d, log, "no key was sent")
                 return d
             await self.session._run_armed(d, log, approval,
                                           lambda a: submit(d, target, payload, log, approval=a))
@@ -375,7 +387,7 @@ class Debugger:
                 return d
             approval = await self.session._gated(d.plan, delivery=d.key, target=target)
             if approval is None:
-                self._say("declined: nothing was sent")
+                self._declined(d, log, "nothing was sent")
                 return d
             if self.session.ledger.active_halt() is None:  # a halt after the yes: nothing is sent or recorded
                 self.session.ledger.record_sent(d.relay_id or "", 0, d.target)

@@ -424,16 +424,19 @@ class Inbox:
     def _frame(self, line: bytes, origin_base: dict[str, Any]) -> dict[str, Any] | None:
         try:
             frame = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a nesting bomb is garbage too, never the end of the inbox
             self.ledger.event("inbox-garbage", data={**origin_base, "bytes": len(line)})
+            self._halt_in_dropped(line, origin_base)
             return None
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            self._halt_in_dropped(line, origin_base)
             return None
         kind = frame["type"]
         if kind == "auth":
             return None
         if kind == REQUEST_FRAME:
             if self.on_request is None:
+                self._halt_in_dropped(line, origin_base)
                 return {"type": REQUEST_ANSWER, "state": "refused",
                         "why": "this relay takes no requests (it is not the operator's REPL): nothing is held"}
             return self.on_request(frame, origin_base)
@@ -444,11 +447,12 @@ class Inbox:
             status = frame.get("status") or frame.get("state") or frame.get("action")
             self.echo(f"inbox: receipt {frame.get('action')} {status} for {frame.get('orig_msg_id')} "
                       f"(pid {origin_base.get('verifiedPeerPid')})")
+            self._halt_in_dropped(line, origin_base)
             return None
-        if kind != "user":
-            return None
-        content = (frame.get("message") or {}).get("content")
-        if not isinstance(content, str) or not content:
+        message = frame.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if kind != "user" or not isinstance(content, str) or not content:
+            self._halt_in_dropped(line, origin_base)
             return None
         body, claims = parse_content(content)
         origin = {
@@ -460,6 +464,13 @@ class Inbox:
         }
         self.accept(body, origin)
         return None
+
+    def _halt_in_dropped(self, line: bytes, origin_base: dict[str, Any]) -> None:
+        """A line this inbox keeps no message of (not JSON, another shape, a receipt) that carries
+        relay-halt still halts (seed section 9: any message): the safe side; nothing else of it counts."""
+        if b"relay-halt" in line:
+            self.ledger.halt("relay-halt received in a line the inbox did not keep as a message",
+                             by=f"pid {origin_base.get('verifiedPeerPid')}")
 
     def judge(self, origin: dict[str, Any], claim: str | None, call: ToolCall | None = None) -> Verdict:
         """`call` is what the sender's own record should hold (the answer it sent): it can
@@ -491,10 +502,12 @@ class Inbox:
         pid = origin.get("verifiedPeerPid")
         if env is not None and env.id.startswith(self.address + "-"):
             self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line, "why": "our own id came back"})
+            self.ledger.halt_if_carried(line, where=f"a duplicate of our own id {env.id}", by=str(peer))  # a halt wins
             self.echo(f"inbox: our own relay id {env.id} came back (pid {pid}): duplicate, logged, not acted on")
             return None
         if env is not None and not self.ledger.mark_seen(env.id, env.hop, peer):
             self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line})
+            self.ledger.halt_if_carried(line, where=f"a duplicate of {env.id}", by=str(peer))  # a halt wins
             self.echo(f"inbox: duplicate relay id {env.id} from pid {pid}: logged, not acted on")
             return None
         answers = env.re if env is not None and env.re and self.ledger.was_sent(env.re) else None

@@ -47,7 +47,12 @@ from relay_repl.core.errors import RelayError, UsageError
 from relay_repl.core.notebook_cells import (Cell, Notebook, NotebookError, compile_cell, convert_param, injected_cell,
                                             looks_like_target, parse_cells)
 from relay_repl.core.plan import Plan
+from relay_repl.session.journal import JournalMismatch, SendStatus, check_row, sealed, send_status
 from relay_repl.system.polling import poll_until
+
+JOURNAL_ROWS = ("notebook-start", "notebook-send", "notebook-answer")
+"""The rows a run writes of its start (file, parameters), its sends and the operator's answers, each sealed
+with its digest."""
 
 PROGRESS_FIRST = 5.0   # a cell quiet this long gets a progress line on stderr ...
 PROGRESS_EVERY = 10.0  # ... and another this often while it waits
@@ -134,7 +139,8 @@ def outputs_root(path: Path) -> Path:
 NOTEBOOK_FIX = "give a notebook: a UTF-8 Python file of `# %%` cells"
 RUN_MAX_BYTES = 64 * 1024 * 1024
 """A run's outputs hold what its cells printed: more than a hand-written file, still read whole."""
-RUN_FIX = ("it is a run's output, written by relay: restore it, or remove that run's folder and start a new run "
+RUN_FIX = ("it is a run's output, written by relay, so it was edited or cut short: the ledger still holds what "
+           "the run did (`relay why RUN`); restore the file, or remove that run's folder and start a new run "
            "(`relay notebook run FILE`)")
 
 
@@ -205,6 +211,7 @@ class NotebookRunner:
         self.in_gate = False
         self.tee: _Tee | None = None
         self.prior: dict[tuple[int, int], dict[str, Any]] = {}
+        self.prior_status: dict[str, SendStatus] = {}  # relay id -> what the ledger proves of the stopped run's send
         self.notes: dict[str, list[str]] = {}  # relay id -> plan notes (the same send in an earlier run)
         self._dry_n = 0
 
@@ -326,7 +333,7 @@ class NotebookRunner:
                     rec.result = repr(value)
                     print(rec.result, file=self.tee.real, flush=True)  # shown as the REPL shows it; kept apart
             rec.state = "done"
-        except ResumeMismatch as exc:
+        except (ResumeMismatch, JournalMismatch) as exc:
             rec.state, rec.error = "error", str(exc)
             self.run.state, self.run.reason = "stopped", str(exc)
             self.progress(f"relay: {exc}")
@@ -388,6 +395,8 @@ class NotebookRunner:
             finally:
                 sys.stdout = saved
                 self.in_gate = False
+            if plan.relay_id:  # the run's own record of the operator's answer, before the gate records its own
+                self._event("notebook-answer", relay_id=plan.relay_id, approved=_approved(answer))
             if self.rec is not None:
                 self.rec.plans.append(PlanShown(heading=heading, target=plan.target.split(" ")[0], transport=plan.transport,
                                                 relay_id=plan.relay_id, payload=plan.payload,
@@ -410,7 +419,15 @@ class NotebookRunner:
         tgt = await self.session.target(target)
         prior = self.prior.get((index, n))
         if prior is not None:
-            return await self._replay(prior, tgt.spec, body, want, cell)
+            self._same_cell(prior, tgt.spec, body, want, cell)
+            status = self.prior_status[prior["relay_id"]]
+            if status.sent:
+                return await self._replay(prior, tgt.spec, body, want, cell)
+            # declined, withheld, killed at the prompt: shown as such, then planned and asked again under
+            # the same id (a receiver that somehow holds it takes the second as a duplicate)
+            print(f"{self.heading()}: {prior['relay_id']} to {tgt.spec} {status.not_sent(str(self.resume))}; "
+                  "planned and asked again")
+            kw["relay_id"] = prior["relay_id"]
         rid = kw.pop("relay_id", None) or self.session.ledger.next_id(self.session.me.address)
         key = self._send_key(index, tgt.spec, body)
         earlier = self._sent_before(key)
@@ -488,23 +505,35 @@ class NotebookRunner:
         if not self.raw_params:
             self.raw_params = {k: ",".join(map(str, v)) if isinstance(v, list) else str(v)
                                for k, v in (start.data.get("params") or {}).items()}
+        answers: dict[str, bool] = {}
         for e in events:
+            if e.kind in JOURNAL_ROWS:
+                check_row(run_id, e)  # a row the run did not write (edited, inserted by hand) stops it here
             if e.kind == "notebook-send":
                 self.prior[(int(e.data["cell"]), int(e.data["call"]))] = e.data
+            elif e.kind == "notebook-answer" and e.data.get("relay_id"):
+                answers[str(e.data["relay_id"])] = bool(e.data.get("approved"))
+        for prior in self.prior.values():  # every send of the stopped run judged before any cell runs
+            rid = str(prior["relay_id"])
+            self.prior_status[rid] = send_status(self.session.ledger, run_id, rid, target=str(prior["target"]),
+                                                 body=str(prior["body"]), approved_in_journal=answers.get(rid, False))
 
-    async def _replay(self, prior: dict[str, Any], spec: str, body: str, want: Any, cell: Cell | None) -> Delivery:
+    def _same_cell(self, prior: dict[str, Any], spec: str, body: str, want: Any, cell: Cell | None) -> None:
         label = cell.label if cell is not None else "a cell"
         if cell is not None and prior.get("sha256") != cell.sha256 or (prior["target"], prior["body"],
                                                                       prior["want"]) != (spec, body, want):
             raise ResumeMismatch(f"{self.path}: {label} changed since run {self.resume} (send {prior['call']} there "
                                  f"was {prior['want']} to {prior['target']}: {prior['body'][:60]!r}): not resumed, "
                                  "nothing was sent; start a new run instead")
+
+    async def _replay(self, prior: dict[str, Any], spec: str, body: str, want: Any, cell: Cell | None) -> Delivery:
         d = rebuild_delivery(self.session, prior["relay_id"], spec, want)
         self.cell_ids.append(prior["relay_id"])
         self.session.deliveries.append(d)
         # recorded under this run too, so a resume of this run answers the same call the same way
         self._event("notebook-send", cell=prior["cell"], sha256=prior.get("sha256"), call=prior["call"], target=spec,
                     body=body, want=want, relay_id=d.relay_id, replayed_from=self.resume)
+        self._event("notebook-answer", relay_id=d.relay_id, approved=True, replayed_from=self.resume)
         if self.rec is not None:
             self.rec.plans.append(PlanShown(heading=self.heading(), target=spec, transport=d.transport,
                                             relay_id=d.relay_id, payload=d.plan.payload if d.plan else body,
@@ -525,7 +554,8 @@ class NotebookRunner:
 
     def _event(self, kind: str, **data: Any) -> None:
         if not self.dry_run:
-            self.session.ledger.event(kind, relay_id=self.run.id, data={"run": self.run.id, **data})
+            row = {"run": self.run.id, **data}
+            self.session.ledger.event(kind, relay_id=self.run.id, data=sealed(kind, row) if kind in JOURNAL_ROWS else row)
 
     def _append_cell(self, rec: CellRecord) -> None:
         with (self.dir / "cells.jsonl").open("a", encoding="utf-8") as f:
@@ -679,14 +709,6 @@ def load_run(path: Path, run_id: str | None = None) -> tuple[NotebookRun, Path]:
     run = load_json(chosen / "run.json", NotebookRun, RUN_FIX, max_bytes=RUN_MAX_BYTES, error=NotebookFileProblem)
     assert run is not None  # not missing_ok: an absent file is a FileProblem
     return run, chosen
-
-
-def read_report(where: Path) -> str:
-    """A run's report.md, through the one loader (a run folder is a file anyone may edit)."""
-    from relay_repl.core.notebook_cells import NotebookFileProblem
-    from relay_repl.store.loader import read_text
-
-    return read_text(where / "report.md", RUN_FIX, max_bytes=RUN_MAX_BYTES, error=NotebookFileProblem) or ""
 
 
 def export_ipynb(path: Path, run_id: str | None, out: Path) -> Path:

@@ -13,15 +13,20 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from relay_repl.core.approval import Scope, plan_digest, spend
 from relay_repl.core.delivery import Delivery, DeliveryState
-from relay_repl.core.errors import ChannelLost, HostError, RelayError, UsageError
-from relay_repl.core.inbound import InboundMessage
+from relay_repl.core.envelope import check_body
+from relay_repl.core.errors import ChannelLost, HostClaim, HostError, RelayError, UsageError
+from relay_repl.core.host_claims import (AskedSend, RemoteApproval, is_send_plan, one_line_shape, outcome_claim,
+                                          plan_problem, shaped)
+from relay_repl.core.inbound import InboundMessage, Verdict
+from relay_repl.core.serve_wire import WaitReplyResult
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.session.gate import ApproveFn, ask
+from relay_repl.session.gating import withheld_by
 from relay_repl.store.hosts import HostEntry, control_dir, find_host, load_hosts, ssh_config_file
 from relay_repl.system.ssh import SshChannel
 
@@ -101,8 +106,17 @@ class Hosts:
         return ch
 
     async def targets(self, name: str) -> list[Target]:
+        """The host's targets; a listing of the wrong shape is one line naming the host (each
+        string in it already made inert by the channel)."""
         rows = await self.channel(name).request("targets")
-        return [target_from_json(name, r) for r in rows]
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise HostError(f"host {name} answered targets with a value of the wrong shape (not a list of targets): "
+                            f"not read; check {name}")
+        try:
+            return [target_from_json(name, r) for r in rows]
+        except ValidationError as exc:
+            raise HostError(f"host {name} answered targets with a target of the wrong shape "
+                            f"({one_line_shape(exc)}): not read; check {name}") from None
 
     async def all_targets(self) -> tuple[list[Target], list[str]]:
         """Every host's targets, asked at once; a host that fails is one line, the rest stand."""
@@ -129,8 +143,8 @@ class Hosts:
         try:
             out["host_key"] = await host_key_fingerprint(ch)
             hello = await ch.open()
-            out.update(reachable=True, relay=hello.get("relay"), protocol=hello.get("protocol"),
-                       pid=hello.get("pid"), hostname=hello.get("hostname"))
+            out.update(reachable=True, relay=hello.get("relay"), protocol=hello.get("protocol"),  # inert: the channel
+                       pid=hello.get("pid"), hostname=hello.get("hostname"))                # passed each through visible
             out["targets"] = [t.spec for t in await self.targets(name)]
         except RelayError as exc:
             out["problem"] = str(exc)
@@ -154,17 +168,20 @@ def resolve_host(spec: str, hosts: Hosts) -> tuple[str, str]:
 
 
 class RemoteAnswer(BaseModel):
-    """A reply to a delivery on a host, as that host's inbox judged it."""
+    """A reply to a delivery on a host, as that host's inbox judged it: the host's word, shown as its own."""
 
     message: InboundMessage
     host: str
     judged_on: str
     serve_pid: int
+    host_says: str = Field(default="", description="the host's verdict as it gave it: `host H says: verified by pid P`")
 
     @property
     def verified_by(self) -> str:
         v = self.message.verdict
-        return f"{v.verdict if v else 'no verdict'} on {self.host} by relay serve pid {self.serve_pid}"
+        if v is not None and v.verdict == "mismatch" and v.said_by is None:  # judged here: the host said otherwise
+            return f"mismatch: {v.detail}; {self.host_says}"
+        return self.host_says or f"host {self.host} says: no verdict"
 
 
 class RemoteDelivery(BaseModel):
@@ -174,6 +191,43 @@ class RemoteDelivery(BaseModel):
     host: str
     route: str
     answer: RemoteAnswer | None = None
+    asked: AskedSend | None = None
+
+
+def host_says(host: str, v: Verdict | None) -> str:
+    """`host H says: verified by pid P`: a remote verdict, never shown as this relay's own."""
+    if v is None:
+        return f"host {host} says: no verdict"
+    return f"host {host} says: {v.verdict}" + (f" by pid {v.pid}" if v.pid is not None else "") + (
+        f" ({v.session})" if v.session else "")
+
+
+def remote_answer(host: str, res: Any, relay_id: str, asked: str, serve_pid: int = 0) -> RemoteAnswer | None:
+    """The host's answer to `relay_id`, shown as the host's word; an answer naming another id is a
+    claim, and one the host says came from a session other than `asked` is a mismatch here as there."""
+    got = shaped(host, "wait_reply", WaitReplyResult, res)
+    if got.message is None:
+        return None
+    msg = shaped(host, "wait_reply", InboundMessage, got.message)
+    if msg.answers != relay_id:
+        raise HostClaim(host, f"an answer to {msg.answers or 'nothing'} as the answer to {relay_id}")
+    said = host_says(host, msg.verdict)
+    v = msg.verdict
+    if v is not None:
+        v = v.model_copy(update={"said_by": f"host {host}"})
+        if v.session and v.session != asked and v.verdict in ("verified", "host verified", "mismatch"):
+            v = v.model_copy(update={"verdict": "mismatch", "said_by": None,
+                                     "detail": f"answered by {v.session}, asked {asked} ({said})"})
+        msg = msg.model_copy(update={"verdict": v})
+    return RemoteAnswer(message=msg, host=host, judged_on=str(got.judged_on or host),
+                        serve_pid=int(got.serve_pid or serve_pid), host_says=said)
+
+
+def record_claim(ledger: Any, claim: HostClaim, relay_id: str | None, op: str, frame: Any = None) -> None:
+    """A host claim in the ledger (kind `host-claim`): what it said, that it was not believed."""
+    if ledger is not None:
+        ledger.event("host-claim", relay_id=relay_id, data={"host": claim.host, "claim": claim.what, "op": op,
+                                                            "line": str(claim), "frame": frame})
 
 
 async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn, ledger: Any = None,
@@ -183,9 +237,18 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
     """Send through HOST's relay: it resolves the target, builds the plan and asks; the plan
     comes up the channel and is shown here with its route; only its digest, approved here
     by the operator's gate, goes back. The local approval is spent at once (nothing acts
-    here); the host's relay mints its own from that digest, single-use, for that plan only."""
+    here); the host's relay mints its own from that digest, single-use, for that plan only.
+
+    The host's word is a claim (core/host_claims.py): a plan that is not the send asked for is
+    declined unseen; the operator's yes is recorded here (`remote-approval`: relay id, target,
+    digest, payload) before the digest goes back; and the outcome is believed only for that
+    approval. Anything else raises HostClaim (one line naming the host), recorded as `host-claim`."""
+    check_body(body)  # the size and control checks here, before anything goes to the host
     host, rest = resolve_host(spec, hosts)
     ch = hosts.channel(host)
+    ext = extra or {}
+    asked = AskedSend(host=host, target=rest, body=body, want=want, hop=int(ext.get("hop") or 0),
+                      relay_id=ext.get("relay_id"))
     got: dict[str, Any] = {}
 
     async def fingerprint() -> None:
@@ -207,53 +270,116 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
         raise failed
     fp = got.get("fp")
     route = f"via ssh {host} ({ch.destination}), host key {fp or 'as ssh checked it'}; relay serve pid {hello.get('pid')}"
-    asked: list[str] = []  # the relay id of the plan the host asked about (known even if the channel drops)
+    asked_ids: list[str] = []  # the relay id of the plan the host asked about (known even if the channel drops)
+    approvals: list[RemoteApproval] = []  # the operator's yes, each recorded before its digest went back
+    say = echo or print
 
     async def on_ask(question: dict[str, Any]) -> dict[str, Any]:
-        plan = Plan.model_validate(question.get("plan") or {})
+        plan = shaped(host, "send (its plan)", Plan, question.get("plan") or {})
         digest = str(question.get("digest") or "")
-        if plan.relay_id:
-            asked.append(plan.relay_id)
-        if plan_digest(plan) != digest:  # what is shown must be exactly what is approved there
-            (echo or print)(f"relay: host {host} sent a plan that does not match its digest: declined")
+        if not is_send_plan(plan):  # a step on the host before the send (listing its inbox as a peer): shown
+            return await side_step(plan, digest)  # and asked like any plan; never an approval of a send
+        problem = plan_problem(asked, plan, digest)
+        if problem is not None:  # never shown: no yes can be given to a plan that is not the send asked
+            claim = HostClaim(host, problem)
+            record_claim(ledger, claim, plan.relay_id, "send (its plan)")
+            say(f"relay: {claim}; declined, nothing was approved")
             return {"digest": None}
+        assert plan.relay_id is not None  # plan_problem checked it names its envelope's id
+        asked_ids.append(plan.relay_id)
         shown = shown_here(plan, host, route)
         if ledger is not None:
             ledger.event("plan", relay_id=plan.relay_id, data={**shown.model_dump(mode="json"), "host": host,
                                                                "remote_digest": digest})
         approval = await ask(approve, shown, Scope.of(shown))
+        halt = ledger.active_halt() if ledger is not None and approval is not None else None
+        if halt is not None:  # it arrived while the plan was on screen: it wins over the answer
+            spend(approval)
+            approval = None
+            got["halt"] = withheld_by(halt)
+            say(f"withheld: {got['halt']}")
+        mine = RemoteApproval(host=host, relay_id=plan.relay_id, target=rest, digest=digest, payload=plan.payload,
+                              transport=plan.transport) if approval is not None else None
+        if ledger is not None:  # before the digest goes back: the host acts only after this is written
+            ledger.event("answer", relay_id=plan.relay_id,
+                         data={"approved": approval is not None, "host": host, "remote_digest": digest,
+                               **({"withheld": withheld_by(halt)} if halt is not None else {})})
+            if mine is not None:
+                ledger.event("remote-approval", relay_id=plan.relay_id, data=mine.model_dump(mode="json"))
+        if mine is not None:
+            approvals.append(mine)
+        spend(approval)
+        return {"digest": digest if mine is not None else None}
+
+    async def side_step(plan: Plan, digest: str) -> dict[str, Any]:
+        if plan_digest(plan) != digest:
+            claim = HostClaim(host, "a plan that does not match its own digest")
+            record_claim(ledger, claim, None, "send (a step before it)")
+            say(f"relay: {claim}; declined, nothing was approved")
+            return {"digest": None}
+        shown = plan.model_copy(update={"action": f"on host {host}: {plan.action}",
+                                        "notes": (*plan.notes, f"route: {route}")})
         if ledger is not None:
-            ledger.event("answer", relay_id=plan.relay_id, data={"approved": approval is not None, "host": host,
-                                                                 "remote_digest": digest})
+            ledger.event("plan", data={**shown.model_dump(mode="json"), "host": host, "remote_digest": digest})
+        approval = await ask(approve, shown, Scope.of(shown))
+        halt = ledger.active_halt() if ledger is not None and approval is not None else None
+        if halt is not None:
+            spend(approval)
+            approval = None
+            say(f"withheld: {withheld_by(halt)}")
+        if ledger is not None:
+            ledger.event("answer", data={"approved": approval is not None, "host": host, "remote_digest": digest})
         spend(approval)
         return {"digest": digest if approval is not None else None}
 
     args = {"target": rest, "body": body, "want": want, "transport": transport, "timeout": timeout,
-            "reply_via": reply_via, **{k: v for k, v in (extra or {}).items() if v}}  # hop, relay_id, heading
+            "reply_via": reply_via, **{k: v for k, v in ext.items() if v}}  # hop, relay_id, heading
     try:
         result = await ch.request("send", args, timeout=timeout + ASK_BOUND, on_ask=on_ask)
     except ChannelLost as exc:
-        rid = (extra or {}).get("relay_id") or (asked[-1] if asked else None)
+        rid = ext.get("relay_id") or (asked_ids[-1] if asked_ids else None)
         d = Delivery(target=spec, relay_id=rid, transport=transport or "?", state=DeliveryState.INTERRUPTED,
                      stage="remote",
                      reason=f"{exc}; the delivery may have gone ahead on {host}: look at it there "
                             f"(`relay debug` on {host}) before any re-send")
-        return RemoteDelivery(delivery=d, host=host, route=route)
-    d = Delivery.model_validate(result)
-    d = d.model_copy(update={"target": f"{host}/{d.target}"})
-    return RemoteDelivery(delivery=d, host=host, route=route)
+        return RemoteDelivery(delivery=d, host=host, route=route, asked=asked)
+    d = shaped(host, "send", Delivery, result)
+    approved = next((a for a in reversed(approvals) if a.relay_id == d.relay_id), approvals[-1] if approvals else None)
+    what = outcome_claim(d, approved, asked)
+    if what is not None:
+        claim = HostClaim(host, what)
+        record_claim(ledger, claim, d.relay_id or (approved.relay_id if approved else None), "send",
+                     frame=d.model_dump(mode="json"))
+        raise claim
+    answer = None
+    if d.reply is not None:  # answered before the host's send returned: judged there, shown as its word
+        try:
+            answer = remote_answer(host, {"message": d.reply.model_dump(mode="json"), "judged_on": host},
+                                   str(d.relay_id), rest, serve_pid=int(hello.get("pid") or 0))
+        except HostClaim as claim:
+            record_claim(ledger, claim, d.relay_id, "send (its answer)")
+            raise
+    reason = f"host {host} says: {d.reason}" if d.reason else d.reason
+    if got.get("halt") and d.state is DeliveryState.WITHHELD:
+        reason = got["halt"]  # this relay's own reason: the yes was withheld here
+    d = d.model_copy(update={"target": f"{host}/{d.target}", "replies": [answer.message] if answer else [],
+                             "reply": answer.message if answer else None, "reason": reason})
+    return RemoteDelivery(delivery=d, host=host, route=route, asked=asked, answer=answer)
 
 
-async def wait_reply_remote(hosts: Hosts, rd: RemoteDelivery, timeout: float) -> RemoteAnswer | None:
+async def wait_reply_remote(hosts: Hosts, rd: RemoteDelivery, timeout: float, ledger: Any = None) -> RemoteAnswer | None:
     if rd.delivery.relay_id is None:
         return None
     res = await hosts.channel(rd.host).request("wait_reply", {"relay_id": rd.delivery.relay_id, "timeout": timeout},
                                                timeout=timeout + 30)
-    if not res or res.get("message") is None:
-        return None
-    ans = RemoteAnswer(message=InboundMessage.model_validate(res["message"]), host=rd.host,
-                       judged_on=str(res.get("judged_on")), serve_pid=int(res.get("serve_pid") or 0))
-    rd.answer = ans
+    asked = rd.asked.target if rd.asked is not None else split_spec(rd.delivery.target)[1]
+    try:
+        ans = remote_answer(rd.host, res, rd.delivery.relay_id, asked)
+    except HostClaim as claim:
+        record_claim(ledger, claim, rd.delivery.relay_id, "wait_reply", frame=res)
+        raise
+    if ans is not None:
+        rd.answer = ans
     return ans
 
 

@@ -6,7 +6,7 @@ and carries it out (session/remote.py `send_remote`); the operator's gate (this 
 `approve`) sees that plan with its route and answers it here. What comes back is the
 host's Delivery, kept in this session's deliveries and recorded in this session's ledger
 (so an `interrupted` send is found by `relay debug` here), and its `wait_reply()` asks the
-host's relay for the answer its inbox judged (`verified on HOST by relay serve pid P`).
+host's relay for the answer its inbox judged, shown as the host's word (`host HOST says: verified by pid P`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
-from relay_repl.core.errors import DiscoveryError, HostError, RelayError
+from relay_repl.core.errors import DiscoveryError, HostClaim, HostError, RelayError
+from relay_repl.core.host_claims import NOTHING_HAPPENED, PROGRESS, shaped
 from relay_repl.core.inbound import InboundMessage
-from relay_repl.core.serve_wire import PROTOCOL_VERSION, Request
+from relay_repl.core.controls import visible
+from relay_repl.core.serve_wire import MAX_LINE, PROTOCOL_VERSION, EvidenceResult, Request
 from relay_repl.core.target import Target
-from relay_repl.session.remote import (Hosts, RemoteAnswer, RemoteDelivery, send_remote, split_spec,
+from relay_repl.session.remote import (Hosts, RemoteAnswer, RemoteDelivery, record_claim, send_remote, split_spec,
                                        wait_reply_remote)
 from relay_repl.session.shared import Shared
 
@@ -81,9 +83,8 @@ class RemoteSends:
             d.relay_id = relay_id  # the channel dropped before the host said: the id it was sent under
         d._waiter = self._wait_reply
         self.made[d.key] = rd
-        if d.reply is not None:  # answered before the host's send returned: linked there, judged there
-            pid = int((self.hosts.channel(rd.host).hello or {}).get("pid") or 0)
-            self._linked(d, RemoteAnswer(message=d.reply, host=rd.host, judged_on=rd.host, serve_pid=pid))
+        if rd.answer is not None:  # answered before the host's send returned: judged there, its word here
+            self._linked(d, rd.answer)
         self.shared.deliveries.append(d)
         self.shared.ledger.event("outcome", delivery=d.key, relay_id=d.relay_id,
                                  data={"state": d.state.value, "reason": d.reason, "stage": d.stage,
@@ -98,7 +99,7 @@ class RemoteSends:
         rd = self.made.get(d.key)
         if rd is None or d.state is DeliveryState.INTERRUPTED:
             return None
-        ans = await wait_reply_remote(self.hosts, rd, timeout)
+        ans = await wait_reply_remote(self.hosts, rd, timeout, ledger=self.shared.ledger)
         if ans is None:
             if d.state not in ANSWERED:
                 d.state = DeliveryState.NO_REPLY if d.outcome == "delivered" else d.state
@@ -132,11 +133,14 @@ class RemoteSends:
             try:
                 res = subprocess.run([*ch.argv("-T"), *ch.remote_command], input=line, capture_output=True,
                                      text=True, timeout=HALT_TIMEOUT)
-                ans = json.loads((res.stdout.strip().splitlines() or ["{}"])[-1])
+                last = (res.stdout.strip().splitlines() or ["{}"])[-1]
+                ans = json.loads(last) if len(last) <= MAX_LINE else None
+                if not isinstance(ans, dict):  # a host's frame of another shape: not read
+                    raise HostError(f"host {name} answered the halt with a frame of the wrong shape")
                 if not (ans.get("ok") and ans.get("v") == PROTOCOL_VERSION):
-                    raise HostError(ans.get("error") or (res.stderr.strip() or f"exit {res.returncode}"))
-            except (OSError, ValueError, subprocess.TimeoutExpired, RelayError) as exc:
-                problems.append(f"host {name}: halt not delivered: {exc}")
+                    raise HostError(str(ans.get("error") or (res.stderr.strip() or f"exit {res.returncode}")))
+            except (OSError, ValueError, RecursionError, subprocess.TimeoutExpired, RelayError) as exc:
+                problems.append(visible(f"host {name}: halt not delivered: {exc}"[:500]))
         for p in problems:
             self.shared.say(f"relay: {p}")
         return problems
@@ -187,6 +191,9 @@ class RemoteDebugger:
     async def look(self, record: bool = True) -> RemoteLook:
         host = str(self.record["host"])
         ev = await self.remote.hosts.channel(host).request("evidence", {"relay_id": self.relay_id}, timeout=30)
+        got = shaped(host, "evidence", EvidenceResult, ev)
+        if got.relay_id != self.relay_id:
+            self._claim(HostClaim(host, f"evidence for relay id {got.relay_id} (asked about {self.relay_id})"), ev)
         lk = RemoteLook(relay_id=self.relay_id, host=host, evidence=ev)
         if record:
             self.remote.shared.ledger.event("debug-look", relay_id=self.relay_id, delivery=self.delivery.key,
@@ -200,9 +207,12 @@ class RemoteDebugger:
             state = lk.evidence.get("state")
             if state:
                 try:
-                    self.delivery.state = DeliveryState(state)
+                    said = DeliveryState(state)
                 except ValueError:
-                    pass
+                    said = None
+                if said is not None:
+                    self._believe(lk, said)
+                    self.delivery.state = said
             self.delivery.stage = str(lk.evidence.get("stage") or self.delivery.stage)
             self.delivery.reason = f"already went out on {lk.host} (its ledger): not re-sent"
             return self.delivery
@@ -214,6 +224,23 @@ class RemoteDebugger:
         return d
 
     step = resume  # one stage here is the whole send there
+
+    def _believe(self, lk: RemoteLook, said: DeliveryState) -> None:
+        """The host's state for this id, believed only for a plan the operator approved here and
+        never behind what this ledger already holds; else a HostClaim, recorded."""
+        ledger = self.remote.shared.ledger
+        approved = any(e.kind == "remote-approval" and e.data.get("host") == lk.host
+                       for e in ledger.events(relay_id=self.relay_id))
+        if not approved and said not in NOTHING_HAPPENED:
+            self._claim(HostClaim(lk.host, f"a send ({said.value}) for relay id {self.relay_id}"), lk.evidence)
+        mine, theirs = PROGRESS.get(self.delivery.state), PROGRESS.get(said)
+        if mine is not None and theirs is not None and theirs < mine:
+            self._claim(HostClaim(lk.host, f"relay id {self.relay_id} back at {said.value} (it was "
+                                           f"{self.delivery.state.value})"), lk.evidence)
+
+    def _claim(self, claim: HostClaim, frame: Any) -> None:
+        record_claim(self.remote.shared.ledger, claim, self.relay_id, "evidence", frame=frame)
+        raise claim
 
     def abandon(self, reason: str = "abandoned by the operator") -> Delivery:
         self.delivery.state = DeliveryState.ABANDONED

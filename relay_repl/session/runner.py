@@ -38,6 +38,7 @@ from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import DELIVERED, Delivery, DeliveryState
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt
 from relay_repl.core.peertext import quote
+from relay_repl.session.journal import JournalMismatch, check_row, sealed, send_status
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, LoopHalt, RelayError, UsageError
 from relay_repl.core.plan import Plan
 from relay_repl.core.recipe import Recipe, RecipeError, Step, parse_recipe, render
@@ -194,7 +195,9 @@ class Runner:
     # -- ledger records --------------------------------------------------------
     def _event(self, event_kind: str, **data: Any) -> None:
         if not self.dry_run:
-            self.ledger.event(event_kind, relay_id=self.run.id, data={"run": self.run.id, **data})
+            row = {"run": self.run.id, **data}
+            self.ledger.event(event_kind, relay_id=self.run.id,
+                              data=sealed(event_kind, row) if event_kind in ("run-start", "run-step") else row)
 
     # -- targets ---------------------------------------------------------------
     async def resolve_targets(self) -> None:
@@ -283,6 +286,8 @@ class Runner:
 
         self.session.approve = one_at_a_time
         try:
+            if self.resume and not self.dry_run:
+                self._check_journal()  # a row the stopped run did not write: stop before anything is sent
             await self.resolve_targets()
             if not self.dry_run:
                 await self._reply_route()
@@ -532,6 +537,13 @@ class Runner:
                 self.used_answers.add(prior.answer.relay_id)
             self.say(f"  {where}: answered before as {rid}: not sent again")
             return True
+        status = send_status(self.ledger, self.run.id, rid, target=prior.target, body=None) \
+            if prior.kind != "forward" else None
+        if status is not None and status.status in ("declined", "withheld", "unanswered", "unplanned"):
+            self.say(f"  {where}: {rid} {status.not_sent(self.run.id)}; planned and asked again")
+            rec.relay_id = None
+            rec.hop = prior.hop
+            return False
         state = self._ledger_state(rid)
         if state == "pending":
             state = await self._inspect(rec, step, rid)
@@ -546,6 +558,16 @@ class Runner:
         rec.relay_id = None
         rec.hop = prior.hop
         return False
+
+    def _check_journal(self) -> None:
+        """Every send of the stopped run judged against the ledger before the resume sends anything
+        (session/journal.py): a row its journal did not write stops the run here, nothing sent."""
+        for prior in self.prior.values():
+            if prior.relay_id and prior.kind != "forward":
+                try:
+                    send_status(self.ledger, self.run.id, prior.relay_id, target=prior.target, body=None)
+                except JournalMismatch as exc:
+                    raise Stop("stopped", str(exc)) from None
 
     async def _inspect(self, rec: StepRun, step: Step, rid: str) -> str:
         """Read the receiver's evidence for a send whose outcome is unknown (read-only)."""
@@ -599,11 +621,13 @@ def load_prior(ledger: Any, run_id: str) -> tuple[dict[str, Any], dict[tuple[int
     start = next((e for e in events if e.kind == "run-start"), None)
     if start is None:
         raise RecipeError(f"no recipe run {run_id!r} in the ledger; `relay log` lists recent events")
+    check_row(run_id, start)  # its recipe text and parameters as the run wrote them
     steps: dict[tuple[int, int, str], StepRun] = {}
     end = "interrupted"
     for e in events:
         d = e.data
         if e.kind == "run-step":
+            check_row(run_id, e)  # a row the run did not write (edited, inserted by hand): not resumed
             rec = StepRun(round=d["round"], index=d["step"], kind=d["kind"], target=d["target"],
                           relay_id=d["relay_id"], hop=d.get("hop"))
             steps[rec.key] = rec

@@ -190,7 +190,7 @@ class Server:
 
         try:
             data = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a nesting bomb is garbage
             return Answer(id=None, ok=False, error="not a JSON line", error_kind="UsageError")
         if isinstance(data, dict) and data.get("v") != PROTOCOL_VERSION:
             return Answer(id=data.get("id") if isinstance(data.get("id"), int) else None, ok=False,
@@ -257,7 +257,7 @@ async def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, s
                 continue
             try:
                 data = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # a nesting bomb is garbage
                 data = None
             if isinstance(data, dict) and data.get("op") == "approve" and data.get("v") == PROTOCOL_VERSION \
                     and isinstance(data.get("id"), int):

@@ -20,7 +20,7 @@ def parse_object(raw: bytes) -> dict[str, Any] | None:
     """One line parsed as a JSON object; None for anything else (garbage, a list, a number)."""
     try:
         rec = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # a nesting bomb is garbage
         return None
     return rec if isinstance(rec, dict) else None
 
@@ -75,7 +75,7 @@ def latest_first(path: str | os.PathLike[str], *, tail: int, containing: bytes) 
             continue
         try:
             rec = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # a nesting bomb is garbage
             continue
         if isinstance(rec, dict):
             yield rec

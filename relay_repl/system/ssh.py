@@ -31,8 +31,10 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from relay_repl.core.controls import visible
 from relay_repl.core.errors import ChannelLost, HostError, HostKeyError, ProtocolMismatch
-from relay_repl.core.serve_wire import MAX_LINE, PROTOCOL_VERSION, Answer, Request, mismatch
+from relay_repl.core.host_claims import neutral, shaped
+from relay_repl.core.serve_wire import MAX_LINE, PROTOCOL_VERSION, Answer, HelloResult, Request, mismatch
 
 AskFn = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 CHECK_TIMEOUT = 3.0
@@ -180,7 +182,12 @@ class SshChannel:
             raise HostError(f"cannot run ssh for host {self.name}: {exc}") from None
         assert self._proc.stdout is not None
         self._reader = BufferedByteReceiveStream(self._proc.stdout)
-        hello = await self._request("hello", {"protocol": PROTOCOL_VERSION}, timeout=CONNECT_TIMEOUT + 20)
+        got = await self._request("hello", {"protocol": PROTOCOL_VERSION}, timeout=CONNECT_TIMEOUT + 20)
+        try:
+            hello = shaped(self.name, "hello", HelloResult, got).model_dump()
+        except HostError:
+            await self.close()
+            raise
         self.hello = hello
         return hello
 
@@ -203,7 +210,7 @@ class SshChannel:
                 with anyio.fail_after(timeout):
                     await proc.stdin.send(Request(id=rid, op=op, args=args).model_dump_json().encode() + b"\n")
                     while True:
-                        ans = await self._read_answer(reader, op)
+                        ans = await self._read_answer(reader, op, rid)
                         if ans.ask is None:
                             break
                         reply = await on_ask(ans.ask) if on_ask is not None else {"digest": None}
@@ -222,16 +229,39 @@ class SshChannel:
                 raise HostError(f"host {self.name}: {ans.error}")
             return ans.result
 
-    async def _read_answer(self, reader: BufferedByteReceiveStream, op: str) -> Answer:
-        line = await reader.receive_until(b"\n", MAX_LINE)
+    async def _read_answer(self, reader: BufferedByteReceiveStream, op: str, rid: int | None = None) -> Answer:
+        """The next frame from the host, bounded in size, of the protocol's shape, with every string
+        in it made inert (`neutral`): a frame that is not is one line naming the host and closes
+        the channel (what follows it on the stream cannot be trusted to be a frame either)."""
+        try:
+            line = await reader.receive_until(b"\n", MAX_LINE)
+        except anyio.DelimiterNotFound:
+            await self.close()
+            raise HostError(f"host {self.name} sent a frame over {MAX_LINE // 1048576} MiB during {op}: not read, "
+                            f"the channel is closed; check {self.name}") from None
         try:
             data = json.loads(line)
-        except ValueError:
-            raise HostError(f"host {self.name}: the remote side sent a line that is not JSON during {op}") from None
-        if isinstance(data, dict) and data.get("v") != PROTOCOL_VERSION:
+        except (ValueError, RecursionError):
             await self.close()
-            raise ProtocolMismatch(mismatch(data.get("v"), who=f"relay on {self.name}"))
-        return Answer.model_validate(data)
+            raise HostError(f"host {self.name} sent a line that is not JSON during {op}: not read, the channel is "
+                            f"closed; check {self.name}") from None
+        if not isinstance(data, dict):
+            await self.close()
+            raise HostError(f"host {self.name} sent a frame that is not a JSON object during {op}: not read, the "
+                            f"channel is closed; check {self.name}")
+        if data.get("v") != PROTOCOL_VERSION:
+            await self.close()
+            raise ProtocolMismatch(mismatch(visible(str(data.get("v")))[:40], who=f"relay on {self.name}"))
+        try:
+            ans = shaped(self.name, op, Answer, neutral(data))
+        except HostError:
+            await self.close()
+            raise
+        if rid is not None and ans.id != rid:
+            await self.close()
+            raise HostError(f"host {self.name} answered request {ans.id} during {op} (request {rid} was asked): "
+                            f"not read, the channel is closed; check {self.name}")
+        return ans
 
     async def _reap(self) -> int | None:
         proc, self._proc, self._reader = self._proc, None, None
@@ -243,6 +273,8 @@ class SshChannel:
             proc.kill()
             with anyio.move_on_after(2):
                 await proc.wait()
+        with anyio.move_on_after(2):  # its pipes closed now, in this loop: left to the garbage collector, asyncio's
+            await proc.aclose()       # transport closes after anyio.run returned ("Event loop is closed", a traceback)
         return proc.returncode
 
     async def close(self) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, BinaryIO
 
 from relay_repl.core import jsonrpc
@@ -48,7 +48,7 @@ class StdioRpcServer:
             reader, writer = _claim_stdio()
         self._writer = writer
         try:
-            for line in reader:
+            for line in bounded_lines(reader, jsonrpc.MAX_LINE):
                 self.handle_line(line)
         finally:
             for t in self._running:
@@ -97,6 +97,21 @@ class StdioRpcServer:
             except (BrokenPipeError, ValueError):
                 return False  # the client is gone; end of input follows
         return True
+
+
+def bounded_lines(reader: BinaryIO, limit: int) -> Iterator[bytes]:
+    """Each line of `reader`, none held longer than `limit` + 1 bytes: the head of a longer line
+    stands for it (its length is what decode refuses) and the rest, up to its newline, is read
+    and dropped in pieces. A 10 MB line costs a bounded buffer, not 10 MB, and the next line
+    is read as usual."""
+    while True:
+        line = reader.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while (rest := reader.readline(limit)) and not rest.endswith(b"\n"):
+                pass
+        yield line
 
 
 def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:

@@ -136,20 +136,25 @@ class ClaudeSessionReplay:
     appending to `transcript` what Claude 2.1.328 appends for each arriving user frame: a
     copy of the recorded top-level `origin` record, or, with `busy=True`, of the recorded
     `attachment.origin` (queued_command) record, carrying this frame's msg_id and content and
-    the sender's kernel credentials (SO_PEERCRED), as Claude's `verifiedPeerPid` does."""
+    the sender's kernel credentials (SO_PEERCRED), as Claude's `verifiedPeerPid` does. With
+    `held=True`, only the recorded `queue-operation` `enqueue` carrying the frame's content, as a
+    busy session writes before a turn takes the message."""
 
     def __init__(self, socket_path: Path, transcript: Path, recorded_transcript: Path, *, busy: bool = False,
-                 record: bool = True) -> None:
+                 record: bool = True, held: bool = False) -> None:
         self.socket_path = socket_path
         self.transcript = transcript
         self.busy = busy
         self.record = record
+        self.held = held  # a busy session that has not taken it yet: only its queue-operation enqueue is written
         self.frames: list[dict[str, Any]] = []
         recs = _records(recorded_transcript)
-        self._top = next(r for r in recs if r.get("type") == "user" and isinstance(r.get("origin"), dict)
-                         and r["origin"].get("kind") == "peer")
-        self._attached = next(r for r in recs if isinstance(r.get("attachment"), dict)
-                              and isinstance(r["attachment"].get("origin"), dict))
+        self._top = next((r for r in recs if r.get("type") == "user" and isinstance(r.get("origin"), dict)
+                          and r["origin"].get("kind") == "peer"), None)
+        self._attached = next((r for r in recs if isinstance(r.get("attachment"), dict)
+                               and isinstance(r["attachment"].get("origin"), dict)), None)
+        self._enqueue = next((r for r in recs if r.get("type") == "queue-operation" and r.get("operation") == "enqueue"),
+                             None)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.bind(str(socket_path))
         os.chmod(socket_path, 0o600)
@@ -186,8 +191,16 @@ class ClaudeSessionReplay:
 
     def _append(self, frame: dict[str, Any], pid: int) -> None:
         content = frame["message"]["content"]
+        if self.held:
+            assert self._enqueue is not None, "the recorded transcript holds no queue-operation enqueue"
+            rec = json.loads(json.dumps(self._enqueue))
+            rec["content"] = content
+            with self.transcript.open("a") as fh:
+                fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            return
         origin = {"kind": "peer", "from": frame.get("from", "uds:unknown"), "verifiedPeerPid": pid,
                   "verifiedPeerProcStart": proc_start(pid), "msg_id": frame.get("msg_id"), "verifiedLocal": True}
+        assert self._top is not None and self._attached is not None, "the recorded transcript lacks an origin record"
         if self.busy:
             rec = json.loads(json.dumps(self._attached))
             rec["attachment"].update(prompt=content, origin=origin)

@@ -213,10 +213,11 @@ class SocketTransport(KindWayTransport[SocketWire]):
         name = self.evidence_name(target)
         me_pid, me_start = delivery.extra.sender_pid, delivery.extra.sender_proc_start
         seen_receipts = 0
+        held = False  # the receiver's record shows it holds the payload (queued), no turn yet
 
         async def check() -> bool | None:
             """True once a receipt or the receiver's record settled it, else None (keep reading)."""
-            nonlocal seen_receipts
+            nonlocal seen_receipts, held
             inbox = self._inbox()
             receipts = [r for r in (inbox.receipts if inbox else []) if r.get("orig_msg_id") == msg_id]
             for r in receipts[seen_receipts:]:
@@ -255,13 +256,23 @@ class SocketTransport(KindWayTransport[SocketWire]):
                         f"a record has our msg_id but {wire.pid_field} {wire.sender_pid(hits[0])} is not ours ({me_pid})",
                         record=hits[0])
                 return True
+            if not held:  # the furthest state the receiver's own file proves, and no further
+                where, holding = await anyio.to_thread.run_sync(wire.held, target, payload)
+                if holding:
+                    held = True
+                    log(name, DeliveryState.QUEUED,
+                        f"{name} holds it: a record ({holding[0]['where']}) carries exactly this payload; no turn "
+                        "has taken it yet (such a record names no sender)", **{name: str(where)}, record=holding[0])
             return None
 
         def progress(_left: float) -> None:
             log.progress(f"waiting for {target.spec}'s {name} to show msg_id {msg_id[:8]}…")
 
         if await poll_until(check, timeout=timeout, interval=0.1, progress=progress) is None:
-            delivery.reason = (f"written, but no {name} record with msg_id {msg_id} after {timeout:.0f}s "
+            delivery.reason = (f"queued: {target.spec}'s {name} holds exactly this payload (queue-operation enqueue), "
+                               f"no turn has taken it after {timeout:.0f}s (a busy receiver takes it at its next tool "
+                               "boundary or turn); do not re-send" if held else
+                               f"written, but no {name} record with msg_id {msg_id} after {timeout:.0f}s "
                                "(a busy receiver takes it at its next tool boundary or turn); do not re-send")
 
 

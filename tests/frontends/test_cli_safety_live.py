@@ -66,12 +66,14 @@ def test_halt_into_the_inbox_while_the_prompt_is_open_then_yes_delivers_nothing(
         screen.keys("y", "Enter")
         text = screen.wait_for("RC=", timeout=60)
         assert rc_of(text) != 0, text
-        assert "halted" in text and "nothing was typed, written or queued" in text.replace("\n", "")
+        # issue 38: the halt that arrived while the plan was shown wins over the yes: withheld, nothing sent
+        assert "withheld: relay-halt from agent:codex@beta arrived while the plan was shown" in text, text
         led = Ledger.default()
         sends = [e for e in led.events(kind="plan") if body in str(e.data.get("payload"))]
         assert len(sends) == 1
         rid = sends[0].relay_id
-        assert [e.kind for e in led.events(relay_id=rid)] == ["plan", "answer", "stage:halt", "outcome"]
+        assert [e.kind for e in led.events(relay_id=rid)] == ["plan", "answer", "outcome"]
+        assert led.events(relay_id=rid)[-1].data["state"] == "withheld"
         assert not led.was_sent(rid)
         # absence has no event to wait for: 3 s is 6x codex-queue's measured enqueue-to-rollout time
         time.sleep(3)

@@ -81,7 +81,7 @@ def test_send_to_the_second_host_answered_y_verified_there(lab2, target):
     txt = send_in_terminal(target, f"hello {target}")
     assert "EXIT=0" in txt, txt[-3000:]
     assert "route: via ssh h2 (h2), host key" in txt and lab2.host_key_sha256 in txt  # the route, shown before y
-    m = re.search(r"reply \S+ from \S+ \[verified on h2 by relay serve pid (\d+)\]: (.*)", txt)
+    m = re.search(r"reply \S+ from \S+ \[host h2 says: verified by pid (\d+)[^\]]*\]: (.*)", txt)
     assert m, txt[-2000:]
     assert f"hello {target}" in m.group(2)
     # the delivery is in the HOST's ledger (it was carried out there), not in the operator's

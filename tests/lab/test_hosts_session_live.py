@@ -3,7 +3,7 @@
 `await session.send("h2/claude:alpha", ..., want="reply")` is planned by the second host's
 relay, shown to THIS session's gate with its route and host key, carried out there against
 the host's real Claude Code; `d.wait_reply()` brings back the answer judged on that host
-(`verified on h2 by relay serve pid P`). `session.run("five-rounds", ...)` runs unchanged
+(`host h2 says: verified by pid P`). `session.run("five-rounds", ...)` runs unchanged
 between a local agent and a remote one; `session.halt()` reaches the host."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ async def test_session_send_to_a_host_and_wait_reply_verified_there(lab2, target
             msg = await d.wait_reply(90)
             assert msg is not None, d.summary()
             assert msg.verdict is not None and msg.verdict.verdict == "verified"
-            assert "verified on h2 by relay serve pid" in msg.verdict.detail
+            assert "host h2 says: verified by pid" in msg.verdict.detail and msg.verdict.said_by == "host h2"
             assert d.reply == msg and d.state.value == "replied"
             assert d.relay_id in msg.line or msg.answers == d.relay_id
             # a halt from this session reaches the host it used, then both are cleared for the next test

@@ -123,7 +123,7 @@ async def test_a_halt_arriving_while_the_plan_is_shown_wins_over_y(tmp_path):
     async def act() -> None:
         ran.append(1)
 
-    with pytest.raises(LoopHalt, match="approved but not done"):
+    with pytest.raises(LoopHalt, match="withheld: relay-halt from agent:codex@beta arrived while the plan was shown"):
         await s.gated(act, target="x", how="y", done_when="z")()
     assert ran == []
 

@@ -47,12 +47,15 @@ async def test_halt_from_this_session_while_the_prompt_is_open(tmp_path):
     holder["s"] = s
     d = await s.send("fake:inbox", "hello")
     assert mem.received == []
-    assert d.state is DeliveryState.HALTED and d.outcome == "halted" and d.exit_code != 0
-    assert "operator pressed halt" in d.reason and "nothing was typed, written or queued" in d.reason
+    # issue 38: a halt that arrives while the plan is shown wins over the yes: nothing sent, withheld
+    assert d.state is DeliveryState.WITHHELD and d.outcome == "refused" and d.exit_code != 0
+    assert d.reason == f"relay-halt from {s.me.sender} arrived while the plan was shown"
     assert not led.was_sent(d.relay_id)
     kinds = [e.kind for e in led.events(relay_id=d.relay_id)]
-    assert kinds == ["plan", "answer", "stage:halt", "outcome"]
-    assert led.events(kind="outcome")[-1].data["state"] == "halted"
+    assert kinds == ["plan", "answer", "outcome"]
+    answer = led.events(relay_id=d.relay_id)[1].data
+    assert answer["approved"] is False and answer["withheld"] == d.reason
+    assert led.events(kind="outcome")[-1].data["state"] == "withheld"
 
 
 async def test_halt_from_another_process_while_the_prompt_is_open(tmp_path):
@@ -63,8 +66,8 @@ async def test_halt_from_another_process_while_the_prompt_is_open(tmp_path):
 
     s, mem, led = mk(tmp_path, HaltingGate(other_process_halts))
     d = await s.send("fake:inbox", "hello")
-    assert mem.received == [] and d.state is DeliveryState.HALTED
-    assert "relay-halt received from codex:beta" in d.reason
+    assert mem.received == [] and d.state is DeliveryState.WITHHELD
+    assert d.reason == "relay-halt from agent:codex@beta arrived while the plan was shown"
 
 
 class TwoStage(InMemoryTransport):
@@ -138,4 +141,4 @@ async def test_a_debugger_step_approved_while_a_halt_arrives_presses_nothing(tmp
     await dbg.step()
     assert len(s2.approve.shown) == 1 and s2.approve.shown[0].payload.startswith("<Enter>")
     assert io.keys == [] and dbg.delivery.state is DeliveryState.HALTED
-    assert "halt during the debugger's plan" in (dbg.delivery.reason or "")
+    assert "arrived while the plan was shown: no key was sent" in (dbg.delivery.reason or "")

@@ -34,6 +34,7 @@ FIX = Path(__file__).parent.parent / "agents" / "fixtures"
 QUEUE = FIX / "codex-0.169.0-queue_1.sqlite"
 ROLLOUT = FIX / "codex-0.169.0-rollout-typed.jsonl"
 TRANSCRIPT = FIX / "claude-2.1.328-transcript.jsonl"  # holds both the top-level and the attachment.origin path
+TRANSCRIPT_332 = FIX / "claude-2.1.332-transcript-reappend.jsonl"  # a busy session's queue-operation enqueues
 THREAD = "01a22ecc-17f7-7ab1-b82a-e849cb4be152"  # the recorded rollout's thread
 PAYLOAD = "[relay/1 from=op to=beta id=op-1 hop=0 want=none] replayed"
 
@@ -162,6 +163,40 @@ async def test_claude_socket_no_record_is_not_delivery(tmp_path, claude):
         assert d.state == DeliveryState.QUEUED and "do not re-send" in (d.reason or "")
     finally:
         session.close()
+
+
+async def test_claude_socket_reads_a_queue_operation_enqueue_as_queued(tmp_path, claude):
+    """Issue 38: to a busy Claude, relay said `written, but no transcript record` although Claude had
+    written a queue-operation enqueue holding the exact envelope (0.7 s after the write). The socket path
+    now reads it as the tmux path does: queued, and no further (no turn took it: not in_turn)."""
+    target, sock, tp = claude
+    session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT_332, held=True)
+    try:
+        t = SocketTransport("claude-code-socket")
+        d = Delivery(target=target.spec, transport=t.name)
+        log = _log(d, tmp_path)
+        await approved_send(t, d, target, PAYLOAD, log)
+        await t.confirm(d, target, PAYLOAD, log, timeout=1.0)
+        assert d.state == DeliveryState.QUEUED and d.outcome == "pending"
+        ev = d.evidence[-1]
+        assert ev.stage == "transcript" and ev.state == DeliveryState.QUEUED
+        assert ev.data["record"]["where"] == "queue-operation enqueue" and ev.data["record"]["content"] == PAYLOAD
+        assert d.reason.startswith("queued: claude:alpha's transcript holds exactly this payload") and \
+            "no transcript record" not in d.reason
+        assert [e.stage for e in d.evidence].count("transcript") == 1  # said once, not once per poll
+    finally:
+        session.close()
+
+
+def test_the_recorded_enqueue_is_read_by_its_exact_content():
+    """Over the recorded 2.1.332 transcript: the enqueue of relay id ...9023-2 is found by its whole
+    envelope, and a prefix or a stranger's text is not."""
+    from relay_repl.agents.claude_code.evidence import queued_records
+
+    env = ("[relay/1 from=operator:relay@operator.vm.9023 to=peer id=operator.vm.9023-2 hop=0 want=none] "
+           "a delivery for the read-only commands to read (1)")
+    assert [h["where"] for h in queued_records(TRANSCRIPT_332, env)] == ["queue-operation enqueue"]
+    assert queued_records(TRANSCRIPT_332, env[:-3]) == [] and queued_records(TRANSCRIPT_332, "hello") == []
 
 
 async def test_claude_socket_refuses_a_socket_served_by_another_pid(tmp_path, claude):

@@ -89,6 +89,14 @@ def find_origin_records(transcript: Path, msg_id: str) -> list[dict[str, Any]]:
     return hits
 
 
+def queued_records(transcript: Path, payload: str, offset: int = 0) -> list[dict[str, Any]]:
+    """Every `queue-operation` `enqueue` record at or after `offset` whose `content` is exactly
+    `payload` (the one reading of "Claude holds this message", for the socket and the tmux paths)."""
+    return [{"where": "queue-operation enqueue", "offset": at, "content": payload[:500]}
+            for at, d in jsonl.records(transcript, offset)
+            if d.get("type") == "queue-operation" and d.get("operation") == "enqueue" and d.get("content") == payload]
+
+
 def claude_typed_records(transcript: Path, offset: int, payload: str) -> list[dict[str, Any]]:
     """Typed-input records at or after byte `offset` carrying `payload` (origin kind human).
 

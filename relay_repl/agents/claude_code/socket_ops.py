@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.claude_code.evidence import find_origin_records, peer_token, transcript_for
+from relay_repl.agents.claude_code.evidence import find_origin_records, peer_token, queued_records, transcript_for
 from relay_repl.agents.claude_code.provider import socket_is_ours
 from relay_repl.agents.socket_wire import UNCHECKED, ListedPeer, ReceiptReading, WireMessage
 from relay_repl.core.delivery import DeliveryState
@@ -108,6 +108,13 @@ class ClaudeSocketWire:
     def records(self, target: Target, msg_id: str) -> tuple[Path | None, list[dict[str, Any]]]:
         path = transcript_for(target)
         return path, (find_origin_records(path, msg_id) if path else [])
+
+    def held(self, target: Target, payload: str) -> tuple[Path | None, list[dict[str, Any]]]:
+        """A busy session records a socket message it cannot take yet as a `queue-operation`
+        `enqueue` whose `content` is the message (claude-code.md 4.2, 4.3) before any origin record:
+        exactly our payload there (its relay id inside) proves Claude holds it, not that a turn took it."""
+        path = transcript_for(target)
+        return path, (queued_records(path, payload) if path else [])
 
     def sender_pid(self, hit: dict[str, Any]) -> Any:
         return hit["origin"].get("verifiedPeerPid")

@@ -83,6 +83,10 @@ def _event_text(e) -> str:
     if e.kind == "run-answer":
         a = d.get("answer") or {}
         return f"round {d.get('round')} step {d.get('step')}: {a.get('relay_id')} (hop {a.get('hop')}) answers {d.get('answers')}: {a.get('body')}"
+    if e.kind == "host-claim":  # what a host reported that the operator did not approve, and that it was not believed
+        return str(d.get("line") or d.get("claim"))
+    if e.kind == "remote-approval":
+        return f"approved on {d.get('host')}: {d.get('target')} via {d.get('transport')}, digest {str(d.get('digest'))[:12]}"
     if e.kind == "run-end":
         return f"{d.get('state')}" + (f": {d.get('reason')}" if d.get("reason") else "")
     return str(d.get("detail") or d.get("state") or d.get("approved", ""))

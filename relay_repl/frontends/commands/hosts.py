@@ -105,27 +105,32 @@ def send_to_host(args: argparse.Namespace, gate, out, err, wait: float, wants_an
     from relay_repl.core.controls import visible
     from relay_repl.core.peertext import consent_flag
     from relay_repl.session.gate import TerminalGate
+    from relay_repl.frontends.commands.common import inbox_open
+    from relay_repl.session.app import make_session
     from relay_repl.session.remote import Hosts, send_remote, wait_reply_remote
-    from relay_repl.store.ledger import Ledger
 
     approve = gate or TerminalGate()
 
     async def run():
         hosts = Hosts()
-        ledger = Ledger.default()
+        # this command's own inbox listens while the plan is on screen: a relay-halt reaching it
+        # is recorded at once and wins over the answer (session/remote.py withholds the yes)
+        session = make_session(discover=False, approve=approve, echo=err)
+        ledger = session.ledger
         try:
-            rd = await send_remote(hosts, args.target, args.message, approve=approve, ledger=ledger,
-                                   want=args.want or "none", transport=args.transport, timeout=args.timeout,
-                                   reply_via=args.reply_via if wants_answer else None, echo=err)
-            answer = None
-            d = rd.delivery
-            if wants_answer and d.outcome not in ("refused", "halted") and d.state.value not in ("failed", "interrupted"):
-                err(f"waiting up to {wait:g}s for {d.target} to answer {d.relay_id} (in the inbox of the relay on {rd.host})")
-                answer = await wait_reply_remote(hosts, rd, wait)
-            return rd, answer
+            async with inbox_open(session, err):
+                rd = await send_remote(hosts, args.target, args.message, approve=approve, ledger=ledger,
+                                       want=args.want or "none", transport=args.transport, timeout=args.timeout,
+                                       reply_via=args.reply_via if wants_answer else None, echo=err)
+                answer = None
+                d = rd.delivery
+                if wants_answer and d.outcome not in ("refused", "halted") and d.state.value not in ("failed", "interrupted"):
+                    err(f"waiting up to {wait:g}s for {d.target} to answer {d.relay_id} (in the inbox of the relay on {rd.host})")
+                    answer = await wait_reply_remote(hosts, rd, wait, ledger=ledger)
+                return rd, answer
         finally:
-            ledger.close()
             await hosts.aclose()
+            ledger.close()
 
     rd, answer = anyio.run(run)
     d = rd.delivery

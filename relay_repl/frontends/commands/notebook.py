@@ -83,14 +83,16 @@ def cmd_notebook_run(args: argparse.Namespace) -> int:
 
 
 def cmd_notebook_show(args: argparse.Namespace) -> int:
-    from relay_repl.core.controls import visible
-    from relay_repl.session.notebook import load_run, read_report
+    import json
 
-    run, where = load_run(Path(args.file), args.run)
-    if args.json:
-        print(run.model_dump_json(indent=1))
-    else:  # a file anyone can edit, holding peers' words: never raw to the terminal
-        print(visible(read_report(where), keep_newlines=True), end="")
+    from relay_repl.core.controls import visible
+    from relay_repl.session.notebook import load_run, render_report
+
+    run, _where = load_run(Path(args.file), args.run)
+    if args.json:  # ASCII JSON: a C1 control or a bidi override in a (hand-edited) file is escaped, not printed
+        print(json.dumps(run.model_dump(mode="json"), ensure_ascii=True, indent=1))
+    else:  # rendered from run.json, every character shown inert (report.md may have been edited or cut short)
+        print(visible(render_report(run), keep_newlines=True), end="")
     return 0
 
 

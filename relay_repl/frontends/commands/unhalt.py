@@ -44,7 +44,7 @@ def cmd_unhalt(args: argparse.Namespace) -> int:
                 payload="\n".join(rows(halts)), delivered_when="`relay halts` lists none of these; sends and waits go on",
                 notes=("a peer halted for a reason: handle it first; a halt arriving after this plan is shown stays",))
     gate = Gatekeeper(Shared(ledger=led, approve=common.stderr_gate(say), me=me))
-    approval = anyio.run(gate.gated, plan)
+    approval = anyio.run(lambda: gate.gated(plan, on_halts=True))
     if approval is None:
         print("declined: no halt was cleared")
         return 1
