@@ -292,6 +292,10 @@ class Requests:
             req.to, body, SendOptions(want=req.want, hop=req.hop, heading=heading, relay_id=rid, transport=transport,
                                       timeout=timeout)))
         req = self.get(req.id)
+        if d.state is DeliveryState.WITHHELD and req.state == "approved":  # the yes was withheld after it was
+            # given (a relay-halt arrived while the plan was on screen: the gate's halt wins): nothing was sent
+            self.store.save(req.moved("halted", d.reason or "withheld at the gate: nothing was sent"))
+            return d
         if d.state is DeliveryState.WITHHELD or req.state in ("denied", "expired", "halted"):
             return d
         state = "halted" if d.state is DeliveryState.HALTED else delivery_step(d.state.value, d.outcome)

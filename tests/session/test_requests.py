@@ -437,3 +437,18 @@ async def test_a_body_too_long_to_pass_on_quoted_is_refused_at_once(relay_home):
         got = await d.ask("fake:beta", "fake:alpha", "x" * (MAX_BODY - 5))
         assert "not held: the body, quoted as fake:beta's words" in got["refused"] and "shorten it" in got["refused"]
         assert list(d.s.requests) == []
+
+
+async def test_a_halt_while_the_plan_is_shown_wins_and_the_request_reads_halted(relay_home):
+    async with desk(relay_home, []) as d:
+        rid = (await d.ask("fake:beta", "fake:alpha", "hi"))["request"]
+
+        async def yes_but_a_halt_arrives(plan: Any) -> bool:
+            d.s.ledger.halt("relay-halt from an agent", by="agent:fake@gamma")  # while the plan is on screen
+            return True
+
+        d.s.approve = yes_but_a_halt_arrives
+        dl = await d.s.approve_request(rid)
+        assert dl.state is DeliveryState.WITHHELD and d.mem.received == []
+        receipt = asking.status(rid, ledger=d.s.ledger, who=("fake:beta", "x"))
+        assert states(receipt) == ["held", "approved", "halted"] and "relay-halt" in receipt["why"], receipt
