@@ -159,7 +159,8 @@ class LabContext(_Frozen):
     base_urls: dict[str, str] = Field(default_factory=dict, description="session name -> its stub's base URL")
     env: dict[str, str] = Field(default_factory=dict, description="the full environment of every lab process")
     mcp_server: str = Field(default="relay", description="the relay MCP server's name in a client's config: its "
-                            "tools reach the model as mcp__relay__relay_reply, mcp__relay__relay_requests")
+                            "tools reach the model as mcp__relay__relay_reply, mcp__relay__relay_requests, ... relay_send, "
+                            "relay_request_status")
     run_prefix: tuple[str, ...] = Field(default=(), description=(
         "argv prefix that runs a command inside the lab's network namespace (empty: the host's)"))
 

@@ -168,9 +168,10 @@ class ToolCall(BaseModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
 
-    tool: Literal["relay_reply", "relay_requests"]
+    tool: Literal["relay_reply", "relay_requests", "relay_send", "relay_request_status"]
     relay_id: str | None = Field(default=None, description="the id answered (relay_reply)")
-    text: str | None = Field(default=None, description="the answer's body, whitespace-normalised")
+    text: str | None = Field(default=None, description="the answer's body (relay_reply) or the words asked to be sent "
+                             "(relay_send), whitespace-normalised")
 
 
 def claim_address(claim: str | None) -> str | None:

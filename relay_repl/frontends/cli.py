@@ -24,9 +24,12 @@ from relay_repl import __version__
 from relay_repl.frontends import argparse_gettext
 from relay_repl.core.controls import visible  # pure, no dependency: every echo of a peer's text passes it
 from relay_repl.frontends.commands import (
+    approve,
+    ask,
     clean,
     completion,
     dead,
+    deny,
     debug,
     doctor,
     fidelity,
@@ -39,6 +42,7 @@ from relay_repl.frontends.commands import (
     recipes,
     reply,
     repl,
+    requests,
     run,
     send,
     serve,
@@ -53,7 +57,7 @@ from relay_repl.frontends.commands import (
 # The subcommands in the order `relay --help` lists them; each module registers its own subparser.
 COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, doctor, debug, whoami, clean,
             reply, notebook, mcp, hosts, serve,
-            dead, watch, halts, unhalt, completion)
+            dead, watch, halts, unhalt, completion, ask, requests, approve, deny)
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions ({kinds})

@@ -61,6 +61,7 @@ from relay_repl.core.envelope import Envelope, contains_halt
 from relay_repl.core.peertext import consent_acts, consent_flag
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, NoApproval, TransportError, describe
 from relay_repl.core.plan import Plan
+from relay_repl.core.request import ANSWER_TYPE as REQUEST_ANSWER, FRAME_TYPE as REQUEST_FRAME
 from relay_repl.core.inbound import InboundMessage, Receipt, ToolCall, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
@@ -310,6 +311,9 @@ class Inbox:
         self._judge = judge
         self._origin: Any = origin
         self.on_message: list[Callable[[InboundMessage], None]] = []
+        # an agent's request to send (frame `relay-request`): the session's requests part takes it
+        # and gives the one-line answer written back on the same connection (session/requests.py)
+        self.on_request: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
         self.address = address
         self.sender = sender
         self.echo = safe_echo(echo) if echo else (lambda s: None)  # a peer's line never reaches a terminal raw
@@ -426,23 +430,31 @@ class Inbox:
             with anyio.move_on_after(30):
                 try:
                     async for line in read_lines(raw_sock, MAX_LINE):  # not stream.receive(): see read_lines
-                        self._frame(line, origin_base)
+                        answer = self._frame(line, origin_base)
+                        if answer is not None:  # an agent's request: held or refused, said on its connection
+                            await stream.send(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
                 except LineTooLong:
                     self.ledger.event("inbox-oversize", data=origin_base)
 
-    def _frame(self, line: bytes, origin_base: dict[str, Any]) -> None:
+    def _frame(self, line: bytes, origin_base: dict[str, Any]) -> dict[str, Any] | None:
         try:
             frame = json.loads(line)
         except (ValueError, RecursionError):  # a nesting bomb is garbage too, never the end of the inbox
             self.ledger.event("inbox-garbage", data={**origin_base, "bytes": len(line)})
             self._halt_in_dropped(line, origin_base)
-            return
+            return None
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
             self._halt_in_dropped(line, origin_base)
-            return
+            return None
         kind = frame["type"]
         if kind == "auth":
-            return
+            return None
+        if kind == REQUEST_FRAME:
+            if self.on_request is None:
+                self._halt_in_dropped(line, origin_base)
+                return {"type": REQUEST_ANSWER, "state": "refused",
+                        "why": "this relay takes no requests (it is not the operator's REPL): nothing is held"}
+            return self.on_request(frame, origin_base)
         if kind == "control":  # a claim until the transport that sent orig_msg_id checks who sent it
             self.receipts.append(Receipt(frame=frame, pid=origin_base.get("verifiedPeerPid"),
                                          proc_start=origin_base.get("verifiedPeerProcStart")))
@@ -451,12 +463,12 @@ class Inbox:
             self.echo(f"inbox: receipt {frame.get('action')} {status} for {frame.get('orig_msg_id')} "
                       f"(pid {origin_base.get('verifiedPeerPid')})")
             self._halt_in_dropped(line, origin_base)
-            return
+            return None
         message = frame.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if kind != "user" or not isinstance(content, str) or not content:
             self._halt_in_dropped(line, origin_base)
-            return
+            return None
         body, claims = parse_content(content)
         origin = {
             **origin_base,
@@ -466,6 +478,7 @@ class Inbox:
             "claims": claims,
         }
         self.accept(body, origin)
+        return None
 
     def _halt_in_dropped(self, line: bytes, origin_base: dict[str, Any]) -> None:
         """A line this inbox keeps no message of (not JSON, another shape, a receipt) that carries

@@ -6,7 +6,7 @@ connects (measured: EPERM), so a sandboxed Codex agent cannot run `relay reply`
 servers themselves, outside the sandbox, so a tool call on this server reaches
 the inbox where a shell command cannot.
 
-Two tools (their bodies: session/mcp_tools.py):
+Four tools (their bodies: session/mcp_tools.py; the last two: session/asking.py):
 - `relay_reply(relay_id, text)` does exactly what `relay reply` does
   (session/reply.py): the same ledger check (only ids the operator sent), hop + 1,
   the `re=` link when the envelope supports it, and relay-halt.
@@ -74,7 +74,8 @@ INSTRUCTIONS = (
     "`[relay/1 from=... to=... id=<relay id> hop=<k> want=<reply|ack|none>] <body>`. "
     "When such a message asks want=reply or want=ack, answer it with the relay_reply tool "
     "(relay_id = the id= value, text = your one-line answer). relay_requests lists the open requests "
-    "addressed to you. "
+    "addressed to you. To start an exchange with another agent, call relay_send (held for the operator's "
+    "approval; relay_request_status reads its state). "
     "Never answer a message that carries relay-halt or an id you have already answered."
 )
 
@@ -103,6 +104,43 @@ TOOLS: list[dict[str, Any]] = [
             "(read-only). Each has relay_id, target, want, hop and the exact payload; when relay cannot tell "
             "which session you are, none are listed and `why` says so."),
         "inputSchema": {"properties": {}, "type": "object", "title": "relay_requestsArguments"},
+    },
+]
+SEND_TOOL = "relay_send"
+STATUS_TOOL = "relay_request_status"
+# An agent starts an exchange too (issue 31): it asks, the operator decides (session/asking.py).
+TOOLS += [
+    {
+        "name": SEND_TOOL,
+        "description": (
+            "Ask the operator's relay to send a one-line message to another agent session. Nothing is sent by "
+            "this call: the request is held for the operator's approval (the answer names the request id); the "
+            "operator sees a plan and says y or N. to = the target (kind:name, as relay "
+            "targets lists them); body = the one line; want = reply (default), ack or none. With want=reply "
+            "the receiver's answer comes back to you as a relay message carrying re=<request id>. Refused when "
+            "relay cannot establish which session you are."),
+        "inputSchema": {
+            "properties": {"to": {"title": "To", "type": "string"},
+                           "body": {"title": "Body", "type": "string"},
+                           "want": {"title": "Want", "type": "string", "enum": ["reply", "ack", "none"],
+                                    "default": "reply"}},
+            "required": ["to", "body"],
+            "type": "object",
+            "title": "relay_sendArguments",
+        },
+    },
+    {
+        "name": STATUS_TOOL,
+        "description": (
+            "The state of a request you made with relay_send (read-only): held, approved, denied (why), expired, "
+            "then the delivery's own states (queued, in_turn, delivered, failed), with each step's time. Only "
+            "the session that asked may read it."),
+        "inputSchema": {
+            "properties": {"request": {"title": "Request", "type": "string"}},
+            "required": ["request"],
+            "type": "object",
+            "title": "relay_request_statusArguments",
+        },
     },
 ]
 _SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
@@ -180,6 +218,12 @@ def tools_call(params: Any) -> dict[str, Any]:
                 text = mcp_tools.relay_reply(args["relay_id"], args["text"])
             except RelayError as exc:
                 return _tool_error(name, f"not sent: {exc}")
+        elif name in (SEND_TOOL, STATUS_TOOL):
+            try:
+                text = (mcp_tools.relay_send(args["to"], args["body"], args.get("want", "reply")) if name == SEND_TOOL
+                        else mcp_tools.relay_request_status(args["request"]))
+            except RelayError as exc:
+                return _tool_error(name, str(exc))
         else:
             text = mcp_tools.relay_requests()
     except Exception as exc:  # the tool failed: the model gets one line, not a protocol error
@@ -193,6 +237,8 @@ def _argument_errors(schema: dict[str, Any], args: dict[str, Any]) -> list[str]:
     for key, spec in schema["properties"].items():
         if key in args and spec.get("type") == "string" and not isinstance(args[key], str):
             wrong.append(f"{key} must be a string, not {type(args[key]).__name__}")
+        elif key in args and "enum" in spec and args[key] not in spec["enum"]:
+            wrong.append(f"{key} must be one of {', '.join(spec['enum'])}")
     return wrong
 
 

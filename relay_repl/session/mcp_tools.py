@@ -1,4 +1,4 @@
-"""The relay MCP server's two tools, behind `relay mcp`'s protocol layer (session/mcp_server.py).
+"""The relay MCP server's tools, behind `relay mcp`'s protocol layer (session/mcp_server.py).
 
 Kept apart so the server imports this (pydantic, the ledger, agent discovery: most of a second
 of CPU on a loaded machine) only when a tool is first called: most servers a client starts are
@@ -151,3 +151,17 @@ def relay_requests() -> str:
         return json.dumps(requests_for(led, who), ensure_ascii=False)
     finally:
         led.close()
+
+
+def relay_send(to: str, body: str, want: str = "reply") -> str:
+    """The relay_send tool: ask the operator's relay to send (held for approval); a refusal is a RelayError."""
+    from relay_repl.session.asking import ask
+
+    return json.dumps(ask(to, body, want), ensure_ascii=False)
+
+
+def relay_request_status(request_id: str) -> str:
+    """The relay_request_status tool: the caller's own request's receipt; anyone else's is refused."""
+    from relay_repl.session.asking import status
+
+    return json.dumps(status(request_id), ensure_ascii=False)

@@ -103,7 +103,7 @@ class Sender:
         me = self.shared.me
         relay_id = options.relay_id or self.shared.ledger.next_id(me.address)
         envelope = Envelope.make(sender=me.sender, to=options.to_role, id=relay_id, hop=options.hop, want=want,
-                                 body=body)
+                                 re=options.re, body=body)
         return await self._deliver(tgt, envelope, choice.transport, options.fallback or choice.fallback,
                                    options.timeout, tuple(choice.notes) + extra + earlier,
                                    reply_route=self.reply_route(tgt, relay_id, via=route.via).how if route else None,

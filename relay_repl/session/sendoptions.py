@@ -30,3 +30,4 @@ class SendOptions(BaseModel):
     relay_id: str | None = None
     reply_via: str | None = None
     fallback: str | None = None
+    re: str | None = None  # the id this message answers (an agent's request whose answer it carries)

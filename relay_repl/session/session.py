@@ -43,6 +43,7 @@ from relay_repl.core.envelope import Want
 from relay_repl.core.errors import Halted, UsageError
 from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.plan import Plan, ReplyRoute
+from relay_repl.core.request import Request
 from relay_repl.core.target import Me, Target, TargetTable
 from relay_repl.core.turn_reply import TurnReply
 from relay_repl.session import hints
@@ -51,6 +52,7 @@ from relay_repl.session.answers import Answers, answer_refusal
 from relay_repl.session.finder import Finder
 from relay_repl.session.gate import ApproveFn, DenyGate
 from relay_repl.session.gating import Gatekeeper
+from relay_repl.session.requests import Requests, RequestTable
 from relay_repl.session.sending import Sender, remote_spec
 from relay_repl.session.sendoptions import SendOptions
 from relay_repl.session.shared import Shared, default_me
@@ -93,6 +95,7 @@ class Session:
         self.answers = Answers(self.shared, self.finder, self.gate)
         self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports)
         self.actions = Actions(self.shared, self.gate)
+        self.asks = Requests(self.shared, self.sender, self.answers)  # agents' requests to send (session/requests.py)
         self.repl_inputs: list[ReplInput] = []  # what the REPL ran, for save_notebook
 
     # -- the shared state, as the callers have always named it ---------------------------
@@ -312,11 +315,15 @@ class Session:
     async def open_inbox(self, task_group: TaskGroup, echo: Callable[[str], None] | None = None) -> Inbox:
         """Clean what crashed inboxes left, then listen on this session's own inbox in
         `task_group` and attach it: replies and receipts now have somewhere to go."""
-        return await self.answers.open_inbox(task_group, echo)
+        inbox = await self.answers.open_inbox(task_group, echo)
+        self.asks.attach(inbox)
+        task_group.start_soon(self.asks.sweeper)  # says each held request that expires, when it does
+        return inbox
 
     def attach_inbox(self, inbox: Inbox) -> None:
         """Called by the REPL once its inbox listens: replies now have somewhere to go."""
         self.answers.attach_inbox(inbox)
+        self.asks.attach(inbox)
 
     async def close_inbox(self) -> list[str]:
         """Remove the inbox's sockets and any registry entry it wrote (even while cancelled); the files removed."""
@@ -359,6 +366,47 @@ class Session:
     def inbox(self) -> InboxTable:
         """Every message that reached the operator's inbox (kept in the ledger), as a table with verdicts."""
         return self.answers.table
+
+    # -- agents' requests to send ----------------------------------------------------------
+    @property
+    def requests(self) -> RequestTable:
+        """The requests agents made (relay_send, `relay ask`) still held for your decision, as a table."""
+        return self.asks.held()
+
+    def request(self, request_id: str) -> Request:
+        """One request by id, in whatever state it is (held, approved, denied, expired, delivered, ...)."""
+        return self.asks.get(request_id)
+
+    @property
+    def request_expiry(self) -> float:
+        """Seconds a request arriving from now on waits for a decision (default 600, or RELAY_REQUEST_EXPIRY)."""
+        return self.asks.expiry
+
+    @request_expiry.setter
+    def request_expiry(self, seconds: float) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+            raise UsageError(f"request_expiry={seconds!r}: give a number of seconds above 0")
+        self.asks.expiry = float(seconds)
+
+    async def approve_request(self, request_id: str, *, wait: float = 60.0, transport: str | None = None,
+                              timeout: float = 30.0) -> Delivery:
+        """Show the plan for an agent's held request (the four-part plan for its resolved target, the asker
+        named as the origin of the words, its consent-only flags, its hop) and ask y/N; on y send it.
+        With want=reply|ack, wait up to `wait` s for the verified answer, show it, and ask y/N on taking it
+        to the asker (`re=` the request). Returns the delivery to the target."""
+        return await self.asks.approve(request_id, wait=wait, transport=transport, timeout=timeout)
+
+    def deny_request(self, request_id: str, why: str | None = None) -> Request:
+        """Refuse a held request; its asker reads `denied (why)`. Nothing is sent."""
+        return self.asks.deny(request_id, why)
+
+    async def next_request(self, timeout: float | None = None) -> Request | None:
+        """The next held request not handed out yet (for recipes and notebooks), waiting up to `timeout` s."""
+        return await self.asks.next_request(timeout)
+
+    async def relay_answer(self, request_id: str, *, transport: str | None = None, timeout: float = 30.0) -> Delivery:
+        """Take the verified answer to an approved request to the agent that asked (its own plan, y/N)."""
+        return await self.asks.relay_answer(request_id, transport=transport, timeout=timeout)
 
     # -- debugging a stuck delivery -------------------------------------------------------
     def debugger(self, delivery: Delivery | str) -> Debugger:
@@ -482,6 +530,9 @@ class Session:
         open_ = [d for d in self.deliveries if d.outcome == "pending"]
         lines.append(f"  deliveries: {len(self.deliveries)} ({len(open_)} open)")
         lines += [f"    {d!r}" for d in open_]
+        held = self.asks.store.held()
+        if held:
+            lines.append(f"  requests held: {len(held)} (session.requests)")
         halt = self.ledger.active_halt()
         if halt:
             lines.append(f"  HALTED: {halt.reason}")

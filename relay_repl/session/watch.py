@@ -8,9 +8,9 @@ The full-screen app (session/watch_view.py) only draws `sections()`.
 Every text a peer can have written (an answer's body, a claim, a stage's evidence quoting a
 receiver's screen) passes the one neutraliser before it is drawn.
 
-Agent requests (sends an agent asks the operator to approve) do not exist yet (issue 31):
-`held_requests()` is where they will come from, and their section says so; it never shows
-anything invented.
+Agent requests (sends an agent asks the operator to approve, issue 31) come from the ledger's
+`request` events like everything else: held when one arrives, gone from the list when the
+operator's relay records it approved, denied, expired or halted (or when its expiry passes).
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ INBOX_SHOWN = 50
 PENDING = {"planned", "typed", "submitted", "queued", "dequeued", "held", "unknown", "in flight"}
 DONE = {"in_turn", "acknowledged", "replied", "no_reply"}
 
-REQUESTS_NOTE = ("none: agents cannot ask for a held send yet (issue 31); when they can, each request is listed "
-                 "here to approve or deny through the ordinary gate")
+REQUESTS_NOTE = ("none held (an agent asks with relay_send or `relay ask`; you decide with "
+                 "`await session.approve_request(ID)` / `relay approve ID`, or deny it)")
+REQUESTS_SHOWN = 4
 
 
 def clock(at: float) -> str:
@@ -78,6 +79,7 @@ class WatchModel:
         self.events: deque[str] = deque(maxlen=EVENTS_SHOWN)
         self.halt: str | None = None
         self.last_event: int = 0
+        self.requests: dict[str, dict[str, Any]] = {}  # held agent requests, by id, from their `request` events
 
     # -- input ------------------------------------------------------------------------------
     def set_targets(self, targets: Iterable[Target], problem: str | None = None) -> None:
@@ -115,6 +117,9 @@ class WatchModel:
                 continue
             if e.kind == "halt-cleared":
                 self.halt = None
+                continue
+            if e.kind == "request":
+                self._request(e)
                 continue
             if e.kind.startswith(("run-", "notebook-", "dead-", "debug")) or e.kind == "turn-reply":
                 continue
@@ -214,9 +219,30 @@ class WatchModel:
         done = sorted((r for r in self.rows.values() if r.finished), key=lambda r: r.updated)[-FINISHED_SHOWN:]
         return [*live, *done]
 
-    def held_requests(self) -> list[Any]:
-        """Agent requests held for the operator: none exist yet (issue 31); the hook their list will fill."""
-        return []
+    def _request(self, e: Event) -> None:
+        """An agent request's event: held (its first, with asker, target and words) or decided (gone)."""
+        if not e.relay_id:
+            return
+        if e.data.get("state") == "held" and e.data.get("asker"):
+            self.requests[e.relay_id] = {**e.data, "id": e.relay_id, "at": e.at}
+        elif e.data.get("state") != "held":
+            self.requests.pop(e.relay_id, None)
+
+    def held_requests(self, now: float | None = None) -> list[dict[str, Any]]:
+        """Agent requests held for the operator, oldest first (one past its expiry is no longer held)."""
+        at = time.time() if now is None else now
+        return [r for r in self.requests.values() if not (r.get("expires") and at >= float(r["expires"]))]
+
+    def request_lines(self, width: int = 200) -> list[str]:
+        """One neutralised line per held request: who asks (as established), for whom, what, and any flag."""
+        lines = []
+        for r in self.held_requests():
+            flags = r.get("flags") or []
+            flag = f" FLAG: {', '.join(map(str, flags))}" if flags else ""
+            lines.append(visible(f"{r['id']} {clock(r['at'])} from {r.get('asker')} [{r.get('verdict', '?')}] to "
+                                 f"{r.get('to')} want={r.get('want')} hop {r.get('hop')}{flag}: "
+                                 f"{r.get('body', '')}")[:width])
+        return lines
 
     def target_lines(self) -> list[str]:
         if not self.targets:

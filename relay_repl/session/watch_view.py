@@ -2,7 +2,7 @@
 
 What it shows (session/watch.py holds it): the targets (state, pane, host), the deliveries in
 flight with their stage and last evidence (and the last few finished), the held agent
-requests (none can exist yet: issue 31), the inbox, and the newest ledger events with their
+requests (issue 31), the inbox, and the newest ledger events with their
 sequence numbers and times to the millisecond.
 
 How it stays current without polling: a `LedgerFollower` sleeps on inotify until the ledger
@@ -27,7 +27,7 @@ import anyio
 from relay_repl.core.controls import visible
 from relay_repl.core.errors import RelayError
 from relay_repl.session.follow import LedgerFollower
-from relay_repl.session.watch import REQUESTS_NOTE, WatchModel
+from relay_repl.session.watch import REQUESTS_NOTE, REQUESTS_SHOWN, WatchModel
 from relay_repl.store.ledger import Ledger
 
 TARGETS_EVERY = 10.0
@@ -46,6 +46,11 @@ def initial(path: Path) -> tuple[LedgerFollower, list[Any], list[Any]]:
         try:
             for key in led.unfinished_deliveries():
                 for e in led.events(delivery=key):
+                    events.setdefault(e.seq, e)
+            from relay_repl.store.requests import held_requests
+
+            for req in held_requests(led):  # every request still held, however old
+                for e in led.events(relay_id=req.id, kind="request"):
                     events.setdefault(e.seq, e)
         finally:
             led.close()
@@ -109,9 +114,12 @@ class WatchView:
             used += 1
         used += 1 + len(shown)
         line("HELD AGENT REQUESTS", "bold")
-        requests = m.held_requests()
-        line("  " + (REQUESTS_NOTE if not requests else f"{len(requests)} held"))
-        used += 2
+        requests = m.request_lines(width - 3)
+        for text in requests[:REQUESTS_SHOWN] or [REQUESTS_NOTE]:
+            line("  " + text)
+        if len(requests) > REQUESTS_SHOWN:
+            line(f"  ({len(requests) - REQUESTS_SHOWN} more: session.requests, relay requests)")
+        used += 1 + max(1, min(len(requests), REQUESTS_SHOWN)) + (len(requests) > REQUESTS_SHOWN)
         if self.debug_text is not None:
             line(f"DEBUGGER  {self.debug_ref}  (read-only: nothing is sent or recorded; `relay debug "
                  f"{self.debug_ref}` steps it; l looks again, Esc closes)", "bold fg:ansiblue")

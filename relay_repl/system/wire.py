@@ -67,19 +67,22 @@ def peer_cred(sock: socket.socket) -> tuple[int, int, int]:
     return pid, uid, gid
 
 
-def send_frames(path: str, frames: list[dict[str, Any]], timeout: float = 5.0) -> None:
-    """Write NDJSON frames to a unix socket, half-close, read to EOF (blocking).
+def send_frames(path: str, frames: list[dict[str, Any]], timeout: float = 5.0) -> bytes:
+    """Write NDJSON frames to a unix socket, half-close, read to EOF (blocking); returns what the
+    other end wrote back (the operator's inbox answers an agent's request with one line).
 
     Errors become one-line TransportErrors that say what the socket's state means."""
     data = encode_frames(frames)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
+    got = b""
     try:
         s.connect(path)
         s.sendall(data)
         s.shutdown(socket.SHUT_WR)
-        while s.recv(4096):
-            pass
+        while chunk := s.recv(4096):
+            if len(got) < 65536:  # an answer is one short line: never hold more than that
+                got += chunk
     except FileNotFoundError:
         raise TransportError(f"inbox socket {path} does not exist: is the relay REPL still running?") from None
     except ConnectionRefusedError:
@@ -88,3 +91,4 @@ def send_frames(path: str, frames: list[dict[str, Any]], timeout: float = 5.0) -
         raise TransportError(f"could not write to {path}: {exc}") from None
     finally:
         s.close()
+    return got

@@ -156,3 +156,37 @@ def test_rollout_scan_reads_only_what_was_appended_and_waits_for_a_line_being_wr
     assert hit == find_in_rollout(f, client_id="c-1", text="")  # the one-shot reader agrees
     f.write_bytes(b"x" * f.stat().st_size + b"\n")  # earlier bytes are never read again
     assert scan.find(client_id="c-1", text="hello") == hit
+
+
+def test_a_threads_own_rollout_proves_its_relay_send_and_status_calls_in_flight(tmp_path):
+    """Which of a shared daemon's threads asked relay to send (issue 31): the relay_send call (or the
+    `relay ask` command) for exactly those words, still without output, in its own rollout."""
+    from relay_repl.agents.codex.evidence import (holds_send_call, holds_status_call, pending_send_calls,
+                                                  pending_status_calls)
+
+    def shell(cmd: str) -> dict:
+        return {"type": "function_call", "name": "exec_command", "arguments": json.dumps({"cmd": cmd})}
+
+    def mcp(name: str, **args: str) -> dict:
+        return {"type": "function_call", "name": name, "arguments": json.dumps(args)}
+
+    assert holds_send_call(mcp("relay_send", to="claude:alpha", body="please  review x"), "please review x")
+    assert not holds_send_call(mcp("relay_send", to="claude:alpha", body="please review y"), "please review x")
+    assert holds_send_call(shell("/v/bin/relay ask claude:alpha 'please review x' --want reply"), "please review x")
+    assert not holds_send_call(shell("relay ask --status beta-1"), "beta-1")
+    assert not holds_send_call(shell("relay reply op-1 'please review x'"), "please review x")
+    assert holds_status_call(mcp("relay_request_status", request="beta-1"), "beta-1")
+    assert not holds_status_call(mcp("relay_request_status", request="beta-12"), "beta-1")
+    assert holds_status_call(shell("relay ask --status beta-1"), "beta-1")
+    assert not holds_status_call(shell("relay ask --status beta-12"), "beta-1")
+
+    rollout = tmp_path / "rollout.jsonl"
+    call = {"type": "response_item", "payload": {**mcp("relay_send", to="claude:alpha", body="hi there"),
+                                                 "call_id": "c7"}}
+    status = {"type": "response_item", "payload": {**shell("relay ask --status beta-1"), "call_id": "c8"}}
+    rollout.write_text(json.dumps(call) + "\n" + json.dumps(status) + "\n")
+    assert pending_send_calls(rollout, "hi there") == ["c7"] and pending_send_calls(rollout, "other") == []
+    assert pending_status_calls(rollout, "beta-1") == ["c8"]
+    out = {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c7", "output": "held"}}
+    rollout.write_text("\n".join(json.dumps(x) for x in (call, status, out)) + "\n")
+    assert pending_send_calls(rollout, "hi there") == [], "answered: no longer in flight"

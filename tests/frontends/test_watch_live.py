@@ -10,8 +10,8 @@ against the lab's real Claude Code and Codex, answered `y` then Enter at each pr
   message (10 asks, 10 replies), the hostile reply neutralised and escaped; headless Chromium
   renders it and the screenshot shows 3 lifelines and 20 arrows.
 
-Not here: "a held request approved from it reaches its receiver" needs agent requests (issue 31),
-which do not exist yet; the view's requests section says so.
+Not here: "a held request approved from it reaches its receiver": the view lists held agent requests
+(issue 31; tests/session/test_watch.py) but is read-only; they are approved from the REPL or `relay approve`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_watch_shows_five_rounds_as_it_happens_and_the_run_is_drawn(lab, tmp_pat
     stub = SyncStubClient(lab.stub.control)
     try:
         watch.wait_for("HELD AGENT REQUESTS", timeout=60)
-        assert "issue 31" in watch.text()
+        assert "none held (an agent asks with relay_send" in watch.text()
         watch.wait_for("claude:alpha", timeout=60)  # discovery ran
         led = Ledger.default()
         start_seq, start_inbox = led.last_event_seq(), led.last_inbox_seq()

@@ -44,7 +44,7 @@ def test_watch_shows_each_event_as_it_lands_and_opens_the_debugger(relay_home):
     try:
         screen.wait_for("HELD AGENT REQUESTS", timeout=30)
         screen.wait_for("fake:inbox", timeout=30)  # discovery ran
-        assert "issue 31" in screen.text()
+        assert "none held (an agent asks with relay_send" in screen.text()
 
         async def sends() -> None:
             s = make_session(fake=True, discover=False, approve=ScriptedGate([True] * 3), echo=None)

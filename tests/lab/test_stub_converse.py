@@ -212,3 +212,56 @@ def test_a_note_absorbed_after_the_turns_last_tool_gets_its_own_closing_text() -
     assert first.tool and first.tool.name == "SendMessage"
     closing = st.answer(tool_done())
     assert closing.tool is None and "answered me.host.4242-3" in closing.text and st.pending() is None
+
+
+def gemini() -> ScriptState:
+    return ScriptState(converser=Converser(name="gamma", api="google", id_base=0))
+
+
+ASK = "ask claude:alpha via relay (want=reply): what is 6*7?"
+
+
+def test_codex_asks_by_the_offered_mcp_relay_send_then_ends_the_turn() -> None:
+    st = codex()
+    first = st.answer(LastInput(text=ASK, tools=["exec_command", "mcp__relay__relay_send"]))
+    assert first.tool.name == "mcp__relay__relay_send"
+    assert first.tool.input == {"to": "claude:alpha", "body": "what is 6*7?", "want": "reply"}
+    end = st.answer(LastInput(text='{"request": "beta-1", "state": "held"}', tool_result=True))
+    assert end.tool is None and "nothing is sent until then" in end.text
+
+
+def test_claude_loads_the_deferred_relay_send_then_calls_it() -> None:
+    st = claude()
+    first = st.answer(LastInput(text="ask codex:beta via relay: hi there", tools=["Bash", "ToolSearch"]))
+    assert first.tool.name == "ToolSearch" and first.tool.input["query"] == "select:mcp__relay__relay_send"
+    call = st.answer(tool_done())
+    assert call.tool.name == "mcp__relay__relay_send" and call.tool.input["want"] == "reply"
+    assert st.answer(tool_done()).tool is None
+
+
+def test_gemini_spelling_and_the_shell_when_no_server_is_offered() -> None:
+    st = gemini()
+    first = st.answer(LastInput(text=ASK, tools=["run_shell_command", "mcp_relay_relay_send"]))
+    assert first.tool.name == "mcp__relay__relay_send"  # the google stub renames it to mcp_relay_relay_send
+    st = codex()
+    shell = st.answer(LastInput(text=ASK + " $(rm -rf x)", tools=["exec_command"]))
+    words = shlex.split(shell.tool.input["cmd"])
+    assert words[:3] == ["relay", "ask", "claude:alpha"] and words[3] == "what is 6*7? $(rm -rf x)"
+    assert words[4:] == ["--want", "reply"]
+
+
+def test_status_reads_and_a_repeated_prompt_envelope_is_not_asked_twice() -> None:
+    st = codex()
+    got = st.answer(LastInput(text="status of relay request beta-3", tools=["mcp__relay__relay_request_status"]))
+    assert got.tool.name == "mcp__relay__relay_request_status" and got.tool.input == {"request": "beta-3"}
+    st = codex()
+    line = env_line(want="none", body=ASK)
+    assert st.answer(LastInput(text=line, tools=["mcp__relay__relay_send"])).tool is not None
+    st.answer(tool_done())
+    again = st.answer(LastInput(text=line, tools=["mcp__relay__relay_send"]))
+    assert again.tool is None and "not asking again" in again.text
+    halted = codex().answer(LastInput(text=env_line(id_="op-9", want="none", body=ASK + " relay-halt"),
+                                      tools=["mcp__relay__relay_send"]))
+    assert halted.tool is None, "a relay message carrying relay-halt is not acted on"
+    typed = codex().answer(LastInput(text="ask claude:alpha via relay: relay-halt", tools=["mcp__relay__relay_send"]))
+    assert typed.tool.input["body"] == "relay-halt", "the user's own prompt may ask relay to carry a halt"

@@ -20,7 +20,8 @@ import pytest
 
 from relay_repl import __version__
 from relay_repl.core.mcp_names import MCP_TOOL
-from relay_repl.session.mcp_server import INSTRUCTIONS, LATEST_PROTOCOL_VERSION, REQUESTS_TOOL
+from relay_repl.session.mcp_server import SEND_TOOL, STATUS_TOOL, INSTRUCTIONS, LATEST_PROTOCOL_VERSION, REQUESTS_TOOL
+from relay_repl.store.ledger import Ledger
 
 WAIT = 30.0  # bound on any one answer; a quiet machine answers in well under a second
 
@@ -119,11 +120,17 @@ def test_notifications_get_no_answer_and_ping_answers_empty(mcp):
     assert mcp.lines.get(timeout=WAIT) == b""  # and nothing after it
 
 
-def test_tools_list_publishes_both_tools_with_their_input_schemas(mcp):
+def test_tools_list_publishes_the_tools_with_their_input_schemas(mcp):
     mcp.ask(1, "initialize", init_params())
     tools = mcp.ask(2, "tools/list", {})["result"]["tools"]
-    assert [t["name"] for t in tools] == [MCP_TOOL, REQUESTS_TOOL]
-    reply, requests = tools
+    assert [t["name"] for t in tools] == [MCP_TOOL, REQUESTS_TOOL, SEND_TOOL, STATUS_TOOL]
+    reply, requests, send, status = tools
+    assert send["inputSchema"] == {
+        "properties": {"to": {"title": "To", "type": "string"}, "body": {"title": "Body", "type": "string"},
+                       "want": {"title": "Want", "type": "string", "enum": ["reply", "ack", "none"], "default": "reply"}},
+        "required": ["to", "body"], "type": "object", "title": "relay_sendArguments"}
+    assert status["inputSchema"]["required"] == ["request"]
+    assert "held for the operator's approval" in send["description"] and "Nothing is sent by this call" in send["description"]
     assert reply["inputSchema"] == {
         "properties": {"relay_id": {"title": "Relay Id", "type": "string"}, "text": {"title": "Text", "type": "string"}},
         "required": ["relay_id", "text"], "type": "object", "title": "relay_replyArguments"}
@@ -269,3 +276,25 @@ def _record_within(d: Path, method: str, parent: int) -> dict[str, Any]:
         assert time.monotonic() < deadline, f"no record of {method} in {d}: {list(d.glob('*'))}"
         time.sleep(0.02)
     return found[-1]
+
+
+def test_relay_send_refuses_at_once_when_the_caller_is_not_established(relay_home, tmp_path):
+    """No agent session started this server (its client homes are empty): relay_send answers a tool
+    error in one line, `not held`, and nothing is written to the ledger or any inbox."""
+    empty = {"CLAUDE_CONFIG_DIR": str(tmp_path / "c"), "CODEX_HOME": str(tmp_path / "x"),
+             "GEMINI_CLI_HOME": str(tmp_path / "g")}
+    mcp = McpPipe(env=empty)
+    mcp.ask(1, "initialize", init_params())
+    got = mcp.ask(2, "tools/call", {"name": SEND_TOOL, "arguments": {"to": "claude:alpha", "body": "hi"}})["result"]
+    text = got["content"][0]["text"]
+    assert got["isError"] is True and text.startswith("Error executing tool relay_send: not held: relay cannot "
+                                                      "establish which session is asking"), text
+    assert "\n" not in text
+    bad = mcp.ask(3, "tools/call", {"name": SEND_TOOL, "arguments": {"to": "claude:alpha", "body": "hi",
+                                                                     "want": "maybe"}})["result"]
+    assert bad["isError"] is True and "want must be one of reply, ack, none" in bad["content"][0]["text"]
+    st = mcp.ask(4, "tools/call", {"name": STATUS_TOOL, "arguments": {"request": "beta-1"}})["result"]
+    assert st["isError"] is True and "shown to its asker only" in st["content"][0]["text"]
+    assert mcp.close() == 0
+    assert not (relay_home / "ledger.sqlite").exists() or not any(
+        e.kind.startswith("request") for e in Ledger(relay_home / "ledger.sqlite").events())

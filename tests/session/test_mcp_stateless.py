@@ -36,7 +36,8 @@ def test_a_stateless_client_gets_one_error_naming_the_revisions_then_its_fallbac
                 assert err["code"] == -32004 and err["data"]["requested"] == "2026-07-28", err
         # the fallback: the handshake, then the same requests are answered
         assert mcp.ask(10, "initialize", init_params("2025-11-25"))["result"]["protocolVersion"] == "2025-11-25"
-        assert [t["name"] for t in mcp.ask(11, "tools/list", {})["result"]["tools"]] == ["relay_reply", "relay_requests"]
+        assert [t["name"] for t in mcp.ask(11, "tools/list", {})["result"]["tools"]] == [
+            "relay_reply", "relay_requests", "relay_send", "relay_request_status"]
         legacy_meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25", "progressToken": 1}}
         assert "tools" in mcp.ask(12, "tools/list", legacy_meta)["result"]  # a spoken version in _meta is fine
         bad = mcp.ask(13, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": {"x": 1}}})

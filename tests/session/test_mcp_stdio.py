@@ -91,7 +91,7 @@ def test_ping_and_other_requests_are_answered_while_a_tool_call_waits(relay_home
             assert sorted(m["id"] for m in early) == ["l", "other", "p"]
             by_id = {m["id"]: m for m in early}
             assert by_id["p"]["result"] == {}
-            assert [t["name"] for t in by_id["l"]["result"]["tools"]] == [MCP_TOOL, REQUESTS_TOOL]
+            assert [t["name"] for t in by_id["l"]["result"]["tools"]][:2] == [MCP_TOOL, REQUESTS_TOOL]
             assert by_id["other"]["result"]["isError"] is True  # a second tool call, refused: op-99 was never sent
         # the inbox closed: the slow call finishes and is answered last
         slow = mcp.recv()

@@ -44,7 +44,7 @@ async def test_a_run_replayed_event_by_event_moves_each_delivery_through_its_sta
     text = "\n".join(model.delivery_lines() + model.inbox_lines(10) + list(model.events))
     assert "\u202e" not in text and "\x1b" not in text and "⟨U+202E⟩" in text and "\\x1b[31m" in text
     assert any(f"#{e.seq} " in line for line in model.events for e in led.events(kind="outcome"))
-    assert model.held_requests() == [] and "issue 31" in REQUESTS_NOTE
+    assert model.held_requests() == [] and "relay_send" in REQUESTS_NOTE
 
 
 async def test_the_view_opens_with_sends_still_open_however_old(tmp_path, relay_home):
@@ -111,6 +111,37 @@ async def test_the_view_lists_each_hosts_targets_beside_the_local_ones(tmp_path)
     assert "h3" in (view.model.targets_problem or "")
     text = "".join(t for _, t in view.fragments())
     assert "TARGETS  (host h3: ssh" in text and "h2/codex:beta" in text
+
+
+def test_held_agent_requests_come_and_go_with_their_ledger_events(tmp_path):
+    """Issue 31 fills the view's request section: held on arrival, gone once decided, past its expiry,
+    or when the view opens after it was decided; one neutralised line each."""
+    from relay_repl.core.request import Request
+    from relay_repl.store.requests import RequestStore
+
+    led = Ledger(tmp_path / "ledger.sqlite")
+    store = RequestStore(led)
+    a = Request.held(id="beta-1", asker="codex:beta", verdict="verified", evidence="", asker_pid=1, to="claude:alpha",
+                     body="push --force \u202e now", want="reply", hop=1, line="l")
+    b = Request.held(id="beta-2", asker="codex:beta", verdict="verified", evidence="", asker_pid=1, to="claude:alpha",
+                     body="second", want="none", hop=1, line="l")
+    store.add(a)
+    store.add(b)
+    model = WatchModel()
+    model.apply(led.events())
+    assert [r["id"] for r in model.held_requests()] == ["beta-1", "beta-2"]
+    (first, _) = model.request_lines()
+    assert first.startswith("beta-1 ") and "from codex:beta [verified] to claude:alpha want=reply hop 1 FLAG: push, force" in first
+    assert "\u202e" not in first and "⟨U+202E⟩" in first
+    store.save(a.moved("denied", "no"), expect="held")
+    model.apply(led.events(since=model.last_event))
+    assert [r["id"] for r in model.held_requests()] == ["beta-2"]
+    assert model.held_requests(now=b.expires + 1) == [], "past its expiry it is no longer held"
+    led.close()
+    follower, events, inbox = initial(tmp_path / "ledger.sqlite")
+    fresh = WatchModel()
+    fresh.apply(events, inbox)
+    assert [r["id"] for r in fresh.held_requests()] == ["beta-2"]
 
 
 async def test_a_hosts_toml_relay_cannot_read_is_one_line_and_the_local_targets_stand(tmp_path, relay_home):

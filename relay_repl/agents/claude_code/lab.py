@@ -22,7 +22,8 @@ from relay_repl.system.polling import poll_until_sync
 HOME_VAR = "CLAUDE_CONFIG_DIR"
 HOME_DIR = "claude"
 """CLAUDE_CONFIG_DIR of every lab Claude session: `<lab>/claude`."""
-ALLOWED_TOOLS = "Bash SendMessage ListAgents ToolSearch mcp__relay__relay_reply mcp__relay__relay_requests"
+ALLOWED_TOOLS = ("Bash SendMessage ListAgents ToolSearch mcp__relay__relay_reply mcp__relay__relay_requests "
+                 "mcp__relay__relay_send mcp__relay__relay_request_status")
 ONBOARDED_VERSION = "2.1.328"
 
 SPEC = LabSpec(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from relay_repl.store.sqlite_read import connect_read_only
@@ -237,3 +238,64 @@ def pending_calls(rollout: Path | str, tool: str) -> list[str]:
         elif p.get("type") == "function_call" and p.get("name") == tool:
             calls.append(str(p.get("call_id")))
     return [c for c in calls if c not in done]
+
+
+def _relay_ask_words(payload: dict[str, Any]) -> list[str] | None:
+    """The words after `relay ask` of a shell command in one rollout `function_call`, or None."""
+    cmd = _call_args(payload).get("cmd") or _call_args(payload).get("command")
+    if isinstance(cmd, list):
+        cmd = " ".join(str(c) for c in cmd)
+    if not isinstance(cmd, str) or "ask" not in cmd:
+        return None
+    words = _shell_words(cmd)
+    for i, w in enumerate(words):
+        if w.rsplit("/", 1)[-1] == "relay" and words[i + 1: i + 2] == ["ask"]:
+            return words[i + 2:]
+    return None
+
+
+def holds_send_call(payload: dict[str, Any], text: str) -> bool:
+    """Whether one rollout `function_call` payload is this thread asking relay to send `text`:
+    the relay MCP tool `relay_send(to, body, want)`, or a shell command running `relay ask TARGET <text>`."""
+    if payload.get("type") != "function_call":
+        return False
+    if payload.get("name") == "relay_send":
+        return _words(str(_call_args(payload).get("body", ""))) == _words(text)
+    words = _relay_ask_words(payload)
+    return words is not None and "--status" not in words and _words(text) in " ".join(words)
+
+
+def holds_status_call(payload: dict[str, Any], request_id: str) -> bool:
+    """Whether one rollout `function_call` payload is this thread reading request `request_id`:
+    `relay_request_status(request)`, or `relay ask --status <request_id>` in a shell."""
+    if payload.get("type") != "function_call":
+        return False
+    if payload.get("name") == "relay_request_status":
+        return str(_call_args(payload).get("request", "")).strip() == request_id
+    words = _relay_ask_words(payload) or []
+    return any(w == "--status" and words[i + 1: i + 2] == [request_id] for i, w in enumerate(words)) or (
+        f"--status={request_id}" in words)
+
+
+def pending_ask_calls(rollout: Path | str, holds: Callable[[dict[str, Any]], bool]) -> list[str]:
+    """Call ids of the rollout's calls that `holds` accepts and that have no output yet: the call in
+    flight, which is what the operator's inbox (or the status tool) sees while the asking tool waits."""
+    calls: list[str] = []
+    done: set[str] = set()
+    for rec in jsonl.latest_first(rollout, tail=CALL_TAIL, containing=b"function_call"):
+        p = rec.get("payload") or {}
+        if p.get("type") == "function_call_output":
+            done.add(str(p.get("call_id")))
+        elif holds(p):
+            calls.append(str(p.get("call_id")))
+    return [c for c in calls if c not in done]
+
+
+def pending_send_calls(rollout: Path | str, text: str) -> list[str]:
+    """The calls in flight asking relay to send `text` (see holds_send_call)."""
+    return pending_ask_calls(rollout, lambda p: holds_send_call(p, text))
+
+
+def pending_status_calls(rollout: Path | str, request_id: str) -> list[str]:
+    """The calls in flight reading request `request_id` (see holds_status_call)."""
+    return pending_ask_calls(rollout, lambda p: holds_status_call(p, request_id))

@@ -31,7 +31,7 @@ from relay_repl.store.sqlite_read import connect_read_only
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.codex.evidence import pending_calls, reply_calls
+from relay_repl.agents.codex.evidence import pending_calls, pending_send_calls, pending_status_calls, reply_calls
 from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
 from relay_repl.core.errors import DaemonError
 from relay_repl.core.target import Me, Target
@@ -433,6 +433,10 @@ class CodexProvider:
                 continue
             if call.tool == "relay_reply" and call.relay_id:
                 hit = reply_calls(rollout, call.relay_id, call.text) > 0
+            elif call.tool == "relay_send" and call.text:
+                hit = bool(pending_send_calls(rollout, call.text))
+            elif call.tool == "relay_request_status" and call.relay_id:
+                hit = bool(pending_status_calls(rollout, call.relay_id))
             else:
                 hit = bool(pending_calls(rollout, call.tool))
             if hit:

@@ -21,6 +21,14 @@ round-trip tests need agents that answer the way a real agent is asked to (seed 
   the reply costs 0.00-0.04 CPU-s where a `relay reply` Python start costs 0.22-0.39
   (adapters/codex.md, Verified latencies), and the suite and `bench.recipes` are CPU-bound.
 
+An agent asks too (issue 31): a user text with a line `ask <target> via relay (want=reply): <body>`
+(`(want=...)` optional, default reply) makes the lab agent call relay_send on the relay MCP server its
+client offers (`mcp__<server>__relay_send`; a Claude agent first loads the deferred tool with
+`ToolSearch select:mcp__relay__relay_send`), else run `relay ask <target> <body> --want <want>` through
+its shell tool; `status of relay request <id>` makes it call relay_request_status (else `relay ask
+--status <id>`). Then the turn ends with a short text. The relay ids of the envelopes that carried such
+a prompt are remembered like any other: a repeated one is not acted on again.
+
 The reply body is recognisable: `ack <id>` for want=ack, `reply to <id>: ...` for want=reply,
 and a Claude reply envelope carries `re=<id>` (a Codex reply's envelope is built by `relay
 reply`). Both kinds honour the loop rules: a message with `relay-halt` is not acted on, a
@@ -108,6 +116,20 @@ def reply_line(env: Envelope, *, sender: str, new_id: str) -> str:
     return f"{head} {plain.body}"
 
 
+ASK_RE = re.compile(r"\bask (?P<to>[^\s:]+:[^\s:]+(?:/[^\s:]+:[^\s:]+)?) via relay"
+                    r"(?: \(want=(?P<want>reply|ack|none)\))?: (?P<body>[^\n]+)")
+STATUS_RE = re.compile(r"\bstatus of relay request (?P<id>[^\s\]]+)")
+
+
+def mcp_tool(tools: list[str], tool: str) -> str | None:
+    """The relay MCP server's `tool` as the client offers it, in the scripts' spelling
+    (`mcp__<server>__<tool>`; the stubs rename it on the way out), the server `relay` first; None
+    when the client offers none (Gemini CLI offers `mcp_<server>_<tool>`)."""
+    found = [t for t in tools if (t.startswith("mcp__") and t.endswith("__" + tool))]
+    found += [f"mcp__relay__{tool}" for t in tools if t == f"mcp_relay_{tool}"]
+    return f"mcp__relay__{tool}" if f"mcp__relay__{tool}" in found else (found[0] if found else None)
+
+
 def mcp_reply_tool(tools: list[str]) -> str | None:
     """The offered relay_reply MCP tool, `mcp__<server>__relay_reply` (the server named `relay`
     first: the name `relay mcp --help` suggests), or None when the client offers none."""
@@ -142,6 +164,9 @@ class Converser:
         if not self.enabled:
             return None
         envs = find_envelopes(text)
+        asked = self._asking(text, envs, tools or [])
+        if asked is not None:
+            return asked
         if not envs:
             return None
         if contains_halt(text):
@@ -212,3 +237,43 @@ class Converser:
             steps.append(Step(tool=shell(cmd, env.id)))
         steps.append(Step(text="; ".join(f"answered {e.id} with relay reply" for e in envs)))
         return steps
+
+    def _asking(self, text: str, envs: list[Envelope], tools: list[str]) -> tuple[str, list[Step]] | None:
+        """An ask (`ask <target> via relay: ...`) or a status read in the user's text: the calls that
+        make them, or None when the text holds neither (or only in envelopes already handled)."""
+        ask, status = ASK_RE.search(text), STATUS_RE.search(text)
+        if (ask is None and status is None) or any(e.is_halt for e in envs):
+            return None  # a relay message carrying relay-halt is not acted on (a typed prompt may carry the word)
+        if envs and all(e.id in self.seen for e in envs):
+            return "converse: asked already", [Step(text="already handled: not asking again")]
+        self.seen.update(e.id for e in envs)
+        shell = apis.api(self.api).shell_call
+        steps: list[Step] = []
+        if ask is not None:
+            to, want, body = ask.group("to"), ask.group("want") or "reply", ask.group("body").strip()
+            steps += self._tool_steps(tools, "relay_send", {"to": to, "body": body, "want": want},
+                                      f"relay ask {shlex.quote(to)} {shlex.quote(body)} --want {want}", shell)
+        if status is not None:
+            rid = status.group("id")
+            steps += self._tool_steps(tools, "relay_request_status", {"request": rid},
+                                      f"relay ask --status {shlex.quote(rid)}", shell)
+        if not steps:
+            return "converse: cannot ask", [Step(text="cannot ask relay: no relay_send tool and no shell tool")]
+        what = "asked relay to send" if ask is not None else "read the request's status"
+        return f"converse: {what}", [*steps, Step(text=f"{what} (the operator decides; nothing is sent until then)")]
+
+    @staticmethod
+    def _tool_steps(tools: list[str], tool: str, args: dict[str, Any], cmd: str,
+                    shell: Callable[[str, str], ToolCall] | None) -> list[Step]:
+        """The relay MCP tool when offered (loaded first through ToolSearch when the client defers it),
+        else `cmd` through the shell tool."""
+        offered = mcp_tool(tools, tool)
+        if offered is not None:
+            return [Step(tool=ToolCall(name=offered, input=args))]
+        if "ToolSearch" in tools:  # a deferred MCP tool (Claude): load it, then call it
+            name = f"mcp__relay__{tool}"
+            return [Step(tool=ToolCall(name="ToolSearch", input={"query": f"select:{name}", "max_results": 1})),
+                    Step(tool=ToolCall(name=name, input=args))]
+        if shell is not None:
+            return [Step(tool=shell(cmd, tool))]
+        return []

@@ -1,0 +1,144 @@
+"""The asking agent's side of a request: `relay_send` (MCP) and `relay ask` (a shell) write it into
+the operator's inbox; `relay_request_status` / `relay ask --status` read its state back.
+
+Why the request goes through the inbox socket, the path `relay reply` uses, and not straight
+into the ledger: the operator's inbox is the one place the asker is judged by what the kernel
+says (SO_PEERCRED pid and start time, agents.origin), and the operator's relay is the only one
+that may write a request's state. So the asker only asks; the inbox establishes who asks, holds
+the request (or refuses it, with why) and writes one line back on the same connection, which is
+the answer the tool returns at once: `held for the operator's approval (request R)`, never "sent".
+
+The asking side establishes its caller first, exactly as `relay_reply` does (the session above
+this process; of a shared Codex daemon's threads, the one whose rollout holds this call in
+flight): when it cannot, nothing is written anywhere and the refusal says why. Reading a
+request's status is allowed to its asker only, established the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from relay_repl.core.envelope import Envelope, Want, check_body
+from relay_repl.core.errors import DiscoveryError, PolicyRefusal, RelayError, TransportError, UsageError
+from relay_repl.core.inbound import ToolCall
+from relay_repl.core.request import ANSWER_TYPE, FRAME_TYPE, request_hop
+from relay_repl.core.target import Me
+from relay_repl.store.ledger import Ledger
+from relay_repl.store.requests import RequestStore
+
+WANTS = ("reply", "ack", "none")
+ANSWER_TIMEOUT = 20.0
+"""Seconds the asking tool waits for the operator's inbox to say held or refused (it judges the
+caller from /proc and, for a shared Codex daemon, the thread's rollout: well under a second)."""
+
+
+def caller(call: ToolCall, pid: int | None = None) -> tuple[str | None, str]:
+    """The session this process acts for (its spec) and the evidence, or None and why not."""
+    from relay_repl.agents.origin import OriginJudge
+
+    try:
+        return OriginJudge.default().session_of(os.getpid() if pid is None else pid, call)
+    except (OSError, RelayError) as exc:
+        return None, f"the calling session could not be read ({exc})"
+
+
+def _agent(spec: str) -> Me:
+    kind, _, name = spec.partition(":")
+    return Me(role="agent", agent=kind, address=name)
+
+
+def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None,
+        who: tuple[str | None, str] | None = None) -> dict[str, Any]:
+    """Ask the operator's relay to send `body` to `to`: the inbox's answer (held, with the request
+    id) as a dict. Raises a RelayError (nothing held) when the caller is not established, the
+    arguments are wrong, no operator inbox runs or the operator's relay refused it."""
+    body = " ".join(str(body).split())  # one line, as an envelope requires
+    to = str(to).strip()
+    if not to:
+        raise UsageError("name the target to send to (`to`), as `relay targets` shows it (kind:name)")
+    if not body:
+        raise UsageError("the body is empty: pass the one line to send as `body`")
+    if want not in WANTS:
+        raise UsageError(f"want={want!r}: use reply, ack or none")
+    check_body(body)
+    spec, why = who if who is not None else caller(ToolCall(tool="relay_send", text=body))
+    if spec is None:
+        raise PolicyRefusal(f"not held: relay cannot establish which session is asking ({why})")
+    from relay_repl.session.inbox import find_inbox
+
+    led = ledger or Ledger.default()
+    try:
+        inbox = find_inbox()
+        me = _agent(spec)
+        hop = request_hop(0, RequestStore(led).last_hop_to(spec))
+        env = Envelope.make(sender=me.sender, to=to, id=led.next_id(me.address), hop=min(hop, 4),
+                            want=_want(want), body=body)
+    finally:
+        if ledger is None:
+            led.close()
+    from relay_repl.system.wire import send_frames
+
+    frame = {"type": FRAME_TYPE, "line": env.compose(), "from": f"relay-ask:{me.address}"}
+    raw = send_frames(inbox.socket, [frame], timeout=ANSWER_TIMEOUT)
+    answer = _answer(raw)
+    if answer.get("state") != "held":
+        raise PolicyRefusal(str(answer.get("why") or "the operator's relay did not hold the request"))
+    rid = str(answer.get("request") or env.id)
+    return {"text": f"held for the operator's approval (request {rid})", "request": rid, "state": "held", "to": to,
+            "want": want,
+            **{k: answer[k] for k in ("hop", "expires", "flags") if k in answer}}
+
+
+def _want(want: str) -> Want:
+    return "reply" if want == "reply" else "ack" if want == "ack" else "none"
+
+
+def _answer(raw: bytes) -> dict[str, Any]:
+    """The inbox's one-line answer; a missing or garbled one is a refusal (nothing is known held)."""
+    for line in raw.splitlines():
+        try:
+            got = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(got, dict) and got.get("type") == ANSWER_TYPE:
+            return got
+    raise TransportError("the operator's relay gave no answer to the request (an older relay, or it closed): "
+                         "it may not be held; ask the operator, or `relay ask --status ID` later")
+
+
+def status(request_id: str, *, ledger: Ledger | None = None, who: tuple[str | None, str] | None = None) -> dict[str, Any]:
+    """The typed receipt of the caller's own request `request_id`; refused for anyone else's."""
+    request_id = str(request_id).strip()
+    if not request_id:
+        raise UsageError("name the request id (the `request` the ask answered)")
+    spec, why = who if who is not None else caller(ToolCall(tool="relay_request_status", relay_id=request_id))
+    if spec is None:
+        raise PolicyRefusal(f"refused: relay cannot establish which session is asking ({why}); a request's state "
+                            "is shown to its asker only")
+    led = ledger or Ledger.read_only_default()
+    try:
+        req = RequestStore(led).get(request_id)
+    finally:
+        if ledger is None:
+            led.close()
+    if req is None or req.asker != spec:  # the same words either way: another's request is not even confirmed
+        raise DiscoveryError(f"refused: {spec} has no request {request_id!r} (only the asker may read a request's "
+                             "state; the id is the `request` your ask answered)")
+    return req.receipt()
+
+
+def refuse_inside_agent(what: str, pid: int | None = None) -> None:
+    """Refuse `what` (listing, approving or denying requests: the operator's acts) when this process
+    runs inside an agent session, as its kernel-pid ancestry shows (a host of several sessions counts):
+    a peer never decides on, or reads, another agent's request."""
+    from relay_repl.agents.origin import OriginJudge
+
+    try:
+        ident, _chain = OriginJudge.default().identify(os.getpid() if pid is None else pid)
+    except (OSError, RelayError):
+        return  # nothing readable names a session above us: the operator's own shell
+    if ident is not None:
+        raise PolicyRefusal(f"refused: {what} is the operator's act, and this process runs inside {ident.spec} "
+                            "(an agent may ask with relay_send / `relay ask`, never decide or list requests)")
