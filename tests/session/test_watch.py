@@ -136,7 +136,18 @@ def test_held_agent_requests_come_and_go_with_their_ledger_events(tmp_path):
     store.save(a.moved("denied", "no"), expect="held")
     model.apply(led.events(since=model.last_event))
     assert [r["id"] for r in model.held_requests()] == ["beta-2"]
-    assert model.held_requests(now=b.expires + 1) == [], "past its expiry it is no longer held"
+    (decided,) = model.decided_lines()  # issue 34: decided from the view, the request shows its new state
+    assert decided.startswith("·beta-1 ") and " denied (no): from codex:beta to claude:alpha: push" in decided
+    assert "\u202e" not in decided
+    c = Request.held(id="beta-3", asker="codex:beta", verdict="verified", evidence="", asker_pid=1, to="claude:alpha",
+                     body="third", want="none", hop=1, line="l")
+    store.add(c)
+    store.save(c.moved("approved", delivery_id="op-7"), expect="held")
+    store.save(store.get("beta-3").moved("delivered", delivery_state="in_turn"))
+    model.apply(led.events(since=model.last_event))
+    assert [r["id"] for r in model.held_requests()] == ["beta-2"] and len(model.decided_lines()) == 2
+    assert model.decided_lines()[-1].startswith("·beta-3 ")
+    assert " delivered; sent as op-7 (in_turn): from codex:beta to claude:alpha: third" in model.decided_lines()[-1]
     led.close()
     follower, events, inbox = initial(tmp_path / "ledger.sqlite")
     fresh = WatchModel()
