@@ -28,9 +28,10 @@ prompt_toolkit is imported here only, when the view opens, never on the start-up
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -256,11 +257,15 @@ class WatchView:
         from prompt_toolkit.application.current import set_app
 
         self.deciding = rid
+        # the terminal itself, not the REPL's patched stdout: that proxy writes through the running app, whose
+        # output waits until the view is back, so the plan would show only after its y/N (seen in the REPL)
+        real = sys.__stdout__ if sys.__stdout__ is not None else sys.stdout
         try:
             with set_app(self.app):
                 async with in_terminal():
-                    self.status = await self._decide_in_terminal(rid, approve)
-                    print(self.status, flush=True)
+                    with redirect_stdout(real):
+                        self.status = await self._decide_in_terminal(rid, approve)
+                        print(self.status, flush=True)
         finally:
             self.deciding = None
             self.invalidate()

@@ -111,3 +111,28 @@ def test_a_held_request_is_approved_and_another_denied_from_the_view(relay_home)
     finally:
         screen.close()
         led.close()
+
+
+def test_in_the_repl_a_decides_with_the_sessions_own_gate_and_q_returns_to_the_prompt(repl, relay_home):
+    """`await session.watch()`: `a` approves through the REPL session's own gate (the plan, y then
+    Enter) and the view comes back; q returns to the prompt, which still works."""
+    led = Ledger(relay_home / "ledger.sqlite")
+    try:
+        before = repl.text().count(">>>")
+        repl.type_line("await session.watch()")
+        repl.wait_for("HELD AGENT REQUESTS", timeout=30)
+        assert RequestStore(led).add(held("beta-9", "from the repl's view"))
+        repl.wait_for("> beta-9 ", timeout=10)
+        repl.keys("a")
+        plan = repl.wait_for(PROMPT, timeout=30)
+        assert "codex:beta (verified) wrote: «from the repl's view»" in plan
+        repl.keys("y", "Enter")
+        repl.wait_for(lambda t: "·beta-9 " in t and "HELD AGENT REQUESTS" in t, timeout=30)
+        req = RequestStore(Ledger.read_only_at(relay_home / "ledger.sqlite")).get("beta-9")
+        assert req.state == "delivered" and req.delivery_id, req
+        repl.keys("q")
+        repl.wait_for(lambda t: t.count(">>>") > before, timeout=15)
+        repl.type_line("print('STATE', session.request('beta-9').state)")
+        repl.wait_for("STATE delivered", timeout=15)
+    finally:
+        led.close()
