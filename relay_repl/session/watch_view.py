@@ -88,6 +88,7 @@ class WatchView:
         self.selected = 0
         self.focus = "deliveries"  # or "requests": where ↑/↓ move the choice
         self.req_selected = 0
+        self.req_choice: str | None = None  # the held request marked > (kept by id: others come and go around it)
         self.deciding: str | None = None  # the request being decided off the screen
         self.debug_text: str | None = None
         self.debug_ref: str | None = None
@@ -139,8 +140,7 @@ class WatchView:
         used += 1 + len(shown)
         requests = m.request_lines(width - 3)
         line("HELD AGENT REQUESTS" + (f"  ({REQUEST_KEYS})" if requests else ""), "bold")
-        if requests:
-            self.req_selected = max(0, min(self.req_selected, len(requests) - 1))
+        self._choose(self._req_index())
         first_r = max(0, min(self.req_selected - REQUESTS_SHOWN // 2, len(requests) - REQUESTS_SHOWN))
         for i, text in list(enumerate(requests))[first_r:first_r + REQUESTS_SHOWN]:
             chosen = i == self.req_selected
@@ -237,15 +237,31 @@ class WatchView:
         self.invalidate()
 
     # -- deciding a held request, off the screen ---------------------------------------------------
+    def _held_ids(self) -> list[str]:
+        return [str(r["id"]) for r in self.model.held_requests()]
+
+    def _req_index(self, move: int = 0) -> int:
+        """The index of the request marked > (by its id; where it was when it left), moved by `move`."""
+        ids = self._held_ids()
+        at = ids.index(self.req_choice) if self.req_choice in ids else self.req_selected
+        return max(0, min(at + move, len(ids) - 1))
+
+    def _choose(self, index: int) -> None:
+        ids = self._held_ids()
+        self.req_selected = index
+        self.req_choice = ids[index] if ids else None
+
     def chosen_request(self) -> str | None:
-        held = self.model.held_requests()
-        return str(held[min(self.req_selected, len(held) - 1)]["id"]) if held else None
+        """The request the screen marks > now; None when there is none or it left since it was drawn (a
+        key acts only on the request the operator saw chosen; the next drawing marks another)."""
+        return self.req_choice if self.req_choice in self._held_ids() else None
 
     async def decide_request(self, approve: bool) -> None:
         """The chosen held request decided the ordinary way, with the view off the screen (module doc)."""
         rid = self.chosen_request()
         if rid is None:
-            self.status = "no held request to decide"
+            self.status = ("no held request to decide" if not self._held_ids() else
+                           f"request {self.req_choice} is no longer held: the one now marked > is chosen; press again")
             return self.invalidate()
         if self.decide is None:
             self.status = (f"this view cannot decide requests: `relay {'approve' if approve else 'deny'} {rid}` "
@@ -321,7 +337,7 @@ class WatchView:
         @kb.add("k")
         def _up(event: Any) -> None:
             if self.focus == "requests":
-                self.req_selected = max(0, self.req_selected - 1)
+                self._choose(self._req_index(-1))
             else:
                 self.selected = max(0, self.selected - 1)
 
@@ -329,7 +345,7 @@ class WatchView:
         @kb.add("j")
         def _down(event: Any) -> None:
             if self.focus == "requests":
-                self.req_selected += 1
+                self._choose(self._req_index(+1))
             else:
                 self.selected += 1
 
