@@ -300,8 +300,8 @@ class WatchView:
                 return visible(f"{clock(time.time())} request {rid}: {d.summary()}")
             from relay_repl.session.gate import yes_no_session
 
-            why = await yes_no_session(f"reason for denying {rid} (the asker reads it; Enter: none; Esc: keep it "
-                                       "held):").prompt_async()
+            why = await yes_no_session(visible(f"reason for denying {rid} (the asker reads it; Enter: none; Esc: "
+                                               "keep it held):")).prompt_async()
             if why is None:
                 return f"{clock(time.time())} request {rid}: still held (nothing decided)"
             async with self.decide(False) as s:  # type: ignore[misc]
