@@ -52,6 +52,7 @@ from relay_repl.session.answers import Answers, answer_refusal
 from relay_repl.session.finder import Finder
 from relay_repl.session.gate import ApproveFn, DenyGate
 from relay_repl.session.gating import Gatekeeper
+from relay_repl.session.request_mirror import MirroredStore
 from relay_repl.session.requests import Requests, RequestTable
 from relay_repl.session.sending import Sender, remote_spec
 from relay_repl.session.sendoptions import SendOptions
@@ -96,6 +97,7 @@ class Session:
         self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports)
         self.actions = Actions(self.shared, self.gate)
         self.asks = Requests(self.shared, self.sender, self.answers)  # agents' requests to send (session/requests.py)
+        self.asks.store = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
         self.repl_inputs: list[ReplInput] = []  # what the REPL ran, for save_notebook
 
     # -- the shared state, as the callers have always named it ---------------------------
@@ -399,6 +401,15 @@ class Session:
     def deny_request(self, request_id: str, why: str | None = None) -> Request:
         """Refuse a held request; its asker reads `denied (why)`. Nothing is sent."""
         return self.asks.deny(request_id, why)
+
+    async def host_requests(self, host: str) -> RequestTable:
+        """Take the requests HOST's agents made (held there by its `relay serve`) up the channel and hold them
+        here as `HOST/<id>`, each row checked (a host's word is a claim; session/host_requests.py); returns
+        those newly held. The first call opens HOST's inbox, so its agents can ask while this session's
+        channel to it lives. Then `session.requests` lists them and `approve_request` decides them."""
+        from relay_repl.session.host_requests import HostRequests
+
+        return await HostRequests(self.shared, self.asks, self.sender.remote).pull(host)
 
     async def next_request(self, timeout: float | None = None) -> Request | None:
         """The next held request not handed out yet (for recipes and notebooks), waiting up to `timeout` s."""
