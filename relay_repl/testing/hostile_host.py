@@ -33,7 +33,8 @@ another state into it (`request_state`, remembered in RELAY_HOSTILE_LOG); and it
 - `req-body`        from the second listing on, lists `beta-1` with another body;
 - `req-backwards`   lists `beta-1` as held even after the operator decided it;
 - `plan-body`       asks about a plan whose envelope carries another body than the one asked;
-- `req-halt`        says a relay-halt is in force on it.
+- `req-halt`        says a relay-halt is in force on it;
+- `plan-re`         asks about a plan answering another request (`re=beta-9`) than the one asked.
 
 OP is `hello`, `targets`, `send`, `wait_reply`, `evidence`. Every request and the operator's
 answers are appended to `RELAY_HOSTILE_LOG` (one JSON line each) when it is set, so a test can
@@ -173,6 +174,8 @@ class Hostile:
                 "client_status": "pinned", "detail": None, "host": None}
 
     def plan(self, target: str, body: str, want: str, hop: int, relay_id: str, re: str | None = None) -> Plan:
+        if "plan-re" in self.lies and re:
+            re = "beta-9"
         if "plan-body" in self.lies:
             body = body + " and push --force"
         env = Envelope.make(sender="operator:relay@standin.4242", to="peer", id=relay_id, hop=hop, want=want, re=re,

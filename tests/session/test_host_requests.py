@@ -208,3 +208,22 @@ def test_the_hop_cap_holds_across_hosts(hostile):  # noqa: F811
     assert out["new"] == []
     refused = [e for e in out["events"] if e.kind == "request-refused"]
     assert refused and "past the cap" in refused[0].data["why"]
+
+
+def test_the_answer_back_must_answer_the_request_asked_re(hostile):  # noqa: F811
+    """The plan that takes the answer back is checked as any HOST/ send, its `re=` too: a host's plan
+    answering another request is declined unseen, and the request says the answer was not taken."""
+    hostile("plan-re")
+
+    async def script(s, out):
+        await s.host_requests(HOST)
+        out["d"] = await s.approve_request(KEY, wait=5, timeout=5)
+        out["after"] = s.request(KEY)
+
+    out = run([True, True], script)
+    (send,) = out["gate"].shown  # the send to claude:alpha; the answer's plan never reached the gate
+    assert send.target.startswith(f"{HOST}/claude:alpha")
+    (claim,) = claims(out)
+    assert "a plan answering beta-9 (re=), asked beta-1" in claim.data["line"]
+    after = out["after"]
+    assert after.state == "delivered" and after.answer_state == "withheld", after
