@@ -61,6 +61,7 @@ def test_a_hosts_request_is_held_here_approved_sent_there_and_the_answer_goes_ba
         out["d"] = await s.approve_request(KEY, wait=5, timeout=5)
         out["after"] = s.request(KEY)
         out["again"] = list(await s.host_requests(HOST))
+        out["hop"] = s.asks.store.last_hop_to(f"{HOST}/codex:beta")
 
     out = run([True, True], script)
     req = out["req"]
@@ -78,6 +79,7 @@ def test_a_hosts_request_is_held_here_approved_sent_there_and_the_answer_goes_ba
     after = out["after"]
     assert [h.state for h in after.history] == ["held", "approved", "delivered"] and after.answer_id, after
     assert not claims(out) and out["again"] == []
+    assert out["hop"] == 2  # the answer went back at hop 2, kept here: the asker's next request carries hop 3
     states = [t["update"]["state"] for t in told(hostile)]
     assert states[:2] == ["approved", "delivered"] and all(t["id"] == "beta-1" for t in told(hostile))
     assert "asker" not in told(hostile)[0]["update"] and "body" not in told(hostile)[0]["update"]
