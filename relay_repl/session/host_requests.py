@@ -20,6 +20,7 @@ this machine (unless hosts.toml names a host `local`, which is then refused as a
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -62,6 +63,7 @@ class HostRequests:
         self.shared = shared
         self.asks = asks
         self.remote = remote
+        self._said: set[str] = set()  # each claim is said and recorded once (a host is pulled every few seconds)
 
     def target(self, host: str, to: str) -> str:
         """The asker's `to` as this relay names it (see the module doc)."""
@@ -76,6 +78,7 @@ class HostRequests:
 
     async def pull(self, host: str) -> RequestTable:
         """What `host` holds, checked and held here; returns the requests newly held (said each)."""
+        since = time.time()  # a request decided here after this is listed by the host as it was before: not a claim
         res = neutral(await self.remote.hosts.channel(host).request("requests", {}, timeout=60))
         if not isinstance(res, dict) or not isinstance(res.get("held"), list):
             raise self._claim(host, "its requests as a value of the wrong shape", None, res)
@@ -88,15 +91,17 @@ class HostRequests:
         new: list[Request] = []
         for raw in res["held"][:200]:
             try:
-                req = self._one(host, raw)
+                req = self._one(host, raw, since)
             except HostClaim as claim:
-                self.shared.say(f"relay: {claim}")
+                if str(claim) not in self._said:
+                    self._said.add(str(claim))
+                    self.shared.say(f"relay: {claim}")
                 continue
             if req is not None:
                 new.append(req)
         return RequestTable(new)
 
-    def _one(self, host: str, raw: Any) -> Request | None:
+    def _one(self, host: str, raw: Any, since: float) -> Request | None:
         try:
             row = HostRequestRow.model_validate(raw)
         except ValidationError as exc:
@@ -104,6 +109,8 @@ class HostRequests:
         key = f"{host}/{row.id}"
         held = self.asks.store.get(key)
         kept = asked_of(held) if held is not None else None
+        if held is not None and held.state != "held" and held.history and held.history[-1].at >= since:
+            return None  # decided while the listing was on its way: the host's copy is told with the decision
         problem = row_problem(host, row, kept, held.state if held is not None else None)
         if problem is not None:
             raise self._claim(host, problem, key, raw)
@@ -132,5 +139,6 @@ class HostRequests:
 
     def _claim(self, host: str, what: str, key: str | None, frame: Any) -> HostClaim:
         claim = HostClaim(host, what)
-        record_claim(self.shared.ledger, claim, key, "requests", frame=frame)
+        if str(claim) not in self._said:
+            record_claim(self.shared.ledger, claim, key, "requests", frame=frame)
         return claim

@@ -90,6 +90,8 @@ class Requests:
         self._handed: set[str] = set()
         self._arrival = anyio.Event()
         self._inbox: Inbox | None = None
+        self.pulls: dict[str, Callable[[], Any]] = {}  # host -> take its agents' requests (session.host_requests)
+        self._pull_said: set[str] = set()
         self.forwarding = False  # `relay serve`: this host's requests are held for an operator's relay elsewhere,
         # which decides them (and writes their states here); this relay never sweeps, approves or denies them
 
@@ -115,6 +117,16 @@ class Requests:
                 self.sweep()
             except Exception:  # a busy ledger now: the next round (or any listing) catches up
                 pass
+            for host, pull in list(self.pulls.items()):  # hosts whose agents' requests this session takes
+                try:
+                    await pull()
+                except Exception as exc:  # a host down or lying: one line, once; the next round tries again
+                    from relay_repl.core.errors import describe
+
+                    why = describe(exc, f"taking host {host}'s requests")
+                    if why not in self._pull_said:
+                        self._pull_said.add(why)
+                        self._say(f"relay: {why}")
             return None
 
         await poll_until(check, timeout=timeout, interval=SWEEP_EVERY)

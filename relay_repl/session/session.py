@@ -62,6 +62,7 @@ from relay_repl.transports.base import StageLog, Transport
 from relay_repl.transports.chain import Chain, TransportTable
 
 if TYPE_CHECKING:
+    from relay_repl.session.host_requests import HostRequests
     from relay_repl.agents.kind import InboxListing
     from relay_repl.agents.provenance import VerifyReport
     from relay_repl.session.debugger import Debugger
@@ -98,6 +99,7 @@ class Session:
         self.actions = Actions(self.shared, self.gate)
         self.asks = Requests(self.shared, self.sender, self.answers)  # agents' requests to send (session/requests.py)
         self.asks.store = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
+        self._host_asks: HostRequests | None = None  # takes hosts' agents' requests (session.host_requests)
         self.repl_inputs: list[ReplInput] = []  # what the REPL ran, for save_notebook
 
     # -- the shared state, as the callers have always named it ---------------------------
@@ -406,10 +408,16 @@ class Session:
         """Take the requests HOST's agents made (held there by its `relay serve`) up the channel and hold them
         here as `HOST/<id>`, each row checked (a host's word is a claim; session/host_requests.py); returns
         those newly held. The first call opens HOST's inbox, so its agents can ask while this session's
-        channel to it lives. Then `session.requests` lists them and `approve_request` decides them."""
+        channel to it lives; from then on the REPL takes new ones every few seconds and shows each as it
+        arrives. Then `session.requests` lists them and `approve_request` decides them."""
         from relay_repl.session.host_requests import HostRequests
 
-        return await HostRequests(self.shared, self.asks, self.sender.remote).pull(host)
+        if self._host_asks is None:
+            self._host_asks = HostRequests(self.shared, self.asks, self.sender.remote)
+        taker = self._host_asks
+        new = await taker.pull(host)
+        self.asks.pulls[host] = lambda: taker.pull(host)  # the REPL's sweeper takes new ones as they arrive
+        return new
 
     async def next_request(self, timeout: float | None = None) -> Request | None:
         """The next held request not handed out yet (for recipes and notebooks), waiting up to `timeout` s."""
