@@ -245,3 +245,20 @@ def test_once_taken_a_host_is_pulled_by_the_sweeper_and_each_claim_said_once(hos
     assert len([x for x in out["said"] if "an asker swapped" in x]) == 1, out["said"]
     assert len(claims(out)) == 1
     assert len([r for r in hostile.requests() if r["op"] == "requests"]) >= 3
+
+
+def test_an_answer_that_came_late_is_taken_back_later_with_relay_answer(hostile):  # noqa: F811
+    """approve_request(wait=0) returns after the send; `relay_answer` later asks the host for the answer
+    (judged there) and takes it back to the asker, its own plan, re= the asker's id."""
+    hostile("honest")
+
+    async def script(s, out):
+        await s.host_requests(HOST)
+        await s.approve_request(KEY, wait=0, timeout=5)
+        out["back"] = await s.relay_answer(KEY, timeout=5)
+        out["after"] = s.request(KEY)
+
+    out = run([True, True], script)
+    send, back = out["gate"].shown
+    assert back.target.startswith(f"{HOST}/codex:beta") and "re=beta-1" in back.payload
+    assert out["after"].answer_id == out["back"].relay_id and out["back"].outcome == "delivered"
