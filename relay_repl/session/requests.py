@@ -340,7 +340,10 @@ class Requests:
             self._say(f"request {req.id}: no answer from {req.to} within {wait:g} s; once it comes, "
                       f"`await session.relay_answer({req.id!r})` takes it to {req.asker} (its own plan, y/N)")
             return d
-        await self.relay_answer(req.id, delivery=d)
+        try:
+            await self.relay_answer(req.id, delivery=d)
+        except UsageError as exc:  # an answer that is not the asked session's own: shown, not taken back
+            self._say(f"relay: {exc}")
         return d
 
     async def _decided_send(self, req: Request, rid: str, send: Callable[[], Any]) -> Delivery:
@@ -412,8 +415,13 @@ class Requests:
         hop = max(env.hop if env is not None else 0, req.hop + 1) + 1
         who = (v.session if v is not None and v.session else req.to)
         said: str = v.verdict if v else "no verdict"
-        host, _ = split_spec(req.to)
+        host, there = split_spec(req.to)
         if host is not None:  # judged on that host: its word, and its names are that host's
+            why = answer_refusal(v, there)
+            if why is not None:
+                self.store.save(self.get(req.id).model_copy(update={"answer_state": f"not relayed: {why}"}))
+                raise UsageError(visible(f"the answer to request {req.id} is not {req.to}'s own as host {host} "
+                                         f"judged it ({why}): not taken to {req.asker}"))
             who = who if split_spec(who)[0] is not None else f"{host}/{who}"
             said = f"host {host} says: {said}"
         asker_host, local_id = split_spec(req.id)

@@ -262,3 +262,18 @@ def test_an_answer_that_came_late_is_taken_back_later_with_relay_answer(hostile)
     send, back = out["gate"].shown
     assert back.target.startswith(f"{HOST}/codex:beta") and "re=beta-1" in back.payload
     assert out["after"].answer_id == out["back"].relay_id and out["back"].outcome == "delivered"
+
+
+def test_an_answer_the_host_says_came_from_another_session_is_not_taken_back(hostile):  # noqa: F811
+    hostile("reply-other")
+
+    async def script(s, out):
+        await s.host_requests(HOST)
+        out["d"] = await s.approve_request(KEY, wait=5, timeout=5)
+        out["after"] = s.request(KEY)
+
+    out = run([True, True], script)
+    assert len(out["gate"].shown) == 1  # the send only: no plan to take the answer back
+    line = next(x for x in out["said"] if "not taken to" in x)
+    assert f"is not {HOST}/claude:alpha's own as host {HOST} judged it (mismatch: answered by claude:gamma" in line
+    assert out["after"].answer_id is None and out["after"].answer_state.startswith("not relayed: mismatch")
