@@ -3,7 +3,8 @@ across hosts), through `relay lab up --hosts 2`.
 
 The operator's REPL runs in a tmux pane (`relay --lab`). `await session.host_requests("h2")` opens
 h2's inbox (its `relay serve` session). h2's real Codex (h2/codex:beta), prompted in its own pane on
-h2, calls relay_send for `local/claude:alpha` (this machine's Claude) on the relay MCP server its
+h2, calls relay_send for `local/claude:alpha` (this machine's Claude), or `claude:alpha` (h2's own), on
+the relay MCP server its
 client runs there; h2's inbox establishes it by h2's kernel and keeps a copy. The REPL takes it up
 the channel and holds it as `h2/beta-N`, asked by h2/codex:beta [host h2 says: verified]. y on the
 plan: this machine's real Claude gets the quoted words; its answer, verified here, goes back to
@@ -40,11 +41,28 @@ def prompt_on_h2(home: Path, name: str, text: str) -> None:
     assert res.returncode == 0, res.stderr
 
 
+def answer_each_plan(screen: Screen, line: str, marker: str, timeout: float = 300) -> str:
+    """Type `line` in the REPL, then y for each plan it shows, until `marker` is printed; the screen."""
+    answered = screen.text().count("Proceed? [y/N]")
+    screen.type_line(line)
+    end = time.monotonic() + timeout
+    while marker not in screen.text() and time.monotonic() < end:
+        if screen.text().count("Proceed? [y/N]") > answered:
+            answered += 1
+            screen.keys("y", "Enter")
+        time.sleep(0.3)  # the poll interval of this bounded wait
+    return screen.text()
+
+
 def rollouts_hold(root: Path, text: str) -> bool:
     return any(text in p.read_text(errors="replace") for p in root.rglob("rollout-*.jsonl") if p.is_file())
 
 
-def test_h2s_codex_asks_this_machines_claude_and_the_answer_goes_back_to_h2(lab2):  # noqa: F811
+@pytest.mark.parametrize("to, target, answerer", [
+    ("local/claude:alpha", "claude:alpha", "claude:alpha [verified]"),  # this machine's Claude
+    ("claude:alpha", "h2/claude:alpha", "h2/claude:alpha [host h2 says: verified]"),  # h2's own Claude
+])
+def test_h2s_codex_asks_and_the_answer_goes_back_to_h2(lab2, to, target, answerer):  # noqa: F811
     from relay_repl.store.ledger import Ledger
     from relay_repl.store.requests import RequestStore
 
@@ -57,29 +75,30 @@ def test_h2s_codex_asks_this_machines_claude_and_the_answer_goes_back_to_h2(lab2
         screen.keys("y", "Enter")
         screen.type_line('print("OPENED", list(await session.host_requests("h2")))')  # h2's inbox listens now
         screen.wait_for("OPENED [", timeout=90)
+        # a new exchange with the asker (hop 0): its request carries hop 1 whatever an earlier test sent it
+        fresh = answer_each_plan(screen, 'print("FRESH", (await session.send("h2/codex:beta", "a new exchange '
+                                 'starts here")).outcome)', "FRESH ", timeout=120)
+        assert "FRESH delivered" in fresh, fresh[-3000:]
         body = f"please compute 6*7 from h2 {int(time.time())}"
-        prompt_on_h2(home, "beta", f"ask local/claude:alpha via relay (want=reply): {body}")
+        prompt_on_h2(home, "beta", f"ask {to} via relay (want=reply): {body}")
         # nothing typed from here: the REPL takes h2's requests by itself and shows each as it arrives
         pattern = (r"request (h2/beta-\d+) from h2/codex:beta \[host h2 says: verified\]: send to "
-                   r"claude:alpha \(want=reply, hop (\d)\)")
+                   + re.escape(target) + r" \(want=reply, hop 1\)")
         screen.wait_for(lambda s: re.search(pattern, s) is not None, timeout=150)
         found = re.search(pattern, screen.text())
         assert found, screen.text()[-3000:]
         key, rid = found.group(1), found.group(1).split("/", 1)[1]
-        n = screen.text().count("Proceed? [y/N]")
-        screen.type_line(f"d = await session.approve_request({key!r}, wait=120)")
-        plan = screen.wait_for(lambda s: s.count("Proceed? [y/N]") > n, timeout=90)
-        assert f"request {key} from h2/codex:beta [host h2 says: verified]" in plan
-        flat = plan.replace("\n", " ")
-        assert "h2/codex:beta (host h2 says: verified) wrote: «" in flat and body[:30] in flat, plan[-3000:]
-        screen.keys("y", "Enter")
-        second = screen.wait_for(lambda s: s.count("Proceed? [y/N]") > n + 1, timeout=180)
-        assert f"answer to request {key} from claude:alpha [verified]" in second, second[-3000:]
-        assert "route: via ssh h2" in second[second.rfind("answer to request"):] and f"re={rid}" in second
-        screen.keys("y", "Enter")
-        screen.type_line("print('STATE', session.request(%r).state, session.request(%r).answer_state)" % (key, key))
-        screen.wait_for(lambda s: re.search(r"STATE delivered (in_turn|delivered|replied)", s) is not None,
-                        timeout=120)
+        text = answer_each_plan(screen, f"print('DONE', (await session.approve_request({key!r}, wait=120)).outcome, "
+                                        f"session.request({key!r}).state, session.request({key!r}).answer_state)",
+                                "DONE ")
+        done = re.search(r"DONE (\w+) (\w+) (\w+)", text)
+        assert done and done.group(1) == "delivered" and done.group(2) == "delivered", text[-4000:]
+        flat = text.replace("\n", " ")
+        assert f"request {key} from h2/codex:beta [host h2 says: verified]" in flat
+        assert "h2/codex:beta (host h2 says: verified) wrote: «" in flat and body[:30] in flat, text[-4000:]
+        assert f"answer to request {key} from {answerer}" in flat, text[-4000:]
+        back = text[text.rfind(f"answer to request {key}:"):]
+        assert "route: via ssh h2" in back and f"re={rid}" in back, back
         end = time.monotonic() + 90
         while not rollouts_hold(home, f"re={rid}") and time.monotonic() < end:
             time.sleep(0.5)  # the poll interval of this bounded wait
