@@ -51,6 +51,7 @@ class AskedSend(BaseModel):
     want: str = "none"
     hop: int = 0
     relay_id: str | None = None
+    re: str | None = None  # the id the message answers (an agent's request whose answer it takes back)
 
 
 class RemoteApproval(BaseModel):
@@ -136,6 +137,8 @@ def plan_problem(asked: AskedSend, plan: Plan, digest: str) -> str | None:
         return "a plan whose payload carries another body than the one asked"
     if (env.want, env.hop) != (asked.want, asked.hop):
         return f"a plan with want={env.want} hop={env.hop}, asked want={asked.want} hop={asked.hop}"
+    if env.re != asked.re:
+        return f"a plan answering {env.re or 'nothing'} (re=), asked {asked.re or 'no re='}"
     if asked.relay_id is not None and env.id != asked.relay_id:
         return f"a plan under relay id {env.id}, asked {asked.relay_id}"
     if plan.relay_id != env.id:

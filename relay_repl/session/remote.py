@@ -248,7 +248,7 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
     ch = hosts.channel(host)
     ext = extra or {}
     asked = AskedSend(host=host, target=rest, body=body, want=want, hop=int(ext.get("hop") or 0),
-                      relay_id=ext.get("relay_id"))
+                      relay_id=ext.get("relay_id"), re=ext.get("re"))
     got: dict[str, Any] = {}
 
     async def fingerprint() -> None:
@@ -333,7 +333,7 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
         return {"digest": digest if approval is not None else None}
 
     args = {"target": rest, "body": body, "want": want, "transport": transport, "timeout": timeout,
-            "reply_via": reply_via, **{k: v for k, v in ext.items() if v}}  # hop, relay_id, heading
+            "reply_via": reply_via, **{k: v for k, v in ext.items() if v}}  # hop, relay_id, heading, re
     try:
         result = await ch.request("send", args, timeout=timeout + ASK_BOUND, on_ask=on_ask)
     except ChannelLost as exc:

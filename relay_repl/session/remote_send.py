@@ -31,6 +31,24 @@ from relay_repl.session.shared import Shared
 HALT_TIMEOUT = 15.0  # one ssh call on the open master; a host that does not answer in this is named
 
 
+def call_once(ch: Any, op: str, args: dict[str, Any], *, what: str, timeout: float = HALT_TIMEOUT) -> Any:
+    """One `relay serve --stdio` call over the host's ssh master, in a process of its own: it works from
+    sync code and while a wait holds the open channel. The answer's result, or a HostError naming the host."""
+    line = Request(id=1, op=op, args=args).model_dump_json() + "\n"
+    try:
+        res = subprocess.run([*ch.argv("-T"), *ch.remote_command], input=line, capture_output=True,
+                             text=True, timeout=timeout)
+        last = (res.stdout.strip().splitlines() or ["{}"])[-1]
+        ans = json.loads(last) if len(last) <= MAX_LINE else None
+    except (OSError, ValueError, RecursionError, subprocess.TimeoutExpired) as exc:
+        raise HostError(f"{exc}") from None
+    if not isinstance(ans, dict):  # a host's frame of another shape: not read
+        raise HostError(f"host {ch.name} answered {what} with a frame of the wrong shape")
+    if not (ans.get("ok") and ans.get("v") == PROTOCOL_VERSION):
+        raise HostError(visible(str(ans.get("error") or (res.stderr.strip() or f"exit {res.returncode}"))[:300]))
+    return ans.get("result")
+
+
 class RemoteSends:
     """This session's sends to targets on hosts: one Hosts (one channel per host, opened on
     first use), the deliveries made through them, and the halt that reaches each host used."""
@@ -68,19 +86,22 @@ class RemoteSends:
 
     async def send(self, target: str | Target, body: str, *, want: str = "none", transport: Any = None,
                    timeout: float = 30.0, hop: int = 0, heading: str | None = None, relay_id: str | None = None,
-                   reply_via: str | None = None) -> Delivery:
-        """Plan there, gate here, send there; the Delivery returned answers `wait_reply()`."""
+                   reply_via: str | None = None, re: str | None = None) -> Delivery:
+        """Plan there, gate here, send there; the Delivery returned answers `wait_reply()`. `re` is the
+        id the message answers (an agent's request on that host, whose answer this takes back)."""
         self.shared.check_halt()
         spec = target.spec if isinstance(target, Target) else target.strip()
         if heading:
             self.shared.say(heading)
-        extra = {"hop": hop, "relay_id": relay_id}
+        extra = {"hop": hop, "relay_id": relay_id, "re": re}
         rd = await send_remote(self.hosts, spec, body, approve=self.shared.approve, ledger=self.shared.ledger,
                                want=want, transport=transport if isinstance(transport, str) else None,
                                timeout=timeout, reply_via=reply_via, echo=self.shared.say, extra=extra)
         d = rd.delivery
         if d.relay_id is None and relay_id is not None:
             d.relay_id = relay_id  # the channel dropped before the host said: the id it was sent under
+        if d.relay_id and d.state not in NOTHING_HAPPENED:  # it went out (or may have): the exchange's hop, kept
+            self.shared.ledger.record_sent(d.relay_id, hop, spec)  # here, as for a local send (an agent's request)
         d._waiter = self._wait_reply
         self.made[d.key] = rd
         if rd.answer is not None:  # answered before the host's send returned: judged there, its word here
@@ -128,18 +149,10 @@ class RemoteSends:
         if self._hosts is None:
             return []
         problems: list[str] = []
-        line = Request(id=1, op="halt", args={"reason": reason, "by": by}).model_dump_json() + "\n"
         for name, ch in sorted(self._hosts._channels.items()):
             try:
-                res = subprocess.run([*ch.argv("-T"), *ch.remote_command], input=line, capture_output=True,
-                                     text=True, timeout=HALT_TIMEOUT)
-                last = (res.stdout.strip().splitlines() or ["{}"])[-1]
-                ans = json.loads(last) if len(last) <= MAX_LINE else None
-                if not isinstance(ans, dict):  # a host's frame of another shape: not read
-                    raise HostError(f"host {name} answered the halt with a frame of the wrong shape")
-                if not (ans.get("ok") and ans.get("v") == PROTOCOL_VERSION):
-                    raise HostError(str(ans.get("error") or (res.stderr.strip() or f"exit {res.returncode}")))
-            except (OSError, ValueError, RecursionError, subprocess.TimeoutExpired, RelayError) as exc:
+                call_once(ch, "halt", {"reason": reason, "by": by}, what="the halt")
+            except RelayError as exc:
                 problems.append(visible(f"host {name}: halt not delivered: {exc}"[:500]))
         for p in problems:
             self.shared.say(f"relay: {p}")

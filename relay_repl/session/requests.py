@@ -26,9 +26,10 @@ import anyio
 
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import HOP_CAP, MAX_BODY, Envelope, contains_halt
-from relay_repl.core.errors import EnvelopeError, LoopHalt, UsageError
+from relay_repl.core.errors import EnvelopeError, HostClaim, LoopHalt, UsageError
 from relay_repl.core.inbound import InboundMessage, ToolCall
 from relay_repl.core.peertext import quote
+from relay_repl.core.controls import visible
 from relay_repl.core.plan import Plan
 from relay_repl.core.request import ANSWER_TYPE, DEFAULT_EXPIRY, Request, delivery_step, request_hop
 from relay_repl.session.answers import Answers, answer_refusal
@@ -89,6 +90,10 @@ class Requests:
         self._handed: set[str] = set()
         self._arrival = anyio.Event()
         self._inbox: Inbox | None = None
+        self.pulls: dict[str, Callable[[], Any]] = {}  # host -> take its agents' requests (session.host_requests)
+        self._pull_said: set[str] = set()
+        self.forwarding = False  # `relay serve`: this host's requests are held for an operator's relay elsewhere,
+        # which decides them (and writes their states here); this relay never sweeps, approves or denies them
 
     # -- the inbox's side ------------------------------------------------------------------
     def attach(self, inbox: Inbox) -> None:
@@ -112,6 +117,16 @@ class Requests:
                 self.sweep()
             except Exception:  # a busy ledger now: the next round (or any listing) catches up
                 pass
+            for host, pull in list(self.pulls.items()):  # hosts whose agents' requests this session takes
+                try:
+                    await pull()
+                except Exception as exc:  # a host down or lying: one line, once; the next round tries again
+                    from relay_repl.core.errors import describe
+
+                    why = describe(exc, f"taking host {host}'s requests")
+                    if why not in self._pull_said:
+                        self._pull_said.add(why)
+                        self._say(f"relay: {why}")
             return None
 
         await poll_until(check, timeout=timeout, interval=SWEEP_EVERY)
@@ -189,16 +204,23 @@ class Requests:
         req = Request.held(id=env.id, asker=asker, verdict=verdict.verdict, evidence=verdict.detail,
                            asker_pid=pid if isinstance(pid, int) else None, to=to, body=env.body, want=env.want,
                            hop=hop, line=line, expiry=self.expiry)
-        if not self.store.add(req):
-            ledger.event("duplicate", relay_id=env.id, data={"via": "request", "why": "request id already kept"})
+        if not self.keep(req):
             return _refused(f"request id {env.id} is already kept: a replayed request is dropped (logged)", env.id)
+        return {"type": ANSWER_TYPE, "state": "held", "request": req.id, "hop": req.hop, "expires": req.expires,
+                "flags": list(req.flags), "text": f"held for the operator's approval (request {req.id})"}
+
+    def keep(self, req: Request) -> bool:
+        """Hold `req` (said, and handed to `next_request`); False, logged, when its id is kept already."""
+        if not self.store.add(req):
+            self.shared.ledger.event("duplicate", relay_id=req.id, data={"via": "request",
+                                                                         "why": "request id already kept"})
+            return False
         self._say(req.line_for_operator())
         self._say(f"  await session.approve_request({req.id!r}) shows the plan; "
                   f"session.deny_request({req.id!r}, why=...) refuses it (expires in {self.expiry:.0f} s)")
         self._arrival.set()
         self._arrival = anyio.Event()
-        return {"type": ANSWER_TYPE, "state": "held", "request": req.id, "hop": req.hop, "expires": req.expires,
-                "flags": list(req.flags), "text": f"held for the operator's approval (request {req.id})"}
+        return True
 
     def _replayed(self, env: Envelope, origin: dict[str, Any], line: str) -> dict[str, Any]:
         """A request id seen before: dropped, logged, said (whoever sent the copy)."""
@@ -220,6 +242,8 @@ class Requests:
         """Record what happened to held requests without a decision: halted while a relay-halt is in
         force, expired past their expiry. Each is said; returns those changed."""
         changed: list[Request] = []
+        if self.forwarding:  # decided by the operator's relay, which writes the states here
+            return changed
         halt = self.shared.ledger.active_halt()
         for req in self.store.held():
             if halt is not None:
@@ -244,6 +268,8 @@ class Requests:
         return req
 
     def _held(self, request_id: str) -> Request:
+        if self.forwarding:
+            raise UsageError(f"request {request_id} is held here for the operator's relay over ssh: it decides it")
         self.sweep()
         req = self.get(request_id)
         if req.state != "held":
@@ -288,9 +314,15 @@ class Requests:
         heading = (f"request {req.id} from {req.asker} [{req.verdict}]: {req.asker}'s words for {req.to}, "
                    f"hop {req.hop} (the asker's exchange: an agent's request never resets hop){flag}")
         body = quote(req.asker, req.verdict, req.body)
-        d = await self._decided_send(req, rid, lambda: self.sender.send(
-            req.to, body, SendOptions(want=req.want, hop=req.hop, heading=heading, relay_id=rid, transport=transport,
-                                      timeout=timeout)))
+        try:
+            d = await self._decided_send(req, rid, lambda: self.sender.send(
+                req.to, body, SendOptions(want=req.want, hop=req.hop, heading=heading, relay_id=rid,
+                                          transport=transport, timeout=timeout)))
+        except HostClaim as claim:  # the host's outcome is not believed: the request reads failed, saying so
+            now = self.get(req.id)
+            if now.state == "approved":
+                self.store.save(now.moved("failed", str(claim)))
+            raise
         req = self.get(req.id)
         if d.state is DeliveryState.WITHHELD and req.state == "approved":  # the yes was withheld after it was
             # given (a relay-halt arrived while the plan was on screen: the gate's halt wins): nothing was sent
@@ -308,7 +340,10 @@ class Requests:
             self._say(f"request {req.id}: no answer from {req.to} within {wait:g} s; once it comes, "
                       f"`await session.relay_answer({req.id!r})` takes it to {req.asker} (its own plan, y/N)")
             return d
-        await self.relay_answer(req.id, delivery=d)
+        try:
+            await self.relay_answer(req.id, delivery=d)
+        except UsageError as exc:  # an answer that is not the asked session's own: shown, not taken back
+            self._say(f"relay: {exc}")
         return d
 
     async def _decided_send(self, req: Request, rid: str, send: Callable[[], Any]) -> Delivery:
@@ -361,6 +396,10 @@ class Requests:
         if req.answer_id is not None and req.answer_state not in ("withheld", "refused"):
             raise LoopHalt(f"the answer to request {req.id} was already taken to {req.asker} as {req.answer_id}")
         msg = self._answer_of(req, delivery)
+        if msg is None and delivery is None and req.delivery_id and "/" in req.to:  # sent to a host: its inbox
+            hits = [d for d in self.shared.deliveries if d.relay_id == req.delivery_id]  # judged the answer there
+            if hits:
+                msg = hits[-1].reply or await hits[-1].wait_reply(5.0)
         if msg is None:
             raise UsageError(f"request {req.id} has no verified answer from {req.to} yet"
                              f"{' (it was never sent)' if not req.delivery_id else ''}")
@@ -370,17 +409,32 @@ class Requests:
             env = Envelope.parse(msg.line)
         except EnvelopeError:
             env = None
-        hop = (env.hop if env is not None else req.hop + 1) + 1
+        from relay_repl.session.remote import split_spec
+
+        # one past the answer's hop, and never below the request's own exchange (an answer's hop is its sender's word)
+        hop = max(env.hop if env is not None else 0, req.hop + 1) + 1
         who = (v.session if v is not None and v.session else req.to)
-        self._say(f"answer to request {req.id} from {who} [{v.verdict if v else 'no verdict'}]: {msg.body}")
+        said: str = v.verdict if v else "no verdict"
+        host, there = split_spec(req.to)
+        if host is not None:  # judged on that host: its word, and its names are that host's
+            why = answer_refusal(v, there)
+            if why is not None:
+                self.store.save(self.get(req.id).model_copy(update={"answer_state": f"not relayed: {why}"}))
+                raise UsageError(visible(f"the answer to request {req.id} is not {req.to}'s own as host {host} "
+                                         f"judged it ({why}): not taken to {req.asker}"))
+            who = who if split_spec(who)[0] is not None else f"{host}/{who}"
+            said = f"host {host} says: {said}"
+        asker_host, local_id = split_spec(req.id)
+        re = local_id if asker_host is not None else req.id  # the asker's own id, as it knows its request
+        self._say(visible(f"answer to request {req.id} from {who} [{said}]: {msg.body}"))
         if hop > HOP_CAP:
             self.store.save(req.model_copy(update={"answer_from": who, "answer_state": "not relayed: hop cap"}))
             raise LoopHalt(f"the answer to request {req.id} would reach {req.asker} at hop {hop}, past the cap "
                            f"{HOP_CAP}: not relayed")
-        body = quote(who, v.verdict if v else "no verdict", msg.body)
-        heading = (f"answer to request {req.id}: {who}'s words for {req.asker} (re={req.id}, hop {hop}, one past "
+        body = quote(who, said, msg.body)
+        heading = (f"answer to request {req.id}: {who}'s words for {req.asker} (re={re}, hop {hop}, one past "
                    f"the answer's)")
-        d = await self.sender.send(req.asker, body, SendOptions(want="none", hop=hop, re=req.id, heading=heading,
+        d = await self.sender.send(req.asker, body, SendOptions(want="none", hop=hop, re=re, heading=heading,
                                                                 transport=transport, timeout=timeout))
         self.store.save(self.get(req.id).model_copy(update={"answer_from": who, "answer_id": d.relay_id,
                                                            "answer_state": d.state.value}))

@@ -85,7 +85,7 @@ class Sender:
         if remote_spec(target):  # HOST/kind:name: planned and carried out there, gated here
             o = options
             return await self.remote.send(target, body, want=o.want, transport=o.transport, timeout=o.timeout, hop=o.hop,
-                                          heading=o.heading, relay_id=o.relay_id, reply_via=o.reply_via)
+                                          heading=o.heading, relay_id=o.relay_id, reply_via=o.reply_via, re=o.re)
         chain = chain_of(options.transport)
         if chain is not None:
             return await self._send_chain(chain, target, body, options)

@@ -61,7 +61,8 @@ class Server:
     def __init__(self, write: Callable[[Answer], Awaitable[None]] | None = None,
                  make_session: Callable[..., Any] | None = None, extra_targets: tuple[Any, ...] = ()) -> None:
         self.ops: dict[str, Handler] = {"hello": self.hello, "targets": self.targets, "send": self.send,
-                                        "wait_reply": self.wait_reply, "halt": self.halt, "evidence": self.evidence}
+                                        "wait_reply": self.wait_reply, "halt": self.halt, "evidence": self.evidence,
+                                        "requests": self.requests, "request_state": self.request_state}
         self.write = write
         self._asks: dict[int, Any] = {}  # request id -> memory stream the `approve` answer arrives on
         self.session: Any = None
@@ -95,12 +96,22 @@ class Server:
 
             session = (self._make or make_session)(approve=self.gate,
                                                    echo=lambda line: print(line, file=sys.stderr, flush=True))
+            session.asks.forwarding = True  # this host's agents' requests are decided by the operator over the channel
             await session.open_inbox(self._tg, echo=lambda line: None)
             self.session = session
         return self.session
 
     async def send(self, args: dict[str, Any]) -> dict[str, Any]:
         session = await self._session()
+        if args.get("re"):  # the answer to an agent's request here, taken back to it (its `re=`)
+            from relay_repl.session.sendoptions import SendOptions
+
+            d = await session.sender.send(str(args["target"]), str(args["body"]), SendOptions(
+                want=args.get("want") or "none", transport=args.get("transport"),
+                timeout=float(args.get("timeout") or 30.0), reply_via=args.get("reply_via"),
+                hop=int(args.get("hop") or 0), relay_id=args.get("relay_id"), heading=args.get("heading"),
+                re=str(args["re"])))
+            return d.model_dump(mode="json")
         d = await session.send(str(args["target"]), str(args["body"]), want=args.get("want") or "none",
                                transport=args.get("transport"), timeout=float(args.get("timeout") or 30.0),
                                reply_via=args.get("reply_via"), hop=int(args.get("hop") or 0),
@@ -114,6 +125,47 @@ class Server:
         msg = await d.wait_reply(float(args.get("timeout") or 60.0))
         return {"message": msg.model_dump(mode="json") if msg is not None else None,
                 "judged_on": socket.gethostname(), "serve_pid": os.getpid()}
+
+    # ---- this host's agents' requests (issue 31): held here for the operator's relay, decided there ----
+
+    async def requests(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The requests this host's agents made that are held, oldest first, for the operator's relay to
+        take (it holds them in its own ledger and decides them there). The first call opens this host's
+        session, so its inbox: from then on, while the channel lives, its agents' relay_send reach it.
+        A relay-halt in force here is said too (a halt anywhere halts every held request)."""
+        session = await self._session()
+        halt = session.shared.ledger.active_halt()
+        inbox = session.inbox_server
+        return {"held": [r.model_dump(mode="json") for r in session.asks.store.held()],
+                "host": socket.gethostname(), "inbox": str(inbox.path) if inbox is not None else None,
+                "halt": {"reason": halt.reason, "by": halt.by} if halt is not None else None}
+
+    async def request_state(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The operator's relay writes a request's state into this host's copy (its asker reads it here,
+        with relay_request_status): only the state and its steps, never who asked or what."""
+        from relay_repl.core.host_requests import host_update
+        from relay_repl.core.request import Request
+        from relay_repl.store.ledger import Ledger
+        from relay_repl.store.requests import RequestStore
+
+        rid = str(args.get("id") or "")
+        led = Ledger.default()
+        try:
+            store = RequestStore(led)
+            kept = store.get(rid)
+            if kept is None:
+                raise UsageError(f"no request {rid!r} on {socket.gethostname()}")
+            sent = args.get("update")
+            update = host_update(sent if isinstance(sent, dict) else {})
+            try:
+                moved = Request.model_validate({**kept.model_dump(mode="json"), **update})
+            except ValueError as exc:
+                raise UsageError(f"request {rid}: the state sent is not a request's state "
+                                 f"({str(exc).splitlines()[0]})") from None
+            store.save(moved)
+            return {"id": rid, "state": moved.state}
+        finally:
+            led.close()
 
     async def evidence(self, args: dict[str, Any]) -> dict[str, Any]:
         """What this host's ledger holds for one relay id, read before any re-send from the other

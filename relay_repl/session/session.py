@@ -52,6 +52,7 @@ from relay_repl.session.answers import Answers, answer_refusal
 from relay_repl.session.finder import Finder
 from relay_repl.session.gate import ApproveFn, DenyGate
 from relay_repl.session.gating import Gatekeeper
+from relay_repl.session.request_mirror import MirroredStore
 from relay_repl.session.requests import Requests, RequestTable
 from relay_repl.session.sending import Sender, remote_spec
 from relay_repl.session.sendoptions import SendOptions
@@ -61,6 +62,7 @@ from relay_repl.transports.base import StageLog, Transport
 from relay_repl.transports.chain import Chain, TransportTable
 
 if TYPE_CHECKING:
+    from relay_repl.session.host_requests import HostRequests
     from relay_repl.agents.kind import InboxListing
     from relay_repl.agents.provenance import VerifyReport
     from relay_repl.session.debugger import Debugger
@@ -96,6 +98,8 @@ class Session:
         self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports)
         self.actions = Actions(self.shared, self.gate)
         self.asks = Requests(self.shared, self.sender, self.answers)  # agents' requests to send (session/requests.py)
+        self.asks.store = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
+        self._host_asks: HostRequests | None = None  # takes hosts' agents' requests (session.host_requests)
         self.repl_inputs: list[ReplInput] = []  # what the REPL ran, for save_notebook
 
     # -- the shared state, as the callers have always named it ---------------------------
@@ -399,6 +403,21 @@ class Session:
     def deny_request(self, request_id: str, why: str | None = None) -> Request:
         """Refuse a held request; its asker reads `denied (why)`. Nothing is sent."""
         return self.asks.deny(request_id, why)
+
+    async def host_requests(self, host: str) -> RequestTable:
+        """Take the requests HOST's agents made (held there by its `relay serve`) up the channel and hold them
+        here as `HOST/<id>`, each row checked (a host's word is a claim; session/host_requests.py); returns
+        those newly held. The first call opens HOST's inbox, so its agents can ask while this session's
+        channel to it lives; from then on the REPL takes new ones every few seconds and shows each as it
+        arrives. Then `session.requests` lists them and `approve_request` decides them."""
+        from relay_repl.session.host_requests import HostRequests
+
+        if self._host_asks is None:
+            self._host_asks = HostRequests(self.shared, self.asks, self.sender.remote)
+        taker = self._host_asks
+        new = await taker.pull(host)
+        self.asks.pulls[host] = lambda: taker.pull(host)  # the REPL's sweeper takes new ones as they arrive
+        return new
 
     async def next_request(self, timeout: float | None = None) -> Request | None:
         """The next held request not handed out yet (for recipes and notebooks), waiting up to `timeout` s."""
