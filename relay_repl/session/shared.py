@@ -3,7 +3,8 @@ progress goes, and this process's deliveries.
 
 Why one object: the session is split into parts with one job each (finding targets, sending,
 answers); each reads these at call time, so `session.echo = ...` or `session.approve = ...`
-(the runner and the notebook swap the approver) reaches every part at once.
+reaches every part at once, and so do the hooks a run installs (session/hooks.py: a notebook
+or recipe run wraps the approver through them, never by assignment).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from relay_repl.core.delivery import Delivery, DeliveryTable
 from relay_repl.core.errors import LoopHalt, UsageError
 from relay_repl.core.target import Me
 from relay_repl.session.gate import ApproveFn
+from relay_repl.session.hooks import Hooks
 from relay_repl.store.ledger import Ledger
 
 
@@ -33,10 +35,16 @@ class Shared:
     def __init__(self, *, ledger: Ledger, approve: ApproveFn, me: Me,
                  echo: Callable[[str], None] | None = None) -> None:
         self.ledger = ledger
-        self.approve = approve
+        self.operator_approve = approve  # the operator's own gate (what the REPL, the CLI or a test gave)
         self.me = me
+        self.hooks = Hooks()  # what the runs in progress add (session/hooks.py)
         self.echo = echo
         self.deliveries: list[Delivery] = DeliveryTable()  # prints as a table in the REPL
+
+    @property
+    def approve(self) -> ApproveFn:
+        """The approver the gate asks now: the operator's, as each run in progress wraps it."""
+        return self.hooks.approver(self.operator_approve) if self.hooks else self.operator_approve
 
     @property
     def echo(self) -> Callable[[str], None] | None:
