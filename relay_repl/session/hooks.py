@@ -5,16 +5,19 @@ at a time; an agent's request records the operator's yes as the request's approv
 to swap `session.approve` (and the notebook `session.send` and `sys.stdout`) for its length,
 which any other caller could not see, undo or nest. Now each is a `RunHooks` installed with
 `session.running(hooks)` (a `with` block), and the session asks the hooks installed at call
-time at two points:
+time at three points:
 
 - `approver`: the approver the gate asks (per call: each gate call reads it anew), given the
   one it would ask otherwise, so a run can head the plan, answer a dry run itself, or
   serialise the prompts;
+- `echo`: where the session's progress lines go, given where they would go (output capture: a
+  notebook keeps the lines shown while a cell runs in the cell's record, as it keeps the cell's
+  own prints);
 - `send`: the replay stage of `session.send`, given the call and how to carry on with it, so
   a resumed run answers a call from the ledger, or records it first, or plans it only.
 
 Hooks installed later see a call first (they wrap the ones before them), as the swaps they
-replace did. What a notebook cell prints is kept through the cell's own `print` (its
+replace did. What a notebook cell prints itself is kept through the cell's own `print` (its
 namespace's), not by replacing `sys.stdout` (session/notebook.py).
 """
 
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from relay_repl.core.target import Target
     from relay_repl.session.sendoptions import SendOptions
 
+Echo = Callable[[str], None]
 Proceed = Callable[["str | Target", str, "SendOptions"], Awaitable["Delivery"]]
 """How a `send` hook carries on with a call (possibly changed): the next hook, then the send itself."""
 
@@ -41,6 +45,11 @@ class RunHooks:
     def approver(self, approve: ApproveFn) -> ApproveFn:
         """The approver the gate asks while the run lasts, given the one it would ask otherwise."""
         return approve
+
+    def echo(self, echo: Echo | None) -> Echo | None:
+        """Where progress lines go while the run lasts, given where they would go (None: nowhere).
+        The lines reaching it are already neutralised (the session wraps the result in `safe_echo`)."""
+        return echo
 
     async def send(self, target: str | Target, body: str, options: SendOptions, proceed: Proceed) -> Delivery:
         """`session.send(target, body, ...)` while the run lasts: carry on (`proceed`), or answer it."""
@@ -69,6 +78,11 @@ class Hooks:
         for h in self._installed:
             approve = h.approver(approve)
         return approve
+
+    def echo(self, echo: Echo | None) -> Echo | None:
+        for h in self._installed:
+            echo = h.echo(echo)
+        return echo
 
     async def send(self, target: str | Target, body: str, options: SendOptions, last: Proceed) -> Delivery:
         """The call through every installed `send` hook, newest first, then `last` (the send itself)."""

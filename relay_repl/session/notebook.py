@@ -22,7 +22,8 @@ What the runner adds to the session, and nothing more:
   delivery whose waits return at once with nothing; nothing is sent or written to the
   ledger;
 - what a cell prints, kept through the cell's own `print` (its namespace's: the terminal
-  still shows it), never by replacing `sys.stdout`.
+  still shows it), and the session's progress lines shown meanwhile, through the run's echo
+  hook (when they go where the cell's prints go), never by replacing `sys.stdout`.
 
 The run stops at the first cell that raises (later cells are not run). Ctrl-C stops the
 running cell; what it printed is kept and the run can be resumed.
@@ -52,7 +53,7 @@ from relay_repl.core.notebook_cells import (Cell, Notebook, NotebookError, compi
                                             looks_like_target, parse_cells)
 from relay_repl.core.plan import Plan
 from relay_repl.session.gate import ApproveFn
-from relay_repl.session.hooks import Proceed, RunHooks
+from relay_repl.session.hooks import Echo, Proceed, RunHooks
 from relay_repl.session.journal import JournalMismatch, SendStatus, check_row, sealed, send_status
 from relay_repl.session.sendoptions import SendOptions
 from relay_repl.system.polling import poll_until
@@ -184,6 +185,10 @@ class _Tee(io.TextIOBase):
     def encoding(self) -> str:  # type: ignore[override]
         return str(getattr(self.real, "encoding", "utf-8"))
 
+    def keep(self, s: str) -> None:
+        """Kept for the cell's record only (shown on the terminal by someone else)."""
+        self.buf.append(s)
+
     def take(self) -> str:
         out = "".join(self.buf)
         self.buf.clear()
@@ -206,7 +211,8 @@ class NotebookRunner(RunHooks):
 
     def __init__(self, session: Any, path: Path, raw_params: dict[str, str] | None = None, *, dry_run: bool = False,
                  resume: str | None = None, say: Callable[[str], None] | None = None,
-                 progress: Callable[[str], None] | None = None, out: Any = None) -> None:
+                 progress: Callable[[str], None] | None = None, out: Any = None,
+                 keep_echo: bool | None = None) -> None:
         self.session = session
         self.path = Path(path)
         self.nb = read_notebook(self.path)
@@ -216,6 +222,9 @@ class NotebookRunner(RunHooks):
         self.say = say or (lambda s: print(s, flush=True))
         self.progress = progress or (lambda s: print(s, file=sys.stderr, flush=True))
         self.out = out  # where a cell's prints go (the terminal); None: sys.stdout as it is at run time
+        # the session's progress lines shown while a cell runs are kept in its record too when they are
+        # shown where the cell's prints are (default: when the session echoes to standard output)
+        self.keep_echo = session.shared.echoes_to_stdout if keep_echo is None else keep_echo
         self.run = NotebookRun(id=new_run_id(), notebook=self.path.stem, path=str(self.path), dry_run=dry_run,
                                resumed_from=resume)
         self.dir = outputs_root(self.path) / self.run.id
@@ -414,6 +423,19 @@ class NotebookRunner(RunHooks):
             return answer
 
         return approve
+
+    def echo(self, echo: Echo | None) -> Echo | None:
+        """The session's progress lines while a cell runs (not the gate's): shown as before, and kept in
+        the cell's record beside what it printed (when `keep_echo`)."""
+        if echo is None or not self.keep_echo:
+            return echo
+
+        def kept(line: str) -> None:
+            if self.tee is not None and self.cell is not None and not self.in_gate:
+                self.tee.keep(line + "\n")
+            echo(line)
+
+        return kept
 
     async def send(self, target: Any, body: str, options: SendOptions, proceed: Proceed) -> Delivery:
         """session.send for the run (its replay stage): recorded for resume, answered from the ledger
@@ -826,10 +848,11 @@ def save_notebook(session: Any, name: str, *, overwrite: bool = False) -> Path:
 
 async def run_notebook(session: Any, path: str | Path, params: dict[str, str] | None = None, *, dry_run: bool = False,
                        resume: str | None = None, say: Callable[[str], None] | None = None,
-                       progress: Callable[[str], None] | None = None, out: Any = None) -> NotebookRun:
+                       progress: Callable[[str], None] | None = None, out: Any = None,
+                       keep_echo: bool | None = None) -> NotebookRun:
     """Parse (a syntax error stops here), check the parameters (a bad one stops here), then run."""
     runner = NotebookRunner(session, Path(path), params, dry_run=dry_run, resume=resume, say=say, progress=progress,
-                            out=out)
+                            out=out, keep_echo=keep_echo)
     return await runner.execute()
 
 

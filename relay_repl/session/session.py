@@ -110,13 +110,12 @@ class Session:
         return self.shared.approve
 
     @approve.setter
-    def approve(self, approve: ApproveFn) -> None:
-        """The operator's own gate (a run in progress adds to it through `running`, never by assignment)."""
+    def approve(self, approve: ApproveFn) -> None:  # the operator's own gate; a run adds to it through `running`
         self.shared.operator_approve = approve
 
     def running(self, hooks: RunHooks) -> AbstractContextManager[RunHooks]:
         """`with session.running(hooks):` puts a run's hooks on the send path for the block's length:
-        its approver per call, its echo capture, its replay stage for `send` (session/hooks.py)."""
+        its approver per call and its replay stage for `send` (session/hooks.py)."""
         return self.shared.hooks.installed(hooks)
 
     @property

@@ -4,7 +4,7 @@ progress goes, and this process's deliveries.
 Why one object: the session is split into parts with one job each (finding targets, sending,
 answers); each reads these at call time, so `session.echo = ...` or `session.approve = ...`
 reaches every part at once, and so do the hooks a run installs (session/hooks.py: a notebook
-or recipe run wraps the approver through them, never by assignment).
+or recipe run wraps the approver and the echo through them, never by assignment).
 """
 
 from __future__ import annotations
@@ -49,12 +49,22 @@ class Shared:
     @property
     def echo(self) -> Callable[[str], None] | None:
         """Where progress and inbound lines go; None: nowhere. Whatever is assigned is wrapped in
-        `safe_echo`, so a peer's escape sequence or bidi override never reaches the terminal raw."""
-        return self._echo
+        `safe_echo`, so a peer's escape sequence or bidi override never reaches the terminal raw
+        (nor a run's capture of it: the runs' echo hooks sit inside the neutraliser)."""
+        if not self.hooks:
+            return self._echo
+        hooked = self.hooks.echo(self._raw_echo)
+        return None if hooked is None else self._echo if hooked is self._raw_echo else safe_echo(hooked)
 
     @echo.setter
     def echo(self, echo: Callable[[str], None] | None) -> None:
+        self._raw_echo = echo
         self._echo = safe_echo(echo) if echo is not None else None
+
+    @property
+    def echoes_to_stdout(self) -> bool:
+        """Whether progress lines are printed to standard output (the REPL's and the CLI's default)."""
+        return self._raw_echo is print
 
     def say(self, line: str) -> None:
         """A progress line to the echo, or to stdout when there is none."""

@@ -126,3 +126,30 @@ async def test_hooks_nest_newest_first_and_leave_with_their_block(tmp_path):
     seen.clear()
     await s.send("fake:inbox", "plain")
     assert seen == [] and mem.received[1].endswith("] plain") and s.approve is gate
+
+
+NB = '''# %% ask
+d = await session.send("fake:a", "status?", want="reply")
+r = await d.wait_reply(5)
+print("got", r.body)
+'''
+
+
+@pytest.mark.parametrize("echo_to_stdout", [True, False])
+async def test_a_notebook_keeps_what_its_cell_showed_and_leaves_the_session_as_it_found_it(tmp_path, capsys,
+                                                                                          echo_to_stdout):
+    from relay_repl.session.notebook import run_notebook
+    from tests.session.test_runner import mk as mk_replying
+
+    s, rep, gate, led, lines = mk_replying(tmp_path, [True])
+    if echo_to_stdout:
+        s.echo = print  # the REPL's and the CLI's: progress shown beside the cell's prints, so kept with them
+    approve_before = s.approve
+    p = tmp_path / "nb.py"
+    p.write_text(NB)
+    run = await run_notebook(s, str(p), {})
+    out = run.cells[0].stdout
+    assert run.state == "done" and out.endswith("got a heard: status?\n")
+    assert ("[confirm] in_turn" in out) is echo_to_stdout
+    assert "got a heard: status?\n" in capsys.readouterr().out  # the terminal still shows the cell's print
+    assert not s.shared.hooks and "send" not in vars(s) and s.approve is approve_before
