@@ -2,9 +2,9 @@
 progress goes, and this process's deliveries.
 
 Why one object: the session is split into parts with one job each (finding targets, sending,
-answers); each reads these at call time, so `session.echo = ...` or `session.approve = ...`
-reaches every part at once, and so do the hooks a run installs (session/hooks.py: a notebook
-or recipe run wraps the approver and the echo through them, never by assignment).
+answers); each reads these at call time, so a new echo or operator's approver set on the
+session reaches every part at once, and so do the hooks a run installs (session/hooks.py: a
+notebook or recipe run wraps the approver and the echo through them, never by assignment).
 """
 
 from __future__ import annotations
