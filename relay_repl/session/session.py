@@ -450,12 +450,21 @@ class Session:
         return await self.debugger(self.shared.find_delivery(delivery)).walk(recheck=recheck)
 
     async def watch(self) -> None:
-        """A live, full-screen, read-only view of the targets, the deliveries in flight (stage, last
-        evidence), the held agent requests, the inbox and the newest events, updated as the ledger is
-        written; Enter opens the chosen delivery in the debugger (read-only), q returns here."""
+        """A live, full-screen view of the targets, the deliveries in flight (stage, last evidence), the
+        held agent requests, the inbox and the newest events, updated as the ledger is written; Enter
+        opens the chosen delivery in the debugger (read-only); a / x decide the chosen held request as
+        `approve_request` / `deny_request` do (the plan and this session's own gate, off the view's
+        screen); q returns here."""
+        from collections.abc import AsyncIterator
+        from contextlib import asynccontextmanager
+
         from relay_repl.session.watch_view import watch
 
-        await watch(self)  # a line the REPL echoes meanwhile is printed by prompt_toolkit around the view
+        @asynccontextmanager
+        async def decide(listen: bool) -> AsyncIterator[Session]:
+            yield self  # this session's gate and inbox: the same decision as typing approve_request here
+
+        await watch(self, decide=decide)  # a line the REPL echoes meanwhile is printed by prompt_toolkit around the view
 
     # -- recipes -------------------------------------------------------------------------
     async def run(self, recipe: str, *, dry_run: bool = False, **params: object) -> Run:

@@ -37,6 +37,7 @@ DONE = {"in_turn", "acknowledged", "replied", "no_reply"}
 REQUESTS_NOTE = ("none held (an agent asks with relay_send or `relay ask`; you decide with "
                  "`await session.approve_request(ID)` / `relay approve ID`, or deny it)")
 REQUESTS_SHOWN = 4
+DECIDED_SHOWN = 3  # requests decided lately, kept below the held ones with their state
 
 
 def clock(at: float) -> str:
@@ -80,6 +81,7 @@ class WatchModel:
         self.halt: str | None = None
         self.last_event: int = 0
         self.requests: dict[str, dict[str, Any]] = {}  # held agent requests, by id, from their `request` events
+        self.decided: dict[str, dict[str, Any]] = {}  # the requests decided since (newest last), with their state
 
     # -- input ------------------------------------------------------------------------------
     def set_targets(self, targets: Iterable[Target], problem: str | None = None) -> None:
@@ -226,7 +228,13 @@ class WatchModel:
         if e.data.get("state") == "held" and e.data.get("asker"):
             self.requests[e.relay_id] = {**e.data, "id": e.relay_id, "at": e.at}
         elif e.data.get("state") != "held":
-            self.requests.pop(e.relay_id, None)
+            was = self.requests.pop(e.relay_id, None) or self.decided.pop(e.relay_id, None)
+            if was is None:
+                return  # decided before the view's first rows: not shown
+            changes = {k: v for k, v in e.data.items() if v is not None}
+            self.decided[e.relay_id] = {**was, **changes, "decided_at": e.at}
+            while len(self.decided) > DECIDED_SHOWN:
+                self.decided.pop(next(iter(self.decided)))
 
     def held_requests(self, now: float | None = None) -> list[dict[str, Any]]:
         """Agent requests held for the operator, oldest first (one past its expiry is no longer held)."""
@@ -242,6 +250,17 @@ class WatchModel:
             lines.append(visible(f"{r['id']} {clock(r['at'])} from {r.get('asker')} [{r.get('verdict', '?')}] to "
                                  f"{r.get('to')} want={r.get('want')} hop {r.get('hop')}{flag}: "
                                  f"{r.get('body', '')}")[:width])
+        return lines
+
+    def decided_lines(self, width: int = 200) -> list[str]:
+        """One neutralised line per request decided lately (newest last): its state now and why."""
+        lines = []
+        for r in self.decided.values():
+            why = f" ({r['why']})" if r.get("why") else ""
+            sent = f"; sent as {r['delivery_id']} ({r.get('delivery_state') or '?'})" if r.get("delivery_id") else ""
+            back = f"; answer to the asker {r['answer_id']} ({r.get('answer_state')})" if r.get("answer_id") else ""
+            lines.append(visible(f"·{r['id']} {clock(r['decided_at'])} {r.get('state')}{why}{sent}{back}: from "
+                                 f"{r.get('asker')} to {r.get('to')}: {r.get('body', '')}")[:width])
         return lines
 
     def target_lines(self) -> list[str]:

@@ -13,12 +13,25 @@ are discovered again after a batch (at most every `TARGETS_MIN` s) and every `TA
 Keys: ↑/↓ (k/j) choose a delivery; Enter (or d) opens it in the debugger: its stages and a
 fresh look at the receiver, read-only (nothing is sent, nothing is recorded; `relay debug ID`
 steps it); l looks again; Esc closes it; r refreshes the targets; q (or Ctrl-C) quits.
+Tab moves the choice to the held agent requests (↑/↓ then choose among them).
+
+Deciding a held request from the view (a approves, x denies the chosen one): the view leaves
+the screen (prompt_toolkit's `in_terminal`) and the decision is the ordinary one, made by a
+session that may write (`decide`, given by the front end: the REPL's own session, or for
+`relay watch` one made like `relay approve`'s): `approve_request` prints the four-part plan
+and its gate asks y then Enter; `deny_request` after an optional reason (Esc keeps it held).
+A key press in the view approves nothing: only the gate's y on the plan it printed does.
+Then the view comes back and shows the request's new state (decided lately, below the held).
+Everything else stays read-only; without a `decide` the keys say to use `relay approve ID`.
 prompt_toolkit is imported here only, when the view opens, never on the start-up path.
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +40,20 @@ import anyio
 from relay_repl.core.controls import visible
 from relay_repl.core.errors import RelayError
 from relay_repl.session.follow import LedgerFollower
-from relay_repl.session.watch import REQUESTS_NOTE, REQUESTS_SHOWN, WatchModel
+from relay_repl.session.watch import REQUESTS_NOTE, REQUESTS_SHOWN, WatchModel, clock
 from relay_repl.store.ledger import Ledger
 
 TARGETS_EVERY = 10.0
 TARGETS_MIN = 5.0
 TAIL = 300  # events read when the view opens (plus every send still open, however old)
-HELP = "↑/↓ choose · Enter debugger · l look again · Esc close · r refresh targets · q quit"
+HELP = ("↑/↓ choose · Tab deliveries/requests · Enter debugger · l look again · Esc close · a approve · x deny "
+        "· r refresh targets · q quit")
+REQUEST_KEYS = ("a: approve the chosen (>) request: its plan, then y and Enter, as `relay approve` · x: deny it "
+                "(a reason is asked) · Tab, ↑/↓: choose")
+
+Decide = Callable[[bool], AbstractAsyncContextManager[Any]]
+"""`decide(listen)`: a session that may write and whose gate asks on the terminal, for one decision
+(`listen`: its inbox open for the answer to an approved request; a denial needs none)."""
 
 
 def initial(path: Path) -> tuple[LedgerFollower, list[Any], list[Any]]:
@@ -60,11 +80,16 @@ def initial(path: Path) -> tuple[LedgerFollower, list[Any], list[Any]]:
 class WatchView:
     """The view over one session (its discovery and debugger) and one ledger file (read-only)."""
 
-    def __init__(self, session: Any, path: Path) -> None:
+    def __init__(self, session: Any, path: Path, decide: Decide | None = None) -> None:
         self.session = session
         self.path = path
+        self.decide = decide
         self.model = WatchModel()
         self.selected = 0
+        self.focus = "deliveries"  # or "requests": where ↑/↓ move the choice
+        self.req_selected = 0
+        self.req_choice: str | None = None  # the held request marked > (kept by id: others come and go around it)
+        self.deciding: str | None = None  # the request being decided off the screen
         self.debug_text: str | None = None
         self.debug_ref: str | None = None
         self.status = ""
@@ -113,13 +138,21 @@ class WatchView:
             line(f"  ({len(rows_d) - cap} more: ↑/↓)")
             used += 1
         used += 1 + len(shown)
-        line("HELD AGENT REQUESTS", "bold")
         requests = m.request_lines(width - 3)
-        for text in requests[:REQUESTS_SHOWN] or [REQUESTS_NOTE]:
-            line("  " + text)
+        line("HELD AGENT REQUESTS" + (f"  ({REQUEST_KEYS})" if requests else ""), "bold")
+        self._choose(self._req_index())
+        first_r = max(0, min(self.req_selected - REQUESTS_SHOWN // 2, len(requests) - REQUESTS_SHOWN))
+        for i, text in list(enumerate(requests))[first_r:first_r + REQUESTS_SHOWN]:
+            chosen = i == self.req_selected
+            line(("> " if chosen else "  ") + text, "reverse" if chosen and self.focus == "requests" else "")
+        if not requests:
+            line("  " + REQUESTS_NOTE)
         if len(requests) > REQUESTS_SHOWN:
-            line(f"  ({len(requests) - REQUESTS_SHOWN} more: session.requests, relay requests)")
-        used += 1 + max(1, min(len(requests), REQUESTS_SHOWN)) + (len(requests) > REQUESTS_SHOWN)
+            line(f"  ({len(requests) - REQUESTS_SHOWN} more: ↑/↓ after Tab; session.requests, relay requests)")
+        decided = m.decided_lines(width - 3)
+        for text in decided:
+            line("  " + text)
+        used += 1 + max(1, min(len(requests), REQUESTS_SHOWN)) + (len(requests) > REQUESTS_SHOWN) + len(decided)
         if self.debug_text is not None:
             line(f"DEBUGGER  {self.debug_ref}  (read-only: nothing is sent or recorded; `relay debug "
                  f"{self.debug_ref}` steps it; l looks again, Esc closes)", "bold fg:ansiblue")
@@ -203,6 +236,82 @@ class WatchView:
         self.debug_text = visible(text, keep_newlines=True)
         self.invalidate()
 
+    # -- deciding a held request, off the screen ---------------------------------------------------
+    def _held_ids(self) -> list[str]:
+        return [str(r["id"]) for r in self.model.held_requests()]
+
+    def _req_index(self, move: int = 0) -> int:
+        """The index of the request marked > (by its id; where it was when it left), moved by `move`."""
+        ids = self._held_ids()
+        at = ids.index(self.req_choice) if self.req_choice in ids else self.req_selected
+        return max(0, min(at + move, len(ids) - 1))
+
+    def _choose(self, index: int) -> None:
+        ids = self._held_ids()
+        self.req_selected = index
+        self.req_choice = ids[index] if ids else None
+
+    def chosen_request(self) -> str | None:
+        """The request the screen marks > now; None when there is none or it left since it was drawn (a
+        key acts only on the request the operator saw chosen; the next drawing marks another)."""
+        return self.req_choice if self.req_choice in self._held_ids() else None
+
+    async def decide_request(self, approve: bool) -> None:
+        """The chosen held request decided the ordinary way, with the view off the screen (module doc)."""
+        rid = self.chosen_request()
+        if rid is None:
+            self.status = ("no held request to decide" if not self._held_ids() else
+                           f"request {self.req_choice} is no longer held: the one now marked > is chosen; press again")
+            return self.invalidate()
+        if self.decide is None:
+            self.status = (f"this view cannot decide requests: `relay {'approve' if approve else 'deny'} {rid}` "
+                           "in a terminal does")
+            return self.invalidate()
+        if self.deciding is not None:
+            return
+        from prompt_toolkit.application import in_terminal
+        from prompt_toolkit.application.current import set_app
+
+        self.deciding = rid
+        # the terminal itself, not the REPL's patched stdout: that proxy writes through the running app, whose
+        # output waits until the view is back, so the plan would show only after its y/N (seen in the REPL)
+        real = sys.__stdout__ if sys.__stdout__ is not None else sys.stdout
+        try:
+            with set_app(self.app):
+                async with in_terminal():
+                    with redirect_stdout(real):
+                        self.status = await self._decide_in_terminal(rid, approve)
+                        print(self.status, flush=True)
+        finally:
+            self.deciding = None
+            self.invalidate()
+
+    async def _decide_in_terminal(self, rid: str, approve: bool) -> str:
+        from relay_repl.core.errors import describe
+
+        held = self.model.requests.get(rid, {})
+        print(flush=True)
+        print(visible(f"relay watch: request {rid} from {held.get('asker')} to {held.get('to')}: "
+                      f"{held.get('body', '')}"), flush=True)
+        try:
+            if approve:
+                async with self.decide(True) as s:  # type: ignore[misc]
+                    d = await s.approve_request(rid)
+                return visible(f"{clock(time.time())} request {rid}: {d.summary()}")
+            from relay_repl.session.gate import yes_no_session
+
+            why = await yes_no_session(visible(f"reason for denying {rid} (the asker reads it; Enter: none; Esc: "
+                                               "keep it held):")).prompt_async()
+            if why is None:
+                return f"{clock(time.time())} request {rid}: still held (nothing decided)"
+            async with self.decide(False) as s:  # type: ignore[misc]
+                req = s.deny_request(rid, why=why.strip() or None)
+            return visible(f"{clock(time.time())} request {rid} denied: {req.why}; nothing was sent")
+        except RelayError as exc:
+            return visible(f"{clock(time.time())} request {rid}: {exc}")
+        except Exception as exc:  # the view stays up: one sentence, never a traceback
+            return visible(f"{clock(time.time())} request {rid}: {describe(exc, 'deciding the request')}")
+
     # -- the app --------------------------------------------------------------------------------
     async def run(self) -> None:
         from prompt_toolkit.application import Application
@@ -227,12 +336,27 @@ class WatchView:
         @kb.add("up")
         @kb.add("k")
         def _up(event: Any) -> None:
-            self.selected = max(0, self.selected - 1)
+            if self.focus == "requests":
+                self._choose(self._req_index(-1))
+            else:
+                self.selected = max(0, self.selected - 1)
 
         @kb.add("down")
         @kb.add("j")
         def _down(event: Any) -> None:
-            self.selected += 1
+            if self.focus == "requests":
+                self._choose(self._req_index(+1))
+            else:
+                self.selected += 1
+
+        @kb.add("tab")
+        def _tab(event: Any) -> None:
+            self.focus = "requests" if self.focus == "deliveries" else "deliveries"
+
+        @kb.add("a")
+        @kb.add("x")
+        def _decide(event: Any) -> None:
+            tg_holder["tg"].start_soon(self.decide_request, event.key_sequence[0].key == "a")
 
         @kb.add("r")
         def _refresh(event: Any) -> None:
@@ -266,6 +390,7 @@ class WatchView:
                 tg.cancel_scope.cancel()
 
 
-async def watch(session: Any, path: Path | None = None) -> None:
-    """Open the view on `session` and the ledger at `path` (default: the session's) until q."""
-    await WatchView(session, Path(path or session.ledger.path)).run()
+async def watch(session: Any, path: Path | None = None, decide: Decide | None = None) -> None:
+    """Open the view on `session` and the ledger at `path` (default: the session's) until q; held
+    requests are decided through `decide` (none: the view only lists them)."""
+    await WatchView(session, Path(path or session.ledger.path), decide).run()

@@ -10,8 +10,8 @@ against the lab's real Claude Code and Codex, answered `y` then Enter at each pr
   message (10 asks, 10 replies), the hostile reply neutralised and escaped; headless Chromium
   renders it and the screenshot shows 3 lifelines and 20 arrows.
 
-Not here: "a held request approved from it reaches its receiver": the view lists held agent requests
-(issue 31; tests/session/test_watch.py) but is read-only; they are approved from the REPL or `relay approve`.
+Not here: "a held request approved from it reaches its receiver": tests/frontends/test_watch_requests_live.py
+(a lab agent asks while `relay watch` runs; `a`, the plan, y then Enter; the payload in the receiver's transcript).
 """
 
 from __future__ import annotations

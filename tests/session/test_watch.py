@@ -136,7 +136,18 @@ def test_held_agent_requests_come_and_go_with_their_ledger_events(tmp_path):
     store.save(a.moved("denied", "no"), expect="held")
     model.apply(led.events(since=model.last_event))
     assert [r["id"] for r in model.held_requests()] == ["beta-2"]
-    assert model.held_requests(now=b.expires + 1) == [], "past its expiry it is no longer held"
+    (decided,) = model.decided_lines()  # issue 34: decided from the view, the request shows its new state
+    assert decided.startswith("·beta-1 ") and " denied (no): from codex:beta to claude:alpha: push" in decided
+    assert "\u202e" not in decided
+    c = Request.held(id="beta-3", asker="codex:beta", verdict="verified", evidence="", asker_pid=1, to="claude:alpha",
+                     body="third", want="none", hop=1, line="l")
+    store.add(c)
+    store.save(c.moved("approved", delivery_id="op-7"), expect="held")
+    store.save(store.get("beta-3").moved("delivered", delivery_state="in_turn"))
+    model.apply(led.events(since=model.last_event))
+    assert [r["id"] for r in model.held_requests()] == ["beta-2"] and len(model.decided_lines()) == 2
+    assert model.decided_lines()[-1].startswith("·beta-3 ")
+    assert " delivered; sent as op-7 (in_turn): from codex:beta to claude:alpha: third" in model.decided_lines()[-1]
     led.close()
     follower, events, inbox = initial(tmp_path / "ledger.sqlite")
     fresh = WatchModel()
@@ -168,3 +179,40 @@ async def test_a_hosts_toml_relay_cannot_read_is_one_line_and_the_local_targets_
         tg.cancel_scope.cancel()
     assert any("fake:inbox" in x for x in view.model.target_lines())
     assert (view.model.targets_problem or "").startswith(f"{relay_home / 'hosts.toml'}: `hosts` must be a table")
+
+
+async def test_the_request_keys_act_on_the_one_marked_chosen_by_its_id(tmp_path):
+    """Issue 34: `a` / `x` act on the request the screen marks `>`, kept by id: one leaving above it
+    does not move the choice onto another; one leaving while chosen is not decided by a stale key."""
+    from relay_repl.core.request import Request
+    from relay_repl.session.watch_view import WatchView
+    from relay_repl.store.requests import RequestStore
+
+    led = Ledger(tmp_path / "ledger.sqlite")
+    store = RequestStore(led)
+    reqs = [Request.held(id=f"beta-{n}", asker="codex:beta", verdict="verified", evidence="", asker_pid=1,
+                         to="claude:alpha", body=f"ask {n}", want="none", hop=1, line="l") for n in (1, 2, 3)]
+    for r in reqs:
+        store.add(r)
+    view = WatchView(None, tmp_path / "ledger.sqlite")
+    view.model.apply(led.events())
+
+    def drawn() -> str:
+        return "".join(t for _, t in view.fragments())
+
+    assert "> beta-1 " in drawn() and "a: approve the chosen (>) request" in drawn()
+    view._choose(view._req_index(+1))
+    assert "> beta-2 " in drawn() and view.chosen_request() == "beta-2"
+    store.save(reqs[0].moved("denied", "no"), expect="held")  # the one above leaves: the choice stays on beta-2
+    view.model.apply(led.events(since=view.model.last_event))
+    assert view.chosen_request() == "beta-2" and "> beta-2 " in drawn()
+    store.save(reqs[1].moved("expired", "past"), expect="held")  # the chosen one leaves before a redraw
+    view.model.apply(led.events(since=view.model.last_event))
+    assert view.chosen_request() is None, "a key pressed now decides nothing"
+    await view.decide_request(True)
+    assert "beta-2 is no longer held" in view.status
+    assert "> beta-3 " in drawn() and view.chosen_request() == "beta-3"
+    await view.decide_request(True)  # a view without a way to decide says where to
+    assert "`relay approve beta-3` in a terminal" in view.status
+    assert store.get("beta-3").state == "held"
+    led.close()

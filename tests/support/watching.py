@@ -10,6 +10,7 @@ from typing import Any
 
 EVENT = re.compile(r"(?<![\w#])#(\d+) \d\d:\d\d:\d\d\.\d{3} ")
 INBOX = re.compile(r"inbox #(\d+) \d\d:\d\d:\d\d\.\d{3} ")
+HELD = re.compile(r"^[> ] (\S+) \d\d:\d\d:\d\d\.\d{3} from \S+ \[", re.M)  # a held request's line
 
 
 class ScreenLog:
@@ -23,6 +24,7 @@ class ScreenLog:
         self.interval = interval
         self.events: dict[int, float] = {}
         self.inbox: dict[int, float] = {}
+        self.held: dict[str, float] = {}  # each request id: when it first showed among the held requests
         self.last = ""
         self.captures = 0
         self._stop = threading.Event()
@@ -42,6 +44,8 @@ class ScreenLog:
                     self.found.setdefault(want, now)
             if "\u202e" in text or "\x1b" in text:
                 self.forbidden_seen.append(text)
+            for m in HELD.finditer(text):
+                self.held.setdefault(m.group(1), now)
             for m in INBOX.finditer(text):
                 self.inbox.setdefault(int(m.group(1)), now)
             for m in EVENT.finditer(INBOX.sub("", text)):
