@@ -64,10 +64,18 @@ def patches(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
+KNOWN = {("relay_repl/session/watch_view.py", "redirect_stdout")}
+"""The one left, pinned so no other appears: `relay watch`'s decision (issue 34, merged beside this change)
+writes past the REPL's patched stdout to the terminal itself, whose gate prints its plan with `print`.
+It goes when the gate's and the echo's output reach the terminal through the session (a hook), not
+`sys.stdout`."""
+
+
 def test_no_module_of_the_package_patches_a_session_method_or_a_standard_stream():
-    bad = [f"{p.relative_to(PACKAGE.parent)}:{line}: {what}" for p in sorted(PACKAGE.rglob("*.py"))
-           for line, what in patches(ast.parse(p.read_text(encoding="utf-8")))]
-    assert bad == []
+    found = [(str(p.relative_to(PACKAGE.parent)), line, what) for p in sorted(PACKAGE.rglob("*.py"))
+             for line, what in patches(ast.parse(p.read_text(encoding="utf-8")))]
+    assert [f"{path}:{line}: {what}" for path, line, what in found if (path, what) not in KNOWN] == []
+    assert len([f for f in found if (f[0], f[2]) in KNOWN]) <= len(KNOWN)  # one use each, no second beside it
 
 
 def test_the_scan_finds_each_shape_of_patch():
