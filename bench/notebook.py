@@ -5,8 +5,9 @@
 1. Per cell: a notebook of N cells, each a send to the in-memory target (scripted yes)
    and a little Python, run by the notebook runner; against the same cells compiled with
    top-level await and `eval`ed one after another by a bare asyncio loop on the same
-   session. The time inside `Session.send` (the gate included) is taken out of both; what
-   is left per cell, runner minus bare, is the runner's own time (recording outputs,
+   session. The time inside the send itself (`Sender.send`, the gate included, below a
+   run's hooks) is taken out of both; what is left per cell, runner minus bare, is the
+   runner's own time (its send hook's records for resume, recording outputs,
    plans and deliveries, cells.jsonl, the report). Goal: median <= 5 ms per cell.
 2. Start: `relay --fake notebook run FILE.py` from spawn until its first cell's output is
    on a real terminal (a private tmux server), against `relay --fake` until its `>>>`
@@ -46,10 +47,10 @@ class Clock:
 
 
 def timed_sends() -> None:
-    """Session.send timed at the class (the runner calls it through the class too)."""
-    from relay_repl.session.session import Session
+    """The send itself timed at its class: below the run's hooks (the runner's recording is its own time)."""
+    from relay_repl.session.sending import Sender
 
-    original = Session.send
+    original = Sender.send
 
     async def send(self: Any, *a: Any, **kw: Any) -> Any:
         t = time.perf_counter()
@@ -58,7 +59,7 @@ def timed_sends() -> None:
         finally:
             Clock.inside += time.perf_counter() - t
 
-    Session.send = send  # type: ignore[method-assign]
+    Sender.send = send  # type: ignore[method-assign]
 
 
 def session(home: Path) -> Any:

@@ -11,7 +11,7 @@ task = "summarize what you changed today in one line"
 timeout = 120
 
 # %% ask the writer
-from relay_repl.core.controls import visible  # a peer's words, shown but never acted on by the terminal
+from relay_repl import visible  # a peer's words, shown but never acted on by the terminal
 
 w = await session.send(writer, task, want="reply")
 summary = await w.wait_reply(timeout)

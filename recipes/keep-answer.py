@@ -14,7 +14,7 @@ timeout = 120
 # %% ask
 from pathlib import Path
 
-from relay_repl.core.controls import visible  # a peer's words, shown and written neutralised
+from relay_repl import visible  # a peer's words, shown and written neutralised
 
 d = await session.send(target, question, want="reply")
 answer = await d.wait_reply(timeout)

@@ -14,7 +14,7 @@ timeout = 120
 # %% who is live
 import os
 
-from relay_repl.core.controls import visible  # a peer's words, shown but never acted on by the terminal
+from relay_repl import visible  # a peer's words, shown but never acted on by the terminal
 
 targets = [t for t in session.targets if t.live and t.transports and t.pid != os.getpid()]
 print("asking:", ", ".join(t.spec for t in targets) or "nobody (no live target: `relay targets`)")

@@ -197,6 +197,8 @@ class Envelope(BaseModel):
 
     @property
     def header(self) -> str:
+        """The one formatter of a relay/1 header: every envelope line is built through here
+        (tests/core/test_envelope_builder.py pins that no other module writes one)."""
         fields = {
             "from": self.sender,
             "to": self.to,
@@ -304,6 +306,17 @@ def header_fields(head: str, *, known: Iterable[str] | None = None) -> dict[str,
             raise EnvelopeError(f"relay header repeats field {key!r}")
         fields[key] = decode_value(raw)
     return fields
+
+
+def header_of(line: str | None) -> dict[str, str] | None:
+    """The decoded fields of the relay/1 header `line` starts with (its body may be cut off, or
+    absent), or None when it does not start with one or the header parser refuses it."""
+    if not line or not line.startswith(PREFIX) or "]" not in line:
+        return None
+    try:
+        return header_fields(line[len(PREFIX): line.index("]")])
+    except EnvelopeError:
+        return None
 
 
 def contains_halt(text: str) -> bool:

@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.controls import visible
 from relay_repl.core.delivery import Delivery
-from relay_repl.core.envelope import header_fields
-from relay_repl.core.errors import EnvelopeError, UsageError
+from relay_repl.core.envelope import header_of
+from relay_repl.core.errors import UsageError
 from relay_repl.store.ledger import Event, Ledger
 
 DEAD_STATES = ("failed", "interrupted", "no_reply")
@@ -72,12 +72,7 @@ class Shelf(list):
 
 
 def _want(payload: str | None) -> str:
-    if not payload or not payload.startswith("[relay/1 ") or "]" not in payload:
-        return "none"
-    try:
-        return header_fields(payload[len("[relay/1 "): payload.index("]")]).get("want", "none")
-    except EnvelopeError:
-        return "none"
+    return (header_of(payload) or {}).get("want", "none")
 
 
 def _closed(ledger: Ledger) -> set[str]:
@@ -104,11 +99,10 @@ def _letter(ledger: Ledger, key: str, state: str, why: str, at: float, *, swept:
                                      "transport": f"ssh {remote.data.get('host')}"} if remote else {}
     rid = data.get("relay_id") or next((e.relay_id for e in events if e.relay_id), None)
     payload = plan.data.get("payload") if plan else None
-    if remote is not None and payload is None:
-        payload = f"[relay/1 want={remote.data.get('want') or 'none'}]"
+    want = str(remote.data.get("want") or "none") if remote is not None and payload is None else _want(payload)
     return DeadLetter(key=key, relay_id=rid, target=str(data.get("spec") or "?"),
                       transport=str(data.get("transport") or "?"), state=state, why=why, at=at,
-                      body=str(data.get("body") or ""), want=_want(payload), swept=swept)
+                      body=str(data.get("body") or ""), want=want, swept=swept)
 
 
 def _answered(ledger: Ledger, relay_id: str) -> bool:

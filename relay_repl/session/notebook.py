@@ -7,18 +7,23 @@ level exactly as in the REPL.
 
 What the runner adds to the session, and nothing more:
 - a heading on every plan (`notebook triage, run ID, cell 3 "ask everyone"`), added by
-  wrapping the session's approver for the run, so the gate itself is the REPL's (its y/N,
-  its answer type) and is only ever reached through the session;
+  the run's approver hook (session/hooks.py), which wraps the session's approver for the
+  run, so the gate itself is the REPL's (its y/N, its answer type) and is only ever
+  reached through the session;
 - what each cell printed, the repr of its last expression, the plans it showed with the
   answers, the deliveries it made with their final state, reply and verdict, and its
   error, written beside the file as `<stem>.relay/<run id>/cells.jsonl` and a readable
   `report.md` (no times in the report, so it diffs cleanly in git);
-- `send` records each call (cell, call number, target, body, want, relay id) in the
-  ledger under the run id BEFORE the gate is asked, so `--resume RUN` can answer the calls
+- the run's `send` hook (the replay stage of `session.send`) records each call (cell,
+  call number, target, body, want, relay id) in the ledger under the run id BEFORE the
+  gate is asked, so `--resume RUN` can answer the calls
   of the cells already run from the ledger instead of sending again;
 - `--dry-run`: every send shows its plan (session.preview) and returns a `withheld`
   delivery whose waits return at once with nothing; nothing is sent or written to the
-  ledger.
+  ledger;
+- what a cell prints, kept through the cell's own `print` (its namespace's: the terminal
+  still shows it), and the session's progress lines shown meanwhile, through the run's echo
+  hook (when they go where the cell's prints go), never by replacing `sys.stdout`.
 
 The run stops at the first cell that raises (later cells are not run). Ctrl-C stops the
 running cell; what it printed is kept and the run can be resumed.
@@ -47,7 +52,10 @@ from relay_repl.core.errors import RelayError, UsageError
 from relay_repl.core.notebook_cells import (Cell, Notebook, NotebookError, compile_cell, convert_param, injected_cell,
                                             looks_like_target, parse_cells)
 from relay_repl.core.plan import Plan
+from relay_repl.session.gate import ApproveFn
+from relay_repl.session.hooks import Echo, Proceed, RunHooks
 from relay_repl.session.journal import JournalMismatch, SendStatus, check_row, sealed, send_status
+from relay_repl.session.sendoptions import SendOptions
 from relay_repl.system.polling import poll_until
 
 JOURNAL_ROWS = ("notebook-start", "notebook-send", "notebook-answer")
@@ -153,8 +161,8 @@ def read_notebook(path: Path) -> Notebook:
 
 
 class _Tee(io.TextIOBase):
-    """sys.stdout while a cell runs: the terminal still shows everything, and what was
-    written is kept for the cell's record."""
+    """Where a cell's `print` writes while it runs: the terminal still shows everything, and
+    what was written is kept for the cell's record."""
 
     def __init__(self, real: Any) -> None:
         self.real = real
@@ -177,18 +185,34 @@ class _Tee(io.TextIOBase):
     def encoding(self) -> str:  # type: ignore[override]
         return str(getattr(self.real, "encoding", "utf-8"))
 
+    def keep(self, s: str) -> None:
+        """Kept for the cell's record only (shown on the terminal by someone else)."""
+        self.buf.append(s)
+
     def take(self) -> str:
         out = "".join(self.buf)
         self.buf.clear()
         return out
 
 
-class NotebookRunner:
-    """Runs (or dry-runs, or resumes) one notebook file on one session."""
+def _printer(tee: _Tee) -> Callable[..., None]:
+    """The `print` of a cell's namespace: to the run's tee unless told another file."""
+
+    def print_(*values: object, sep: str | None = " ", end: str | None = "\n", file: Any = None,
+               flush: bool = False) -> None:
+        print(*values, sep=sep, end=end, file=tee if file is None else file, flush=flush)
+
+    return print_
+
+
+class NotebookRunner(RunHooks):
+    """Runs (or dry-runs, or resumes) one notebook file on one session; its hooks (session/hooks.py)
+    are on the session's send path while it runs."""
 
     def __init__(self, session: Any, path: Path, raw_params: dict[str, str] | None = None, *, dry_run: bool = False,
                  resume: str | None = None, say: Callable[[str], None] | None = None,
-                 progress: Callable[[str], None] | None = None, out: Any = None) -> None:
+                 progress: Callable[[str], None] | None = None, out: Any = None,
+                 keep_echo: bool | None = None) -> None:
         self.session = session
         self.path = Path(path)
         self.nb = read_notebook(self.path)
@@ -198,6 +222,9 @@ class NotebookRunner:
         self.say = say or (lambda s: print(s, flush=True))
         self.progress = progress or (lambda s: print(s, file=sys.stderr, flush=True))
         self.out = out  # where a cell's prints go (the terminal); None: sys.stdout as it is at run time
+        # the session's progress lines shown while a cell runs are kept in its record too when they are
+        # shown where the cell's prints are (default: when the session echoes to standard output)
+        self.keep_echo = session.shared.echoes_to_stdout if keep_echo is None else keep_echo
         self.run = NotebookRun(id=new_run_id(), notebook=self.path.stem, path=str(self.path), dry_run=dry_run,
                                resumed_from=resume)
         self.dir = outputs_root(self.path) / self.run.id
@@ -271,32 +298,24 @@ class NotebookRunner:
         self._write_run()
         self._event("notebook-start", path=str(self.path.resolve()), params=self.params, resumed_from=self.resume,
                     cells=[{"index": c.index, "title": c.title, "sha256": c.sha256} for c in cells])
+        self.tee = _Tee(self.out or sys.stdout)
         namespace: dict[str, Any] = {"session": self.session, "anyio": anyio, "__name__": "__main__",
-                                     "__file__": str(self.path)}
-        original_approve = self.session.approve
-        self.session.approve = self._approve(original_approve)
-        self.session.send = self._send  # the instance attribute shadows the method for this run only
-        real_out = self.out or sys.stdout
-        self.tee = _Tee(real_out)
-        saved = sys.stdout
-        sys.stdout = self.tee
+                                     "__file__": str(self.path), "print": _printer(self.tee)}
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._progress_loop)
-                try:
-                    for c, rec in zip(cells, self.run.cells):
-                        if c.kind != "code":
-                            continue
-                        if not await self._run_cell(c, rec, namespace):
-                            break
-                    else:
-                        self.run.state = "done"
-                finally:
-                    tg.cancel_scope.cancel()
+            with self.session.running(self):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._progress_loop)
+                    try:
+                        for c, rec in zip(cells, self.run.cells):
+                            if c.kind != "code":
+                                continue
+                            if not await self._run_cell(c, rec, namespace):
+                                break
+                        else:
+                            self.run.state = "done"
+                    finally:
+                        tg.cancel_scope.cancel()
         finally:
-            sys.stdout = saved
-            self.session.approve = original_approve
-            del self.session.send
             if self.run.state == "running":
                 self.run.state = "interrupted"
                 self.run.reason = self.run.reason or "interrupted (Ctrl-C)"
@@ -373,7 +392,10 @@ class NotebookRunner:
         await poll_until(look, timeout=math.inf, interval=1.0)
 
     # -- what the session does for the cells ------------------------------------------
-    def _approve(self, original: Any) -> Any:
+    def approver(self, original: ApproveFn) -> ApproveFn:
+        """The session's approver for the run: every plan headed with where the run stands (and
+        notes of the same send in an earlier run); a dry run shows the plan and answers no itself."""
+
         async def approve(plan: Plan) -> Any:
             heading = self.heading()
             if self.dry_run:  # any other side effect a cell asks for (forward, reply, listing the inbox): shown, not done
@@ -387,13 +409,10 @@ class NotebookRunner:
                 return False
             shown = plan.model_copy(update={"heading": f"{heading}: {plan.heading}" if plan.heading else heading,
                                             "notes": plan.notes + tuple(self.notes.get(plan.relay_id or "", ()))})
-            self.in_gate = True
-            saved = sys.stdout
-            sys.stdout = self.tee.real if self.tee is not None else saved  # the prompt is not the cell's output
+            self.in_gate = True  # the prompt is not the cell's output (the gate writes to the terminal itself)
             try:
                 answer = await original(shown)
             finally:
-                sys.stdout = saved
                 self.in_gate = False
             if plan.relay_id:  # the run's own record of the operator's answer, before the gate records its own
                 self._event("notebook-answer", relay_id=plan.relay_id, approved=_approved(answer))
@@ -405,17 +424,31 @@ class NotebookRunner:
 
         return approve
 
-    async def _send(self, target: Any, body: str, *, want: Any = "none", **kw: Any) -> Delivery:
-        """session.send for the run: recorded for resume, answered from the ledger when resuming,
-        and a plan only in a dry run."""
-        if "_fallback" in kw:  # one member of a chain: the chain's own call was recorded already
-            return await type(self.session).send(self.session, target, body, want=want, **kw)
+    def echo(self, echo: Echo | None) -> Echo | None:
+        """The session's progress lines while a cell runs (not the gate's): shown as before, and kept in
+        the cell's record beside what it printed (when `keep_echo`)."""
+        if echo is None or not self.keep_echo:
+            return echo
+
+        def kept(line: str) -> None:
+            if self.tee is not None and self.cell is not None and not self.in_gate:
+                self.tee.keep(line + "\n")
+            echo(line)
+
+        return kept
+
+    async def send(self, target: Any, body: str, options: SendOptions, proceed: Proceed) -> Delivery:
+        """session.send for the run (its replay stage): recorded for resume, answered from the ledger
+        when resuming, and a plan only in a dry run."""
+        if options.fallback is not None:  # one member of a chain: the chain's own call was recorded already
+            return await proceed(target, body, options)
+        want = options.want
         cell = self.cell
         self.calls += 1
         n = self.calls
         index = cell.index if cell is not None else 0
         if self.dry_run:
-            return await self._dry_send(target, body, want=want, **kw)
+            return await self._dry_send(target, body, options)
         tgt = await self.session.target(target)
         prior = self.prior.get((index, n))
         if prior is not None:
@@ -426,9 +459,9 @@ class NotebookRunner:
             # declined, withheld, killed at the prompt: shown as such, then planned and asked again under
             # the same id (a receiver that somehow holds it takes the second as a duplicate)
             print(f"{self.heading()}: {prior['relay_id']} to {tgt.spec} {status.not_sent(str(self.resume))}; "
-                  "planned and asked again")
-            kw["relay_id"] = prior["relay_id"]
-        rid = kw.pop("relay_id", None) or self.session.ledger.next_id(self.session.me.address)
+                  "planned and asked again", file=self.tee)
+            options = options.model_copy(update={"relay_id": prior["relay_id"]})
+        rid = options.relay_id or self.session.ledger.next_id(self.session.me.address)
         key = self._send_key(index, tgt.spec, body)
         earlier = self._sent_before(key)
         if earlier:
@@ -438,17 +471,18 @@ class NotebookRunner:
         if not self.dry_run:  # found again by an indexed key, however long the ledger grows
             self.session.ledger.event("notebook-sent", relay_id=key, data={"run": self.run.id, "relay_id": rid})
         self.cell_ids.append(rid)
-        return await type(self.session).send(self.session, tgt, body, want=want, relay_id=rid, **kw)
+        return await proceed(tgt, body, options.model_copy(update={"relay_id": rid}))
 
-    async def _dry_send(self, target: Any, body: str, *, want: Any = "none", **kw: Any) -> Delivery:
+    async def _dry_send(self, target: Any, body: str, options: SendOptions) -> Delivery:
+        want = options.want
         addr = self.session.me.address
         if self._dry_n == 0:
             self._dry_n = int(self.session.ledger.peek_next_id(addr).rsplit("-", 1)[1])
         rid = f"{addr}-{self._dry_n}"
         self._dry_n += 1
         self.cell_ids.append(rid)
-        plan = await self.session.preview(target, body, want=want, transport=kw.get("transport"),
-                                          to_role=kw.get("to_role", "peer"), hop=kw.get("hop", 0),
+        plan = await self.session.preview(target, body, want=want, transport=options.transport,
+                                          to_role=options.to_role, hop=options.hop,
                                           heading=self.heading(), relay_id=rid)
         real = self.tee.real if self.tee is not None else sys.stdout  # as the gate's plan: not the cell's output
         print(plan.render() + "\ndry run: not sent", file=real, flush=True)
@@ -539,7 +573,7 @@ class NotebookRunner:
                                             relay_id=d.relay_id, payload=d.plan.payload if d.plan else body,
                                             answer="replayed from the ledger"))
         print(f"{self.heading()}: {d.relay_id} to {spec} was sent in run {self.resume} ({d.state.value}): "
-              "not sent again")
+              "not sent again", file=self.tee)
         return d
 
     # -- records --------------------------------------------------------------------------
@@ -814,10 +848,11 @@ def save_notebook(session: Any, name: str, *, overwrite: bool = False) -> Path:
 
 async def run_notebook(session: Any, path: str | Path, params: dict[str, str] | None = None, *, dry_run: bool = False,
                        resume: str | None = None, say: Callable[[str], None] | None = None,
-                       progress: Callable[[str], None] | None = None, out: Any = None) -> NotebookRun:
+                       progress: Callable[[str], None] | None = None, out: Any = None,
+                       keep_echo: bool | None = None) -> NotebookRun:
     """Parse (a syntax error stops here), check the parameters (a bad one stops here), then run."""
     runner = NotebookRunner(session, Path(path), params, dry_run=dry_run, resume=resume, say=say, progress=progress,
-                            out=out)
+                            out=out, keep_echo=keep_echo)
     return await runner.execute()
 
 

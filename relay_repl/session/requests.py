@@ -33,6 +33,8 @@ from relay_repl.core.controls import visible
 from relay_repl.core.plan import Plan
 from relay_repl.core.request import ANSWER_TYPE, DEFAULT_EXPIRY, Request, delivery_step, request_hop
 from relay_repl.session.answers import Answers, answer_refusal
+from relay_repl.session.gate import ApproveFn
+from relay_repl.session.hooks import RunHooks
 from relay_repl.session.sendoptions import SendOptions
 from relay_repl.session.shared import Shared
 from relay_repl.store.requests import RequestStore
@@ -349,31 +351,28 @@ class Requests:
     async def _decided_send(self, req: Request, rid: str, send: Callable[[], Any]) -> Delivery:
         """Run `send` with the gate's yes for plan `rid` recorded as the request's approval, at the
         moment it is given, and only while the request is still held (else the yes becomes a no)."""
-        inner = self.shared.approve
-
-        async def approve(plan: Plan) -> bool:
-            ok = bool(await inner(plan))
-            if plan.relay_id != rid:
-                return ok
-            now = self.get(req.id)
-            if now.state != "held" or now.due():
-                self.sweep()
-                self._say(f"request {req.id} is {self.get(req.id).state} now: not sent")
-                return False
-            if not ok:
-                moved = now.moved("denied", "the operator answered No at the plan")
-            else:
-                moved = now.moved("approved", delivery_id=rid)
-            if not self.store.save(moved, expect="held"):
-                self._say(f"request {req.id} was decided meanwhile: not sent")
-                return False
-            return ok
-
-        self.shared.approve = approve
-        try:
+        with self.shared.hooks.installed(_Decided(self, req, rid)):
             return await send()
-        finally:
-            self.shared.approve = inner
+
+    async def _decide(self, req: Request, rid: str, plan: Plan, inner: ApproveFn) -> bool:
+        """The operator's answer to `plan` (asked of `inner`), and for the request's own plan `rid`, that
+        answer recorded as the request's decision while it is still held (else a yes becomes a no)."""
+        ok = bool(await inner(plan))
+        if plan.relay_id != rid:
+            return ok
+        now = self.get(req.id)
+        if now.state != "held" or now.due():
+            self.sweep()
+            self._say(f"request {req.id} is {self.get(req.id).state} now: not sent")
+            return False
+        if not ok:
+            moved = now.moved("denied", "the operator answered No at the plan")
+        else:
+            moved = now.moved("approved", delivery_id=rid)
+        if not self.store.save(moved, expect="held"):
+            self._say(f"request {req.id} was decided meanwhile: not sent")
+            return False
+        return ok
 
     # -- the answer, to the asker -------------------------------------------------------------
     def _answer_of(self, req: Request, delivery: Delivery | None) -> InboundMessage | None:
@@ -439,3 +438,17 @@ class Requests:
         self.store.save(self.get(req.id).model_copy(update={"answer_from": who, "answer_id": d.relay_id,
                                                            "answer_state": d.state.value}))
         return d
+
+
+class _Decided(RunHooks):
+    """While an agent's request is sent: the session's approver, with the yes to the request's own
+    plan recorded as the request's approval (Requests._decide)."""
+
+    def __init__(self, requests: Requests, req: Request, rid: str) -> None:
+        self.requests, self.req, self.rid = requests, req, rid
+
+    def approver(self, approve: ApproveFn) -> ApproveFn:
+        async def decided(plan: Plan) -> bool:
+            return await self.requests._decide(self.req, self.rid, plan, approve)
+
+        return decided

@@ -38,6 +38,8 @@ from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import DELIVERED, Delivery, DeliveryState
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt
 from relay_repl.core.peertext import quote
+from relay_repl.session.gate import ApproveFn
+from relay_repl.session.hooks import RunHooks
 from relay_repl.session.journal import JournalMismatch, check_row, sealed, send_status
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, LoopHalt, RelayError, UsageError
 from relay_repl.core.plan import Plan
@@ -165,6 +167,24 @@ def parse_answer(line: str) -> Envelope | None:
         return None
 
 
+class _OneAtATime(RunHooks):
+    """A recipe run's hook on the session's approver: one prompt on the terminal at a time (sends
+    and waits stay concurrent), and nothing more asked once the run is stopping."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.lock = anyio.Lock()
+
+    def approver(self, approve: ApproveFn) -> ApproveFn:
+        async def one_at_a_time(plan: Plan) -> bool:
+            async with self.lock:
+                if self.runner._stopping:
+                    return False  # the run is stopping: nothing more is asked, nothing more is sent
+                return bool(await approve(plan))
+
+        return one_at_a_time
+
+
 class Runner:
     """Runs (or resumes, or dry-runs) one recipe on one session."""
 
@@ -275,29 +295,21 @@ class Runner:
                             params=self.params, pid=os.getpid())
         if self.dry_run:
             self._next_n = int(self.ledger.peek_next_id(self.session.me.address).rsplit("-", 1)[1])
-        original = self.session.approve
-        lock = anyio.Lock()
-
-        async def one_at_a_time(plan: Plan) -> bool:
-            async with lock:  # one prompt on the terminal at a time; sends and waits stay concurrent
-                if self._stopping:
-                    return False  # the run is stopping: nothing more is asked, nothing more is sent
-                return bool(await original(plan))
-
-        self.session.approve = one_at_a_time
+        hooks = _OneAtATime(self)
         try:
-            if self.resume and not self.dry_run:
-                self._check_journal()  # a row the stopped run did not write: stop before anything is sent
-            await self.resolve_targets()
-            if not self.dry_run:
-                await self._reply_route()
-            for round_ in range(1, self.recipe.rounds + 1):
-                self.run.round = round_
-                await self._round(round_)
-                if self._until_met(round_):
-                    self.run.reason = f"a reply contains {self.recipe.until!r}"
-                    break
-            self.run.state = "planned" if self.dry_run else "done"
+            with self.session.running(hooks):
+                if self.resume and not self.dry_run:
+                    self._check_journal()  # a row the stopped run did not write: stop before anything is sent
+                await self.resolve_targets()
+                if not self.dry_run:
+                    await self._reply_route()
+                for round_ in range(1, self.recipe.rounds + 1):
+                    self.run.round = round_
+                    await self._round(round_)
+                    if self._until_met(round_):
+                        self.run.reason = f"a reply contains {self.recipe.until!r}"
+                        break
+                self.run.state = "planned" if self.dry_run else "done"
         except RecipeError:
             raise  # a usage error (an unknown target...): found before anything was sent
         except LoopHalt as exc:  # a halt raised by the session during a send: the run stops at once
@@ -309,7 +321,6 @@ class Runner:
             if stop.state in ("withheld", "timed-out", "unconfirmed", "failed"):
                 self.say(f"  resume it with `relay run --resume {self.run.id}` or `await session.resume({self.run.id!r})`")
         finally:
-            self.session.approve = original
             if self.run.state == "running":  # cancelled or crashed in between: the ledger says so
                 self._event("run-end", state="interrupted", reason="the run was cancelled")
         self._event("run-end", state=self.run.state, reason=self.run.reason, max_hop=self.run.max_hop)

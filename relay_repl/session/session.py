@@ -30,6 +30,7 @@ whoever waits in `d.wait_reply()` / `session.expect()`. A relay-halt ends every 
 from __future__ import annotations
 
 import warnings
+from contextlib import AbstractContextManager
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
@@ -52,6 +53,7 @@ from relay_repl.session.answers import Answers, answer_refusal
 from relay_repl.session.finder import Finder
 from relay_repl.session.gate import ApproveFn, DenyGate
 from relay_repl.session.gating import Gatekeeper
+from relay_repl.session.hooks import RunHooks
 from relay_repl.session.request_mirror import MirroredStore
 from relay_repl.session.requests import Requests, RequestTable
 from relay_repl.session.sending import Sender, remote_spec
@@ -112,8 +114,13 @@ class Session:
         return self.shared.approve
 
     @approve.setter
-    def approve(self, approve: ApproveFn) -> None:  # the runner and the notebook swap it for a run
-        self.shared.approve = approve
+    def approve(self, approve: ApproveFn) -> None:  # the operator's own gate; a run adds to it through `running`
+        self.shared.operator_approve = approve
+
+    def running(self, hooks: RunHooks) -> AbstractContextManager[RunHooks]:
+        """`with session.running(hooks):` puts a run's hooks on the send path for the block's length:
+        its approver per call and its replay stage for `send` (session/hooks.py)."""
+        return self.shared.hooks.installed(hooks)
 
     @property
     def me(self) -> Me:
@@ -232,9 +239,12 @@ class Session:
         `transport` may be a name, a transport object (`session.transports.tmux`) or a chain
         (`session.transports.codex_queue | session.transports.tmux`).
         """
-        return await self.sender.send(target, body, SendOptions(
-            want=want, transport=transport, to_role=to_role, durable=durable, native_reply=native_reply,
-            timeout=timeout, hop=hop, heading=heading, relay_id=relay_id, reply_via=reply_via, fallback=_fallback))
+        options = SendOptions(want=want, transport=transport, to_role=to_role, durable=durable,
+                              native_reply=native_reply, timeout=timeout, hop=hop, heading=heading, relay_id=relay_id,
+                              reply_via=reply_via, fallback=_fallback)
+        if not self.shared.hooks:
+            return await self.sender.send(target, body, options)
+        return await self.shared.hooks.send(target, body, options, self.sender.send)  # a run's replay stage
 
     def reply_route(self, target: Target, relay_id: str = "<relay id>", via: str | None = None) -> ReplyRoute:
         """How `target` would answer a message from here (its agent module decides, from its

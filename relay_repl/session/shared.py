@@ -2,8 +2,9 @@
 progress goes, and this process's deliveries.
 
 Why one object: the session is split into parts with one job each (finding targets, sending,
-answers); each reads these at call time, so `session.echo = ...` or `session.approve = ...`
-(the runner and the notebook swap the approver) reaches every part at once.
+answers); each reads these at call time, so a new echo or operator's approver set on the
+session reaches every part at once, and so do the hooks a run installs (session/hooks.py: a
+notebook or recipe run wraps the approver and the echo through them, never by assignment).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from relay_repl.core.delivery import Delivery, DeliveryTable
 from relay_repl.core.errors import LoopHalt, UsageError
 from relay_repl.core.target import Me
 from relay_repl.session.gate import ApproveFn
+from relay_repl.session.hooks import Hooks
 from relay_repl.store.ledger import Ledger
 
 
@@ -33,20 +35,36 @@ class Shared:
     def __init__(self, *, ledger: Ledger, approve: ApproveFn, me: Me,
                  echo: Callable[[str], None] | None = None) -> None:
         self.ledger = ledger
-        self.approve = approve
+        self.operator_approve = approve  # the operator's own gate (what the REPL, the CLI or a test gave)
         self.me = me
+        self.hooks = Hooks()  # what the runs in progress add (session/hooks.py)
         self.echo = echo
         self.deliveries: list[Delivery] = DeliveryTable()  # prints as a table in the REPL
 
     @property
+    def approve(self) -> ApproveFn:
+        """The approver the gate asks now: the operator's, as each run in progress wraps it."""
+        return self.hooks.approver(self.operator_approve) if self.hooks else self.operator_approve
+
+    @property
     def echo(self) -> Callable[[str], None] | None:
         """Where progress and inbound lines go; None: nowhere. Whatever is assigned is wrapped in
-        `safe_echo`, so a peer's escape sequence or bidi override never reaches the terminal raw."""
-        return self._echo
+        `safe_echo`, so a peer's escape sequence or bidi override never reaches the terminal raw
+        (nor a run's capture of it: the runs' echo hooks sit inside the neutraliser)."""
+        if not self.hooks:
+            return self._echo
+        hooked = self.hooks.echo(self._raw_echo)
+        return None if hooked is None else self._echo if hooked is self._raw_echo else safe_echo(hooked)
 
     @echo.setter
     def echo(self, echo: Callable[[str], None] | None) -> None:
+        self._raw_echo = echo
         self._echo = safe_echo(echo) if echo is not None else None
+
+    @property
+    def echoes_to_stdout(self) -> bool:
+        """Whether progress lines are printed to standard output (the REPL's and the CLI's default)."""
+        return self._raw_echo is print
 
     def say(self, line: str) -> None:
         """A progress line to the echo, or to stdout when there is none."""

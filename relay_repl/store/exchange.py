@@ -13,8 +13,8 @@ Halts recorded while the exchange ran, and how a run ended, are marks.
 
 from __future__ import annotations
 
-from relay_repl.core.envelope import header_fields
-from relay_repl.core.errors import DiscoveryError, EnvelopeError
+from relay_repl.core.envelope import header_of
+from relay_repl.core.errors import DiscoveryError
 from relay_repl.core.exchange import OPERATOR, Exchange, Mark, Message
 from relay_repl.core.inbound import InboundMessage
 from relay_repl.store.ledger import Event, Ledger
@@ -24,11 +24,10 @@ _REFUSED = {"refused", "withheld"}
 
 
 def _hop(payload: str | None) -> int | None:
-    if not payload or not payload.startswith("[relay/1 ") or "]" not in payload:
-        return None
+    fields = header_of(payload)
     try:
-        return int(header_fields(payload[len("[relay/1 "): payload.index("]")]).get("hop", ""))
-    except (EnvelopeError, ValueError):
+        return int(fields["hop"]) if fields is not None else None
+    except (KeyError, ValueError):
         return None
 
 

@@ -233,8 +233,8 @@ class Hostile:
     def reply(self, relay_id: str) -> dict[str, Any]:
         who = "claude:gamma" if "reply-other" in self.lies else "claude:alpha"
         answers = "standin.4242-77" if "reply-wrong-id" in self.lies else relay_id
-        line = (f"[relay/1 from=agent:claude-code@{who.split(':')[1]} to=operator id=gamma-1 hop=1 want=none "
-                f"re={answers}] reply to {answers}: done")
+        line = Envelope.make(sender=f"agent:claude-code@{who.split(':')[1]}", to="operator", id="gamma-1", hop=1,
+                             re=answers, body=f"reply to {answers}: done").compose()
         msg = {"seq": 1, "at": 0.0, "relay_id": "gamma-1", "peer": f"agent:claude-code@{who}", "line": line,
                "origin": {"verifiedPeerPid": 5005}, "answers": answers, "hop": 1,
                "verdict": {"verdict": "verified", "pid": 5005, "session": who, "session_pid": 5005,

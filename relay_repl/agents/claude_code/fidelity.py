@@ -17,6 +17,7 @@ from relay_repl.agents.fidelity import (Dialog, Expect, Marks, NativeLab, Screen
                                        TmuxLab, main_texts, send_while_busy)
 from relay_repl.agents.kind import FidelityFact
 from relay_repl.core.delivery import DeliveryState
+from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Target
 
 _D, _N, _T = "discovery:", "native:", "tmux:"
@@ -237,7 +238,8 @@ TMUX_NAME = "alpha"
 
 
 async def busy_claude_enter_queues_then_delivers(lab: TmuxLab) -> None:
-    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-claude hop=0 want=none] typed while claude is busy"
+    payload = Envelope.make(sender="operator:relay@t", to="peer", id="t-busy-claude",
+                            body="typed while claude is busy").compose()
     d = await send_while_busy(lab, TMUX_NAME, payload, hold=6, timeout=40,
                               why="busy Claude: one Enter, never a second, never Tab")
     assert d.evidence[0].data["reading"]["kind"] == "busy", d.evidence[0].data["reading"]

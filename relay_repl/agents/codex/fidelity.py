@@ -17,6 +17,7 @@ from relay_repl.agents.fidelity import (Dialog, Expect, FidelityLab, Marks, Nati
                                        ScreenStage, TmuxLab, main_texts, send_while_busy)
 from relay_repl.agents.kind import FidelityFact
 from relay_repl.core.delivery import DeliveryState
+from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Target
 
 _D, _N, _T = "discovery:", "native:", "tmux:"
@@ -310,7 +311,8 @@ TMUX_NAME = "beta"
 
 
 async def busy_codex_enter_steers_into_the_running_turn(lab: TmuxLab) -> None:
-    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-codex hop=0 want=none] typed while codex is busy"
+    payload = Envelope.make(sender="operator:relay@t", to="peer", id="t-busy-codex",
+                            body="typed while codex is busy").compose()
     d = await send_while_busy(lab, TMUX_NAME, payload, hold=8, timeout=30,
                               why="Codex steers on Enter: the Tab branch must not fire")
     item = d.evidence[-1].data["item"]

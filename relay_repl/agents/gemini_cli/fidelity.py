@@ -20,6 +20,7 @@ from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
 from relay_repl.agents.kind import FidelityFact
 from relay_repl.core.delivery import DeliveryState
+from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Target
 
 _D, _T = "discovery:", "tmux:"
@@ -212,7 +213,8 @@ async def busy_gemini_enter_queues_then_delivers(lab: TmuxLab) -> None:
     records it, as an ordinary user record, only when the busy turn ends and it is sent."""
     await lab.idle(TMUX_NAME)
     await lab.make_busy(TMUX_NAME, 6)
-    payload = "[relay/1 from=operator:relay@t to=peer id=t-busy-gemini hop=0 want=none] typed while gemini is busy?"
+    payload = Envelope.make(sender="operator:relay@t", to="peer", id="t-busy-gemini",
+                            body="typed while gemini is busy?").compose()
     try:
         d, keys, target = await lab.live_send(TMUX_NAME, payload, timeout=40)
     finally:

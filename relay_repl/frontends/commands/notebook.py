@@ -70,7 +70,8 @@ def cmd_notebook_run(args: argparse.Namespace) -> int:
         session = make_session(fake=args.fake, echo=say, approve=approve, ledger=ledger)
         async with inbox_open(session, say, listen=not args.dry_run):
             return await run_notebook(session, args.file, params, dry_run=args.dry_run, resume=args.resume,
-                                      say=say, progress=err, out=sys.stderr if args.json else None)
+                                      say=say, progress=err, out=sys.stderr if args.json else None,
+                                      keep_echo=not args.json)  # progress on stdout is shown with the cells' prints
 
     run = anyio.run(go)
     if args.json:

@@ -46,10 +46,11 @@ from typing import Any
 
 from relay_repl.agents import registry
 from relay_repl.agents.fidelity import Expect, Marks
+from relay_repl.core.envelope import Envelope
 from relay_repl.lab.fidelity.checks import lab_counts
 
-LONG = ("[relay/1 from=operator:relay@rec to=peer id=rec-7 hop=0 want=none] a long line that the composer has "
-        "to wrap: " + " ".join(f"word{i}" for i in range(40)))
+LONG = Envelope.make(sender="operator:relay@rec", to="peer", id="rec-7",
+                     body="a long line that the composer has to wrap: " + " ".join(f"word{i}" for i in range(40))).compose()
 
 
 class Recorder:

@@ -28,6 +28,7 @@ import relay_repl.store.paths as paths
 from relay_repl.agents import registry
 from relay_repl.agents.fidelity import TmuxLab, calm_rows
 from relay_repl.core.delivery import Delivery, DeliveryState
+from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Target
 from relay_repl.lab.approvals import approved_send
 from relay_repl.lab.stubs.client import SyncStubClient
@@ -242,8 +243,8 @@ async def idle_delivery_with_receiver_evidence(name: str, rounds: int = 3) -> li
         await idle(name)
         # `?` and `!` inside the line: a client reading a burst against its composer as last drawn
         # (Gemini) takes them as commands unless its first characters go alone (`tmux_lead`)
-        payload = (f"[relay/1 from=operator:relay@t to=peer id=t-{name}-{i} hop=0 want=none] idle tmux {name} {i}: "
-                   "are you there? !yes")
+        payload = Envelope.make(sender="operator:relay@t", to="peer", id=f"t-{name}-{i}",
+                                body=f"idle tmux {name} {i}: are you there? !yes").compose()
         d, io, target = await live_send(name, payload)
         assert d.state is DeliveryState.IN_TURN, d.summary() + "\n" + "\n".join(e.detail for e in d.evidence)
         assert typed_once(io.keys, payload, target), io.keys

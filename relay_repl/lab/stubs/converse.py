@@ -47,7 +47,7 @@ from collections.abc import Callable
 from typing import Any
 
 from relay_repl.core.mcp_names import MCP_TOOL
-from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt, encode_value
+from relay_repl.core.envelope import HOP_CAP, PREFIX, Envelope, contains_halt
 from relay_repl.core.errors import EnvelopeError
 from relay_repl.lab.stubs import apis
 from relay_repl.lab.stubs.script import Step, ToolCall
@@ -64,7 +64,7 @@ def sender_kind(api: str) -> str:
             return k.kind
     return "agent"
 
-ENVELOPE_START = re.compile(r"\[relay/1 ")
+ENVELOPE_START = re.compile(re.escape(PREFIX))
 QUOTE_CHARS = 60
 
 PeerResolver = Callable[[Envelope], str | None]
@@ -102,18 +102,10 @@ def reply_body(env: Envelope) -> str:
 def reply_line(env: Envelope, *, sender: str, new_id: str) -> str:
     """The reply envelope a Claude lab agent sends: hop + 1, want=none, `re=<id answered>`.
 
-    `re=` follows `want=` (the conversation contract). Built through `Envelope` when it
-    knows the field, else appended to the header in the same encoding.
+    `re=` follows `want=` (the conversation contract): `Envelope.header` writes it there.
     """
-    nxt = env.next_hop()
-    fields: dict[str, Any] = {
-        "sender": sender, "to": env.role, "id": new_id, "hop": nxt.hop, "want": "none", "body": reply_body(env),
-    }
-    if "re" in Envelope.model_fields:
-        return Envelope.make(**fields, re=env.id).compose()
-    plain = Envelope.make(**fields)
-    head = plain.header[:-1] + f" re={encode_value(env.id)}]"
-    return f"{head} {plain.body}"
+    return Envelope.make(sender=sender, to=env.role, id=new_id, hop=env.next_hop().hop, want="none", re=env.id,
+                         body=reply_body(env)).compose()
 
 
 ASK_RE = re.compile(r"\bask (?P<to>[^\s:]+:[^\s:]+(?:/[^\s:]+:[^\s:]+)?) via relay"
