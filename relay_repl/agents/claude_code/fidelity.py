@@ -48,6 +48,10 @@ COMPOSER_END_KEY = "End"
 """The tmux key that moves the cursor to the end of Claude's composer (the lab clears a draft with it and C-u)."""
 
 
+# built at import, so a fast test that imports this module fails on an envelope the builder refuses
+BUSY_PAYLOAD = Envelope.make(sender="operator:relay@t", to="peer", id="t-busy-claude-1", body="typed while claude is busy").compose()
+
+
 def tmux_unconfirmed(confirm: dict[str, Any], payload: str) -> str | None:
     """Why the tmux transport's confirm-stage data is not Claude's own evidence of `payload` typed
     by a human (its transcript record, origin human, holding the text), or None when it is."""
@@ -238,8 +242,7 @@ TMUX_NAME = "alpha"
 
 
 async def busy_claude_enter_queues_then_delivers(lab: TmuxLab) -> None:
-    payload = Envelope.make(sender="operator:relay@t", to="peer", id="t-busy-claude",
-                            body="typed while claude is busy").compose()
+    payload = BUSY_PAYLOAD
     d = await send_while_busy(lab, TMUX_NAME, payload, hold=6, timeout=40,
                               why="busy Claude: one Enter, never a second, never Tab")
     assert d.evidence[0].data["reading"]["kind"] == "busy", d.evidence[0].data["reading"]

@@ -49,6 +49,10 @@ COMPOSER_END_KEY = "C-e"
 """The tmux key that moves the cursor to the end of Codex's composer (the lab clears a draft with it and C-u)."""
 
 
+# built at import, so a fast test that imports this module fails on an envelope the builder refuses
+BUSY_PAYLOAD = Envelope.make(sender="operator:relay@t", to="peer", id="t-busy-codex-1", body="typed while codex is busy").compose()
+
+
 def tmux_unconfirmed(confirm: dict[str, Any], payload: str) -> str | None:
     """Why the tmux transport's confirm-stage data is not Codex's own evidence of a typed line that
     started a turn of its own (the rollout item: a user turn trigger, not steered), or None when it is."""
@@ -311,8 +315,7 @@ TMUX_NAME = "beta"
 
 
 async def busy_codex_enter_steers_into_the_running_turn(lab: TmuxLab) -> None:
-    payload = Envelope.make(sender="operator:relay@t", to="peer", id="t-busy-codex",
-                            body="typed while codex is busy").compose()
+    payload = BUSY_PAYLOAD
     d = await send_while_busy(lab, TMUX_NAME, payload, hold=8, timeout=30,
                               why="Codex steers on Enter: the Tab branch must not fire")
     item = d.evidence[-1].data["item"]

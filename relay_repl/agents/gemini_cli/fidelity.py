@@ -54,6 +54,10 @@ COMPOSER_END_KEY = "End"
 """The tmux key that moves the cursor to the end of Gemini's composer (the lab clears a draft with it and C-u)."""
 
 
+# built at import, so a fast test that imports this module fails on an envelope the builder refuses
+BUSY_PAYLOAD = Envelope.make(sender="operator:relay@t", to="peer", id="t-busy-gemini-1", body="typed while gemini is busy?").compose()
+
+
 def tmux_unconfirmed(confirm: dict[str, Any], payload: str) -> str | None:
     """Why the tmux transport's confirm-stage data is not Gemini's own evidence of `payload` typed (its chat
     file's record of that id, read here afresh: `type` user and `content` exactly `[{"text": payload}]`),
@@ -213,8 +217,7 @@ async def busy_gemini_enter_queues_then_delivers(lab: TmuxLab) -> None:
     records it, as an ordinary user record, only when the busy turn ends and it is sent."""
     await lab.idle(TMUX_NAME)
     await lab.make_busy(TMUX_NAME, 6)
-    payload = Envelope.make(sender="operator:relay@t", to="peer", id="t-busy-gemini",
-                            body="typed while gemini is busy?").compose()
+    payload = BUSY_PAYLOAD
     try:
         d, keys, target = await lab.live_send(TMUX_NAME, payload, timeout=40)
     finally:
