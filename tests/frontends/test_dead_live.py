@@ -74,8 +74,17 @@ async def test_a_send_killed_mid_send_is_a_dead_letter_and_retry_will_not_send_i
         (outcome,) = [e for e in led.events(relay_id=rid) if e.kind == "outcome"]  # the retry's start swept it
         assert outcome.data["state"] == "interrupted" and outcome.data["stage"] == "enqueue"
 
+        async def reached() -> list:
+            return [r for r in await stub.requests("beta", kind="main") if BODY in r.last_text and not r.tool_result]
+
+        # The queue drains one item per idle transition: beta can read idle for a moment between the busy
+        # turn's end and the turn our item starts (fresh run f3 looked in that moment and saw none). So
+        # wait for the item's turn to reach the model, then for idle, then count.
+        with anyio.move_on_after(120):
+            while not await reached():
+                await anyio.sleep(0.5)
         await anyio.to_thread.run_sync(lambda: helpers.wait_idle("beta", timeout=120))
-        got = [r for r in await stub.requests("beta", kind="main") if BODY in r.last_text and not r.tool_result]
+        got = await reached()
         assert len(got) == 1, [r.last_text[:80] for r in got]  # the queued item reached Codex once
     listed = relay("dead", "--json")
     assert rid in listed.stdout  # still on the shelf until dropped: the retry sent nothing
