@@ -229,15 +229,7 @@ def reply_calls(rollout: Path | str, relay_id: str, text: str | None) -> int:
 def pending_calls(rollout: Path | str, tool: str) -> list[str]:
     """Call ids of `tool` calls in the rollout's tail that have no output yet: a call in flight,
     which is what the tool's own server sees while it runs."""
-    calls: list[str] = []
-    done: set[str] = set()
-    for rec in jsonl.latest_first(rollout, tail=CALL_TAIL, containing=b"function_call"):
-        p = rec.get("payload") or {}
-        if p.get("type") == "function_call_output":
-            done.add(str(p.get("call_id")))
-        elif p.get("type") == "function_call" and p.get("name") == tool:
-            calls.append(str(p.get("call_id")))
-    return [c for c in calls if c not in done]
+    return pending_calls_where(rollout, lambda p: p.get("type") == "function_call" and p.get("name") == tool)
 
 
 def _relay_ask_words(payload: dict[str, Any]) -> list[str] | None:
@@ -277,9 +269,10 @@ def holds_status_call(payload: dict[str, Any], request_id: str) -> bool:
         f"--status={request_id}" in words)
 
 
-def pending_ask_calls(rollout: Path | str, holds: Callable[[dict[str, Any]], bool]) -> list[str]:
+def pending_calls_where(rollout: Path | str, holds: Callable[[dict[str, Any]], bool]) -> list[str]:
     """Call ids of the rollout's calls that `holds` accepts and that have no output yet: the call in
-    flight, which is what the operator's inbox (or the status tool) sees while the asking tool waits."""
+    flight, which is what the tool's server, the operator's inbox or the status tool sees while the
+    calling tool waits. The one scan behind pending_calls, pending_send_calls, pending_status_calls."""
     calls: list[str] = []
     done: set[str] = set()
     for rec in jsonl.latest_first(rollout, tail=CALL_TAIL, containing=b"function_call"):
@@ -293,9 +286,9 @@ def pending_ask_calls(rollout: Path | str, holds: Callable[[dict[str, Any]], boo
 
 def pending_send_calls(rollout: Path | str, text: str) -> list[str]:
     """The calls in flight asking relay to send `text` (see holds_send_call)."""
-    return pending_ask_calls(rollout, lambda p: holds_send_call(p, text))
+    return pending_calls_where(rollout, lambda p: holds_send_call(p, text))
 
 
 def pending_status_calls(rollout: Path | str, request_id: str) -> list[str]:
     """The calls in flight reading request `request_id` (see holds_status_call)."""
-    return pending_ask_calls(rollout, lambda p: holds_status_call(p, request_id))
+    return pending_calls_where(rollout, lambda p: holds_status_call(p, request_id))
