@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -31,20 +30,11 @@ from relay_repl.session.inbox import Inbox
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target
+from tests.support.inbox_peer import PEER_LINE
 
 pytestmark = pytest.mark.anyio
 
-SENDER = textwrap.dedent("""
-    import json, socket, sys
-    path, line = sys.argv[1], sys.argv[2]
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    frame = {"type": "user", "message": {"role": "user", "content": line}, "msg_id": "m", "from": "test"}
-    s.sendall(json.dumps(frame).encode() + b"\\n")
-    s.shutdown(socket.SHUT_WR)
-    while s.recv(4096):
-        pass
-""")
+SENDER = PEER_LINE
 # the stand-in agent runs the sender only once told to: the test knows the agent's pid by then
 # (under load, the inbox could otherwise judge the sender before the pid was written down)
 AGENT = "import subprocess, sys; sys.stdin.readline(); subprocess.run(sys.argv[1:], check=True)"

@@ -34,6 +34,7 @@ from relay_repl.session.inbox import Inbox
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target
+from tests.support.inbox_peer import PEER_LINE
 
 pytestmark = pytest.mark.anyio
 
@@ -57,17 +58,7 @@ RAW = textwrap.dedent("""
         got += chunk
     print(got.decode())
 """)
-REPLIER = textwrap.dedent("""
-    import json, socket, sys
-    path, line = sys.argv[1], sys.argv[2]
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    frame = {"type": "user", "message": {"role": "user", "content": line}, "msg_id": "m", "from": "test"}
-    s.sendall(json.dumps(frame).encode() + b"\\n")
-    s.shutdown(socket.SHUT_WR)
-    while s.recv(4096):
-        pass
-""")
+REPLIER = PEER_LINE
 # the stand-in agent runs its command only once told to: the test knows the agent's pid by then
 AGENT = ("import subprocess, sys; sys.stdin.readline(); "
          "r = subprocess.run(sys.argv[1:], check=True, capture_output=True, text=True); print(r.stdout, end='')")
