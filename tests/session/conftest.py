@@ -17,3 +17,14 @@ def h2(tmp_path, monkeypatch, relay_home):
         monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "local-claude"))
         monkeypatch.setenv("CODEX_HOME", str(tmp_path / "local-codex"))
         yield root
+
+
+@pytest.fixture
+def mcp():
+    """A real `relay mcp` process on a pipe, closed after the test if it still runs."""
+    from tests.support.mcp_pipe import McpPipe
+
+    pipe = McpPipe()
+    yield pipe
+    if pipe.proc.poll() is None:
+        pipe.close()

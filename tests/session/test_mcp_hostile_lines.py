@@ -9,15 +9,7 @@ import json
 import pytest
 
 from relay_repl.core import jsonrpc
-from tests.session.test_mcp_protocol import McpPipe, init_params
-
-
-@pytest.fixture
-def mcp():
-    pipe = McpPipe()
-    yield pipe
-    if pipe.proc.poll() is None:
-        pipe.close()
+from tests.support.mcp_pipe import McpPipe, init_params
 
 
 def still_answers(mcp: McpPipe, n: int) -> None:

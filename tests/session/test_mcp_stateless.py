@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from relay_repl.session.mcp_server import PROTOCOL_VERSIONS
-from tests.session.test_mcp_protocol import McpPipe, init_params
+from tests.support.mcp_pipe import McpPipe, init_params
 
 CAPTURE = Path(__file__).parent / "captures" / "mcp-2026-07-28-client.jsonl"
 

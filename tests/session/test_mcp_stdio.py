@@ -25,7 +25,7 @@ from relay_repl.core.mcp_names import MCP_TOOL
 from relay_repl.session.mcp_server import REQUESTS_TOOL
 from relay_repl.store.ledger import Ledger
 from relay_repl.system.proc import proc_start
-from tests.session.test_mcp_protocol import WAIT, McpPipe, init_params
+from tests.support.mcp_pipe import WAIT, McpPipe, init_params
 from tests.session.test_mcp_server import sent
 
 
