@@ -67,17 +67,20 @@ class RemoteApproval(BaseModel):
     transport: str
 
 
-def neutral(value: Any, keep_newlines: bool = False) -> Any:
+def neutral(value: Any) -> Any:
     """`value` (a decoded frame from a host) with every string, key or value, passed through `visible`:
-    nothing a host wrote can act on a terminal, whatever command shows it later. Inside a `plan` a line
-    feed is kept (a message's payload may span lines, its wrapper does): a plan is checked against its
-    digest and only ever shown through Plan.render, which shows each of its parts inert."""
+    nothing a host wrote can act on a terminal, whatever command shows it later. A `plan` is the one
+    part kept as the host sent it: it is checked against its digest (and against the send that was
+    asked) byte for byte, and only ever shown through Plan.render, which passes each part through
+    `visible`. Neutralising it here changed the payload of any message holding a line feed, a
+    bidi mark (U+200F, common in Hebrew and Arabic text) or U+2028, so its digest no longer matched
+    and an honest host's plan was declined as a lie."""
     if isinstance(value, str):
-        return visible(value, keep_newlines=keep_newlines)
+        return visible(value)
     if isinstance(value, list):
-        return [neutral(v, keep_newlines) for v in value]
+        return [neutral(v) for v in value]
     if isinstance(value, dict):
-        return {visible(str(k)): neutral(v, keep_newlines or k == "plan") for k, v in value.items()}
+        return {visible(str(k)): v if k == "plan" else neutral(v) for k, v in value.items()}
     return value
 
 

@@ -250,3 +250,20 @@ def test_a_plan_whose_payload_spans_lines_keeps_its_digest_and_other_strings_los
     frame = neutral({"ask": {"plan": plan.model_dump(mode="json")}, "result": {"name": "alpha\ndelivered (in_turn)"}})
     assert plan_digest(Plan.model_validate(frame["ask"]["plan"])) == plan_digest(plan)
     assert frame["result"]["name"] == "alpha\\x0adelivered (in_turn)"
+
+
+
+def test_a_plan_whose_payload_holds_a_bidi_mark_or_a_line_separator_keeps_its_digest():
+    """An honest host's plan for a body with U+200F (Hebrew, Arabic text) or U+2028 was declined as
+    "does not match its own digest": the neutraliser rewrote the payload before the digest check."""
+    from relay_repl.core.approval import plan_digest
+    from relay_repl.core.host_claims import neutral
+    from relay_repl.core.plan import Plan
+
+    body = "[relay/1 from=a:b@c to=peer id=c-1 hop=0 want=none] \u05e9\u05dc\u05d5\u05dd\u200f ok\u2028next"
+    plan = Plan(action="send to claude:alpha", target="claude:alpha", identified_by="x", transport="claude-code-socket",
+                payload=body, delivered_when="x", relay_id="c-1")
+    frame = neutral({"ask": {"plan": plan.model_dump(mode="json")}, "result": {"name": "a\u200fb\x1b[2J"}})
+    assert plan_digest(Plan.model_validate(frame["ask"]["plan"])) == plan_digest(plan)
+    assert "\u200f" not in frame["result"]["name"] and "\x1b" not in frame["result"]["name"]
+    assert "\u200f" not in Plan.model_validate(frame["ask"]["plan"]).render()  # shown inert all the same
