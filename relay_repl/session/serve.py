@@ -144,7 +144,7 @@ class Server:
         """The operator's relay writes a request's state into this host's copy (its asker reads it here,
         with relay_request_status): only the state and its steps, never who asked or what."""
         from relay_repl.core.host_requests import host_update
-        from relay_repl.core.request import Request
+        from relay_repl.core.request import DECIDED, Request
         from relay_repl.store.ledger import Ledger
         from relay_repl.store.requests import RequestStore
 
@@ -157,6 +157,8 @@ class Server:
                 raise UsageError(f"no request {rid!r} on {socket.gethostname()}")
             sent = args.get("update")
             update = host_update(sent if isinstance(sent, dict) else {})
+            if kept.state in DECIDED and update.get("state", kept.state) == "held":
+                raise UsageError(f"request {rid} is {kept.state} here: a decided request is never held again")
             try:
                 moved = Request.model_validate({**kept.model_dump(mode="json"), **update})
             except ValueError as exc:
@@ -334,6 +336,11 @@ def run_stdio(fake: bool = False) -> int:
     fake:inbox target too, as `relay --fake send` does."""
     if sys.stdin.isatty():
         raise UsageError("relay serve --stdio answers another relay over ssh; it is not for a terminal")
+    from relay_repl.session.asking import refuse_inside_agent
+
+    # Its ops list and rewrite agents' requests and approve its own sends: the operator's acts, never an
+    # agent's (an agent piping `request_state` into it could un-deny a request or deny another's).
+    refuse_inside_agent("relay serve --stdio")
     make: Any = None
     extra: tuple[Any, ...] = ()
     if fake:

@@ -67,3 +67,47 @@ def test_a_serving_relay_never_expires_approves_or_denies_its_forwarded_requests
         s.deny_request("beta-1")
     s.asks.forwarding = False  # the same request on an operator's own relay: expired by its sweep
     assert [r.state for r in s.asks.sweep()] == ["expired"]
+
+
+def test_a_decided_request_is_never_held_again_by_request_state(relay_home):
+    """A state going backwards is refused here too (the operator's relay refuses it when a host lists
+    it): `request_state` piped in by anyone once brought a denied request back to held, ready to approve."""
+    led = Ledger.default()
+    RequestStore(led).add(Request.held(id="beta-1", asker="codex:beta", verdict="verified", evidence="pid 7",
+                                       asker_pid=7, to="claude:alpha", body="hi", want="reply", hop=0, line="l"))
+    led.close()
+    denied, back = serve(req(1, "request_state", id="beta-1", update={"state": "denied", "why": "no"}),
+                         req(2, "request_state", id="beta-1", update={"state": "held", "expires": 9999999999}))
+    assert denied["ok"] and denied["result"]["state"] == "denied", denied
+    assert not back["ok"] and "never held again" in back["error"], back
+    led = Ledger.default()
+    try:
+        assert RequestStore(led).get("beta-1").state == "denied"
+    finally:
+        led.close()
+
+
+def test_relay_serve_refuses_to_run_inside_an_agent_session(monkeypatch):
+    """Its ops list every held request and rewrite their states: an agent's shell (stdin a pipe, as
+    over ssh) could pipe them in. Refused, judged by the process's ancestry like `relay approve`."""
+    import io
+
+    import pytest
+
+    from relay_repl.agents.origin import OriginJudge
+    from relay_repl.core.errors import PolicyRefusal
+    from relay_repl.core.inbound import PeerIdentity
+    from relay_repl.session import serve as serve_mod
+
+    class InsideBeta:
+        def identify(self, pid):
+            return PeerIdentity(kind="codex", spec="codex:beta", pid=pid, claimable=frozenset(),
+                                evidence="a descendant of beta's process"), ()
+
+    monkeypatch.setattr(OriginJudge, "default", classmethod(lambda cls: InsideBeta()))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    served: list[int] = []
+    monkeypatch.setattr(serve_mod, "serve", lambda **kw: served.append(1))
+    with pytest.raises(PolicyRefusal, match="relay serve --stdio is the operator's act"):
+        serve_mod.run_stdio()
+    assert served == []
