@@ -172,7 +172,7 @@ class DeliveryTable(list):
             answer = "-"
             if d.reply is not None:
                 words = " ".join(d.reply.body.split())
-                verdict = d.reply.verdict.verdict if d.reply.verdict else "no verdict"
+                verdict = d.reply.verdict.shown if d.reply.verdict else "no verdict"
                 answer = f"{verdict}: {words if len(words) <= 50 else words[:49] + '…'}"
             rows.append((d.relay_id or "-", d.target, d.transport, d.outcome, d.state.value, d.stage, answer))
         rows = [tuple(visible(c) for c in r) for r in rows]

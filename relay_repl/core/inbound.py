@@ -69,7 +69,7 @@ class Verdict(Readable, BaseModel):
     def __str__(self) -> str:
         who = f"{self.session} (pid {self.session_pid})" if self.session else "no discovered session"
         via = f" via pid {self.pid}" if self.pid is not None and self.pid != self.session_pid else ""
-        return f"{self.verdict}: claimed {self.claim or 'nothing'}; connected as {who}{via}" + (
+        return f"{self.shown}: claimed {self.claim or 'nothing'}; connected as {who}{via}" + (
             f" — {self.detail}" if self.detail else "")
 
 
@@ -123,8 +123,8 @@ class InboundMessage(Readable, BaseModel):
         operator reads a message for, in that order (issue 39: the header used to fill the line)."""
         when = time.strftime("%H:%M:%S", time.localtime(self.at))
         link = f"re {self.answers}" if self.answers else "unlinked"
-        verdict = self.verdict.verdict if self.verdict else "no verdict"
-        pid = self.origin.get("verifiedPeerPid")
+        verdict = self.verdict.shown if self.verdict else "no verdict"
+        pid = None if self.verdict and self.verdict.said_by else self.origin.get("verifiedPeerPid")  # a host's: in `shown`
         words = " ".join(self.body.split())
         words = words if len(words) <= REPR_WORDS else words[:REPR_WORDS - 1] + "…"
         flag = consent_flag(self.body)

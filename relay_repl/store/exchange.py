@@ -78,7 +78,7 @@ def _answer(m: InboundMessage) -> Message:
         who = f"{m.peer or 'unknown sender'} (claim)"
     return Message(kind="reply", sender=who, receiver=OPERATOR, relay_id=m.relay_id, hop=m.hop,
                    state=f"re {m.answers}" if m.answers else "unlinked",
-                   verdict=v.verdict if v is not None else (m.origin.get("verdict") or "no verdict"),
+                   verdict=v.shown if v is not None else (m.origin.get("verdict") or "no verdict"),
                    answers=m.answers, text=m.body, at=m.at)
 
 

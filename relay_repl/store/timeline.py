@@ -85,7 +85,7 @@ class Timeline(list):
 def message_verdict(m: InboxMessage) -> str:
     """The verdict, with the session the kernel pid was found to be (never the claim)."""
     if m.verdict is not None:
-        return m.verdict.verdict + (f" {m.verdict.session}" if m.verdict.session else "")
+        return m.verdict.shown + (f" {m.verdict.session}" if m.verdict.session else "")
     return inbox_verdict(m.origin)
 
 

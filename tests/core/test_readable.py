@@ -98,3 +98,21 @@ def test_the_sessions_deliveries_print_as_a_table(tmp_path):
     assert head.split() == ["RELAY", "ID", "TARGET", "TRANSPORT", "OUTCOME", "STATE", "STAGE", "ANSWER"]
     assert row.split()[:5] == ["me-1", "codex:beta", "codex-queue", "delivered", "replied"]
     assert row.endswith("verified: reply to operator.vm.1-1: the suite passes, 412 t…")  # cut at 50
+
+
+def test_a_hosts_verdict_reads_as_the_hosts_word_everywhere_it_is_shown(tmp_path):
+    """A verdict a host's relay gave (said_by) is its claim: the message's repr, its str, the deliveries
+    table and a diagram's arrow said a bare `verified`, as if this relay had judged it."""
+    from relay_repl.core.delivery import DeliveryTable
+    from relay_repl.store.exchange import _answer
+
+    m = message()
+    m = m.model_copy(update={"verdict": m.verdict.model_copy(update={"said_by": "host h2"})})  # type: ignore[union-attr]
+    assert "[host h2 says: verified by pid 5]" in repr(m)
+    assert str(m.verdict).startswith("host h2 says: verified by pid 5: claimed")
+    d = values()[2]
+    assert isinstance(d, Delivery)
+    d.relay_id, d.state, d.reply = "me-1", DeliveryState.REPLIED, m
+    (row,) = repr(DeliveryTable([d])).splitlines()[1:]
+    assert "host h2 says: verified by pid 5: reply to" in row
+    assert _answer(m).verdict == "host h2 says: verified by pid 5"
