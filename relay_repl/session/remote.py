@@ -16,7 +16,7 @@ import anyio
 from pydantic import BaseModel, Field, ValidationError
 
 from relay_repl.core.approval import Scope, plan_digest, spend
-from relay_repl.core.delivery import Delivery, DeliveryState
+from relay_repl.core.delivery import ANSWERED, Delivery, DeliveryState
 from relay_repl.core.envelope import check_body
 from relay_repl.core.errors import ChannelLost, HostClaim, HostError, RelayError, UsageError
 from relay_repl.core.host_claims import (AskedSend, RemoteApproval, is_send_plan, one_line_shape, outcome_claim,
@@ -362,8 +362,12 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
     reason = f"host {host} says: {d.reason}" if d.reason else d.reason
     if got.get("halt") and d.state is DeliveryState.WITHHELD:
         reason = got["halt"]  # this relay's own reason: the yes was withheld here
+    # only the asked session's answer is the delivery's reply (remote_answer made another's a mismatch): it
+    # stays in replies, and the host's "replied" is not believed on it
+    taken = answer.message if answer and answer.message.verdict and answer.message.verdict.ok else None
+    state = DeliveryState.IN_TURN if taken is None and d.state in ANSWERED else d.state
     d = d.model_copy(update={"target": f"{host}/{d.target}", "replies": [answer.message] if answer else [],
-                             "reply": answer.message if answer else None, "reason": reason})
+                             "reply": taken, "state": state, "reason": reason})
     return RemoteDelivery(delivery=d, host=host, route=route, asked=asked, answer=answer)
 
 

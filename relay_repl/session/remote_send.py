@@ -135,8 +135,9 @@ class RemoteSends:
             msg = msg.model_copy(update={"verdict": msg.verdict.model_copy(update={"detail": detail})})
         d.replies = [r for r in d.replies if r.seq != msg.seq]
         d.replies.append(msg)
-        d.reply = msg
-        d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
+        if msg.verdict is not None and msg.verdict.ok:  # as here: only the asked session's answer is `d.reply`
+            d.reply = msg  # (wait_reply_remote made another session's a mismatch); the rest stay in d.replies
+            d.state = DeliveryState.ACKNOWLEDGED if d.want == "ack" else DeliveryState.REPLIED
         self.shared.ledger.event("remote-reply", delivery=d.key, relay_id=d.relay_id,
                                  data={"host": ans.host, "verified_by": ans.verified_by,
                                        "message": msg.model_dump(mode="json")})

@@ -395,10 +395,14 @@ class Requests:
         if req.answer_id is not None and req.answer_state not in ("withheld", "refused"):
             raise LoopHalt(f"the answer to request {req.id} was already taken to {req.asker} as {req.answer_id}")
         msg = self._answer_of(req, delivery)
-        if msg is None and delivery is None and req.delivery_id and "/" in req.to:  # sent to a host: its inbox
-            hits = [d for d in self.shared.deliveries if d.relay_id == req.delivery_id]  # judged the answer there
+        if msg is None and req.delivery_id and "/" in req.to:  # sent to a host: its inbox judged the answer there
+            hits = [delivery] if delivery is not None else [
+                d for d in self.shared.deliveries if d.relay_id == req.delivery_id]
             if hits:
-                msg = hits[-1].reply or await hits[-1].wait_reply(5.0)
+                # the asked session's answer, else the latest the host sent (a delivery's reply is only the
+                # asked session's): checked below, so a mismatch is said and refused, never taken back
+                last = hits[-1]
+                msg = last.reply or (last.replies[-1] if last.replies else None) or await last.wait_reply(5.0)
         if msg is None:
             raise UsageError(f"request {req.id} has no verified answer from {req.to} yet"
                              f"{' (it was never sent)' if not req.delivery_id else ''}")

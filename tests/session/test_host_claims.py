@@ -117,7 +117,9 @@ def test_an_answer_from_another_session_is_a_mismatch_and_shown_as_the_hosts_wor
     hostile("reply-other")
     got = run_send([True], want="reply", wait=5)
     d, ans = got["rd"].delivery, got["answer"]
-    for msg in (d.reply, ans.message):
+    assert d.reply is None and d.state.value != "replied"  # shown, never taken as the answer (as for a local send)
+    (kept,) = d.replies
+    for msg in (kept, ans.message):
         assert msg.verdict.verdict == "mismatch"
         assert "answered by claude:gamma, asked claude:alpha" in msg.verdict.detail
     assert ans.verified_by.startswith("mismatch: answered by claude:gamma, asked claude:alpha")
