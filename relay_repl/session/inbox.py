@@ -483,9 +483,8 @@ class Inbox:
     def _halt_in_dropped(self, line: bytes, origin_base: dict[str, Any]) -> None:
         """A line this inbox keeps no message of (not JSON, another shape, a receipt) that carries
         relay-halt still halts (seed section 9: any message): the safe side; nothing else of it counts."""
-        if b"relay-halt" in line:
-            self.ledger.halt("relay-halt received in a line the inbox did not keep as a message",
-                             by=f"pid {origin_base.get('verifiedPeerPid')}")
+        self.ledger.halt_if_carried(line.decode("utf-8", "replace"), where="a line the inbox did not keep as a message",
+                                    by=f"pid {origin_base.get('verifiedPeerPid')}")
 
     def judge(self, origin: dict[str, Any], claim: str | None, call: ToolCall | None = None) -> Verdict:
         """`call` is what the sender's own record should hold (the answer it sent): it can

@@ -147,22 +147,31 @@ class Requests:
             return _refused(f"the operator's relay could not hold it ({describe(exc, 'holding the request')}): "
                             "nothing is held")
 
+    def _refused_halting(self, why: str, text: str, pid: Any, rid: str | None = None) -> dict[str, Any]:
+        """A refusal before the request is read as one; a relay-halt it carries still halts everything
+        (seed section 9: any message), held requests included, as the inbox does for lines it drops."""
+        if self.shared.ledger.halt_if_carried(text, where="a request frame relay refused", by=f"pid {pid}"):
+            self.sweep()
+        return _refused(why, rid)
+
     def _receive(self, frame: dict[str, Any], origin: dict[str, Any]) -> dict[str, Any]:
         ledger = self.shared.ledger
         pid = origin.get("verifiedPeerPid")
         line = frame.get("line")
         if not isinstance(line, str):
-            return _refused("a request frame carries its envelope as `line` (a string): nothing is held")
+            return self._refused_halting("a request frame carries its envelope as `line` (a string): nothing is held",
+                                         str(frame), pid)
         try:
             env = Envelope.parse(line)
         except EnvelopeError as exc:
-            return _refused(f"malformed request: {exc}: nothing is held")
+            return self._refused_halting(f"malformed request: {exc}: nothing is held", line, pid)
         if env is None:
-            return _refused("a request is a relay/1 envelope line: nothing is held")
+            return self._refused_halting("a request is a relay/1 envelope line: nothing is held", line, pid)
         if env.id.startswith(self.shared.me.address + "-"):
             ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line, "via": "request",
                                                              "why": "our own id came back"})
-            return _refused(f"request id {env.id} is the operator's own: dropped (logged)", env.id)
+            return self._refused_halting(f"request id {env.id} is the operator's own: dropped (logged)", line, pid,
+                                         env.id)
         if env.is_halt:  # relay-halt from any agent halts every held request; this one is not held
             ledger.mark_seen(env.id, env.hop, env.sender)
             ledger.halt(f"relay-halt in request {env.id}", by=env.sender)

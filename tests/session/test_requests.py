@@ -311,6 +311,20 @@ async def test_relay_halt_in_a_request_halts_every_held_one(relay_home):
         assert d.mem.received == []
 
 
+@pytest.mark.parametrize("line", ["[relay/1 from=agent:fake@gamma relay-halt", "relay-halt, not an envelope",
+                                  ["relay-halt"], "[relay/1 from=agent:fake@op to=operator id=op-9 hop=0 want=none] "
+                                  "relay-halt"])
+async def test_a_request_frame_refused_before_it_is_read_still_halts_when_it_carries_relay_halt(relay_home, line):
+    """Malformed, not an envelope, `line` not a string, our own id: refused before the halt check, so
+    their relay-halt was lost (the inbox halts on every line it drops; a request frame must too)."""
+    async with desk(relay_home, []) as d:
+        held = (await d.ask("fake:beta", "fake:alpha", "q"))["request"]
+        got = await d.raw("fake:gamma", {"type": FRAME_TYPE, "line": line})
+        assert got["state"] == "refused" and d.s.ledger.active_halt() is not None, got
+        assert asking.status(held, ledger=d.s.ledger, who=("fake:beta", "x"))["state"] == "halted"
+        assert d.mem.received == []
+
+
 async def test_next_request_hands_each_held_request_out_once(relay_home):
     async with desk(relay_home, [True]) as d:
         assert await d.s.next_request(timeout=0.1) is None
