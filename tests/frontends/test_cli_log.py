@@ -108,3 +108,26 @@ def test_a_recipe_runs_report_embeds_its_exchange(relay_home, tmp_path):
     svg = (where / "exchange.svg").read_text()
     assert svg.count('class="message refused"') == 1 and 'class="mark run-end"' in svg
     assert "✕ operator." in svg and "withheld" in svg
+
+
+def test_json_output_carries_a_peers_c1_control_and_bidi_override_escaped(relay_home, capsys):
+    """`--json` of log, requests, halts and dead printed peer text with ensure_ascii=False: json escapes
+    only C0 controls, so U+009B (a C1 CSI) and U+202E reached the terminal raw."""
+    from relay_repl.core.request import Request
+    from relay_repl.frontends import cli
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.store.requests import RequestStore
+
+    evil = "hi \u009b2J \u202eevil"
+    led = Ledger.default()
+    led.add_inbox(f"[relay/1 from=agent:x@y to=operator id=y-1 hop=1 want=none] {evil}", origin={}, relay_id="y-1",
+                  peer="agent:x@y")
+    led.halt(f"peer says {evil}", by="agent:x@y")
+    RequestStore(led).add(Request.held(id="y-2", asker="codex:beta", verdict="verified", evidence="pid 7",
+                                       asker_pid=7, to="claude:alpha", body=evil, want="none", hop=0, line="l"))
+    led.close()
+    for argv in (["log", "--json"], ["requests", "--json"], ["halts", "--json"]):
+        assert cli.main(argv) == 0, argv
+        out = capsys.readouterr().out
+        assert out and "\u009b" not in out and "\u202e" not in out, (argv, out)
+        assert evil in json.dumps([json.loads(ln) for ln in out.splitlines()], ensure_ascii=False), argv  # escaped

@@ -45,7 +45,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             raise UsageError("--status ID reads a request: give no TARGET or BODY with it")
         got = status(args.status)
         if args.json:
-            print(json.dumps(got, ensure_ascii=False))
+            print(json.dumps(got, ensure_ascii=True))
         else:
             steps = " -> ".join(str(h["state"]) for h in got["history"])
             why = f" ({got['why']})" if got.get("why") else ""
@@ -54,5 +54,5 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if not args.target or not args.body:
         raise UsageError("relay ask TARGET BODY: name the session and the line to send (or --status ID)")
     got = ask(args.target, " ".join(args.body), args.want)
-    print(json.dumps(got, ensure_ascii=False) if args.json else visible(str(got["text"])))
+    print(json.dumps(got, ensure_ascii=True) if args.json else visible(str(got["text"])))
     return 0

@@ -93,12 +93,14 @@ def _event_text(e) -> str:
 
 
 def print_events(events: list, as_json: bool) -> None:
+    """The events as a table, or one JSON object each. Every command's JSON is ASCII (ensure_ascii):
+    json escapes only C0 controls, so a peer's C1 control or bidi override would reach a terminal raw."""
     import json
     import time
 
     for e in events:
         if as_json:
-            print(json.dumps(e.model_dump(), ensure_ascii=False))
+            print(json.dumps(e.model_dump(), ensure_ascii=True))
         else:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.at))
             data = _event_text(e)

@@ -57,7 +57,7 @@ def cmd_dead(args: argparse.Namespace) -> int:
         led.close()
     if args.json:
         for d in shelf:
-            print(json.dumps(_letter_json(d), ensure_ascii=False))
+            print(json.dumps(_letter_json(d), ensure_ascii=True))
     else:
         print(repr(shelf))
     return 0
@@ -108,7 +108,7 @@ def cmd_dead_retry(args: argparse.Namespace) -> int:
                           "refused": result.refused,
                           "retry": None if d is None else {"relay_id": d.relay_id, "outcome": d.outcome,
                                                            "state": d.state.value, "reason": d.reason}},
-                         ensure_ascii=False))
+                         ensure_ascii=True))
     elif d is not None:
         print(visible(f"retry {d.relay_id}: {d.summary()}"))
     return result.exit_code

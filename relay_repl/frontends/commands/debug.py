@@ -75,7 +75,7 @@ def cmd_debug(args: argparse.Namespace) -> int:
         if args.look:
             lk = await dbg.look(record=False)
             if args.json:
-                print(json.dumps(_look_json(dbg, lk), ensure_ascii=False, default=str))
+                print(json.dumps(_look_json(dbg, lk), ensure_ascii=True, default=str))
             else:
                 print(dbg.table())
                 print(visible(lk.render(), keep_newlines=True))

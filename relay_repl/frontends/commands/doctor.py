@@ -35,7 +35,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     report = anyio.run(run_checks)
     if args.json:
-        print(json.dumps({"ok": report.ok, "checks": [c.model_dump() for c in report]}, ensure_ascii=False))
+        print(json.dumps({"ok": report.ok, "checks": [c.model_dump() for c in report]}, ensure_ascii=True))
     else:
         print(repr(report))
     return 0 if report.ok else 1

@@ -44,7 +44,7 @@ def cmd_halts(args: argparse.Namespace) -> int:
     finally:
         led.close()
     if args.json:
-        print(json.dumps({"halts": [h.model_dump() for h in halts]}, ensure_ascii=False))
+        print(json.dumps({"halts": [h.model_dump() for h in halts]}, ensure_ascii=True))
     elif not halts:
         print("no relay-halt in force")
     else:

@@ -93,7 +93,7 @@ def print_inbox(messages: list, as_json: bool) -> None:
             print(json.dumps({"kind": "inbox", "inbox_seq": m.seq, "at": m.at, "relay_id": m.relay_id, "peer": m.peer,
                               "answers": m.answers, "hop": m.hop, "line": m.line,
                               "verdict": m.verdict.model_dump(mode="json") if m.verdict else None},
-                             ensure_ascii=False))
+                             ensure_ascii=True))
         else:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.at))
             link = f"re {m.answers}" if m.answers else "unlinked"
@@ -137,7 +137,7 @@ def write_diagram(ref: str, output: str | None, *, force: bool = False, as_json:
         raise UsageError(f"cannot write {path}: {exc.strerror}; give -o FILE somewhere writable") from exc
     summary["file"] = str(path)
     if as_json:
-        print(json.dumps(summary, ensure_ascii=False))
+        print(json.dumps(summary, ensure_ascii=True))
     else:
         print(f"wrote {path}: {len(ex.lifelines)} lifelines, {len(ex.messages)} messages"
               + (f", {len(ex.marks)} marks" if ex.marks else ""))

@@ -40,7 +40,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
     if args.json:
         for r in reqs:
             print(json.dumps({**r.receipt(), "asker": r.asker, "verdict": r.verdict, "body": r.body},
-                             ensure_ascii=False))
+                             ensure_ascii=True))
         return 0
     if not reqs:
         print("no held requests" if not args.all else "no requests")
