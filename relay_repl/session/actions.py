@@ -28,7 +28,7 @@ from relay_repl.core.approval import Approval, spend
 from relay_repl.core.controls import visible
 from relay_repl.core.errors import Declined, LoopHalt, UsageError, describe
 from relay_repl.core.plan import Plan
-from relay_repl.session.gating import Gatekeeper, withheld_by
+from relay_repl.session.gating import Gatekeeper
 from relay_repl.session.shared import Shared
 
 P = ParamSpec("P")
@@ -72,14 +72,14 @@ class Actions:
         """Show the plan, ask y/N; the approval on y, `Declined` on anything else, `LoopHalt` under a halt."""
         self.shared.check_halt()  # as a send: nothing is asked while a halt is in force
         plan = action_plan(what, target=target, how=how, payload=payload, done_when=done_when, files=files)
-        approval = await self.gate.gated(plan)
+        answer = await self.gate.answer(plan)
+        approval = answer.approval
         ledger = self.shared.ledger
         if approval is None:
-            halt = ledger.active_halt()  # none was in force when asked: it arrived while the plan was on screen
-            if halt is not None:  # and the gate withheld whatever the answer was: the halt wins
-                why = withheld_by(halt)
+            if answer.halt is not None:  # a halt arrived while the plan was on screen and won over the yes
+                why = answer.withheld
                 ledger.event("outcome", relay_id=plan.relay_id, data={"state": "withheld", "reason": why})
-                raise LoopHalt(visible(f"withheld: {why} ({halt.reason}): {plan.action} was not done; "
+                raise LoopHalt(visible(f"withheld: {why} ({answer.halt.reason}): {plan.action} was not done; "
                                        "`relay halts` lists it, `relay unhalt` clears it"))
             ledger.event("outcome", relay_id=plan.relay_id, data={"state": "withheld", "reason": "the operator answered No"})
             raise Declined(visible(f"declined: {plan.action} was not done (only y then Enter approves)"))

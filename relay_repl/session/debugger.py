@@ -34,7 +34,7 @@ from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Event, Ledger
 from relay_repl.transports.base import Look, StageLog, Transport
-from relay_repl.session.gating import withheld_by
+from relay_repl.session.gating import GateAnswer
 
 
 class DebugHost(Protocol):
@@ -58,7 +58,7 @@ class DebugHost(Protocol):
     async def target(self, spec: str | Target) -> Target: ...
 
     async def _gated(self, plan: Plan, *, delivery: str | None = None,
-                     target: Target | None = None) -> Approval | None: ...
+                     target: Target | None = None) -> GateAnswer: ...
 
     async def _run_armed(self, d: Delivery, log: StageLog, approval: Approval | None,
                          step: Callable[[Approval], Awaitable[None]]) -> None: ...
@@ -218,14 +218,13 @@ class Debugger:
             return "submit: press Enter once, if the exact payload still sits in the composer"
         return "confirm: read the receiver's evidence (read-only)"
 
-    def _declined(self, d: Delivery, log: StageLog, nothing: str) -> None:
-        """The step's plan was answered No, or a relay-halt arrived while it was shown (the gate
-        withheld the yes): the halt stops the delivery, as it does a send."""
-        halt = self.session.ledger.active_halt()
-        if halt is None:
+    def _declined(self, d: Delivery, log: StageLog, nothing: str, withheld: str | None) -> None:
+        """The step's plan was answered No, or a relay-halt arrived while it was shown (`withheld`: the
+        gate withheld the yes): the halt stops the delivery, as it does a send."""
+        if withheld is None:
             self._say(f"declined: {nothing}")
             return
-        d.reason = f"{withheld_by(halt)}: {nothing}"
+        d.reason = f"{withheld}: {nothing}"
         log("halt", DeliveryState.HALTED, d.reason)
         self._say(f"withheld: {d.reason}")
 
@@ -375,9 +374,10 @@ class Debugger:
             if submit is None:
                 self._say(f"{d.transport} has no separate submit stage")
                 return d
-            approval = await self.session._gated(plan, delivery=d.key, target=target)
+            answer = await self.session._gated(plan, delivery=d.key, target=target)
+            approval = answer.approval
             if approval is None:
-                self._declined(d, log, "no key was sent")
+                self._declined(d, log, "no key was sent", answer.withheld)
                 return d
             await self.session._run_armed(d, log, approval,
                                           lambda a: submit(d, target, payload, log, approval=a))
@@ -385,9 +385,10 @@ class Debugger:
             if lk.landed is not False or d.evidence:
                 self._say(f"refused: sending now could land it twice ({lk.verdict}); nothing was sent")
                 return d
-            approval = await self.session._gated(d.plan, delivery=d.key, target=target)
+            answer = await self.session._gated(d.plan, delivery=d.key, target=target)
+            approval = answer.approval
             if approval is None:
-                self._declined(d, log, "nothing was sent")
+                self._declined(d, log, "nothing was sent", answer.withheld)
                 return d
             if self.session.ledger.active_halt() is None:  # a halt after the yes: nothing is sent or recorded
                 self.session.ledger.record_sent(d.relay_id or "", 0, d.target)

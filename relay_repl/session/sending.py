@@ -24,7 +24,7 @@ from relay_repl.core.plan import Plan, ReplyRoute
 from relay_repl.core.target import Target
 from relay_repl.session.answers import Answers
 from relay_repl.session.finder import Finder
-from relay_repl.session.gating import Gatekeeper, withheld_by
+from relay_repl.session.gating import Gatekeeper
 from relay_repl.session.sendoptions import SendOptions
 from relay_repl.session.shared import Shared
 from relay_repl.session.unfinished import earlier_unfinished, owner, sweep_interrupted
@@ -328,12 +328,12 @@ class Sender:
             StageLog(d, ledger, echo=self.shared.echo)("preflight", DeliveryState.REFUSED, d.reason, keys_sent=0)
             self.record_outcome(d)
             return d
-        approval = await self.gate.gated(plan, delivery=d.key, target=tgt)
+        answer = await self.gate.answer(plan, delivery=d.key, target=tgt)
+        approval = answer.approval
         if approval is None:
-            halt = ledger.active_halt()  # none was in force when this send began (check_halt)
             d.state, d.stage = DeliveryState.WITHHELD, "gate"
-            d.reason = withheld_by(halt) if halt is not None else "the operator answered No"
-            if halt is not None:
+            d.reason = answer.withheld or "the operator answered No"
+            if answer.withheld is not None:
                 self.shared.say(f"withheld: {d.reason}")
             ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason})
             return d

@@ -52,7 +52,7 @@ from relay_repl.session.actions import Actions
 from relay_repl.session.answers import Answers, answer_refusal
 from relay_repl.session.finder import Finder
 from relay_repl.session.gate import ApproveFn, DenyGate
-from relay_repl.session.gating import Gatekeeper
+from relay_repl.session.gating import GateAnswer, Gatekeeper
 from relay_repl.session.hooks import RunHooks
 from relay_repl.session.request_mirror import MirroredStore
 from relay_repl.session.requests import Requests, RequestTable
@@ -313,9 +313,9 @@ class Session:
         """The delivery's state and everything a later process needs to carry on (transport extras)."""
         self.sender.record_outcome(d, **more)
 
-    async def _gated(self, plan: Plan, *, delivery: str | None = None, target: Target | None = None) -> Approval | None:
-        """The gate (session/gating.py), as the debugger asks it."""
-        return await self.gate.gated(plan, delivery=delivery, target=target)
+    async def _gated(self, plan: Plan, *, delivery: str | None = None, target: Target | None = None) -> GateAnswer:
+        """The gate (session/gating.py), as the debugger asks it: the approval, or why there is none."""
+        return await self.gate.answer(plan, delivery=delivery, target=target)
 
     async def _run_armed(self, d: Delivery, log: StageLog, approval: Approval | None,
                          step: Callable[[Approval], Awaitable[None]]) -> None:

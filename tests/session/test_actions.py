@@ -128,6 +128,20 @@ async def test_a_halt_arriving_while_the_plan_is_shown_wins_over_y(tmp_path):
     assert ran == []
 
 
+async def test_a_no_answered_while_a_halt_arrives_is_declined_not_halted(tmp_path):
+    s: Session | None = None
+
+    async def halting_no(plan) -> bool:
+        assert s is not None
+        s.ledger.halt("relay-halt received in inbox #1", by="agent:codex@beta")
+        return False
+
+    s, led = mk(tmp_path, halting_no)
+    with pytest.raises(Declined, match="declined: .* was not done"):
+        await s.confirm("kill the stuck pane", **KILL)
+    assert led.events(kind="outcome")[-1].data["reason"] == "the operator answered No"
+
+
 async def test_words_are_required_for_each_part(tmp_path):
     s, _ = mk(tmp_path, ScriptedGate([True]))
     with pytest.raises(UsageError, match="done_when"):

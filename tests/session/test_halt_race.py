@@ -142,3 +142,25 @@ async def test_a_debugger_step_approved_while_a_halt_arrives_presses_nothing(tmp
     assert len(s2.approve.shown) == 1 and s2.approve.shown[0].payload.startswith("<Enter>")
     assert io.keys == [] and dbg.delivery.state is DeliveryState.HALTED
     assert "arrived while the plan was shown: no key was sent" in (dbg.delivery.reason or "")
+
+
+class HaltingNo(HaltingGate):
+    """Says No, and a relay-halt lands while its prompt is open."""
+
+    async def __call__(self, plan):
+        await super().__call__(plan)
+        return False
+
+
+async def test_a_no_answered_while_a_halt_arrives_is_the_operators_no(tmp_path):
+    """The gate says why it withheld: a halt withholds only a yes. A No stays a No, whatever arrived
+    meanwhile (callers used to ask the ledger again and called the operator's No a halt)."""
+    holder = {}
+    s, mem, led = mk(tmp_path, HaltingNo(lambda: holder["s"].halt("operator pressed halt")))
+    holder["s"] = s
+    d = await s.send("fake:inbox", "hello")
+    assert mem.received == [] and d.state is DeliveryState.WITHHELD
+    assert d.reason == "the operator answered No"
+    answer = led.events(relay_id=d.relay_id)[1].data
+    assert answer == {"approved": False}
+    assert led.active_halt() is not None  # the halt is still in force for what comes next
