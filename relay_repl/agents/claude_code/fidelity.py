@@ -211,8 +211,9 @@ async def message_plan_shows_the_wrapper_that_is_written_and_recorded(lab: Nativ
         write = next(e for e in d.evidence if e.stage == "write")
         assert write.data["content"] == plan.payload, "the bytes written are not the bytes approved"
         assert write.data["reply_to"] == str(reg.socket_path), write.data
-        # the receiver parsed that very wrapper, and its model read that very payload
-        rec = next(e for e in d.evidence if e.stage == "transcript").data["record"]
+        # the receiver parsed that very wrapper, and its model read that very payload (the record that
+        # made it in_turn: a receiver still busy records a queue-operation enqueue first, read as queued)
+        rec = next(e for e in d.evidence if e.stage == "transcript" and e.state is DeliveryState.IN_TURN).data["record"]
         assert plan.payload in rec["content"], rec
         assert rec["origin"]["fromMode"] == "prompting" and rec["origin"]["name"] == reg.name, rec["origin"]
         assert rec["origin"]["from"] == f"uds:{reg.socket_path}", rec["origin"]
