@@ -45,6 +45,7 @@ NOT_BEFORE_A_CLAUDE_PLAN = {
     "prompt_toolkit",  # the y/N prompt comes after the plan
     "relay_repl.lab.launcher",
     "relay_repl.agents.gemini_cli.kind",  # no other kind's package but the one the transports need (Codex: its queue)
+    "relay_repl.session.actions",  # session.confirm/gated: made on first use (inspect, secrets)
 }
 
 
