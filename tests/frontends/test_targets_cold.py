@@ -67,6 +67,9 @@ def test_a_cold_listing_imports_no_plan_envelope_screen_or_transcript_module(tmp
     loaded = set(ast.literal_eval(line.removeprefix("MODULES ")))
     assert "relay_repl.core.target" in loaded  # the probe saw the listing's own imports
     assert NOT_FOR_A_LISTING & loaded == set()
+    # issue 40: the command's own module only, not the other ~27 subcommands' (frontends/cli.py)
+    assert {m for m in loaded if m.startswith("relay_repl.frontends.commands.")} == {
+        "relay_repl.frontends.commands.targets"}
 
 
 def _proc_start(pid: int) -> str:
