@@ -4,7 +4,7 @@ Thin on purpose: every subcommand calls the same session object the REPL
 holds. This module only assembles the parser and dispatches; each command lives
 in its own module under `frontends/commands/`, which registers its subparser
 (`register(sub)`) and holds its handler. A new command is one new module plus
-one line in COMMANDS. Imports are deferred so `relay --help` and the REPL start fast.
+one name in COMMAND_NAMES. Imports are deferred so `relay --help` and the REPL start fast.
 
 A subparser may set, beside `func`, `lab_use="start"` (the REPL: `--lab` first starts what
 is missing of the lab) or `lab_use="none"` (the lab's own commands: `--lab` needs no
@@ -16,6 +16,7 @@ no import of this module).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from types import ModuleType
 
@@ -23,41 +24,25 @@ from relay_repl.frontends.kind_words import KindsRawHelp
 from relay_repl import __version__
 from relay_repl.frontends import argparse_gettext
 from relay_repl.core.controls import visible  # pure, no dependency: every echo of a peer's text passes it
-from relay_repl.frontends.commands import (
-    approve,
-    ask,
-    clean,
-    completion,
-    dead,
-    deny,
-    debug,
-    doctor,
-    fidelity,
-    halts,
-    hosts,
-    lab,
-    log,
-    mcp,
-    notebook,
-    recipes,
-    reply,
-    repl,
-    requests,
-    run,
-    send,
-    serve,
-    targets,
-    unhalt,
-    verify,
-    watch,
-    whoami,
-    why,
-)
+# The subcommands in the order `relay --help` lists them; each module (frontends/commands/NAME.py)
+# registers its own subparser. Imported by name when used: a one-liner loads its own command's
+# module only, not the other ~27 (`relay targets` and a send's plan are cold starts; issue 40).
+COMMAND_NAMES = ("repl", "targets", "send", "lab", "fidelity", "recipes", "run", "log", "why", "verify", "doctor",
+                 "debug", "whoami", "clean", "reply", "notebook", "mcp", "hosts", "serve",
+                 "dead", "watch", "halts", "unhalt", "completion", "ask", "requests", "approve", "deny")
 
-# The subcommands in the order `relay --help` lists them; each module registers its own subparser.
-COMMANDS = (repl, targets, send, lab, fidelity, recipes, run, log, why, verify, doctor, debug, whoami, clean,
-            reply, notebook, mcp, hosts, serve,
-            dead, watch, halts, unhalt, completion, ask, requests, approve, deny)
+
+def command_module(name: str) -> ModuleType:
+    """The module of the subcommand `name` (one of COMMAND_NAMES), imported on first use."""
+    return importlib.import_module(f"relay_repl.frontends.commands.{name}")
+
+
+def __getattr__(name: str) -> tuple[ModuleType, ...]:
+    """`COMMANDS`: every command module, in `relay --help` order (imports them all)."""
+    if name == "COMMANDS":
+        return tuple(command_module(n) for n in COMMAND_NAMES)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DESCRIPTION = """\
 Relay one-line messages between live AI coding-agent sessions ({kinds})
@@ -110,21 +95,21 @@ def build_parser(words: list[str] | None = None) -> argparse.ArgumentParser:
                         "(the REPL) first start what is missing of the lab")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     name, named = _named_command(words or [])
-    for command in COMMANDS if named is None else (named,):
-        command.register(sub)
+    for command in COMMAND_NAMES if named is None else (named,):
+        command_module(command).register(sub)
     if named is not None and name not in sub.choices:  # its module registers another name
         return build_parser()
     return p
 
 
-def _named_command(words: list[str]) -> tuple[str, ModuleType | None]:
+def _named_command(words: list[str]) -> tuple[str, str | None]:
     """The first word after the leading --fake/--lab and the command module named so, if any
     (any other top-level flag first, --help or --version, wants the whole parser)."""
     i = 0
     while i < len(words) and words[i] in ("--fake", "--lab"):
         i += 1
     name = words[i] if i < len(words) else ""
-    return name, {m.__name__.rpartition(".")[2]: m for m in COMMANDS}.get(name)
+    return name, name if name in COMMAND_NAMES else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     # whole parser (~15 ms, mostly argparse's gettext lookups per subcommand) buys it nothing.
     args = build_parser(words).parse_args(argv) if words else argparse.Namespace(fake=False, lab=False, command=None)
     if getattr(args, "func", None) is None:  # no command: the REPL
-        args.func, args.lab_use = repl.cmd_repl, "start"
+        args.func, args.lab_use = command_module("repl").cmd_repl, "start"
     func = args.func
     if getattr(args, "whole_parser", None) is True:
         args.whole_parser = build_parser
@@ -146,12 +131,12 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.lab and lab_use != "none":  # `relay --lab lab ...` needs no pointing
-            lab.use_lab(start=lab_use == "start")
+            command_module("lab").use_lab(start=lab_use == "start")
         code = int(func(args) or 0)
         if argv is None:
             sys.stdout.flush()  # here, so a reader that left early (`| head`) is caught below, not at exit
         if getattr(args, "fast_exit", False) and argv is None:  # a real process, not a call from tests
-            targets.fast_exit(code)
+            command_module("targets").fast_exit(code)
         return code
     except BrokenPipeError:
         from relay_repl.frontends.commands.common import closed_pipe

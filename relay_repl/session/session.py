@@ -42,20 +42,13 @@ from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.envelope import Want
 from relay_repl.core.errors import Halted, UsageError
-from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.plan import Plan, ReplyRoute
-from relay_repl.core.request import Request
 from relay_repl.core.target import Me, Target, TargetTable
-from relay_repl.core.turn_reply import TurnReply
 from relay_repl.session import hints
-from relay_repl.session.actions import Actions
 from relay_repl.session.answers import Answers, answer_refusal
 from relay_repl.session.finder import Finder
 from relay_repl.session.gate import ApproveFn, DenyGate
 from relay_repl.session.gating import GateAnswer, Gatekeeper
-from relay_repl.session.hooks import RunHooks
-from relay_repl.session.request_mirror import MirroredStore
-from relay_repl.session.requests import Requests, RequestTable
 from relay_repl.session.sending import Sender, remote_spec
 from relay_repl.session.sendoptions import SendOptions
 from relay_repl.session.shared import Shared, default_me
@@ -63,7 +56,13 @@ from relay_repl.store.ledger import Ledger
 from relay_repl.transports.base import StageLog, Transport
 from relay_repl.transports.chain import Chain, TransportTable
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the send path's plan needs none of these: each loads on first use
+    from relay_repl.core.inbound import InboundMessage
+    from relay_repl.core.request import Request
+    from relay_repl.core.turn_reply import TurnReply
+    from relay_repl.session.actions import Actions
+    from relay_repl.session.hooks import RunHooks
+    from relay_repl.session.requests import Requests, RequestTable
     from relay_repl.session.host_requests import HostRequests
     from relay_repl.agents.kind import InboxListing
     from relay_repl.agents.provenance import VerifyReport
@@ -98,11 +97,31 @@ class Session:
         self.gate = Gatekeeper(self.shared)
         self.answers = Answers(self.shared, self.finder, self.gate)
         self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports)
-        self.actions = Actions(self.shared, self.gate)
-        self.asks = Requests(self.shared, self.sender, self.answers)  # agents' requests to send (session/requests.py)
-        self.asks.store = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
+        self._actions: Actions | None = None  # `confirm`/`gated` (session/actions.py), made on first use
+        self._asks: Requests | None = None  # agents' requests to send (session/requests.py), made on first use
         self._host_asks: HostRequests | None = None  # takes hosts' agents' requests (session.host_requests)
         self.repl_inputs: list[ReplInput] = []  # what the REPL ran, for save_notebook
+
+    # -- made on first use: a one-liner's send reaches its plan without their modules (issue 40)
+    @property
+    def actions(self) -> Actions:
+        if self._actions is None:
+            from relay_repl.session.actions import Actions
+
+            self._actions = Actions(self.shared, self.gate)
+        return self._actions
+
+    @property
+    def asks(self) -> Requests:
+        """Agents' requests to send (session/requests.py), their store mirrored to a host's copy."""
+        if self._asks is None:
+            from relay_repl.session.request_mirror import MirroredStore
+            from relay_repl.session.requests import Requests
+
+            asks = Requests(self.shared, self.sender, self.answers)
+            asks.store = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
+            self._asks = asks
+        return self._asks
 
     # -- the shared state, as the callers have always named it ---------------------------
     @property

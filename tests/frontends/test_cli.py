@@ -133,5 +133,5 @@ def test_bare_relay_opens_the_repl_without_building_the_parser(monkeypatch):
         raise AssertionError("bare `relay` built the argument parser")
 
     monkeypatch.setattr(cli, "build_parser", no_parser)
-    monkeypatch.setattr(cli.repl, "cmd_repl", lambda args: seen.append((args.fake, args.lab)) or 0)
+    monkeypatch.setattr(cli.command_module("repl"), "cmd_repl", lambda args: seen.append((args.fake, args.lab)) or 0)
     assert cli.main([]) == 0 and seen == [(False, False)]

@@ -1,10 +1,11 @@
 """`relay` is assembled from one module per command (frontends/commands/): each registers its
-own subparser, and cli.COMMANDS lists them in the order `relay --help` shows."""
+own subparser, and cli.COMMAND_NAMES lists them in the order `relay --help` shows."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 import pkgutil
 
 import relay_repl.frontends.commands as commands
@@ -30,7 +31,8 @@ def test_a_new_command_is_one_module_plus_one_line(monkeypatch):
         s.set_defaults(func=lambda args: 7)
 
     fake.register = register
-    monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, fake))
+    monkeypatch.setitem(sys.modules, "relay_repl.frontends.commands.hello", fake)
+    monkeypatch.setattr(cli, "COMMAND_NAMES", (*cli.COMMAND_NAMES, "hello"))
     assert "hello" in cli.build_parser().format_help()
     assert cli.main(["hello"]) == 7
 

@@ -45,6 +45,7 @@ NOT_BEFORE_A_CLAUDE_PLAN = {
     "prompt_toolkit",  # the y/N prompt comes after the plan
     "relay_repl.lab.launcher",
     "relay_repl.agents.gemini_cli.kind",  # no other kind's package but the one the transports need (Codex: its queue)
+    "relay_repl.session.actions",  # session.confirm/gated: made on first use (inspect, secrets)
 }
 
 
@@ -81,6 +82,9 @@ def test_a_cold_send_to_claude_discovers_only_claude_before_its_plan(tmp_path):
     loaded = set(ast.literal_eval(lines["MODULES"]))
     assert "relay_repl.core.plan" in loaded  # the probe saw the send's own imports
     assert {m for m in loaded if m.split(".")[0] in {"websockets", "prompt_toolkit"} or m in NOT_BEFORE_A_CLAUDE_PLAN} == set()
+    # issue 40: the command's own module and what it calls, not the other subcommands' (frontends/cli.py)
+    assert {m for m in loaded if m.startswith("relay_repl.frontends.commands.")} <= {
+        f"relay_repl.frontends.commands.{m}" for m in ("send", "common", "hosts")}
     opened = ast.literal_eval(lines["OPENED"])
     assert [p for p in opened if p.startswith((str(codex), str(gemini)))] == []  # no other kind's discovery
     assert any(p.startswith(str(cfg / "sessions")) for p in opened)  # Claude's own was read

@@ -20,6 +20,15 @@ import os, sys
 real_exit = os._exit
 def _exit(code):
     print("MODULES", sorted(sys.modules), file=sys.stderr, flush=True)
+    built = []
+    if "pydantic" in sys.modules:
+        todo = list(sys.modules["pydantic"].BaseModel.__subclasses__())
+        while todo:
+            cls = todo.pop()
+            todo += cls.__subclasses__()
+            if cls.__dict__.get("__pydantic_complete__"):
+                built.append(f"{cls.__module__}.{cls.__qualname__}")
+    print("BUILT", sorted(set(built)), file=sys.stderr, flush=True)
     real_exit(code)
 os._exit = _exit
 sys.argv = ["relay", "targets", "--json"]
@@ -66,7 +75,14 @@ def test_a_cold_listing_imports_no_plan_envelope_screen_or_transcript_module(tmp
     line = next(ln for ln in cp.stderr.splitlines() if ln.startswith("MODULES "))
     loaded = set(ast.literal_eval(line.removeprefix("MODULES ")))
     assert "relay_repl.core.target" in loaded  # the probe saw the listing's own imports
+    built = set(ast.literal_eval(next(ln for ln in cp.stderr.splitlines() if ln.startswith("BUILT ")).removeprefix("BUILT ")))
+    assert "relay_repl.core.target.Target" in built  # the probe saw the models the listing built
+    # issue 40: the rule decided every record here, so `claude agents --json` never ran: its model is not built
+    assert "relay_repl.agents.claude_code.provider.ListedAgent" not in built
     assert NOT_FOR_A_LISTING & loaded == set()
+    # issue 40: the command's own module only, not the other ~27 subcommands' (frontends/cli.py)
+    assert {m for m in loaded if m.startswith("relay_repl.frontends.commands.")} == {
+        "relay_repl.frontends.commands.targets"}
 
 
 def _proc_start(pid: int) -> str:

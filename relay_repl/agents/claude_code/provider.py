@@ -53,7 +53,8 @@ RECORD_MAX_BYTES = 1024 * 1024  # a session record is ~1 KB: anything near this 
 class ListedAgent(BaseModel):
     """One entry of `claude agents --json` (only the fields discovery uses)."""
 
-    model_config = ConfigDict(extra="allow")
+    # built on first use: the listing runs only for records the in-process rule cannot decide
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     pid: int
     name: str | None = None

@@ -24,6 +24,21 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["idle", "busy", "unknown"]
+
+
+# Python functions as default factories, not the builtins `list` and `time.time`: pydantic asks
+# `inspect.signature(factory)` whether it takes the validated data, and a builtin's text signature
+# is parsed with tokenize, compiling its pseudo-token regex on the first model built: a cost on
+# `relay targets` (a Gemini pane's state is read through these models) for an empty default.
+def _empty() -> list[str]:
+    return []
+
+
+def _now() -> float:
+    return time.time()
+
+
+
 Composer = Literal["empty", "draft", "absent", "unknown"]
 
 BLOCKERS = (
@@ -58,7 +73,7 @@ class Snapshot(BaseModel):
     pane_width: int | None = None
     pane_height: int | None = None
     pane_id: str | None = None
-    taken_at: float = Field(default_factory=time.time)
+    taken_at: float = Field(default_factory=_now)
 
     @property
     def text(self) -> str:
@@ -88,10 +103,10 @@ class ScreenReading(BaseModel):
     composer: Composer
     composer_text: str | None = None
     composer_rows: tuple[int, int] | None = Field(default=None, description="first and last screen row of the composer")
-    blockers: list[str] = Field(default_factory=list)
-    hints: list[str] = Field(default_factory=list,
+    blockers: list[str] = Field(default_factory=_empty)
+    hints: list[str] = Field(default_factory=_empty,
                              description="machine tokens: fresh, done-line, queued, tab-to-queue, steer-pending...")
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=_empty)
 
     @property
     def typable(self) -> bool:
@@ -115,7 +130,7 @@ class SubmitHint(BaseModel):
     turn_running: bool = False
     queued: bool = False
     tab_to_queue: bool = False
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=_empty)
 
 
 # -- SGR reading ---------------------------------------------------------------------------
