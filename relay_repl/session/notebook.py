@@ -55,6 +55,7 @@ from relay_repl.core.plan import Plan
 from relay_repl.session.gate import ApproveFn
 from relay_repl.session.hooks import Echo, Proceed, RunHooks
 from relay_repl.session.journal import JournalMismatch, SendStatus, check_row, sealed, send_status
+from relay_repl.session.send_request import SendRequest
 from relay_repl.session.sendoptions import SendOptions
 from relay_repl.system.polling import poll_until
 
@@ -437,11 +438,12 @@ class NotebookRunner(RunHooks):
 
         return kept
 
-    async def send(self, target: Any, body: str, options: SendOptions, proceed: Proceed) -> Delivery:
+    async def send(self, req: SendRequest, proceed: Proceed) -> Delivery:
         """session.send for the run (its replay stage): recorded for resume, answered from the ledger
         when resuming, and a plan only in a dry run."""
+        target, body, options = req.target, req.body, req.options
         if options.fallback is not None:  # one member of a chain: the chain's own call was recorded already
-            return await proceed(target, body, options)
+            return await proceed(req)
         want = options.want
         cell = self.cell
         self.calls += 1
@@ -460,7 +462,8 @@ class NotebookRunner(RunHooks):
             # the same id (a receiver that somehow holds it takes the second as a duplicate)
             print(f"{self.heading()}: {prior['relay_id']} to {tgt.spec} {status.not_sent(str(self.resume))}; "
                   "planned and asked again", file=self.tee)
-            options = options.model_copy(update={"relay_id": prior["relay_id"]})
+            req = req.with_options(relay_id=prior["relay_id"])
+            options = req.options
         rid = options.relay_id or self.session.ledger.next_id(self.session.me.address)
         key = self._send_key(index, tgt.spec, body)
         earlier = self._sent_before(key)
@@ -471,7 +474,7 @@ class NotebookRunner(RunHooks):
         if not self.dry_run:  # found again by an indexed key, however long the ledger grows
             self.session.ledger.event("notebook-sent", relay_id=key, data={"run": self.run.id, "relay_id": rid})
         self.cell_ids.append(rid)
-        return await proceed(tgt, body, options.model_copy(update={"relay_id": rid}))
+        return await proceed(req.to(tgt).with_options(relay_id=rid))
 
     async def _dry_send(self, target: Any, body: str, options: SendOptions) -> Delivery:
         want = options.want

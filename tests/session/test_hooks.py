@@ -109,9 +109,9 @@ class Heading(RunHooks):
 
         return headed
 
-    async def send(self, target, body, options, proceed):
+    async def send(self, req, proceed):
         self.seen.append(f"{self.name} send")
-        return await proceed(target, f"{body} [{self.name}]", options)
+        return await proceed(req.model_copy(update={"body": f"{req.body} [{self.name}]"}))
 
 
 def mk(tmp_path, answers):
