@@ -127,6 +127,15 @@ class TerminalGate:
         self._write = write or (lambda s: print(s, flush=True))
         self._isatty = isatty or (lambda: sys.stdin.isatty() and sys.stdout.isatty())
 
+    def writing_to(self, write: Callable[[str], None]) -> TerminalGate:
+        """The same gate printing its plan and its lines with `write`: what a run's approver hook asks
+        when the plan must show somewhere other than sys.stdout (`relay watch`, past the REPL's patch)."""
+        import copy
+
+        gate = copy.copy(self)
+        gate._write = write
+        return gate
+
     async def __call__(self, plan: Plan) -> bool:
         self._write(plan.render())
         if "input" not in self._io and not self._isatty():  # a given input (tests) is the terminal

@@ -13,8 +13,13 @@ time at three points:
 - `echo`: where the session's progress lines go, given where they would go (output capture: a
   notebook keeps the lines shown while a cell runs in the cell's record, as it keeps the cell's
   own prints);
-- `send`: the replay stage of `session.send`, given the call and how to carry on with it, so
-  a resumed run answers a call from the ledger, or records it first, or plans it only.
+- `send`: the replay stage of the operator's own sends (`session.send`, a transport handle),
+  given the request (session/send_request.py) and how to carry on with it, so a resumed run
+  answers a call from the ledger, or records it first, or plans it only;
+- `on_request`, `on_plan`, `on_outcome`: told of every request that enters the send pipeline
+  (send, reply, forward, a chain, a send to a host, an agent's request and its answer), of each
+  plan it builds before the gate is asked, and of the delivery it ends with: what a run records
+  without changing the send.
 
 Hooks installed later see a call first (they wrap the ones before them), as the swaps they
 replace did. What a notebook cell prints itself is kept through the cell's own `print` (its
@@ -31,12 +36,12 @@ from relay_repl.session.gate import ApproveFn
 
 if TYPE_CHECKING:
     from relay_repl.core.delivery import Delivery
-    from relay_repl.core.target import Target
-    from relay_repl.session.sendoptions import SendOptions
+    from relay_repl.core.plan import Plan
+    from relay_repl.session.send_request import SendRequest
 
 Echo = Callable[[str], None]
-Proceed = Callable[["str | Target", str, "SendOptions"], Awaitable["Delivery"]]
-"""How a `send` hook carries on with a call (possibly changed): the next hook, then the send itself."""
+Proceed = Callable[["SendRequest"], Awaitable["Delivery"]]
+"""How a `send` hook carries on with a request (possibly changed): the next hook, then the pipeline."""
 
 
 class RunHooks:
@@ -51,9 +56,18 @@ class RunHooks:
         The lines reaching it are already neutralised (the session wraps the result in `safe_echo`)."""
         return echo
 
-    async def send(self, target: str | Target, body: str, options: SendOptions, proceed: Proceed) -> Delivery:
+    async def send(self, req: SendRequest, proceed: Proceed) -> Delivery:
         """`session.send(target, body, ...)` while the run lasts: carry on (`proceed`), or answer it."""
-        return await proceed(target, body, options)
+        return await proceed(req)
+
+    def on_request(self, req: SendRequest) -> None:
+        """A request entered the send pipeline (before anything is resolved or asked)."""
+
+    def on_plan(self, req: SendRequest, plan: Plan) -> None:
+        """The plan the pipeline built for `req`, before the gate is asked (a host's plan is built there)."""
+
+    def on_outcome(self, req: SendRequest, delivery: Delivery) -> None:
+        """The delivery `req` ended with (whatever its state), as the pipeline returns it."""
 
 
 class Hooks:
@@ -84,14 +98,25 @@ class Hooks:
             echo = h.echo(echo)
         return echo
 
-    async def send(self, target: str | Target, body: str, options: SendOptions, last: Proceed) -> Delivery:
-        """The call through every installed `send` hook, newest first, then `last` (the send itself)."""
+    async def send(self, req: SendRequest, last: Proceed) -> Delivery:
+        """The request through every installed `send` hook, newest first, then `last` (the pipeline)."""
         stack = list(self._installed)
 
-        async def at(i: int, target: str | Target, body: str, options: SendOptions) -> Delivery:
+        async def at(i: int, req: SendRequest) -> Delivery:
             if i < 0:
-                return await last(target, body, options)
-            return await stack[i].send(target, body, options,
-                                       lambda t, b, o: at(i - 1, t, b, o))
+                return await last(req)
+            return await stack[i].send(req, lambda r: at(i - 1, r))
 
-        return await at(len(stack) - 1, target, body, options)
+        return await at(len(stack) - 1, req)
+
+    def on_request(self, req: SendRequest) -> None:
+        for h in list(self._installed):
+            h.on_request(req)
+
+    def on_plan(self, req: SendRequest, plan: Plan) -> None:
+        for h in list(self._installed):
+            h.on_plan(req, plan)
+
+    def on_outcome(self, req: SendRequest, delivery: Delivery) -> None:
+        for h in list(self._installed):
+            h.on_outcome(req, delivery)

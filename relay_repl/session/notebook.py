@@ -55,6 +55,8 @@ from relay_repl.core.plan import Plan
 from relay_repl.session.gate import ApproveFn
 from relay_repl.session.hooks import Echo, Proceed, RunHooks
 from relay_repl.session.journal import JournalMismatch, SendStatus, check_row, sealed, send_status
+from relay_repl.session.send_journal import JournalSend
+from relay_repl.session.send_request import SendRequest
 from relay_repl.session.sendoptions import SendOptions
 from relay_repl.system.polling import poll_until
 
@@ -237,7 +239,7 @@ class NotebookRunner(RunHooks):
         self.cell_started = 0.0
         self.in_gate = False
         self.tee: _Tee | None = None
-        self.prior: dict[tuple[int, int], dict[str, Any]] = {}
+        self.prior: dict[tuple[int, int], JournalSend] = {}  # (cell, call) -> the stopped run's send
         self.prior_status: dict[str, SendStatus] = {}  # relay id -> what the ledger proves of the stopped run's send
         self.notes: dict[str, list[str]] = {}  # relay id -> plan notes (the same send in an earlier run)
         self._dry_n = 0
@@ -437,11 +439,12 @@ class NotebookRunner(RunHooks):
 
         return kept
 
-    async def send(self, target: Any, body: str, options: SendOptions, proceed: Proceed) -> Delivery:
+    async def send(self, req: SendRequest, proceed: Proceed) -> Delivery:
         """session.send for the run (its replay stage): recorded for resume, answered from the ledger
         when resuming, and a plan only in a dry run."""
+        target, body, options = req.target, req.body, req.options
         if options.fallback is not None:  # one member of a chain: the chain's own call was recorded already
-            return await proceed(target, body, options)
+            return await proceed(req)
         want = options.want
         cell = self.cell
         self.calls += 1
@@ -453,25 +456,26 @@ class NotebookRunner(RunHooks):
         prior = self.prior.get((index, n))
         if prior is not None:
             self._same_cell(prior, tgt.spec, body, want, cell)
-            status = self.prior_status[prior["relay_id"]]
+            status = self.prior_status[prior.relay_id]
             if status.sent:
                 return await self._replay(prior, tgt.spec, body, want, cell)
             # declined, withheld, killed at the prompt: shown as such, then planned and asked again under
             # the same id (a receiver that somehow holds it takes the second as a duplicate)
-            print(f"{self.heading()}: {prior['relay_id']} to {tgt.spec} {status.not_sent(str(self.resume))}; "
+            print(f"{self.heading()}: {prior.relay_id} to {tgt.spec} {status.not_sent(str(self.resume))}; "
                   "planned and asked again", file=self.tee)
-            options = options.model_copy(update={"relay_id": prior["relay_id"]})
+            req = req.with_options(relay_id=prior.relay_id)
+            options = req.options
         rid = options.relay_id or self.session.ledger.next_id(self.session.me.address)
         key = self._send_key(index, tgt.spec, body)
         earlier = self._sent_before(key)
         if earlier:
             self.notes[rid] = earlier
-        self._event("notebook-send", cell=index, sha256=cell.sha256 if cell else None, call=n, target=tgt.spec,
-                    body=body, want=want, relay_id=rid, path=str(self.path.resolve()))
+        self._journal(JournalSend(runner="notebook", at=(index, n), sha256=cell.sha256 if cell else None,
+                                  target=tgt.spec, body=body, want=want, relay_id=rid, path=str(self.path.resolve())))
         if not self.dry_run:  # found again by an indexed key, however long the ledger grows
             self.session.ledger.event("notebook-sent", relay_id=key, data={"run": self.run.id, "relay_id": rid})
         self.cell_ids.append(rid)
-        return await proceed(tgt, body, options.model_copy(update={"relay_id": rid}))
+        return await proceed(req.to(tgt).with_options(relay_id=rid))
 
     async def _dry_send(self, target: Any, body: str, options: SendOptions) -> Delivery:
         want = options.want
@@ -544,29 +548,30 @@ class NotebookRunner(RunHooks):
             if e.kind in JOURNAL_ROWS:
                 check_row(run_id, e)  # a row the run did not write (edited, inserted by hand) stops it here
             if e.kind == "notebook-send":
-                self.prior[(int(e.data["cell"]), int(e.data["call"]))] = e.data
+                sent = JournalSend.read(run_id, e)
+                self.prior[sent.at] = sent
             elif e.kind == "notebook-answer" and e.data.get("relay_id"):
                 answers[str(e.data["relay_id"])] = bool(e.data.get("approved"))
         for prior in self.prior.values():  # every send of the stopped run judged before any cell runs
-            rid = str(prior["relay_id"])
-            self.prior_status[rid] = send_status(self.session.ledger, run_id, rid, target=str(prior["target"]),
-                                                 body=str(prior["body"]), approved_in_journal=answers.get(rid, False))
+            rid = prior.relay_id
+            self.prior_status[rid] = send_status(self.session.ledger, run_id, rid, target=prior.target,
+                                                 body=str(prior.body), approved_in_journal=answers.get(rid, False))
 
-    def _same_cell(self, prior: dict[str, Any], spec: str, body: str, want: Any, cell: Cell | None) -> None:
+    def _same_cell(self, prior: JournalSend, spec: str, body: str, want: Any, cell: Cell | None) -> None:
         label = cell.label if cell is not None else "a cell"
-        if cell is not None and prior.get("sha256") != cell.sha256 or (prior["target"], prior["body"],
-                                                                      prior["want"]) != (spec, body, want):
-            raise ResumeMismatch(f"{self.path}: {label} changed since run {self.resume} (send {prior['call']} there "
-                                 f"was {prior['want']} to {prior['target']}: {prior['body'][:60]!r}): not resumed, "
+        if cell is not None and prior.sha256 != cell.sha256 or (prior.target, prior.body,
+                                                                prior.want) != (spec, body, want):
+            raise ResumeMismatch(f"{self.path}: {label} changed since run {self.resume} (send {prior.at[1]} there "
+                                 f"was {prior.want} to {prior.target}: {str(prior.body)[:60]!r}): not resumed, "
                                  "nothing was sent; start a new run instead")
 
-    async def _replay(self, prior: dict[str, Any], spec: str, body: str, want: Any, cell: Cell | None) -> Delivery:
-        d = rebuild_delivery(self.session, prior["relay_id"], spec, want)
-        self.cell_ids.append(prior["relay_id"])
+    async def _replay(self, prior: JournalSend, spec: str, body: str, want: Any, cell: Cell | None) -> Delivery:
+        d = rebuild_delivery(self.session, prior.relay_id, spec, want)
+        self.cell_ids.append(prior.relay_id)
         self.session.deliveries.append(d)
         # recorded under this run too, so a resume of this run answers the same call the same way
-        self._event("notebook-send", cell=prior["cell"], sha256=prior.get("sha256"), call=prior["call"], target=spec,
-                    body=body, want=want, relay_id=d.relay_id, replayed_from=self.resume)
+        self._journal(JournalSend(runner="notebook", at=prior.at, sha256=prior.sha256, target=spec, body=body,
+                                  want=want, relay_id=str(d.relay_id), replayed_from=self.resume))
         self._event("notebook-answer", relay_id=d.relay_id, approved=True, replayed_from=self.resume)
         if self.rec is not None:
             self.rec.plans.append(PlanShown(heading=self.heading(), target=spec, transport=d.transport,
@@ -585,6 +590,10 @@ class NotebookRunner(RunHooks):
             ids = self.ids_of.get(rec.index)
             if ids:
                 rec.deliveries = [send_record(latest[rid]) for rid in ids if rid in latest]
+
+    def _journal(self, sent: JournalSend) -> None:
+        """The run's journal row for one send (session/send_journal.py), before the gate is asked."""
+        self._event(sent.row_kind, **sent.row())
 
     def _event(self, kind: str, **data: Any) -> None:
         if not self.dry_run:

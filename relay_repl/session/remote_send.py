@@ -26,6 +26,7 @@ from relay_repl.core.serve_wire import MAX_LINE, PROTOCOL_VERSION, EvidenceResul
 from relay_repl.core.target import Target
 from relay_repl.session.remote import (Hosts, RemoteAnswer, RemoteDelivery, record_claim, send_remote, split_spec,
                                        wait_reply_remote)
+from relay_repl.session.sendoptions import SendOptions
 from relay_repl.session.shared import Shared
 
 HALT_TIMEOUT = 15.0  # one ssh call on the open master; a host that does not answer in this is named
@@ -84,11 +85,12 @@ class RemoteSends:
             raise DiscoveryError(f"{spec} names {len(live)} live sessions on {host}: name one by its uuid")
         raise DiscoveryError(f"no live target {rest} on host {host} (see `relay targets`)")
 
-    async def send(self, target: str | Target, body: str, *, want: str = "none", transport: Any = None,
-                   timeout: float = 30.0, hop: int = 0, heading: str | None = None, relay_id: str | None = None,
-                   reply_via: str | None = None, re: str | None = None) -> Delivery:
-        """Plan there, gate here, send there; the Delivery returned answers `wait_reply()`. `re` is the
+    async def send(self, target: str | Target, body: str, options: SendOptions) -> Delivery:
+        """Plan there, gate here, send there (the send pipeline's step for a host's target: the same
+        `SendOptions` as a local send); the Delivery returned answers `wait_reply()`. `options.re` is the
         id the message answers (an agent's request on that host, whose answer this takes back)."""
+        want, transport, timeout, hop = options.want, options.transport, options.timeout, options.hop
+        heading, relay_id, reply_via, re = options.heading, options.relay_id, options.reply_via, options.re
         self.shared.check_halt()
         spec = target.spec if isinstance(target, Target) else target.strip()
         if heading:
@@ -231,9 +233,9 @@ class RemoteDebugger:
             self.delivery.reason = f"already went out on {lk.host} (its ledger): not re-sent"
             return self.delivery
         r = self.record
-        d = await self.remote.send(str(r["target"]), str(r["body"]), want=str(r.get("want") or "none"),
-                                   timeout=float(r.get("timeout") or 30.0), hop=int(r.get("hop") or 0),
-                                   relay_id=self.relay_id, reply_via=r.get("reply_via"))
+        d = await self.remote.send(str(r["target"]), str(r["body"]), SendOptions(
+            want=r.get("want") or "none", timeout=float(r.get("timeout") or 30.0), hop=int(r.get("hop") or 0),
+            relay_id=self.relay_id, reply_via=r.get("reply_via")))
         self.delivery = d
         return d
 

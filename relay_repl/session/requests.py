@@ -35,6 +35,7 @@ from relay_repl.core.request import ANSWER_TYPE, DEFAULT_EXPIRY, Request, delive
 from relay_repl.session.answers import Answers, answer_refusal
 from relay_repl.session.gate import ApproveFn
 from relay_repl.session.hooks import RunHooks
+from relay_repl.session.send_request import SendRequest
 from relay_repl.session.sendoptions import SendOptions
 from relay_repl.session.shared import Shared
 from relay_repl.store.requests import RequestStore
@@ -326,9 +327,9 @@ class Requests:
                    f"hop {req.hop} (the asker's exchange: an agent's request never resets hop){flag}")
         body = quote(req.asker, req.verdict, req.body)
         try:
-            d = await self._decided_send(req, rid, lambda: self.sender.send(
-                req.to, body, SendOptions(want=req.want, hop=req.hop, heading=heading, relay_id=rid,
-                                          transport=transport, timeout=timeout)))
+            d = await self._decided_send(req, rid, lambda: self.sender.submit(SendRequest(
+                target=req.to, body=body, origin="request", options=SendOptions(
+                    want=req.want, hop=req.hop, heading=heading, relay_id=rid, transport=transport, timeout=timeout))))
         except HostClaim as claim:  # the host's outcome is not believed: the request reads failed, saying so
             now = self.get(req.id)
             if now.state == "approved":
@@ -446,8 +447,8 @@ class Requests:
         body = quote(who, said, msg.body)
         heading = (f"answer to request {req.id}: {who}'s words for {req.asker} (re={re}, hop {hop}, one past "
                    f"the answer's)")
-        d = await self.sender.send(req.asker, body, SendOptions(want="none", hop=hop, re=re, heading=heading,
-                                                                transport=transport, timeout=timeout))
+        d = await self.sender.submit(SendRequest(target=req.asker, body=body, origin="answer", options=SendOptions(
+            want="none", hop=hop, re=re, heading=heading, transport=transport, timeout=timeout)))
         self.store.save(self.get(req.id).model_copy(update={"answer_from": who, "answer_id": d.relay_id,
                                                            "answer_state": d.state.value}))
         return d

@@ -44,6 +44,7 @@ from relay_repl.session.journal import JournalMismatch, check_row, sealed, send_
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, LoopHalt, RelayError, UsageError
 from relay_repl.core.plan import Plan
 from relay_repl.core.recipe import Recipe, RecipeError, Step, parse_recipe, render
+from relay_repl.session.send_journal import JournalSend
 from relay_repl.session.sending import remote_spec
 from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import StageLog
@@ -99,6 +100,12 @@ class StepRun(BaseModel):
     @property
     def key(self) -> tuple[int, int, str]:
         return (self.round, self.index, self.target)
+
+    @classmethod
+    def journaled(cls, sent: JournalSend) -> StepRun:
+        """The step as the stopped run's journal recorded it (its state is read from the ledger later)."""
+        return cls(round=sent.at[0], index=sent.at[1], kind=sent.kind, target=sent.target, relay_id=sent.relay_id,
+                   hop=sent.hop)
 
 
 class Run(BaseModel):
@@ -213,6 +220,10 @@ class Runner:
         self._inbox_seen: dict[str, int] = {}
 
     # -- ledger records --------------------------------------------------------
+    def _journal(self, sent: JournalSend) -> None:
+        """The run's journal row for one send (session/send_journal.py), before the gate is asked."""
+        self._event(sent.row_kind, **sent.row())
+
     def _event(self, event_kind: str, **data: Any) -> None:
         if not self.dry_run:
             row = {"run": self.run.id, **data}
@@ -404,8 +415,8 @@ class Runner:
         body = render(step.body or "", self._values(round_))
         rec.relay_id = self.ledger.next_id(self.session.me.address)
         # recorded before the gate is asked: a kill -9 from here on leaves the id for resume to inspect
-        self._event("run-step", round=round_, step=index, kind=step.kind, target=target, relay_id=rec.relay_id,
-                    hop=hop, want=step.wants)
+        self._journal(JournalSend(runner="recipe", at=(round_, index), kind=step.kind, target=target,
+                                  relay_id=rec.relay_id, hop=hop, want=step.wants))
         d = await self.session.send(target, body, want=step.wants, transport=step.transport, timeout=step.timeout,
                                     hop=hop, heading=heading, relay_id=rec.relay_id)
         return await self._after_send(rec, step, d)
@@ -421,8 +432,8 @@ class Runner:
             raise Stop("hop-cap", f"round {rec.round}, step {rec.index} (forward to {rec.target}): the reply is at "
                        f"hop {env.hop}, forwarding it would pass the cap of {HOP_CAP}: stopped")
         rec.relay_id, rec.hop = env.id, env.hop + 1
-        self._event("run-step", round=rec.round, step=rec.index, kind="forward", target=rec.target,
-                    relay_id=rec.relay_id, hop=rec.hop, want=env.want)
+        self._journal(JournalSend(runner="recipe", at=(rec.round, rec.index), kind="forward", target=rec.target,
+                                  relay_id=rec.relay_id, hop=rec.hop, want=env.want))
         d = await self.session.forward(rec.target, source.answer.line, transport=step.transport,
                                        timeout=step.timeout, heading=heading)
         return await self._after_send(rec, step, d)
@@ -638,9 +649,7 @@ def load_prior(ledger: Any, run_id: str) -> tuple[dict[str, Any], dict[tuple[int
     for e in events:
         d = e.data
         if e.kind == "run-step":
-            check_row(run_id, e)  # a row the run did not write (edited, inserted by hand): not resumed
-            rec = StepRun(round=d["round"], index=d["step"], kind=d["kind"], target=d["target"],
-                          relay_id=d["relay_id"], hop=d.get("hop"))
+            rec = StepRun.journaled(JournalSend.read(run_id, e))  # a row the run did not write: not resumed
             steps[rec.key] = rec
         elif e.kind == "run-answer":
             key = (d["round"], d["step"], d["target"])

@@ -6,6 +6,12 @@ logged, and only a yes lets the transport act, under the `Approval` minted for e
 plan; it is spent when the delivery ends. A want=reply|ack send first asks the target's
 agent how the answer will come back (the plan shows it) and refuses when there is no route.
 A relay-halt stops a send at the next stage boundary.
+
+One pipeline: `send`, `reply`, `forward`, a transport handle, a chain, a host's target, an
+agent's request and its answer each build a `SendRequest` (session/send_request.py) and hand it
+to `Sender.submit`; only what differs by the words' origin stays at the entry point (a reply's
+duplicate and hop checks, a forward's pasted line). A run's hooks see each request, each plan
+before the gate and each outcome (session/hooks.py).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from relay_repl.core.target import Target
 from relay_repl.session.answers import Answers
 from relay_repl.session.finder import Finder
 from relay_repl.session.gating import Gatekeeper
+from relay_repl.session.send_request import SendRequest
 from relay_repl.session.sendoptions import SendOptions
 from relay_repl.session.shared import Shared
 from relay_repl.session.unfinished import earlier_unfinished, owner, sweep_interrupted
@@ -79,35 +86,71 @@ class Sender:
         return choose(target, list(self.transports.values()), Requirements(durable=durable, native_reply=native_reply),
                       requested)
 
-    # -- sending -------------------------------------------------------------------
+    # -- sending: one pipeline for every request ----------------------------------------
     async def send(self, target: str | Target, body: str, options: SendOptions) -> Delivery:
-        """Plan, ask, send, confirm (see Session.send, which builds `options` from its keywords)."""
-        if remote_spec(target):  # HOST/kind:name: planned and carried out there, gated here
-            o = options
-            return await self.remote.send(target, body, want=o.want, transport=o.transport, timeout=o.timeout, hop=o.hop,
-                                          heading=o.heading, relay_id=o.relay_id, reply_via=o.reply_via, re=o.re)
-        chain = chain_of(options.transport)
+        """The operator's own send (see Session.send, which builds `options` from its keywords)."""
+        return await self.submit(SendRequest(target=target, body=body, options=options))
+
+    async def submit(self, req: SendRequest) -> Delivery:
+        """THE way into a send: every entry point (send, reply, forward, a transport handle, a host's
+        target, an agent's request and its answer) builds a `SendRequest` and hands it here. The
+        installed hooks are told of it, the operator's own sends pass a run's replay stage, then the
+        pipeline: resolve → route → choose → plan → gate → run → confirm."""
+        hooks = self.shared.hooks
+        if not hooks:
+            return await self._pipeline(req)
+        hooks.on_request(req)
+        d = await (hooks.send(req, self._pipeline) if req.replayable else self._pipeline(req))
+        hooks.on_outcome(req, d)
+        return d
+
+    async def _pipeline(self, req: SendRequest) -> Delivery:
+        """A host's target is planned and carried out there (gated here), a chain tries its members in
+        order, anything else is planned and sent from here."""
+        if req.forwarded is None and remote_spec(req.target):  # HOST/kind:name (session/remote_send.py)
+            return await self.remote.send(req.target, req.body, req.options)
+        chain = chain_of(req.options.transport)
         if chain is not None:
-            return await self._send_chain(chain, target, body, options)
-        transport = options.transport
+            return await self._send_chain(chain, req)
+        return await self._local(req)
+
+    async def _local(self, req: SendRequest) -> Delivery:
+        """resolve → halt check → route → choose → envelope → notes, then the plan, gate, run and
+        confirmation (`_deliver`). The reply route is worked out once, for the id the message carries."""
+        o = req.options
+        transport = o.transport
         assert transport is None or isinstance(transport, str)
-        want = options.want
-        check_body(body)
-        tgt = await self.finder.resolve(target)
+        if req.forwarded is None:  # a forwarded body was checked as the pasted line
+            check_body(req.body)
+        tgt = await self.finder.resolve(req.target)
         self.shared.check_halt()
-        route = await self.route(tgt, want, options.reply_via) if want != "none" else None
-        native, extra = self._native_for_route(route, transport)
-        choice = self.choose_transport(tgt, transport, durable=options.durable,
-                                       native_reply=options.native_reply or native)
-        earlier = self._earlier(tgt, body) + provenance_notes(body)  # which bytes are a peer's, and what they ask
+        fwd = req.forwarded
         me = self.shared.me
-        relay_id = options.relay_id or self.shared.ledger.next_id(me.address)
-        envelope = Envelope.make(sender=me.sender, to=options.to_role, id=relay_id, hop=options.hop, want=want,
-                                 re=options.re, body=body)
-        return await self._deliver(tgt, envelope, choice.transport, options.fallback or choice.fallback,
-                                   options.timeout, tuple(choice.notes) + extra + earlier,
-                                   reply_route=self.reply_route(tgt, relay_id, via=route.via).how if route else None,
-                                   heading=options.heading, reply_via=route.via if route else None)
+        # a forward keeps its envelope (id, sender, want: its answer goes where its sender said), hop + 1
+        relay_id = fwd.id if fwd is not None else (o.relay_id or self.shared.ledger.next_id(me.address))
+        asks = req.want != "none" and fwd is None
+        route = await self.route(tgt, req.want, o.reply_via, relay_id=relay_id) if asks else None
+        native, extra = self._native_for_route(route, transport)
+        choice = self.choose_transport(tgt, transport, durable=o.durable, native_reply=o.native_reply or native)
+        if fwd is not None:
+            envelope = fwd.next_hop()
+        else:
+            envelope = Envelope.make(sender=me.sender, to=o.to_role, id=relay_id, hop=o.hop, want=o.want,
+                                     re=o.re, body=req.body)
+        return await self._deliver(req, tgt, envelope, choice.transport, o.fallback or choice.fallback,
+                                   tuple(choice.notes) + extra + self._origin_notes(req, tgt),
+                                   reply_route=route.how if route else None,
+                                   reply_via=route.via if route else None)
+
+    def _origin_notes(self, req: SendRequest, tgt: Target) -> tuple[str, ...]:
+        """The plan's notes on whose words these are: for a send, earlier unfinished sends of this body
+        and the peers it quotes; for a forward, its sender's words; a reply answers one message."""
+        if req.forwarded is not None:
+            env = req.forwarded
+            return self._earlier(tgt, env.body) + forwarded_notes(env.sender, env.body)
+        if req.origin == "reply":
+            return ()
+        return self._earlier(tgt, req.body) + provenance_notes(req.body)
 
     async def _send_keywords(self, target: str | Target, body: str, **kw: object) -> Delivery:
         """`session.transports.X.send(target, body, transport=X, ...)`: the handle's keywords as options
@@ -117,13 +160,13 @@ class Sender:
             raise TypeError(f"send() got an unexpected keyword argument {unknown[0]!r}")
         return await self.send(target, body, SendOptions.model_validate(kw))
 
-    async def _send_chain(self, chain: Chain, target: str | Target, body: str, options: SendOptions) -> Delivery:
+    async def _send_chain(self, chain: Chain, req: SendRequest) -> Delivery:
         """Each transport of the chain in order; the next only when the previous refused before any
         side effect (at choice time, or at a stage that sent nothing). One relay id throughout."""
-        check_body(body)
-        tgt = await self.finder.resolve(target)
+        check_body(req.body)
+        tgt = await self.finder.resolve(req.target)
         self.shared.check_halt()
-        rid = options.relay_id or self.shared.ledger.next_id(self.shared.me.address)
+        rid = req.options.relay_id or self.shared.ledger.next_id(self.shared.me.address)
         members = list(chain.members)
         skipped: list[str] = []
         for i, t in enumerate(members):
@@ -136,8 +179,7 @@ class Sender:
             if skipped:
                 fallback += f"; passed over: {'; '.join(skipped)}"
             try:
-                d = await self.send(tgt, body, options.model_copy(update={"transport": t.name, "relay_id": rid,
-                                                                          "fallback": fallback}))
+                d = await self._pipeline(req.to(tgt).with_options(transport=t.name, relay_id=rid, fallback=fallback))
             except LoopHalt:
                 raise
             except (PolicyRefusal, UsageError) as exc:  # refused before any plan: nothing happened
@@ -171,18 +213,20 @@ class Sender:
         check_via(via)
         return reply_route(target, self.answers.reply_context(relay_id, via))
 
-    async def route(self, target: Target, want: str, via: str | None = None) -> ReplyRoute:
-        """The route for an answer, offering to list the inbox when that is what is missing,
-        and else the turn reply (the target's own final message, which needs nothing of it).
-        Refuses (nothing sent) when there is none: never ask for an answer that cannot come."""
-        route = self.reply_route(target, via=via)
+    async def route(self, target: Target, want: str, via: str | None = None, *,
+                    relay_id: str = "<relay id>") -> ReplyRoute:
+        """The route for an answer to message `relay_id` (the plan names it with that id), offering to
+        list the inbox when that is what is missing, and else the turn reply (the target's own final
+        message, which needs nothing of it). Refuses (nothing sent) when there is none: never ask for
+        an answer that cannot come."""
+        route = self.reply_route(target, relay_id, via=via)
         if not route.ok and route.offer_register and self.answers.inbox_server is not None:
             self.shared.say(f"{route.missing}\nOffering to list the inbox now:")
             if await self.answers.register_inbox():
-                route = self.reply_route(target, via=via)
+                route = self.reply_route(target, relay_id, via=via)
         if not route.ok and via is None:  # the routes that need nothing of the operator
             for other in ("mcp", "turn"):
-                alt = self.reply_route(target, via=other)
+                alt = self.reply_route(target, relay_id, via=other)
                 if alt.ok:
                     self.shared.say(f"{route.missing}\nreply route instead: {alt.how}")
                     route = alt
@@ -237,12 +281,12 @@ class Sender:
         if ledger.was_forwarded(env.id):
             ledger.event("duplicate", relay_id=env.id, data={"line": line, "via": "forward"})
             raise LoopHalt(f"relay id {env.id} was already forwarded: duplicate dropped, not forwarded again")
-        onward = env.next_hop()  # refuses at the hop cap before anything is recorded
+        env.next_hop()  # refuses at the hop cap before anything is recorded
         tgt = await self.finder.resolve(target)
-        choice = self.choose_transport(tgt, transport, durable=durable, native_reply=native_reply)
-        return await self._deliver(tgt, onward, choice.transport, choice.fallback, timeout,
-                                   tuple(choice.notes) + self._earlier(tgt, env.body)
-                                   + forwarded_notes(env.sender, env.body), heading=heading, forwarded=env)
+        options = SendOptions(want=env.want, transport=transport, durable=durable, native_reply=native_reply,
+                              timeout=timeout, heading=heading)
+        return await self.submit(SendRequest(target=tgt, body=env.body, options=options, origin="forward",
+                                             forwarded=env))
 
     def _earlier(self, tgt: Target, body: str) -> tuple[str, ...]:
         """Plan notes naming earlier sends of this body to this target that are interrupted or pending."""
@@ -279,17 +323,10 @@ class Sender:
         tgt = await self.finder.resolve(target)
         if ledger.events(kind="answered", relay_id=env.id):
             raise LoopHalt(f"{env.id} was already answered: a second answer would repeat the exchange")
-        route = await self.route(tgt, want) if want != "none" else None
-        native, extra = self._native_for_route(route, transport)
-        choice = self.choose_transport(tgt, transport, native_reply=native)
-        me = self.shared.me
-        relay_id = ledger.next_id(me.address)
-        answer = Envelope.make(sender=me.sender, to=env.role, id=relay_id, hop=hop, want=want, re=env.id, body=text)
-        d = await self._deliver(tgt, answer, choice.transport, choice.fallback, timeout, tuple(choice.notes) + extra,
-                                reply_route=self.reply_route(tgt, relay_id, via=route.via).how if route else None,
-                                reply_via=route.via if route else None)
+        options = SendOptions(want=want, transport=transport, timeout=timeout, hop=hop, to_role=env.role, re=env.id)
+        d = await self.submit(SendRequest(target=tgt, body=text, options=options, origin="reply"))
         if d.outcome != "refused":
-            ledger.event("answered", relay_id=env.id, delivery=d.key, data={"by": relay_id, "hop": hop})
+            ledger.event("answered", relay_id=env.id, delivery=d.key, data={"by": d.relay_id, "hop": hop})
         return d
 
     def find_message(self, ref: InboundMessage | int) -> InboundMessage:
@@ -301,16 +338,18 @@ class Sender:
         return hits[0]
 
     # -- one delivery, from plan to outcome -------------------------------------------------
-    async def _deliver(self, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str, timeout: float,
+    async def _deliver(self, req: SendRequest, tgt: Target, envelope: Envelope, chosen: Transport, fallback: str,
                        notes: tuple[str, ...] = (), reply_route: str | None = None,
-                       heading: str | None = None, forwarded: Envelope | None = None,
                        reply_via: str | None = None) -> Delivery:
+        timeout, heading, forwarded = req.options.timeout, req.options.heading, req.forwarded
         now, refusal = await chosen.before_asking(tgt)  # read-only: the receiver as it is before the question
         plan = chosen.plan(tgt, envelope, fallback=fallback, notes=notes + ((now,) if now else ()))
         if reply_route:
             plan = plan.model_copy(update={"reply_route": reply_route})
         if heading:
             plan = plan.model_copy(update={"heading": heading})
+        if self.shared.hooks:
+            self.shared.hooks.on_plan(req, plan)
         d = Delivery(relay_id=envelope.id, target=tgt.spec, transport=chosen.name, plan=plan, want=envelope.want)
         d._waiter = self.answers.wait_reply
         if reply_via:

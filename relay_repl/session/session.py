@@ -261,9 +261,7 @@ class Session:
         options = SendOptions(want=want, transport=transport, to_role=to_role, durable=durable,
                               native_reply=native_reply, timeout=timeout, hop=hop, heading=heading, relay_id=relay_id,
                               reply_via=reply_via, fallback=_fallback)
-        if not self.shared.hooks:
-            return await self.sender.send(target, body, options)
-        return await self.shared.hooks.send(target, body, options, self.sender.send)  # a run's replay stage
+        return await self.sender.send(target, body, options)  # one SendRequest into the pipeline (Sender.submit)
 
     def reply_route(self, target: Target, relay_id: str = "<relay id>", via: str | None = None) -> ReplyRoute:
         """How `target` would answer a message from here (its agent module decides, from its

@@ -31,7 +31,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, redirect_stdout
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ import anyio
 from relay_repl.core.controls import visible
 from relay_repl.core.errors import RelayError
 from relay_repl.session.follow import LedgerFollower
+from relay_repl.session.gate import ApproveFn
+from relay_repl.session.hooks import Echo, RunHooks
 from relay_repl.session.watch import REQUESTS_NOTE, REQUESTS_SHOWN, WatchModel, clock
 from relay_repl.store.ledger import Ledger
 
@@ -76,6 +78,25 @@ def initial(path: Path) -> tuple[LedgerFollower, list[Any], list[Any]]:
             led.close()
     return follower, [events[k] for k in sorted(events)], list(first.inbox)
 
+
+
+class ToTerminal(RunHooks):
+    """While a request is decided from the view: the deciding session's gate prints its plan and its
+    answer lines, and the session its progress lines, to the terminal itself (`real`), not to the
+    REPL's patched stdout, whose output would wait until the view is back (after the y/N)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def write(self, line: str) -> None:
+        print(line, file=self.real, flush=True)
+
+    def approver(self, approve: ApproveFn) -> ApproveFn:
+        to = getattr(approve, "writing_to", None)  # a gate that prints (TerminalGate) is told where
+        return to(self.write) if callable(to) else approve
+
+    def echo(self, echo: Echo | None) -> Echo | None:
+        return self.write if echo is not None else None
 
 class WatchView:
     """The view over one session (its discovery and debugger) and one ledger file (read-only)."""
@@ -274,29 +295,31 @@ class WatchView:
 
         self.deciding = rid
         # the terminal itself, not the REPL's patched stdout: that proxy writes through the running app, whose
-        # output waits until the view is back, so the plan would show only after its y/N (seen in the REPL)
+        # output waits until the view is back, so the plan would show only after its y/N (seen in the REPL).
+        # The view's lines are printed there, and the session's (its gate's plan, its progress) reach it
+        # through the hooks of the deciding session (`ToTerminal`), never by replacing sys.stdout.
         real = sys.__stdout__ if sys.__stdout__ is not None else sys.stdout
         try:
             with set_app(self.app):
                 async with in_terminal():
-                    with redirect_stdout(real):
-                        self.status = await self._decide_in_terminal(rid, approve)
-                        print(self.status, flush=True)
+                    self.status = await self._decide_in_terminal(rid, approve, real)
+                    print(self.status, file=real, flush=True)
         finally:
             self.deciding = None
             self.invalidate()
 
-    async def _decide_in_terminal(self, rid: str, approve: bool) -> str:
+    async def _decide_in_terminal(self, rid: str, approve: bool, real: Any) -> str:
         from relay_repl.core.errors import describe
 
         held = self.model.requests.get(rid, {})
-        print(flush=True)
+        print(file=real, flush=True)
         print(visible(f"relay watch: request {rid} from {held.get('asker')} to {held.get('to')}: "
-                      f"{held.get('body', '')}"), flush=True)
+                      f"{held.get('body', '')}"), file=real, flush=True)
         try:
             if approve:
                 async with self.decide(True) as s:  # type: ignore[misc]
-                    d = await s.approve_request(rid)
+                    with s.running(ToTerminal(real)):
+                        d = await s.approve_request(rid)
                 return visible(f"{clock(time.time())} request {rid}: {d.summary()}")
             from relay_repl.session.gate import yes_no_session
 
@@ -305,7 +328,8 @@ class WatchView:
             if why is None:
                 return f"{clock(time.time())} request {rid}: still held (nothing decided)"
             async with self.decide(False) as s:  # type: ignore[misc]
-                req = s.deny_request(rid, why=why.strip() or None)
+                with s.running(ToTerminal(real)):
+                    req = s.deny_request(rid, why=why.strip() or None)
             return visible(f"{clock(time.time())} request {rid} denied: {req.why}; nothing was sent")
         except RelayError as exc:
             return visible(f"{clock(time.time())} request {rid}: {exc}")

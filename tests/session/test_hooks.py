@@ -64,11 +64,9 @@ def patches(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-KNOWN = {("relay_repl/session/watch_view.py", "redirect_stdout")}
-"""The one left, pinned so no other appears: `relay watch`'s decision (issue 34, merged beside this change)
-writes past the REPL's patched stdout to the terminal itself, whose gate prints its plan with `print`.
-It goes when the gate's and the echo's output reach the terminal through the session (a hook), not
-`sys.stdout`."""
+KNOWN: set[tuple[str, str]] = set()
+"""None left: `relay watch`'s decision (session/watch_view.py) printed past the REPL's patched stdout with
+`redirect_stdout`; its gate and echo now reach the terminal through the deciding session's hooks."""
 
 
 def test_no_module_of_the_package_patches_a_session_method_or_a_standard_stream():
@@ -109,9 +107,9 @@ class Heading(RunHooks):
 
         return headed
 
-    async def send(self, target, body, options, proceed):
+    async def send(self, req, proceed):
         self.seen.append(f"{self.name} send")
-        return await proceed(target, f"{body} [{self.name}]", options)
+        return await proceed(req.model_copy(update={"body": f"{req.body} [{self.name}]"}))
 
 
 def mk(tmp_path, answers):
@@ -161,3 +159,29 @@ async def test_a_notebook_keeps_what_its_cell_showed_and_leaves_the_session_as_i
     assert ("[confirm] in_turn" in out) is echo_to_stdout
     assert "got a heard: status?\n" in capsys.readouterr().out  # the terminal still shows the cell's print
     assert not s.shared.hooks and "send" not in vars(s) and s.approve is approve_before
+
+
+async def test_relay_watchs_decision_prints_the_gates_plan_and_the_sessions_lines_through_its_hooks(tmp_path, capsys):
+    """`relay watch` decides a request with the terminal itself as output (session/watch_view.py `ToTerminal`):
+    the gate's plan and its answer line and the session's progress lines reach it, nothing goes to sys.stdout,
+    and the session's own gate and echo are back as they were once the block ends."""
+    import io
+
+    from relay_repl.session.gate import TerminalGate
+    from relay_repl.session.watch_view import ToTerminal
+
+    mem = InMemoryTransport()
+    gate = TerminalGate(isatty=lambda: False)  # no terminal: it prints the plan, then answers No
+    echoed: list[str] = []
+    s = Session(ledger=Ledger(tmp_path / "l.sqlite"), approve=gate, me=Me(address="me"),
+                providers=[StaticProvider("fake", [fake_target()])], transports=[mem], echo=echoed.append)
+    real = io.StringIO()
+    with s.running(ToTerminal(real)):
+        d = await s.send("fake:inbox", "through the view")
+        s.shared.say("a progress line")
+    shown = real.getvalue()
+    assert "Plan: send to fake:inbox" in shown and "through the view" in shown and "No terminal to ask on" in shown
+    assert d.state.value == "withheld" and mem.received == [] and "a progress line" in shown
+    assert capsys.readouterr().out == "" and echoed == [], "nothing past the hooks"
+    await s.send("fake:inbox", "after the view")
+    assert "after the view" in capsys.readouterr().out and s.approve is gate
