@@ -100,7 +100,8 @@ class Session:
         self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports)
         self.actions = Actions(self.shared, self.gate)
         self.asks = Requests(self.shared, self.sender, self.answers)  # agents' requests to send (session/requests.py)
-        self.asks.store = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
+        self._mirror = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
+        self.asks.store = self._mirror
         self._host_asks: HostRequests | None = None  # takes hosts' agents' requests (session.host_requests)
         self.repl_inputs: list[ReplInput] = []  # what the REPL ran, for save_notebook
 
@@ -328,9 +329,11 @@ class Session:
     # -- the inbox and waiting for replies -------------------------------------------------
     async def open_inbox(self, task_group: TaskGroup, echo: Callable[[str], None] | None = None) -> Inbox:
         """Clean what crashed inboxes left, then listen on this session's own inbox in
-        `task_group` and attach it: replies and receipts now have somewhere to go."""
+        `task_group` and attach it: replies and receipts now have somewhere to go (and a host's
+        request is told its state changes from `task_group`, off the event loop)."""
         inbox = await self.answers.open_inbox(task_group, echo)
         self.asks.attach(inbox)
+        self._mirror.tell_from(task_group)
         task_group.start_soon(self.asks.sweeper)  # says each held request that expires, when it does
         return inbox
 
