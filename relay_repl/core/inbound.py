@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.core.readable import Readable
 
-from relay_repl.core.controls import visible
+from relay_repl.core.controls import gist, visible
 from relay_repl.core.peertext import consent_flag
 
 VerdictKind = Literal["verified", "host verified", "mismatch", "unknown process", "receiver's own record"]
@@ -125,8 +125,7 @@ class InboundMessage(Readable, BaseModel):
         link = f"re {self.answers}" if self.answers else "unlinked"
         verdict = self.verdict.shown if self.verdict else "no verdict"
         pid = None if self.verdict and self.verdict.said_by else self.origin.get("verifiedPeerPid")  # a host's: in `shown`
-        words = " ".join(self.body.split())
-        words = words if len(words) <= REPR_WORDS else words[:REPR_WORDS - 1] + "…"
+        words = gist(self.body, REPR_WORDS)
         flag = consent_flag(self.body)
         return visible(f"<InboxMessage #{self.seq} {when} from {self.sender} [{verdict}{f', pid {pid}' if pid else ''}] "
                        f"{link}{' FLAG: ' + flag if flag else ''}: \"{words}\">")
