@@ -32,7 +32,7 @@ from relay_repl.core.peertext import quote
 from relay_repl.core.controls import visible
 from relay_repl.core.plan import Plan
 from relay_repl.core.request import ANSWER_TYPE, DEFAULT_EXPIRY, Request, delivery_step, request_hop
-from relay_repl.session.answers import Answers, answer_refusal
+from relay_repl.session.answers import answer_refusal
 from relay_repl.session.gate import ApproveFn
 from relay_repl.session.hooks import RunHooks
 from relay_repl.session.sendoptions import SendOptions
@@ -61,8 +61,6 @@ class RequestTable(list[Request]):
     """The held requests, printed as a table (`session.requests`)."""
 
     def __repr__(self) -> str:
-        from relay_repl.core.controls import visible
-
         if not self:
             return "no held requests (an agent asks with relay_send on `relay mcp`, or `relay ask` in its shell)"
         now = time.time()
@@ -83,10 +81,9 @@ def _refused(why: str, request_id: str | None = None) -> dict[str, Any]:
 class Requests:
     """Held requests: arrival (from the inbox), listing, approval, denial, expiry, halts, answers."""
 
-    def __init__(self, shared: Shared, sender: Sender, answers: Answers) -> None:
+    def __init__(self, shared: Shared, sender: Sender) -> None:
         self.shared = shared
         self.sender = sender
-        self.answers = answers
         self.store = RequestStore(shared.ledger)
         self.expiry = default_expiry()
         self._handed: set[str] = set()
@@ -241,12 +238,10 @@ class Requests:
         return _refused(f"request id {env.id} was seen before: a replayed request is dropped (logged)", env.id)
 
     def _judge(self, origin: dict[str, Any], env: Envelope) -> Any:
-        call = ToolCall(tool="relay_send", text=env.body)
-        if self._inbox is not None:
-            return self._inbox.judge(origin, env.sender, call)
-        from relay_repl.agents.origin import OriginJudge
-
-        return OriginJudge.default().judge(origin, env.sender, call=call)
+        """The inbox's own verdict on the asker: a request arrives only through the inbox `attach` gave."""
+        if self._inbox is None:
+            raise RuntimeError("a request was received with no inbox attached (Requests.attach first)")
+        return self._inbox.judge(origin, env.sender, ToolCall(tool="relay_send", text=env.body))
 
     # -- listing -------------------------------------------------------------------------
     def sweep(self, now: float | None = None) -> list[Request]:

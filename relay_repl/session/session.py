@@ -99,7 +99,7 @@ class Session:
         self.answers = Answers(self.shared, self.finder, self.gate)
         self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports)
         self.actions = Actions(self.shared, self.gate)
-        self.asks = Requests(self.shared, self.sender, self.answers)  # agents' requests to send (session/requests.py)
+        self.asks = Requests(self.shared, self.sender)  # agents' requests to send (session/requests.py)
         self._mirror = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
         self.asks.store = self._mirror
         self._host_asks: HostRequests | None = None  # takes hosts' agents' requests (session.host_requests)
