@@ -37,6 +37,8 @@ from relay_repl.core.controls import gist, visible
 from relay_repl.core.peertext import consent_flag
 
 VerdictKind = Literal["verified", "host verified", "mismatch", "unknown process", "receiver's own record"]
+OK_VERDICTS: tuple[VerdictKind, ...] = ("verified", "receiver's own record")
+"""The verdicts that establish an answer as the asked session's own (`Verdict.ok`)."""
 
 
 class Verdict(Readable, BaseModel):
@@ -64,7 +66,7 @@ class Verdict(Readable, BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.verdict in ("verified", "receiver's own record")
+        return self.verdict in OK_VERDICTS
 
     def __str__(self) -> str:
         who = f"{self.session} (pid {self.session_pid})" if self.session else "no discovered session"
