@@ -195,7 +195,7 @@ class Requests:
         if halt is not None:
             ledger.event("request-refused", relay_id=env.id, data={"why": "halted", "asker": asker})
             return _refused(f"not held: relay-halt is in force ({halt.reason}); the operator clears it", env.id)
-        hop = request_hop(env.hop, self.store.last_hop_to(asker))
+        hop = request_hop(env.hop, self.shared.ledger.last_hop_to(asker))
         if hop > HOP_CAP:
             ledger.event("request-refused", relay_id=env.id, data={"why": "hop cap", "asker": asker, "hop": hop})
             self._say(f"inbox: request {env.id} from {asker} refused: it would carry hop {hop}, past the cap "
