@@ -27,7 +27,6 @@ from relay_repl.core.target import Target
 from relay_repl.session.remote import (Hosts, RemoteAnswer, RemoteDelivery, record_claim, send_remote, split_spec,
                                        wait_reply_remote)
 from relay_repl.session.shared import Shared
-from relay_repl.system.capped_run import run_capped
 
 HALT_TIMEOUT = 15.0  # one ssh call on the open master; a host that does not answer in this is named
 
@@ -35,6 +34,8 @@ HALT_TIMEOUT = 15.0  # one ssh call on the open master; a host that does not ans
 def call_once(ch: Any, op: str, args: dict[str, Any], *, what: str, timeout: float = HALT_TIMEOUT) -> Any:
     """One `relay serve --stdio` call over the host's ssh master, in a process of its own: it works from
     sync code and while a wait holds the open channel. The answer's result, or a HostError naming the host."""
+    from relay_repl.system.capped_run import run_capped
+
     line = Request(id=1, op=op, args=args).model_dump_json() + "\n"
     try:  # what the host writes is kept to one frame's worth: a host that floods is cut off, never read whole
         res = run_capped([*ch.argv("-T"), *ch.remote_command], line.encode(), timeout=timeout, limit=MAX_LINE + 1)

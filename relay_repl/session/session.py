@@ -99,9 +99,8 @@ class Session:
         self.answers = Answers(self.shared, self.finder, self.gate)
         self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports)
         self.actions = Actions(self.shared, self.gate)
-        self.asks = Requests(self.shared, self.sender)  # agents' requests to send (session/requests.py)
-        self._mirror = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
-        self.asks.store = self._mirror
+        self.asks = Requests(self.shared, self.sender, self.answers)  # agents' requests to send (session/requests.py)
+        self.asks.store = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
         self._host_asks: HostRequests | None = None  # takes hosts' agents' requests (session.host_requests)
         self.repl_inputs: list[ReplInput] = []  # what the REPL ran, for save_notebook
 
@@ -339,7 +338,7 @@ class Session:
         inbox = await self.answers.open_inbox(task_group, echo)
         if serve_requests:
             self.asks.attach(inbox)
-            self._mirror.tell_from(task_group)
+            self.asks.store.tell_from(task_group)
             task_group.start_soon(self.asks.sweeper)  # says each held request that expires, when it does
         return inbox
 

@@ -14,16 +14,24 @@ A request id is its primary key: a replayed id is refused by `add` (the inbox lo
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 from relay_repl.core.errors import LedgerError
 from relay_repl.core.request import Request
 from relay_repl.store.ledger import Ledger
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
 
 class RequestStore:
     """The ledger's requests: add (once per id), read, move to a new state, list the held ones."""
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
+
+    def tell_from(self, task_group: TaskGroup) -> None:
+        """Where a store that tells hosts of state changes runs that (session/request_mirror.py
+        MirroredStore, from the session's task group); this table tells nobody."""
 
     def _rows(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         try:

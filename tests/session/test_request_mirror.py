@@ -55,7 +55,7 @@ def test_state_changes_are_told_off_the_event_loop_one_at_a_time_in_order(monkey
         req = held()
         assert store.add(req)
         async with anyio.create_task_group() as tg:
-            s._mirror.tell_from(tg)
+            s.asks.store.tell_from(tg)
             approved = req.moved("approved")
             assert store.save(approved, expect="held")  # returns at once: the host is told from a thread
             assert store.save(approved.moved("delivered"))
@@ -81,7 +81,7 @@ def test_a_host_not_told_is_one_line_and_an_event_from_the_loop(monkeypatch, hos
         req = held()
         s.asks.store.add(req)
         async with anyio.create_task_group() as tg:
-            s._mirror.tell_from(tg)
+            s.asks.store.tell_from(tg)
             s.asks.store.save(req.moved("denied", "no"), expect="held")
         s.ledger.close()
 
