@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from relay_repl.core.errors import RelayError
 from relay_repl.core.host_requests import host_update
@@ -78,7 +78,12 @@ class MirroredStore(RequestStore):
             with anyio.CancelScope(shield=True):  # a change made is told even as the session closes
                 while self._queued:
                     host, rid, req = self._queued.popleft()
-                    failed = await anyio.to_thread.run_sync(self._call, host, rid, req)
+                    try:  # the channel is found (made) here on the loop, where the session's other calls make theirs
+                        ch = self.remote().hosts.channel(host)
+                    except RelayError as exc:
+                        self._unsaid(host, rid, req, exc)
+                        continue
+                    failed = await anyio.to_thread.run_sync(self._call, host, rid, req, ch)
                     if failed is not None:
                         self._unsaid(host, rid, req, failed)
         finally:
@@ -89,13 +94,15 @@ class MirroredStore(RequestStore):
         if failed is not None:
             self._unsaid(host, rid, req, failed)
 
-    def _call(self, host: str, rid: str, req: Request) -> RelayError | None:
-        """One `request_state` call to `host` (blocking: a thread of its own when a loop runs); the error, if any."""
+    def _call(self, host: str, rid: str, req: Request, ch: Any = None) -> RelayError | None:
+        """One `request_state` call to `host` (blocking: a thread of its own when a loop runs, given the
+        host's channel `ch`); the error, if any."""
         from relay_repl.session.remote_send import call_once
 
-        remote: RemoteSends = self.remote()
         try:
-            call_once(remote.hosts.channel(host), "request_state",
+            if ch is None:
+                ch = self.remote().hosts.channel(host)
+            call_once(ch, "request_state",
                       {"id": rid, "update": host_update(req.model_dump(mode="json"))}, what="request_state")
         except RelayError as exc:
             return exc
