@@ -20,7 +20,7 @@ import json
 import os
 from typing import Any
 
-from relay_repl.core.envelope import HOP_CAP, Envelope, Want, check_body
+from relay_repl.core.envelope import Envelope, Want, check_body
 from relay_repl.core.errors import DiscoveryError, PolicyRefusal, RelayError, TransportError, UsageError
 from relay_repl.core.inbound import ToolCall
 from relay_repl.core.request import ANSWER_TYPE, FRAME_TYPE, request_hop
@@ -72,6 +72,8 @@ def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None
     try:
         inbox = find_inbox()
         me = _agent(spec)
+        from relay_repl.core.envelope import HOP_CAP
+
         # the asker's claim (capped, as an envelope's hop is); the operator's relay reckons it again from its own ledger
         hop = request_hop(0, led.last_hop_to(spec))
         env = Envelope.make(sender=me.sender, to=to, id=led.next_id(me.address), hop=min(hop, HOP_CAP),
