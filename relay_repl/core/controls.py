@@ -77,6 +77,14 @@ what the terminal shows (a U+202E makes `txt.exe` read as `exe.txt`)."""
 _INVISIBLE_BREAKS = frozenset("\u2028\u2029")
 
 
+def gist(text: str, n: int) -> str:
+    """`text` on one line (each run of whitespace one space), cut to `n` characters ending in `…`:
+    the first words of a message where one line shows it (a repr, a table cell, a plan note, a
+    diagram's label). Not a neutraliser: the line it goes into still passes `visible`."""
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
 def visible(text: str, *, keep_newlines: bool = False) -> str:
     """`text` as a terminal may show it: nothing in it acts on the terminal or reorders it.
 

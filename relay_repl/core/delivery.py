@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from relay_repl.core.readable import Readable
 
 from relay_repl.core.turn_reply import TurnReply
-from relay_repl.core.controls import visible
+from relay_repl.core.controls import gist, visible
 from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.plan import Plan
 
@@ -149,9 +149,7 @@ class Delivery(Readable, BaseModel):
         why = f": {self.reason}" if self.reason else ""
         if self.reply is not None:
             verdict = self.reply.verdict.shown if self.reply.verdict else "no verdict"
-            words = " ".join(self.reply.body.split())
-            words = words if len(words) <= 80 else words[:79] + "…"
-            why += f"; answer {self.reply.relay_id or ''} from {self.reply.sender} ({verdict}): \"{words}\""
+            why += f"; answer {self.reply.relay_id or ''} from {self.reply.sender} ({verdict}): \"{gist(self.reply.body, 80)}\""
         where = f" at stage {self.stage}" if self.outcome == "pending" else ""
         return visible(f"{self.outcome}{where} ({self.state.value}) via {self.transport} to {self.target}{why}")
 
@@ -171,9 +169,8 @@ class DeliveryTable(list):
         for d in self:
             answer = "-"
             if d.reply is not None:
-                words = " ".join(d.reply.body.split())
                 verdict = d.reply.verdict.shown if d.reply.verdict else "no verdict"
-                answer = f"{verdict}: {words if len(words) <= 50 else words[:49] + '…'}"
+                answer = f"{verdict}: {gist(d.reply.body, 50)}"
             rows.append((d.relay_id or "-", d.target, d.transport, d.outcome, d.state.value, d.stage, answer))
         rows = [tuple(visible(c) for c in r) for r in rows]
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

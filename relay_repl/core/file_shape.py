@@ -19,6 +19,7 @@ import re
 from typing import Any, TypeVar
 
 from relay_repl.core.errors import FileProblem
+from relay_repl.core.validation import dotted
 
 T = TypeVar("T")
 
@@ -144,11 +145,14 @@ _EXPECTED = {
 
 
 def shape_problem(exc: Any, *, one_based: bool = False, syntax: str = "toml") -> tuple[str, tuple[Any, ...]]:
-    """(sentence, loc) for the first error of a pydantic ValidationError, with `(+N more)`."""
+    """(sentence, loc) for the first error of a pydantic ValidationError, with `(and N more faults)`.
+    Beside validation.first_error (pydantic's message, for a caller's own sentence), not a copy of it:
+    this writes the whole sentence a person editing the file reads (`must be X, not Y`), and keeps `loc`
+    as a tuple for `line_of`; the two share the dotted path (`dotted`)."""
     errors = exc.errors(include_url=False)
     err = errors[0]
     loc = tuple(err.get("loc", ()))
-    where = ".".join(str(p + 1) if one_based and isinstance(p, int) else str(p) for p in loc)
+    where = dotted(loc, one_based=one_based)
     name = f"`{where}`" if where else "the file"
     kind = err.get("type", "")
     got = kind_of(err.get("input"), syntax)

@@ -183,6 +183,5 @@ def backwards(d: Delivery) -> str | None:
             continue
         if best is not None and rank < PROGRESS[best[1]]:
             return f"{best[1].value} at {best[0]}, then {state.value} at {stage}"
-        if best is None or rank >= PROGRESS[best[1]]:
-            best = (stage, state)
+        best = (stage, state)
     return None

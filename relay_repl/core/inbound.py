@@ -33,10 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.core.readable import Readable
 
-from relay_repl.core.controls import visible
+from relay_repl.core.controls import gist, visible
 from relay_repl.core.peertext import consent_flag
 
 VerdictKind = Literal["verified", "host verified", "mismatch", "unknown process", "receiver's own record"]
+OK_VERDICTS: tuple[VerdictKind, ...] = ("verified", "receiver's own record")
+"""The verdicts that establish an answer as the asked session's own (`Verdict.ok`)."""
 
 
 class Verdict(Readable, BaseModel):
@@ -64,7 +66,7 @@ class Verdict(Readable, BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.verdict in ("verified", "receiver's own record")
+        return self.verdict in OK_VERDICTS
 
     def __str__(self) -> str:
         who = f"{self.session} (pid {self.session_pid})" if self.session else "no discovered session"
@@ -125,8 +127,7 @@ class InboundMessage(Readable, BaseModel):
         link = f"re {self.answers}" if self.answers else "unlinked"
         verdict = self.verdict.shown if self.verdict else "no verdict"
         pid = None if self.verdict and self.verdict.said_by else self.origin.get("verifiedPeerPid")  # a host's: in `shown`
-        words = " ".join(self.body.split())
-        words = words if len(words) <= REPR_WORDS else words[:REPR_WORDS - 1] + "…"
+        words = gist(self.body, REPR_WORDS)
         flag = consent_flag(self.body)
         return visible(f"<InboxMessage #{self.seq} {when} from {self.sender} [{verdict}{f', pid {pid}' if pid else ''}] "
                        f"{link}{' FLAG: ' + flag if flag else ''}: \"{words}\">")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from relay_repl.core.controls import visible
+from relay_repl.core.controls import gist, visible
 from relay_repl.core.exchange import Exchange, Mark, Message
 
 LIFELINE = "#7f7f7f"
@@ -43,10 +43,6 @@ def _xml_safe(text: str) -> str:
         out.append(ch if ok else f"⟨U+{o:04X}⟩")
     return "".join(out)
 
-
-def _short(text: str, n: int = LABEL_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _label(m: Message) -> str:
@@ -84,7 +80,7 @@ def render_svg(ex: Exchange) -> str:
         g = ET.SubElement(lines, "g", {"class": "lifeline"})
         ET.SubElement(g, "rect", {"x": str(x - 130), "y": "28", "width": "260", "height": str(HEAD_H),
                                   "fill": "#f3f3f3", "stroke": "#333333", "stroke-width": "1"})
-        _text(g, x, 28 + 25, _short(name, 32), weight="bold", size=13)
+        _text(g, x, 28 + 25, gist(name, 32), weight="bold", size=13)
         ET.SubElement(g, "line", {"x1": str(x), "y1": str(28 + HEAD_H), "x2": str(x), "y2": str(height - 12),
                                   "stroke": LIFELINE, "stroke-width": "2"})
     arrows = ET.SubElement(svg, "g", {"id": "messages"})
@@ -116,12 +112,12 @@ def _arrow(parent: ET.Element, m: Message, y: int, x_of: dict[str, int]) -> None
         label = f"✕ {label}"
     _text(g, mid, y - 22, label, colour=colour if m.kind != "send" else "#0d3c78", weight="bold", size=11)
     said = m.reason if m.kind == "refused" and m.reason else m.text
-    _text(g, mid, y - 8, _short(said), size=11)
+    _text(g, mid, y - 8, gist(said, LABEL_CHARS), size=11)
 
 
 def _mark(parent: ET.Element, mark: Mark, y: int, width: int) -> None:
     g = ET.SubElement(parent, "g", {"class": f"mark {mark.kind}"})
     ET.SubElement(g, "line", {"x1": "8", "y1": str(y), "x2": str(width - 8), "y2": str(y), "stroke": HALT,
                               "stroke-width": "1", "stroke-dasharray": "4 4"})
-    _text(g, width // 2, y - 8, ("■ " if mark.kind == "halt" else "") + _short(mark.text, 90), colour=HALT,
+    _text(g, width // 2, y - 8, ("■ " if mark.kind == "halt" else "") + gist(mark.text, 90), colour=HALT,
           weight="bold", size=11)

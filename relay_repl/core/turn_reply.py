@@ -37,9 +37,7 @@ class TurnReply(Readable, BaseModel):
 
     def __repr__(self) -> str:
         """Whose turn, how it ended, then its words (neutralised, cut at the end)."""
-        from relay_repl.core.controls import visible
+        from relay_repl.core.controls import gist, visible
 
-        words = " ".join((self.text or "").split())
-        words = words if len(words) <= 160 else words[:159] + "…"
-        said = f': "{words}"' if self.text is not None else ""
+        said = f': "{gist(self.text, 160)}"' if self.text is not None else ""
         return visible(f"<TurnReply {self.kind} {self.status} ({self.provenance}, {self.record}){said}>")

@@ -30,6 +30,11 @@ class FirstError(NamedTuple):
     more: str
 
 
+def dotted(loc: Any, *, one_based: bool = False) -> str:
+    """An error's `loc` as a dotted path ("" at the top); `one_based` counts list positions from 1."""
+    return ".".join(str(p + 1) if one_based and isinstance(p, int) else str(p) for p in loc)
+
+
 def first_error(exc: _Validation, *, one_based: bool = False, unknown_key: str | None = None) -> FirstError:
     """The first error of `exc` as (loc, msg, more).
 
@@ -37,7 +42,7 @@ def first_error(exc: _Validation, *, one_based: bool = False, unknown_key: str |
     `unknown_key`: the message for a key the model forbids (pydantic says `Extra inputs are
     not permitted`). A bad literal names the value it got, so the line says what to change."""
     err = exc.errors()[0]
-    loc = ".".join(str(p + 1) if one_based and isinstance(p, int) else str(p) for p in err.get("loc", ()))
+    loc = dotted(err.get("loc", ()), one_based=one_based)
     msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
     if err.get("type") == "extra_forbidden" and unknown_key is not None:
         msg = unknown_key

@@ -72,8 +72,11 @@ def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None
     try:
         inbox = find_inbox()
         me = _agent(spec)
-        hop = request_hop(0, RequestStore(led).last_hop_to(spec))
-        env = Envelope.make(sender=me.sender, to=to, id=led.next_id(me.address), hop=min(hop, 4),
+        from relay_repl.core.envelope import HOP_CAP
+
+        # the asker's claim (capped, as an envelope's hop is); the operator's relay reckons it again from its own ledger
+        hop = request_hop(0, led.last_hop_to(spec))
+        env = Envelope.make(sender=me.sender, to=to, id=led.next_id(me.address), hop=min(hop, HOP_CAP),
                             want=_want(want), body=body)
     finally:
         if ledger is None:

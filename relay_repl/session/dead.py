@@ -25,14 +25,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.controls import visible
-from relay_repl.core.delivery import Delivery
+from relay_repl.core.delivery import DELIVERED, Delivery
 from relay_repl.core.envelope import header_of
 from relay_repl.core.errors import UsageError
 from relay_repl.store.ledger import Event, Ledger
 
 DEAD_STATES = ("failed", "interrupted", "no_reply")
-DONE = ("in_turn", "acknowledged", "replied", "no_reply")
-ANSWERED_VERDICTS = ("verified", "receiver's own record")
+DONE = tuple(s.value for s in DELIVERED)
 
 
 class DeadLetter(BaseModel):
@@ -90,8 +89,9 @@ def retry_approved(ledger: Ledger, retry: Event) -> bool:
     return bool(rid) and any(e.kind == "answer" and e.data.get("approved") for e in ledger.events(relay_id=rid))
 
 
-def _letter(ledger: Ledger, key: str, state: str, why: str, at: float, *, swept: bool = True) -> DeadLetter:
-    events = ledger.events(delivery=key)
+def _letter(ledger: Ledger, key: str, state: str, why: str, at: float, *, swept: bool = True,
+            events: list[Event] | None = None) -> DeadLetter:
+    events = ledger.events(delivery=key) if events is None else events
     start = next((e for e in events if e.kind == "delivery"), None)
     plan = next((e for e in events if e.kind == "plan"), None)
     remote = next((e for e in events if e.kind == "outcome" and e.data.get("host")), None)
@@ -107,7 +107,7 @@ def _letter(ledger: Ledger, key: str, state: str, why: str, at: float, *, swept:
 
 def _answered(ledger: Ledger, relay_id: str) -> bool:
     """Whether a verified answer to `relay_id` reached the inbox (however late)."""
-    return any(m.verdict is not None and m.verdict.verdict in ANSWERED_VERDICTS for m in ledger.inbox(answers=relay_id))
+    return any(m.verdict is not None and m.verdict.ok for m in ledger.inbox(answers=relay_id))
 
 
 def _last_stage(ledger: Ledger, key: str) -> str | None:
@@ -122,7 +122,7 @@ def _last_stage(ledger: Ledger, key: str) -> str | None:
 def dead_letters(ledger: Ledger) -> Shelf:
     """Every delivery that ended failed or interrupted, or whose answer did not come within its wait
     (and has not come since), oldest first; less those dropped or retried. Read-only."""
-    from relay_repl.session.unfinished import _alive
+    from relay_repl.session.unfinished import orphaned
 
     closed = _closed(ledger)
     found: dict[str, DeadLetter] = {}
@@ -149,21 +149,18 @@ def dead_letters(ledger: Ledger) -> Shelf:
             rid = step.data.get("relay_id")
             if not rid or rid in answered or _answered(ledger, rid):
                 continue
-            keys = [e.delivery for e in ledger.events(relay_id=rid) if e.delivery]
-            outs = [e for e in ledger.events(relay_id=rid) if e.kind == "outcome"]
+            sent = ledger.events(relay_id=rid)
+            keys = [e.delivery for e in sent if e.delivery]
+            outs = [e for e in sent if e.kind == "outcome"]
             if not keys or keys[-1] in closed or keys[-1] in found or not outs or outs[-1].data.get("state") not in DONE:
                 continue
             found[keys[-1]] = _letter(ledger, keys[-1], "no_reply", f"{end.data.get('reason') or 'no answer'} "
                                       f"(recipe run {end.relay_id}); none has come since", end.at)
-    for key in ledger.unfinished_deliveries():  # a read-only ledger leaves its mark where it was
-        if key in found or key in closed:
-            continue
-        events = ledger.events(delivery=key)
-        start = next((e for e in events if e.kind == "delivery"), None)
-        if start is None or _alive(start.data):
+    for key, events, start in orphaned(ledger):  # not swept yet: a read-only ledger leaves its mark where it was
+        if key in found or key in closed or start is None:
             continue
         found[key] = _letter(ledger, key, "interrupted", f"pid {start.data.get('pid')} ended before an outcome was "
-                             "recorded; the receiver may hold it", events[-1].at, swept=False)
+                             "recorded; the receiver may hold it", events[-1].at, swept=False, events=events)
     return Shelf(sorted(found.values(), key=lambda d: d.at))
 
 

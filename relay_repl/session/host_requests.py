@@ -122,7 +122,7 @@ class HostRequests:
             ledger.event("request-refused", relay_id=key, data={"why": "halted", "host": host})
             self.shared.say(f"relay: request {key} from {asked.asker_spec} not held: relay-halt is in force")
             return None
-        hop = request_hop(row.hop, self.asks.store.last_hop_to(asked.asker_spec))
+        hop = request_hop(row.hop, self.asks.shared.ledger.last_hop_to(asked.asker_spec))
         verdict = f"host {host} says: {row.verdict}"
         if hop > HOP_CAP or len(quote(asked.asker_spec, verdict, row.body)) > MAX_BODY:
             why = f"hop {hop}, past the cap {HOP_CAP}" if hop > HOP_CAP else "its quoted body is over the cap"

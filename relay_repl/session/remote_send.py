@@ -35,18 +35,22 @@ HALT_TIMEOUT = 15.0  # one ssh call on the open master; a host that does not ans
 def call_once(ch: Any, op: str, args: dict[str, Any], *, what: str, timeout: float = HALT_TIMEOUT) -> Any:
     """One `relay serve --stdio` call over the host's ssh master, in a process of its own: it works from
     sync code and while a wait holds the open channel. The answer's result, or a HostError naming the host."""
+    from relay_repl.system.capped_run import run_capped
+
     line = Request(id=1, op=op, args=args).model_dump_json() + "\n"
-    try:
-        res = subprocess.run([*ch.argv("-T"), *ch.remote_command], input=line, capture_output=True,
-                             text=True, timeout=timeout)
-        last = (res.stdout.strip().splitlines() or ["{}"])[-1]
+    try:  # what the host writes is kept to one frame's worth: a host that floods is cut off, never read whole
+        res = run_capped([*ch.argv("-T"), *ch.remote_command], line.encode(), timeout=timeout, limit=MAX_LINE + 1)
+        if res.cut:
+            raise HostError(f"host {ch.name} answered {what} with more than {MAX_LINE:,} bytes: not read")
+        last = (res.stdout.decode().strip().splitlines() or ["{}"])[-1]
         ans = json.loads(last) if len(last) <= MAX_LINE else None
     except (OSError, ValueError, RecursionError, subprocess.TimeoutExpired) as exc:
         raise HostError(f"{exc}") from None
     if not isinstance(ans, dict):  # a host's frame of another shape: not read
         raise HostError(f"host {ch.name} answered {what} with a frame of the wrong shape")
     if not (ans.get("ok") and ans.get("v") == PROTOCOL_VERSION):
-        raise HostError(visible(str(ans.get("error") or (res.stderr.strip() or f"exit {res.returncode}"))[:300]))
+        said = res.stderr.decode(errors="replace").strip()
+        raise HostError(visible(str(ans.get("error") or (said or f"exit {res.returncode}"))[:300]))
     return ans.get("result")
 
 

@@ -8,8 +8,9 @@ reads, and it is written only from here, the operator's relay. One ssh call each
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from relay_repl.core.errors import RelayError
 from relay_repl.core.host_requests import host_update
@@ -17,6 +18,8 @@ from relay_repl.core.request import Request
 from relay_repl.store.requests import RequestStore
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from relay_repl.session.remote_send import RemoteSends
     from relay_repl.session.shared import Shared
 
@@ -24,12 +27,25 @@ if TYPE_CHECKING:
 class MirroredStore(RequestStore):
     """The requests table, where each state change of a host's request is also written into that
     host's copy (so its asker reads it there). A host that cannot be told is one line; the state here
-    stands (this ledger is the request's record)."""
+    stands (this ledger is the request's record).
+
+    Telling a host is one ssh call of up to HALT_TIMEOUT seconds. Where a session serves requests
+    (`tell_from`, given the task group its sweeper runs in), the call runs on a worker thread and
+    the event loop (the REPL's prompt, the inbox) goes on meanwhile; the changes are told one at a
+    time in the order they were made, so a host never reads `approved` after `delivered`. Elsewhere
+    (a one-shot command, no task group) the call is made at once, as before."""
 
     def __init__(self, shared: Shared, remote: Callable[[], RemoteSends]) -> None:
         super().__init__(shared.ledger)
         self.shared = shared
         self.remote = remote  # a callable giving RemoteSends (made on first use)
+        self._tg: TaskGroup | None = None
+        self._queued: deque[tuple[str, str, Request]] = deque()
+        self._draining = False
+
+    def tell_from(self, task_group: TaskGroup) -> None:
+        """Tell hosts off the event loop, from a task in `task_group` (the session's own)."""
+        self._tg = task_group
 
     def save(self, req: Request, *, expect: str | None = None) -> bool:
         changed = super().save(req, expect=expect)
@@ -38,18 +54,73 @@ class MirroredStore(RequestStore):
 
             host, rid = split_spec(req.id)
             if host is not None:
-                self.tell(host, rid, req)
+                self._queued.append((host, rid, req))
+                if not self._draining:
+                    self._drain_soon()
         return changed
 
+    def _drain_soon(self) -> None:
+        """Start the task that tells the queued changes, or tell them here when no loop runs them."""
+        if self._tg is not None and _on_event_loop():
+            try:
+                self._tg.start_soon(self._drain)
+                self._draining = True
+                return
+            except RuntimeError:  # its task group has ended: no loop will run the task
+                pass
+        while self._queued:
+            self.tell(*self._queued.popleft())
+
+    async def _drain(self) -> None:
+        import anyio
+
+        try:
+            with anyio.CancelScope(shield=True):  # a change made is told even as the session closes
+                while self._queued:
+                    host, rid, req = self._queued.popleft()
+                    try:  # the channel is found (made) here on the loop, where the session's other calls make theirs
+                        ch = self.remote().hosts.channel(host)
+                    except RelayError as exc:
+                        self._unsaid(host, rid, req, exc)
+                        continue
+                    failed = await anyio.to_thread.run_sync(self._call, host, rid, req, ch)
+                    if failed is not None:
+                        self._unsaid(host, rid, req, failed)
+        finally:
+            self._draining = False
+
     def tell(self, host: str, rid: str, req: Request) -> None:
+        failed = self._call(host, rid, req)
+        if failed is not None:
+            self._unsaid(host, rid, req, failed)
+
+    def _call(self, host: str, rid: str, req: Request, ch: Any = None) -> RelayError | None:
+        """One `request_state` call to `host` (blocking: a thread of its own when a loop runs, given the
+        host's channel `ch`); the error, if any."""
         from relay_repl.session.remote_send import call_once
 
-        remote: RemoteSends = self.remote()
         try:
-            call_once(remote.hosts.channel(host), "request_state",
+            if ch is None:
+                ch = self.remote().hosts.channel(host)
+            call_once(ch, "request_state",
                       {"id": rid, "update": host_update(req.model_dump(mode="json"))}, what="request_state")
         except RelayError as exc:
-            self.ledger.event("host-request-unsaid", relay_id=req.id, data={"host": host, "state": req.state,
-                                                                          "why": str(exc)})
-            self.shared.say(f"relay: host {host}: request {rid} is {req.state} here, but its asker there was not "
-                            f"told ({exc}); it reads the old state until the next change")
+            return exc
+        return None
+
+    def _unsaid(self, host: str, rid: str, req: Request, exc: RelayError) -> None:
+        self.ledger.event("host-request-unsaid", relay_id=req.id, data={"host": host, "state": req.state,
+                                                                      "why": str(exc)})
+        self.shared.say(f"relay: host {host}: request {rid} is {req.state} here, but its asker there was not "
+                        f"told ({exc}); it reads the old state until the next change")
+
+
+def _on_event_loop() -> bool:
+    """Whether this thread runs an event loop (a sync `save` called from async code)."""
+    import anyio
+
+    try:
+        anyio.get_current_task()
+    except RuntimeError:  # anyio's NoEventLoopError: a thread with no loop (a one-shot, a worker)
+        return False
+    return True

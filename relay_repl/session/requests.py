@@ -62,8 +62,6 @@ class RequestTable(list[Request]):
     """The held requests, printed as a table (`session.requests`)."""
 
     def __repr__(self) -> str:
-        from relay_repl.core.controls import visible
-
         if not self:
             return "no held requests (an agent asks with relay_send on `relay mcp`, or `relay ask` in its shell)"
         now = time.time()
@@ -199,7 +197,7 @@ class Requests:
         if halt is not None:
             ledger.event("request-refused", relay_id=env.id, data={"why": "halted", "asker": asker})
             return _refused(f"not held: relay-halt is in force ({halt.reason}); the operator clears it", env.id)
-        hop = request_hop(env.hop, self.store.last_hop_to(asker))
+        hop = request_hop(env.hop, self.shared.ledger.last_hop_to(asker))
         if hop > HOP_CAP:
             ledger.event("request-refused", relay_id=env.id, data={"why": "hop cap", "asker": asker, "hop": hop})
             self._say(f"inbox: request {env.id} from {asker} refused: it would carry hop {hop}, past the cap "
@@ -242,12 +240,10 @@ class Requests:
         return _refused(f"request id {env.id} was seen before: a replayed request is dropped (logged)", env.id)
 
     def _judge(self, origin: dict[str, Any], env: Envelope) -> Any:
-        call = ToolCall(tool="relay_send", text=env.body)
-        if self._inbox is not None:
-            return self._inbox.judge(origin, env.sender, call)
-        from relay_repl.agents.origin import OriginJudge
-
-        return OriginJudge.default().judge(origin, env.sender, call=call)
+        """The inbox's own verdict on the asker: a request arrives only through the inbox `attach` gave."""
+        if self._inbox is None:
+            raise RuntimeError("a request was received with no inbox attached (Requests.attach first)")
+        return self._inbox.judge(origin, env.sender, ToolCall(tool="relay_send", text=env.body))
 
     # -- listing -------------------------------------------------------------------------
     def sweep(self, now: float | None = None) -> list[Request]:

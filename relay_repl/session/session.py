@@ -343,12 +343,20 @@ class Session:
         self.sender.halted(d, log, h)
 
     # -- the inbox and waiting for replies -------------------------------------------------
-    async def open_inbox(self, task_group: TaskGroup, echo: Callable[[str], None] | None = None) -> Inbox:
+    async def open_inbox(self, task_group: TaskGroup, echo: Callable[[str], None] | None = None, *,
+                         serve_requests: bool = True) -> Inbox:
         """Clean what crashed inboxes left, then listen on this session's own inbox in
-        `task_group` and attach it: replies and receipts now have somewhere to go."""
+        `task_group` and attach it: replies and receipts now have somewhere to go.
+
+        `serve_requests` (the REPL, `relay serve`): agents' requests are taken here, the sweeper
+        runs, and a host's request is told its state changes from `task_group`, off the event loop.
+        A one-shot command's inbox (`serve_requests=False`: it waits for one answer, then exits)
+        refuses requests with why (the inbox's own answer): one it held would be said to nobody."""
         inbox = await self.answers.open_inbox(task_group, echo)
-        self.asks.attach(inbox)
-        task_group.start_soon(self.asks.sweeper)  # says each held request that expires, when it does
+        if serve_requests:
+            self.asks.attach(inbox)
+            self.asks.store.tell_from(task_group)
+            task_group.start_soon(self.asks.sweeper)  # says each held request that expires, when it does
         return inbox
 
     def attach_inbox(self, inbox: Inbox) -> None:

@@ -16,6 +16,7 @@ under two ids, with nobody told. So:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from relay_repl.core.delivery import DELIVERED, NOT_DONE, DeliveryState
@@ -45,14 +46,21 @@ def _last_stage(stages: list[Event]) -> tuple[str, str, str]:
     return last.kind.removeprefix("stage:"), str(last.data.get("state")), str(last.data.get("detail") or "")
 
 
-def sweep_interrupted(ledger: Ledger) -> list[str]:
-    """Give each dead process's unfinished send the outcome `interrupted`; returns their relay ids."""
-    found: list[str] = []
+def orphaned(ledger: Ledger) -> Iterator[tuple[str, list[Event], Event | None]]:
+    """Each unfinished send whose process is gone (the one liveness rule): its key, its events and
+    its `delivery` start event (None when none was recorded). A send still running elsewhere is skipped."""
     for key in ledger.unfinished_deliveries():
         events = ledger.events(delivery=key)
         start = next((e for e in events if e.kind == "delivery"), None)
         if start is not None and _alive(start.data):
             continue  # still running in another process
+        yield key, events, start
+
+
+def sweep_interrupted(ledger: Ledger) -> list[str]:
+    """Give each dead process's unfinished send the outcome `interrupted`; returns their relay ids."""
+    found: list[str] = []
+    for key, events, start in orphaned(ledger):
         stages = [e for e in events if e.kind.startswith("stage:")]
         stage, state, detail = _last_stage(stages)
         rid = next((e.relay_id for e in events if e.relay_id), None)

@@ -24,7 +24,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from relay_repl.core.controls import visible
-from relay_repl.core.inbound import InboundMessage
+from relay_repl.core.delivery import DELIVERED
+from relay_repl.core.inbound import OK_VERDICTS, InboundMessage
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Event
 
@@ -32,7 +33,7 @@ FINISHED_SHOWN = 12  # finished deliveries kept below the ones in flight
 EVENTS_SHOWN = 200   # event lines kept (the view shows the newest that fit)
 INBOX_SHOWN = 50
 PENDING = {"planned", "typed", "submitted", "queued", "dequeued", "held", "unknown", "in flight"}
-DONE = {"in_turn", "acknowledged", "replied", "no_reply"}
+DONE = {s.value for s in DELIVERED}
 
 REQUESTS_NOTE = ("none held (an agent asks with relay_send or `relay ask`; you decide with "
                  "`await session.approve_request(ID)` / `relay approve ID`, or deny it)")
@@ -174,7 +175,7 @@ class WatchModel:
                 msg = d.get("message") or {}
                 v = (msg.get("verdict") or {}).get("verdict") or "no verdict"
                 row.answer = f"{msg.get('relay_id') or '?'} ({v}, judged on {d.get('host', '?')})"
-                if v in ("verified", "receiver's own record"):
+                if v in OK_VERDICTS:
                     row.state = row.answered = "acknowledged" if row.want == "ack" else "replied"
         for m in inbox:
             self.inbox.append(m)

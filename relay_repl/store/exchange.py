@@ -31,9 +31,8 @@ def _hop(payload: str | None) -> int | None:
         return None
 
 
-def _send(ledger: Ledger, relay_id: str) -> Message | None:
-    """The newest delivery of `relay_id` as one arrow (None when it was never planned here)."""
-    events = ledger.events(relay_id=relay_id)
+def _send(ledger: Ledger, relay_id: str, events: list[Event]) -> Message | None:
+    """The newest delivery of `relay_id` (its `events`) as one arrow (None when it was never planned here)."""
     keys = [e.delivery for e in events if e.delivery]
     if not keys:
         return None
@@ -104,12 +103,13 @@ def read_exchange(ledger: Ledger, ref: str) -> Exchange:
     else:
         ids = [ref]
         title = f"relay id {ref}"
-    sends = [m for m in (_send(ledger, rid) for rid in ids) if m is not None]
+    logged = {rid: own if rid == ref else ledger.events(relay_id=rid) for rid in ids}  # each relay id's events, read once
+    sends = [m for m in (_send(ledger, rid, logged[rid]) for rid in ids) if m is not None]
     inbox = ledger.inbox()
     answers = [_answer(m) for m in inbox if m.answers in ids]
     received = [_answer(m) for m in inbox if run is None and m.relay_id == ref]
     for rid in ids:  # an answer judged on a host (`remote-reply`): the host's inbox holds it, this ledger its copy
-        for e in ledger.events(relay_id=rid, kind="remote-reply"):
+        for e in [r for r in logged[rid] if r.kind == "remote-reply"]:
             try:
                 judged = InboundMessage.model_validate(e.data.get("message") or {})
             except ValueError:

@@ -77,8 +77,6 @@ class HostEntry(Readable, BaseModel):
 
     def __repr__(self) -> str:
         """The name a target spec is prefixed with, then how ssh reaches it."""
-        from relay_repl.core.controls import visible
-
         return visible(f"<Host {self.name}: ssh {self.destination} (targets {self.name}/kind:name)>")
 
     @field_validator("name")
@@ -145,13 +143,6 @@ def control_dir() -> Path:
     return paths.state_dir(create=False) / "ssh"
 
 
-def _toml_str(s: str) -> str:
-    """The writer's escaping (core/file_shape.toml_string): the second wall behind the refusals."""
-    from relay_repl.core.file_shape import toml_string
-
-    return toml_string(s)
-
-
 def load_hosts(path: Path | None = None) -> list[HostEntry]:
     """The hosts of hosts.toml (none when it does not exist). Every fault, of bytes, TOML or shape,
     and a stored name or destination relay would refuse to add, is one FileProblem naming the file
@@ -184,10 +175,12 @@ def _refusal(exc: object) -> tuple[str, tuple[object, ...]]:
 
 
 def save_hosts(path: Path, hosts: list[HostEntry]) -> None:
+    from relay_repl.core.file_shape import toml_string as q  # the writer's escaping: the second wall behind the refusals
+
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     lines = ["# relay hosts (`relay hosts add NAME DESTINATION`)", ""]
     for h in hosts:
-        lines += [f"[hosts.{_toml_str(h.name)}]", f"destination = {_toml_str(h.destination)}", ""]
+        lines += [f"[hosts.{q(h.name)}]", f"destination = {q(h.destination)}", ""]
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
     tmp.write_text("\n".join(lines), encoding="utf-8")
     os.replace(tmp, path)

@@ -16,6 +16,7 @@ operator must be able to ask "why" about any relay id long after the fact.
               forwarded once; arriving is not forwarding (seed section 9).
 - `marks`     `unfinished_from`: the event from which a send may still lack its outcome,
               so the check before every plan reads the sends still open, not all history.
+- `requests`  agents' requests to send and their current state (store/requests.py).
 
 Each write is one transaction; WAL with synchronous=NORMAL loses nothing on a
 process crash (only an OS crash can drop the last commits), which is the
@@ -94,6 +95,15 @@ CREATE TABLE IF NOT EXISTS marks (
     name TEXT PRIMARY KEY,
     seq  INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS requests (
+    id       TEXT PRIMARY KEY,
+    asker    TEXT NOT NULL,
+    state    TEXT NOT NULL,
+    created  REAL NOT NULL,
+    expires  REAL NOT NULL,
+    data     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS requests_state ON requests(state);
 """
 
 INBOX_COLUMNS = {"answers": "TEXT", "verdict": "TEXT", "hop": "INTEGER"}
@@ -328,6 +338,12 @@ class Ledger:
         """The hop an id we sent carried, or None if we never sent it."""
         rows = self._query("SELECT hop FROM relay_ids WHERE relay_id=? AND direction='sent'", (relay_id,))
         return rows[0][0] if rows else None
+
+    def last_hop_to(self, peer: str) -> int | None:
+        """The hop of the last relay message sent to `peer` (its exchange with the operator), or None."""
+        rows = self._query("SELECT hop FROM relay_ids WHERE direction = 'sent' AND peer = ? ORDER BY at DESC LIMIT 1",
+                           (peer,))
+        return int(str(rows[0][0])) if rows else None
 
     def sightings(self, relay_id: str, direction: Literal["sent", "seen"] = "seen") -> int:
         rows = self._query("SELECT count FROM relay_ids WHERE relay_id=? AND direction=?", (relay_id, direction))

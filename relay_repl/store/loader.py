@@ -47,8 +47,8 @@ def read_bytes(path: Path, fix: str, *, missing_ok: bool = False, max_bytes: int
     socket or device in its place, a symbolic link to nothing, a file over `max_bytes` or one the
     process may not read is one FileProblem naming it; a FIFO is never opened for a blocking read."""
     path = Path(path)
-    try:
-        st = path.stat()
+    try:  # stat before opening (then fstat what was opened, below): a device is never opened (opening one can act),
+        st = path.stat()  # a socket cannot be, and a symbolic link to nothing or a file too big is named unread
     except FileNotFoundError:
         if path.is_symlink():
             raise error(path, f"is a symbolic link to {os.readlink(path)}, which does not exist",

@@ -6,49 +6,34 @@ REPL, `relay requests` and `relay watch` list the held ones; reading that back o
 append-only events would scan them all. Each change is also appended as an event
 (`request`, relay id = R), so `relay why R` tells the whole story.
 
-The table is the ledger's own file (several processes share it under WAL); it is created on
-first use by a ledger that may write, and a read-only ledger without it lists nothing.
+The table is in the ledger's own file and SCHEMA (several processes share it under WAL); a
+read-only ledger of a file from before it lists nothing.
 A request id is its primary key: a replayed id is refused by `add` (the inbox logs it).
 """
 
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 from relay_repl.core.errors import LedgerError
 from relay_repl.core.request import Request
 from relay_repl.store.ledger import Ledger
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS requests (
-    id       TEXT PRIMARY KEY,
-    asker    TEXT NOT NULL,
-    state    TEXT NOT NULL,
-    created  REAL NOT NULL,
-    expires  REAL NOT NULL,
-    data     TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS requests_state ON requests(state);
-"""
-
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
 
 class RequestStore:
     """The ledger's requests: add (once per id), read, move to a new state, list the held ones."""
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
-        self._made = False
 
-    def _ensure(self) -> None:
-        if self._made or self.ledger.read_only:
-            return
-        with self.ledger._tx() as con:
-            for stmt in filter(None, (s.strip() for s in SCHEMA.split(";"))):
-                con.execute(stmt)
-        self._made = True
+    def tell_from(self, task_group: TaskGroup) -> None:
+        """Where a store that tells hosts of state changes runs that (session/request_mirror.py
+        MirroredStore, from the session's task group); this table tells nobody."""
 
     def _rows(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-        self._ensure()
         try:
             return self.ledger._query(sql, args)
         except LedgerError as exc:
@@ -58,7 +43,6 @@ class RequestStore:
 
     def add(self, req: Request) -> bool:
         """Keep a new request; False (nothing changed) when its id is already kept: a replay."""
-        self._ensure()
         try:
             with self.ledger._tx() as con:
                 con.execute("INSERT INTO requests(id, asker, state, created, expires, data) VALUES (?, ?, ?, ?, ?, ?)",
@@ -80,7 +64,6 @@ class RequestStore:
     def save(self, req: Request, *, expect: str | None = None) -> bool:
         """Write `req` over the kept one (a state change, also appended as an event). With `expect`,
         only while the kept state is still `expect` (two deciders at once: one wins); False if not."""
-        self._ensure()
         with self.ledger._tx() as con:
             sql, args = "UPDATE requests SET state = ?, data = ? WHERE id = ?", [req.state, req.model_dump_json(), req.id]
             if expect is not None:
@@ -104,12 +87,6 @@ class RequestStore:
         """The latest `limit` requests, oldest first (for `relay requests --all`)."""
         rows = self._rows("SELECT data FROM requests ORDER BY created DESC, id DESC LIMIT ?", (limit,))
         return [Request.model_validate_json(str(r[0])) for r in reversed(rows)]
-
-    def last_hop_to(self, spec: str) -> int | None:
-        """The hop of the last relay message the operator's relay delivered to `spec` (its exchange), or None."""
-        rows = self.ledger._query("SELECT hop FROM relay_ids WHERE direction = 'sent' AND peer = ? "
-                                  "ORDER BY at DESC LIMIT 1", (spec,))
-        return int(str(rows[0][0])) if rows else None
 
 
 def held_requests(ledger: Ledger) -> list[Request]:

@@ -229,36 +229,37 @@ class SshChannel:
                 raise HostError(f"host {self.name}: {ans.error}")
             return ans.result
 
-    async def _read_answer(self, reader: BufferedByteReceiveStream, op: str, rid: int | None = None) -> Answer:
+    async def _read_answer(self, reader: BufferedByteReceiveStream, op: str, rid: int) -> Answer:
         """The next frame from the host, bounded in size, of the protocol's shape, with every string
         in it made inert (`neutral`): a frame that is not is one line naming the host and closes
         the channel (what follows it on the stream cannot be trusted to be a frame either)."""
         try:
-            line = await reader.receive_until(b"\n", MAX_LINE)
+            line: bytes | None = await reader.receive_until(b"\n", MAX_LINE)
         except anyio.DelimiterNotFound:
-            await self.close()
-            raise HostError(f"host {self.name} sent a frame over {MAX_LINE // 1048576} MiB during {op}: not read, "
-                            f"the channel is closed; check {self.name}") from None
+            line = None
         try:
-            data = json.loads(line)
-        except (ValueError, RecursionError):
-            await self.close()
-            raise HostError(f"host {self.name} sent a line that is not JSON during {op}: not read, the channel is "
-                            f"closed; check {self.name}") from None
-        if not isinstance(data, dict):
-            await self.close()
-            raise HostError(f"host {self.name} sent a frame that is not a JSON object during {op}: not read, the "
-                            f"channel is closed; check {self.name}")
-        if data.get("v") != PROTOCOL_VERSION:
-            await self.close()
-            raise ProtocolMismatch(mismatch(visible(str(data.get("v")))[:40], who=f"relay on {self.name}"))
-        try:
-            ans = shaped(self.name, op, Answer, neutral(data))
+            return self._answer(line, op, rid)
         except HostError:
             await self.close()
             raise
-        if rid is not None and ans.id != rid:
-            await self.close()
+
+    def _answer(self, line: bytes | None, op: str, rid: int) -> Answer:
+        """`line` (None: over MAX_LINE) as the answer to request `rid`, or the HostError saying why it is not."""
+        if line is None:
+            raise HostError(f"host {self.name} sent a frame over {MAX_LINE // 1048576} MiB during {op}: not read, "
+                            f"the channel is closed; check {self.name}")
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            raise HostError(f"host {self.name} sent a line that is not JSON during {op}: not read, the channel is "
+                            f"closed; check {self.name}") from None
+        if not isinstance(data, dict):
+            raise HostError(f"host {self.name} sent a frame that is not a JSON object during {op}: not read, the "
+                            f"channel is closed; check {self.name}")
+        if data.get("v") != PROTOCOL_VERSION:
+            raise ProtocolMismatch(mismatch(visible(str(data.get("v")))[:40], who=f"relay on {self.name}"))
+        ans = shaped(self.name, op, Answer, neutral(data))
+        if ans.id != rid:
             raise HostError(f"host {self.name} answered request {ans.id} during {op} (request {rid} was asked): "
                             f"not read, the channel is closed; check {self.name}")
         return ans

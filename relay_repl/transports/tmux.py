@@ -55,6 +55,7 @@ from pydantic import BaseModel, ConfigDict
 from relay_repl.agents import agent_for
 from relay_repl.agents.kind import AgentKind as Agent
 from relay_repl.core.approval import Approval, check
+from relay_repl.core.controls import gist
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, check_typed_line
 from relay_repl.core.errors import EnvelopeError, PaneGone, TmuxError
@@ -256,11 +257,6 @@ class PaneIO:
 
 # -- receiver evidence ------------------------------------------------------------------------
 
-def _cut(text: str, n: int = 60) -> str:
-    """A composer's text for a plan note: one line, at most `n` characters (the plan neutralises it)."""
-    one = " ".join(text.split())
-    return one if len(one) <= n else one[:n - 1] + "…"
-
 
 def _file_size(path: Path | None) -> int:
     try:
@@ -349,7 +345,7 @@ class TmuxTransport(Transport):
         snap, reading, why = await self._check(target, pane, cls)
         if reading is None:
             return None, why
-        held = f", holding {_cut(reading.composer_text)!r}" if reading.composer_text else ""
+        held = f", holding {gist(reading.composer_text, 60)!r}" if reading.composer_text else ""
         blockers = f"; on screen: {', '.join(reading.blockers)}" if reading.blockers else ""
         now = f"pane {pane.pane_id} now: {reading.kind}, composer {reading.composer}{held}{blockers} (preflight runs " \
               "again after your y)"

@@ -112,3 +112,23 @@ def test_gemini_settings_of_any_shape_are_a_doctor_row_never_a_traceback(tmp_pat
     row = next(c for c in rows if c.name == "Gemini CLI settings")
     assert row.ok == (said is None) and (said is None or said in row.detail), row
     assert bounded(projects, gdir) == {}
+
+
+def test_a_fifo_record_never_hangs_the_readers_of_one_session(cfg, tmp_path):  # noqa: F811
+    """own_address, identify_process, claimed_session and a session the listing names whose record
+    `_read_records` could not read each opened `sessions/<pid>.json` with a plain read_bytes(): a FIFO
+    planted there blocked relay until a writer came (old code fails every one of these)."""
+    from tests.agents.test_claude_registry import fake_claude
+
+    pid = 4101
+    os.mkfifo(cfg / "sessions" / f"{pid}.json")
+    sock = str(tmp_path / "inbox.sock")
+    p = provider(cfg, tmp_path, extra={"CLAUDE_CODE_MESSAGING_SOCKET": sock, "CLAUDE_PID": str(pid)})
+    assert bounded(p.own_address) is None
+    assert bounded(p.identify_process, pid) is None
+    assert bounded(p.claimed_session, "alpha") is None
+    exe, _ = fake_claude(tmp_path, [{"pid": pid, "name": "alpha", "status": "idle", "cwd": "/x"}])
+    listed = provider(cfg, tmp_path, claude_bin=exe, rule=False)
+    targets = bounded(lambda: anyio.run(listed.discover))
+    (t,) = targets
+    assert not t.live and "named pipe" in (t.stale_reason or ""), t.stale_reason

@@ -43,3 +43,10 @@ def test_ordinary_text_passes():
 def test_first_one_is_named_and_the_rest_counted():
     msg = control_refusal("a\tb\x1bc\x7f")
     assert "U+0009 HT (tab) at position 2 of 6 (and 2 more)" in msg
+
+
+def test_gist_is_one_line_cut_to_n_with_an_ellipsis():
+    from relay_repl.core.controls import gist
+
+    assert gist("  two\n\twords  ", 20) == "two words"
+    assert gist("abcdef", 6) == "abcdef" and gist("abcdefg", 6) == "abcde…" and len(gist("x " * 100, 50)) == 50

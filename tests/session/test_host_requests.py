@@ -61,7 +61,7 @@ def test_a_hosts_request_is_held_here_approved_sent_there_and_the_answer_goes_ba
         out["d"] = await s.approve_request(KEY, wait=5, timeout=5)
         out["after"] = s.request(KEY)
         out["again"] = list(await s.host_requests(HOST))
-        out["hop"] = s.asks.store.last_hop_to(f"{HOST}/codex:beta")
+        out["hop"] = s.ledger.last_hop_to(f"{HOST}/codex:beta")
 
     out = run([True, True], script)
     req = out["req"]

@@ -35,11 +35,15 @@ def test_a_move_is_guarded_by_the_state_it_expects(tmp_path):
 
 def test_a_read_only_ledger_without_the_table_lists_nothing_and_writes_nothing(tmp_path):
     path = tmp_path / "ledger.sqlite"
-    Ledger(path).close()  # an older ledger: no requests table
-    ro = Ledger.read_only_at(path)
-    assert held_requests(ro) == [] and RequestStore(ro).get("x-1") is None
     import sqlite3
 
+    Ledger(path).close()
+    con = sqlite3.connect(path)  # an older ledger: no requests table (now in the ledger's SCHEMA)
+    con.execute("DROP TABLE requests")
+    con.commit()
+    con.close()
+    ro = Ledger.read_only_at(path)
+    assert held_requests(ro) == [] and RequestStore(ro).get("x-1") is None
     names = {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master")}
     assert "requests" not in names
 
@@ -47,9 +51,9 @@ def test_a_read_only_ledger_without_the_table_lists_nothing_and_writes_nothing(t
 def test_the_last_hop_sent_to_a_session_is_its_exchange(tmp_path):
     led = Ledger(tmp_path / "ledger.sqlite")
     store = RequestStore(led)
-    assert store.last_hop_to("codex:beta") is None
+    assert store.ledger.last_hop_to("codex:beta") is None
     led.record_sent("op-1", 3, "codex:beta")
     led.record_sent("op-2", 1, "claude:alpha")
-    assert store.last_hop_to("codex:beta") == 3
+    assert store.ledger.last_hop_to("codex:beta") == 3
     led.record_sent("op-3", 0, "codex:beta")  # the operator started a new exchange with it
-    assert store.last_hop_to("codex:beta") == 0
+    assert store.ledger.last_hop_to("codex:beta") == 0

@@ -426,11 +426,12 @@ class ClaudeProvider:
         self.notes = [how]
         listed_pids = listed or set()
         for pid in listed_pids - set(records):
-            path = self.config_dir / "sessions" / f"{pid}.json"
             try:
-                records[pid] = SessionRecord.model_validate(json.loads(path.read_bytes()))
+                records[pid] = self._record(pid)
                 broken.pop(str(pid), None)
-            except (OSError, ValueError, ValidationError) as exc:
+            except FileProblem as exc:
+                broken.setdefault(str(pid), f"sessions/{pid}.json unreadable for a listed session (it {exc.problem}); refresh")
+            except (ValueError, ValidationError) as exc:
                 broken.setdefault(str(pid), f"sessions/{pid}.json unreadable for a listed session ({type(exc).__name__}); refresh")
 
         by_pane_pid = await self.panes.by_pane_pid()
@@ -486,10 +487,16 @@ class ClaudeProvider:
         return targets
 
     # -- who sent an inbound message (origin verdicts) ---------------------------------------------
+    def _record(self, pid: int | str) -> SessionRecord:
+        """`sessions/<pid>.json` through the one loader, bounded by RECORD_MAX_BYTES: a FIFO,
+        directory or huge file planted there is a FileProblem, never a read that blocks relay."""
+        raw = read_bytes(self.config_dir / "sessions" / f"{pid}.json", "remove it", max_bytes=RECORD_MAX_BYTES)
+        return SessionRecord.model_validate(json.loads(raw or b""))
+
     def _live_record(self, pid: int) -> SessionRecord | None:
         try:
-            rec = SessionRecord.model_validate(json.loads((self.config_dir / "sessions" / f"{pid}.json").read_bytes()))
-        except (OSError, ValueError, ValidationError):
+            rec = self._record(pid)
+        except (FileProblem, ValueError, ValidationError):
             return None
         return rec if rec.pid == pid and same_process(pid, rec.procStart)[0] else None
 
@@ -545,8 +552,8 @@ class ClaudeProvider:
         if not sock or not pid or not pid.isdigit():
             return None
         try:
-            rec = SessionRecord.model_validate(json.loads((self.config_dir / "sessions" / f"{pid}.json").read_bytes()))
-        except (OSError, ValueError, ValidationError):
+            rec = self._record(pid)
+        except (FileProblem, ValueError, ValidationError):
             return None
         if not same_process(rec.pid, rec.procStart)[0] or not rec.name:
             return None

@@ -64,7 +64,7 @@ def inbox_open(session: Any, echo: Any, *, listen: bool = True) -> Any:
     async def opened() -> Any:
         async with anyio.create_task_group() as tg:
             if listen:
-                await session.open_inbox(tg, echo=echo)
+                await session.open_inbox(tg, echo=echo, serve_requests=False)  # a one-shot waits for its answer only
             try:
                 yield
             finally:

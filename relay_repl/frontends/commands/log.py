@@ -48,19 +48,15 @@ def cmd_log(args: argparse.Namespace) -> int:
     from relay_repl.session.follow import LedgerFollower
 
     follower, first = LedgerFollower.from_tail(paths.ledger_path(), args.n)
-    try:
-        print_events(first.events, args.json)
-        if not args.follow:
-            return 0
-        if first.inbox:
-            print_inbox(first.inbox, args.json)
-        sys.stdout.flush()
-        print("relay: following the ledger (Ctrl-C ends)", file=sys.stderr, flush=True)
-        return _follow(follower, args.json)
-    except BrokenPipeError:  # `relay log --follow | head`: the reader left; quiet, as every command (cli.main)
-        from relay_repl.frontends.commands.common import closed_pipe
-
-        return closed_pipe()
+    # `relay log --follow | head`: the reader leaving is a BrokenPipeError, which cli.main ends quietly (141)
+    print_events(first.events, args.json)
+    if not args.follow:
+        return 0
+    if first.inbox:
+        print_inbox(first.inbox, args.json)
+    sys.stdout.flush()
+    print("relay: following the ledger (Ctrl-C ends)", file=sys.stderr, flush=True)
+    return _follow(follower, args.json)
 
 
 def _follow(follower: Any, as_json: bool) -> int:

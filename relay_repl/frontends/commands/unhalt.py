@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from relay_repl.store.ledger import Ledger
 
 
 def register(sub: Any) -> None:
@@ -22,6 +25,25 @@ def register(sub: Any) -> None:
 
 
 def cmd_unhalt(args: argparse.Namespace) -> int:
+    from relay_repl.store.ledger import Ledger
+
+    peek = Ledger.read_only_default()
+    try:
+        in_force = peek.halts_in_force()
+    finally:
+        peek.close()
+    if not in_force:  # no ledger, no halt: nothing to create or ask
+        print("no relay-halt in force: nothing to clear")
+        return 0
+    led = Ledger.default()
+    try:
+        return _unhalt(led)
+    finally:
+        led.close()
+
+
+def _unhalt(led: Ledger) -> int:
+    """The plan naming each halt in force, asked y/N; a yes clears exactly those."""
     import anyio
 
     from relay_repl.core.plan import Plan
@@ -29,14 +51,9 @@ def cmd_unhalt(args: argparse.Namespace) -> int:
     from relay_repl.frontends.commands.halts import rows
     from relay_repl.session.gating import Gatekeeper
     from relay_repl.session.shared import Shared, default_me
-    from relay_repl.store.ledger import Ledger
     from relay_repl.store.paths import ledger_path
 
-    if not Ledger.read_only_default().halts_in_force():  # no ledger, no halt: nothing to create or ask
-        print("no relay-halt in force: nothing to clear")
-        return 0
     say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731 - stdout keeps the answer
-    led = Ledger.default()
     halts = led.halts_in_force()
     me = default_me()
     plan = Plan(action=f"clear {len(halts)} relay-halt(s)", target=f"the ledger {ledger_path()}",
