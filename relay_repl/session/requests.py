@@ -32,7 +32,7 @@ from relay_repl.core.peertext import quote
 from relay_repl.core.controls import visible
 from relay_repl.core.plan import Plan
 from relay_repl.core.request import ANSWER_TYPE, DEFAULT_EXPIRY, Request, delivery_step, request_hop
-from relay_repl.session.answers import Answers, answer_refusal
+from relay_repl.session.answers import answer_refusal
 from relay_repl.session.gate import ApproveFn
 from relay_repl.session.hooks import RunHooks
 from relay_repl.session.send_request import SendRequest
@@ -82,10 +82,9 @@ def _refused(why: str, request_id: str | None = None) -> dict[str, Any]:
 class Requests:
     """Held requests: arrival (from the inbox), listing, approval, denial, expiry, halts, answers."""
 
-    def __init__(self, shared: Shared, sender: Sender, answers: Answers) -> None:
+    def __init__(self, shared: Shared, sender: Sender) -> None:
         self.shared = shared
         self.sender = sender
-        self.answers = answers
         self.store = RequestStore(shared.ledger)
         self.expiry = default_expiry()
         self._handed: set[str] = set()

@@ -118,7 +118,7 @@ class Session:
             from relay_repl.session.request_mirror import MirroredStore
             from relay_repl.session.requests import Requests
 
-            asks = Requests(self.shared, self.sender, self.answers)
+            asks = Requests(self.shared, self.sender)
             asks.store = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
             self._asks = asks
         return self._asks
