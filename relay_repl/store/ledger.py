@@ -40,7 +40,7 @@ from relay_repl.store.sqlite_read import connect_read_only
 
 if TYPE_CHECKING:  # the row values (pydantic) load on first use: `relay reply` builds none (issue 33)
     from relay_repl.core.inbound import InboundMessage, Verdict
-    from relay_repl.core.inbound import InboundMessage as InboxMessage
+    from relay_repl.core.inbound import InboundMessage as InboxMessage  # noqa: F401 - the old name, re-exported
     from relay_repl.store.ledger_values import Event as Event, Halt as Halt
 
 

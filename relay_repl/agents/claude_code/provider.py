@@ -539,10 +539,12 @@ class ClaudeProvider:
         The inbox is `$CLAUDE_CODE_MESSAGING_SOCKET`; the name comes from our session's
         record (`$CLAUDE_PID`), checked with the same liveness rule.
         """
-        sock = self.env.get("CLAUDE_CODE_MESSAGING_SOCKET")
-        pid = self.env.get("CLAUDE_PID")
-        if not sock or not pid or not pid.isdigit():
+        from relay_repl.agents.claude_code.own import session_env
+
+        found = session_env(self.env)
+        if found is None:
             return None
+        sock, pid = found
         try:
             rec = SessionRecord.model_validate(json.loads((self.config_dir / "sessions" / f"{pid}.json").read_bytes()))
         except (OSError, ValueError, ValidationError):
