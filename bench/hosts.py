@@ -18,9 +18,6 @@ difference was the host's `relay serve --stdio` start, pydantic in core/serve_wi
 stub models answer at once, so this is relay's, ssh's and the clients' own share.
 """
 
-WARM_GOAL = 0.050
-COLD_GOAL = 0.400
-
 from __future__ import annotations
 
 import argparse
@@ -30,6 +27,8 @@ import tempfile
 import time
 
 CASES = {"claude": ("claude:alpha", "alpha"), "codex": ("codex:beta", "beta")}
+WARM_GOAL = 0.050
+COLD_GOAL = 0.400
 
 
 async def local_runs(kind: str, runs: int) -> tuple[float, list[float]]:
