@@ -12,7 +12,9 @@ and the host's `relay serve --stdio`) with want=reply:
 - cold: the first call on a cold channel (no ssh master, no serve process) vs the
   first local call: from the send call itself to the verified reply.
 
-Goals (issue 21): warm remote <= local + 100 ms; cold remote <= local + 1 s. The
+Goals (issue 33, tightened from issue 21's +100 ms and +1 s): warm remote <= local + 50 ms
+(measured +66 ms before it); cold remote <= local + 400 ms (+663 ms before it: most of the
+difference was the host's `relay serve --stdio` start, pydantic in core/serve_wire.py). The
 stub models answer at once, so this is relay's, ssh's and the clients' own share.
 """
 
@@ -25,6 +27,8 @@ import tempfile
 import time
 
 CASES = {"claude": ("claude:alpha", "alpha"), "codex": ("codex:beta", "beta")}
+WARM_GOAL = 0.050
+COLD_GOAL = 0.400
 
 
 async def local_runs(kind: str, runs: int) -> tuple[float, list[float]]:
@@ -127,9 +131,9 @@ def main() -> None:
     lm, rm = statistics.median(lw), statistics.median(rw)
     print(f"{args.kind}, load {load:.2f} on {os.cpu_count()} cores, {args.runs} warm runs each")
     print(f"  warm approval -> verified reply: local {lm * 1000:.0f} ms, via h2 {rm * 1000:.0f} ms, "
-          f"+{(rm - lm) * 1000:.0f} ms (goal <= +100 ms) {'OK' if rm - lm <= 0.1 else 'MISSED'}")
+          f"+{(rm - lm) * 1000:.0f} ms (goal <= +{WARM_GOAL * 1000:.0f} ms) {'OK' if rm - lm <= WARM_GOAL else 'MISSED'}")
     print(f"  cold first call -> verified reply: local {lc * 1000:.0f} ms, via h2 {rc * 1000:.0f} ms, "
-          f"+{(rc - lc) * 1000:.0f} ms (goal <= +1000 ms) {'OK' if rc - lc <= 1.0 else 'MISSED'}")
+          f"+{(rc - lc) * 1000:.0f} ms (goal <= +{COLD_GOAL * 1000:.0f} ms) {'OK' if rc - lc <= COLD_GOAL else 'MISSED'}")
 
 
 if __name__ == "__main__":

@@ -11,12 +11,21 @@ kernel's per-thread run time, /proc/PID/task/*/schedstat, summed): on a shared m
 counts only the work each start-up does.
 
     .venv/bin/python -m bench.startup [--runs 15]
+    .venv/bin/python -m bench.startup --one-shots [--runs 15]
+
+`--one-shots`: the CPU (user+sys, the kernel's rusage of each child) of the commands that are one
+process start each, in a temporary RELAY_HOME with an operator's inbox listening in another
+process: `relay reply ID TEXT` (how a Codex agent answers; goal <= 60 ms, issue 33), `relay ask`
+(run outside any agent session, so refused once the origin judge has looked: its start, same
+goal) and `relay serve --stdio` answering its first request, a hello (goal <= 150 ms).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -58,10 +67,86 @@ def time_to_prompt(server: libtmux.Server, command: str, env: str, timeout: floa
         sess.kill()
 
 
+INBOX = """
+import sys, anyio
+from relay_repl.session.inbox import Inbox
+from relay_repl.store.ledger import Ledger
+
+async def main():
+    led = Ledger.default()
+    ids = []
+    for _ in range(int(sys.argv[1])):
+        rid = led.next_id("operator.bench.1")
+        led.record_sent(rid, 0, "codex:beta")
+        ids.append(rid)
+    async with anyio.create_task_group() as tg:
+        await Inbox(led, "operator.bench.1", "operator:relay@operator.bench.1").listen(tg)
+        print(" ".join(ids), flush=True)
+        await anyio.sleep(3600)
+anyio.run(main)
+"""
+ONE_SHOT_GOALS = {"relay reply": 0.060, "relay ask (refused)": 0.060, "relay serve --stdio (hello)": 0.150}
+
+
+def child_cpu(argv: list[str], env: dict[str, str], stdin: bytes | None = None) -> tuple[float, int]:
+    """CPU seconds (user+sys) the process `argv` used, its own and its reaped children's, and its exit code."""
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cp = subprocess.run(argv, env=env, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        stdin=None if stdin is not None else subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), cp.returncode
+
+
+def one_shots(runs: int) -> None:
+    import subprocess
+
+    bindir = os.path.dirname(sys.executable)
+    relay = f"{bindir}/relay"
+    load = os.getloadavg()
+    hello = json.dumps({"v": 1, "id": 1, "op": "hello", "args": {"protocol": 1}}).encode() + b"\n"
+    with tempfile.TemporaryDirectory() as home:
+        env = {"HOME": home, "RELAY_HOME": f"{home}/relay", "PATH": f"{bindir}:/usr/bin:/bin", "LANG": "C.UTF-8",
+               "CLAUDE_CONFIG_DIR": f"{home}/claude", "CODEX_HOME": f"{home}/codex",
+               "RELAY_CLAUDE_BIN": f"{home}/no-claude"}  # serve's prefetch spawns no listing: its own CPU only
+        inbox = subprocess.Popen([sys.executable, "-c", INBOX, str(runs + 1)], env=env, stdout=subprocess.PIPE,
+                                 text=True)
+        try:
+            ids = (inbox.stdout.readline() if inbox.stdout else "").split()
+            if len(ids) != runs + 1:
+                raise SystemExit("the bench's inbox did not start")
+            cases = {
+                "relay reply": [[relay, "reply", rid, "tests pass on main"] for rid in ids],
+                "relay ask (refused)": [[relay, "ask", "codex:beta", "please review"]] * (runs + 1),
+                "relay serve --stdio (hello)": [[relay, "serve", "--stdio"]] * (runs + 1),
+            }
+            cpu: dict[str, list[float]] = {k: [] for k in cases}
+            for i in range(runs + 1):  # the first of each warms the page cache and is not counted
+                for name, argvs in cases.items():
+                    used, code = child_cpu(argvs[i], env, hello if "serve" in name else None)
+                    if name == "relay reply" and code != 0:
+                        raise SystemExit(f"relay reply exited {code}")
+                    if i:
+                        cpu[name].append(used)
+        finally:
+            inbox.kill()
+            inbox.wait()
+    for name, xs in cpu.items():
+        med, goal = statistics.median(xs), ONE_SHOT_GOALS[name]
+        print(f"{name:<29} CPU median {med * 1000:6.1f} ms (min {min(xs) * 1000:.1f}, max {max(xs) * 1000:.1f}, "
+              f"n={len(xs)})  goal <= {goal * 1000:.0f} ms {'OK' if med <= goal else 'MISSED'}")
+    print(f"load average (1 min) {load[0]:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} CPUs")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--one-shots", action="store_true",
+                    help="the CPU of `relay reply`, `relay ask` and `relay serve --stdio`'s first answer instead")
     args = ap.parse_args()
+    if args.one_shots:
+        return one_shots(args.runs)
     bindir = os.path.dirname(sys.executable)
     from bench.bytecode import ensure_bytecode
 

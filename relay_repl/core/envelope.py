@@ -26,21 +26,16 @@ Why it is shaped like this (seed section 5):
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from relay_repl.core.controls import control_refusal
+from relay_repl.core.envelope_line import HOP_CAP as HOP_CAP, MAX_BODY as MAX_BODY, PREFIX as PREFIX
+from relay_repl.core.envelope_line import encode_value as encode_value, format_header
 from relay_repl.core.errors import EnvelopeError, LoopHalt
 from relay_repl.core.validation import first_error
-
-PREFIX = "[relay/1 "
-HOP_CAP = 4
-MAX_BODY = 4000
-"""Bodies are one-liners; large-message behaviour is unmeasured on every
-transport (seed section 10), so stay far below every known cap."""
 
 UI_MODE_CHARS = frozenset("/!#@?")
 """First characters that open a UI mode in some agent's composer instead of entering text
@@ -51,29 +46,6 @@ hand. A leading `[` is safe."""
 _HEADER_KEYS = ("from", "to", "id", "hop", "want", "re")
 _REQUIRED_KEYS = ("from", "to", "id", "hop", "want")
 _LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
-
-
-def _needs_escape(ch: str) -> bool:
-    if ch in "%]":
-        return True
-    if ch.isspace():
-        return True
-    return unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"}
-
-
-def encode_value(value: str) -> str:
-    """Percent-encode one header value (UTF-8 bytes of each escaped character).
-
-    `to=` is encoded as `to%3D` wherever it occurs, so a name like `x to=ops`
-    cannot pose as a header field even to a parser that ignores our spacing.
-    """
-    out: list[str] = []
-    for ch in value:
-        if _needs_escape(ch):
-            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8")))
-        else:
-            out.append(ch)
-    return "".join(out).replace("to=", "to%3D")
 
 
 _PCT = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
@@ -198,17 +170,9 @@ class Envelope(BaseModel):
     @property
     def header(self) -> str:
         """The one formatter of a relay/1 header: every envelope line is built through here
-        (tests/core/test_envelope_builder.py pins that no other module writes one)."""
-        fields = {
-            "from": self.sender,
-            "to": self.to,
-            "id": self.id,
-            "hop": str(self.hop),
-            "want": self.want,
-        }
-        if self.re is not None:
-            fields["re"] = self.re
-        return "[relay/1 " + " ".join(f"{k}={encode_value(v)}" for k, v in fields.items()) + "]"
+        (tests/core/test_envelope_builder.py pins that no other module writes one); it formats
+        through core/envelope_line.py, which `relay reply` uses without pydantic."""
+        return format_header(self.sender, self.to, self.id, self.hop, self.want, self.re)
 
     # -- construction --------------------------------------------------------
     @classmethod

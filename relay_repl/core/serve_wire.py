@@ -3,6 +3,9 @@
 Why its own versioned values: two relays of different releases meet over ssh, and a
 silent misreading there would act on another machine; so every line carries `v`, and
 a version the other side does not speak is refused with both versions named.
+
+The constants, the mismatch refusal and the plain line readers live in core/serve_lines.py, which
+`relay serve --stdio` answers with before these models are built (issue 33).
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PROTOCOL_VERSION = 1
-MAX_LINE = 8 * 1024 * 1024  # a targets listing or a plan with its payload fits with room
+from relay_repl.core.serve_lines import MAX_LINE as MAX_LINE, PROTOCOL_VERSION as PROTOCOL_VERSION
+from relay_repl.core.serve_lines import mismatch as mismatch
 
 
 class Request(BaseModel):
@@ -36,11 +39,6 @@ class Answer(BaseModel):
     ask: dict[str, Any] | None = Field(default=None, description="not the final answer: the serving relay asks the "
                                        "operator's gate about a plan ({plan, digest}); the caller answers with a request "
                                        "of the same id, op `approve`, args {digest: the approved digest or null}")
-
-
-def mismatch(theirs: object, ours: int = PROTOCOL_VERSION, who: str = "the remote relay") -> str:
-    return (f"relay serve protocol mismatch: this relay speaks version {ours}, {who} speaks version {theirs}; "
-            "install the same relay release on both machines")
 
 
 # ---- what each op's result must look like (a host's frame of another shape is not read) ----------

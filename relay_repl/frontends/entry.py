@@ -16,11 +16,16 @@ Its errors still end it the CLI's way (`cli.exit_code`, imported only then).
 `relay mcp` (exactly that argv: an agent's client starts it and waits for its `initialize`
 answer under a deadline) skips the CLI entirely too: parsing every subcommand's options costs
 more than the server's whole answer (session/mcp_server.py).
+
+`relay reply ID TEXT...` (a Codex agent's answer, one process start each) and `relay serve --stdio`
+(a host's relay, started per ssh channel) skip the CLI's parser too (issue 33): with any other
+words (an option, `--help`, a leading `--fake`) the CLI parses them, so usage and errors are its own.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 
 def main() -> int:
@@ -38,9 +43,37 @@ def main() -> int:
     import relay_repl.system.pydantic_plugins as pydantic_plugins
 
     pydantic_plugins.install()
+    if words[0] == "reply":  # one process start per answer a Codex agent gives: no parser of every command
+        from relay_repl.frontends.commands.reply import plain_words, run_words
+
+        if plain_words(words[1:]):
+            return _as_cli(lambda: run_words(words[1:]))
+    if words == ["serve", "--stdio"]:  # a host's relay, started per ssh channel: its first answer is awaited
+        from relay_repl.frontends.commands.serve import run_plain
+
+        return _as_cli(run_plain)
     from relay_repl.frontends.cli import main as cli_main
 
     return cli_main()
+
+
+def _as_cli(run: Callable[[], int]) -> int:
+    """`run()` as `cli.main` runs a command: stdout flushed inside, so a reader that left early is
+    caught here; a relay error, Ctrl-C or a task group holding one ends it with its one line."""
+    from relay_repl.core.errors import RelayError
+
+    try:
+        code = run()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        from relay_repl.frontends.commands.common import closed_pipe
+
+        return closed_pipe()
+    except (RelayError, BaseExceptionGroup, KeyboardInterrupt) as exc:
+        from relay_repl.frontends.cli import exit_code
+
+        return exit_code(exc)
 
 
 def _bare_repl() -> int:

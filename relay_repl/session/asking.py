@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relay_repl.core.envelope import Envelope, Want, check_body
 from relay_repl.core.errors import DiscoveryError, PolicyRefusal, RelayError, TransportError, UsageError
-from relay_repl.core.inbound import ToolCall
-from relay_repl.core.request import ANSWER_TYPE, FRAME_TYPE, request_hop
-from relay_repl.core.target import Me
 from relay_repl.store.ledger import Ledger
-from relay_repl.store.requests import RequestStore
+
+if TYPE_CHECKING:  # the models load where a request is asked or read: `relay serve` and the operator's
+    # commands import this module for `refuse_inside_agent` alone (issue 33)
+    from relay_repl.core.envelope import Want
+    from relay_repl.core.inbound import ToolCall
+    from relay_repl.core.target import Me
 
 WANTS = ("reply", "ack", "none")
 ANSWER_TIMEOUT = 20.0
@@ -45,6 +46,8 @@ def caller(call: ToolCall, pid: int | None = None) -> tuple[str | None, str]:
 
 
 def _agent(spec: str) -> Me:
+    from relay_repl.core.target import Me
+
     kind, _, name = spec.partition(":")
     return Me(role="agent", agent=kind, address=name)
 
@@ -54,6 +57,10 @@ def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None
     """Ask the operator's relay to send `body` to `to`: the inbox's answer (held, with the request
     id) as a dict. Raises a RelayError (nothing held) when the caller is not established, the
     arguments are wrong, no operator inbox runs or the operator's relay refused it."""
+    from relay_repl.core.envelope import Envelope, check_body
+    from relay_repl.core.inbound import ToolCall
+    from relay_repl.core.request import FRAME_TYPE, request_hop
+
     body = " ".join(str(body).split())  # one line, as an envelope requires
     to = str(to).strip()
     if not to:
@@ -100,6 +107,8 @@ def _want(want: str) -> Want:
 
 def _answer(raw: bytes) -> dict[str, Any]:
     """The inbox's one-line answer; a missing or garbled one is a refusal (nothing is known held)."""
+    from relay_repl.core.request import ANSWER_TYPE
+
     for line in raw.splitlines():
         try:
             got = json.loads(line)
@@ -113,6 +122,9 @@ def _answer(raw: bytes) -> dict[str, Any]:
 
 def status(request_id: str, *, ledger: Ledger | None = None, who: tuple[str | None, str] | None = None) -> dict[str, Any]:
     """The typed receipt of the caller's own request `request_id`; refused for anyone else's."""
+    from relay_repl.core.inbound import ToolCall
+    from relay_repl.store.requests import RequestStore
+
     request_id = str(request_id).strip()
     if not request_id:
         raise UsageError("name the request id (the `request` the ask answered)")

@@ -47,7 +47,6 @@ import re
 import socket
 import stat
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,12 +58,14 @@ from relay_repl.core.approval import Approval, check
 from relay_repl.core.controls import safe_echo
 from relay_repl.core.envelope import Envelope, contains_halt
 from relay_repl.core.peertext import consent_acts, consent_flag
-from relay_repl.core.errors import DiscoveryError, EnvelopeError, NoApproval, TransportError, describe
+from relay_repl.core.errors import EnvelopeError, NoApproval, TransportError, describe
 from relay_repl.core.plan import Plan
 from relay_repl.core.request import ANSWER_TYPE as REQUEST_ANSWER, FRAME_TYPE as REQUEST_FRAME
 from relay_repl.core.inbound import InboundMessage, Receipt, ToolCall, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
+from relay_repl.session.inbox_find import choose
+from relay_repl.session.inbox_find import user_frame as user_frame  # re-exported: its home is inbox_find
 from relay_repl.system.wire import LineTooLong, peer_cred, read_lines
 from relay_repl.system.wire import send_frames as send_frames  # re-exported: its home is system.wire
 
@@ -275,20 +276,8 @@ def _remove_if_ours(path: str, rec: InboxRecord, *, dry: bool = False) -> str | 
 
 
 def find_inbox(relay_id: str | None = None) -> InboxRecord:
-    """The live inbox a reply should go to: the one whose address prefixes the
-    relay id, else the only live one. Refuses to guess between several."""
-    live = [r for r in read_records() if r.live]
-    if relay_id:
-        owners = [r for r in live if relay_id.startswith(r.address + "-")]
-        if len(owners) == 1:
-            return owners[0]
-    if len(live) == 1:
-        return live[0]
-    if not live:
-        raise DiscoveryError(f"no relay REPL inbox is running under {state_dir(create=False)}; start `relay` (or set RELAY_HOME to the operator's)")
-    raise DiscoveryError(
-        f"{len(live)} relay inboxes are running and none owns {relay_id!r}: pass the relay id you are answering"
-    )
+    """The live inbox a reply should go to (the rule: `inbox_find.choose`)."""
+    return choose([r for r in read_records() if r.live], relay_id)
 
 
 def parse_content(content: str) -> tuple[str, dict[str, str]]:
@@ -565,10 +554,3 @@ def asked_only(verdict: Verdict, asked: str | None) -> Verdict:
                                       + (f" ({verdict.detail})" if verdict.detail else "")})
 
 
-def user_frame(text: str, sender_tag: str) -> dict[str, Any]:
-    return {
-        "type": "user",
-        "message": {"role": "user", "content": text},
-        "msg_id": str(uuid.uuid4()),
-        "from": sender_tag,
-    }

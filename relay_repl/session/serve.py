@@ -19,9 +19,22 @@ import anyio
 
 from relay_repl import __version__
 from relay_repl.core.errors import ProtocolMismatch, RelayError, UsageError
-from relay_repl.core.serve_wire import MAX_LINE, PROTOCOL_VERSION, Answer, Request, mismatch
+from relay_repl.core.serve_lines import MAX_LINE, PROTOCOL_VERSION, answer_json, mismatch, plain_request
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+Answer = dict[str, Any]
+"""An answer's fields (`id`, `ok`, and `result`, `error`, `error_kind` or `ask`), written by `answer_line`."""
+
+
+def answer_line(ans: Answer) -> bytes:
+    """The line of `Answer(**ans)` (core/serve_wire.py): as plain JSON when it is (core/serve_lines.py),
+    so a first answer builds no model (issue 33); through the model otherwise."""
+    plain = answer_json(**ans)
+    if plain is not None:
+        return plain
+    from relay_repl.core.serve_wire import Answer as AnswerModel
+
+    return AnswerModel(**ans).model_dump_json().encode()
 
 
 def target_json(t) -> dict:
@@ -211,7 +224,7 @@ class Server:
         send, recv = anyio.create_memory_object_stream[dict](1)
         self._asks[rid] = send
         try:
-            await self.write(Answer(id=rid, ok=True, ask=question))
+            await self.write({"id": rid, "ok": True, "ask": question})
             with anyio.move_on_after(ASK_TIMEOUT):
                 try:
                     return await recv.receive()
@@ -245,24 +258,28 @@ class Server:
         try:
             data = json.loads(line)
         except (ValueError, RecursionError):  # a nesting bomb is garbage
-            return Answer(id=None, ok=False, error="not a JSON line", error_kind="UsageError")
+            return {"id": None, "ok": False, "error": "not a JSON line", "error_kind": "UsageError"}
         if isinstance(data, dict) and data.get("v") != PROTOCOL_VERSION:
-            return Answer(id=data.get("id") if isinstance(data.get("id"), int) else None, ok=False,
-                          error=mismatch(data.get("v"), who="the calling relay"), error_kind="ProtocolMismatch")
-        try:
-            req = Request.model_validate(data)
-        except ValueError as exc:
-            return Answer(id=None, ok=False, error=f"malformed request: {str(exc).splitlines()[0]}",
-                          error_kind="UsageError")
+            return {"id": data.get("id") if isinstance(data.get("id"), int) else None, "ok": False,
+                    "error": mismatch(data.get("v"), who="the calling relay"), "error_kind": "ProtocolMismatch"}
+        req: Any = plain_request(data)
+        if req is None:  # not plainly a request: the model decides, and says why
+            from relay_repl.core.serve_wire import Request
+
+            try:
+                req = Request.model_validate(data)
+            except ValueError as exc:
+                return {"id": None, "ok": False, "error": f"malformed request: {str(exc).splitlines()[0]}",
+                        "error_kind": "UsageError"}
         op = self.ops.get(req.op)
         if op is None:
-            return Answer(id=req.id, ok=False, error=f"unknown op {req.op!r}", error_kind="UsageError")
+            return {"id": req.id, "ok": False, "error": f"unknown op {req.op!r}", "error_kind": "UsageError"}
         try:
             if req.op in SESSION_OPS:
                 self.gate.current = req.id
-            return Answer(id=req.id, ok=True, result=await op(req.args))
+            return {"id": req.id, "ok": True, "result": await op(req.args)}
         except RelayError as exc:
-            return Answer(id=req.id, ok=False, error=str(exc), error_kind=type(exc).__name__)
+            return {"id": req.id, "ok": False, "error": str(exc), "error_kind": type(exc).__name__}
 
 
 SESSION_OPS = {"send"}
@@ -281,7 +298,7 @@ async def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, s
     async def write(ans: Answer) -> None:
         async with lock:
             try:
-                out.write(ans.model_dump_json().encode() + b"\n")
+                out.write(answer_line(ans) + b"\n")
                 out.flush()
             except (BrokenPipeError, OSError, ValueError):
                 pass  # the channel is gone: the ledger here still has what happened

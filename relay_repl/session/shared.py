@@ -9,7 +9,6 @@ notebook or recipe run wraps the approver and the echo through them, never by as
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 from relay_repl.core.controls import safe_echo
@@ -22,11 +21,10 @@ from relay_repl.store.ledger import Ledger
 
 
 def default_me() -> Me:
-    """The operator's address until an inbox is registered: user@host-pid."""
-    import socket
+    """The operator's address until an inbox is registered: user.host.pid (`whoami.default_address`)."""
+    from relay_repl.session.whoami import default_address
 
-    user = os.environ.get("USER") or "operator"
-    return Me(address=f"{user}.{socket.gethostname().split('.')[0]}.{os.getpid()}")
+    return Me(address=default_address())
 
 
 class Shared:

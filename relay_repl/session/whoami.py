@@ -7,16 +7,81 @@
   (`$CFG/sessions/$CLAUDE_PID.json`), inbox `$CLAUDE_CODE_MESSAGING_SOCKET`.
 - Otherwise: the operator, `user.host.pid`, whose inbox is the REPL's socket.
 
-The agent-specific rules live with each adapter (`agents.detect_me`).
+The agent-specific rules live with each adapter (`agents.detect_me`). `relay reply` asks
+`own_sender` instead: the same answer, from each kind's standard-library rule (entry-point group
+`relay_repl.own_address`, loaded by file) without importing the agents package, which is most of
+that process's start (issue 33); a kind whose rule cannot say (a Claude or Gemini session, a kind
+that declares none) is asked through the package, as `own_address` asks it.
 """
 
 from __future__ import annotations
 
-from relay_repl.core.target import Me
+import os
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from relay_repl.core.target import Me
+
+OWN_GROUP = "relay_repl.own_address"
+KINDS_GROUP = "relay_repl.agents"  # the agent registry's group (agents/registry.py)
 
 
 def own_address(environ: dict[str, str] | None = None) -> Me:
     from relay_repl.agents import detect_me
-    from relay_repl.session.shared import default_me
+    from relay_repl.core.target import Me
 
-    return detect_me(environ) or default_me()
+    return detect_me(environ) or Me(address=default_address())
+
+
+def default_address() -> str:
+    """The operator's address until an inbox is registered: user.host.pid."""
+    import socket
+
+    user = os.environ.get("USER") or "operator"
+    return f"{user}.{socket.gethostname().split('.')[0]}.{os.getpid()}"
+
+
+class OwnAddress(NamedTuple):
+    """`Me`'s fields as `relay reply` needs them (the sender it writes, the address its ids carry)."""
+
+    role: str
+    agent: str
+    address: str
+    inbox: str | None = None
+
+    @property
+    def sender(self) -> str:
+        return f"{self.role}:{self.agent}@{self.address}"
+
+
+def own_sender(environ: dict[str, str] | None = None) -> OwnAddress | Me:
+    """`own_address(environ)`, decided by the kinds' standard-library rules when each can say; else
+    (a rule says "ask", is missing, or fails) by `own_address` itself. Kinds are asked in name order
+    and the first in whose session this process runs wins, as `agents.detect_me` asks them."""
+    from relay_repl.system.entry_points import scan_entry_points
+    from relay_repl.system.prefetch import load_by_file
+
+    env = dict(os.environ if environ is None else environ)
+    names = sorted({ep.name for ep in scan_entry_points(KINDS_GROUP)})
+    rules: dict[str, str] = {}
+    for ep in scan_entry_points(OWN_GROUP):
+        rules.setdefault(ep.name, ep.value)  # first on sys.path wins, as for the kinds
+    if not names:
+        return own_address(environ)  # the registry's own refusal: no kinds registered
+    for name in names:
+        module, _, attr = rules.get(name, "").partition(":")
+        mod = load_by_file(name, module.strip(), OWN_GROUP) if module else None
+        rule = getattr(mod, attr.strip(), None) if mod is not None else None
+        if rule is None:
+            return own_address(environ)
+        try:
+            got = rule(env)
+        except Exception:  # noqa: BLE001 - the kind's own rule, through the package, says what is wrong
+            return own_address(environ)
+        if got is None:
+            continue
+        if (isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], str) and got[0]
+                and (got[1] is None or isinstance(got[1], str))):
+            return OwnAddress("agent", name, got[0], got[1])
+        return own_address(environ)  # "ask": the kind decides
+    return OwnAddress("operator", "relay", default_address())

@@ -33,17 +33,30 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from relay_repl.core.envelope import contains_halt
 from relay_repl.core.errors import LedgerError
 from relay_repl.store.ledger_file import check_ledger_file
 from relay_repl.store.sqlite_read import connect_read_only
-from relay_repl.core.inbound import InboundMessage, Verdict
 
-InboxMessage = InboundMessage  # the name this module used before the value moved to core
+if TYPE_CHECKING:  # the row values (pydantic) load on first use: `relay reply` builds none (issue 33)
+    from relay_repl.core.inbound import InboundMessage, Verdict
+    from relay_repl.core.inbound import InboundMessage as InboxMessage  # noqa: F401 - the old name, re-exported
+    from relay_repl.store.ledger_values import Event as Event, Halt as Halt
+
+
+def __getattr__(name: str) -> Any:
+    """`Event`, `Halt` and `InboxMessage` (the name this module used before the value moved to core),
+    imported from here as before, loaded on first use."""
+    if name in ("Event", "Halt"):
+        from relay_repl.store import ledger_values
+
+        return getattr(ledger_values, name)
+    if name == "InboxMessage":
+        from relay_repl.core.inbound import InboundMessage
+
+        return InboundMessage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS counters (
@@ -109,25 +122,6 @@ CREATE INDEX IF NOT EXISTS requests_state ON requests(state);
 INBOX_COLUMNS = {"answers": "TEXT", "verdict": "TEXT", "hop": "INTEGER"}
 """Columns added to `inbox` after its first release (added in place to older ledgers)."""
 
-
-class Event(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    seq: int
-    at: float
-    kind: str
-    delivery: str | None
-    relay_id: str | None
-    data: dict[str, Any]
-
-
-class Halt(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    seq: int
-    at: float
-    reason: str
-    by: str
 
 
 def _create(path: Path) -> None:
@@ -351,6 +345,8 @@ class Ledger:
 
     # -- halts ---------------------------------------------------------------
     def halt(self, reason: str, by: str) -> Halt:
+        from relay_repl.store.ledger_values import Halt
+
         with self._tx() as con:
             now = time.time()
             cur = con.execute("INSERT INTO halts(at, reason, by) VALUES (?, ?, ?)", (now, reason, by))
@@ -362,16 +358,24 @@ class Ledger:
         """THE check for `relay-halt` in a message (seed section 9): every inbound message kept
         (inbox line, MCP relay_reply, turn reply), a reply a recipe or notebook reads, passes here,
         so a halt anywhere is recorded once and every wait and send sees it through `active_halt`."""
+        from relay_repl.core.envelope import contains_halt
+
         if not text or not contains_halt(text):
             return None
         return self.halt(f"relay-halt received in {where}", by=by)
 
     def active_halt(self) -> Halt | None:
         rows = self._query("SELECT seq, at, reason, by FROM halts WHERE cleared IS NULL ORDER BY seq DESC LIMIT 1")
-        return Halt(seq=rows[0][0], at=rows[0][1], reason=rows[0][2], by=rows[0][3]) if rows else None
+        if not rows:
+            return None
+        from relay_repl.store.ledger_values import Halt
+
+        return Halt(seq=rows[0][0], at=rows[0][1], reason=rows[0][2], by=rows[0][3])
 
     def halts_in_force(self) -> list[Halt]:
         """Every halt not cleared, oldest first (`relay halts`)."""
+        from relay_repl.store.ledger_values import Halt
+
         rows = self._query("SELECT seq, at, reason, by FROM halts WHERE cleared IS NULL ORDER BY seq")
         return [Halt(seq=r[0], at=r[1], reason=r[2], by=r[3]) for r in rows]
 
@@ -421,6 +425,8 @@ class Ledger:
             if val is not None:
                 where.append(f"{col} = ?")
                 args.append(val)
+        from relay_repl.store.ledger_values import Event
+
         sql = f"SELECT seq, at, kind, delivery, relay_id, data FROM events WHERE {' AND '.join(where)} ORDER BY seq"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -432,6 +438,8 @@ class Ledger:
     def events_before(self, seq: int | None, n: int) -> list[Event]:
         """The `n` newest events before `seq` (before none: the newest), newest first (one indexed read,
         where `events()[-n:]` reads the whole table)."""
+        from relay_repl.store.ledger_values import Event
+
         rows = self._query("SELECT seq, at, kind, delivery, relay_id, data FROM events WHERE seq < ? "
                            "ORDER BY seq DESC LIMIT ?", (seq if seq is not None else 2**62, int(n)))
         return [Event(seq=r[0], at=r[1], kind=r[2], delivery=r[3], relay_id=r[4], data=json.loads(r[5])) for r in rows]
@@ -446,6 +454,8 @@ class Ledger:
     def add_inbox(self, line: str, *, origin: dict[str, Any], relay_id: str | None, peer: str | None,
                   answers: str | None = None, verdict: Verdict | None = None,
                   hop: int | None = None) -> InboundMessage:
+        from relay_repl.core.inbound import InboundMessage
+
         now = time.time()
         with self._tx() as con:
             cur = con.execute(
@@ -460,6 +470,8 @@ class Ledger:
 
     def inbox(self, since: int = 0, *, answers: str | None = None) -> list[InboundMessage]:
         """Inbox messages after `since`, oldest first; only those answering `answers` if given."""
+        from relay_repl.core.inbound import InboundMessage, Verdict
+
         sql = "SELECT seq, at, relay_id, peer, line, origin, answers, verdict, hop FROM inbox WHERE seq > ?"
         args: tuple[Any, ...] = (since,)
         if answers is not None:
@@ -517,6 +529,8 @@ class Ledger:
 
     def deliveries_of(self, spec: str, body: str) -> list[Event]:
         """The `delivery` events of sends of exactly `body` to `spec`, oldest first."""
+        from relay_repl.store.ledger_values import Event
+
         rows = self._query(  # the index events_sends, as written: one lookup, not a scan of all events
             "SELECT seq, at, kind, delivery, relay_id, data FROM events WHERE kind = 'delivery' AND "
             "json_extract(data, '$.spec') = ? AND json_extract(data, '$.body') = ? ORDER BY seq",

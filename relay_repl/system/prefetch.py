@@ -36,8 +36,9 @@ def wanted(words: list[str]) -> bool:
     return ("targets" in words[:3] or nb_run or serve) and "--help" not in words and "-h" not in words
 
 
-def _load_by_file(name: str, module: str) -> ModuleType | None:
-    """`module` executed from its file under a private name, without its parent packages' __init__.
+def load_by_file(name: str, module: str, group: str = GROUP) -> ModuleType | None:
+    """`module` executed from its file under a private name (of `group` and `name`), without its
+    parent packages' __init__ (also how session/whoami.py loads the kinds' own-address rules).
 
     Through `importlib.machinery`, not `importlib.util` (which imports contextlib, functools and
     collections first): this runs before the spawn. The top package is usually imported already
@@ -60,7 +61,7 @@ def _load_by_file(name: str, module: str) -> ModuleType | None:
     path = os.path.join(locations[0], *rest[:-1], rest[-1] + ".py")
     if not os.path.isfile(path):
         return None
-    private = f"_relay_prefetch_{name.replace('-', '_')}"
+    private = f"_{group.replace('.', '_')}_{name.replace('-', '_')}"
     if private in sys.modules:
         return sys.modules[private]
     from importlib.machinery import ModuleSpec, SourceFileLoader
@@ -83,7 +84,7 @@ def start(env: dict[str, str] | None = None) -> None:
     """Launch every declared listing now; `take()` hands its process to the kind's provider later."""
     environ = dict(os.environ if env is None else env)
     for ep in scan_entry_points(GROUP):
-        mod = _load_by_file(ep.name, ep.value.partition(":")[0].strip())
+        mod = load_by_file(ep.name, ep.value.partition(":")[0].strip())
         try:
             planned = mod.prefetch(environ) if mod is not None else None
         except Exception:

@@ -14,18 +14,16 @@ returns None / False / an empty value instead of raising. Nothing here writes.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 PROC = Path("/proc")
 
 
-@dataclass(frozen=True, slots=True)
-class ProcStat:
-    """The fields of /proc/<pid>/stat that discovery needs."""
+class ProcStat(NamedTuple):
+    """The fields of /proc/<pid>/stat that discovery needs (a NamedTuple, not a dataclass: importing
+    `dataclasses` pulls inspect, ast, dis and tokenize, a sixth of `relay reply`'s start, issue 33)."""
 
     pid: int
     comm: str
@@ -316,6 +314,9 @@ def fuser_holders(paths: Iterable[str | os.PathLike[str]], timeout: float = 5.0)
     `fuser` lists processes with the file *open*, which for Codex's lock files is
     the lock holder. Its stderr (`Cannot stat file /proc/1/fd/...`) is discarded.
     """
+    import shutil  # here: `relay reply` reads /proc through this module and never spawns (issue 33)
+    import subprocess
+
     plist = [str(p) for p in paths]
     exe = shutil.which("fuser")
     if not plist or exe is None:

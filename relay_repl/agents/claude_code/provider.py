@@ -547,10 +547,12 @@ class ClaudeProvider:
         The inbox is `$CLAUDE_CODE_MESSAGING_SOCKET`; the name comes from our session's
         record (`$CLAUDE_PID`), checked with the same liveness rule.
         """
-        sock = self.env.get("CLAUDE_CODE_MESSAGING_SOCKET")
-        pid = self.env.get("CLAUDE_PID")
-        if not sock or not pid or not pid.isdigit():
+        from relay_repl.agents.claude_code.own import session_env
+
+        found = session_env(self.env)
+        if found is None:
             return None
+        sock, pid = found
         try:
             rec = self._record(pid)
         except (FileProblem, ValueError, ValidationError):

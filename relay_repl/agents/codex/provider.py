@@ -369,8 +369,10 @@ class CodexProvider:
     # -- own address (seed §1) -----------------------------------------------------------------
     def own_address(self) -> Me | None:
         """`$CODEX_THREAD_ID` when this process runs as a Codex tool command, else None."""
-        tid = self.env.get("CODEX_THREAD_ID")
-        return Me(role="agent", agent="codex", address=tid) if tid else None
+        from relay_repl.agents.codex.own import own_address
+
+        found = own_address(self.env)
+        return Me(role="agent", agent="codex", address=found[0]) if found else None
 
     # -- who sent an inbound message (origin verdicts) -------------------------------------------
     def _lock_files(self) -> dict[str, Path]:

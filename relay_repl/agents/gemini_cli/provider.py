@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from relay_repl.agents.gemini_cli.chats import Chat, chats, gemini_dir, project_id
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
+from relay_repl.agents.gemini_cli.own import SCRIPT as SCRIPT, is_gemini as is_gemini, under_gemini
 from relay_repl.core.target import Me, Target, TargetState
 from relay_repl.system import loopless
 from relay_repl.system.panes import Pane, PaneRoster
@@ -43,25 +44,8 @@ BINARY = "gemini"
 # provided via stdin" and exits. A lab pane started from a CI job must not inherit them
 # (adapters/gemini-cli.md, "Environment"); `relay fidelity` checks it (fidelity.py).
 HEADLESS_ENV = ("CI", "GITHUB_ACTIONS")
-SCRIPT = "gemini.js"
 TERMINALS = ("/dev/pts/", "/dev/tty")  # an interactive session reads its terminal (GM §1: headless otherwise)
 START_SLACK = 2.0  # seconds a chat header's startTime may precede the process start (clock rounding)
-
-
-def is_gemini(argv: list[str] | None) -> bool:
-    """Does this argv run Gemini CLI? `node [...flags] <...>/@google/gemini-cli/bundle/gemini.js`
-    (the npm bin symlink `…/bin/gemini` resolves to it) or the bin name itself."""
-    if not argv:
-        return False
-    for arg in argv[:4]:
-        if arg.startswith("-"):
-            continue
-        base = os.path.basename(arg)
-        if base == SCRIPT and "gemini-cli" in arg:
-            return True
-        if base == "gemini" and arg is not argv[0]:
-            return True
-    return False
 
 
 def package_version(argv: list[str]) -> str | None:
@@ -336,7 +320,7 @@ class GeminiProvider:
         started), else None. Gemini CLI gives its tools no variable naming the session, so the session
         is found the way the inbox will judge the answer: our own ancestry, from /proc."""
         chain = ancestors(os.getpid())
-        if not any(is_gemini(read_cmdline(p)) for p in chain):
+        if not under_gemini(chain):
             return None
         sessions, names = self._live()
         for p in chain:

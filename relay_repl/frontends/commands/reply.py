@@ -1,13 +1,22 @@
-"""`relay reply`: answer a relay message into the operator's inbox (how a Codex agent replies)."""
+"""`relay reply`: answer a relay message into the operator's inbox (how a Codex agent replies).
+
+`relay reply ID TEXT...` with no option is run by `run_words` from frontends/entry.py, without the
+CLI's parser (argparse, its gettext and terminal-size lookups, the ~30 command modules): each
+answer a Codex agent gives this way is one process start (issue 33). Anything else (`--help`, an
+option, too few words) is parsed by the CLI as before, so its usage lines and errors are the same."""
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name alike)
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
 
 
 def register(sub: Any) -> None:
     """Add `relay reply` to the subparsers."""
+    import argparse
+
     s = sub.add_parser(
         "reply",
         help="answer a relay message into the operator's inbox",
@@ -23,8 +32,24 @@ def register(sub: Any) -> None:
 
 
 def cmd_reply(args: argparse.Namespace) -> int:
+    return _reply(args.relay_id, args.text)
+
+
+def _reply(relay_id: str, text: list[str]) -> int:
     from relay_repl.session.reply import reply
 
-    env, path = reply(args.relay_id, " ".join(args.text))
-    print(f"replied to {args.relay_id} as {env.id} (hop {env.hop}) into {path}")
+    sent, path = reply(relay_id, " ".join(text))
+    print(f"replied to {relay_id} as {sent.id} (hop {sent.hop}) into {path}")
     return 0
+
+
+def plain_words(words: list[str]) -> bool:
+    """Whether `words` (after `reply`) are what the CLI's parser reads as RELAY_ID TEXT... and nothing
+    else: two or more, none an option (argparse reads any word starting with `-` as one)."""
+    return len(words) >= 2 and not any(w.startswith("-") for w in words)
+
+
+def run_words(words: list[str]) -> int:
+    """`relay reply RELAY_ID TEXT...` for `words` that `plain_words` accepts (frontends/entry.py runs it
+    as the CLI runs a command)."""
+    return _reply(words[0], words[1:])

@@ -1,9 +1,14 @@
-"""`relay serve --stdio`: the other end of a host's ssh channel (session/serve.py)."""
+"""`relay serve --stdio`: the other end of a host's ssh channel (session/serve.py).
+
+Exactly `relay serve --stdio` is run by `run_plain` from frontends/entry.py, without the CLI's
+parser (issue 33: its first answer on a warm channel is awaited by the operator's relay)."""
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name alike)
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
 
 
 def register(sub: Any) -> None:
@@ -19,3 +24,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from relay_repl.session.serve import run_stdio
 
     return run_stdio(fake=bool(getattr(args, "fake", False)))
+
+
+def run_plain() -> int:
+    """`relay serve --stdio`, no other word."""
+    from relay_repl.session.serve import run_stdio
+
+    return run_stdio(fake=False)
