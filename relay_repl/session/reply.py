@@ -54,10 +54,10 @@ def reply(relay_id: str, text: str, *, ledger: Ledger | None = None, me: Me | No
 
 def _sandbox_hint() -> str:
     """Inside an agent's sandbox the inbox may be out of reach: the kind whose sandbox this is says
-    which routes still work instead (`AgentKind.sandbox_note`)."""
+    which routes still work instead (`AgentKind.discovery.sandbox_note`)."""
     import os
 
     from relay_repl.agents import registry
 
-    notes = [n for k in registry.kinds() if (n := k.sandbox_note(os.environ))]
+    notes = [n for k in registry.kinds() if (n := k.discovery.sandbox_note(os.environ))]
     return "".join(f"; {n}" for n in notes)

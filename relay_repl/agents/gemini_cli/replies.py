@@ -16,6 +16,7 @@ from typing import Any
 from relay_repl.agents.gemini_cli.chats import model_text, user_text
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND
+from relay_repl.agents.capabilities import RepliesBase
 from relay_repl.agents.replies import Default, ReplyOptions, configured_route, delivery_evidence, relay_server
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus, TurnWatch
 from relay_repl.core.delivery import Delivery
@@ -106,3 +107,16 @@ def gemini_watch(target: Target, delivery: Delivery) -> TurnWatch | None:
     if not chat or not payload:
         return None
     return GeminiTurnWatch(str(chat), payload)
+
+
+class GeminiReplies(RepliesBase):
+    """Its `replies` capability (agents/capabilities.py): the routes its settings allow, and its turn reply."""
+
+    def route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
+        return gemini_route(target, ctx, super().route)
+
+    def options(self, target: Target) -> ReplyOptions:
+        return gemini_options(target)
+
+    def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
+        return gemini_watch(target, delivery)

@@ -7,7 +7,7 @@ and offers the same three pure functions over `Snapshot`s:
     payload_visible(snapshot, payload) -> bool          exactly the payload in the composer
     submitted(before, after, payload) -> SubmitHint     screen hints that Enter took
 
-`for_kind(kind)` imports the module the kind's adapter names; a kind's own `screen()` (AgentKind)
+`for_kind(kind)` imports the module the kind's adapter names; a kind's own `screen.classifier()` (AgentKind)
 is what transports ask. The marks are version-pinned (see each module) and recorded goldens live
 in tests/agents/screens/captures/.
 """

@@ -42,8 +42,8 @@ def _tmux_modules() -> list[Any]:
     """The fidelity modules of the kinds the tmux checks' lab runs (`LAB_COUNTS["tmux"]`), in lab order."""
     out = []
     for k in registry.kinds():
-        mod = k.fidelity()
-        if mod is not None and k.lab() is not None and getattr(mod, "LAB_COUNTS", {}).get("tmux", 0):
+        mod = k.checks.fidelity()
+        if mod is not None and k.lab_driver() is not None and getattr(mod, "LAB_COUNTS", {}).get("tmux", 0):
             out.append(mod)
     return out
 
@@ -164,7 +164,7 @@ def typed_once(keys: list[tuple[str, str]], payload: str, target: Target) -> boo
 def _fidelity(kind: str) -> Any:
     """The kind's fidelity module (agents/<kind>/fidelity.py): what these checks expect of its client."""
     k = registry.kind_for(kind)
-    mod = k.fidelity() if k is not None else None
+    mod = k.checks.fidelity() if k is not None else None
     assert mod is not None, f"agent kind {kind!r} declares no fidelity facts"
     return mod
 
