@@ -16,7 +16,7 @@ from relay_repl.agents.gemini_cli import chats
 from relay_repl.agents.gemini_cli.kind import GeminiCliKind
 from relay_repl.agents.gemini_cli.lab import lab_settings, mcp_answered_dir
 from relay_repl.agents.gemini_cli.provider import Session, _names, _tie_chats, is_gemini, package_version
-from relay_repl.agents.gemini_cli.replies import GeminiTurnWatch, gemini_options
+from relay_repl.agents.gemini_cli.replies import GeminiTurnWatch
 from relay_repl.agents.kind import LAB_HOME, LabContext, LabPane
 from relay_repl.agents.registry import kind_by_prefix, kind_for
 from relay_repl.core.target import Target
@@ -115,12 +115,12 @@ def test_reply_options_read_the_settings(tmp_path):
     t = Target(kind="gemini-cli", name="gamma", address="s", identified_by="test", evidence_file="/c.jsonl",
                detail={"gemini_dir": str(gdir)})
     (gdir / "settings.json").write_text(json.dumps(lab_settings(["/venv/bin/relay", "mcp"])))
-    o = gemini_options(t)
+    o = GeminiCliKind().replies.options(t)
     assert o.relay_reply and o.mcp == f"mcpServers.relay in {gdir / 'settings.json'}" and o.mcp_note is None
     assert o.turn == "/c.jsonl"
     (gdir / "settings.json").write_text(json.dumps({"tools": {"sandbox": "docker"},
                                                    "mcpServers": {"r": {"command": "relay", "args": ["mcp"]}}}))
-    o = gemini_options(t)
+    o = GeminiCliKind().replies.options(t)
     assert not o.relay_reply and "sandbox" in o.relay_reply_why and o.mcp_note and "trust" in o.mcp_note
 
 
