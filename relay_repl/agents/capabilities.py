@@ -467,9 +467,12 @@ class ChecksBase(_Of):
         """`<package>.fidelity` when the kind's package has one."""
         if not self.facts.package:
             return None
+        name = f"{self.facts.package}.fidelity"
         try:
-            return importlib.import_module(f"{self.facts.package}.fidelity")
-        except ModuleNotFoundError:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # the module exists and itself failed to import: say so, do not hide it
+                raise
             return None
 
     def fidelity_facts(self) -> tuple[FidelityFact, ...]:

@@ -52,7 +52,7 @@ def test_building_the_parser_loads_no_kind(monkeypatch):
 
 
 def test_relay_mcp_help_shows_each_kinds_own_setup_lines(capsys):
-    """How a client is told to start `relay mcp` is its kind's fact (`AgentKind.mcp_setup`): the help
+    """How a client is told to start `relay mcp` is its kind's fact (`AgentKind.facts.mcp_setup`): the help
     shows every registered kind's lines as written, and commands/mcp.py holds none of them (before,
     it carried Codex's, Claude Code's and Gemini CLI's config by hand, so a kind added or removed
     edited a front end)."""
