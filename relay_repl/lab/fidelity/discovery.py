@@ -186,7 +186,7 @@ async def busy_while_a_slow_turn_runs() -> None:
     # it sees them busy: a registry record or a daemon catches up with the screen a little later
     groups = sessions_by_kind()
     busy = [(mod, mine[0]) for mod, mine in groups]
-    specs = {s.name: f"{registry.kind_for(s.kind).prefix}:{s.name}" for _, s in busy}  # type: ignore[union-attr]
+    specs = {s.name: f"{registry.kind_for(s.kind).facts.prefix}:{s.name}" for _, s in busy}  # type: ignore[union-attr]
     async with anyio.create_task_group() as tg:
         for _, s in busy:
             tg.start_soon(_make_busy, s.name, 12.0)
@@ -195,7 +195,7 @@ async def busy_while_a_slow_turn_runs() -> None:
         mod.busy_detail(one(ts, specs[s.name]))
     for _mod, mine in groups:
         for s in mine[1:]:
-            t = one(ts, f"{registry.kind_for(s.kind).prefix}:{s.name}")  # type: ignore[union-attr]
+            t = one(ts, f"{registry.kind_for(s.kind).facts.prefix}:{s.name}")  # type: ignore[union-attr]
             assert t.state == "idle", t
     for _, s in busy:  # busy was seen: end the held turns rather than sit out their 12 s
         await anyio.to_thread.run_sync(helpers.end_busy, s.name, 60)

@@ -156,7 +156,7 @@ def typed_once(keys: list[tuple[str, str]], payload: str, target: Target) -> boo
     """The keys are the payload, typed once (its first `tmux_lead` characters one at a time, then the rest), then
     one Enter."""
     k = registry.kind_for(target.kind)
-    lead = min(getattr(k, "tmux_lead", 0), len(payload) - 1)
+    lead = min(k.screen.tmux_lead if k is not None else 0, len(payload) - 1)
     want = [*(("literal", c) for c in payload[:lead]), ("literal", payload[lead:])]
     return keys == [*want, ("key", "Enter")]
 
