@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # annotations only: plan, check and screens load on first use
 
 __all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "FidelityFact", "InboxListing", "KindFacts", "LabContext",
            "LabDriver", "LabDriverBase", "LabLaunch", "LabOps", "LabPane", "LabReady", "LabSpec", "MEMBERS",
-           "NoDetail", "capability", "is_agent_kind"]
+           "NoDetail", "capability", "is_agent_kind", "missing_members"]
 
 
 LAB_HOME = "home"
@@ -343,10 +343,17 @@ MEMBERS = ("facts", "discovery", "screen", "evidence", "replies", "checks", "tra
 """`AgentKind`'s members, in order (tests/agents/test_kind_protocol.py holds them to the protocol)."""
 
 
+def missing_members(obj: object) -> list[str]:
+    """The `AgentKind` members `obj` lacks, asked of its class (or its own attributes) so that no
+    capability is made, and none of its modules imported, just to be checked."""
+    if isinstance(obj, type):
+        return list(MEMBERS)
+    return [m for m in MEMBERS if not (hasattr(type(obj), m) or m in getattr(obj, "__dict__", {}))]
+
+
 def is_agent_kind(obj: object) -> bool:
-    """Whether `obj` offers every `AgentKind` member, asked of its class (or its own attributes) so
-    that no capability is made, and none of its modules imported, just to be checked."""
-    return not isinstance(obj, type) and all(hasattr(type(obj), m) or m in getattr(obj, "__dict__", {}) for m in MEMBERS)
+    """Whether `obj` offers every `AgentKind` member (`missing_members`)."""
+    return not missing_members(obj)
 
 
 class AgentKindBase:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from relay_repl.agents.kind import AgentKind, is_agent_kind
+from relay_repl.agents.kind import AgentKind, is_agent_kind, missing_members
 from relay_repl.core.errors import RelayError
 from relay_repl.core.target import AgentDetail, detail_models
 from relay_repl.system.entry_points import EntryPoint, scan_entry_points
@@ -57,7 +57,8 @@ def _load(name: str) -> AgentKind:
         raise RegistryError(f"agent kind {name!r} ({ep.value}) does not load: {type(exc).__name__}: {exc}") from exc
     made = obj() if isinstance(obj, type) or (callable(obj) and not is_agent_kind(obj)) else obj
     if not is_agent_kind(made):
-        raise RegistryError(f"agent kind {name!r} ({ep.value}) is not an AgentKind (see relay_repl/agents/kind.py)")
+        raise RegistryError(f"agent kind {name!r} ({ep.value}) is not an AgentKind: it lacks "
+                            f"{', '.join(missing_members(made))} (see relay_repl/agents/kind.py: subclass AgentKindBase)")
     if made.facts.kind != name:
         raise RegistryError(f"agent kind entry point {name!r} ({ep.value}) says its kind is {made.facts.kind!r}")
     return made  # is_agent_kind checked it

@@ -50,16 +50,7 @@ def test_every_kind_and_a_new_kinds_package_implement_only_protocol_members():
 
 
 def test_a_kind_written_for_the_old_wide_protocol_is_not_an_agent_kind():
-    class OldKind:
-        kind, prefix, label = "old", "old", "Old"
-
-        def providers(self, env, panes):  # noqa: ANN001, ANN201
-            return []
-
-        def lab_launch(self, ctx, name, first):  # noqa: ANN001, ANN201
-            return None
-
-    assert not is_agent_kind(OldKind())
+    assert not is_agent_kind(OldWideKind()) and not is_agent_kind(AgentKindBase)  # a class is not a kind
 
 
 def test_a_kinds_capabilities_load_on_first_use():
@@ -69,3 +60,31 @@ def test_a_kinds_capabilities_load_on_first_use():
              "k.replies; k.checks; k.lab_driver(); print(json.dumps([before, [m in sys.modules for m in mods]]))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [[False, False, False], [True, True, True]]
+
+
+class OldWideKind:
+    """A kind written for the old protocol: flat names, a `lab_*` method per lab step."""
+
+    kind, prefix, label = "old-kind", "old", "Old"
+
+    def providers(self, env, panes):  # noqa: ANN001, ANN201
+        return []
+
+    def lab_launch(self, ctx, name, first):  # noqa: ANN001, ANN201
+        return None
+
+
+def test_the_registry_refuses_an_old_protocol_kind_in_one_line_naming_what_it_lacks(monkeypatch):
+    import pytest
+
+    from relay_repl.system.entry_points import EntryPoint
+
+    old = EntryPoint(name="old-kind", value=f"{__name__}:OldWideKind", group=registry.GROUP)
+    monkeypatch.setattr(registry, "_entry_points", lambda: {"old-kind": old})
+    registry._load.cache_clear()
+    try:
+        with pytest.raises(registry.RegistryError, match=r"is not an AgentKind: it lacks facts, discovery, screen, "
+                                                         r"evidence, replies, checks, transports, lab_driver"):
+            registry.kind_for("old-kind")
+    finally:
+        registry._load.cache_clear()
