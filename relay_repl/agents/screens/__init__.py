@@ -1,4 +1,5 @@
-"""What the screen classifiers share: the values they read and return (`model.py`), and finding one.
+"""What the screen classifiers share: the values they read and return (`model.py`), the one skeleton
+each fills with its marks (`skeleton.py`: `Reading`), and finding one.
 
 Each kind's classifier lives in its own package (`claude_code/screen.py`, `codex/screen.py`, ...)
 and offers the same three pure functions over `Snapshot`s:
