@@ -3,7 +3,7 @@
 A kind is a distribution that declares, in its pyproject,
 
     [project.entry-points."relay_repl.agents"]       # AGENTS_GROUP
-    my-agent = "my_package.kind:MyAgentKind"          # an AgentKindBase subclass
+    my-agent = "my_package.kind:MyAgentKind"          # an AgentKindBase subclass: `facts` and the capabilities it has
 
 and may declare a transport of its own (`TRANSPORTS_GROUP`: a factory taking a `TransportContext`
 and returning a `Transport`) and a standard-library-only listing module started before the heavy
@@ -22,6 +22,17 @@ _HOMES = {
     # an agent kind: the protocol, its base, and the values its members return
     "AgentKind": "relay_repl.agents.kind",
     "AgentKindBase": "relay_repl.agents.kind",
+    "KindFacts": "relay_repl.agents.capabilities",
+    "capability": "relay_repl.agents.capabilities",
+    "DiscoveryBase": "relay_repl.agents.capabilities",
+    "ProviderDiscovery": "relay_repl.agents.capabilities",
+    "ScreenBase": "relay_repl.agents.capabilities",
+    "EvidenceBase": "relay_repl.agents.capabilities",
+    "RepliesBase": "relay_repl.agents.capabilities",
+    "ChecksBase": "relay_repl.agents.capabilities",
+    "TransportsBase": "relay_repl.agents.capabilities",
+    "LabDriver": "relay_repl.agents.kind",
+    "LabDriverBase": "relay_repl.agents.kind",
     "AdapterSpec": "relay_repl.agents.adapter",
     "Provider": "relay_repl.agents.discovery",
     "KindProvider": "relay_repl.agents.discovery",
@@ -51,7 +62,9 @@ _HOMES = {
 """Each name -> the module that holds it (`module:attribute` where the name differs)."""
 
 __all__ = [
-    "AGENTS_GROUP", "TRANSPORTS_GROUP", "PREFETCH_GROUP", "AgentKind", "AgentKindBase", "AdapterSpec", "Provider",
+    "AGENTS_GROUP", "TRANSPORTS_GROUP", "PREFETCH_GROUP", "AgentKind", "AgentKindBase", "KindFacts", "capability",
+    "DiscoveryBase", "ProviderDiscovery", "ScreenBase", "EvidenceBase", "RepliesBase", "ChecksBase", "TransportsBase",
+    "LabDriver", "LabDriverBase", "AdapterSpec", "Provider",
     "KindProvider", "InboxListing", "ScreenReading", "Check", "ClientPin", "LabSpec", "LabContext", "LabLaunch",
     "LabPane", "LabReady", "Transport", "TransportContext", "Capabilities", "Look", "StageLog", "Approval",
     "Delivery", "DeliveryState", "Evidence", "Envelope", "Plan", "Target"
@@ -61,8 +74,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy rea
 if TYPE_CHECKING:
     from relay_repl.agents.adapter import AdapterSpec
     from relay_repl.agents.discovery import KindProvider, Provider
-    from relay_repl.agents.kind import (AgentKind, AgentKindBase, ClientPin, InboxListing, LabContext, LabLaunch,
-                                        LabPane, LabReady, LabSpec)
+    from relay_repl.agents.capabilities import (ChecksBase, DiscoveryBase, EvidenceBase, KindFacts, ProviderDiscovery,
+                                                RepliesBase, ScreenBase, TransportsBase, capability)
+    from relay_repl.agents.kind import (AgentKind, AgentKindBase, ClientPin, InboxListing, LabContext, LabDriver,
+                                        LabDriverBase, LabLaunch, LabPane, LabReady, LabSpec)
     from relay_repl.agents.registry import GROUP as AGENTS_GROUP
     from relay_repl.agents.screens.model import ScreenReading
     from relay_repl.core.approval import Approval

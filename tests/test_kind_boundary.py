@@ -55,10 +55,10 @@ class Vocab:
         self.prefixes = {"gemini"}
         by_transport: dict[str, set[str]] = {}
         for k in registry.kinds():
-            self.names |= {k.kind.lower(), k.prefix.lower()}
-            self.prefixes.add(k.prefix.lower())
-            for t in k.transports():
-                by_transport.setdefault(t.name, set()).add(k.kind)
+            self.names |= {k.facts.kind.lower(), k.facts.prefix.lower()}
+            self.prefixes.add(k.facts.prefix.lower())
+            for t in k.transports.specs():
+                by_transport.setdefault(t.name, set()).add(k.facts.kind)
         self.transports = {t for t, ks in by_transport.items() if len(ks) == 1}
         self.tokens = {n.replace("-", "_") for n in self.names}
         alts = "|".join(sorted(map(re.escape, self.prefixes)))

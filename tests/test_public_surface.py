@@ -21,7 +21,9 @@ RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 PUBLIC = ["__version__", "Session", "Target", "Delivery", "DeliveryState", "Plan", "Envelope", "visible",
           "RelayError", "UsageError", "EnvelopeError", "DiscoveryError", "UnknownTarget", "AmbiguousTarget",
           "StaleTarget", "PolicyRefusal", "Declined", "LoopHalt", "TransportError", "LedgerError", "HostError"]
-PLUGINS = ["AGENTS_GROUP", "TRANSPORTS_GROUP", "PREFETCH_GROUP", "AgentKind", "AgentKindBase", "AdapterSpec",
+PLUGINS = ["AGENTS_GROUP", "TRANSPORTS_GROUP", "PREFETCH_GROUP", "AgentKind", "AgentKindBase", "KindFacts", "capability",
+           "DiscoveryBase", "ProviderDiscovery", "ScreenBase", "EvidenceBase", "RepliesBase", "ChecksBase",
+           "TransportsBase", "LabDriver", "LabDriverBase", "AdapterSpec",
            "Provider", "KindProvider", "InboxListing", "ScreenReading", "Check", "ClientPin", "LabSpec",
            "LabContext", "LabLaunch", "LabPane", "LabReady", "Transport", "TransportContext", "Capabilities", "Look",
            "StageLog", "Approval", "Delivery", "DeliveryState", "Evidence", "Envelope", "Plan", "Target"]

@@ -3,7 +3,7 @@
 One package per kind holds all that relay_repl knows about it (`claude_code/`, `codex/`, or a
 distribution installed beside relay_repl): discovery, evidence readers, reply routes, doctor
 checks, the pinned client and how the lab starts it, behind one protocol, `AgentKind`
-(`kind.py`). The kinds are found through one registry (`registry.py`) filled from the
+(`kind.py`: its facts, seven capabilities and its lab driver). The kinds are found through one registry (`registry.py`) filled from the
 entry-point group `relay_repl.agents`; the layers above ask it (`kinds()`, `agent_for(kind)`)
 instead of naming a kind. Providers implement the session's `Provider` protocol (`kind`,
 `async discover() -> list[Target]`) and only read: registry files, /proc, SQLite opened
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterError, AdapterSpec, TransportSpec, available_adapters, load_adapter
-from relay_repl.agents.agent import Agent, TypedEvidence
+from relay_repl.agents.agent import TypedEvidence
 from relay_repl.agents.discovery import KindProvider, Provider
 from relay_repl.agents.kind import AgentKind, AgentKindBase
 from relay_repl.agents.registry import RegistryError, kind_by_prefix, kind_for, kind_names, kinds
@@ -33,7 +33,6 @@ if TYPE_CHECKING:  # core/plan.py (~50 pydantic models) loads on first use, not 
     from relay_repl.core.plan import ReplyContext, ReplyRoute
 
 __all__ = [
-    "Agent",
     "AgentKind",
     "AgentKindBase",
     "TypedEvidence",
@@ -68,7 +67,7 @@ def default_providers(env: Mapping[str, str] | None = None) -> list[KindProvider
     """
     environ = dict(os.environ if env is None else env)
     roster = PaneRoster(env=environ)
-    return [p for k in kinds() for p in k.providers(environ, roster)]
+    return [p for k in kinds() for p in k.discovery.providers(environ, roster)]
 
 
 def lazy_providers(env: Mapping[str, str] | None = None) -> list[Provider]:
@@ -95,7 +94,7 @@ class LazyKindProviders:
     def providers(self) -> list[KindProvider]:
         if self._made is None:
             k = kind_for(self.kind)
-            self._made = list(k.providers(self._env, self._roster)) if k is not None else []
+            self._made = list(k.discovery.providers(self._env, self._roster)) if k is not None else []
         return self._made
 
     @property
@@ -113,7 +112,7 @@ def detect_me(env: Mapping[str, str] | None = None) -> Me | None:
     recognises its session wins."""
     environ = dict(os.environ if env is None else env)
     for k in kinds():
-        me = k.own_address(environ)
+        me = k.discovery.own_address(environ)
         if me is not None:
             return me
     return None
@@ -131,7 +130,7 @@ def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     """
     k = kind_for(target.kind)
     if k is not None:
-        return k.reply_route(target, ctx)
+        return k.replies.route(target, ctx)
     from relay_repl.core.plan import relay_reply_route
 
     return relay_reply_route(target.spec, ctx, "its connecting process is identified as the target")

@@ -6,7 +6,7 @@ must never branch on a kind. The kind's facts (the command that enqueues and wha
 prints, the queue's schema read back read-only, which turn in its own record proves the
 item was delivered) live in its package (e.g. agents/codex/queue_ops.py); the transport
 runs the command under the gate, reads the row back and polls the record. A kind offers it
-through `AgentKind.durable_queue()` (None by default: no queue).
+through `AgentKind.transports.durable_queue()` (None by default: no queue).
 """
 
 from __future__ import annotations

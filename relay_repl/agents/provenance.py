@@ -14,7 +14,7 @@ time). That pid is then checked against what the registries say NOW:
   `mismatch` when the envelope claims a live session that the pid is not.
 
 `hopChain` is shown as corroboration only. A kind whose record keeps no provenance at all
-(`AgentKind.provenance == "none"`) reports `no provenance` with what it does know (`TurnFinding`).
+(`AgentKind.checks.provenance == "none"`) reports `no provenance` with what it does know (`TurnFinding`).
 Each kind reads its own file (`<kind>/verify.py`); this module holds the report and the judging.
 """
 

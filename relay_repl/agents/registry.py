@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from relay_repl.agents.kind import AgentKind
+from relay_repl.agents.kind import AgentKind, is_agent_kind, missing_members
 from relay_repl.core.errors import RelayError
 from relay_repl.core.target import AgentDetail, detail_models
 from relay_repl.system.entry_points import EntryPoint, scan_entry_points
@@ -55,12 +55,13 @@ def _load(name: str) -> AgentKind:
         obj = ep.load()
     except Exception as exc:  # a broken third-party package must not look like a relay bug
         raise RegistryError(f"agent kind {name!r} ({ep.value}) does not load: {type(exc).__name__}: {exc}") from exc
-    made = obj() if isinstance(obj, type) or (callable(obj) and not isinstance(obj, AgentKind)) else obj
-    if not isinstance(made, AgentKind):
-        raise RegistryError(f"agent kind {name!r} ({ep.value}) is not an AgentKind (see relay_repl/agents/kind.py)")
-    if made.kind != name:
-        raise RegistryError(f"agent kind entry point {name!r} ({ep.value}) says its kind is {made.kind!r}")
-    return made
+    made = obj() if isinstance(obj, type) or (callable(obj) and not is_agent_kind(obj)) else obj
+    if not is_agent_kind(made):
+        raise RegistryError(f"agent kind {name!r} ({ep.value}) is not an AgentKind: it lacks "
+                            f"{', '.join(missing_members(made))} (see relay_repl/agents/kind.py: subclass AgentKindBase)")
+    if made.facts.kind != name:
+        raise RegistryError(f"agent kind entry point {name!r} ({ep.value}) says its kind is {made.facts.kind!r}")
+    return made  # is_agent_kind checked it
 
 
 def kinds() -> tuple[AgentKind, ...]:
@@ -78,7 +79,7 @@ def kind_for(name: str) -> AgentKind | None:
 def kind_by_prefix(prefix: str) -> AgentKind | None:
     """The kind an operator means by `prefix` (`claude` in `claude:alpha`), or by its full name."""
     for k in kinds():
-        if prefix in (k.prefix, k.kind):
+        if prefix in (k.facts.prefix, k.facts.kind):
             return k
     return None
 
@@ -95,7 +96,7 @@ def _detail_model(name: str) -> type[AgentDetail] | None:
         k = kind_for(name)
     except RegistryError:
         return None
-    model = getattr(k, "detail_model", None) if k is not None else None
+    model = k.facts.detail_model if k is not None else None
     return model if isinstance(model, type) and issubclass(model, AgentDetail) else None
 
 

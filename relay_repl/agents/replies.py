@@ -143,10 +143,10 @@ def delivery_evidence(delivery: Delivery, key: str) -> str | None:
 def reply_options(target: Target) -> ReplyOptions | None:
     """What `target` can answer through, as its agent kind says (None: an unregistered kind)."""
     kind = kind_for(target.kind)
-    return kind.reply_options(target) if kind is not None else None
+    return kind.replies.options(target) if kind is not None else None
 
 
 def turn_watch(target: Target, delivery: Delivery) -> TurnWatch | None:
     """A watcher for the turn `delivery` started in `target`, or None when this kind keeps no record we read."""
     kind = kind_for(target.kind)
-    return kind.turn_watch(target, delivery) if kind is not None else None
+    return kind.replies.turn_watch(target, delivery) if kind is not None else None

@@ -7,7 +7,7 @@ records in its own file that prove a delivery, the wrapper its sessions answer n
 live in the kind's package (e.g. agents/claude_code/socket_ops.py) behind this protocol,
 and the transport does the generic part: plan, gate, connect, check the socket's owner,
 write, half-close, read receipts and poll the records. A kind offers it through
-`AgentKind.socket_wire()` (None by default: no socket).
+`AgentKind.transports.socket_wire()` (None by default: no socket).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class ReceiptReading(BaseModel):
 
 
 class ListedPeer(Protocol):
-    """The operator's inbox as listed in the kind's peer registry (an `AgentKind.inbox_listing`)."""
+    """The operator's inbox as listed in the kind's peer registry (an `AgentKind.replies.inbox_listing`)."""
 
     name: str
     socket_path: Path

@@ -44,13 +44,13 @@ def check_kind(kind: str) -> AgentKind:
 
 def pin(kind: str) -> ClientPin:
     """The client `kind` pins (binary, npm package, version), as its agent package says."""
-    return check_kind(kind).pin()
+    return check_kind(kind).facts.pin()
 
 
 def verified_version(kind: str) -> str:
     """The version the lab pins and the gate accepts: the newest verified one
     (the last of the adapter's `verified_versions`)."""
-    return check_kind(kind).verified_versions()[-1]
+    return check_kind(kind).facts.verified_versions()[-1]
 
 
 def verified_versions() -> dict[str, str]:
@@ -80,7 +80,7 @@ def binary_version(binary: str | Path, timeout: float = 20.0, kind: str | None =
     env = dict(os.environ)
     env.setdefault("DISABLE_AUTOUPDATER", "1")
     for k in ([check_kind(kind)] if kind is not None else kinds()):
-        env.update(k.version_env())
+        env.update(k.facts.version_env)
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, env=env, check=False)
@@ -160,7 +160,7 @@ def version_status(kind: str, version: str | None) -> str:
     known = kind_for(kind)
     if known is None:
         return "unverified"
-    if version in known.verified_versions():
+    if version in known.facts.verified_versions():
         return "pinned"
     if version in verified_here(kind):
         return "verified"

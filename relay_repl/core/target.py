@@ -16,7 +16,7 @@ TargetState = Literal["idle", "busy", "waiting", "unknown", "never-idle"]
 
 class AgentDetail(BaseModel):
     """What one agent kind keeps about a target beyond the fields every kind has: each kind's
-    package subclasses it (`AgentKind.detail_model`), frozen like the target itself."""
+    package subclasses it (`AgentKind.facts.detail_model`), frozen like the target itself."""
 
     # Inherited by every kind's detail: each is built on first use, so a listing builds only
     # the kinds it lists (bench.targets: no Gemini session, no GeminiDetail schema).

@@ -27,25 +27,25 @@ def _fields() -> dict[str, Callable[[], str]]:
     from relay_repl.agents import registry
 
     def lab() -> list:
-        return [k for k in registry.kinds() if k.lab() is not None]
+        return [k for k in registry.kinds() if k.lab_driver() is not None]
 
     def labels(ks: object) -> str:
-        return ", ".join(k.label for k in ks) or "none"  # type: ignore[attr-defined]
+        return ", ".join(k.facts.label for k in ks) or "none"  # type: ignore[attr-defined]
 
     def transports() -> str:
-        seen = dict.fromkeys(t.name for k in registry.kinds() for t in k.transports())
+        seen = dict.fromkeys(t.name for k in registry.kinds() for t in k.transports.specs())
         return ", ".join(seen)
 
     return {
         "kinds": lambda: labels(registry.kinds()),
         "lab_kinds": lambda: labels(lab()),
-        "binaries": lambda: ", ".join(k.pin().binary for k in registry.kinds()),
-        "kind_flags": lambda: "/".join(f"--{spec.count_flag}" for k in lab() if (spec := k.lab()) is not None),
-        "targets": lambda: ", ".join(f"{k.prefix}:NAME" for k in registry.kinds()),
+        "binaries": lambda: ", ".join(k.facts.pin().binary for k in registry.kinds()),
+        "kind_flags": lambda: "/".join(f"--{d.spec.count_flag}" for k in lab() if (d := k.lab_driver()) is not None),
+        "targets": lambda: ", ".join(f"{k.facts.prefix}:NAME" for k in registry.kinds()),
         "transports": transports,
-        "kernel_kinds": lambda: labels(k for k in registry.kinds() if k.provenance == "kernel"),
-        "unproven_kinds": lambda: labels(k for k in registry.kinds() if k.provenance != "kernel"),
-        "mcp_setup": lambda: "\n".join(f"  {line}" for k in registry.kinds() for line in k.mcp_setup),
+        "kernel_kinds": lambda: labels(k for k in registry.kinds() if k.checks.provenance == "kernel"),
+        "unproven_kinds": lambda: labels(k for k in registry.kinds() if k.checks.provenance != "kernel"),
+        "mcp_setup": lambda: "\n".join(f"  {line}" for k in registry.kinds() for line in k.facts.mcp_setup),
     }
 
 

@@ -75,7 +75,7 @@ def write_configs(ctx: LabContext, names: list[tuple[str, str]]) -> None:
 def prepare_kinds(ctx: LabContext, names: list[tuple[str, str]], progress: Progress) -> None:
     """What each kind prepares before its sessions start (a cache moved back in)."""
     for kind, ns in _by_kind(names).items():
-        kind_sessions.own_kind(kind).lab_prepare(ctx, ns, progress)
+        kind_sessions.own_kind(kind).prepare(ctx, ns, progress)
 
 
 def launch_command(lay: Layout, state: LabState, s: LabSession, bins: Path) -> tuple[list[str], dict[str, str]]:

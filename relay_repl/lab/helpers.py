@@ -96,11 +96,11 @@ def _reading(s: LabSession, state: LabState | None = None) -> ScreenReading | No
 
 
 def own_status(s: LabSession, state: LabState) -> str | None:
-    """What the session's own record says it is doing (its kind's `lab_status`), or None when its
+    """What the session's own record says it is doing (its kind's `LabDriver.status`), or None when its
     kind keeps no such record (then its screen, read by the product's classifier, tells)."""
     lay = Layout.at(state.lab_dir)
     ctx = kind_sessions.context(lay, state, launcher.bin_dir(), (), {}, {})
-    return kind_sessions.own_kind(s.kind).lab_status(ctx, kind_sessions.record(s))
+    return kind_sessions.own_kind(s.kind).status(ctx, kind_sessions.record(s))
 
 
 def is_idle(session: SessionRef) -> bool:

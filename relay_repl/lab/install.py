@@ -2,10 +2,10 @@
 
 `install()` (`relay lab install`) puts exactly the pinned clients into the client cache
 (`paths.clients_dir()`, or `$RELAY_LAB_CLIENTS` when set). The pins are the agent kinds' own
-(`AgentKind.pin()`: npm package and version, in each kind's package; the lab asks every kind
+(`AgentKind.facts.pin()`: npm package and version, in each kind's package; the lab asks every kind
 the lab runs): the npm manifest is built from them here, never kept as a second list. So is
 the lockfile: each kind's package ships the lock entries of its own client (`npm-lock.json`,
-`AgentKind.npm_lock()`), and when every kind of the set has entries locking its wanted version
+`AgentKind.facts.npm_lock()`), and when every kind of the set has entries locking its wanted version
 (and no two disagree), their merge is the package-lock.json `npm ci` installs with (every
 transitive version fixed); another set is installed with `npm install` and says so. All functions here are synchronous (blocking); call
 them from async code through `anyio.to_thread.run_sync`.
@@ -40,8 +40,8 @@ __all__ = ["VERIFIED_VERSIONS", "described", "lab_kinds", "manifest", "merged_lo
            "require_verified", "resolve_clients", "set_root", "system_root"]
 
 def lab_kinds() -> tuple[str, ...]:
-    """The kinds the lab runs (those whose package says how: `AgentKind.lab()`), in name order."""
-    return tuple(k.kind for k in kinds() if k.lab() is not None)
+    """The kinds the lab runs (those whose package says how: `AgentKind.lab_driver()`), in name order."""
+    return tuple(k.facts.kind for k in kinds() if k.lab_driver() is not None)
 
 
 VERIFIED_VERSIONS: dict[str, str] = {k: versions.verified_version(k) for k in lab_kinds()}
@@ -79,7 +79,7 @@ def bin_dir() -> Path:
 
 
 def lab_binary(kind: str) -> Path:
-    return bin_dir() / check_kind(kind).pin().binary
+    return bin_dir() / check_kind(kind).facts.pin().binary
 
 
 def installed_versions() -> dict[str, str | None]:
@@ -95,11 +95,11 @@ def manifest(want: dict[str, str], name: str = "relay-repl-lab-clients") -> dict
 
 def merged_lock(want: dict[str, str], name: str = "relay-repl-lab-clients") -> dict[str, Any] | None:
     """The package-lock.json of a client set {kind: version}: the kinds' own lock entries
-    (`AgentKind.npm_lock()`) merged under the manifest's root, or None when a kind ships none for
+    (`AgentKind.facts.npm_lock()`) merged under the manifest's root, or None when a kind ships none for
     that version or two kinds lock one path differently (then `npm install` resolves the set)."""
     packages: dict[str, Any] = {}
     for kind, version in want.items():
-        entries = (check_kind(kind).npm_lock() or {}).get("packages")
+        entries = (check_kind(kind).facts.npm_lock() or {}).get("packages")
         if not isinstance(entries, dict):
             return None
         if (entries.get(f"node_modules/{pin(kind).npm_package}") or {}).get("version") != version:

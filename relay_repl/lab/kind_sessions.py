@@ -1,5 +1,5 @@
 """Lab sessions of any registered agent kind, started, waited for and refreshed through the kind's own
-lab hooks (agents/kind.py: `lab()`, `lab_files`, `lab_launch`, `lab_wait`, `lab_refresh`, ...).
+lab driver (agents/kind.py: `lab_driver()` -> `LabDriver`: `spec`, `files`, `launch`, `wait`, `refresh`, ...).
 
 Why: a kind installed beside relay_repl (or added as a package) says how the lab runs it offline,
 and the lab asks it, so adding a kind changes nothing here. Every kind goes through this module; the
@@ -12,18 +12,18 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from relay_repl.agents.kind import AgentKind, LabContext, LabLaunch, LabReady
+from relay_repl.agents.kind import AgentKind, LabContext, LabDriver, LabLaunch, LabReady
 from relay_repl.agents.registry import kind_for
 from relay_repl.agents.screens.model import ScreenReading
 from relay_repl.core.errors import LabError
 from relay_repl.system.polling import poll_until_sync
 from relay_repl.lab import procs
 from relay_repl.lab.labenv import Progress
-from relay_repl.lab.layout import LAB_API_KEY, Layout, lab_kinds
+from relay_repl.lab.layout import LAB_API_KEY, Layout, driver, lab_kinds
 from relay_repl.lab.panes import capture, fail_dead, pane_info, read_screen, tail, tmux
 from relay_repl.lab.state import LabSession, LabState
 
-__all__ = ["lab_kinds", "count_flags", "default_counts", "own_kind", "context", "write_files", "launch", "resume",
+__all__ = ["lab_kinds", "count_flags", "default_counts", "driver", "own_kind", "context", "write_files", "launch", "resume",
            "wait_ready", "refresh", "PaneOps", "record", "apply"]
 
 
@@ -31,23 +31,22 @@ def count_flags() -> dict[str, AgentKind]:
     """`relay lab up --<flag> N`: each lab kind's count flag, as its package names it."""
     out: dict[str, AgentKind] = {}
     for k in lab_kinds():
-        spec = k.lab()
-        assert spec is not None
-        out[spec.count_flag] = k
+        out[driver(k).spec.count_flag] = k
     return out
 
 
 def default_counts() -> dict[str, int]:
     """{kind: sessions `relay lab up` starts when its flag is not given}."""
-    return {k.kind: k.lab().default_count for k in lab_kinds()}  # type: ignore[union-attr]
+    return {k.facts.kind: driver(k).spec.default_count for k in lab_kinds()}
 
 
-def own_kind(kind: str) -> AgentKind:
-    """The registered kind of a lab session."""
+def own_kind(kind: str) -> LabDriver:
+    """How the lab runs the registered kind of a lab session (its `lab_driver()`)."""
     k = kind_for(kind)
-    if k is None or k.lab() is None:
+    d = k.lab_driver() if k is not None else None
+    if d is None:
         raise LabError(f"no registered agent kind {kind!r} says how the lab runs it")
-    return k
+    return d
 
 
 def context(lay: Layout, state: LabState | None, bin_dir: Path, mcp_command: Sequence[str],
@@ -63,7 +62,7 @@ def write_files(ctx: LabContext, names_by_kind: Mapping[str, list[str]]) -> None
     """Each kind's config files, written (0600: they name the lab's key and ports) before any of its
     sessions starts."""
     for kind, names in names_by_kind.items():
-        for path, text in own_kind(kind).lab_files(ctx, names).items():
+        for path, text in own_kind(kind).files(ctx, names).items():
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             path.write_text(text)
             path.chmod(0o600)
@@ -76,12 +75,12 @@ def _first(state: LabState, s: LabSession) -> bool:
 
 def launch(ctx: LabContext, state: LabState, s: LabSession) -> LabLaunch:
     """The command and environment of `s`'s first start (`first`: the first of its kind)."""
-    return own_kind(s.kind).lab_launch(ctx, s.name, first=_first(state, s))
+    return own_kind(s.kind).launch(ctx, s.name, first=_first(state, s))
 
 
 def resume(ctx: LabContext, state: LabState, s: LabSession) -> LabLaunch:
     """The command and environment that restart dead session `s` (its kind may resume its conversation)."""
-    return own_kind(s.kind).lab_resume(ctx, s.name, first=_first(state, s), prior=record(s))
+    return own_kind(s.kind).resume(ctx, s.name, first=_first(state, s), prior=record(s))
 
 
 def record(s: LabSession) -> LabReady:
@@ -134,8 +133,8 @@ class PaneOps:
 
 def wait_ready(lay: Layout, ctx: LabContext, s: LabSession, started: LabLaunch, deadline: float,
                progress: Progress) -> None:
-    """Wait until the kind says `s` (just started with `started`) is ready (`lab_wait`), then record it."""
-    ready = own_kind(s.kind).lab_wait(ctx, s.name, started, PaneOps(lay, s, progress), deadline)
+    """Wait until the kind says `s` (just started with `started`) is ready (`LabDriver.wait`), then record it."""
+    ready = own_kind(s.kind).wait(ctx, s.name, started, PaneOps(lay, s, progress), deadline)
     if ready.focus_in:
         focus(lay, s, deadline)
     s.pid = ready.pid if ready.pid is not None else s.pane_pid
@@ -172,7 +171,7 @@ def refresh(ctx: LabContext, s: LabSession, info: Mapping[str, str]) -> None:
     if k is None:  # a lab.json of a kind no longer registered: nothing here can read it
         s.alive = False
         return
-    apply(s, k.lab_refresh(ctx, record(s), s.pane_pid, info["dead"] == "1"))
+    apply(s, driver(k).refresh(ctx, record(s), s.pane_pid, info["dead"] == "1"))
 
 
 def lab_counts(flags: Mapping[str, int], more: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -183,6 +182,6 @@ def lab_counts(flags: Mapping[str, int], more: Mapping[str, int] | None = None) 
     for flag, n in flags.items():
         if flag not in by_flag:
             raise LabError(f"no lab kind counts its sessions with {flag!r}; the lab's are {', '.join(sorted(by_flag))}")
-        counts[by_flag[flag].kind] = n
+        counts[by_flag[flag].facts.kind] = n
     counts.update(more or {})
     return counts

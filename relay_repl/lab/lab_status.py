@@ -36,7 +36,7 @@ def refresh(lay: Layout, state: LabState) -> LabState:
 def session_name_now(state: LabState, s: LabSession) -> str:
     """The session's name as its kind reads it now (a client may rename its session from inside)."""
     lay = Layout.at(state.lab_dir)
-    now = kind_sessions.own_kind(s.kind).lab_refresh(lab_context(lay, state, bin_dir()), kind_sessions.record(s),
+    now = kind_sessions.own_kind(s.kind).refresh(lab_context(lay, state, bin_dir()), kind_sessions.record(s),
                                                      s.pane_pid or 0, dead=False)
     return now.name or s.name
 

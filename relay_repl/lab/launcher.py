@@ -1,4 +1,4 @@
-"""`relay lab ...`: run the REAL pinned agent CLIs (every registered kind with a `lab()`) offline.
+"""`relay lab ...`: run the REAL pinned agent CLIs (every registered kind with a `lab_driver()`) offline.
 
 The lab is N Claude Code and M Codex (and K Gemini CLI, ...) interactive sessions in a private tmux server,
 talking to stub model servers (relay_repl.lab.stubs) on 127.0.0.1, all under one

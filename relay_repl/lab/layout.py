@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from relay_repl.agents.kind import LAB_HOME, AgentKind, LabSpec
+from relay_repl.agents.kind import LAB_HOME, AgentKind, LabDriver, LabSpec
 from relay_repl.agents.registry import kinds
 
 # Greek letters in order; sessions are named alpha, beta, ... (kind by kind, in the kinds' name order).
@@ -45,18 +45,28 @@ PANE_HEIGHT = 45
 
 def lab_kinds() -> list[AgentKind]:
     """Every registered kind the lab can run offline (its package says how), in name order."""
-    return [k for k in kinds() if k.lab() is not None]
+    return [k for k in kinds() if k.lab_driver() is not None]
+
+
+def driver(k: AgentKind) -> LabDriver:
+    """How the lab runs kind `k` (its `lab_driver()`); a LabError for a kind the lab cannot run."""
+    from relay_repl.core.errors import LabError
+
+    d = k.lab_driver()
+    if d is None:
+        raise LabError(f"no registered agent kind {k.facts.kind!r} says how the lab runs it")
+    return d
 
 
 def lab_specs() -> list[LabSpec]:
-    return [spec for k in lab_kinds() if (spec := k.lab()) is not None]
+    return [driver(k).spec for k in lab_kinds()]
 
 
 def client_home_vars() -> set[str]:
     """Every variable that points a kind's client (or relay's reading of it) at a home: its LabSpec
     homes. A child that starts a lab of its own drops these from the environment it inherits, so it
     never reaches the operator's (or another lab's) sessions."""
-    return {var for k in kinds() if (spec := k.lab()) is not None for var in spec.homes}
+    return {var for k in kinds() if (d := k.lab_driver()) is not None for var in d.spec.homes}
 
 
 @dataclass(frozen=True)

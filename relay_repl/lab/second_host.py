@@ -121,7 +121,7 @@ def _start_sub_lab(home: Path, counts: Mapping[str, int], progress: Progress) ->
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     env = sub_lab_env(home)
     progress(f"second host: starting its lab under {home}")
-    flags = [arg for flag, k in count_flags().items() for arg in (f"--{flag}", str(counts.get(k.kind, 0)))]
+    flags = [arg for flag, k in count_flags().items() for arg in (f"--{flag}", str(counts.get(k.facts.kind, 0)))]
     cmd = [sys.executable, "-m", "relay_repl", "lab", "up", *flags]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=SUB_LAB_TIMEOUT,

@@ -10,7 +10,7 @@ import time
 import relay_repl.lab.procs as procs
 from relay_repl.system.remove import remove
 
-from relay_repl.lab.layout import Layout, lab_kinds, tmux_socket_path
+from relay_repl.lab.layout import Layout, driver, lab_kinds, tmux_socket_path
 from relay_repl.lab.state import load
 from relay_repl.lab.client_setup import lab_context
 from relay_repl.lab.labenv import Progress, bin_dir, lab_lock, layout
@@ -58,7 +58,7 @@ def cleanup(lay: Layout, progress: Progress) -> bool:
     # threads): it lives as long as the daemon, so waiting for it here always ran the whole 5 s
     # bound, on every `lab down`.
     below = [c for p in pane_pids for c in [p, *procs.descendants(p)]]
-    outlive = {c for p in below if any(k.lab_outlives_panes(procs.cmdline(p)) for k in kinds)
+    outlive = {c for p in below if any(driver(k).outlives_panes(procs.cmdline(p)) for k in kinds)
                for c in [p, *procs.descendants(p)]}
     tui_pids = [c for c in below if c not in outlive]
     if tmux_socket_path(sock_name).exists():
@@ -69,11 +69,11 @@ def cleanup(lay: Layout, progress: Progress) -> bool:
 
     # 2. what each kind started outside the panes (a daemon): it stops it
     for k in kinds:
-        k.lab_stop(ctx)
+        driver(k).stop(ctx)
 
     # 3. every remaining lab process: stub, daemon helpers, tool children, stragglers
     extra = [state.stub.pid] if state and state.stub.pid and procs.is_alive(state.stub.pid) else []
-    homes = {var: (str(lay.root / d), k.pin().binary) for k in kinds if (spec := k.lab()) for var, d in spec.homes.items()}
+    homes = {var: (str(lay.root / d), k.facts.pin().binary) for k in kinds for var, d in driver(k).spec.homes.items()}
     rest = set(procs.lab_processes(lay.root, lay.home, netns_id, client_homes=homes)) | set(extra)
     if rest:
         procs.terminate(sorted(rest))
@@ -85,7 +85,7 @@ def cleanup(lay: Layout, progress: Progress) -> bool:
     # the next lab goes into the cache)
     remove(tmux_socket_path(sock_name))
     for k in kinds:
-        k.lab_cleanup(ctx)
+        driver(k).cleanup(ctx)
 
     # 5. drop the runtime state (the cache stays)
     for p in list(lay.root.iterdir()) if lay.root.exists() else []:

@@ -16,7 +16,7 @@ import relay_repl.lab.procs as procs
 from relay_repl.lab.install import any_clients, clients_root, install
 
 from relay_repl.agents.kind import LabLaunch
-from relay_repl.lab.layout import PANE_HEIGHT, PANE_WIDTH, Layout, lab_kinds, session_names, tmux_socket_path
+from relay_repl.lab.layout import PANE_HEIGHT, PANE_WIDTH, Layout, driver, lab_kinds, session_names, tmux_socket_path
 from relay_repl.lab.state import LabSession, LabState, StubInfo, save
 import relay_repl.lab.kind_sessions as kind_sessions
 from relay_repl.lab.kind_sessions import PaneOps, apply, lab_counts, record, wait_ready
@@ -104,7 +104,7 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
     state.netns_id = procs.net_ns(state.stub.pid) if netns and state.stub.pid is not None else None
     save(state, lay.state_file)
     for name, kind in names:
-        api = str(kind_sessions.own_kind(kind).lab().stub_api)  # type: ignore[union-attr]
+        api = str(kind_sessions.own_kind(kind).spec.stub_api)
         state.stub.sessions[name] = stub_add_session(state.stub.control, name, api)
     bins = bin_dir()
     ctx = lab_context(lay, state, bins)
@@ -142,15 +142,15 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
 
     # a serial kind's sessions start one at a time, each once the one before is ready (LabSpec.serial);
     # every other session starts at once and comes up meanwhile
-    kinds = [k for k in lab_kinds() if state.of_kind(k.kind)]
-    serial = [k for k in kinds if k.lab().serial]  # type: ignore[union-attr]
-    first_batch = [s for s in state.sessions if s.kind not in {k.kind for k in serial} or s is state.of_kind(s.kind)[0]]
+    kinds = [k for k in lab_kinds() if state.of_kind(k.facts.kind)]
+    serial = [k for k in kinds if driver(k).spec.serial]
+    first_batch = [s for s in state.sessions if s.kind not in {k.facts.kind for k in serial} or s is state.of_kind(s.kind)[0]]
     for i, s in enumerate(first_batch):
         start(s, first=(i == 0))
     save(state, lay.state_file)
 
     for k in serial:
-        for s in state.of_kind(k.kind):
+        for s in state.of_kind(k.facts.kind):
             if s.name not in launches:
                 start(s, first=False)
             wait_ready(lay, ctx, s, launches[s.name], deadline, progress)
@@ -160,7 +160,7 @@ def _start_all(lay: Layout, state: LabState, names: list[tuple[str, str]], netns
             wait_ready(lay, ctx, s, launches[s.name], deadline, progress)
             save(state, lay.state_file)
     for k in kinds:  # all up: each kind confirms its own still are
-        k.lab_settled(ctx, [(record(s), PaneOps(lay, s, progress)) for s in state.of_kind(k.kind)], deadline)
+        driver(k).settled(ctx, [(record(s), PaneOps(lay, s, progress)) for s in state.of_kind(k.facts.kind)], deadline)
     state.phase = "ready"
     state.ready_at = time.time()
     refresh(lay, state)
@@ -193,8 +193,8 @@ def ensure_lab(progress: Progress = print, *, more: Mapping[str, int] | None = N
         short = {k: n for k, n in counts.items() if len(st.of_kind(k)) < n}
         if short:
             have = ", ".join(f"{len(st.of_kind(k))} {k}" for k in counts)
-            flags_ = " ".join(f"--{k.lab().count_flag} {counts[k.kind]}" for k in lab_kinds()  # type: ignore[union-attr]
-                              if k.kind in counts)
+            flags_ = " ".join(f"--{driver(k).spec.count_flag} {counts[k.facts.kind]}" for k in lab_kinds()
+                              if k.facts.kind in counts)
             raise LabError(f"the running lab has {have} sessions, fewer {', '.join(short)} than asked for "
                            f"({short}); a running lab is not grown: `relay lab down`, then `relay lab up {flags_}`")
         dead = [s for s in st.sessions if not s.alive]
@@ -212,17 +212,17 @@ def ensure_lab(progress: Progress = print, *, more: Mapping[str, int] | None = N
 
 def restart_dead(lay: Layout, state: LabState, dead: list[LabSession], progress: Progress) -> LabState:
     """Restart each dead session in its own tmux session, one at a time; live sessions are not
-    touched. A kind may first bring some back without a restart (`lab_revive`: a shared daemon gone
+    touched. A kind may first bring some back without a restart (`LabDriver.revive`: a shared daemon gone
     under live clients)."""
     t0 = time.monotonic()
     deadline = t0 + UP_TIMEOUT
     ctx = lab_context(lay, state, bin_dir())
     revived: list[LabSession] = []
     for k in lab_kinds():
-        group = [s for s in dead if s.kind == k.kind]
+        group = [s for s in dead if s.kind == k.facts.kind]
         if not group:
             continue
-        back = {r.name: r for r in k.lab_revive(ctx, [(record(s), PaneOps(lay, s, progress)) for s in group],
+        back = {r.name: r for r in driver(k).revive(ctx, [(record(s), PaneOps(lay, s, progress)) for s in group],
                                                  deadline)}
         for s in group:
             if s.name in back:

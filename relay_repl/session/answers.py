@@ -68,18 +68,18 @@ class Answers:
 
     async def register_inbox(self, name: str = "relay-operator") -> bool:
         """List the inbox as a peer (gated) of the agent kind whose sessions answer only to a listed
-        peer (`AgentKind.answers_listed_inbox`): its own listing names it, its native send reaches it."""
+        peer (`AgentKind.replies.answers_listed_inbox`): its own listing names it, its native send reaches it."""
         from relay_repl.agents.registry import kinds
 
         inbox = self.inbox_server
         if inbox is None:
             raise UsageError("no inbox is listening here: only the `relay` REPL runs one")
-        listing = [k for k in kinds() if k.answers_listed_inbox]
+        listing = [k for k in kinds() if k.replies.answers_listed_inbox]
         if not listing:
             raise UsageError("no registered agent kind lists peers: answers come by `relay reply`, MCP or turn reply")
-        reg = await anyio.to_thread.run_sync(listing[0].inbox_listing, name)  # refuses unverified versions
+        reg = await anyio.to_thread.run_sync(listing[0].replies.inbox_listing, name)  # refuses unverified versions
         if reg is None:
-            raise UsageError(f"{listing[0].label} offers no peer listing for the inbox")
+            raise UsageError(f"{listing[0].facts.label} offers no peer listing for the inbox")
         approval = await self.gate.gated(reg.plan())
         if approval is None:
             return False

@@ -156,8 +156,8 @@ async def run_checks() -> Report:
     from relay_repl.agents.registry import kinds
 
     jobs: list[Callable[[], Awaitable[list[Check]]]] = [lambda: _in_thread(lambda: [check_tmux()])]
-    jobs += [partial(_in_thread, partial(lambda kind: [check_client(kind)], k.kind)) for k in kinds()]
-    jobs += [partial(k.doctor_checks, os.environ) for k in kinds()]
+    jobs += [partial(_in_thread, partial(lambda kind: [check_client(kind)], k.facts.kind)) for k in kinds()]
+    jobs += [partial(k.checks.doctor, os.environ) for k in kinds()]
     jobs.append(lambda: _in_thread(check_state))
     jobs.append(lambda: _in_thread(lambda: [check_hosts_file()]))
     results: list[list[Check]] = [[] for _ in jobs]

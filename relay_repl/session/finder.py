@@ -18,7 +18,7 @@ def _prefixes() -> list[str]:
     """What operators type before a name, one per registered agent kind (for usage errors)."""
     from relay_repl.agents.registry import kinds
 
-    return [k.prefix for k in kinds()]
+    return [k.facts.prefix for k in kinds()]
 
 
 def _kinds_named(prefix: str) -> set[str]:
@@ -30,8 +30,8 @@ def _kinds_named(prefix: str) -> set[str]:
 
     for name in sorted(kind_names(), key=lambda n: not n.startswith(prefix)):
         k = kind_for(name)
-        if k is not None and prefix in (k.prefix, k.kind):
-            return {k.kind}
+        if k is not None and prefix in (k.facts.prefix, k.facts.kind):
+            return {k.facts.kind}
     return set()
 
 

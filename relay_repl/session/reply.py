@@ -94,10 +94,10 @@ def find_inbox(relay_id: str | None = None) -> Any:
 
 def _sandbox_hint() -> str:
     """Inside an agent's sandbox the inbox may be out of reach: the kind whose sandbox this is says
-    which routes still work instead (`AgentKind.sandbox_note`)."""
+    which routes still work instead (`AgentKind.discovery.sandbox_note`)."""
     import os
 
     from relay_repl.agents import registry
 
-    notes = [n for k in registry.kinds() if (n := k.sandbox_note(os.environ))]
+    notes = [n for k in registry.kinds() if (n := k.discovery.sandbox_note(os.environ))]
     return "".join(f"; {n}" for n in notes)

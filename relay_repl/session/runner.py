@@ -260,8 +260,8 @@ class Runner:
                 if tgt.host is not None:  # the host's relay lists its own inbox (asked over the channel)
                     continue
                 kind = kind_for(tgt.kind)
-                if kind is not None and kind.answers_listed_inbox:
-                    waits_on = waits_on or kind.label
+                if kind is not None and kind.replies.answers_listed_inbox:
+                    waits_on = waits_on or kind.facts.label
         if waits_on is None or self.session.inbox_server is None or self.session.registration is not None:
             return
         self.say(f"{waits_on} targets answer natively to a listed peer: listing this inbox first (asks y/N)")

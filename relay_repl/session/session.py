@@ -376,7 +376,7 @@ class Session:
 
     async def register_inbox(self, name: str = "relay-operator") -> bool:
         """List the inbox as a peer (gated) of the agent kind whose sessions answer only to a listed
-        peer (`AgentKind.answers_listed_inbox`): its own listing names it, its native send reaches it."""
+        peer (`AgentKind.replies.answers_listed_inbox`): its own listing names it, its native send reaches it."""
         return await self.answers.register_inbox(name)
 
     async def expect(self, delivery: Delivery | str, timeout: float = 60.0) -> InboundMessage | None:

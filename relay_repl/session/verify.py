@@ -16,7 +16,7 @@ That pid is then checked against what the registries say NOW:
 
 `hopChain` is shown as corroboration only. A kind whose record keeps no provenance at all says
 so and shows what is known (how the message arrived). Each agent kind reads its own file
-(`AgentKind.verify`); the report and the judging are agents/provenance.py; this module picks.
+(`AgentKind.checks.verify`); the report and the judging are agents/provenance.py; this module picks.
 
 Exit codes: 0 verified, 1 none found, 4 ambiguous (non-unique id), mismatch or unverifiable,
 2 usage.
@@ -53,7 +53,7 @@ def verify_file(relay_id: str, transcript: str | Path, ledger: Ledger | None = N
     if path.is_dir():
         raise UsageError(f"{path} is a directory: pass one transcript .jsonl file")
     for k in kinds():
-        report = k.verify_file(relay_id, path, ledger)
+        report = k.checks.verify_file(relay_id, path, ledger)
         if report is not None:
             return report
     raise UsageError("no registered agent kind audits a loose file: name a target (--in KIND:NAME)")
@@ -66,7 +66,7 @@ def verify_target(relay_id: str, target: Target, ledger: Ledger | None = None) -
     if kind is None:
         return VerifyReport(relay_id=relay_id, source="no record", target=target.spec, kind=target.kind,
                             verdict="no provenance", summary=f"{target.spec}: no agent kind {target.kind!r} is registered")
-    return kind.verify(relay_id, target, ledger)
+    return kind.checks.verify(relay_id, target, ledger)
 
 
 def verify_everywhere(relay_id: str, targets: list[Target], ledger: Ledger | None = None) -> VerifyReport:
@@ -78,9 +78,9 @@ def verify_everywhere(relay_id: str, targets: list[Target], ledger: Ledger | Non
     read: set[str] = set()
     for t in targets:
         kind = kind_for(t.kind)
-        if not t.live or kind is None or kind.provenance != "kernel":
+        if not t.live or kind is None or kind.checks.provenance != "kernel":
             continue
-        found = kind.origin_records(relay_id, t, ledger)
+        found = kind.checks.origin_records(relay_id, t, ledger)
         if found is None:
             continue
         recs, source, n, big = found
@@ -89,8 +89,8 @@ def verify_everywhere(relay_id: str, targets: list[Target], ledger: Ledger | Non
         sources.append(source)
         scanned += n
         oversized += big
-    kernel = [k for k in kinds() if k.provenance == "kernel"]
-    labels = " or ".join(k.label for k in kernel) or "agent"
+    kernel = [k for k in kinds() if k.checks.provenance == "kernel"]
+    labels = " or ".join(k.facts.label for k in kernel) or "agent"
     source = "; ".join(sources) if sources else f"no live {labels} record to read"
     return conclude(relay_id, records, source=source, bytes_scanned=scanned, oversized_lines=oversized,
-                    kind=",".join(sorted(read or {k.kind for k in kernel})))
+                    kind=",".join(sorted(read or {k.facts.kind for k in kernel})))

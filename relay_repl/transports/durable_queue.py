@@ -2,7 +2,7 @@
 
 The command that enqueues, what it prints, the queue's schema and which turn in the
 receiver's own record proves a delivery are the kind's facts, asked of the target's kind
-(`AgentKind.durable_queue()`, agents/durable_queue.py; Codex's: agents/codex/queue_ops.py).
+(`AgentKind.transports.durable_queue()`, agents/durable_queue.py; Codex's: agents/codex/queue_ops.py).
 The transport's name is its entry point's (`codex-queue` in pyproject.toml) and its capability
 flags are the ones the kind's adapter declares for that name.
 
@@ -43,7 +43,7 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
 
     @staticmethod
     def way(kind: AgentKind) -> DurableQueue | None:
-        return kind.durable_queue()
+        return kind.transports.durable_queue()
 
     @classmethod
     def from_context(cls, ctx: TransportContext) -> DurableQueueTransport:

@@ -5,7 +5,7 @@ Why: such a transport must not name or branch on a kind. Its name is data (the e
 name, the adapter's `[[transports]]` entry), and so are its capability flags: the adapter file
 declares them once (agents/adapter.py `TransportSpec`), and the transport reads them from there
 instead of repeating them. Every fact it needs about a target is asked of the target's own kind
-through `way(kind)` (`kind.socket_wire()`, `kind.durable_queue()`).
+through `way(kind)` (`kind.transports.socket_wire()`, `kind.transports.durable_queue()`).
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ W = TypeVar("W", bound=Way)
 
 def offered(name: str, way: Callable[[AgentKind], Any]) -> tuple[AgentKind, Capabilities]:
     """The first registered kind (in name order) whose adapter offers transport `name` and whose
-    `way(kind)` (e.g. `kind.socket_wire()`) is not None, with the capabilities it declares."""
+    `way(kind)` (e.g. `kind.transports.socket_wire()`) is not None, with the capabilities it declares."""
     for kind_name in kind_names():  # loaded one at a time, in name order: the first that offers it ends the search
         k = kind_for(kind_name)
         if k is None:
             continue
-        for spec in k.transports():
+        for spec in k.transports.specs():
             if spec.name == name and way(k) is not None:
                 return k, Capabilities(**{f: getattr(spec, f) for f in _FLAGS})
     raise RelayError(f"no registered agent kind offers the transport {name!r} (no adapter lists it with the way "
@@ -53,7 +53,7 @@ class KindWayTransport(Transport, Generic[W]):
 
     @staticmethod
     def way(kind: AgentKind) -> W | None:
-        """The kind's way (`kind.socket_wire()`), or None when it has none."""
+        """The kind's way (`kind.transports.socket_wire()`), or None when it has none."""
         raise NotImplementedError
 
     def __init__(self, name: str) -> None:
@@ -89,9 +89,9 @@ class KindWayTransport(Transport, Generic[W]):
     def evidence_name(self, target: Target) -> str:
         """What the receiver's evidence file is called in messages ("transcript", "rollout")."""
         k = kind_for(target.kind)
-        return k.evidence_name if k is not None else "record"
+        return k.evidence.evidence_name if k is not None else "record"
 
     def label(self, target: Target) -> str:
         """The target's client for humans ("Codex"), in messages."""
         k = kind_for(target.kind)
-        return k.label if k is not None else self._kind.label
+        return k.facts.label if k is not None else self._kind.facts.label

@@ -32,7 +32,7 @@ class TransportContext:
     inbox: Callable[[], Any] = field(default=lambda: None)
     """The running inbox (receipts, replies) or None: late-bound, it opens after the session exists."""
     registration: Callable[[], Any] = field(default=lambda: None)
-    """The inbox's peer listing (AgentKind.inbox_listing) or None: late-bound too."""
+    """The inbox's peer listing (AgentKind.replies.inbox_listing) or None: late-bound too."""
     interrupt: bool = False
     """The operator asked for priority delivery, aborting the receiver's running call where a way allows."""
     name: str = ""

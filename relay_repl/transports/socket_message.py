@@ -2,7 +2,7 @@
 
 Which kind's sessions listen on such a socket, how a frame looks, what a receipt says and which
 record in the receiver's own file proves a delivery are the kind's facts, asked of the target's
-kind (`AgentKind.socket_wire()`, agents/socket_wire.py; Claude Code's: agents/claude_code/socket_ops.py).
+kind (`AgentKind.transports.socket_wire()`, agents/socket_wire.py; Claude Code's: agents/claude_code/socket_ops.py).
 The transport's name is its entry point's (`claude-code-socket`, `claude-code-message` in
 pyproject.toml) and its capability flags are the ones the kind's adapter declares for that name.
 
@@ -55,7 +55,7 @@ class SocketTransport(KindWayTransport[SocketWire]):
 
     @staticmethod
     def way(kind: AgentKind) -> SocketWire | None:
-        return kind.socket_wire()
+        return kind.transports.socket_wire()
 
     @classmethod
     def from_context(cls, ctx: TransportContext) -> SocketTransport:
@@ -291,8 +291,8 @@ class SocketMessageTransport(SocketTransport):
         self._registration = registration or (lambda: None)
 
     def _peer_label(self) -> str:
-        wire = self._kind.socket_wire()
-        return wire.peer_label if wire is not None else self._kind.label
+        wire = self._kind.transports.socket_wire()
+        return wire.peer_label if wire is not None else self._kind.facts.label
 
     def _reply_tool(self, target: Target) -> str:
         return self.way_of(target).reply_tool
@@ -326,7 +326,7 @@ class SocketMessageTransport(SocketTransport):
         """The kind's native wrapper around the envelope, naming the listed inbox as the reply
         address: exactly the `content` the receiver gets."""
         reg = self._registration()
-        wire = self._kind.socket_wire()
+        wire = self._kind.transports.socket_wire()
         if reg is None or wire is None:  # refusal() keeps this transport out of any plan then
             raise TransportError(f"{self.name} needs the operator inbox listed: `await session.register_inbox()`")
         return wire.wrap(envelope.compose(), reg)

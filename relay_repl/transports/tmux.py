@@ -310,7 +310,7 @@ class TmuxTransport(Transport):
     def _agent(target: Target) -> tuple[Agent | None, ModuleType | None]:
         """The target's agent and its screen classifier (either may be None: then never type)."""
         agent = agent_for(target.kind)
-        return agent, agent.screen() if agent else None
+        return agent, agent.screen.classifier() if agent else None
 
     def refusal(self, target: Target) -> str | None:
         base = super().refusal(target)
@@ -324,7 +324,7 @@ class TmuxTransport(Transport):
         notes = ["types into the pane: refused at preflight if the composer holds any text, a dialog, menu or copy "
                  "mode is up, or the screen is not recognised"]
         agent = agent_for(target.kind)
-        busy = agent.tmux_busy_note(target) if agent else None
+        busy = agent.screen.tmux_busy_note(target) if agent else None
         if busy:
             notes.append(busy)
         return tuple(notes)
@@ -353,14 +353,14 @@ class TmuxTransport(Transport):
 
     def delivered_when(self, target: Target, envelope: Envelope) -> str:
         agent = agent_for(target.kind)
-        return agent.tmux_delivered_when() if agent else "nothing: no agent knows this kind, so nothing is typed"
+        return agent.evidence.tmux_delivered_when() if agent else "nothing: no agent knows this kind, so nothing is typed"
 
     # -- helpers ---------------------------------------------------------------------
     def _ctx(self, agent: Agent, cls: ModuleType, payload: str) -> StepContext:
         """The pure decision rules' inputs that do not change from poll to poll."""
         return StepContext(payload=payload, screen=cls, stage_timeout=self.stage_timeout, submit_gap=self.submit_gap,
                            settle=self.settle, tab_after=self.tab_after,
-                           tab_queues_when_busy=agent.tab_queues_when_busy, busy_submit=agent.busy_submit)
+                           tab_queues_when_busy=agent.screen.tab_queues_when_busy, busy_submit=agent.screen.busy_submit)
 
     async def _io(self, fn: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args))
@@ -376,7 +376,7 @@ class TmuxTransport(Transport):
         agent = agent_for(target.kind)
         if agent is None:
             return f"no agent knows kind {target.kind!r}"
-        return await self._io(agent.roster_mismatch, target, snap, self.io.processes, cls)
+        return await self._io(agent.screen.roster_mismatch, target, snap, self.io.processes, cls)
 
     async def _check(self, target: Target, pane: PaneRef, cls: ModuleType
                      ) -> tuple[Snapshot | None, ScreenReading | None, str | None]:
@@ -398,7 +398,7 @@ class TmuxTransport(Transport):
         if reading.composer != "empty":
             return snap, reading, f"composer is {reading.composer}: " + "; ".join(reading.reasons)
         agent = agent_for(target.kind)
-        waiting = await self._io(agent.waiting_refusal, target) if agent else None
+        waiting = await self._io(agent.screen.waiting_refusal, target) if agent else None
         if waiting:
             return snap, reading, waiting
         return snap, reading, None
@@ -420,7 +420,7 @@ class TmuxTransport(Transport):
     def _baseline(self, target: Target) -> Baseline:
         """Where receiver evidence will appear (the agent says), and how far the file was before we typed."""
         agent = agent_for(target.kind)
-        path = agent.evidence_file(target) if agent else None
+        path = agent.evidence.evidence_file(target) if agent else None
         return Baseline(path=str(path) if path else None, offset=_file_size(path))
 
     # -- send --------------------------------------------------------------------------
@@ -434,7 +434,7 @@ class TmuxTransport(Transport):
             self._refuse(delivery, log, "preflight", f"no screen classifier for {target.kind!r}")
             return
         try:
-            check_typed_line(payload, agent.ui_mode_chars())  # the receiver's own UI-mode characters
+            check_typed_line(payload, agent.screen.ui_mode_chars())  # the receiver's own UI-mode characters
         except EnvelopeError as exc:
             self._refuse(delivery, log, "preflight", str(exc))
             return
@@ -469,7 +469,7 @@ class TmuxTransport(Transport):
         # stage
         log.checkpoint("stage (typing the payload)")
         try:
-            lead = min(agent.tmux_lead, len(payload) - 1)
+            lead = min(agent.screen.tmux_lead, len(payload) - 1)
             # the receiver's own rule (its package): these characters one at a time, each seen drawn, first
             for i in range(lead):
                 await self._io(self.io.send_literal, pane, payload, approval, (i, i + 1))
@@ -650,7 +650,7 @@ class TmuxTransport(Transport):
             return Look(transport=self.name, verdict=f"no screen classifier for {target.kind!r}")
         pane = tm.pane_ref or await self._io(self.io.locate, target)
         path, offset = await self._io(self._evidence_path, target, tm.baseline or Baseline())
-        ev = await self._io(agent.typed_evidence, path, offset, payload) if path else None
+        ev = await self._io(agent.evidence.typed_evidence, path, offset, payload) if path else None
         hits = ev.records if ev else []
         landed: bool | None = ev.landed if ev else None
         data: dict[str, Any] = {"evidence file": str(path) if path else "none found"}
@@ -665,7 +665,7 @@ class TmuxTransport(Transport):
         if roster:
             reasons.insert(0, f"roster: {roster}")
         if landed:
-            verdict = f"landed: the receiver's {agent.evidence_name} carries the payload"
+            verdict = f"landed: the receiver's {agent.evidence.evidence_name} carries the payload"
         elif staged:
             verdict = "staged, not submitted: the exact payload sits in the composer and the receiver has not taken it"
         elif ev is not None and ev.state == "enqueued":
@@ -693,14 +693,14 @@ class TmuxTransport(Transport):
         async def check() -> Any:
             nonlocal enqueued, path
             path, offset = await self._io(self._evidence_path, target, base)
-            ev = await self._io(agent.typed_evidence, path, offset, payload) if path and agent else None
+            ev = await self._io(agent.evidence.typed_evidence, path, offset, payload) if path and agent else None
             if ev is not None and ev.state == "enqueued" and not enqueued:
                 enqueued = True
                 log("confirm", DeliveryState.QUEUED, ev.detail, **ev.data)
             return ev if ev is not None and ev.state in ("confirmed", "mismatch") else None
 
         def progress(left: float) -> None:
-            log.progress(f"waiting for {target.spec}'s {agent.evidence_name if agent else 'evidence'} "
+            log.progress(f"waiting for {target.spec}'s {agent.evidence.evidence_name if agent else 'evidence'} "
                          f"to show the typed line ({left:.0f}s left)")
 
         ev = await poll_until(check, timeout=timeout, interval=self.confirm_poll, clock=self.clock,

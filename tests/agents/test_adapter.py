@@ -183,12 +183,12 @@ def test_each_adapter_names_a_classifier_module_that_exists():
     from relay_repl.agents.registry import kinds
 
     # every registered kind with a screen (Gemini's adapter named a bare module that did not exist)
-    typed = [k.kind for k in kinds() if agent_for(k.kind).screen() is not None]
+    typed = [k.facts.kind for k in kinds() if agent_for(k.facts.kind).screen.classifier() is not None]
     assert {"claude-code", "codex", "gemini-cli"} <= set(typed), typed
     for kind in typed:
         module = screens.for_kind(kind)
         assert module is not None and module.__name__ == load_adapter(kind).screen.classifier
-        assert agent_for(kind).screen() is module  # the kind's own screen() and its adapter agree
+        assert agent_for(kind).screen.classifier() is module  # the kind's own screen() and its adapter agree
 
 
 def test_one_codex_footer_pattern_for_discovery_and_the_classifier():

@@ -54,9 +54,9 @@ def test_claude_typed_records_top_level_and_enqueue():
 def test_claude_agent_typed_evidence_states():
     agent = agent_for("claude-code")
     assert agent is not None
-    ok = agent.typed_evidence(TYPED_TRANSCRIPT, 0, "SLOW6 lab helper keeps alpha busy for 6s")
+    ok = agent.evidence.typed_evidence(TYPED_TRANSCRIPT, 0, "SLOW6 lab helper keeps alpha busy for 6s")
     assert ok.state == "confirmed" and ok.landed and ok.data["matches"] == 2
-    assert agent.typed_evidence(TYPED_TRANSCRIPT, 0, "never typed").state == "none"
+    assert agent.evidence.typed_evidence(TYPED_TRANSCRIPT, 0, "never typed").state == "none"
 
 
 def test_find_in_rollout_by_client_id_then_by_text():
@@ -81,11 +81,11 @@ def test_codex_typed_items_new_turn_and_steered():
 def test_codex_agent_typed_evidence_confirms_typed_turns_and_flags_queue_turns():
     agent = agent_for("codex")
     assert agent is not None
-    ok = agent.typed_evidence(TYPED_ROLLOUT, 0, "SLOW8 lab helper keeps beta busy for 8s")
+    ok = agent.evidence.typed_evidence(TYPED_ROLLOUT, 0, "SLOW8 lab helper keeps beta busy for 8s")
     assert ok.state == "confirmed" and "new turn (trigger user)" in ok.detail
     queued_text = find_in_rollout(TYPED_ROLLOUT, client_id="01a22ecc-2420-7602-a889-4e998440e456", text="")
     assert queued_text is not None
-    wrong = agent.typed_evidence(TYPED_ROLLOUT, 0, queued_text["text"])  # a queue turn is not a typed one
+    wrong = agent.evidence.typed_evidence(TYPED_ROLLOUT, 0, queued_text["text"])  # a queue turn is not a typed one
     assert wrong.state == "mismatch" and wrong.landed and "'queue'" in wrong.detail
 
 

@@ -1,13 +1,13 @@
 """The evidence-file lookup and the roster rule Codex and Gemini CLI share through
-`AgentKindBase` (issue 19, D8): the file discovery named wins while it exists, else the
+`EvidenceBase` and `ScreenBase` (issue 19, D8; agents/capabilities.py): the file discovery named wins while it exists, else the
 kind's own search; a pane with no pid, no client under it, or the target's client under it."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from relay_repl.agents.codex.agent import CodexAgent
-from relay_repl.agents.gemini_cli.agent import GeminiAgent
+from relay_repl.agents.codex.kind import CodexKind
+from relay_repl.agents.gemini_cli.kind import GeminiCliKind
 from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
 
@@ -29,7 +29,7 @@ def test_the_recorded_file_wins_while_it_exists_else_the_kinds_search(tmp_path):
     found.write_text("")
     recorded = tmp_path / "recorded.jsonl"
     recorded.write_text("")
-    agent = CodexAgent()
+    agent = CodexKind().evidence
     assert agent.evidence_file(codex_target(tmp_path, str(recorded))) == recorded
     assert agent.evidence_file(codex_target(tmp_path, str(tmp_path / "rotated.jsonl"))) == found
     assert agent.evidence_file(codex_target(tmp_path)) == found
@@ -38,7 +38,7 @@ def test_the_recorded_file_wins_while_it_exists_else_the_kinds_search(tmp_path):
 
 
 def test_the_roster_rule_looks_for_the_kinds_client_under_the_pane(tmp_path):
-    codex, gemini = CodexAgent(), GeminiAgent()
+    codex, gemini = CodexKind().screen, GeminiCliKind().screen
     footer = SimpleNamespace(footer_name=lambda snap: None, footer_session=lambda snap: None)
     t = codex_target(tmp_path)
     no_pid = Snapshot(lines=[], pane_id="%1")

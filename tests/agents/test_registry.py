@@ -18,22 +18,22 @@ def test_the_kinds_come_from_the_entry_point_group():
     assert set(registry.kind_names()) == declared
     for k in registry.kinds():
         assert isinstance(k, AgentKind)
-        assert agent_for(k.kind) is k
-        assert registry.kind_by_prefix(k.prefix) is k
-        assert k.prefix == load_adapter(k.kind).prefix
+        assert agent_for(k.facts.kind) is k
+        assert registry.kind_by_prefix(k.facts.prefix) is k
+        assert k.facts.prefix == load_adapter(k.facts.kind).prefix
 
 
 def test_every_kind_answers_the_whole_protocol():
     for k in registry.kinds():
-        pin = k.pin()
-        assert pin.version == k.verified_versions()[-1]
+        pin = k.facts.pin()
+        assert pin.version == k.facts.verified_versions()[-1]
         assert pin.binary and pin.install_hint.endswith(pin.version)
-        assert k.transports() and all(t.name for t in k.transports())
-        assert k.address_rule().startswith(f"{k.prefix}:")
-        assert k.screen() is not None
-        lab = k.lab()
+        assert k.transports.specs() and all(t.name for t in k.transports.specs())
+        assert k.facts.address_rule.startswith(f"{k.facts.prefix}:")
+        assert k.screen.classifier() is not None
+        lab = k.lab_driver().spec
         assert lab is not None and lab.count_flag
-        assert k.provenance in ("kernel", "none")
+        assert k.checks.provenance in ("kernel", "none")
 
 
 def test_the_lab_installs_what_each_kind_pins():
@@ -41,7 +41,7 @@ def test_the_lab_installs_what_each_kind_pins():
 
     deps = install.manifest(install.VERIFIED_VERSIONS)["dependencies"]
     for k in registry.kinds():
-        pin = k.pin()
+        pin = k.facts.pin()
         assert deps.get(pin.npm_package) == pin.version
     lock = install.merged_lock(install.VERIFIED_VERSIONS)
     assert lock is not None and lock["packages"][""]["dependencies"] == deps
@@ -73,7 +73,7 @@ def test_target_detail_is_the_kinds_own_frozen_model():
     from relay_repl.core.target import AgentDetail, Target
 
     t = Target(kind="codex", name="beta", address="x", identified_by="test", detail={"thread_id": "abc", "plan_mode": True})
-    assert type(t.detail) is registry.kind_for("codex").detail_model and t.detail.plan_mode  # type: ignore[attr-defined]
+    assert type(t.detail) is registry.kind_for("codex").facts.detail_model and t.detail.plan_mode  # type: ignore[attr-defined]
     with pytest.raises(ValidationError):
         t.detail.plan_mode = False  # type: ignore[attr-defined]  # frozen like the target
     with pytest.raises(ValidationError, match="thread_id"):
@@ -92,5 +92,5 @@ def test_the_session_installs_the_transports_the_entry_points_name(tmp_path):
     assert {"tmux", "codex-queue", "claude-code-socket", "claude-code-message"} <= declared
     s = make_session(discover=False, echo=None, ledger=Ledger(tmp_path / "l.sqlite"))
     assert set(s.transports) == declared
-    offered = {t.name for k in registry.kinds() for t in k.transports()}
+    offered = {t.name for k in registry.kinds() for t in k.transports.specs()}
     assert offered <= declared  # every transport a kind offers is installed

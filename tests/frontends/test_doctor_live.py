@@ -26,9 +26,9 @@ def expected_rows(env: dict[str, str]) -> list[str]:
     from relay_repl.agents.registry import kinds
 
     async def own() -> list[str]:
-        return [c.name for k in kinds() for c in await k.doctor_checks(env)]
+        return [c.name for k in kinds() for c in await k.checks.doctor(env)]
 
-    return ["tmux", *(f"{k.kind} client" for k in kinds()), *anyio.run(own),
+    return ["tmux", *(f"{k.facts.kind} client" for k in kinds()), *anyio.run(own),
             "state directory", "ledger integrity", "relay-halts", "hosts.toml"]
 
 

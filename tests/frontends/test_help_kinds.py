@@ -29,17 +29,17 @@ def test_help_names_every_registered_kind(words, capsys):
     assert not re.search(r"\{(kinds|lab_kinds|binaries|kind_flags|targets|transports|kernel_kinds|unproven_kinds)\}",
                          out), out
     for k in registry.kinds():
-        assert k.label in out or k.pin().binary in out or f"{k.prefix}:NAME" in out, (k.kind, out)
+        assert k.facts.label in out or k.facts.pin().binary in out or f"{k.facts.prefix}:NAME" in out, (k.facts.kind, out)
 
 
 def test_doctor_and_lab_name_each_kind_by_label_and_client(capsys):
     doctor = _help(["doctor", "--help"], capsys)
     install = _help(["lab", "install", "--help"], capsys)
     for k in registry.kinds():
-        assert k.label in doctor and k.pin().binary in doctor
-        spec = k.lab()
+        assert k.facts.label in doctor and k.facts.pin().binary in doctor
+        spec = k.lab_driver().spec
         if spec is not None:
-            assert k.label in install and f"--{spec.count_flag}" in install
+            assert k.facts.label in install and f"--{spec.count_flag}" in install
 
 
 def test_building_the_parser_loads_no_kind(monkeypatch):
@@ -52,7 +52,7 @@ def test_building_the_parser_loads_no_kind(monkeypatch):
 
 
 def test_relay_mcp_help_shows_each_kinds_own_setup_lines(capsys):
-    """How a client is told to start `relay mcp` is its kind's fact (`AgentKind.mcp_setup`): the help
+    """How a client is told to start `relay mcp` is its kind's fact (`AgentKind.facts.mcp_setup`): the help
     shows every registered kind's lines as written, and commands/mcp.py holds none of them (before,
     it carried Codex's, Claude Code's and Gemini CLI's config by hand, so a kind added or removed
     edited a front end)."""
@@ -66,7 +66,7 @@ def test_relay_mcp_help_shows_each_kinds_own_setup_lines(capsys):
     source = Path(mcp.__file__).read_text()
     assert "{mcp_setup}" not in out
     for k in registry.kinds():
-        assert k.mcp_setup, f"{k.kind} says nothing about starting relay mcp"
-        for line in k.mcp_setup:
-            assert f"  {line}\n" in out, (k.kind, line)
-            assert line.strip() not in source, (k.kind, line)
+        assert k.facts.mcp_setup, f"{k.facts.kind} says nothing about starting relay mcp"
+        for line in k.facts.mcp_setup:
+            assert f"  {line}\n" in out, (k.facts.kind, line)
+            assert line.strip() not in source, (k.facts.kind, line)

@@ -103,7 +103,7 @@ def test_every_lab_kind_has_fidelity_facts_and_gemini_is_among_them():
     facts: before, Gemini had none and its version stayed unverified by every run."""
     from relay_repl.agents import registry
 
-    lab_kinds = [k.kind for k in registry.kinds() if k.lab() is not None]
+    lab_kinds = [k.facts.kind for k in registry.kinds() if k.lab_driver() is not None]
     assert "gemini-cli" in lab_kinds
     for kind in lab_kinds:
         assert [f for f in FACTS if kind in f.kinds], f"no fidelity fact about {kind}"

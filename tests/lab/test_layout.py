@@ -157,7 +157,7 @@ def test_lab_doctor_reads_the_labs_own_gemini_home(tmp_path):
     env = {"HOME": str(tmp_path / "operator"), **lay.client_env("/clients/node_modules/.bin", outer={"PATH": "/usr/bin"})}
     kind = registry.kind_for("gemini-cli")
     assert kind is not None
-    rows = anyio.run(kind.doctor_checks, env)
+    rows = anyio.run(kind.checks.doctor, env)
     home, settings = rows[0], rows[1]
     assert home.ok and home.detail == f"found {lay.home / '.gemini'} (from $GEMINI_CLI_HOME)", home.detail
     assert "footer shows the session id" in settings.detail, settings.detail
@@ -299,7 +299,7 @@ def test_each_kind_locks_only_its_own_client_and_a_disagreement_drops_the_lock(m
     kinds locking one path differently leave the set to `npm install` rather than pick one."""
     from relay_repl.agents import registry
 
-    own = {k.kind: k.npm_lock() for k in registry.kinds() if k.lab() is not None}
+    own = {k.facts.kind: k.facts.npm_lock() for k in registry.kinds() if k.lab_driver() is not None}
     for kind, lock in own.items():
         assert lock is not None, f"{kind} ships no npm-lock.json"
         others = {install.pin(o).npm_package for o in own if o != kind}
@@ -311,7 +311,7 @@ def test_each_kind_locks_only_its_own_client_and_a_disagreement_drops_the_lock(m
         k = real(kind)
         if kind != CODEX:
             return k
-        return type("K", (), {"npm_lock": lambda self: {"packages": clash}})()
+        return type("K", (), {"facts": type("F", (), {"npm_lock": lambda self: {"packages": clash}})()})()
     monkeypatch.setattr(install, "check_kind", patched)
     assert install.merged_lock(install.VERIFIED_VERSIONS) is None
 
@@ -379,26 +379,28 @@ def test_each_kind_starts_in_the_lab_through_its_own_hooks(tmp_path):
     from relay_repl.agents.registry import kind_for
 
     ctx = _ctx(tmp_path)
-    claude, codex = kind_for(CLAUDE), kind_for(CODEX)
+    claude_kind, codex_kind = kind_for(CLAUDE), kind_for(CODEX)
+    assert claude_kind is not None and codex_kind is not None
+    claude, codex = claude_kind.lab_driver(), codex_kind.lab_driver()
     assert claude is not None and codex is not None
-    files = claude.lab_files(ctx, ["alpha"])
+    files = claude.files(ctx, ["alpha"])
     assert set(files) == {tmp_path / "claude" / "relay-mcp.json", tmp_path / "claude" / ".claude.json",
                           tmp_path / "home" / ".claude.json"}
     assert '"/venv/bin/relay"' in files[tmp_path / "claude" / "relay-mcp.json"]
-    start = claude.lab_launch(ctx, "alpha", first=True)
+    start = claude.launch(ctx, "alpha", first=True)
     assert start.env == {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000"}
     assert start.command[start.command.index("--mcp-config") + 1] == str(tmp_path / "claude" / "relay-mcp.json")
-    assert claude.lab_resume(ctx, "alpha", first=True, prior=LabReady(address="s-1")) == start  # a fresh claude again
+    assert claude.resume(ctx, "alpha", first=True, prior=LabReady(address="s-1")) == start  # a fresh claude again
 
-    cfg = tomllib.loads(codex.lab_files(ctx, ["beta"])[tmp_path / "codex" / "config.toml"])
+    cfg = tomllib.loads(codex.files(ctx, ["beta"])[tmp_path / "codex" / "config.toml"])
     assert cfg["model_providers"]["lab-beta"]["base_url"] == "http://127.0.0.1:4001/v1"
     assert cfg["shell_environment_policy"]["set"]["PATH"] == "/lab/bin:/usr/bin"
     assert cfg["mcp_servers"]["relay"]["env"] == {"RELAY_HOME": "/state"}
-    assert codex.lab_files(ctx, []) == {}
-    assert codex.lab_launch(ctx, "beta", first=True).command == ("/bin/codex",)
-    again = codex.lab_resume(ctx, "beta", first=True, prior=LabReady(thread_id="t-1"))
+    assert codex.files(ctx, []) == {}
+    assert codex.launch(ctx, "beta", first=True).command == ("/bin/codex",)
+    again = codex.resume(ctx, "beta", first=True, prior=LabReady(thread_id="t-1"))
     assert again.command[-2:] == ("resume", "t-1") and again.resumes == "t-1"
-    assert codex.lab_outlives_panes(["codex", "app-server", "daemon"]) and not claude.lab_outlives_panes(["app-server"])
+    assert codex.outlives_panes(["codex", "app-server", "daemon"]) and not claude.outlives_panes(["app-server"])
 
 
 def test_layout_socket_depth_comes_from_the_kinds(tmp_path):

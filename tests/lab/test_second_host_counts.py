@@ -27,9 +27,9 @@ def test_every_lab_kind_is_counted_by_its_flag(tmp_path, monkeypatch):
     monkeypatch.setattr(second_host, "available", lambda: None)
     monkeypatch.setattr(second_host.subprocess, "run", run)
     flags = count_flags()
-    some = next(iter(flags.values())).kind
+    some = next(iter(flags.values())).facts.kind
     with pytest.raises(LabError, match="stopped here by the test"):
         second_host.up(Layout.at(tmp_path / "lab"), progress=lambda m: None, more={some: 3})
     argv = seen[0][seen[0].index("up") + 1:]
     want = {**default_counts(), some: 3}
-    assert dict(zip(argv[::2], argv[1::2])) == {f"--{f}": str(want.get(k.kind, 0)) for f, k in flags.items()}
+    assert dict(zip(argv[::2], argv[1::2])) == {f"--{f}": str(want.get(k.facts.kind, 0)) for f, k in flags.items()}

@@ -17,7 +17,7 @@ STUBS = Path(apis.__file__).resolve().parent
 
 
 def test_every_lab_kind_talks_a_stub_api_this_package_speaks() -> None:
-    wanted = {k.lab().stub_api for k in registry.kinds() if k.lab() is not None}  # type: ignore[union-attr]
+    wanted = {d.spec.stub_api for k in registry.kinds() if (d := k.lab_driver()) is not None}
     assert wanted and wanted <= set(apis.names())
     for name in wanted:
         assert apis.api(name).respond is not None

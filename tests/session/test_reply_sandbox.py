@@ -1,5 +1,5 @@
 """`relay reply`'s error inside an agent's sandbox names the routes that still reach the inbox; the
-kind whose sandbox it is says so (`AgentKind.sandbox_note`), so session/reply.py names no kind."""
+kind whose sandbox it is says so (`AgentKind.discovery.sandbox_note`), so session/reply.py names no kind."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from relay_repl.session.reply import _sandbox_hint
 
 def test_the_sandboxed_kind_adds_its_note(monkeypatch):
     for k in registry.kinds():
-        monkeypatch.delenv(f"{k.prefix.upper()}_SANDBOX", raising=False)
+        monkeypatch.delenv(f"{k.facts.prefix.upper()}_SANDBOX", raising=False)
     assert _sandbox_hint() == ""
-    noted = [k for k in registry.kinds() if k.sandbox_note({f"{k.prefix.upper()}_SANDBOX": "seatbelt"})]
+    noted = [k for k in registry.kinds() if k.discovery.sandbox_note({f"{k.facts.prefix.upper()}_SANDBOX": "seatbelt"})]
     assert noted, "no kind notes its sandbox"
     k = noted[0]
-    monkeypatch.setenv(f"{k.prefix.upper()}_SANDBOX", "seatbelt")
+    monkeypatch.setenv(f"{k.facts.prefix.upper()}_SANDBOX", "seatbelt")
     hint = _sandbox_hint()
     assert hint.startswith("; ") and "relay_reply tool" in hint, hint

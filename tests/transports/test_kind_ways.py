@@ -19,7 +19,8 @@ import pytest
 from relay_repl.agents import registry
 from relay_repl.agents.adapter import AdapterSpec
 from relay_repl.agents.durable_queue import Enqueued, EnqueueCommand
-from relay_repl.agents.kind import AgentKindBase, ClientPin
+from relay_repl.agents.capabilities import EvidenceBase, KindFacts, TransportsBase, capability
+from relay_repl.agents.kind import AgentKindBase
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import RelayError
@@ -101,25 +102,25 @@ class ToyQueue:
         return bool(hit["turn_trigger"] == "queue")
 
 
-class ToyKind(AgentKindBase):
-    kind = "toy-agent"
-    prefix = "toy"
-    label = "Toy"
+class ToyEvidence(EvidenceBase):
     evidence_name = "toy record"
 
-    def adapter(self) -> AdapterSpec:
-        return AdapterSpec.model_validate({
-            "kind": self.kind, "prefix": self.prefix, "verified_versions": ["1.0"], "facts": "tests only",
-            "registry": {"env": "TOY_HOME", "default": "~/.toy"},
-            "transports": [{"name": "toy-queue", "durable": True, "when": "always"}],
-            "screen": {"ui_mode_chars": "/", "classifier": "none"},
-        })
 
-    def pin(self) -> ClientPin:
-        return ClientPin(binary="toy", npm_package="toy", version="1.0")
-
+class ToyTransports(TransportsBase):
     def durable_queue(self) -> ToyQueue:
         return ToyQueue()
+
+
+class ToyKind(AgentKindBase):
+    facts = KindFacts(kind="toy-agent", prefix="toy", label="Toy", binary="toy", npm_package="toy",
+                      adapter_spec=AdapterSpec.model_validate({
+                          "kind": "toy-agent", "prefix": "toy", "verified_versions": ["1.0"], "facts": "tests only",
+                          "registry": {"env": "TOY_HOME", "default": "~/.toy"},
+                          "transports": [{"name": "toy-queue", "durable": True, "when": "always"}],
+                          "screen": {"ui_mode_chars": "/", "classifier": "none"},
+                      }))
+    evidence = capability(ToyEvidence)
+    transports = capability(ToyTransports)
 
 
 @pytest.fixture
@@ -178,7 +179,7 @@ async def test_the_kind_refuses_its_own_targets_and_one_without_a_queue_is_refus
 
 def test_a_transport_no_kind_offers_is_one_line():
     with pytest.raises(RelayError, match="no registered agent kind offers the transport 'toy-queue'"):
-        offered("toy-queue", lambda k: k.durable_queue())
+        offered("toy-queue", lambda k: k.transports.durable_queue())
     with pytest.raises(RelayError, match="'toy-queue'"):
         SocketTransport("toy-queue")  # a name whose kind has no socket wire either
 
@@ -187,6 +188,6 @@ def test_every_installed_transport_can_do_what_the_adapters_declare():
     """One home for the flags: each transport a kind offers does exactly what its adapter says."""
     built = {t.name: t for t in build_transports(TransportContext())}
     for k in registry.kinds():
-        for spec in k.transports():
+        for spec in k.transports.specs():
             flags = {f: getattr(spec, f) for f in Capabilities.model_fields}
-            assert built[spec.name].capabilities == Capabilities(**flags), (k.kind, spec.name)
+            assert built[spec.name].capabilities == Capabilities(**flags), (k.facts.kind, spec.name)

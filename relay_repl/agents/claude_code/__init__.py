@@ -5,7 +5,7 @@
 - `evidence`: the receiver's evidence readers (transcript origins, typed records,
   registry status, peer token);
 - `peer`: listing the operator's inbox as a Claude peer;
-- `agent`: `ClaudeAgent`, what transports ask (the `Agent` protocol);
+- `agent`: `ClaudeScreen`, `ClaudeEvidence`: what transports ask (its screen and evidence);
 - `screen`: the screen classifier (named by the adapter, adapters/claude-code.md,
   which also holds the verified versions);
 - `kind`: `ClaudeCodeKind`, the `AgentKind` the registry loads (entry point `claude-code`).
@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from relay_repl.agents.claude_code.agent import ClaudeAgent
+from relay_repl.agents.claude_code.agent import ClaudeEvidence, ClaudeScreen
 from relay_repl.agents.claude_code.evidence import (
     claude_typed_records,
     find_origin_records,
@@ -32,6 +32,6 @@ from relay_repl.agents.claude_code.provider import (
     transcript_path,
 )
 
-__all__ = ["KIND", "reply_route", "ClaudeAgent", "ClaudeProvider", "ListedAgent", "SessionRecord", "claude_typed_records",
+__all__ = ["KIND", "reply_route", "ClaudeScreen", "ClaudeEvidence", "ClaudeProvider", "ListedAgent", "SessionRecord", "claude_typed_records",
            "find_origin_records", "munge_cwd", "peer_token", "record_status", "socket_is_ours", "transcript_for",
            "transcript_path"]

@@ -1,4 +1,4 @@
-"""Claude Code as the transports see it (the `Agent` protocol of `relay_repl.agents.agent`)."""
+"""Claude Code as the transports see it: its `screen` and `evidence` capabilities (agents/capabilities.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from relay_repl.agents.agent import Processes, TypedEvidence
+from relay_repl.agents.capabilities import EvidenceBase, ScreenBase
 from relay_repl.agents.claude_code.evidence import claude_typed_records, record_status, transcript_for
 from relay_repl.core.target import Target
 
@@ -19,17 +20,14 @@ BINARY = "claude"
 """The client's executable (its pin, the lab's commands)."""
 
 
-class ClaudeAgent:
+class ClaudeScreen(ScreenBase):
     """Claude Code 2.1.328: the pane's pid IS the session; Enter while busy queues the line
-    for the next tool boundary (one Enter, never Tab); evidence is the transcript."""
+    for the next tool boundary (one Enter, never Tab)."""
 
-    kind = KIND
-    evidence_name = "transcript"
     busy_submit = "Claude queues it for a tool boundary"
-    tab_queues_when_busy = False
     tmux_lead = 0  # Claude Code inserts a burst of keys as typed
 
-    def screen(self) -> ModuleType | None:
+    def classifier(self) -> ModuleType | None:
         from relay_repl.agents.claude_code import screen
 
         return screen
@@ -38,10 +36,6 @@ class ClaudeAgent:
         if target.state == "busy":
             return "target is busy: Enter queues the line for its next tool boundary (one Enter, no Tab)"
         return None
-
-    def tmux_delivered_when(self) -> str:
-        return ("the transcript gains a typed user record (origin kind human) carrying exactly this line — top level, "
-                "or attachment queued_command when absorbed mid-turn; send-keys exit status proves nothing")
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
         if snap.pane_pid != target.pid:
@@ -58,6 +52,16 @@ class ClaudeAgent:
         if status == "waiting":
             return f"registry says waiting ({waiting or 'dialog'}): a dialog would take the keys"
         return None
+
+
+class ClaudeEvidence(EvidenceBase):
+    """Its evidence is the session's transcript."""
+
+    evidence_name = "transcript"
+
+    def tmux_delivered_when(self) -> str:
+        return ("the transcript gains a typed user record (origin kind human) carrying exactly this line — top level, "
+                "or attachment queued_command when absorbed mid-turn; send-keys exit status proves nothing")
 
     def evidence_file(self, target: Target) -> Path | None:
         return transcript_for(target)

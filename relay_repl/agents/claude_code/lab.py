@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from relay_repl.agents.claude_code.agent import BINARY
-from relay_repl.agents.kind import LabContext, LabLaunch, LabOps, LabReady, LabSpec, screen_tail
+from relay_repl.agents.kind import LabContext, LabDriverBase, LabLaunch, LabOps, LabReady, LabSpec, screen_tail
 from relay_repl.core.errors import LabError
 from relay_repl.system import proc as sysproc
 from relay_repl.system.polling import poll_until_sync
@@ -166,3 +166,24 @@ def status(ctx: LabContext, prior: LabReady) -> str:
     """Its registry record's status ('idle', 'busy', 'shell', ...), 'unregistered' without one."""
     rec = record(config_dir(ctx.root), prior.pid) if prior.pid else None
     return str((rec or {}).get("status") or "unregistered")
+
+
+class ClaudeLab(LabDriverBase):
+    """Its `LabDriver` (agents/kind.py): the functions above."""
+
+    spec = SPEC
+
+    def files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
+        return files(ctx, names)
+
+    def launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
+        return launch(ctx, name)
+
+    def wait(self, ctx: LabContext, name: str, launch: LabLaunch, ops: LabOps, deadline: float) -> LabReady:
+        return wait(ctx, name, ops, deadline)
+
+    def refresh(self, ctx: LabContext, prior: LabReady, pane_pid: int, dead: bool) -> LabReady:
+        return refresh(ctx, prior, pane_pid, dead)
+
+    def status(self, ctx: LabContext, prior: LabReady) -> str | None:
+        return status(ctx, prior)

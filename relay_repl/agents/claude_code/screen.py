@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from relay_repl.agents.screens.skeleton import Reading
 from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_state, history_contains, wrapped_equals
 
 PROMPT = "❯\u00a0"
@@ -91,26 +92,14 @@ def _status(lines: list[str], top: int) -> tuple[str | None, int | None]:
 
 def classify(snap: Snapshot) -> ScreenReading:
     """Read one Claude Code screen; see the module doc for the marks."""
-    reasons: list[str] = []
-    blockers: list[str] = []
-    hints: list[str] = []
+    r = Reading(snap, "Claude")
+    reasons, blockers, hints = r.reasons, r.blockers, r.hints
     lines = [ln.rstrip("\n") for ln in snap.lines]
-    if snap.pane_dead:
-        return ScreenReading(kind="unknown", composer="absent", blockers=["dead"], reasons=["pane_dead=1: the client exited"])
-    if snap.pane_in_mode:
-        blockers.append("copy-mode")
-        reasons.append(f"pane_in_mode=1 ({snap.pane_mode or 'copy-mode'}): keys would drive tmux, not Claude")
+    if (dead := r.pane()) is not None:
+        return dead
     found = _find_composer(lines)
     if found is None:
-        tail = lines[-25:]
-        marks = sorted({m.pattern for m in DIALOG for ln in tail if m.search(ln)})
-        if marks:
-            blockers.append("dialog")
-            reasons.append(f"no composer; dialog marks {marks}")
-        else:
-            blockers.append("no-composer")
-            reasons.append("no `❯\u00a0` composer row between two `─` rules: screen not recognised")
-        return ScreenReading(kind="unknown", composer="absent", blockers=blockers, reasons=reasons)
+        return r.no_composer(lines[-25:], DIALOG, "dialog marks", "`❯\u00a0` composer row between two `─` rules")
 
     first, last, prompt = found
     top = first - 1
@@ -135,10 +124,7 @@ def classify(snap: Snapshot) -> ScreenReading:
     if dialog_marks:
         blockers.append("dialog")
         reasons.append(f"dialog marks just above the composer: {dialog_marks}")
-    if composer == "draft":
-        blockers.append("draft")
-    elif composer == "unknown":
-        blockers.append("composer-unknown")
+    r.composer_blockers(composer)
 
     # activity
     status, at = _status(lines, top)
@@ -169,8 +155,7 @@ def classify(snap: Snapshot) -> ScreenReading:
     if any(QUEUED.match(ln) for ln in lines[max(0, top - LOOKBACK):top]):
         hints.append("queued")
         reasons.append("a typed message waits as `⎿  Queued`")
-    return ScreenReading(kind=kind, composer=composer, composer_text=text or None,
-                         composer_rows=(first, last), blockers=blockers, hints=hints, reasons=reasons)
+    return r.done(kind, composer, text, (first, last))
 
 
 def composer_rows_text(snap: Snapshot, reading: ScreenReading) -> list[str] | None:

@@ -9,8 +9,11 @@ with the Claude registry the transcript belongs to.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
+from relay_repl.agents.capabilities import ChecksBase
 from relay_repl.agents.claude_code.agent import KIND
 from relay_repl.agents.claude_code.evidence import config_dir_of, transcript_for
 from relay_repl.agents.claude_code.peer import claude_config_dir
@@ -19,6 +22,9 @@ from relay_repl.agents.provenance import CheckedRecord, VerifyReport, conclude, 
 from relay_repl.core.errors import UsageError
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Ledger
+
+if TYPE_CHECKING:
+    from relay_repl.core.check import Check
 
 
 def judge_env(cfg: Path) -> dict[str, str]:
@@ -71,3 +77,25 @@ def records_of(relay_id: str, target: Target, ledger: Ledger | None) -> tuple[li
     records = [judge(h, relay_id, ledger, agents).model_copy(update={"transcript": str(path)})
                for h in scan.hits if agents]
     return records, f"{target.spec}: {path}", scan.bytes_scanned, scan.oversized_lines
+
+
+class ClaudeChecks(ChecksBase):
+    """Its `checks` capability (agents/capabilities.py): its records carry kernel-supplied provenance
+    (verifiedPeerPid), so `relay verify` can prove who sent a message; `relay doctor` (doctor.py)."""
+
+    provenance: Literal["kernel", "none"] = "kernel"
+
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        return verify_target(relay_id, target, ledger)
+
+    def verify_file(self, relay_id: str, path: Path, ledger: Ledger | None) -> VerifyReport:
+        return verify_file(relay_id, path, ledger)
+
+    def origin_records(self, relay_id: str, target: Target,
+                       ledger: Ledger | None) -> tuple[list[CheckedRecord], str, int, int] | None:
+        return records_of(relay_id, target, ledger)
+
+    async def doctor(self, env: Mapping[str, str]) -> list[Check]:
+        from relay_repl.agents.claude_code.doctor import check_claude
+
+        return await check_claude(env)

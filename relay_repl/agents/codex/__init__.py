@@ -4,7 +4,7 @@
   locks, the app-server daemon's status API, which pane runs which thread);
 - `evidence`: the receiver's evidence readers (queue read-back from queue_1.sqlite,
   the rollout's queue turns and typed items);
-- `agent`: `CodexAgent`, what transports ask (the `Agent` protocol);
+- `agent`: `CodexScreen`, `CodexEvidence`: what transports ask (its screen and evidence);
 - `screen`: the screen classifier (named by the adapter, adapters/codex.md, which
   also holds the footer pattern and the verified versions);
 - `kind`: `CodexKind`, the `AgentKind` the registry loads (entry point `codex`).
@@ -17,7 +17,7 @@ embedded app server while a local app-server daemon is running" (adapters/codex.
 
 from __future__ import annotations
 
-from relay_repl.agents.codex.agent import CodexAgent
+from relay_repl.agents.codex.agent import CodexEvidence, CodexScreen
 from relay_repl.agents.codex.evidence import (
     codex_home,
     codex_typed_items,
@@ -42,6 +42,6 @@ from relay_repl.agents.codex.provider import (
 
 )
 
-__all__ = ["KIND", "reply_route", "CodexAgent", "RolloutScan", "codex_command_env", "native_codex", "CodexProvider", "DaemonError", "codex_home", "codex_typed_items",
+__all__ = ["KIND", "reply_route", "CodexScreen", "CodexEvidence", "RolloutScan", "codex_command_env", "native_codex", "CodexProvider", "DaemonError", "codex_home", "codex_typed_items",
            "collaboration_mode", "daemon_thread_status", "find_in_rollout", "footer_thread_name", "is_codex_argv",
            "is_codex_tui", "read_item", "read_session_index", "rollout_path", "scan_rollouts", "turns_since"]

@@ -1,4 +1,4 @@
-"""Codex as the transports see it (the `Agent` protocol of `relay_repl.agents.agent`)."""
+"""Codex as the transports see it: its `screen` and `evidence` capabilities (agents/capabilities.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from relay_repl.agents.agent import Processes, TypedEvidence
+from relay_repl.agents.capabilities import EvidenceBase, ScreenBase
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.codex.evidence import codex_home, codex_typed_items
 from relay_repl.agents.codex.rollout import scan_rollouts
 from relay_repl.agents.codex.provider import is_codex_tui
-from relay_repl.agents.kind import AgentKindBase
 from relay_repl.core.target import Target
 
 if TYPE_CHECKING:  # annotations only: off the `relay targets` path
@@ -22,18 +22,16 @@ BINARY = "codex"
 """The client's executable on PATH (its pin, kind.py; `codex queue`, queue_ops.py; the lab's commands, lab.py)."""
 
 
-class CodexAgent(AgentKindBase):
+class CodexScreen(ScreenBase):
     """Codex 0.169.0: the TUI runs under the pane and is tied to the thread by the lock
     holder, `resume <uuid>` argv or the footer's thread name; Enter while busy steers the
     line into the running turn, and one Tab may queue a line left beside `tab to queue
-    message`; evidence is the rollout."""
+    message`; an approval dialog shows on the screen, which the classifier reads."""
 
-    kind = KIND
-    evidence_name = "rollout"
     busy_submit = "Codex steers it into the running turn"
     tab_queues_when_busy = True
 
-    def screen(self) -> ModuleType | None:
+    def classifier(self) -> ModuleType | None:
         from relay_repl.agents.codex import screen
 
         return screen
@@ -45,10 +43,6 @@ class CodexAgent(AgentKindBase):
         if CodexDetail.of(target).plan_mode:
             notes.append("target is in Plan mode: the agent will plan, not act, on this message")
         return "; ".join(notes) or None
-
-    def tmux_delivered_when(self) -> str:
-        return ("the rollout gains an item_completed UserMessage whose text is exactly this line, in a new `user` turn "
-                "or steered into the running turn; send-keys exit status proves nothing")
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
         under = self.pane_processes(snap, processes)
@@ -68,11 +62,18 @@ class CodexAgent(AgentKindBase):
         return (f"the Codex TUI in pane {snap.pane_id} cannot be tied to thread {thread}: lock holder {target.pid} is "
                 f"not under the pane and the footer names {name!r}, not {target.name!r}")
 
-    def waiting_refusal(self, target: Target) -> str | None:
-        return None  # an approval dialog shows on the screen, which the classifier reads
-
     def is_client(self, argv: list[str]) -> bool:
         return is_codex_tui(argv)
+
+
+class CodexEvidence(EvidenceBase):
+    """Its evidence is the thread's rollout."""
+
+    evidence_name = "rollout"
+
+    def tmux_delivered_when(self) -> str:
+        return ("the rollout gains an item_completed UserMessage whose text is exactly this line, in a new `user` turn "
+                "or steered into the running turn; send-keys exit status proves nothing")
 
     def find_evidence_file(self, target: Target) -> Path | None:
         thread = CodexDetail.of(target).thread_id or target.address

@@ -22,7 +22,7 @@ from urllib.request import pathname2url
 
 from relay_repl.agents.codex.provider import is_codex_tui, read_session_index
 from relay_repl.agents.codex.agent import BINARY
-from relay_repl.agents.kind import LabContext, LabLaunch, LabOps, LabReady, LabSpec, screen_tail
+from relay_repl.agents.kind import LabContext, LabDriverBase, LabLaunch, LabOps, LabReady, LabSpec, screen_tail
 from relay_repl.agents.screens.model import ScreenReading
 from relay_repl.core.errors import LabError
 from relay_repl.system import proc as sysproc
@@ -534,3 +534,43 @@ def refresh(ctx: LabContext, prior: LabReady, pane_pid: int, dead: bool) -> LabR
 def outlives_panes(argv: Sequence[str]) -> bool:
     """The daemon and its pid-update-loop (children of the first TUI) survive SIGHUP: `stop` ends them."""
     return "app-server" in argv
+
+
+class CodexLab(LabDriverBase):
+    """Its `LabDriver` (agents/kind.py): the functions above; its sessions share one daemon the lab
+    starts with the first, stops at `down`, and revives under live clients."""
+
+    spec = SPEC
+
+    def files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
+        return files(ctx, names)
+
+    def prepare(self, ctx: LabContext, names: Sequence[str], progress: Callable[[str], object]) -> None:
+        restore_packages(ctx.root, self.facts.verified_versions()[-1], progress)
+
+    def launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
+        return launch(ctx, name, first)
+
+    def resume(self, ctx: LabContext, name: str, first: bool, prior: LabReady) -> LabLaunch:
+        return launch(ctx, name, first, resume=prior.thread_id)
+
+    def wait(self, ctx: LabContext, name: str, launch: LabLaunch, ops: LabOps, deadline: float) -> LabReady:
+        return wait(ctx, name, launch, ops, deadline)
+
+    def settled(self, ctx: LabContext, sessions: Sequence[tuple[LabReady, LabOps]], deadline: float) -> None:
+        settled(ctx, sessions, deadline)
+
+    def refresh(self, ctx: LabContext, prior: LabReady, pane_pid: int, dead: bool) -> LabReady:
+        return refresh(ctx, prior, pane_pid, dead)
+
+    def revive(self, ctx: LabContext, dead: Sequence[tuple[LabReady, LabOps]], deadline: float) -> list[LabReady]:
+        return revive(ctx, dead, deadline)
+
+    def outlives_panes(self, argv: Sequence[str]) -> bool:
+        return outlives_panes(argv)
+
+    def stop(self, ctx: LabContext) -> None:
+        stop(ctx)
+
+    def cleanup(self, ctx: LabContext) -> None:
+        cleanup(ctx)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 
 from relay_repl.agents.adapter import load_adapter
+from relay_repl.agents.screens.skeleton import Reading
 from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_state, history_contains, wrapped_equals
 
 # The footer pattern is the Codex adapter's (adapters/codex.md, [screen.marks] footer): one
@@ -122,15 +123,11 @@ def _activity(lines: list[str], top: int) -> tuple[str | None, int | None]:
 
 def classify(snap: Snapshot) -> ScreenReading:
     """Read one Codex screen; see the module doc for the marks."""
-    reasons: list[str] = []
-    blockers: list[str] = []
-    hints: list[str] = []
+    r = Reading(snap, "Codex")
+    reasons, blockers, hints = r.reasons, r.blockers, r.hints
     lines = list(snap.lines)
-    if snap.pane_dead:
-        return ScreenReading(kind="unknown", composer="absent", blockers=["dead"], reasons=["pane_dead=1: the client exited"])
-    if snap.pane_in_mode:
-        blockers.append("copy-mode")
-        reasons.append(f"pane_in_mode=1 ({snap.pane_mode or 'copy-mode'}): keys would drive tmux, not Codex")
+    if (dead := r.pane()) is not None:
+        return dead
     if any(RECONNECTING.search(ln) for ln in lines[-12:]):
         blockers.append("reconnecting")
         reasons.append("`Reconnecting to server…`: the daemon is gone; typed text would wait in a dead TUI")
@@ -138,17 +135,8 @@ def classify(snap: Snapshot) -> ScreenReading:
     found = _find_composer(lines, f) if f is not None else None
     if found is None:
         tail = lines[-25:]
-        marks = sorted({m.pattern for m in DIALOG for ln in tail if m.search(ln)})
-        if marks:
-            blockers.append("dialog")
-            reasons.append(f"no composer; approval marks {marks}")
-        elif any(SELECTION.search(ln) for ln in tail[-4:]):
-            blockers.append("dialog")
-            reasons.append("no composer; a selection view (`enter select · esc back`) is open")
-        else:
-            blockers.append("no-composer")
-            reasons.append("no `› ` composer above a `<model> · <cwd>` footer: screen not recognised")
-        return ScreenReading(kind="unknown", composer="absent", blockers=blockers, reasons=reasons)
+        return r.no_composer(tail, DIALOG, "approval marks", "`› ` composer above a `<model> · <cwd>` footer",
+                             other=([SELECTION], tail[-4:], "no composer; a selection view (`enter select · esc back`) is open"))
 
     first, last, prompt = found
     assert f is not None
@@ -170,10 +158,7 @@ def classify(snap: Snapshot) -> ScreenReading:
             if "overlay" not in blockers:
                 blockers.append("overlay")
             reasons.append(f"{what} is open")
-    if composer == "draft":
-        blockers.append("draft")
-    elif composer == "unknown":
-        blockers.append("composer-unknown")
+    r.composer_blockers(composer)
 
     status, at = _activity(lines, first - 1)
     activity = lines[at].strip() if at is not None else ""  # the activity row, when there is one
@@ -208,8 +193,7 @@ def classify(snap: Snapshot) -> ScreenReading:
     if any(PENDING_STEER.match(ln) for ln in lines[max(0, first - LOOKBACK):first]):
         hints.append("steer-pending")
         reasons.append("`Messages to be submitted after next tool call` listed above the composer")
-    return ScreenReading(kind=kind, composer=composer, composer_text=text or None,
-                         composer_rows=(first, last), blockers=blockers, hints=hints, reasons=reasons)
+    return r.done(kind, composer, text, (first, last))
 
 
 def payload_visible(snap: Snapshot, payload: str) -> bool:

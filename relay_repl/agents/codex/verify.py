@@ -7,14 +7,20 @@ operator's; the rollout records how it arrived (the UserMessage's `client_id`, t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from relay_repl.agents.capabilities import ChecksBase
 from relay_repl.agents.codex.agent import KIND
 from relay_repl.agents.codex.evidence import codex_home
 from relay_repl.agents.codex.rollout import rollout_path, turns_carrying
 from relay_repl.agents.provenance import Overall, TurnFinding, VerifyReport
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Ledger
+
+if TYPE_CHECKING:
+    from relay_repl.core.check import Check
 
 
 def verify_target(relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
@@ -37,3 +43,16 @@ def verify_target(relay_id: str, target: Target, ledger: Ledger | None) -> Verif
     where = f"{len(found)} turn(s) of {target.spec} carry id={relay_id}" if found else f"no turn of {target.spec} carries id={relay_id}"
     return VerifyReport(relay_id=relay_id, source=str(rollout), target=target.spec, kind=KIND, verdict=verdict,
                         summary=f"{note}; {where}", turns=found, bytes_scanned=scanned)
+
+
+class CodexChecks(ChecksBase):
+    """Its `checks` capability (agents/capabilities.py): no provenance in its rollout (`relay verify`
+    finds the records carrying the id), `relay doctor` rows (doctor.py)."""
+
+    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
+        return verify_target(relay_id, target, ledger)
+
+    async def doctor(self, env: Mapping[str, str]) -> list[Check]:
+        from relay_repl.agents.codex.doctor import check_codex
+
+        return await check_codex(env)

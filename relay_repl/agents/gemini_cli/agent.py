@@ -1,4 +1,4 @@
-"""Gemini CLI as the transports see it (the `Agent` protocol of `relay_repl.agents.agent`)."""
+"""Gemini CLI as the transports see it: its `screen` and `evidence` capabilities (agents/capabilities.py)."""
 
 from __future__ import annotations
 
@@ -9,22 +9,20 @@ from typing import TYPE_CHECKING
 from relay_repl.agents.agent import Processes, TypedEvidence
 from relay_repl.agents.gemini_cli.chats import find_chat, typed_records
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
-from relay_repl.agents.gemini_cli.provider import KIND, is_gemini
-from relay_repl.agents.kind import AgentKindBase
+from relay_repl.agents.gemini_cli.provider import is_gemini
+from relay_repl.agents.capabilities import EvidenceBase, ScreenBase
 from relay_repl.core.target import Target
 
 if TYPE_CHECKING:  # annotations only: off the `relay targets` path
     from relay_repl.agents.screens.model import Snapshot
 
 
-class GeminiAgent(AgentKindBase):
+class GeminiScreen(ScreenBase):
     """Gemini CLI 0.61.0: the pane runs the gemini.js wrapper (or a shell above it); Enter while
-    busy queues the line, sent as the next turn; evidence is the session's chat file."""
+    busy queues the line, sent as the next turn; an approval box shows on the screen, which the
+    classifier reads (no waiting refusal of its own)."""
 
-    kind = KIND
-    evidence_name = "chat file"
     busy_submit = "Gemini CLI queues it (`Queued (press ↑ to edit)`) and sends it as the next turn"
-    tab_queues_when_busy = False
     # keys of one burst are all read by the keypress handler of an earlier render: from an empty composer
     # every `?` in the payload opened the Shortcuts panel (and was dropped), every `!` would toggle shell
     # mode. Its handler is re-subscribed in a passive effect, after the paint, so the first character seen
@@ -34,7 +32,7 @@ class GeminiAgent(AgentKindBase):
     # handler is at least the one that saw the first: two characters, one at a time (adapters/gemini-cli.md)
     tmux_lead = 2
 
-    def screen(self) -> ModuleType | None:
+    def classifier(self) -> ModuleType | None:
         from relay_repl.agents.gemini_cli import screen
 
         return screen
@@ -43,11 +41,6 @@ class GeminiAgent(AgentKindBase):
         if target.state == "busy":
             return "target is busy: Enter queues the line; it starts the next turn when this one ends (Gemini CLI 0.61.0)"
         return None
-
-    def tmux_delivered_when(self) -> str:
-        return ("the session's chat file gains a `user` record whose text is exactly this line (written when its turn "
-                "starts; a line queued behind a busy turn appears when that turn ends, one queued while Gemini still "
-                "discovers its MCP servers when that discovery ends); send-keys exit status proves nothing")
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
         under = self.pane_processes(snap, processes)
@@ -62,11 +55,19 @@ class GeminiAgent(AgentKindBase):
                     "the session changed (/clear or /resume); rediscover")
         return None
 
-    def waiting_refusal(self, target: Target) -> str | None:
-        return None  # an approval box shows on the screen, which the classifier reads
-
     def is_client(self, argv: list[str]) -> bool:
         return is_gemini(argv)
+
+
+class GeminiEvidence(EvidenceBase):
+    """Its evidence is the session's chat file."""
+
+    evidence_name = "chat file"
+
+    def tmux_delivered_when(self) -> str:
+        return ("the session's chat file gains a `user` record whose text is exactly this line (written when its turn "
+                "starts; a line queued behind a busy turn appears when that turn ends, one queued while Gemini still "
+                "discovers its MCP servers when that discovery ends); send-keys exit status proves nothing")
 
     def find_evidence_file(self, target: Target) -> Path | None:
         d = GeminiDetail.of(target)

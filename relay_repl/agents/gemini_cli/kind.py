@@ -1,195 +1,42 @@
 """Gemini CLI as one `AgentKind` (agents/kind.py): registered through the entry point `gemini-cli`
-in pyproject.toml; what the session, the doctor and the lab ask of it."""
+in pyproject.toml. Its capabilities load on first use (agents/capabilities.py)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
-
-from relay_repl.agents.gemini_cli.agent import GeminiAgent
-from relay_repl.agents.gemini_cli.chats import HOME_ENV
+from relay_repl.agents.capabilities import KindFacts, ProviderDiscovery, capability
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
-from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
-from relay_repl.agents.kind import LAB_HOME, NO_HOME, AgentKindBase, LabContext, LabLaunch, LabPane, LabReady, LabSpec
-from relay_repl.core.target import Me, Target
+from relay_repl.agents.gemini_cli.provider import BINARY, KIND, PREFIX
+from relay_repl.agents.kind import NO_HOME, AgentKindBase, LabDriver
 
-if TYPE_CHECKING:
-    from relay_repl.core.check import Check
-    from relay_repl.core.plan import ReplyContext, ReplyRoute
-    from relay_repl.core.delivery import Delivery  # annotations only: off the `relay targets` path
-    from relay_repl.agents.provenance import VerifyReport
-    from relay_repl.store.ledger import Ledger
-    from relay_repl.agents.discovery import KindProvider
-    from relay_repl.agents.replies import ReplyOptions
-    from relay_repl.agents.turn_reply import TurnWatch
-    from relay_repl.system.panes import PaneRoster
-
-NPM_PACKAGE = "@google/gemini-cli"
-LAB_MODEL = "gemini-2.5-pro"
-MCP_SERVER = "relay"
+_HERE = "relay_repl.agents.gemini_cli"
 
 
-def mcp_answered_dir(ctx: LabContext) -> Path:
-    """Where the lab's relay MCP servers record what they answered (system/mcp_answered.py)."""
-    return ctx.root / "run" / "mcp-answered"
-
-
-def lab_settings(mcp_command: Sequence[str], answered_dir: Path | None = None) -> dict[str, Any]:
-    """The lab's `settings.json` (adapters/gemini-cli.md GM §1): offline and quiet, the session id in
-    the footer (ties a pane to its chat file exactly), one model (no routing request per turn), and
-    the relay MCP server trusted (no approval box for relay_reply), told where to record its answers
-    (`answered_dir`: the lab's readiness waits for its tools/list answer, GM §6)."""
-    settings: dict[str, Any] = {
-        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
-        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "ide": {"enabled": False, "hasSeenNudge": True},
-        "ui": {"hideTips": True, "footer": {"items": ["workspace", "model-name", "session-id"]}},
-        "model": {"name": LAB_MODEL},
-    }
-    if mcp_command:
-        server: dict[str, Any] = {"command": mcp_command[0], "args": list(mcp_command[1:]), "trust": True}
-        if answered_dir is not None:
-            from relay_repl.system.mcp_answered import ENV
-
-            server["env"] = {ENV: str(answered_dir)}
-        settings["mcpServers"] = {MCP_SERVER: server}
-    return settings
-
-
-def mcp_discovered(answered_dir: Path, pane_pid: int) -> int | None:
-    """The pid of a relay MCP server started by the Gemini under `pane_pid` (the wrapper or its
-    worker) that has answered `tools/list`, or None. The relay server offers tools only, so
-    tools/list is the last request of Gemini's discovery of it [B: `discoverInto` asks prompts/list
-    and resources/list only of a server whose capabilities name them]."""
-    from relay_repl.system.mcp_answered import answered
-    from relay_repl.system.proc import descendants, process_table
-
-    if not answered_dir.is_dir():
-        return None
-    if not answered(answered_dir, "tools/list"):  # cheap: the process table is read once a record exists
-        return None
-    recs = answered(answered_dir, "tools/list", set(descendants(pane_pid, process_table())))
-    return int(recs[0]["pid"]) if recs else None
-
-
-class GeminiCliKind(GeminiAgent, AgentKindBase):
+class GeminiCliKind(AgentKindBase):
     """Gemini CLI: `gemini:NAME`, NAME the session's project (its working directory's name), or
     `<project>-<8 hex of the session id>` when several live sessions share one project. It keeps no
     provenance (a typed line is plain user input), so origin is judged from the process that
     connects, never from its chat file."""
 
-    kind = KIND
-    prefix = PREFIX
-    label = "Gemini CLI"
-    mcp_setup = ('~/.gemini/settings.json: "mcpServers": {"relay": {"command": "relay", "args": ["mcp"]}}',
-                 '                        (with "trust": true Gemini CLI calls it without asking in the pane)')
-    provenance: Literal["kernel", "none"] = "none"
-    detail_model = GeminiDetail
-    binary = BINARY
-    npm_package = NPM_PACKAGE
+    facts = KindFacts(
+        kind=KIND, prefix=PREFIX, label="Gemini CLI", detail_model=GeminiDetail, binary=BINARY,
+        npm_package="@google/gemini-cli", package=_HERE,
+        address_rule=("gemini:PROJECT (the directory name the session was started in) or gemini:PROJECT-<8 hex of "
+                      "its session id> when several live sessions share it"),
+        mcp_setup=('~/.gemini/settings.json: "mcpServers": {"relay": {"command": "relay", "args": ["mcp"]}}',
+                   '                        (with "trust": true Gemini CLI calls it without asking in the pane)'),
+        # `gemini --version` writes $GEMINI_CLI_HOME/.gemini/projects.json.<uuid>.tmp (and makes .gemini/);
+        # with a home that cannot exist it prints the version and writes nothing (0.61.0, measured:
+        # adapters/gemini-cli.md, Gaps). GEMINI_CLI_NO_RELAUNCH: without it the wrapper starts a second node
+        # only to raise its heap limit, which a `--version` does not need: 1.4-1.5 CPU-s instead of 2.4-2.5
+        # (0.61.0, measured), and `relay doctor` asks it on every run
+        version_env={"GEMINI_CLI_HOME": NO_HOME, "GEMINI_CLI_NO_RELAUNCH": "true"})
+    discovery = capability(ProviderDiscovery, f"{_HERE}.provider:GeminiProvider")
+    screen = capability(f"{_HERE}.agent:GeminiScreen")
+    evidence = capability(f"{_HERE}.agent:GeminiEvidence")
+    replies = capability(f"{_HERE}.replies:GeminiReplies")
+    checks = capability(f"{_HERE}.verify:GeminiChecks")
 
-    def address_rule(self) -> str:
-        return ("gemini:PROJECT (the directory name the session was started in) or gemini:PROJECT-<8 hex of its "
-                "session id> when several live sessions share it")
+    def lab_driver(self) -> LabDriver:
+        from relay_repl.agents.gemini_cli.lab import GeminiLab
 
-    def screen(self) -> ModuleType | None:
-        return GeminiAgent.screen(self)
-
-    def providers(self, env: Mapping[str, str], panes: PaneRoster) -> Sequence[KindProvider]:
-        from relay_repl.agents.gemini_cli.provider import GeminiProvider
-
-        return [GeminiProvider(env=env, panes=panes)]
-
-    def own_address(self, env: Mapping[str, str]) -> Me | None:
-        from relay_repl.agents.gemini_cli.provider import GeminiProvider
-
-        return GeminiProvider(env=env).own_address()
-
-    def reply_route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
-        from relay_repl.agents.gemini_cli.replies import gemini_route
-
-        return gemini_route(target, ctx, AgentKindBase.reply_route.__get__(self))
-
-    def reply_options(self, target: Target) -> ReplyOptions | None:
-        from relay_repl.agents.gemini_cli.replies import gemini_options
-
-        return gemini_options(target)
-
-    def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
-        from relay_repl.agents.gemini_cli.replies import gemini_watch
-
-        return gemini_watch(target, delivery)
-
-    def verify(self, relay_id: str, target: Target, ledger: Ledger | None) -> VerifyReport:
-        from relay_repl.agents.gemini_cli.verify import verify_target
-
-        return verify_target(relay_id, target, ledger)
-
-    async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
-        from relay_repl.agents.gemini_cli.doctor import check_gemini
-
-        return await check_gemini(env)
-
-    def version_env(self) -> dict[str, str]:
-        """`gemini --version` writes $GEMINI_CLI_HOME/.gemini/projects.json.<uuid>.tmp (and makes
-        .gemini/); with a home that cannot exist it prints the version and writes nothing (0.61.0,
-        measured: adapters/gemini-cli.md, Gaps). GEMINI_CLI_NO_RELAUNCH: without it the wrapper starts a
-        second node only to raise its heap limit, which a `--version` does not need: 1.4-1.5 CPU-s
-        instead of 2.4-2.5 (0.61.0, measured), and `relay doctor` asks it on every run."""
-        return {"GEMINI_CLI_HOME": NO_HOME, "GEMINI_CLI_NO_RELAUNCH": "true"}
-
-    # -- the lab -----------------------------------------------------------------------------------
-
-    def fidelity(self) -> ModuleType | None:
-        import relay_repl.agents.gemini_cli.fidelity as fidelity
-
-        return fidelity
-
-    def lab(self) -> LabSpec | None:
-        # its client home is the lab's $HOME (state under ~/.gemini): every lab process and `relay lab env`
-        # get GEMINI_CLI_HOME pointing there, so `relay --lab doctor` reads it, not the operator's ~/.gemini
-        return LabSpec(count_flag="gemini", default_count=0, stub_api="google", help="Gemini CLI sessions",
-                       homes={HOME_ENV: LAB_HOME})
-
-    def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
-        return {ctx.home / ".gemini" / "settings.json": json.dumps(lab_settings(ctx.mcp_command, mcp_answered_dir(ctx)), indent=1) + "\n"}
-
-    def lab_launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
-        """`gemini --approval-mode yolo` in work/<name>: the lab's netns keeps commands off the network,
-        as Codex's `danger-full-access` does, and the stub decides what runs."""
-        env = {"GEMINI_API_KEY": ctx.api_key, "COLORTERM": "truecolor"}  # GEMINI_CLI_HOME: its LabSpec homes
-        if name in ctx.base_urls:
-            env["GOOGLE_GEMINI_BASE_URL"] = ctx.base_urls[name]
-        return LabLaunch(command=(str(ctx.bin_dir / BINARY), "--approval-mode", "yolo"), env=env, unset=HEADLESS_ENV)
-
-    def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
-        """Ready when the screen reads idle with an empty composer, the footer names a chat file, and
-        (with the relay MCP server configured) that server, started by this pane's Gemini, has answered
-        its tools/list: Gemini CLI 0.61.0 queues every prompt until its MCP discovery completes and its
-        screen does not show that discovery, while the chat file is written before it ends (GM §6)."""
-        from relay_repl.agents.gemini_cli.chats import find_chat
-        from relay_repl.agents.gemini_cli.screen import classify, footer_session
-        from relay_repl.agents.screens.model import Snapshot
-
-        snap = Snapshot(lines=pane.screen.split("\n"))
-        sid = footer_session(snap)
-        reading = classify(snap)
-        if sid is None or reading.kind != "idle":
-            return None
-        chat = find_chat(ctx.home / ".gemini", sid)
-        if chat is None:
-            return None
-        note = f"gemini pid {pane.pane_pid} session {sid} idle"
-        if ctx.mcp_command:
-            server = mcp_discovered(mcp_answered_dir(ctx), pane.pane_pid)
-            if server is None:
-                return None
-            note += f", its relay MCP server (pid {server}) answered tools/list"
-        # focused: unfocused (tmux focus-out to a detached pane) it draws no cursor, and relay refuses to type
-        return LabReady(pid=pane.pane_pid, address=chat.session_id, evidence_file=str(chat.path),
-                        note=note, focus_in=True)
+        return GeminiLab(self.facts)

@@ -16,7 +16,8 @@ from typing import Any
 from relay_repl.agents.gemini_cli.chats import model_text, user_text
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND
-from relay_repl.agents.replies import Default, ReplyOptions, configured_route, delivery_evidence, relay_server
+from relay_repl.agents.capabilities import RepliesBase
+from relay_repl.agents.replies import ReplyOptions, configured_route, delivery_evidence, relay_server
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus, TurnWatch
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
@@ -34,31 +35,6 @@ def settings(target: Target) -> tuple[dict[str, Any], Path]:
     except (FileProblem, ValueError, RecursionError):
         return {}, path
     return (data if isinstance(data, dict) else {}), path
-
-
-def gemini_options(target: Target) -> ReplyOptions:
-    cfg, path = settings(target)
-    tools = cfg.get("tools") if isinstance(cfg.get("tools"), dict) else {}
-    sandbox = tools.get("sandbox") if isinstance(tools, dict) else None
-    boxed = bool(sandbox) and sandbox != "false"
-    why = (f"tools.sandbox = {sandbox!r} in {path}: its commands run in a sandbox that cannot reach the inbox socket"
-           if boxed else f"no sandbox in {path}: run_shell_command runs `relay reply` as the operator's user")
-    found = relay_server(cfg.get("mcpServers"))
-    mcp = note = None
-    if found:
-        name, entry = found
-        mcp = f"mcpServers.{name} in {path}"
-        if not entry.get("trust"):
-            note = "the server is not `trust: true`: Gemini CLI asks the operator to allow the call in the agent's pane"
-    chat = target.evidence_file
-    return ReplyOptions(relay_reply=not boxed, relay_reply_why=why, mcp=mcp, mcp_note=note,
-                        turn=str(chat) if chat else "the session's chat file",
-                        turn_why="the last `gemini` record without tool calls after the `user` record carrying our line")
-
-
-def gemini_route(target: Target, ctx: ReplyContext, default: Default) -> ReplyRoute:
-    """`relay reply` where no sandbox is in the way; else relay_reply on the relay MCP server; else the turn reply."""
-    return configured_route(target, ctx, gemini_options(target), default)
 
 
 class GeminiTurnWatch:
@@ -100,9 +76,35 @@ class GeminiTurnWatch:
                          record=record, at=rec.get("timestamp"), anchor="the exact payload text")
 
 
-def gemini_watch(target: Target, delivery: Delivery) -> TurnWatch | None:
-    chat = delivery_evidence(delivery, "chat") or target.evidence_file
-    payload = delivery.plan.payload if delivery.plan else None
-    if not chat or not payload:
-        return None
-    return GeminiTurnWatch(str(chat), payload)
+class GeminiReplies(RepliesBase):
+    """Its `replies` capability (agents/capabilities.py): the routes its settings allow, and its turn reply."""
+
+    def route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
+        """`relay reply` where no sandbox is in the way; else relay_reply on the relay MCP server; else the turn reply."""
+        return configured_route(target, ctx, self.options(target), super().route)
+
+    def options(self, target: Target) -> ReplyOptions:
+        cfg, path = settings(target)
+        tools = cfg.get("tools") if isinstance(cfg.get("tools"), dict) else {}
+        sandbox = tools.get("sandbox") if isinstance(tools, dict) else None
+        boxed = bool(sandbox) and sandbox != "false"
+        why = (f"tools.sandbox = {sandbox!r} in {path}: its commands run in a sandbox that cannot reach the inbox socket"
+               if boxed else f"no sandbox in {path}: run_shell_command runs `relay reply` as the operator's user")
+        found = relay_server(cfg.get("mcpServers"))
+        mcp = note = None
+        if found:
+            name, entry = found
+            mcp = f"mcpServers.{name} in {path}"
+            if not entry.get("trust"):
+                note = "the server is not `trust: true`: Gemini CLI asks the operator to allow the call in the agent's pane"
+        chat = target.evidence_file
+        return ReplyOptions(relay_reply=not boxed, relay_reply_why=why, mcp=mcp, mcp_note=note,
+                            turn=str(chat) if chat else "the session's chat file",
+                            turn_why="the last `gemini` record without tool calls after the `user` record carrying our line")
+
+    def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
+        chat = delivery_evidence(delivery, "chat") or target.evidence_file
+        payload = delivery.plan.payload if delivery.plan else None
+        if not chat or not payload:
+            return None
+        return GeminiTurnWatch(str(chat), payload)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 
+from relay_repl.agents.screens.skeleton import Reading
 from relay_repl.agents.screens.model import (
     Snapshot,
     ScreenReading,
@@ -134,27 +135,15 @@ def footer_session(snap: Snapshot) -> str | None:
 
 def classify(snap: Snapshot) -> ScreenReading:
     """Read one Gemini CLI screen; see the module doc for the marks."""
-    reasons: list[str] = []
-    blockers: list[str] = []
-    hints: list[str] = []
+    r = Reading(snap, "Gemini")
+    reasons, blockers, hints = r.reasons, r.blockers, r.hints
     lines = list(snap.lines)
-    if snap.pane_dead:
-        return ScreenReading(kind="unknown", composer="absent", blockers=["dead"], reasons=["pane_dead=1: the client exited"])
-    if snap.pane_in_mode:
-        blockers.append("copy-mode")
-        reasons.append(f"pane_in_mode=1 ({snap.pane_mode or 'copy-mode'}): keys would drive tmux, not Gemini")
+    if (dead := r.pane()) is not None:
+        return dead
     rule = _rule(lines)
     found = _find_composer(lines, rule) if rule is not None else None
     if rule is None or found is None:
-        marks = sorted({m.pattern for m in DIALOG for ln in lines[-30:] if m.search(ln)})
-        if marks:
-            blockers.append("dialog")
-            reasons.append(f"no composer; approval marks {marks}")
-        else:
-            blockers.append("no-composer")
-            reasons.append("no ` > ` composer under a `─` rule: screen not recognised")
-        return ScreenReading(kind="unknown", composer="absent", blockers=blockers, reasons=reasons)
-    assert rule is not None
+        return r.no_composer(lines[-30:], DIALOG, "approval marks", "` > ` composer under a `─` rule")
     first, last, prompt = found
     composer, text = _composer_state(snap, first, last, reasons)
     mode_rows = lines[rule + 1:first]
@@ -171,10 +160,7 @@ def classify(snap: Snapshot) -> ScreenReading:
     if any(SHORTCUTS.match(ln) for ln in lines[max(0, rule - 12):rule]):
         blockers.append("overlay")
         reasons.append("the `?` Shortcuts panel is open")
-    if composer == "draft":
-        blockers.append("draft")
-    elif composer == "unknown":
-        blockers.append("composer-unknown")
+    r.composer_blockers(composer)
 
     busy_rows = [ln for ln in above if BUSY.search(ln)]
     status = next((ln for ln in reversed(above) if ln.strip()), "")
@@ -205,8 +191,7 @@ def classify(snap: Snapshot) -> ScreenReading:
                            + " (shown: " + (f"`{why}...`" if why else "no start message on screen") + "); a line "
                            "typed now would join it. Wait until the queued line is sent (the Queued block goes), "
                            "or look at `/mcp list` in that pane")
-    return ScreenReading(kind=kind, composer=composer, composer_text=text or None,
-                         composer_rows=(first, last), blockers=blockers, hints=hints, reasons=reasons)
+    return r.done(kind, composer, text, (first, last))
 
 
 def payload_visible(snap: Snapshot, payload: str) -> bool:

@@ -1,4 +1,5 @@
-"""What the screen classifiers share: the values they read and return (`model.py`), and finding one.
+"""What the screen classifiers share: the values they read and return (`model.py`), the one skeleton
+each fills with its marks (`skeleton.py`: `Reading`), and finding one.
 
 Each kind's classifier lives in its own package (`claude_code/screen.py`, `codex/screen.py`, ...)
 and offers the same three pure functions over `Snapshot`s:
@@ -7,7 +8,7 @@ and offers the same three pure functions over `Snapshot`s:
     payload_visible(snapshot, payload) -> bool          exactly the payload in the composer
     submitted(before, after, payload) -> SubmitHint     screen hints that Enter took
 
-`for_kind(kind)` imports the module the kind's adapter names; a kind's own `screen()` (AgentKind)
+`for_kind(kind)` imports the module the kind's adapter names; a kind's own `screen.classifier()` (AgentKind)
 is what transports ask. The marks are version-pinned (see each module) and recorded goldens live
 in tests/agents/screens/captures/.
 """

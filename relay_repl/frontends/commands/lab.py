@@ -12,13 +12,13 @@ from relay_repl.frontends.commands.common import progress
 
 def _kind_flags() -> dict[str, tuple[str, str, int]]:
     """{flag: (kind, label, default count)} of every kind the lab runs, as each kind's package names it."""
+    import relay_repl.lab.kind_sessions as kind_sessions
     from relay_repl.lab.kind_sessions import lab_kinds
 
     out: dict[str, tuple[str, str, int]] = {}
     for k in lab_kinds():
-        spec = k.lab()
-        assert spec is not None
-        out[spec.count_flag] = (k.kind, k.label, spec.default_count)
+        spec = kind_sessions.driver(k).spec
+        out[spec.count_flag] = (k.facts.kind, k.facts.label, spec.default_count)
     return out
 
 

@@ -60,16 +60,16 @@ class FactSpec(BaseModel):
 
 
 def _facts() -> tuple[FactSpec, ...]:
-    """Every registered kind's fidelity facts (`AgentKind.fidelity_facts`, in the kind's package),
+    """Every registered kind's fidelity facts (`AgentKind.checks.fidelity_facts`, in the kind's package),
     one row per fact text: a fact two kinds declare alike is one fact about both."""
     merged: dict[str, FactSpec] = {}
     for k in registry.kinds():
-        for f in k.fidelity_facts():
+        for f in k.checks.fidelity_facts():
             have = merged.get(f.fact)
             if have is None:
-                merged[f.fact] = FactSpec(fact=f.fact, kinds=(k.kind,), paths=f.paths, checks=f.checks)
+                merged[f.fact] = FactSpec(fact=f.fact, kinds=(k.facts.kind,), paths=f.paths, checks=f.checks)
             else:
-                merged[f.fact] = have.model_copy(update={"kinds": (*have.kinds, k.kind)})
+                merged[f.fact] = have.model_copy(update={"kinds": (*have.kinds, k.facts.kind)})
     return tuple(merged.values())
 
 
@@ -141,7 +141,7 @@ def _screen_kind(name: str) -> str:
     """The kind a recorder line is about: its name starts with the kind (`<kind>/<screen>`)."""
     head = re.split(r"[/:\s]", name, maxsplit=1)[0]
     known = registry.kind_by_prefix(head)
-    return known.kind if known is not None else head
+    return known.facts.kind if known is not None else head
 
 
 def _parse_screens(out: str) -> tuple[list[FactResult], dict[str, str]]:

@@ -49,10 +49,10 @@ def lab_counts(group: str) -> dict[str, int]:
 
     out: dict[str, int] = {}
     for k in registry.kinds():
-        mod = k.fidelity()
-        n = int(getattr(mod, "LAB_COUNTS", {}).get(group, 0)) if mod is not None and k.lab() is not None else 0
+        mod = k.checks.fidelity()
+        n = int(getattr(mod, "LAB_COUNTS", {}).get(group, 0)) if mod is not None and k.lab_driver() is not None else 0
         if n:
-            out[k.kind] = n
+            out[k.facts.kind] = n
     return out
 
 

@@ -31,7 +31,7 @@ from relay_repl.agents import default_providers, registry
 from relay_repl.core.target import Target
 from relay_repl.system.polling import poll_until
 from relay_repl.lab.install import bin_dir
-from relay_repl.lab.layout import Layout
+from relay_repl.lab.layout import Layout, driver
 
 def lab_env() -> dict[str, str]:
     env = launcher.env()
@@ -120,7 +120,7 @@ class LabView:
         s = st.session(name)
         k = registry.kind_for(s.kind)
         assert k is not None, s.kind
-        return k.lab_launch(lab_context(launcher.layout(), st, bin_dir()), name, first).argv()
+        return driver(k).launch(lab_context(launcher.layout(), st, bin_dir()), name, first).argv()
 
     def launch_env(self, name: str) -> dict[str, str]:
         from relay_repl.lab.client_setup import launch_command
@@ -155,7 +155,7 @@ def sessions_by_kind() -> list[tuple[ModuleType, list[Any]]]:
     assert st is not None, "no lab"
     out = []
     for k in registry.kinds():
-        mine, mod = st.of_kind(k.kind), k.fidelity()
+        mine, mod = st.of_kind(k.facts.kind), k.checks.fidelity()
         if mine and mod is not None:
             out.append((mod, mine))
     return out
@@ -172,7 +172,7 @@ async def every_kind_listed_idle_with_its_panes_and_transports() -> None:
         for s in mine:
             k = registry.kind_for(s.kind)
             assert k is not None
-            t = one(ts, f"{k.prefix}:{s.name}")
+            t = one(ts, f"{k.facts.prefix}:{s.name}")
             assert (t.kind, t.pane, t.state) == (s.kind, s.pane_id, "idle"), t
             # the version is the running binary's (pinned in CI; the candidate under `relay fidelity`)
             assert t.client_version == st.versions[s.kind], (t.client_version, st.versions)
@@ -186,7 +186,7 @@ async def busy_while_a_slow_turn_runs() -> None:
     # it sees them busy: a registry record or a daemon catches up with the screen a little later
     groups = sessions_by_kind()
     busy = [(mod, mine[0]) for mod, mine in groups]
-    specs = {s.name: f"{registry.kind_for(s.kind).prefix}:{s.name}" for _, s in busy}  # type: ignore[union-attr]
+    specs = {s.name: f"{registry.kind_for(s.kind).facts.prefix}:{s.name}" for _, s in busy}  # type: ignore[union-attr]
     async with anyio.create_task_group() as tg:
         for _, s in busy:
             tg.start_soon(_make_busy, s.name, 12.0)
@@ -195,7 +195,7 @@ async def busy_while_a_slow_turn_runs() -> None:
         mod.busy_detail(one(ts, specs[s.name]))
     for _mod, mine in groups:
         for s in mine[1:]:
-            t = one(ts, f"{registry.kind_for(s.kind).prefix}:{s.name}")  # type: ignore[union-attr]
+            t = one(ts, f"{registry.kind_for(s.kind).facts.prefix}:{s.name}")  # type: ignore[union-attr]
             assert t.state == "idle", t
     for _, s in busy:  # busy was seen: end the held turns rather than sit out their 12 s
         await anyio.to_thread.run_sync(helpers.end_busy, s.name, 60)

@@ -25,5 +25,5 @@ def kind_checks(attr: str, bind: Callable[[Callable[[Any], Awaitable[None]]], Ch
     if mods is None:
         from relay_repl.agents import registry
 
-        mods = [k.fidelity() for k in registry.kinds()]
+        mods = [k.checks.fidelity() for k in registry.kinds()]
     return {name: bind(fn) for mod in mods for name, fn in (getattr(mod, attr, None) or {}).items()}

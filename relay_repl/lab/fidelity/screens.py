@@ -62,9 +62,9 @@ class Recorder:
         # the kinds recorded: each registered kind whose fidelity module says what its screens show
         self.kinds: dict[str, ModuleType] = {}
         for k in registry.kinds():
-            mod = k.fidelity()
-            if mod is not None and hasattr(mod, "MARKS") and k.lab() is not None and only in (None, k.kind):
-                self.kinds[k.kind] = mod
+            mod = k.checks.fidelity()
+            if mod is not None and hasattr(mod, "MARKS") and k.lab_driver() is not None and only in (None, k.facts.kind):
+                self.kinds[k.facts.kind] = mod
         self.io = PaneIO()
         self.mismatches: list[str] = []
         self.written: list[Path] = []

@@ -42,8 +42,8 @@ def _tmux_modules() -> list[Any]:
     """The fidelity modules of the kinds the tmux checks' lab runs (`LAB_COUNTS["tmux"]`), in lab order."""
     out = []
     for k in registry.kinds():
-        mod = k.fidelity()
-        if mod is not None and k.lab() is not None and getattr(mod, "LAB_COUNTS", {}).get("tmux", 0):
+        mod = k.checks.fidelity()
+        if mod is not None and k.lab_driver() is not None and getattr(mod, "LAB_COUNTS", {}).get("tmux", 0):
             out.append(mod)
     return out
 
@@ -156,7 +156,7 @@ def typed_once(keys: list[tuple[str, str]], payload: str, target: Target) -> boo
     """The keys are the payload, typed once (its first `tmux_lead` characters one at a time, then the rest), then
     one Enter."""
     k = registry.kind_for(target.kind)
-    lead = min(getattr(k, "tmux_lead", 0), len(payload) - 1)
+    lead = min(k.screen.tmux_lead if k is not None else 0, len(payload) - 1)
     want = [*(("literal", c) for c in payload[:lead]), ("literal", payload[lead:])]
     return keys == [*want, ("key", "Enter")]
 
@@ -164,7 +164,7 @@ def typed_once(keys: list[tuple[str, str]], payload: str, target: Target) -> boo
 def _fidelity(kind: str) -> Any:
     """The kind's fidelity module (agents/<kind>/fidelity.py): what these checks expect of its client."""
     k = registry.kind_for(kind)
-    mod = k.fidelity() if k is not None else None
+    mod = k.checks.fidelity() if k is not None else None
     assert mod is not None, f"agent kind {kind!r} declares no fidelity facts"
     return mod
 

@@ -59,9 +59,9 @@ def sender_kind(api: str) -> str:
     from relay_repl.agents import registry
 
     for k in registry.kinds():
-        spec = k.lab()
-        if spec is not None and spec.stub_api == api:
-            return k.kind
+        d = k.lab_driver()
+        if d is not None and d.spec.stub_api == api:
+            return k.facts.kind
     return "agent"
 
 ENVELOPE_START = re.compile(re.escape(PREFIX))

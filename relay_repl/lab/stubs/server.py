@@ -109,8 +109,8 @@ def listed_peer_name(env: Envelope) -> str | None:
     from relay_repl.agents import registry
 
     for k in registry.kinds():
-        if k.answers_listed_inbox:
-            name = k.listed_peer_name(env.address)
+        if k.replies.answers_listed_inbox:
+            name = k.replies.listed_peer_name(env.address)
             if name is not None:
                 return name
     return None

@@ -12,7 +12,9 @@ from typing import Any
 from relay_repl.agents.adapter import AdapterSpec
 from pathlib import Path
 
-from relay_repl.agents.kind import AgentKindBase, Check, ClientPin, LabContext, LabLaunch, LabPane, LabReady, LabSpec
+from relay_repl.agents.capabilities import ChecksBase, DiscoveryBase, KindFacts, ScreenBase, capability
+from relay_repl.agents.kind import (AgentKindBase, Check, LabContext, LabDriverBase, LabLaunch, LabPane, LabReady,
+                                   LabSpec)
 from relay_repl.core.target import Target
 
 KIND = "fake-agent"
@@ -40,47 +42,56 @@ class ReplayProvider:
         return None
 
 
-class FakeAgentKind(AgentKindBase):
-    kind = KIND
-    prefix = PREFIX
-    label = "Fake Agent"
-
-    def adapter(self) -> AdapterSpec:
-        return AdapterSpec.model_validate({
-            "kind": KIND, "prefix": PREFIX, "verified_versions": [VERSION], "facts": "tests only",
-            "registry": {"env": "RELAY_FAKE_AGENT_HOME", "default": "~/.fake-agent"},
-            "transports": [{"name": "tmux", "live_only": True, "needs_pane": True}],
-            "screen": {"ui_mode_chars": "/", "classifier": "none"},
-        })
-
-    def providers(self, env: Mapping[str, str], panes: Any) -> Sequence[ReplayProvider]:
-        return [ReplayProvider(env)]
-
-    def screen(self) -> Any:
+class FakeScreen(ScreenBase):
+    def classifier(self) -> Any:
         """Its screen classifier: this module (`classify`), which never reads a screen as typable."""
         return sys.modules[__name__]
 
-    def pin(self) -> ClientPin:
-        return ClientPin(binary="fake-agent", npm_package="relay-fake-agent", version=VERSION)
 
-    # the lab: `relay lab up --fakey N` runs a stand-in (a shell that says it is ready, then waits)
-    def lab(self) -> LabSpec | None:
-        return LabSpec(count_flag="fakey", default_count=0, stub_api="openai", help="Fake Agent sessions")
+class FakeDiscovery(DiscoveryBase):
+    def providers(self, env: Mapping[str, str], panes: Any) -> Sequence[ReplayProvider]:
+        return [ReplayProvider(env)]
 
-    def lab_files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
+
+class FakeChecks(ChecksBase):
+    async def doctor(self, env: Mapping[str, str]) -> list[Check]:
+        return [Check(name="fake agent registry", ok=True, detail="the replay double answers")]
+
+
+class FakeLab(LabDriverBase):
+    """`relay lab up --fakey N` runs a stand-in (a shell that says it is ready, then waits)."""
+
+    spec = LabSpec(count_flag="fakey", default_count=0, stub_api="openai", help="Fake Agent sessions")
+
+    def files(self, ctx: LabContext, names: Sequence[str]) -> dict[Path, str]:
         return {ctx.home / ".fake-agent" / "sessions.txt": "".join(f"{n} {ctx.base_urls[n]}\n" for n in names)}
 
-    def lab_launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
+    def launch(self, ctx: LabContext, name: str, first: bool) -> LabLaunch:
         return LabLaunch(command=("/bin/sh", "-c", f"echo fake agent {name} ready; exec sleep 3600"),
                          env={"FAKE_AGENT_BASE_URL": ctx.base_urls[name]})
 
-    def lab_ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
+    def ready(self, ctx: LabContext, name: str, pane: LabPane) -> LabReady | None:
         if f"fake agent {name} ready" not in pane.screen:
             return None
         return LabReady(pid=pane.pane_pid, address=f"fake-{name}", note=f"fake agent pid {pane.pane_pid} ready")
 
-    async def doctor_checks(self, env: Mapping[str, str]) -> list[Check]:
-        return [Check(name="fake agent registry", ok=True, detail="the replay double answers")]
+
+class FakeAgentKind(AgentKindBase):
+    """A new kind from outside relay_repl: its facts, four capabilities and a lab driver (the rest default)."""
+
+    facts = KindFacts(kind=KIND, prefix=PREFIX, label="Fake Agent", binary="fake-agent", npm_package="relay-fake-agent",
+                      adapter_spec=AdapterSpec.model_validate({
+                          "kind": KIND, "prefix": PREFIX, "verified_versions": [VERSION], "facts": "tests only",
+                          "registry": {"env": "RELAY_FAKE_AGENT_HOME", "default": "~/.fake-agent"},
+                          "transports": [{"name": "tmux", "live_only": True, "needs_pane": True}],
+                          "screen": {"ui_mode_chars": "/", "classifier": "none"},
+                      }))
+    discovery = capability(FakeDiscovery)
+    screen = capability(FakeScreen)
+    checks = capability(FakeChecks)
+
+    def lab_driver(self) -> LabDriverBase:
+        return FakeLab(self.facts)
 
 
 def classify(snapshot: Any) -> Any:

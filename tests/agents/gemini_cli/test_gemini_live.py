@@ -88,13 +88,13 @@ def gemini_lab() -> Iterator[GeminiLab]:
         relay_home = root / "relay-home"
         ctx = LabContext(root=root, home=root / "home", bin_dir=binary.parent, logs=root, api_key="stub-key",
                          mcp_command=(str(VENV_BIN / "relay"), "mcp"), base_urls={NAME: info.base_url})
-        for path, text in kind.lab_files(ctx, [NAME]).items():
+        for path, text in kind.lab_driver().files(ctx, [NAME]).items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         work = ctx.workdir(NAME)
         work.mkdir(parents=True)
-        launch = kind.lab_launch(ctx, NAME, True)
-        spec = kind.lab()
+        launch = kind.lab_driver().launch(ctx, NAME, True)
+        spec = kind.lab_driver().spec
         assert spec is not None
         homes = {var: str(root / d) for var, d in spec.homes.items()}  # what the lab sets for every lab process
         env = {"RELAY_HOME": str(relay_home), "PATH": f"{VENV_BIN}:{os.environ['PATH']}", "TERM": "xterm-256color",
@@ -110,7 +110,7 @@ def gemini_lab() -> Iterator[GeminiLab]:
         def ready_now():
             screen = subprocess.run(["tmux", "-L", socket, "capture-pane", "-p", "-t", pane_id],
                                     capture_output=True, text=True).stdout
-            return kind.lab_ready(ctx, NAME, LabPane(pane_id=pane_id, pane_pid=int(pane_pid), screen=screen))
+            return kind.lab_driver().ready(ctx, NAME, LabPane(pane_id=pane_id, pane_pid=int(pane_pid), screen=screen))
 
         def screen_now() -> str:
             return subprocess.run(["tmux", "-L", socket, "capture-pane", "-p", "-t", pane_id],
@@ -292,7 +292,7 @@ async def test_a_gemini_still_discovering_its_mcp_server_holds_a_typed_line_and_
             return find_chat(home / ".gemini", sid) if sid and classify(snap).kind == "idle" else None
 
         chat = _wait(idle_with_chat, "the restarted gamma idle with its chat file", 90, screen)
-        assert kind.lab_ready(ctx, NAME, LabPane(pane_id=lab.pane, pane_pid=pid, screen=screen())) is None
+        assert kind.lab_driver().ready(ctx, NAME, LabPane(pane_id=lab.pane, pane_pid=pid, screen=screen())) is None
         for k in ("RELAY_HOME", "RELAY_TMUX_SOCKET", "GEMINI_CLI_HOME"):
             monkeypatch.setenv(k, lab.env[k])
         async with live_session([True, True]) as (s, _gate, _inbox):
@@ -310,7 +310,7 @@ async def test_a_gemini_still_discovering_its_mcp_server_holds_a_typed_line_and_
             assert lab.tmux("capture-pane", "-p", "-e", "-t", lab.pane) == before
         go.touch()
         _wait(lambda: typed_records(chat.path, 0, payload), "the held line in gamma's chat file", 60, screen)
-        assert _wait(lambda: kind.lab_ready(ctx, NAME, LabPane(pane_id=lab.pane, pane_pid=pid, screen=screen())),
+        assert _wait(lambda: kind.lab_driver().ready(ctx, NAME, LabPane(pane_id=lab.pane, pane_pid=pid, screen=screen())),
                      "the lab's readiness once the server answered", 30, screen)
         idle(lab)
     finally:

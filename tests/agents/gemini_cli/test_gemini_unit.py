@@ -13,10 +13,10 @@ import shutil
 from pathlib import Path
 
 from relay_repl.agents.gemini_cli import chats
-from relay_repl.agents.gemini_cli.agent import GeminiAgent
-from relay_repl.agents.gemini_cli.kind import GeminiCliKind, lab_settings, mcp_answered_dir
+from relay_repl.agents.gemini_cli.kind import GeminiCliKind
+from relay_repl.agents.gemini_cli.lab import lab_settings, mcp_answered_dir
 from relay_repl.agents.gemini_cli.provider import Session, _names, _tie_chats, is_gemini, package_version
-from relay_repl.agents.gemini_cli.replies import GeminiTurnWatch, gemini_options
+from relay_repl.agents.gemini_cli.replies import GeminiTurnWatch
 from relay_repl.agents.kind import LAB_HOME, LabContext, LabPane
 from relay_repl.agents.registry import kind_by_prefix, kind_for
 from relay_repl.core.target import Target
@@ -40,9 +40,9 @@ def _home(tmp_path: Path, project: str = "gamma", root: str = "/w/gamma") -> Pat
 def test_the_registry_offers_gemini_by_kind_and_prefix():
     k = kind_for("gemini-cli")
     assert isinstance(k, GeminiCliKind) and kind_by_prefix("gemini") is k
-    assert k.provenance == "none" and k.pin().npm_package == "@google/gemini-cli"
-    assert k.pin().version == "0.61.0" and [t.name for t in k.transports()] == ["tmux"]
-    lab = k.lab()
+    assert k.checks.provenance == "none" and k.facts.pin().npm_package == "@google/gemini-cli"
+    assert k.facts.pin().version == "0.61.0" and [t.name for t in k.transports.specs()] == ["tmux"]
+    lab = k.lab_driver().spec
     assert lab is not None and (lab.count_flag, lab.stub_api) == ("gemini", "google")
 
 
@@ -60,12 +60,12 @@ def test_agent_evidence_confirms_from_the_chat_file(tmp_path):
     gdir = _home(tmp_path)
     t = Target(kind="gemini-cli", prefix="gemini", name="gamma", address="15af745b-f87d-46f2-b29f-1e41a7d3fe98",
                identified_by="test", detail={"gemini_dir": str(gdir), "session_id": "15af745b-f87d-46f2-b29f-1e41a7d3fe98"})
-    agent = GeminiAgent()
-    path = agent.evidence_file(t)
+    agent = GeminiCliKind()
+    path = agent.evidence.evidence_file(t)
     assert path is not None and path.name == "session-2026-12-01T17-49-15af745b.jsonl"
-    ev = agent.typed_evidence(path, 0, "typed while it works")
+    ev = agent.evidence.typed_evidence(path, 0, "typed while it works")
     assert ev.state == "confirmed" and ev.data["record"]["id"] == "c517dd6a-e8ef-41c3-af9d-ec09a7f738d5"
-    assert agent.typed_evidence(path, 0, "never typed").state == "none"
+    assert agent.evidence.typed_evidence(path, 0, "never typed").state == "none"
 
 
 def test_turn_reply_is_the_final_text_record_after_our_line():
@@ -115,12 +115,12 @@ def test_reply_options_read_the_settings(tmp_path):
     t = Target(kind="gemini-cli", name="gamma", address="s", identified_by="test", evidence_file="/c.jsonl",
                detail={"gemini_dir": str(gdir)})
     (gdir / "settings.json").write_text(json.dumps(lab_settings(["/venv/bin/relay", "mcp"])))
-    o = gemini_options(t)
+    o = GeminiCliKind().replies.options(t)
     assert o.relay_reply and o.mcp == f"mcpServers.relay in {gdir / 'settings.json'}" and o.mcp_note is None
     assert o.turn == "/c.jsonl"
     (gdir / "settings.json").write_text(json.dumps({"tools": {"sandbox": "docker"},
                                                    "mcpServers": {"r": {"command": "relay", "args": ["mcp"]}}}))
-    o = gemini_options(t)
+    o = GeminiCliKind().replies.options(t)
     assert not o.relay_reply and "sandbox" in o.relay_reply_why and o.mcp_note and "trust" in o.mcp_note
 
 
@@ -147,26 +147,26 @@ def test_lab_ready_needs_an_idle_screen_the_footer_s_chat_and_relay_mcp_discover
     me = os.getpid()  # the "pane's" Gemini: this process (its own descendant), so the tree is read, not faked
     # idle with its chat file, but its relay MCP server has not answered tools/list: Gemini would queue
     # a prompt now (GM §6), so not ready
-    assert k.lab_ready(ctx, "gamma", _pane("fresh", me)) is None
+    assert k.lab_driver().ready(ctx, "gamma", _pane("fresh", me)) is None
     _answered(ctx, me, ["initialize"])
-    assert k.lab_ready(ctx, "gamma", _pane("fresh", me)) is None  # handshake only: discovery still runs
+    assert k.lab_driver().ready(ctx, "gamma", _pane("fresh", me)) is None  # handshake only: discovery still runs
     _answered(ctx, 1, ["initialize", "tools/list"])
-    assert k.lab_ready(ctx, "gamma", _pane("fresh", me)) is None  # another process's server (pid 1's child)
+    assert k.lab_driver().ready(ctx, "gamma", _pane("fresh", me)) is None  # another process's server (pid 1's child)
     _answered(ctx, me, ["initialize", "tools/list"])
-    ready = k.lab_ready(ctx, "gamma", _pane("fresh", me))  # footer shows 97af7bf5
+    ready = k.lab_driver().ready(ctx, "gamma", _pane("fresh", me))  # footer shows 97af7bf5
     assert ready is not None and ready.address == "97af7bf5-bb28-46ab-88ac-925c9b3744f3" and ready.pid == me
     assert "relay MCP server (pid 999999) answered tools/list" in (ready.note or "")
-    assert k.lab_ready(ctx, "gamma", _pane("busy", me)) is None  # no session item in that footer
+    assert k.lab_driver().ready(ctx, "gamma", _pane("busy", me)) is None  # no session item in that footer
     # without the relay MCP server configured there is no discovery to wait for
     bare = ctx.model_copy(update={"mcp_command": (), "root": tmp_path / "none"})
-    assert k.lab_ready(bare, "gamma", _pane("fresh", me)) is not None
-    launch = k.lab_launch(ctx, "gamma", True)
+    assert k.lab_driver().ready(bare, "gamma", _pane("fresh", me)) is not None
+    launch = k.lab_driver().launch(ctx, "gamma", True)
     assert launch.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9"
     # its home is named once, in its LabSpec: the lab's $HOME, set for every lab process (Layout.base_env)
-    assert k.lab().homes == {"GEMINI_CLI_HOME": LAB_HOME} and "GEMINI_CLI_HOME" not in launch.env
+    assert k.lab_driver().spec.homes == {"GEMINI_CLI_HOME": LAB_HOME} and "GEMINI_CLI_HOME" not in launch.env
     # CI=true (a CI job's environment) makes Gemini CLI headless: the pane's command drops it
     assert launch.argv()[:5] == ["env", "-u", "CI", "-u", "GITHUB_ACTIONS"] and launch.argv()[5:] == list(launch.command)
-    files = k.lab_files(ctx, ["gamma"])
+    files = k.lab_driver().files(ctx, ["gamma"])
     settings = json.loads(files[home / ".gemini" / "settings.json"])
     assert settings["mcpServers"]["relay"] == {"command": "/v/relay", "args": ["mcp"], "trust": True,
                                                "env": {"RELAY_MCP_ANSWERED_DIR": str(mcp_answered_dir(ctx))}}
@@ -183,10 +183,10 @@ def test_verify_reports_no_provenance_with_the_typed_records(tmp_path):
                                                     "content": [{"text": line}]}) + "\n")
     t = Target(kind="gemini-cli", prefix="gemini", name="gamma", address="s", identified_by="test",
                evidence_file=str(chat))
-    rep = GeminiCliKind().verify("h.1-7", t, None)
+    rep = GeminiCliKind().checks.verify("h.1-7", t, None)
     assert rep.verdict == "no provenance" and [f.turn_id for f in rep.turns] == ["u1"]
     assert "keeps no provenance" in rep.summary
-    assert GeminiCliKind().verify("h.1-8", t, None).verdict == "none found"
+    assert GeminiCliKind().checks.verify("h.1-8", t, None).verdict == "none found"
 
 
 def _snap(name: str):

@@ -41,7 +41,7 @@ def _classifier(kind: str):
     from relay_repl.agents.registry import kind_for
 
     found = kind_for(kind)
-    return found.screen() if found is not None else None
+    return found.screen.classifier() if found is not None else None
 
 
 def _id(p: Path) -> str:

@@ -1,0 +1,67 @@
+"""The one skeleton every kind's screen classifier fills with its marks.
+
+Why: the three classifiers read a screen the same way and differed only in their marks. Each
+starts from the pane (a dead pane is nothing to type into; copy mode means keys drive tmux), looks
+for its composer (none: a dialog by its marks, else a screen it does not recognise), reads the
+composer's state, adds what its own marks say (shell mode, menus, overlays, busy or idle), and ends
+with the composer's own blockers (a draft, a composer it cannot read). `Reading` holds those common
+steps; a classifier (claude_code/screen.py, codex/screen.py, gemini_cli/screen.py) calls them in
+that order with its marks and its own words, so its captures and goldens read as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from relay_repl.agents.screens.model import ScreenReading, Snapshot
+
+
+class Reading:
+    """One screen being read: the blockers, hints and reasons found so far, in the order found."""
+
+    def __init__(self, snap: Snapshot, client: str) -> None:
+        self.snap, self.client = snap, client
+        self.blockers: list[str] = []
+        self.hints: list[str] = []
+        self.reasons: list[str] = []
+
+    def block(self, blocker: str, reason: str) -> None:
+        self.blockers.append(blocker)
+        self.reasons.append(reason)
+
+    def pane(self) -> ScreenReading | None:
+        """The pane's own state: dead (the whole reading), or in copy mode (a blocker), else None."""
+        if self.snap.pane_dead:
+            return ScreenReading(kind="unknown", composer="absent", blockers=["dead"],
+                                 reasons=["pane_dead=1: the client exited"])
+        if self.snap.pane_in_mode:
+            self.block("copy-mode", f"pane_in_mode=1 ({self.snap.pane_mode or 'copy-mode'}): keys would drive tmux, "
+                                    f"not {self.client}")
+        return None
+
+    def no_composer(self, tail: Sequence[str], dialog: Iterable[re.Pattern[str]], marks_are: str, missing: str,
+                    other: tuple[Iterable[re.Pattern[str]], Sequence[str], str] | None = None) -> ScreenReading:
+        """No composer found: a dialog when its marks (`dialog`) show in `tail` ("no composer;
+        `marks_are` [...]"), or when `other` (marks, the rows to look in, the reason) does; else a
+        screen not recognised ("no `missing`: screen not recognised")."""
+        marks = sorted({m.pattern for m in dialog for ln in tail if m.search(ln)})
+        if marks:
+            self.block("dialog", f"no composer; {marks_are} {marks}")
+        elif other is not None and any(m.search(ln) for m in other[0] for ln in other[1]):
+            self.block("dialog", other[2])
+        else:
+            self.block("no-composer", f"no {missing}: screen not recognised")
+        return ScreenReading(kind="unknown", composer="absent", blockers=self.blockers, reasons=self.reasons)
+
+    def composer_blockers(self, composer: str) -> None:
+        """A draft in the composer, or a composer it cannot read, blocks typing."""
+        if composer == "draft":
+            self.blockers.append("draft")
+        elif composer == "unknown":
+            self.blockers.append("composer-unknown")
+
+    def done(self, kind: str, composer: str, text: str, rows: tuple[int, int]) -> ScreenReading:
+        """The reading: the activity its marks found, the composer, and everything found on the way."""
+        return ScreenReading(kind=kind, composer=composer, composer_text=text or None,
+                             composer_rows=rows, blockers=self.blockers, hints=self.hints, reasons=self.reasons)
