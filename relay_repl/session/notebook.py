@@ -139,7 +139,11 @@ def outputs_root(path: Path) -> Path:
     from relay_repl.store.paths import state_dir
 
     pkg = Path(relay_repl.__file__).resolve().parent
-    if path.resolve().is_relative_to(pkg):
+    try:
+        inside = path.resolve().is_relative_to(pkg)
+    except (OSError, RuntimeError):  # a loop of links, a name too long: no shipped notebook; the read says why
+        inside = False
+    if inside:
         return state_dir(create=False) / "notebooks" / (path.stem + ".relay")
     return path.with_name(path.stem + ".relay")
 
@@ -718,10 +722,15 @@ def write_report(run: NotebookRun, where: Path, *, diagram: Path | None = None) 
 
 def runs_of(path: Path) -> list[Path]:
     root = outputs_root(Path(path))
-    if not root.is_dir():
-        return []
-    # any entry named run.json (a directory or a FIFO there too): load_run says what is wrong with it
-    return sorted(p for p in root.iterdir() if os.path.lexists(p / "run.json"))
+    try:
+        if not root.is_dir():
+            return []
+        # any entry named run.json (a directory or a FIFO there too): load_run says what is wrong with it
+        return sorted(p for p in root.iterdir() if os.path.lexists(p / "run.json"))
+    except OSError as exc:  # a name too long for the file system, a loop of links, no permission: one line
+        shown = str(root) if len(str(root)) <= 200 else str(root)[:200] + "…"
+        raise UsageError(f"cannot read the runs of {shown} ({exc.strerror or exc}): "
+                         f"name the notebook file, FILE.py") from None
 
 
 def load_run(path: Path, run_id: str | None = None) -> tuple[NotebookRun, Path]:
