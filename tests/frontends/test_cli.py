@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from relay_repl import __version__
-from relay_repl.frontends.cli import build_parser
+from relay_repl.frontends.cli import build_parser, main
 from relay_repl.store.ledger import Ledger
 
 RELAY = [sys.executable, "-m", "relay_repl"]
@@ -135,3 +135,16 @@ def test_bare_relay_opens_the_repl_without_building_the_parser(monkeypatch):
     monkeypatch.setattr(cli, "build_parser", no_parser)
     monkeypatch.setattr(cli.repl, "cmd_repl", lambda args: seen.append((args.fake, args.lab)) or 0)
     assert cli.main([]) == 0 and seen == [(False, False)]
+
+
+@pytest.mark.parametrize("argv", [["targets", "--json", "x\x1b[2J\x9b1m\u202e"], ["lab", "up", "--nope", "\x1b[2J"],
+                                  ["targets", "A" * 100_000]])
+def test_an_argument_argparse_refuses_is_quoted_inert_and_cut(capsys, argv):
+    """`relay targets x<ESC>[2J` printed `unrecognized arguments: x` and the escape raw to the terminal
+    (argparse quotes what was typed), and a 100 kB argument was echoed whole (old code fails both)."""
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and not any(c in err for c in ("\x1b", "\x9b", "\u202e")), err
+    assert len(err) < 1200, len(err)
