@@ -178,7 +178,10 @@ def exit_code(exc: BaseException) -> int:
     err = first_relay_error(exc)  # itself, or the first inside a task group's errors
     if err is None:
         raise exc
-    print(visible(f"relay: {err}"), file=sys.stderr)  # a halt's reason names a peer's claim
+    line = visible(f"relay: {err}")  # a halt's reason names a peer's claim
+    if len(line) > 1500:  # a 100 kB argument quoted back: the middle goes, the next step at the end stays
+        line = f"{line[:1000]}…({len(line) - 1400:,} characters)…{line[-400:]}"
+    print(line, file=sys.stderr)
     return err.exit_code
 
 

@@ -148,3 +148,12 @@ def test_an_argument_argparse_refuses_is_quoted_inert_and_cut(capsys, argv):
     err = capsys.readouterr().err
     assert "error:" in err and not any(c in err for c in ("\x1b", "\x9b", "\u202e")), err
     assert len(err) < 1200, len(err)
+
+
+def test_an_error_quoting_a_huge_argument_keeps_its_next_step_and_fits(capsys, relay_home):
+    """`relay run <100 kB name>` printed the name whole in its one line (100 kB on stderr, the next
+    step past it); the middle is cut, the sentence's start and its next step stay (old code fails)."""
+    assert main(["run", "A" * 100_000]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("relay: no recipe named 'AAA") and err.rstrip().endswith("lists them"), err[-300:]
+    assert len(err) < 1600 and err.count("\n") == 1
