@@ -323,7 +323,7 @@ def header_of(line: str | None) -> dict[str, str] | None:
 # U+FE63, U+FF0D), invisible format characters (zero-width, bidi, soft hyphen), any dash, spaces
 # around it, a percent escape (a header value decodes %2D), and the Cyrillic letters that look like
 # Latin ones. A halt is the safe side: a false stop costs an `unhalt`, a missed one a send.
-_HALT = re.compile(r"relay\s*[-\u2010-\u2015\u2212_]\s*halt")
+_HALT = re.compile(r"relay\s*[-\u2010-\u2015\u2212]\s*halt")
 _LOOKALIKE = str.maketrans({"\u0430": "a", "\u0435": "e", "\u0443": "y", "\u04bb": "h", "\u04cf": "l",
                             "\u0442": "t"})
 # Format characters (Unicode category Cf, as of Python 3.11) and combining marks a peer can slip

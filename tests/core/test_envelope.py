@@ -123,7 +123,7 @@ def test_halt_detection():
 @pytest.mark.parametrize("spelling", [
     "RELAY-HALT", "Relay-Halt", "relay\u2011halt", "relay \u2013 halt", "relay\u200b-halt", "re\u202elay-halt",
     "\uff52\uff45\uff4c\uff41\uff59\uff0d\uff48\uff41\uff4c\uff54", "r\u0435lay-halt", "r\u0301elay-halt",
-    "relay%2Dhalt", "relay\u00ad-halt", "relay_halt",
+    "relay%2Dhalt", "relay\u00ad-halt",
 ])
 def test_a_halt_in_any_spelling_a_reader_takes_for_it_halts(spelling):
     """Seed section 9: honour relay-halt in any message. A peer's (or a garbled client's) RELAY-HALT,
@@ -135,7 +135,7 @@ def test_a_halt_in_any_spelling_a_reader_takes_for_it_halts(spelling):
     assert Envelope.parse(line).is_halt
 
 
-@pytest.mark.parametrize("text", ["carry on", "the relay halted nothing", "relay: halt", "relayhalt", "100%"])
+@pytest.mark.parametrize("text", ["carry on", "the relay halted nothing", "relay: halt", "relayhalt", "100%", "relay_halt()"])
 def test_words_near_relay_halt_do_not_halt(text):
     assert not contains_halt(text)
 
