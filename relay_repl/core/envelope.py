@@ -320,30 +320,19 @@ def header_of(line: str | None) -> dict[str, str] | None:
 
 
 # What a peer can write that a reader takes for `relay-halt`: case, NFKC forms (fullwidth letters,
-# U+FE63, U+FF0D), invisible format characters (zero-width, bidi, soft hyphen), any dash, spaces
-# around it, a percent escape (a header value decodes %2D), and the Cyrillic letters that look like
-# Latin ones. A halt is the safe side: a false stop costs an `unhalt`, a missed one a send.
+# U+FE63, U+FF0D), invisible format characters and combining marks between letters, Cyrillic
+# look-alikes (controls.reading_form), any dash, spaces around it, a percent escape (a header value
+# decodes %2D). A halt is the safe side: a false stop costs an `unhalt`, a missed one a send.
 _HALT = re.compile(r"relay\s*[-\u2010-\u2015\u2212]\s*halt")
-_LOOKALIKE = str.maketrans({"\u0430": "a", "\u0435": "e", "\u0443": "y", "\u04bb": "h", "\u04cf": "l",
-                            "\u0442": "t"})
-# Format characters (Unicode category Cf, as of Python 3.11) and combining marks a peer can slip
-# between the letters; written out because scanning the code space at import costs 0.6 s.
-_FORMAT = re.compile("[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
-                     "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
-                     "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
-                     "\U000e0020-\U000e007f\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f"
-                     "\ufe20-\ufe2f]")
-
-
-def _halt_form(text: str) -> str:
-    from urllib.parse import unquote
-
-    return _FORMAT.sub("", unicodedata.normalize("NFKD", unquote(text)).casefold()).translate(_LOOKALIKE)
 
 
 def contains_halt(text: str) -> bool:
     """`relay-halt` in any spelling a reader would take for it (seed section 9: honour it in any message)."""
-    return "relay-halt" in text or _HALT.search(_halt_form(text)) is not None
+    from urllib.parse import unquote
+
+    from relay_repl.core.controls import reading_form
+
+    return "relay-halt" in text or _HALT.search(reading_form(unquote(text))) is not None
 
 
 def _one_line_error(exc: ValidationError) -> str:
