@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from relay_repl.agents.origin import OriginJudge
+from relay_repl.core.controls import visible
 from relay_repl.core.inbound import OriginRecord
 from relay_repl.store.ledger import Ledger
 from relay_repl.system.proc import proc_start
@@ -108,7 +109,8 @@ class VerifyReport(BaseModel):
             out.append(f"    content:  {_one_line(c.content)}")
         if self.oversized_lines:
             out.append(f"  note: {self.oversized_lines} line(s) over 8 MiB were skipped unread")
-        return "\n".join(out)
+        # a record's content, origin fields and header are whatever wrote to the session: each line inert
+        return "\n".join(visible(line) for line in out)
 
 
 def _one_line(text: str, limit: int = 300) -> str:

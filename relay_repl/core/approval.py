@@ -137,9 +137,19 @@ def check(approval: object, *, what: str, transport: str | None = None, payload:
                                           ("address", s.address, address), ("pane", s.pane, pane),
                                           ("relay id", s.relay_id, relay_id))
              if got is not None and mine != got]
-    if file is not None and not any(file in f for f in s.files):
+    if file is not None and not any(_names(f, file) for f in s.files):
         wrong.append(f"file {file}")
     if wrong:
         raise NoApproval(f"{what} refused: the approval is for another plan ({', '.join(wrong)} differ); "
                          f"{NO_APPROVAL}")
     return s
+
+
+def _names(entry: str, file: str) -> bool:
+    """Whether a plan's file entry (`creates PATH`, `removes PATH (why)`, `replaces PATH: why`, or a
+    bare PATH of the operator's own `confirm`) names exactly `file`. A substring was enough before,
+    so an approval naming /x/sock.bak covered creating /x/sock."""
+    if entry == file:
+        return True
+    _verb, _, rest = entry.partition(" ")
+    return rest == file or rest.startswith((file + ": ", file + " ("))

@@ -245,7 +245,7 @@ class Envelope(BaseModel):
     @property
     def is_halt(self) -> bool:
         """`relay-halt` anywhere in the message stops everything at once (seed section 9)."""
-        return "relay-halt" in self.body or "relay-halt" in self.header
+        return contains_halt(self.body) or contains_halt(self.header)
 
 
 def header_fields(head: str, *, known: Iterable[str] | None = None) -> dict[str, str]:
@@ -283,8 +283,20 @@ def header_of(line: str | None) -> dict[str, str] | None:
         return None
 
 
+# What a peer can write that a reader takes for `relay-halt`: case, NFKC forms (fullwidth letters,
+# U+FE63, U+FF0D), invisible format characters and combining marks between letters, Cyrillic
+# look-alikes (controls.reading_form), any dash, spaces around it, a percent escape (a header value
+# decodes %2D). A halt is the safe side: a false stop costs an `unhalt`, a missed one a send.
+_HALT = re.compile(r"relay\s*[-\u2010-\u2015\u2212]\s*halt")
+
+
 def contains_halt(text: str) -> bool:
-    return "relay-halt" in text
+    """`relay-halt` in any spelling a reader would take for it (seed section 9: honour it in any message)."""
+    from urllib.parse import unquote
+
+    from relay_repl.core.controls import reading_form
+
+    return "relay-halt" in text or _HALT.search(reading_form(unquote(text))) is not None
 
 
 def _one_line_error(exc: ValidationError) -> str:

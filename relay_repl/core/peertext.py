@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from relay_repl.core.controls import visible
+from relay_repl.core.controls import reading_form, visible
 
 OPEN, CLOSE = "«", "»"
 _QUOTE = r"(?<![^\s«»()])(?P<who>[^\s«»()]++) \((?P<verdict>[^()«»]*+)\) wrote: «(?P<text>[^«»]*+)»"
@@ -65,7 +65,8 @@ def __getattr__(name: str) -> object:
 
 def consent_acts(text: str) -> tuple[str, ...]:
     """The consent-only acts `text` asks for (names from CONSENT_ACTS, in that order); () for none."""
-    return tuple(act for act, pattern in _consent_patterns().items() if pattern.search(text))
+    form = reading_form(text)  # `pu<ZWSP>sh`, fullwidth `ｐｕｓｈ`: what the receiver reads is what counts
+    return tuple(act for act, pattern in _consent_patterns().items() if pattern.search(text) or pattern.search(form))
 
 
 def consent_flag(text: str) -> str:

@@ -85,7 +85,9 @@ def build_parser(words: list[str] | None = None) -> argparse.ArgumentParser:
     `relay targets`' own cold start, measured against `claude agents --json` alone; one
     subcommand's parser parses that command's words as the whole parser would."""
     argparse_gettext.install()  # ~30 subparsers: one locale walk per message, not per use
-    p = argparse.ArgumentParser(
+    from relay_repl.frontends.commands.common import InertParser
+
+    p = InertParser(
         prog="relay", description=DESCRIPTION, epilog=EPILOG, formatter_class=KindsRawHelp
     )
     p.add_argument("--version", action="version", version=f"relay {__version__}")
@@ -161,7 +163,10 @@ def exit_code(exc: BaseException) -> int:
     err = first_relay_error(exc)  # itself, or the first inside a task group's errors
     if err is None:
         raise exc
-    print(visible(f"relay: {err}"), file=sys.stderr)  # a halt's reason names a peer's claim
+    line = visible(f"relay: {err}")  # a halt's reason names a peer's claim
+    if len(line) > 1500:  # a 100 kB argument quoted back: the middle goes, the next step at the end stays
+        line = f"{line[:1000]}…({len(line) - 1400:,} characters)…{line[-400:]}"
+    print(line, file=sys.stderr)
     return err.exit_code
 
 

@@ -56,5 +56,14 @@ class RelayCompleter(Completer):
             return
         word = m.group("word")
         for w in self.words(m.group("fn")):
+            if not _literal_safe(w):  # a session's name is its client's (or a peer's) word, inserted as code
+                continue
             if w.startswith(word) and w != word:
                 yield Completion(w, start_position=-len(word), display_meta=m.group("fn"))
+
+
+def _literal_safe(word: str) -> bool:
+    """Whether `word` can be inserted inside the string literal being typed and stay one string: a
+    target named `x"); __import__("os").system("...") #` (a name is whatever the session's registry
+    record says) would otherwise complete into code on the operator's own line."""
+    return word.isprintable() and not any(c in word for c in "'\"\\")

@@ -251,7 +251,8 @@ class Answers:
         msg = self.shared.ledger.add_inbox(line, origin=origin, relay_id=None, peer=tgt.spec, answers=d.relay_id,
                                            verdict=verdict)
         if self.shared.echo:
-            self.shared.echo(f"turn reply ← {tgt.spec} ({found.status}): {line}")
+            # an answer's own lines each shown indented under it: none can pass for a line relay wrote
+            self.shared.echo(f"turn reply ← {tgt.spec} ({found.status}): " + line.replace("\n", "\n    "))
         self.on_inbound(msg)
         return msg
 

@@ -59,8 +59,9 @@ class Shelf(list):
             return "no dead letters: nothing failed, was interrupted or went unanswered (or all were dropped/retried)"
         rows = [("RELAY ID", "TARGET", "STATE", "WHEN", "WHY")]
         for d in self:
-            rows.append((d.relay_id or d.key, d.target, d.state + ("" if d.swept else "*"),
-                         time.strftime("%m-%d %H:%M:%S", time.localtime(d.at)), d.why))
+            # each cell inert on its own: a reason quoting a screen's line break never starts a row
+            rows.append((visible(d.relay_id or d.key), visible(d.target), d.state + ("" if d.swept else "*"),
+                         time.strftime("%m-%d %H:%M:%S", time.localtime(d.at)), visible(d.why)))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows]
         if any(not d.swept for d in self):

@@ -439,11 +439,11 @@ class Debugger:
             ev_keys = [k for k in ev.data if k not in ("capture", "screen", "reading", "hint")]
             extra = f" [{', '.join(ev_keys[:5])}]" if ev_keys else ""
             rows.append((str(i), time.strftime("%H:%M:%S", time.localtime(ev.at)), ev.stage, ev.state.value,
-                         (ev.detail + extra)[:110]))
+                         visible(ev.detail + extra)[:110]))  # a line break in it never starts a row
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = [head]
         if d.plan:
-            lines.append(f"  payload: {d.plan.payload}")
+            lines.append(f"  payload: {visible(d.plan.payload)}")
         if self.approved is False:
             lines.append("  the operator answered No at the gate: nothing was sent")
         lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows]

@@ -55,7 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relay_repl.system.proc import proc_start, same_process
 from relay_repl.core.approval import Approval, check
-from relay_repl.core.controls import safe_echo
+from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.envelope import Envelope, contains_halt
 from relay_repl.core.peertext import consent_acts, consent_flag
 from relay_repl.core.errors import EnvelopeError, NoApproval, TransportError, describe
@@ -449,8 +449,8 @@ class Inbox:
                                          proc_start=origin_base.get("verifiedPeerProcStart")))
             self.ledger.event("receipt", data={**origin_base, "frame": frame})
             status = frame.get("status") or frame.get("state") or frame.get("action")
-            self.echo(f"inbox: receipt {frame.get('action')} {status} for {frame.get('orig_msg_id')} "
-                      f"(pid {origin_base.get('verifiedPeerPid')})")
+            self.echo(visible(f"inbox: receipt {frame.get('action')} {status} for {frame.get('orig_msg_id')} "
+                              f"(pid {origin_base.get('verifiedPeerPid')})"))  # one line: a peer's \n starts none
             self._halt_in_dropped(line, origin_base)
             return None
         message = frame.get("message")
@@ -531,7 +531,7 @@ class Inbox:
         link = f"re {answers}" if answers else ("unlinked: re=" + env.re + " names nothing sent here"
                                                  if env is not None and env.re else "unlinked")
         who = f"{peer or '?'} [{verdict.verdict}: pid {pid}" + (f" is {verdict.session}" if verdict.session else "") + "]"
-        self.echo(f"inbox ← {who} ({link}): {line}")
+        self.echo(visible(f"inbox ← {who} ({link}): {line}"))  # one line: a line break in a peer's text starts none
         if consent_acts(msg.body):  # a peer's ask is never the operator's consent (seed section 9)
             self.echo(f"inbox: #{msg.seq} FLAG: {consent_flag(msg.body)}")
         if contains_halt(line):  # recorded by ledger.add_inbox, the one check; said here

@@ -141,7 +141,11 @@ def outputs_root(path: Path) -> Path:
     from relay_repl.store.paths import state_dir
 
     pkg = Path(relay_repl.__file__).resolve().parent
-    if path.resolve().is_relative_to(pkg):
+    try:
+        inside = path.resolve().is_relative_to(pkg)
+    except (OSError, RuntimeError):  # a loop of links, a name too long: no shipped notebook; the read says why
+        inside = False
+    if inside:
         return state_dir(create=False) / "notebooks" / (path.stem + ".relay")
     return path.with_name(path.stem + ".relay")
 
@@ -695,7 +699,7 @@ def render_report(run: NotebookRun, diagram: Path | None = None) -> str:
         if c.kind != "code":
             out += [f"## cell {c.index}{title} ({c.kind})", "", c.source, ""]
             continue
-        out += [f"## cell {c.index}{title}: {c.state}", "", "```python", c.source, "```", ""]
+        out += [f"## cell {c.index}{title}: {c.state}", "", *_fenced("python", c.source), ""]
         if c.parameters:
             out += ["Parameters injected: " + ", ".join(f"`{k} = {v!r}`" for k, v in c.parameters.items()), ""]
         for p in c.plans:
@@ -704,19 +708,40 @@ def render_report(run: NotebookRun, diagram: Path | None = None) -> str:
             out.append("")
         # what a cell printed and a peer's reply can hold a peer's words: shown, never acted on by a terminal
         if c.stdout.strip():
-            out += ["Output:", "", "```text", visible(c.stdout.rstrip("\n"), keep_newlines=True), "```", ""]
+            out += ["Output:", "", *_fenced("text", visible(c.stdout.rstrip("\n"), keep_newlines=True)), ""]
         if c.result is not None:
-            out += ["Result:", "", "```text", visible(c.result, keep_newlines=True), "```", ""]
+            out += ["Result:", "", *_fenced("text", visible(c.result, keep_newlines=True)), ""]
         if c.deliveries:
             out += ["| relay id | target | state | verdict | reply |", "|---|---|---|---|---|"]
             for d in c.deliveries:
-                reply = visible((d.reply or (d.reason or "")).replace("|", "\\|").replace("\n", " "))
+                reply = _inert_cell(visible((d.reply or (d.reason or "")).replace("|", "\\|").replace("\n", " ")))
                 out.append(f"| {d.relay_id or ''} | {d.target} | {d.state}{' (replayed)' if d.replayed else ''} | "
                            f"{d.verdict or ''} | {reply} |")
             out.append("")
         if c.error:
-            out += ["Error:", "", "```text", visible(c.error.rstrip("\n"), keep_newlines=True), "```", ""]
+            out += ["Error:", "", *_fenced("text", visible(c.error.rstrip("\n"), keep_newlines=True)), ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _ticks(text: str) -> int:
+    import re
+
+    return max((len(m) for m in re.findall(r"`+", text)), default=0)
+
+
+def _fenced(lang: str, text: str) -> list[str]:
+    """`text` in a code block its own lines cannot close: the fence is longer than any run of
+    backticks inside (CommonMark). A peer's reply printed by a cell holding a ``` line closed the
+    three-backtick fence, and what followed (an image fetched from anywhere when the report is
+    viewed, a forged heading) rendered as the report's own markdown."""
+    fence = "`" * max(3, _ticks(text) + 1)
+    return [f"{fence}{lang}", text, fence]
+
+
+def _inert_cell(text: str) -> str:
+    """A reply in the deliveries table as words: what would open an image, a link or HTML is escaped
+    (`![x](http://...)` rendered as an image fetched from anywhere when the report was viewed)."""
+    return text.replace("[", "\\[").replace("<", "&lt;")
 
 
 def write_report(run: NotebookRun, where: Path, *, diagram: Path | None = None) -> Path:
@@ -727,10 +752,15 @@ def write_report(run: NotebookRun, where: Path, *, diagram: Path | None = None) 
 
 def runs_of(path: Path) -> list[Path]:
     root = outputs_root(Path(path))
-    if not root.is_dir():
-        return []
-    # any entry named run.json (a directory or a FIFO there too): load_run says what is wrong with it
-    return sorted(p for p in root.iterdir() if os.path.lexists(p / "run.json"))
+    try:
+        if not root.is_dir():
+            return []
+        # any entry named run.json (a directory or a FIFO there too): load_run says what is wrong with it
+        return sorted(p for p in root.iterdir() if os.path.lexists(p / "run.json"))
+    except OSError as exc:  # a name too long for the file system, a loop of links, no permission: one line
+        shown = str(root) if len(str(root)) <= 200 else str(root)[:200] + "…"
+        raise UsageError(f"cannot read the runs of {shown} ({exc.strerror or exc}): "
+                         f"name the notebook file, FILE.py") from None
 
 
 def load_run(path: Path, run_id: str | None = None) -> tuple[NotebookRun, Path]:

@@ -145,8 +145,8 @@ class Run(BaseModel):
                 reply = f"(hop {s.answer.hop}) {text}"
             elif s.reason:
                 reply = s.reason if len(s.reason) <= 60 else s.reason[:59] + "…"
-            rows.append((str(s.round), str(s.index), s.kind, s.target, "-" if s.hop is None else str(s.hop),
-                         s.state, s.relay_id or "-", reply))
+            rows.append((str(s.round), str(s.index), s.kind, visible(s.target), "-" if s.hop is None else str(s.hop),
+                         s.state, visible(s.relay_id or "-"), visible(reply)))  # a turn reply's line break: no row
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows)
 

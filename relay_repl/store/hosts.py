@@ -105,7 +105,7 @@ class HostEntry(Readable, BaseModel):
 class _HostRow(BaseModel):
     """One `[hosts.NAME]` table as the file holds it (the name is its key)."""
 
-    model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)
+    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
     destination: str
 
@@ -113,7 +113,7 @@ class _HostRow(BaseModel):
 class HostsFile(BaseModel):
     """The shape of hosts.toml: `[hosts.NAME]` tables, each with `destination = "..."`."""
 
-    model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)
+    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
     hosts: dict[str, _HostRow] = Field(default_factory=dict)
 
@@ -181,8 +181,12 @@ def save_hosts(path: Path, hosts: list[HostEntry]) -> None:
     lines = ["# relay hosts (`relay hosts add NAME DESTINATION`)", ""]
     for h in hosts:
         lines += [f"[hosts.{q(h.name)}]", f"destination = {q(h.destination)}", ""]
+    _write(path, "\n".join(lines))
+
+
+def _write(path: Path, text: str) -> None:
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -196,8 +200,18 @@ def add_host(name: str, destination: str) -> HostEntry:
     except ValidationError as exc:
         raise UsageError(_refusal(exc)[0]) from None
     path = hosts_file()
-    hosts = [h for h in load_hosts(path) if h.name != name]
-    save_hosts(path, [*hosts, entry])
+    hosts = load_hosts(path)
+    if any(h.name == name for h in hosts):
+        save_hosts(path, [*(h for h in hosts if h.name != name), entry])
+    else:  # the operator's file as it is (comments, order), the new table after it
+        from relay_repl.core.file_shape import toml_string
+        from relay_repl.store.loader import read_bytes
+
+        text = (read_bytes(path, FIX, missing_ok=True) or b"").decode("utf-8")
+        if not text.strip():
+            save_hosts(path, [entry])
+        else:
+            _write(path, f"{text.rstrip()}\n\n[hosts.{toml_string(name)}]\ndestination = {toml_string(destination)}\n")
     return entry
 
 

@@ -37,7 +37,9 @@ def event_summary(e: Event) -> str:
 
 
 def format_events(events: list[Event], *, full_time: bool = True, width: int = 120) -> str:
-    rows = [(str(e.seq), _clock(e.at, full_time), e.kind, e.relay_id or "-", event_summary(e)) for e in events]
+    # each cell inert on its own: a line break in a stage's detail (a receiver's words) never starts a row
+    rows = [(str(e.seq), _clock(e.at, full_time), visible(e.kind), visible(e.relay_id or "-"), visible(event_summary(e)))
+            for e in events]
     head = ("SEQ", "TIME", "EVENT", "RELAY ID", "WHAT")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
     out = []
@@ -79,7 +81,8 @@ class Timeline(list):
             out.append(f"  verdict {m.verdict}" if m.verdict else f"  verdict {inbox_verdict(m.origin)}")
         if not self.answers and any(e.kind == "plan" and e.data.get("reply_route") for e in self):
             out.append("answer: none received yet")
-        return visible("\n".join(out), keep_newlines=True)  # peer text (lines, claims) never reaches the terminal raw
+        # peer text (lines, claims) never reaches the terminal raw, and a line break in it never starts a line
+        return "\n".join(visible(line) for part in out for line in part.split("\n"))
 
 
 def message_verdict(m: InboxMessage) -> str:

@@ -329,3 +329,18 @@ async def test_a_send_spends_its_approval_when_the_delivery_ends(tmp_path):
     assert len(mem.received) == 1
     answer = s.ledger.events(kind="answer")[-1].data
     assert answer["approved"] is True and answer["approval"] == used.digest
+
+
+async def test_an_approval_covers_the_files_its_plan_names_exactly():
+    """check(file=...) matched a substring of the plan's entries: an approval whose plan said
+    `creates /x/sock.bak` covered creating /x/sock, and `removes /x/inbox-12.sock (...)` covered
+    removing /x/inbox-1 (old code fails the refusals)."""
+    from relay_repl.core.approval import check
+    from relay_repl.core.errors import NoApproval
+
+    a = await file_approval("/x/sock.bak", "/x/inbox-12.sock")
+    for named in ("/x/sock.bak", "/x/inbox-12.sock"):
+        check(a, what="test", file=named)
+    for other in ("/x/sock", "/x/inbox-1", "/x/", "sock.bak", "creates"):
+        with pytest.raises(NoApproval):
+            check(a, what="test", file=other)

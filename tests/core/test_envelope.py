@@ -9,6 +9,7 @@ from relay_repl.core.envelope import (
     HOP_CAP,
     Envelope,
     check_typed_line,
+    contains_halt,
     decode_value,
     encode_value,
 )
@@ -117,6 +118,26 @@ def test_frozen():
 def test_halt_detection():
     assert env(body="please relay-halt now").is_halt
     assert not env(body="carry on").is_halt
+
+
+@pytest.mark.parametrize("spelling", [
+    "RELAY-HALT", "Relay-Halt", "relay\u2011halt", "relay \u2013 halt", "relay\u200b-halt", "re\u202elay-halt",
+    "\uff52\uff45\uff4c\uff41\uff59\uff0d\uff48\uff41\uff4c\uff54", "r\u0435lay-halt", "r\u0301elay-halt",
+    "relay%2Dhalt", "relay\u00ad-halt",
+])
+def test_a_halt_in_any_spelling_a_reader_takes_for_it_halts(spelling):
+    """Seed section 9: honour relay-halt in any message. A peer's (or a garbled client's) RELAY-HALT,
+    relay‑halt or relay<ZWSP>-halt reads as a halt to every person; only the exact ASCII
+    lowercase form halted (old code: every case here passed through as an ordinary message)."""
+    assert contains_halt(f"please {spelling} now")
+    assert env(body=f"please {spelling} now").is_halt
+    line = "[relay/1 from=agent:x@h%2Dq to=operator id=h%2Dq-1 hop=0 want=none] " + f"ok {spelling}"
+    assert Envelope.parse(line).is_halt
+
+
+@pytest.mark.parametrize("text", ["carry on", "the relay halted nothing", "relay: halt", "relayhalt", "100%", "relay_halt()"])
+def test_words_near_relay_halt_do_not_halt(text):
+    assert not contains_halt(text)
 
 
 # -- properties -------------------------------------------------------------

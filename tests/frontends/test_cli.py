@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from relay_repl import __version__
-from relay_repl.frontends.cli import build_parser
+from relay_repl.frontends.cli import build_parser, main
 from relay_repl.store.ledger import Ledger
 
 RELAY = [sys.executable, "-m", "relay_repl"]
@@ -135,3 +135,25 @@ def test_bare_relay_opens_the_repl_without_building_the_parser(monkeypatch):
     monkeypatch.setattr(cli, "build_parser", no_parser)
     monkeypatch.setattr(cli.command_module("repl"), "cmd_repl", lambda args: seen.append((args.fake, args.lab)) or 0)
     assert cli.main([]) == 0 and seen == [(False, False)]
+
+
+@pytest.mark.parametrize("argv", [["targets", "--json", "x\x1b[2J\x9b1m\u202e"], ["lab", "up", "--nope", "\x1b[2J"],
+                                  ["targets", "A" * 100_000]])
+def test_an_argument_argparse_refuses_is_quoted_inert_and_cut(capsys, argv):
+    """`relay targets x<ESC>[2J` printed `unrecognized arguments: x` and the escape raw to the terminal
+    (argparse quotes what was typed), and a 100 kB argument was echoed whole (old code fails both)."""
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and not any(c in err for c in ("\x1b", "\x9b", "\u202e")), err
+    assert len(err) < 1200, len(err)
+
+
+def test_an_error_quoting_a_huge_argument_keeps_its_next_step_and_fits(capsys, relay_home):
+    """`relay run <100 kB name>` printed the name whole in its one line (100 kB on stderr, the next
+    step past it); the middle is cut, the sentence's start and its next step stay (old code fails)."""
+    assert main(["run", "A" * 100_000]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("relay: no recipe named 'AAA") and err.rstrip().endswith("lists them"), err[-300:]
+    assert len(err) < 1600 and err.count("\n") == 1

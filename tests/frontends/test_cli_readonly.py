@@ -54,3 +54,23 @@ def test_a_read_only_command_touches_nothing_in_a_fresh_world(tmp_path, args):
     assert ran.code in (0, 1, 2, 4), ran.stderr[-800:]
     assert "Traceback" not in ran.stderr, ran.stderr[-2000:]
     assert ran.json_ok(), ran.stdout[:800]
+
+
+@pytest.mark.parametrize("args", [["deny", "R1"], ["dead", "retry", "nobody.host.1-1"],
+                                  ["dead", "drop", "nobody.host.1-1"]], ids=" ".join)
+@pytest.mark.parametrize("ledger", [False, True], ids=["no-home", "a-ledger"])
+def test_a_decision_on_an_id_relay_does_not_know_changes_nothing(tmp_path, args, ledger):
+    """Not read-only commands, but refused ones: `relay deny R1` made RELAY_HOME and a ledger to say
+    'no request', `relay dead retry X` opened an inbox (made inbox/) before finding no such letter.
+    Refused with one line, exit 2, every tree as it was (old code fails the deny and retry cases)."""
+    from relay_repl.store.ledger import Ledger
+
+    root = tmp_path / "world"
+    cwd, env = fresh_world(root)
+    if ledger:
+        Path(env["RELAY_HOME"]).mkdir()
+        Ledger(Path(env["RELAY_HOME"]) / "ledger.sqlite").close()
+    before = snapshot([root])
+    ran = run(args, cwd, env)
+    assert ran.code == 2 and ran.stderr.startswith("relay: ") and ran.stderr.count("\n") == 1, ran.stderr[-800:]
+    assert differences(before, snapshot([root])) == [], ran.stderr

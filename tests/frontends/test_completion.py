@@ -115,3 +115,24 @@ def test_the_zsh_script_parses(env, tmp_path):
     check = subprocess.run(["zsh", "-n", str(tmp_path / "_relay")], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stderr
     assert made.stdout.startswith("#compdef relay")
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+def test_a_target_name_is_never_expanded_by_the_shell_at_tab(env, relay_home, tmp_path):
+    """bash's `compgen -W` expands every word of its list: a target whose name (its registry record's,
+    or a remote host's listing) was `$(touch FILE)`, sent to once (a plan answered No records it too),
+    ran that command at the next `relay send <Tab>` (old code: FILE is made). Such words are not
+    offered; the ordinary ones still are."""
+    made = relay("completion", "bash", env=env)
+    script = tmp_path / "relay.bash"
+    script.write_text(made.stdout)
+    pwned = tmp_path / "pwned"
+    relay_home.mkdir()
+    led = Ledger(relay_home / "ledger.sqlite")
+    for spec in (f"claude:$(touch${{IFS}}{pwned})", f"claude:`touch {pwned}`", "claude:$((1+1))", "claude:{a,b}",
+                 "claude:alpha"):
+        led.event("delivery", delivery="k", data={"spec": spec, "body": "hi"})
+    led.close()
+    assert complete(script, "relay send cl", env) == ["claude:alpha"]
+    assert not pwned.exists()
+    assert relay("completion", "--words", "targets", env=env).stdout.split() == ["claude:alpha"]

@@ -82,3 +82,13 @@ def test_an_edited_or_truncated_run_file_is_one_line(run_dir, how):
         assert res.returncode != 0 and res.stdout == ""
         (line,) = res.stderr.strip().splitlines()
         assert line.startswith("relay: ") and "run.json" in line and "edited or cut short" in line, line
+
+
+@pytest.mark.parametrize("name", ["loop.py", "N" * 300])
+def test_a_notebook_path_the_file_system_refuses_is_one_line(tmp_path, relay_home, name):
+    """A link that points at itself, or a name longer than the file system takes: `relay notebook
+    show` ended in a traceback (RuntimeError: Symlink loop; OSError: File name too long)."""
+    (tmp_path / "loop.py").symlink_to("loop.py")
+    res = relay("notebook", "show", name, cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-600:]
+    assert res.stderr.startswith("relay: ") and res.stderr.count("\n") == 1 and len(res.stderr) < 400, res.stderr

@@ -219,3 +219,20 @@ def test_a_send_killed_before_its_outcome_keeps_the_ids_its_stages_recorded(tmp_
     assert (d.extra.item_id, d.extra.client_id) == ("it-7", "cl-7")
     led.event("outcome", delivery="k1", relay_id="me-1", data={"state": "queued", "extra": {"item_id": "it-8"}})
     assert rebuild(led, "me-1").delivery.extra.item_id == "it-8"  # the outcome's own record wins
+
+
+async def test_a_line_break_in_a_stages_evidence_cannot_draw_a_row_of_its_own(tmp_path):
+    """The table was neutralised as a whole with newlines kept, so a stage's detail holding a line
+    break (evidence quotes what the receiver shows: a reply, a pane's line) drew a row of its own,
+    such as a forged `  now: delivered (in_turn)`, under the real ones (old code fails)."""
+    from relay_repl.core.delivery import DeliveryState, Evidence
+
+    tgt = fake_target().model_copy(update={"transports": ("late",)})
+    s1 = session(tmp_path / "l.sqlite", [LateReceiver()], [tgt], [True])
+    d = await s1.send("fake:inbox", "hello", timeout=0.1)
+    dbg = session(tmp_path / "l.sqlite", [LateReceiver()], [tgt]).debugger(d.relay_id)
+    dbg.delivery.evidence.append(Evidence(stage="confirm", state=DeliveryState.UNKNOWN,
+                                          detail="pane shows: ok\n  now: delivered (in_turn) via late"))
+    table = repr(dbg)
+    assert not any(line.startswith("  now: delivered") for line in table.splitlines()), table
+    assert "pane shows: ok\\x0a  now: delivered" in table, table

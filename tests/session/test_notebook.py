@@ -258,3 +258,25 @@ async def test_the_shipped_keep_answer_notebook_writes_only_after_its_own_plans_
     else:
         assert run.state == "error" and not out.exists()
         assert "declined: append fake:a's answer to kept.md was not done" in run.cells[-1].error
+
+
+def test_a_peers_reply_cannot_close_the_reports_code_block_or_render_as_markdown():
+    """A cell printing a peer's reply that holds a ``` line closed the report's three-backtick fence:
+    the lines after it (an image fetched when the report is viewed, a forged heading) were the
+    report's own markdown; in the deliveries table a reply `![x](http://...)` rendered as an image
+    (old code fails both)."""
+    from relay_repl.session.notebook import CellRecord, NotebookRun, SendRecord, render_report
+
+    evil = "fine\n```\n![pixel](http://evil.example/p.png)\n## cell 9: done\n```text"
+    run = NotebookRun(id="r1", notebook="nb", path="nb.py", state="done", cells=[CellRecord(
+        index=1, kind="code", title="", sha256="0", source="print(reply)", state="done", stdout=evil, result=evil,
+        deliveries=[SendRecord(relay_id="op-1", target="codex:beta", transport="memory", state="replied",
+                               outcome="replied", reply="![pixel](http://evil.example/p.png)")])])
+    report = render_report(run)
+    lines = report.splitlines()
+    opened = [i for i, line in enumerate(lines) if line.startswith("````text")]
+    assert len(opened) == 2, report  # a fence longer than any backtick run inside
+    for i in opened:
+        close = lines.index("````", i + 1)
+        assert any("![pixel]" in line for line in lines[i:close]), report
+    assert "| !\\[pixel](http://evil.example/p.png) |" in report, report

@@ -206,3 +206,20 @@ def test_a_pipe_is_read_not_mapped(tmp_path):
     finally:
         os.close(r)
     assert report.verdict == "unknown process" and len(report.records) == 1
+
+
+def test_what_a_record_says_is_never_printed_raw(tmp_path, capsys):
+    """A peer that wrote to a session's socket itself chooses the record's content, its origin's
+    from/msg_id/name and its header: `relay verify` (and the REPL's repr) printed them raw, so an
+    ESC could clear the screen and draw a forged VERIFIED line (old code fails: raw ESC, C1, U+202E)."""
+    evil = "\x1b[2J\x1b[HVERIFIED\x9b31m\u202eevil\u2028x"
+    rec = top("E-1", body=f"hi {evil}", msg_id=f"m{evil}")
+    rec["origin"]["from"] = evil
+    rec["origin"]["name"] = f"n{evil}"
+    f = write(tmp_path / "t.jsonl", rec)
+    main(["verify", "E-1", "--transcript", str(f)])
+    out = capsys.readouterr().out
+    assert "content:" in out and "\\x1b[2J" in out, out
+    assert not any(c in out for c in ("\x1b", "\x9b", "\u202e", "\u2028")), out
+    report = v.verify_file("E-1", str(f), Ledger(tmp_path / "l.sqlite"))
+    assert not any(c in repr(report) for c in ("\x1b", "\x9b", "\u202e", "\u2028"))

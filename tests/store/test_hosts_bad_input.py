@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relay_repl.core.errors import UsageError
+from relay_repl.core.errors import FileProblem, UsageError
 from relay_repl.store import hosts as H
 
 RELAY = [sys.executable, "-m", "relay_repl"]
@@ -132,3 +132,23 @@ def test_a_refusal_says_what_was_wrong_and_what_to_type_never_the_pydantic_url(r
     line = res.stderr.strip()
     assert "\n" not in line and "pydantic" not in line and "For further information" not in line, line
     assert ("use 1-63 letters" in line) or ("as ssh takes it" in line), line
+
+
+def test_hosts_add_keeps_the_operators_file_and_refuses_keys_it_does_not_know(relay_home):
+    """Nothing lost: `relay hosts add` rewrote hosts.toml from the hosts it understood, so a comment,
+    a mistyped table (`[host.h]`: the host silently missing, `relay hosts` said "no hosts") and a
+    key relay does not read (`port = 2222`) vanished without a word (old code: both parts fail)."""
+    path = relay_home / "hosts.toml"
+    relay_home.mkdir(parents=True, exist_ok=True)
+    unknown = '# build boxes\n[host.h]\ndestination = "a"\n[hosts.g]\ndestination = "b"\nport = 2222\n'
+    path.write_text(unknown, encoding="utf-8")
+    with pytest.raises(FileProblem) as err:
+        H.load_hosts()
+    assert "is not a key relay knows here" in str(err.value) and "\n" not in str(err.value), str(err.value)
+    with pytest.raises(FileProblem):
+        H.add_host("k", "c")
+    assert path.read_text(encoding="utf-8") == unknown
+    path.write_text('# build boxes\n[hosts.g]\ndestination = "b"\n', encoding="utf-8")
+    H.add_host("k", "c")
+    assert path.read_text(encoding="utf-8").startswith('# build boxes\n[hosts.g]\ndestination = "b"\n')
+    assert [(h.name, h.destination) for h in H.load_hosts()] == [("g", "b"), ("k", "c")]

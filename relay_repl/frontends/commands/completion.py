@@ -10,6 +10,7 @@ recipe (`relay run <Tab>`) from the recipe shelves; the script asks `relay compl
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -84,7 +85,20 @@ def walk(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 
 def words(kind: str) -> list[str]:
-    """The words for one kind of argument, from what relay keeps (never discovery)."""
+    """The words for one kind of argument, from what relay keeps (never discovery); only words the
+    shells take as they are (SHELL_SAFE)."""
+    return [w for w in _kept_words(kind) if SHELL_SAFE.fullmatch(w)]
+
+
+SHELL_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/%@+,=-]*")
+"""What a completion word may hold. bash's `compgen -W` EXPANDS each word of its list (parameters,
+`$(...)` command substitution, arithmetic, braces), and a target's spec holds the session's name,
+which is whatever its registry record (or a remote host's listing) says: a target named
+`$(touch /tmp/x)` sent to once (a plan answered No records it too) ran that command at the next
+`relay send <Tab>`. Specs (`claude:alpha`, `h2/codex:beta`, `%3`) and recipe names fit."""
+
+
+def _kept_words(kind: str) -> list[str]:
     if kind == "targets":
         from relay_repl.store.paths import ledger_path
         from relay_repl.store.recent_targets import recent_targets

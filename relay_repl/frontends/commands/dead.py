@@ -63,6 +63,18 @@ def cmd_dead(args: argparse.Namespace) -> int:
     return 0
 
 
+def _must_be_a_letter(ref: str) -> None:
+    """Not a dead letter: said from a read-only ledger, before a writer, an inbox or anything else is made."""
+    from relay_repl.session.dead import find_letter
+    from relay_repl.store.ledger import Ledger
+
+    led = Ledger.read_only_default()
+    try:
+        find_letter(led, ref)
+    finally:
+        led.close()
+
+
 def cmd_dead_drop(args: argparse.Namespace) -> int:
     import relay_repl.store.paths as paths
     from relay_repl.core.errors import UsageError
@@ -71,6 +83,7 @@ def cmd_dead_drop(args: argparse.Namespace) -> int:
 
     if not paths.ledger_path().exists():  # nothing was ever sent from here: no ledger is made to say so
         raise UsageError(f"no delivery or relay id {args.id!r}: there is no ledger at {paths.ledger_path()}")
+    _must_be_a_letter(args.id)
     d = drop(Ledger.default(), args.id, args.reason)
     print(visible(f"dropped {d.relay_id or d.key} ({d.state} to {d.target}): off the shelf; `relay why "
                   f"{d.relay_id or d.key}` still shows it"))
@@ -89,6 +102,7 @@ def cmd_dead_retry(args: argparse.Namespace) -> int:
 
     if not paths.ledger_path().exists():  # nothing was ever sent from here: nothing to retry, nothing made
         raise UsageError(f"no delivery or relay id {args.id!r}: there is no ledger at {paths.ledger_path()}")
+    _must_be_a_letter(args.id)
 
     def err(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

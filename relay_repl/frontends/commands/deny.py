@@ -25,6 +25,17 @@ def cmd_deny(args: argparse.Namespace) -> int:
     from relay_repl.session.asking import refuse_inside_agent
 
     refuse_inside_agent("denying a request")
+    from relay_repl.core.errors import UsageError
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.store.requests import RequestStore
+
+    led = Ledger.read_only_default()  # an unknown id is said before a ledger (or RELAY_HOME) is made
+    try:
+        known = RequestStore(led).get(str(args.request_id).strip()) is not None
+    finally:
+        led.close()
+    if not known:
+        raise UsageError(f"no request {args.request_id!r}; `relay requests` lists the held ones")
     session = make_session(fake=args.fake, echo=lambda line: None)
     req = session.deny_request(args.request_id, why=args.why)
     print(visible(f"request {req.id} from {req.asker} denied: {req.why}; nothing was sent"))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from relay_repl.frontends.kind_words import KindsHelp
-from relay_repl.frontends.commands.common import progress
+from relay_repl.frontends.commands.common import InertParser, progress
 
 
 def _kind_flags() -> dict[str, tuple[str, str, int]]:
@@ -22,7 +22,7 @@ def _kind_flags() -> dict[str, tuple[str, str, int]]:
     return out
 
 
-class _KindFlagsParser(argparse.ArgumentParser):
+class _KindFlagsParser(InertParser):
     """A `relay lab` subcommand parser that adds one flag per lab kind (from the registry) just
     before it parses: only when `relay lab up|install` runs, since loading every kind's package
     costs a cold start (0.2-1 s measured) that `relay targets`, `relay reply` and the rest must
