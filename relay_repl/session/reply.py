@@ -19,6 +19,7 @@ loads.
 
 from __future__ import annotations
 
+
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from relay_repl.core.envelope_line import HOP_CAP, plain_line
@@ -46,13 +47,18 @@ class Replied(NamedTuple):
 def reply(relay_id: str, text: str, *, ledger: Ledger | None = None,
           me: Me | OwnAddress | None = None) -> tuple[Replied, str]:
     """Answer `relay_id` into its operator's inbox; `me` is who answers (default: this process's own address)."""
-    ledger = ledger or Ledger.default()
+    if ledger is None:  # an id the operator did not send is refused before any file is made or touched
+        peek = Ledger.read_only_default()
+        try:
+            known = peek.sent_hop(relay_id)
+        finally:
+            peek.close()
+        if known is None:
+            raise _not_ours(relay_id)
+        ledger = Ledger.default()
     hop = ledger.sent_hop(relay_id)
     if hop is None:
-        raise DiscoveryError(
-            f"relay id {relay_id!r} was not sent by the operator here: `relay reply` only answers ids from the "
-            "envelope you received (copy id=... exactly)"
-        )
+        raise _not_ours(relay_id)
     halt = ledger.active_halt()
     if halt:
         raise LoopHalt(f"relay-halt is in force ({halt.reason}): not replying")
@@ -79,6 +85,13 @@ def reply(relay_id: str, text: str, *, ledger: Ledger | None = None,
     ledger.record_sent(sent.id, sent.hop, f"inbox:{inbox.pid}")
     ledger.event("reply", relay_id=sent.id, data={"answers": relay_id, "inbox": inbox.socket, "line": sent.line})
     return sent, inbox.socket
+
+
+def _not_ours(relay_id: str) -> DiscoveryError:
+    return DiscoveryError(
+        f"relay id {relay_id!r} was not sent by the operator here: `relay reply` only answers ids from the "
+        "envelope you received (copy id=... exactly)"
+    )
 
 
 def find_inbox(relay_id: str | None = None) -> Any:

@@ -74,3 +74,21 @@ def test_a_decision_on_an_id_relay_does_not_know_changes_nothing(tmp_path, args,
     ran = run(args, cwd, env)
     assert ran.code == 2 and ran.stderr.startswith("relay: ") and ran.stderr.count("\n") == 1, ran.stderr[-800:]
     assert differences(before, snapshot([root])) == [], ran.stderr
+
+
+@pytest.mark.parametrize("ledger", [False, True], ids=["no-home", "a-ledger"])
+def test_a_reply_to_an_id_nobody_sent_changes_nothing(tmp_path, ledger):
+    """`relay reply nobody-1 hi` from a shell where no operator ever sent: refused in one line, and
+    it no longer makes RELAY_HOME and a ledger to say so (old code fails the no-home case)."""
+    from relay_repl.store.ledger import Ledger
+
+    root = tmp_path / "world"
+    cwd, env = fresh_world(root)
+    if ledger:
+        Path(env["RELAY_HOME"]).mkdir()
+        Ledger(Path(env["RELAY_HOME"]) / "ledger.sqlite").close()
+    before = snapshot([root])
+    ran = run(["reply", "nobody.host.1-1", "hi"], cwd, env)
+    assert ran.code != 0 and "was not sent by the operator here" in ran.stderr, ran.stderr[-800:]
+    assert "Traceback" not in ran.stderr and ran.stderr.count("\n") == 1, ran.stderr[-800:]
+    assert differences(before, snapshot([root])) == [], ran.stderr
