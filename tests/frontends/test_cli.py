@@ -157,3 +157,14 @@ def test_an_error_quoting_a_huge_argument_keeps_its_next_step_and_fits(capsys, r
     err = capsys.readouterr().err
     assert err.startswith("relay: no recipe named 'AAA") and err.rstrip().endswith("lists them"), err[-300:]
     assert len(err) < 1600 and err.count("\n") == 1
+
+
+def test_relay_why_of_a_huge_unknown_id_is_one_cut_inert_line(capsys, relay_home):
+    """`relay why <100 kB id>` printed its own error: the id whole, escapes raw (found by the attack
+    pass). It goes through the one error line now (old code fails)."""
+    assert main(["why", "\x1b[2J" + "A" * 100_000]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err
+    assert err.startswith("relay: no events for relay id") and err.rstrip().endswith("lists recent ones"), err[-300:]
+    assert len(err) < 1600 and err.count("\n") == 1 and "\x1b" not in err
