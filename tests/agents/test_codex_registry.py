@@ -247,6 +247,53 @@ def test_lock_holder_found_by_inode(home, holders):
     assert file_key(home / "missing.lock") is None
 
 
+def test_a_verdict_asks_the_process_not_the_machines_lock_table(home, tmp_path, holders, monkeypatch):
+    """identify_process (an inbox verdict, once per reply and per ancestor) reads the asked pid's own
+    descriptors (fdinfo), not /proc/locks: that table holds every lab's locks, read up to five times
+    when it spans pages (issue 33: most of a verdict's CPU). Same answer: the holder's thread, and
+    nothing for a process that holds none, or that is gone."""
+    import relay_repl.agents.codex.provider as codex_provider
+
+    lock(home, T1), lock(home, T2)
+    index(home, (T1, "alpha"))
+    pid = holders(home / "thread-writer-locks" / f"{T1}.lock")
+    other = holders(tmp_path / "elsewhere.lock")  # holds a lock, not a thread's
+    prov = provider(home, tmp_path)
+
+    def no_table(*a: object, **k: object) -> None:
+        raise AssertionError("read the machine's /proc/locks for one process's locks")
+
+    monkeypatch.setattr(codex_provider, "read_proc_locks", no_table)
+    ident = prov.identify_process(pid)
+    assert ident is not None and ident.spec == "codex:alpha" and not ident.host_only
+    assert ident.evidence.startswith(f"pid {pid} holds the lock of 1 thread(s)")
+    assert prov.identify_process(other) is None
+    assert prov.identify_process(os.getpid()) is None
+
+
+def test_a_verdict_on_a_holder_that_released_or_exited_is_current(home, tmp_path, holders):
+    """No reading is kept between verdicts: a holder killed (its pid gone) is no host a moment later."""
+    p = lock(home, T1)
+    proc = subprocess.Popen([sys.executable, str(holders.script), str(p)], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == b"locked"
+    prov = provider(home, tmp_path)
+    assert prov.identify_process(proc.pid) is not None
+    proc.kill()
+    proc.wait()
+    assert prov.identify_process(proc.pid) is None
+
+
+def test_where_fdinfo_cannot_tell_the_lock_table_still_does(home, tmp_path, holders, monkeypatch):
+    """Another user's process (its fd directory unreadable) or a kernel before 4.1: /proc/locks, as before."""
+    import relay_repl.agents.codex.provider as codex_provider
+
+    lock(home, T1)
+    pid = holders(home / "thread-writer-locks" / f"{T1}.lock")
+    monkeypatch.setattr(codex_provider, "flocked_files", lambda *a, **k: None)
+    ident = provider(home, tmp_path).identify_process(pid)
+    assert ident is not None and ident.spec == f"codex:{T1}"
+
+
 # -- threads, names, liveness ------------------------------------------------------------------------
 
 
