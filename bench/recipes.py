@@ -244,6 +244,7 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                 import cProfile
 
                 prof = cProfile.Profile(time.thread_time)  # CPU, not wall: the machine is shared
+                workers = profile_workers()
             for i in range(runs):
                 await until_idle(s, targets)
                 gate.spent = 0.0
@@ -254,9 +255,11 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                     t0, c1, p1, r1, m1 = time.time(), cpu_busy(), cpu_by_program(), own_cpu(), time.thread_time()
                     if prof is not None:
                         prof.enable()
+                        workers.on = True
                     run = await s.run("ask-all", question=f"bench ask-all {i}{slow}")
                     if prof is not None:
                         prof.disable()
+                        workers.on = False
                     wall = time.time() - t0
                 used, p2, r2, m2 = cpu_busy() - c1, cpu_by_program(), own_cpu(), time.thread_time()
                 got = len(run.replies)
@@ -302,8 +305,18 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                       f"max {max(relay_own) * 1000:.1f}); goal <= {GOAL_RELAY_MS:.0f} ms: "
                       f"{'held' if med_own <= GOAL_RELAY_MS else 'NOT held'} (load {load()})")
             if prof is not None:
+                import anyio.to_thread
+                import pstats
+
+                anyio.to_thread.run_sync = workers.real  # type: ignore[assignment]
                 prof.dump_stats(profile_to)
-                print(f"cProfile of the ask-all runs (relay's own process) in {profile_to}")
+                if workers.profiles:
+                    st = pstats.Stats(workers.profiles[0])
+                    for wp in workers.profiles[1:]:
+                        st.add(wp)
+                    st.dump_stats(profile_to + ".workers")
+                print(f"cProfile of the ask-all runs (relay's own process): the event loop in {profile_to}, "
+                      f"{len(workers.profiles)} calls run in worker threads in {profile_to}.workers")
             if ratios:
                 bound = statistics.median(floors)
                 print(f"ask-all, {len(ratios)} runs over {len(targets)} targets: {statistics.median(ratios):.2f}x the "
@@ -353,6 +366,41 @@ def lab_memory() -> str:
         avail = next((int(line.split()[1]) for line in f if line.startswith("MemAvailable:")), 0)
     return (f"the lab's {len(seen)} processes: PSS {pss / 1024:.0f} MiB (RSS summed {rss / 1024:.0f} MiB); "
             f"MemAvailable {avail / 1024:.0f} MiB")
+
+
+class _Workers:
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.profiles: list[Any] = []
+        self.on = False
+
+
+def profile_workers() -> _Workers:
+    """Profile (CPU time) every call relay hands to anyio's worker threads while `on`: cProfile sees
+    only the thread it was enabled in."""
+    import cProfile
+
+    import anyio.to_thread
+
+    w = _Workers(anyio.to_thread.run_sync)
+
+    async def run_sync(func: Any, *args: Any, **kw: Any) -> Any:
+        if not w.on:
+            return await w.real(func, *args, **kw)
+
+        def profiled(*a: Any) -> Any:
+            p = cProfile.Profile(time.thread_time)
+            p.enable()
+            try:
+                return func(*a)
+            finally:
+                p.disable()
+                w.profiles.append(p)
+
+        return await w.real(profiled, *args, **kw)
+
+    anyio.to_thread.run_sync = run_sync  # type: ignore[assignment]
+    return w
 
 
 def own_cpu() -> float:

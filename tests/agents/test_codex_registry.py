@@ -294,6 +294,38 @@ def test_where_fdinfo_cannot_tell_the_lock_table_still_does(home, tmp_path, hold
     assert ident is not None and ident.spec == f"codex:{T1}"
 
 
+def test_taker_gone_asks_the_targets_host_first_and_the_lock_table_only_when_it_holds_nothing(home, tmp_path, holders,
+                                                                                             monkeypatch):
+    """After every enqueue: is the thread's writer lock held by a live process? The host discovery
+    named (target.pid) is asked of its own fdinfo first (issue 33: /proc/locks read five times per
+    Codex send cost ~9 ms); only when it holds nothing is the whole table read (another holder)."""
+    import relay_repl.system.proc as proc
+    from relay_repl.agents.codex.queue_ops import CodexQueue
+
+    path = lock(home, T1)
+    holder = holders(path)
+
+    def target(pid: int, tid: str = T1) -> Target:
+        return Target(kind="codex", prefix="codex", name="beta", address=tid, pid=pid, identified_by="test",
+                      detail={"codex_home": str(home)})
+
+    real = proc.read_proc_locks
+    reads: list[int] = []
+
+    def counting(*a: object, **k: object):
+        reads.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(proc, "read_proc_locks", counting)
+    q = CodexQueue()
+    assert q.taker_gone(target(holder)) is None and reads == []
+    assert q.taker_gone(target(os.getpid())) is None and reads == [1]  # held, by another than discovery named
+    lock(home, T2)
+    gone = q.taker_gone(target(holder, T2))
+    assert gone is not None and gone.startswith(f"no process holds thread {T2}'s writer lock")
+    assert (q.taker_gone(target(holder, T3)) or "").startswith(f"thread {T3} has no writer lock file")
+
+
 # -- threads, names, liveness ------------------------------------------------------------------------
 
 
