@@ -14,7 +14,6 @@ returns None / False / an empty value instead of raising. Nothing here writes.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable
@@ -312,20 +311,41 @@ def lock_holders(keys: dict[FileKey, list[int]], path: str | os.PathLike[str]) -
     return list(loose[0]) if len(loose) == 1 else []
 
 
-FDINFO_LOCKS = (4, 1)
-"""The kernel from which /proc/<pid>/fdinfo/<fd> lists the locks held through that descriptor."""
+_FDINFO_LOCKS: list[bool] = []
 
 
-def _kernel_lists_fd_locks(release: str | None = None) -> bool:
-    m = re.match(r"(\d+)\.(\d+)", release or os.uname().release)
-    return m is not None and (int(m[1]), int(m[2])) >= FDINFO_LOCKS
+def _kernel_lists_fd_locks() -> bool:
+    """Whether /proc/<pid>/fdinfo/<fd> lists the locks held through a descriptor here (Linux 4.1 and
+    later; not every /proc that reports a later release does, e.g. a sandboxed kernel). Seen, not
+    assumed: once per process, a flock on an anonymous memory file (memfd: no file anywhere is
+    created), looked for in our own fdinfo."""
+    if not _FDINFO_LOCKS:
+        _FDINFO_LOCKS.append(_probe_fd_locks())
+    return _FDINFO_LOCKS[0]
+
+
+def _probe_fd_locks() -> bool:
+    import fcntl
+
+    try:
+        fd = os.memfd_create("relay-flock-probe", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
+            return any(line.startswith(b"lock:") and b" FLOCK " in line for line in f)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
                   proc: Path = PROC) -> set[FileKey] | None:
     """(major, minor, inode) of every file process `pid` holds a flock on NOW, through one of its
-    own open descriptors; None when that cannot be read (the process is gone or hidden, or a
-    kernel older than 4.1 lists no locks in fdinfo): then ask `read_proc_locks`.
+    own open descriptors; None when that cannot be read (the process is hidden from us, or this
+    kernel lists no locks in fdinfo: `_kernel_lists_fd_locks`): then ask `read_proc_locks`.
 
     Why not /proc/locks: that table lists every lock on the machine, is read up to LOCKS_READS
     times when it spans several read(2) calls (a row held throughout can be skipped by one), and

@@ -13,8 +13,7 @@ import pytest
 
 import os
 
-from relay_repl.system.proc import (PROC, _kernel_lists_fd_locks, file_key, flocked_files, lock_holders,
-                                    read_in_chunks, read_proc_locks)
+from relay_repl.system.proc import PROC, file_key, flocked_files, lock_holders, read_in_chunks, read_proc_locks
 
 HOLD = textwrap.dedent("""
     import fcntl, sys
@@ -107,7 +106,12 @@ def test_flocked_files_are_the_locks_one_process_holds_now(tmp_path):
     assert flocked_files(p.pid) == set()
 
 
-def test_kernels_before_4_1_list_no_locks_in_fdinfo():
-    assert _kernel_lists_fd_locks("6.18.44-fc-v1272") and _kernel_lists_fd_locks("4.1.0")
-    assert not _kernel_lists_fd_locks("3.10.0-1160.el7.x86_64") and not _kernel_lists_fd_locks("4.0.9")
-    assert not _kernel_lists_fd_locks("weird")
+def test_whether_fdinfo_lists_locks_is_seen_not_assumed(monkeypatch):
+    """The probe takes a flock on an anonymous memfd and reads our own fdinfo: true on this kernel;
+    where it cannot tell (no memfd), flocked_files answers None and callers read /proc/locks."""
+    import relay_repl.system.proc as proc
+
+    assert proc._probe_fd_locks() is True
+    monkeypatch.setattr(proc, "_FDINFO_LOCKS", [])
+    monkeypatch.delattr(os, "memfd_create")
+    assert proc._kernel_lists_fd_locks() is False and flocked_files(os.getpid()) is None
