@@ -59,8 +59,10 @@ A Claude with `prefersReducedMotion` (no 50 ms spinner timer) measured no better
 
 Measured 2026-12-05 (issue 33, NOT quiet: seven helpers at once, load 8-15 on 2 CPUs, so read the
 CPU-s figures; the floor ratio is ~1 whenever other work keeps both CPUs busy), three runs each:
-- relay's own CPU per target: main 17.9 ms (4+4, load 9-12); this branch 12.0-13.1 ms (4+4 and
-  8+8, default and --model-latency 1, load 10-13); the goal of 10 ms NOT held here. Gone: /proc/locks
+- relay's own CPU per target, 4+4 medians: main (as of 02:05) 17.9 ms at load 9-12, 13.7 ms at load
+  5-9; this branch 13.1 ms at load 12-15, 11.3 ms at load 7-9 (8+8: 12.0 ms, --model-latency 1:
+  12.6-12.9 ms, load 10-13); the goal of 10 ms NOT held here. The /proc/locks part grows with every
+  lock on the machine (other labs), so main's figure moves with the load most. Gone: /proc/locks
   read 5x per Codex reply and per Codex send (fdinfo of the one process asked instead), config.toml
   parsed 2-3x per Codex send, the Claude transcript parsed whole on every confirm poll, sessions/
   walked per hosted thread per reply, a 4 MB rollout tail split per hosted thread per reply. Left
