@@ -5,8 +5,12 @@
 
 1. ask-all over a lab of N Claude + M Codex sessions, with a scripted yes. First the
    single round trip (send want=reply -> linked reply) of every target, one at a time;
-   then the whole ask-all run. Goal: the whole run within 2x the median single round
-   trip, plus the gate (the time spent inside the approver, ~0 when scripted). Every single
+   then the whole ask-all run. Goals (issue 33), printed with whether they held: by default,
+   the run within 1.10x its CPU floor (the CPU-s the machine used during the run / its CPUs:
+   how long that work needs on all CPUs at once); with `--model-latency S`, within 1.3x the
+   median single round trip (the gate, ~0 when scripted, is not counted). And relay's own CPU
+   (this process: plans, ledger, sends, inbox, verdicts; the sampler's thread left out) at most
+   10 ms per target per verified round trip. The lab's memory (PSS) closes the series. Every single
    and every run starts once all receivers read idle again (and 0.3 s more), so none pays for
    the tail of the turn before it. `--warm` first makes one unmeasured round trip to every
    target: without it each single is that session's FIRST answer, which costs a Claude more
@@ -53,6 +57,25 @@ relay's fan-out (which `--model-latency` shows concurrent); 2x needs CPUs or mod
 A Claude with `prefersReducedMotion` (no 50 ms spinner timer) measured no better (2.24-3.20x vs
 2.07-3.56x, ten runs each), so the lab keeps Claude's default screen.
 
+Measured 2026-12-05 (issue 33, NOT quiet: seven helpers at once, load 8-15 on 2 CPUs, so read the
+CPU-s figures; the floor ratio is ~1 whenever other work keeps both CPUs busy), three runs each:
+- relay's own CPU per target, 4+4 medians: main (as of 02:05) 17.9 ms at load 9-12, 13.7 ms at load
+  5-9; this branch 13.1 ms at load 12-15, 11.3 ms at load 7-9 (8+8: 12.0 ms, --model-latency 1:
+  12.6-12.9 ms, load 10-13); the goal of 10 ms NOT held here. The /proc/locks part grows with every
+  lock on the machine (other labs), so main's figure moves with the load most. Gone: /proc/locks
+  read 5x per Codex reply and per Codex send (fdinfo of the one process asked instead), config.toml
+  parsed 2-3x per Codex send, the Claude transcript parsed whole on every confirm poll, sessions/
+  walked per hosted thread per reply, a 4 MB rollout tail split per hosted thread per reply. Left
+  (by the profile, event loop): the send path (daemon WebSocket per Codex send, confirm polls),
+  the inbox verdict (~2 ms a reply), ~12 ledger commits per target.
+- 4+4 default: 0.97-0.99x the CPU floor (goal held); --model-latency 1: 1.16-1.21x the single round
+  trip (goal held). 8+8 default: 0.95-0.97x the floor (held); --model-latency 1: 2.25-2.45x the
+  single (NOT held: 16 turns' CPU on 2 CPUs, 2.4x the round trip, outlasts it at this load).
+- memory: 4+4 lab 24 processes, PSS 1.3 GB (RSS summed 2.2 GB); 8+8 lab 44 processes, PSS 2.2 GB
+  (RSS summed 4.1 GB); about 20 GB stayed available.
+The recipes' --profile FILE writes cProfile (CPU time) of the event loop to FILE and of the calls run
+in worker threads to FILE.workers.
+
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
 """
@@ -63,16 +86,19 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import statistics
 import tempfile
 import time
 from datetime import datetime
 from typing import Any
 
-from bench.turn_cpu import TICK, Sampler, category, cmdline_of, lab_roots
+from bench.turn_cpu import TICK, Sampler, category, cmdline_of, lab_roots, load
 
-GOAL_ASK_ALL = 2.0
+GOAL_FLOOR = 1.10  # default mode: ask-all's wall time over its CPU floor (CPU-s used / CPUs), issue 33
+GOAL_LATENCY = 1.3  # --model-latency S > 0: ask-all's wall time over the median single round trip, issue 33
 GOAL_OVERHEAD = {"claude-code": 0.3, "codex": 0.6}
+GOAL_RELAY_MS = 10.0  # relay's own CPU per verified round trip, per target (issue 33)
 
 
 class TimedYes:
@@ -196,7 +222,7 @@ async def until_idle(s: Any, specs: list[str], *, settle: float = 0.3, bound: fl
 
 
 async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_process: bool = False,
-                  latency: float = 0.0, warm: bool = False) -> None:
+                  latency: float = 0.0, warm: bool = False, profile_to: str | None = None) -> None:
     import anyio
 
     from relay_repl.session.app import make_session
@@ -234,6 +260,14 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                   f"{len(targets)} runs in {spent_one:.1f} s), {ncpu} CPUs")
             ratios: list[float] = []
             floors: list[float] = []
+            over_floor: list[float] = []
+            relay_own: list[float] = []
+            prof = None
+            if profile_to:
+                import cProfile
+
+                prof = cProfile.Profile(time.thread_time)  # CPU, not wall: the machine is shared
+                workers = profile_workers()
             for i in range(runs):
                 await until_idle(s, targets)
                 gate.spent = 0.0
@@ -241,44 +275,162 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                     smp = stack.enter_context(Sampler(lab_roots(), interval=0.1)) if by_process else None
                     if smp is not None:
                         smp.open()
-                    t0, c1, p1 = time.time(), cpu_busy(), cpu_by_program()
+                    t0, c1, p1, r1, m1 = time.time(), cpu_busy(), cpu_by_program(), own_cpu(), time.thread_time()
+                    if prof is not None:
+                        prof.enable()
+                        workers.on = True
                     run = await s.run("ask-all", question=f"bench ask-all {i}{slow}")
+                    if prof is not None:
+                        prof.disable()
+                        workers.on = False
                     wall = time.time() - t0
-                used, p2 = cpu_busy() - c1, cpu_by_program()
+                used, p2, r2, m2 = cpu_busy() - c1, cpu_by_program(), own_cpu(), time.thread_time()
                 got = len(run.replies)
                 if run.state != "done" or got != len(targets):
                     raise SystemExit(f"ask-all run {i} failed ({got}/{len(targets)} replies): {run!r}")
                 ratio = (wall - gate.spent) / med
                 ratios.append(ratio)
                 floors.append(used / ncpu / med)
+                over = (wall - gate.spent) / (used / ncpu)  # the run against the time its own CPU-s need on all CPUs
+                over_floor.append(over)
                 print(f"ask-all over {len(targets)} targets: {wall:.2f} s (gate {gate.spent * 1000:.1f} ms); median "
                       f"single round trip {med:.2f} s (min {min(singles):.2f}, max {max(singles):.2f}) -> "
-                      f"{ratio:.2f}x the round trip = {ratio / GOAL_ASK_ALL:.2f}x of the {GOAL_ASK_ALL:.0f}x goal")
+                      f"{ratio:.2f}x the round trip; {over:.2f}x the CPU floor ({used:.2f} CPU-s / {ncpu} CPUs = "
+                      f"{used / ncpu:.2f} s = {used / ncpu / med:.2f}x the round trip)")
                 print(f"  CPU: {used:.2f} CPU-s in {wall:.2f} s = {used / wall / ncpu:.0%} of {ncpu} CPUs busy; the "
                       f"singles' work ({len(targets)} x {cpu_one:.2f} CPU-s) needs at least "
                       f"{len(targets) * cpu_one / ncpu:.2f} s on {ncpu} CPUs = "
                       f"{len(targets) * cpu_one / ncpu / med:.2f}x the round trip")
                 print(f"  CPU-s by program, machine-wide (every process, other users' work too; "
                       f"--by-process names the lab's own): {top_programs(p1, p2)}")
+                n = len(targets)
+                mine = r2 - r1 - (smp.own_cpu if smp is not None else 0.0)
+                relay_own.append(mine / n)
+                lab = ""
                 if smp is not None:
                     cats = sorted(smp.by_category().items(), key=lambda kv: -kv[1])
                     print(f"  CPU-s by lab process (sampled; the sampler's own {smp.own_cpu:.2f} in the total above): "
                           + ", ".join(f"{c} {v:.2f}" for c, v in cats if v >= 0.005))
+                    mcp = sum(v for c, v in cats if c.startswith(("relay mcp", "relay reply")))
+                    lab = (f"; relay's processes in the lab (relay mcp / relay reply, the receivers' answer route, "
+                           f"not in the goal) {mcp / n * 1000:.1f} ms per target")
+                print(f"  relay (this process: plans, ledger, sends, inbox, verdicts"
+                      f"{'; the sampler left out' if smp is not None else ''}): {mine:.3f} CPU-s (event loop "
+                      f"{m2 - m1:.3f}, worker threads {mine - (m2 - m1):.3f}) = {mine / n * 1000:.1f} ms per target "
+                      f"(goal {GOAL_RELAY_MS:.0f} ms: {'held' if mine / n * 1000 <= GOAL_RELAY_MS else 'NOT held'})"
+                      f"{lab} (load {load()})")
                 if transcripts is not None:
                     profile(s, run, t0, transcripts)
+            if relay_own:
+                med_own = statistics.median(relay_own) * 1000
+                print(f"relay's own CPU per verified round trip, {len(relay_own)} runs over {len(targets)} targets: "
+                      f"median {med_own:.1f} ms per target (min {min(relay_own) * 1000:.1f}, "
+                      f"max {max(relay_own) * 1000:.1f}); goal <= {GOAL_RELAY_MS:.0f} ms: "
+                      f"{'held' if med_own <= GOAL_RELAY_MS else 'NOT held'} (load {load()})")
+            if prof is not None:
+                import anyio.to_thread
+                import pstats
+
+                anyio.to_thread.run_sync = workers.real  # type: ignore[assignment]
+                prof.dump_stats(profile_to)
+                if workers.profiles:
+                    st = pstats.Stats(workers.profiles[0])
+                    for wp in workers.profiles[1:]:
+                        st.add(wp)
+                    st.dump_stats(profile_to + ".workers")
+                print(f"cProfile of the ask-all runs (relay's own process): the event loop in {profile_to}, "
+                      f"{len(workers.profiles)} calls run in worker threads in {profile_to}.workers")
             if ratios:
                 bound = statistics.median(floors)
-                print(f"ask-all, {len(ratios)} runs: {statistics.median(ratios):.2f}x the median single round trip "
-                      f"(min {min(ratios):.2f}, max {max(ratios):.2f}); goal {GOAL_ASK_ALL:.0f}x "
-                      f"{'met' if max(ratios) <= GOAL_ASK_ALL else 'NOT met'} in {sum(r <= GOAL_ASK_ALL for r in ratios)}"
-                      f"/{len(ratios)}. The CPU the runs used, spread over all {ncpu} CPUs, is already {bound:.2f}x "
-                      f"the round trip (median): " + ("the rest is waiting, relay's fan-out included"
-                                                      if bound < GOAL_ASK_ALL else
-                                                      "the work alone outlasts the goal on these CPUs (relay's own "
-                                                      "share of it: `python` in CPU-s by program)"))
+                print(f"ask-all, {len(ratios)} runs over {len(targets)} targets: {statistics.median(ratios):.2f}x the "
+                      f"median single round trip (min {min(ratios):.2f}, max {max(ratios):.2f}); "
+                      f"{statistics.median(over_floor):.2f}x the CPU floor (min {min(over_floor):.2f}, max "
+                      f"{max(over_floor):.2f}; the floor: CPU-s used / {ncpu} CPUs, {bound:.2f}x the round trip)")
+                print(goal_line(latency, statistics.median(ratios), statistics.median(over_floor)))
+                print(f"  memory: {lab_memory()}")
         finally:
             await s.close_inbox()
             tg.cancel_scope.cancel()
+
+
+def goal_line(latency: float, ratio: float, over_floor: float) -> str:
+    """The goal of this mode and whether it held (medians over the runs)."""
+    if latency > 0:
+        return (f"goal (model latency {latency:g} s): ask-all <= {GOAL_LATENCY:.2f}x the single round trip: "
+                f"{ratio:.2f}x, {'held' if ratio <= GOAL_LATENCY else 'NOT held'}")
+    return (f"goal (default mode): ask-all <= {GOAL_FLOOR:.2f}x the CPU floor: {over_floor:.2f}x, "
+            f"{'held' if over_floor <= GOAL_FLOOR else 'NOT held'}")
+
+
+def lab_memory() -> str:
+    """The lab's processes' memory now: RSS summed, and PSS (shared pages split between the processes
+    that map them: what the lab adds to the machine) from smaps_rollup, with the machine's MemAvailable."""
+    from bench.turn_cpu import _children
+
+    seen: set[int] = set()
+    todo = list(lab_roots())
+    rss = pss = 0
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as f:
+                for line in f:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+        except OSError:
+            pass
+        todo += _children(pid)
+    with open("/proc/meminfo", encoding="ascii") as f:
+        avail = next((int(line.split()[1]) for line in f if line.startswith("MemAvailable:")), 0)
+    return (f"the lab's {len(seen)} processes: PSS {pss / 1024:.0f} MiB (RSS summed {rss / 1024:.0f} MiB); "
+            f"MemAvailable {avail / 1024:.0f} MiB")
+
+
+class _Workers:
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.profiles: list[Any] = []
+        self.on = False
+
+
+def profile_workers() -> _Workers:
+    """Profile (CPU time) every call relay hands to anyio's worker threads while `on`: cProfile sees
+    only the thread it was enabled in."""
+    import cProfile
+
+    import anyio.to_thread
+
+    w = _Workers(anyio.to_thread.run_sync)
+
+    async def run_sync(func: Any, *args: Any, **kw: Any) -> Any:
+        if not w.on:
+            return await w.real(func, *args, **kw)
+
+        def profiled(*a: Any) -> Any:
+            p = cProfile.Profile(time.thread_time)
+            p.enable()
+            try:
+                return func(*a)
+            finally:
+                p.disable()
+                w.profiles.append(p)
+
+        return await w.real(profiled, *args, **kw)
+
+    anyio.to_thread.run_sync = run_sync  # type: ignore[assignment]
+    return w
+
+
+def own_cpu() -> float:
+    """CPU-seconds this process (every thread: the session, its inbox, anyio's worker threads and
+    the sampler) has used: relay's own CPU, read around a run."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 def cpu_busy() -> float:
@@ -401,6 +553,8 @@ def main() -> None:
     ap.add_argument("--by-process", action="store_true", help="sample every lab process during each ask-all run")
     ap.add_argument("--model-latency", type=float, default=0.0, metavar="S",
                     help="the stub model holds each turn's first answer S seconds (default 0: at once)")
+    ap.add_argument("--profile", metavar="FILE",
+                    help="cProfile relay's own process during the ask-all runs into FILE (pstats)")
     ap.add_argument("--warm", action="store_true",
                     help="one unmeasured round trip to every target first (a session's first answer costs more)")
     args = ap.parse_args()
@@ -418,7 +572,7 @@ def main() -> None:
             if not args.rounds_only:
                 state = launcher.status() or state
                 anyio.run(ask_all, args.runs, {x.name: x.transcript or "" for x in state.sessions}, args.by_process,
-                          args.model_latency, args.warm)
+                          args.model_latency, args.warm, args.profile)
             if not args.ask_all_only:
                 state = launcher.status() or state
                 transcripts = {x.name: x.transcript or "" for x in state.sessions}

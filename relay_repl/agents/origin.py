@@ -25,11 +25,11 @@ core.inbound.Verdict) without ever trusting the claim:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from relay_repl.core.inbound import PeerIdentity, ToolCall, Verdict, claim_address
-from relay_repl.system.proc import ancestors, proc_start
+from relay_repl.system.proc import proc_start, read_stat
 
 
 class Identifies(Protocol):
@@ -60,12 +60,13 @@ class OriginJudge:
         return ident, chain
 
     def _identify(self, pid: int) -> tuple[Identifies | None, PeerIdentity | None, tuple[int, ...]]:
-        chain = ancestors(pid)
-        for i, p in enumerate(chain):
+        chain: list[int] = []
+        for p in _up_from(pid):  # parents read one at a time: none above the session that is found
             for agent in self.agents:
-                found = agent.identify_process(p, tuple(chain[:i]))
+                found = agent.identify_process(p, tuple(chain))
                 if found is not None:
-                    return agent, found, tuple(chain[: i + 1])
+                    return agent, found, (*chain, p)
+            chain.append(p)
         return None, None, tuple(chain)
 
     def session_of(self, pid: int, call: ToolCall) -> tuple[str | None, str]:
@@ -116,6 +117,18 @@ class OriginJudge:
                            "and no session started it", **base)
         return Verdict(verdict="unknown process",
                        detail=f"pid {pid} is no discovered session and was not started by one", **base)
+
+
+def _up_from(pid: int, limit: int = 64) -> Iterator[int]:
+    """`pid` and its ancestors, nearest first (as system.proc.ancestors lists them), each parent
+    read only when the one below it was no session."""
+    seen: set[int] = set()
+    cur: int | None = pid
+    while cur is not None and cur > 1 and len(seen) < limit and cur not in seen:
+        seen.add(cur)
+        yield cur
+        st = read_stat(cur)
+        cur = st.ppid if st else None
 
 
 def hosted(ident: PeerIdentity) -> str:

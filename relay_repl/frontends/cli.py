@@ -85,7 +85,7 @@ def build_parser(words: list[str] | None = None) -> argparse.ArgumentParser:
     `relay targets`' own cold start, measured against `claude agents --json` alone; one
     subcommand's parser parses that command's words as the whole parser would."""
     argparse_gettext.install()  # ~30 subparsers: one locale walk per message, not per use
-    from relay_repl.frontends.commands.common import InertParser
+    from relay_repl.frontends.inert_parser import InertParser
 
     p = InertParser(
         prog="relay", description=DESCRIPTION, epilog=EPILOG, formatter_class=KindsRawHelp

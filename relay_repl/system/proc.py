@@ -14,7 +14,7 @@ returns None / False / an empty value instead of raising. Nothing here writes.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,7 +38,8 @@ def read_stat(pid: int | str, proc: Path = PROC) -> ProcStat | None:
     `comm` may contain spaces and parentheses, so split after the *last* ')'.
     """
     try:
-        raw = (proc / str(int(pid)) / "stat").read_text()
+        with open(f"{proc}/{int(pid)}/stat", "rb") as f:  # not pathlib: on every verdict's path, per ancestor
+            raw = f.read().decode("utf-8", "replace")
     except (OSError, ValueError, TypeError):
         return None
     head, sep, tail = raw.rpartition(")")
@@ -306,6 +307,76 @@ def lock_holders(keys: dict[FileKey, list[int]], path: str | os.PathLike[str]) -
         return list(keys[key])
     loose = [pids for (maj, mnr, ino), pids in keys.items() if ino == key[2]]
     return list(loose[0]) if len(loose) == 1 else []
+
+
+_FDINFO_LOCKS: list[bool] = []
+
+
+def _kernel_lists_fd_locks() -> bool:
+    """Whether /proc/<pid>/fdinfo/<fd> lists the locks held through a descriptor here (Linux 4.1 and
+    later; not every /proc that reports a later release does, e.g. a sandboxed kernel). Seen, not
+    assumed: once per process, a flock on an anonymous memory file (memfd: no file anywhere is
+    created), looked for in our own fdinfo."""
+    if not _FDINFO_LOCKS:
+        _FDINFO_LOCKS.append(_probe_fd_locks())
+    return _FDINFO_LOCKS[0]
+
+
+def _probe_fd_locks() -> bool:
+    import fcntl
+
+    try:
+        fd = os.memfd_create("relay-flock-probe", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
+            return any(line.startswith(b"lock:") and b" FLOCK " in line for line in f)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
+                  proc: Path = PROC) -> set[FileKey] | None:
+    """(major, minor, inode) of every file process `pid` holds a flock on NOW, through one of its
+    own open descriptors; None when that cannot be read (the process is hidden from us, or this
+    kernel lists no locks in fdinfo: `_kernel_lists_fd_locks`): then ask `read_proc_locks`.
+
+    Why not /proc/locks: that table lists every lock on the machine, is read up to LOCKS_READS
+    times when it spans several read(2) calls (a row held throughout can be skipped by one), and
+    was most of an inbox verdict's CPU (issue 33: 7 ms per reply with the other labs' locks in it),
+    whereas the question asked per reply is about one process. Each `fdinfo` names only the locks
+    whose open file is that descriptor's and whose owner is that process's file table or file
+    (fs/locks.c show_fd_locks): held, by this process, at the time of the read, no page boundary
+    in between. `name_ok(link)` picks the descriptors worth reading (by the path they link to);
+    the key is the descriptor's own stat, as `file_key` gives for the path (no device guessing)."""
+    if not _kernel_lists_fd_locks():
+        return None
+    base = f"{proc}/{pid}"
+    try:
+        fds = os.listdir(f"{base}/fd")
+    except FileNotFoundError:
+        return set()  # gone: it holds nothing
+    except OSError:
+        return None  # hidden from us (hidepid, another user's)
+    held: set[FileKey] = set()
+    for fd in fds:
+        link = f"{base}/fd/{fd}"  # plain strings: pathlib's joins cost more than the reads here
+        try:
+            if name_ok is not None and not name_ok(os.readlink(link)):
+                continue
+            with open(f"{base}/fdinfo/{fd}", "rb") as f:
+                info = f.read()
+            if b"\nlock:" not in info or b" FLOCK " not in info:
+                continue
+            st = os.stat(link)
+        except OSError:
+            continue  # closed meanwhile: not held through it now
+        held.add((os.major(st.st_dev), os.minor(st.st_dev), st.st_ino))
+    return held
 
 
 def fuser_holders(paths: Iterable[str | os.PathLike[str]], timeout: float = 5.0) -> dict[str, list[int]]:

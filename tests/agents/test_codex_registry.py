@@ -247,6 +247,85 @@ def test_lock_holder_found_by_inode(home, holders):
     assert file_key(home / "missing.lock") is None
 
 
+def test_a_verdict_asks_the_process_not_the_machines_lock_table(home, tmp_path, holders, monkeypatch):
+    """identify_process (an inbox verdict, once per reply and per ancestor) reads the asked pid's own
+    descriptors (fdinfo), not /proc/locks: that table holds every lab's locks, read up to five times
+    when it spans pages (issue 33: most of a verdict's CPU). Same answer: the holder's thread, and
+    nothing for a process that holds none, or that is gone."""
+    import relay_repl.agents.codex.provider as codex_provider
+
+    lock(home, T1), lock(home, T2)
+    index(home, (T1, "alpha"))
+    pid = holders(home / "thread-writer-locks" / f"{T1}.lock")
+    other = holders(tmp_path / "elsewhere.lock")  # holds a lock, not a thread's
+    prov = provider(home, tmp_path)
+
+    def no_table(*a: object, **k: object) -> None:
+        raise AssertionError("read the machine's /proc/locks for one process's locks")
+
+    monkeypatch.setattr(codex_provider, "read_proc_locks", no_table)
+    ident = prov.identify_process(pid)
+    assert ident is not None and ident.spec == "codex:alpha" and not ident.host_only
+    assert ident.evidence.startswith(f"pid {pid} holds the lock of 1 thread(s)")
+    assert prov.identify_process(other) is None
+    assert prov.identify_process(os.getpid()) is None
+
+
+def test_a_verdict_on_a_holder_that_released_or_exited_is_current(home, tmp_path, holders):
+    """No reading is kept between verdicts: a holder killed (its pid gone) is no host a moment later."""
+    p = lock(home, T1)
+    proc = subprocess.Popen([sys.executable, str(holders.script), str(p)], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == b"locked"
+    prov = provider(home, tmp_path)
+    assert prov.identify_process(proc.pid) is not None
+    proc.kill()
+    proc.wait()
+    assert prov.identify_process(proc.pid) is None
+
+
+def test_where_fdinfo_cannot_tell_the_lock_table_still_does(home, tmp_path, holders, monkeypatch):
+    """Another user's process (its fd directory unreadable) or a kernel before 4.1: /proc/locks, as before."""
+    import relay_repl.agents.codex.provider as codex_provider
+
+    lock(home, T1)
+    pid = holders(home / "thread-writer-locks" / f"{T1}.lock")
+    monkeypatch.setattr(codex_provider, "flocked_files", lambda *a, **k: None)
+    ident = provider(home, tmp_path).identify_process(pid)
+    assert ident is not None and ident.spec == f"codex:{T1}"
+
+
+def test_taker_gone_asks_the_targets_host_first_and_the_lock_table_only_when_it_holds_nothing(home, tmp_path, holders,
+                                                                                             monkeypatch):
+    """After every enqueue: is the thread's writer lock held by a live process? The host discovery
+    named (target.pid) is asked of its own fdinfo first (issue 33: /proc/locks read five times per
+    Codex send cost ~9 ms); only when it holds nothing is the whole table read (another holder)."""
+    import relay_repl.system.proc as proc
+    from relay_repl.agents.codex.queue_ops import CodexQueue
+
+    path = lock(home, T1)
+    holder = holders(path)
+
+    def target(pid: int, tid: str = T1) -> Target:
+        return Target(kind="codex", prefix="codex", name="beta", address=tid, pid=pid, identified_by="test",
+                      detail={"codex_home": str(home)})
+
+    real = proc.read_proc_locks
+    reads: list[int] = []
+
+    def counting(*a: object, **k: object):
+        reads.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(proc, "read_proc_locks", counting)
+    q = CodexQueue()
+    assert q.taker_gone(target(holder)) is None and reads == []
+    assert q.taker_gone(target(os.getpid())) is None and reads == [1]  # held, by another than discovery named
+    lock(home, T2)
+    gone = q.taker_gone(target(holder, T2))
+    assert gone is not None and gone.startswith(f"no process holds thread {T2}'s writer lock")
+    assert (q.taker_gone(target(holder, T3)) or "").startswith(f"thread {T3} has no writer lock file")
+
+
 # -- threads, names, liveness ------------------------------------------------------------------------
 
 

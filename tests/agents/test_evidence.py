@@ -190,3 +190,58 @@ def test_a_threads_own_rollout_proves_its_relay_send_and_status_calls_in_flight(
     out = {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c7", "output": "held"}}
     rollout.write_text("\n".join(json.dumps(x) for x in (call, status, out)) + "\n")
     assert pending_send_calls(rollout, "hi there") == [], "answered: no longer in flight"
+
+
+def _growing(tmp_path: Path, upto: int) -> tuple[Path, list[bytes]]:
+    """A copy of the recorded transcript holding its first `upto` lines; the rest to append."""
+    lines = TRANSCRIPT.read_bytes().splitlines(keepends=True)
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(lines[:upto]))
+    return path, lines[upto:]
+
+
+def test_a_confirm_poll_reads_only_what_the_transcript_gained(tmp_path, monkeypatch):
+    """find_origin_records is asked every poll of a send's confirm: it parses only the lines appended
+    since it was last asked, and of those only the ones that carry the id (issue 33: it parsed the
+    whole transcript each poll). The answer is the one a whole read gives, at every step."""
+    import relay_repl.store.jsonl as jsonl
+
+    msg = "1a0a77ef-ffd0-4f09-a0c9-355551b8c925"  # absorbed mid-turn: late in the file
+    whole = find_origin_records(TRANSCRIPT, msg)
+    at = _offset_of(TRANSCRIPT, msg)
+    cut = TRANSCRIPT.read_bytes()[:at].count(b"\n")
+    path, rest = _growing(tmp_path, cut)
+    parsed: list[bytes] = []
+    real = jsonl.parse_object
+    monkeypatch.setattr(jsonl, "parse_object", lambda raw: parsed.append(raw) or real(raw))
+    assert find_origin_records(path, msg) == [] and parsed == []  # no line carries it: none parsed
+    with open(path, "ab") as f:
+        f.write(rest[0][:-5])  # the record, still being written
+    assert find_origin_records(path, msg) == []
+    with open(path, "ab") as f:
+        f.write(rest[0][-5:] + b"".join(rest[1:]))
+    assert find_origin_records(path, msg) == whole and len(parsed) == 1
+    assert find_origin_records(path, msg) == whole and len(parsed) == 1  # nothing new: nothing read
+
+
+def test_a_transcript_replaced_or_rewritten_is_read_again(tmp_path):
+    msg = "e2e82a0c-2026-45f5-98e9-281304eadf35"
+    path, _rest = _growing(tmp_path, 48)
+    assert len(find_origin_records(path, msg)) == 1
+    other = tmp_path / "other.jsonl"  # /clear or resume: another file at that name
+    other.write_bytes(b"".join(ln for ln in TRANSCRIPT.read_bytes().splitlines(keepends=True) if msg.encode() not in ln))
+    other.replace(path)
+    assert find_origin_records(path, msg) == []
+    data = TRANSCRIPT.read_bytes()
+    path.write_bytes(data)  # the record back in the middle (the last line read is no longer where it was)
+    assert len(find_origin_records(path, msg)) == 1
+    lines = data.splitlines(keepends=True)
+    kept = [ln for ln in lines if msg.encode() not in ln]
+    path.write_bytes(b"".join(kept[:-1]))  # cut short in place (same inode): read again
+    assert find_origin_records(path, msg) == []
+    path.write_bytes(data)
+    assert len(find_origin_records(path, msg)) == 1
+    gone = data.replace(msg.encode(), b"00000000-0000-0000-0000-000000000000")[:-2] + b" \n"
+    assert len(gone) == len(data)  # rewritten in place, same size, its last line changed too: read again
+    path.write_bytes(gone)
+    assert find_origin_records(path, msg) == []

@@ -51,3 +51,43 @@ def test_a_fifo_or_a_directory_in_a_records_place_yields_nothing_and_never_block
     t.join(10)
     assert not t.is_alive(), "a FIFO was opened for a blocking read"
     assert got == {"lines": [[], []], "latest": [[], []]}
+
+
+def test_latest_first_finds_the_lines_a_whole_split_finds(tmp_path):
+    """latest_first searches the tail for the needle instead of splitting every line: the same records,
+    in the same order (newest first), whatever the tail cuts (mid-line, at a newline, the needle
+    across the cut), a last line still being written, lines carrying the needle twice, garbage."""
+    import json
+    import random
+
+    from relay_repl.store.jsonl import latest_first
+
+    def reference(data: bytes, start: int, needle: bytes) -> list[dict]:
+        pieces = data.split(b"\n")[:-1]
+        if start:
+            pieces = pieces[1:]
+        out = []
+        for raw in reversed(pieces):
+            if needle in raw:
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict):
+                    out.append(rec)
+        return out
+
+    rng = random.Random(33)
+    lines = []
+    for i in range(300):
+        kind = rng.choice(["hit", "hit2", "miss", "garbage", "list"])
+        lines.append({"hit": json.dumps({"i": i, "id": "op-7"}), "hit2": json.dumps({"i": i, "a": "op-7", "b": "op-7"}),
+                      "miss": json.dumps({"i": i, "id": "op-8"}), "garbage": "op-7 {not json",
+                      "list": json.dumps(["op-7", i])}[kind])
+    data = ("\n".join(lines) + "\n" + '{"i": -1, "id": "op-7"').encode()  # the last line still being written
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(data)
+    for tail in [len(data) + 5, len(data), *rng.sample(range(1, len(data)), 60)]:
+        start = max(0, len(data) - tail)
+        for needle in (b"op-7", b'"id": "op-7"', b"7", b""):
+            assert list(latest_first(p, tail=tail, containing=needle)) == reference(data[start:], start, needle), (tail, needle)

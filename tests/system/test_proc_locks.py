@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from relay_repl.system.proc import PROC, read_in_chunks, lock_holders, read_proc_locks
+import os
+
+from relay_repl.system.proc import PROC, file_key, flocked_files, lock_holders, read_in_chunks, read_proc_locks
 
 HOLD = textwrap.dedent("""
     import fcntl, sys
@@ -66,3 +68,50 @@ def test_locks_held_throughout_are_in_every_read_while_others_churn(tmp_path):
         for p in procs:
             p.kill()
             p.wait()
+
+
+OPEN_SOME = textwrap.dedent("""
+    import fcntl, sys
+    files = [open(p, "w") for p in sys.argv[1:]]
+    for f in files[:-1]:
+        fcntl.flock(f, fcntl.LOCK_EX)
+    print("held", flush=True)
+    sys.stdin.readline()
+    fcntl.flock(files[0], fcntl.LOCK_UN)
+    print("held", flush=True)
+    sys.stdin.read()
+""")
+
+
+def test_flocked_files_are_the_locks_one_process_holds_now(tmp_path):
+    """flocked_files reads the process's own descriptors: every file it holds a flock on, not one it
+    only has open, nobody else's; a lock it released is gone at the next read, a process that
+    exited holds nothing."""
+    a, b, c = tmp_path / "a.lock", tmp_path / "b.lock", tmp_path / "c.lock"
+    other = _start(HOLD, [tmp_path / "other.lock"])
+    p = _start(OPEN_SOME, [a, b, c])  # holds a and b, has c open unlocked
+    try:
+        assert flocked_files(p.pid) == {file_key(a), file_key(b)}
+        assert flocked_files(p.pid, name_ok=lambda link: link.endswith("b.lock")) == {file_key(b)}
+        assert flocked_files(os.getpid()) == set()
+        assert p.stdin is not None and p.stdout is not None
+        p.stdin.write("release a\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "held"
+        assert flocked_files(p.pid) == {file_key(b)}
+    finally:
+        for q in (p, other):
+            q.kill()
+            q.wait()
+    assert flocked_files(p.pid) == set()
+
+
+def test_whether_fdinfo_lists_locks_is_seen_not_assumed(monkeypatch):
+    """The probe takes a flock on an anonymous memfd and reads our own fdinfo: true on this kernel;
+    where it cannot tell (no memfd), flocked_files answers None and callers read /proc/locks."""
+    import relay_repl.system.proc as proc
+
+    assert proc._probe_fd_locks() is True
+    monkeypatch.setattr(proc, "_FDINFO_LOCKS", [])
+    monkeypatch.delattr(os, "memfd_create")
+    assert proc._kernel_lists_fd_locks() is False and flocked_files(os.getpid()) is None

@@ -18,6 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,25 +85,95 @@ def record_status(target: Target) -> tuple[str | None, str | None]:
     return d.get("status"), d.get("waitingFor")
 
 
+SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,200}")
+"""An id JSON writes as it is (no escape can hide it from a byte search of the raw line)."""
+
+
+@dataclass
+class _Scan:
+    """How far one question was answered in one transcript: (device, inode), the offset after the last
+    complete line read, that line's last bytes (to see the file was not rewritten under us) and the hits."""
+
+    file: tuple[int, int]
+    offset: int = 0
+    tail: bytes = b""
+    hits: list[dict[str, Any]] = field(default_factory=list)
+
+
+_scans: OrderedDict[tuple[str, str, str], _Scan] = OrderedDict()
+SCANS = 64
+"""Questions remembered (a delivery's confirm polls ask one again and again), oldest dropped first."""
+
+
+def _scan(path: Path, question: tuple[str, str], offset: int, needle: bytes | None,
+          match: Callable[[int, dict[str, Any]], dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """Every `match` hit among the complete records at or after `offset`, reading only what was appended
+    since the same question was last asked of this file. Why: a send's confirm polls its receiver's
+    transcript every few tens of ms, and parsed the whole file each time (issue 33: ~2,000 JSON records
+    per ask-all in a fresh lab, growing with every turn). A transcript is only appended to; a file with
+    another inode, shorter than what was read, or whose last read line changed is read again from
+    `offset`. Not seen: a rewrite in place that neither shrinks the file nor moves its last read line;
+    Claude only appends, and a process that can rewrite the file can as well append any record.
+    `needle`: bytes every hit's raw line contains, so other lines are never parsed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    key = (str(path), *question)
+    scan = _scans.get(key)
+    if scan is None or scan.file != (st.st_dev, st.st_ino) or st.st_size < scan.offset or not _tail_holds(path, scan):
+        scan = _Scan(file=(st.st_dev, st.st_ino), offset=offset)
+    for at, raw in jsonl.complete_lines(path, scan.offset):
+        if needle is None or needle in raw:
+            rec = jsonl.parse_object(raw)
+            hit = match(at, rec) if rec is not None else None
+            if hit is not None:
+                scan.hits.append(hit)
+        scan.offset, scan.tail = at + len(raw), raw[-64:]
+    _scans[key] = scan
+    _scans.move_to_end(key)
+    while len(_scans) > SCANS:
+        _scans.popitem(last=False)
+    return [dict(h) for h in scan.hits]
+
+
+def _tail_holds(path: Path, scan: _Scan) -> bool:
+    """The bytes before `scan.offset` are still the last line read there."""
+    if not scan.tail:
+        return True
+    try:
+        with open(path, "rb") as f:
+            f.seek(scan.offset - len(scan.tail))
+            return f.read(len(scan.tail)) == scan.tail
+    except OSError:
+        return False
+
+
 def find_origin_records(transcript: Path, msg_id: str) -> list[dict[str, Any]]:
     """Every transcript record whose origin (either path, `transcript.origin_of`) carries msg_id,
     with the text it holds (`transcript.content_of`: the one reading of a record's text)."""
     from relay_repl.agents.claude_code.transcript import content_of, origin_of  # not on the `relay targets` path
 
-    hits = []
-    for _, d in jsonl.records(transcript):
+    def match(_at: int, d: dict[str, Any]) -> dict[str, Any] | None:
         found = origin_of(d)
         if found is not None and found[0].get("msg_id") == msg_id:
-            hits.append({"type": d.get("type"), "where": found[1], "origin": found[0], "content": content_of(d)})
-    return hits
+            return {"type": d.get("type"), "where": found[1], "origin": found[0], "content": content_of(d)}
+        return None
+
+    needle = msg_id.encode() if SAFE_ID.fullmatch(msg_id) else None
+    return _scan(transcript, ("origin", msg_id), 0, needle, match)
 
 
 def queued_records(transcript: Path, payload: str, offset: int = 0) -> list[dict[str, Any]]:
     """Every `queue-operation` `enqueue` record at or after `offset` whose `content` is exactly
     `payload` (the one reading of "Claude holds this message", for the socket and the tmux paths)."""
-    return [{"where": "queue-operation enqueue", "offset": at, "content": payload[:500]}
-            for at, d in jsonl.records(transcript, offset)
-            if d.get("type") == "queue-operation" and d.get("operation") == "enqueue" and d.get("content") == payload]
+
+    def match(at: int, d: dict[str, Any]) -> dict[str, Any] | None:
+        if d.get("type") == "queue-operation" and d.get("operation") == "enqueue" and d.get("content") == payload:
+            return {"where": "queue-operation enqueue", "offset": at, "content": payload[:500]}
+        return None
+
+    return _scan(transcript, (f"queued@{offset}", payload), offset, b"queue-operation", match)
 
 
 def claude_typed_records(transcript: Path, offset: int, payload: str) -> list[dict[str, Any]]:

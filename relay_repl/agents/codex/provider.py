@@ -44,6 +44,8 @@ from relay_repl.system.proc import (
     ancestors,
     children_map,
     descendants,
+    file_key,
+    flocked_files,
     fuser_holders,
     lock_holders,
     pid_alive,
@@ -393,8 +395,7 @@ class CodexProvider:
         (`prove_thread`). `CODEX_THREAD_ID` in a command's environment is noted but
         proves nothing: whoever starts a command can set it.
         """
-        locks = self._lock_files()
-        held = [tid for tid, pids in self._holders(locks).items() if pids == pid] if locks else []
+        held = self._held_by(pid)
         dpid, ticks = read_daemon_pid(self._p("daemon_pid"))
         is_daemon = dpid == pid and (ticks is None or proc_start(pid) == ticks)
         if not held and not is_daemon:
@@ -461,6 +462,20 @@ class CodexProvider:
         return None
 
     # -- holders ------------------------------------------------------------------------------------
+    def _held_by(self, pid: int) -> list[str]:
+        """The threads whose writer lock process `pid` holds now: asked of `pid` alone (its
+        descriptors' fdinfo, system/proc.flocked_files), not of the machine's whole /proc/locks,
+        which is read only where fdinfo cannot tell (another user's process, an old kernel)."""
+        mine = flocked_files(pid, name_ok=lambda link: link.endswith(".lock"))
+        if mine is not None and not mine:
+            return []  # holds no lock at all: no need to list the lock files
+        locks = self._lock_files()
+        if not locks:
+            return []
+        if mine is None:
+            return [tid for tid, holder in self._holders(locks).items() if holder == pid]
+        return [tid for tid, path in locks.items() if file_key(path) in mine]
+
     def _holders(self, locks: dict[str, Path]) -> dict[str, int]:
         """thread id → holder pid, for locked threads only."""
         table = read_proc_locks()

@@ -170,12 +170,15 @@ class CodexQueue:
         its TUI or daemon exited (or the daemon unloaded an idle detached thread; the lock does not
         tell which, so the reason names both), and the item waits until the thread is resumed. None when a holder
         is alive, or when /proc/locks cannot be read (then nothing is claimed either way)."""
-        from relay_repl.system.proc import lock_holders, pid_alive, read_proc_locks
+        from relay_repl.system.proc import file_key, flocked_files, lock_holders, pid_alive, read_proc_locks
 
         lock = Path(CodexDetail.of(target).lock or codex_home(target) / "thread-writer-locks" / f"{target.address}.lock")
         resume = f"the item waits in the queue until the thread is resumed (`codex resume {target.address}`)"
-        if not lock.exists():
+        key = file_key(lock)
+        if key is None:
             return f"thread {target.address} has no writer lock file ({lock}): no Codex process has it loaded; {resume}"
+        if target.pid and key in (flocked_files(target.pid, name_ok=lambda link: link.endswith(".lock")) or ()):
+            return None  # the host discovery found holds it now (its own fdinfo): no need for the whole table
         table = read_proc_locks()
         if table is None:
             return None

@@ -8,10 +8,10 @@ whatever it may run. Read-only: config files and registry fields, nothing starte
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from relay_repl.agents.codex.config_file import codex_config
 from relay_repl.agents.codex.evidence import codex_home
 from relay_repl.agents.codex.rollout import CodexTurnWatch, rollout_path
 from relay_repl.agents.replies import (
@@ -23,6 +23,7 @@ from relay_repl.agents.replies import (
 )
 from relay_repl.agents.turn_reply import TurnWatch
 from relay_repl.core.delivery import Delivery
+from relay_repl.core.errors import FileProblem
 from relay_repl.core.mcp_names import MCP_TOOL
 from relay_repl.core.plan import ReplyContext, ReplyRoute
 from relay_repl.core.target import Target
@@ -31,11 +32,14 @@ SANDBOXED = ("workspace-write", "read-only")
 
 
 def _codex_config(target: Target) -> tuple[dict[str, Any], Path]:
-    path = codex_home(target) / "config.toml"
+    """The thread's config.toml (parsed once per version of the file: agents/codex/config_file.py);
+    {} when it is missing or unreadable, as Codex's defaults then apply."""
+    home = codex_home(target)
     try:
-        return tomllib.loads(path.read_text()), path
-    except (OSError, ValueError):
-        return {}, path
+        cfg = codex_config(home, "fix it: Codex reads its sandbox and MCP servers there")
+    except FileProblem:
+        cfg = None
+    return cfg or {}, home / "config.toml"
 
 
 def codex_options(target: Target) -> ReplyOptions:

@@ -18,6 +18,7 @@ turn's `turn_trigger`), never who sent it; `turns_carrying` reports exactly that
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,18 +32,61 @@ if TYPE_CHECKING:  # annotations only: turn replies and relay ids load on first 
 KIND = "codex"
 
 
+RACY = 2.0
+"""Seconds after a directory's last change during which its listing is taken again on every ask."""
+
+_listings: dict[str, tuple[dict[str, int], dict[str, list[str]]]] = {}
+
+
+def _rollout_files(sessions: Path) -> dict[str, list[str]]:
+    """directory -> the rollout file names in it, for every directory under `sessions`. Kept while
+    no directory under it changed (each one's mtime, taken before it was listed, is as it was; a file
+    or directory created, removed or renamed in it moves it) and none changed within RACY seconds (two
+    creations in one clock tick leave one mtime). Why: every reply from a daemon hosting several
+    threads looks up each thread's rollout (prove_thread), and each lookup walked the whole
+    sessions tree (issue 33)."""
+    key = str(sessions)
+    kept = _listings.get(key)
+    now = time.time()
+    if kept is not None:
+        stamps, files = kept
+        try:
+            if all(os.stat(d).st_mtime_ns == m and now - m / 1e9 >= RACY for d, m in stamps.items()):
+                return files
+        except OSError:
+            pass
+    stamps, files = {}, {}
+    todo = [key]
+    while todo:
+        d = todo.pop()
+        try:
+            stamps[d] = os.stat(d).st_mtime_ns  # before the listing: a change after it moves the mtime
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        names = []
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                todo.append(e.path)
+            elif e.name.startswith("rollout-") and e.name.endswith(".jsonl"):
+                names.append(e.name)
+        files[d] = names
+    _listings[key] = (stamps, files)
+    return files
+
+
 def scan_rollouts(sessions: Path, wanted: set[str]) -> dict[str, Path]:
     """Rollout files of the wanted thread ids, from one walk of `sessions/YYYY/MM/DD`
     (`rollout-<time>-<thread>.jsonl`, codex.md §2): the newest (by its name's time) if several."""
     found: dict[str, Path] = {}
     if not wanted or not sessions.is_dir():
         return found
-    for root, _dirs, files in os.walk(sessions):
-        for f in files:
-            if f.startswith("rollout-") and f.endswith(".jsonl"):
-                tid = f[-len(".jsonl") - 36 : -len(".jsonl")]
-                if tid in wanted and (tid not in found or f > found[tid].name):
-                    found[tid] = Path(root) / f
+    for root, names in _rollout_files(sessions).items():
+        for f in names:
+            tid = f[-len(".jsonl") - 36 : -len(".jsonl")]
+            if tid in wanted and (tid not in found or f > found[tid].name):
+                found[tid] = Path(root) / f
     return found
 
 

@@ -36,18 +36,16 @@ class SqliteHome(NamedTuple):
 
 def sqlite_home(codex_home: Path, env: Mapping[str, str], cwd: Path | None = None) -> SqliteHome:
     """The directory of Codex's SQLite databases for `codex_home`, as Codex resolves it."""
+    from relay_repl.agents.codex.config_file import codex_config
     from relay_repl.core import file_shape
     from relay_repl.core.errors import FileProblem
-    from relay_repl.store.loader import read_text
 
     cfg = codex_home / "config.toml"
     problem = None
     value: Any = None
     fix = "Codex cannot read it either: fix it (relay looks for sqlite_home there)"
     try:
-        text = read_text(cfg, fix, missing_ok=True)
-        if text is not None:
-            value = file_shape.toml_table(text, cfg, fix).get(KEY)
+        value = (codex_config(codex_home, fix) or {}).get(KEY)
     except FileProblem as exc:
         problem = str(exc)
     if value is not None and not isinstance(value, str):

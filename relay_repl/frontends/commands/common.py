@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 from relay_repl.core.controls import visible
-
-
-class InertParser(argparse.ArgumentParser):
-    """argparse, whose errors quote what was typed (`unrecognized arguments: ...`, `invalid choice:
-    ...`) shown inert and cut: an argument a script built from a peer's words printed its escape
-    codes raw, and a 100 kB one was echoed whole. Subparsers are made of the same class."""
-
-    def error(self, message: str) -> NoReturn:
-        shown = visible(message)
-        super().error(shown if len(shown) <= 600 else shown[:599] + "…")
 
 
 def progress(line: str) -> None:

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from relay_repl.frontends.kind_words import KindsHelp
-from relay_repl.frontends.commands.common import InertParser, progress
+from relay_repl.frontends.commands.common import progress
+from relay_repl.frontends.inert_parser import InertParser
 
 
 def _kind_flags() -> dict[str, tuple[str, str, int]]:
