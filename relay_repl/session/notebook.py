@@ -863,6 +863,8 @@ def save_notebook(session: Any, name: str, *, overwrite: bool = False) -> Path:
     path = Path(name if name.endswith(".py") else f"{name}.py")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", path.stem):
         raise UsageError(f"notebook name {path.stem!r} must be letters, digits, _ or -")
+    if path.is_symlink():  # a dangling link was written through: the notebook landed wherever it pointed
+        raise UsageError(f"{path} is a symbolic link: a notebook is written only as a file of its own; pick another name")
     if path.exists() and not overwrite:
         raise UsageError(f"{path} exists: pick another name or pass overwrite=True")
     inputs = [i if isinstance(i, ReplInput) else ReplInput.model_validate(i) for i in session.repl_inputs]
