@@ -175,16 +175,24 @@ def _refusal(exc: object) -> tuple[str, tuple[object, ...]]:
 
 
 def save_hosts(path: Path, hosts: list[HostEntry]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _write(path, _render(hosts))
+
+
+def _render(hosts: list[HostEntry]) -> str:
+    """hosts.toml as relay writes it."""
     from relay_repl.core.file_shape import toml_string as q  # the writer's escaping: the second wall behind the refusals
 
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     lines = ["# relay hosts (`relay hosts add NAME DESTINATION`)", ""]
     for h in hosts:
         lines += [f"[hosts.{q(h.name)}]", f"destination = {q(h.destination)}", ""]
-    _write(path, "\n".join(lines))
+    return "\n".join(lines)
 
 
 def _write(path: Path, text: str) -> None:
+    """Replace the file's content at once; a symbolic link (a dotfiles checkout) stays a link, and
+    the file it points at gets the text."""
+    path = Path(os.path.realpath(path))
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
@@ -201,13 +209,17 @@ def add_host(name: str, destination: str) -> HostEntry:
         raise UsageError(_refusal(exc)[0]) from None
     path = hosts_file()
     hosts = load_hosts(path)
+    from relay_repl.store.loader import read_bytes
+
+    text = (read_bytes(path, FIX, missing_ok=True) or b"").decode("utf-8")
     if any(h.name == name for h in hosts):
+        if text.strip() != _render(hosts).strip():  # rewriting it would drop the operator's comments or layout
+            raise UsageError(f"host {name!r} is already in {path}, which holds more than relay writes (comments, "
+                             f"layout): change its destination there by hand; nothing was changed")
         save_hosts(path, [*(h for h in hosts if h.name != name), entry])
     else:  # the operator's file as it is (comments, order), the new table after it
         from relay_repl.core.file_shape import toml_string
-        from relay_repl.store.loader import read_bytes
 
-        text = (read_bytes(path, FIX, missing_ok=True) or b"").decode("utf-8")
         if not text.strip():
             save_hosts(path, [entry])
         else:

@@ -152,3 +152,37 @@ def test_hosts_add_keeps_the_operators_file_and_refuses_keys_it_does_not_know(re
     H.add_host("k", "c")
     assert path.read_text(encoding="utf-8").startswith('# build boxes\n[hosts.g]\ndestination = "b"\n')
     assert [(h.name, h.destination) for h in H.load_hosts()] == [("g", "b"), ("k", "c")]
+
+
+def test_replacing_a_host_keeps_the_operators_file_or_refuses(relay_home):
+    """`relay hosts add` for a host already there rewrote the whole file: the operator's comments
+    went (attack pass). A file exactly as relay writes it is still rewritten; one with more in it is
+    refused in one line that says where to change it, byte for byte as it was (old code fails)."""
+    H.add_host("h1", "me@one")
+    H.add_host("h2", "me@two")
+    path = H.hosts_file()
+    H.add_host("h1", "me@uno")  # relay's own file: replaced
+    assert {h.name: h.destination for h in H.load_hosts(path)} == {"h1": "me@uno", "h2": "me@two"}
+    edited = path.read_text(encoding="utf-8") + "# the build box, ask Sam before changing\n"
+    path.write_text(edited, encoding="utf-8")
+    with pytest.raises(UsageError, match="change its destination there by hand; nothing was changed"):
+        H.add_host("h2", "me@dos")
+    assert path.read_text(encoding="utf-8") == edited
+
+
+def test_a_symlinked_hosts_file_stays_a_link(relay_home, tmp_path):
+    """A hosts.toml kept in a dotfiles checkout is a link: adding (or replacing) writes the file it
+    points at and leaves the link (old code replaced the link with a plain file)."""
+    real = tmp_path / "dotfiles" / "hosts.toml"
+    real.parent.mkdir()
+    path = H.hosts_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    H.add_host("h1", "me@one")
+    real.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(real)
+    H.add_host("h2", "me@two")
+    H.add_host("h1", "me@uno")
+    assert path.is_symlink() and os.readlink(path) == str(real)
+    assert {h.name: h.destination for h in H.load_hosts(path)} == {"h1": "me@uno", "h2": "me@two"}
+    assert sorted(p.name for p in real.parent.iterdir()) == ["hosts.toml"]
