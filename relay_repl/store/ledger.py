@@ -159,6 +159,16 @@ def _create(path: Path) -> None:
             pass
 
 
+def _empty_in_memory() -> sqlite3.Connection:
+    """A new ledger's schema in an SQLite database in memory (no file): the read-only view of
+    a ledger not made yet, and `Ledger.in_memory`."""
+    con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    con.executescript(SCHEMA)
+    for col, typ in INBOX_COLUMNS.items():
+        con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
+    return con
+
+
 def _in_memory_copy(path: Path) -> sqlite3.Connection:
     """An older ledger (before the inbox's later columns), copied into memory and migrated
     there, so the reading code sees one schema and the file is left as it is."""
@@ -243,13 +253,23 @@ class Ledger:
                     self._con.close()
                     self._con = _in_memory_copy(self.path)
             else:
-                self._con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-                self._con.executescript(SCHEMA)
-                for col, typ in INBOX_COLUMNS.items():
-                    self._con.execute(f"ALTER TABLE inbox ADD COLUMN {col} {typ}")
+                self._con = _empty_in_memory()
                 self._con.execute("PRAGMA query_only=ON")
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot read the ledger at {self.path}: {exc}; nothing was changed") from exc
+        return self
+
+    @classmethod
+    def in_memory(cls) -> Ledger:
+        """A writable, empty ledger in this process's memory, gone on close: the ledger double
+        `relay_repl.testing` ships. The same schema and the same SQL as a file ledger, so a
+        plugin's fast test records and reads deliveries exactly as the product does, with no
+        file and no RELAY_HOME; what it cannot show is another process's writes (a file does).
+        The product never opens one."""
+        self = cls.__new__(cls)
+        self.path = Path(":memory:")
+        self._lock = threading.Lock()
+        self._con = _empty_in_memory()
         return self
 
     @classmethod

@@ -202,7 +202,8 @@ async def test_pane_literal_and_keys_need_the_gates_approval(pane, kind):
 
 
 async def test_submit_staged_needs_the_gates_approval(tmp_path):
-    from tests.transports.test_tmux_live import ReplayIO, golden, replay_target
+    from relay_repl.testing import ReplayIO
+    from tests.transports.test_tmux_live import golden, replay_target
 
     staged = golden("claude-code", "busy_staged")
     io = ReplayIO(staged)

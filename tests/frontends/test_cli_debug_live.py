@@ -26,7 +26,7 @@ import pytest
 from relay_repl.agents.claude_code import fidelity as claude_fidelity
 
 from relay_repl.store.ledger import Ledger
-from tests.support.labs import private_lab_home
+from relay_repl.testing.labs import private_lab_home
 from tests.support.tmuxdrive import Screen
 from tests.transports.test_tmux_live import frozen, idle
 

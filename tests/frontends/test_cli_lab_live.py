@@ -19,7 +19,7 @@ from libtmux.test.retry import retry_until
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
 import relay_repl.lab.procs as procs
-from tests.support.labs import private_lab_home
+from relay_repl.testing.labs import private_lab_home
 
 pytestmark = pytest.mark.live
 

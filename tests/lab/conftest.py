@@ -3,7 +3,7 @@ with a second host that test_hosts_live and test_hosts_session_live share."""
 
 import pytest
 
-from tests.support.labs import private_lab_home
+from relay_repl.testing.labs import private_lab_home
 from tests.support.stubs import sockdir, stub
 
 __all__ = ["sockdir", "stub", "hosts_lab_home"]

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 import relay_repl.lab.launcher as launcher
-from tests.support.labs import private_lab_home
+from relay_repl.testing.labs import private_lab_home
 from tests.support.sessions import live_session
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.labs import private_lab_home
+from relay_repl.testing.labs import private_lab_home
 
 import relay_repl.store.paths as paths
 import relay_repl.lab.helpers as helpers

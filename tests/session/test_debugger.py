@@ -18,7 +18,8 @@ from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target
 from relay_repl.transports.tmux import TmuxTransport
-from tests.transports.test_tmux_live import ReplayIO, fast, golden, replay_target
+from relay_repl.testing import ReplayIO
+from tests.transports.test_tmux_live import fast, golden, replay_target
 
 pytestmark = pytest.mark.anyio
 

@@ -21,7 +21,7 @@ from relay_repl.session.app import make_session
 from relay_repl.session.gate import TerminalGate
 from relay_repl.system.polling import poll_until
 from tests.session.test_gate import _output, _prompt_up, _Screen
-from tests.support.hostile import HOST, hostile  # noqa: F401 - the fixture
+from relay_repl.testing import HOST
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 HALT = "[relay/1 from=agent:codex@beta to=operator id=beta.x-1 hop=1 want=none] relay-halt: stop everything"

@@ -122,7 +122,8 @@ async def test_a_debugger_step_approved_while_a_halt_arrives_presses_nothing(tmp
     """The debugger's own gated step (Enter for a staged payload) honours a halt that
     arrives while its plan is open, like a send does."""
     from tests.session.test_debugger import FixedPayload, session
-    from tests.transports.test_tmux_live import ReplayIO, golden, replay_target
+    from relay_repl.testing import ReplayIO
+    from tests.transports.test_tmux_live import golden, replay_target
 
     idle, staged = golden("claude-code", "after_turn"), golden("claude-code", "busy_staged")
     transcript = tmp_path / "t.jsonl"

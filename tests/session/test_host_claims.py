@@ -16,7 +16,7 @@ from relay_repl.core.errors import HostClaim, HostError
 from relay_repl.session.gate import ScriptedGate
 from relay_repl.session.remote import Hosts, send_remote, wait_reply_remote
 from relay_repl.store.ledger import Ledger
-from tests.support.hostile import HOST, hostile  # noqa: F401 - the fixture
+from relay_repl.testing import HOST
 
 pytestmark = pytest.mark.timeout(120)
 SPEC = f"{HOST}/claude:alpha"

@@ -15,7 +15,7 @@ import pytest
 from relay_repl.core.errors import HostClaim
 from relay_repl.session.gate import ScriptedGate
 from relay_repl.store.ledger import Ledger
-from tests.support.hostile import HOST, hostile  # noqa: F401 - the fixture
+from relay_repl.testing import HOST
 
 pytestmark = pytest.mark.timeout(120)
 KEY = f"{HOST}/beta-1"

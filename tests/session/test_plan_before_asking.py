@@ -14,7 +14,8 @@ from relay_repl.core.target import Me
 from relay_repl.session.gate import ScriptedGate
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
-from tests.transports.test_tmux_live import ReplayIO, fast, golden, replay_target
+from relay_repl.testing import ReplayIO
+from tests.transports.test_tmux_live import fast, golden, replay_target
 
 pytestmark = pytest.mark.anyio
 

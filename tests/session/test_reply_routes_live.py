@@ -17,7 +17,7 @@ import relay_repl.agents.codex.lab as codex_lab
 from relay_repl.core.envelope import Envelope
 from relay_repl.lab.stubs.client import StubClient
 from relay_repl.lab.stubs.script import Rule, Step, ToolCall
-from tests.support.labs import private_lab_home
+from relay_repl.testing.labs import private_lab_home
 from tests.support.sessions import live_session
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]

@@ -13,7 +13,6 @@ import pytest
 
 from relay_repl.core.errors import HostError
 from relay_repl.core.request import Request
-from tests.support.hostile import hostile  # noqa: F401 - the fixture: hosts.toml names `standin`
 
 pytestmark = pytest.mark.timeout(120)
 

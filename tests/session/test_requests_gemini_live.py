@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
 @pytest.fixture(scope="module")
 def lab_home(tmp_path_factory):
-    from tests.support.labs import private_lab_home
+    from relay_repl.testing.labs import private_lab_home
 
     with private_lab_home(tmp_path_factory, "gemini-lab") as home:
         yield home

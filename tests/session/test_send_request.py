@@ -20,7 +20,7 @@ from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target
 from tests.session.test_conversation import answer, convo
 from tests.session.test_requests import desk, reply_line
-from tests.support.hostile import HOST, hostile  # noqa: F401 - the fixture
+from relay_repl.testing import HOST
 
 
 class Spy(RunHooks):

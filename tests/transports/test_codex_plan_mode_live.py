@@ -18,7 +18,7 @@ from tests.support.sessions import live_session
 
 from relay_repl.core.delivery import DeliveryState
 import relay_repl.lab.helpers as helpers
-from tests.support.labs import private_lab_home
+from relay_repl.testing.labs import private_lab_home
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 

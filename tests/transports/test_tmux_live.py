@@ -1,6 +1,6 @@
 """The tmux transport: its state machine over replayed captures, then live against the lab.
 
-Unit part (no lab): a fake `PaneIO` replays golden captures recorded from the real
+Unit part (no lab): `relay_repl.testing.ReplayIO` (a `PaneIO` double) replays golden captures recorded from the real
 clients, so the rules are checked key by key — what is refused with zero keys, when
 Enter is withheld, when (and only when) Tab is earned.
 
@@ -26,7 +26,7 @@ import anyio
 import pytest
 from libtmux.test.retry import retry_until
 
-from tests.support.labs import private_lab_home
+from relay_repl.testing.labs import private_lab_home
 
 import relay_repl.store.paths as paths
 from relay_repl.core.delivery import Delivery, DeliveryState
@@ -34,8 +34,8 @@ from relay_repl.store.ledger import Ledger
 from relay_repl.agents.screens.model import Snapshot
 from relay_repl.core.target import Target
 from relay_repl.transports.base import StageLog
-from relay_repl.core.approval import check
 from relay_repl.transports.tmux import PaneIO, PaneRef, TmuxTransport
+from relay_repl.testing.panes import ReplayIO
 from tests.support.approvals import approved_send  # noqa: F401
 from relay_repl.lab.fidelity import tmux as checks
 # the live helpers live beside the checks `relay fidelity` runs (package code): one copy
@@ -58,40 +58,6 @@ def golden(client: str, scenario: str) -> Snapshot:
     keys = ("cursor_x", "cursor_y", "pane_in_mode", "pane_mode", "alternate_on", "pane_current_command",
             "pane_pid", "pane_dead", "pane_width", "pane_height")
     return Snapshot(lines=plain, esc_lines=esc, pane_id="%0", **{k: meta[k] for k in keys})
-
-
-class ReplayIO(PaneIO):
-    """A PaneIO whose screen is a script: `on_literal` / `on_enter` switch the replayed capture."""
-
-    def __init__(self, first: Snapshot, on_literal: Snapshot | None = None, on_enter: Snapshot | None = None,
-                 on_tab: Snapshot | None = None, argv: list[str] | None = None) -> None:
-        super().__init__({})
-        self.screen, self.on_literal, self.on_enter, self.on_tab = first, on_literal, on_enter, on_tab
-        self.keys: list[tuple[str, str]] = []
-        self.argv = argv or ["claude"]
-
-    def locate(self, target: Target) -> PaneRef | None:
-        return PaneRef(socket_path="/nonexistent/replay", pane_id=target.pane or "%0")
-
-    def snapshot(self, pane: PaneRef) -> Snapshot:
-        return self.screen
-
-    def processes(self, root: int) -> list[tuple[int, list[str]]]:
-        return [(root, self.argv)]
-
-    def send_literal(self, pane: PaneRef, text: str, approval: Any = None) -> None:
-        check(approval, what="replayed literal", transport="tmux", payload=text, pane=pane.pane_id)
-        self.keys.append(("literal", text))
-        if self.on_literal is not None:
-            self.screen = self.on_literal
-
-    def send_key(self, pane: PaneRef, key: str, approval: Any = None) -> None:
-        assert key in ("Enter", "Tab")
-        check(approval, what="replayed key", transport="tmux", pane=pane.pane_id)
-        self.keys.append(("key", key))
-        nxt = {"Enter": self.on_enter, "Tab": self.on_tab}[key]
-        if nxt is not None:
-            self.screen = nxt
 
 
 def replay_target(kind: str, snap: Snapshot, tmp_path: Path, name: str = "beta") -> Target:

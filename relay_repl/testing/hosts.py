@@ -1,4 +1,6 @@
-"""A lying host for tests: the stand-in ssh on PATH, a hosts.toml naming it, its lies by env.
+"""The ssh channel double: a host named `standin` reached through a stand-in `ssh` on PATH
+(hostile_host.py), so the real `SshChannel` and every remote path run unchanged with no second
+machine; honest by default, lying as the test says. The pytest plugin's `hostile` fixture:
 
     def test_x(hostile):
         hostile("ignore-no")            # the lies (relay_repl/testing/hostile_host.py names them)
@@ -13,16 +15,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
-
-import pytest
+from typing import TYPE_CHECKING, Any
 
 from relay_repl.testing.hostile_host import standin_ssh
+
+if TYPE_CHECKING:
+    import pytest
 
 HOST = "standin"
 
 
 class HostileHost:
+    """A host in hosts.toml (`HOST`) whose ssh is the stand-in; `hostile(*lies)` sets its lies."""
+
     def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.bin = standin_ssh(root / "bin")
         self.log = root / "host.log"
@@ -52,8 +57,3 @@ class HostileHost:
         argv = [str(script)] if script.exists() else [sys.executable, "-m", "relay_repl"]
         return subprocess.run([*argv, *args], input=stdin or "", capture_output=True, text=True, timeout=timeout,
                               env=dict(os.environ))
-
-
-@pytest.fixture
-def hostile(tmp_path, monkeypatch, relay_home) -> HostileHost:
-    return HostileHost(tmp_path, monkeypatch)

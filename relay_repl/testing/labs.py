@@ -1,4 +1,6 @@
-"""One way for a test module (or the session) to own a private lab."""
+"""One way for a test module (or the test session) to own a private lab: the real clients,
+pinned, in a RELAY_HOME of its own. The pytest plugin's lab fixtures (pytest_plugin.py) are
+built on it; a module that needs a lab of its own calls it from a fixture of its own."""
 
 from __future__ import annotations
 
