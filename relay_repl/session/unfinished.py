@@ -49,7 +49,10 @@ def _last_stage(stages: list[Event]) -> tuple[str, str, str]:
 def orphaned(ledger: Ledger) -> Iterator[tuple[str, list[Event], Event | None]]:
     """Each unfinished send whose process is gone (the one liveness rule): its key, its events and
     its `delivery` start event (None when none was recorded). A send still running elsewhere is skipped."""
+    mine = ledger.started_here
     for key in ledger.unfinished_deliveries():
+        if key in mine:
+            continue  # started by this very process, which is running: not orphaned
         events = ledger.events(delivery=key)
         start = next((e for e in events if e.kind == "delivery"), None)
         if start is not None and _alive(start.data):

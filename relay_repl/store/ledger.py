@@ -428,7 +428,17 @@ class Ledger:
                 "INSERT INTO events(at, kind, delivery, relay_id, data) VALUES (?, ?, ?, ?, ?)",
                 (time.time(), kind, delivery, relay_id, payload),
             )
-            return int(cur.lastrowid or 0)
+            seq = int(cur.lastrowid or 0)
+        if kind == "delivery" and delivery and data and data.get("pid") == os.getpid():
+            self.__dict__.setdefault("_started_here", set()).add(delivery)
+        return seq
+
+    @property
+    def started_here(self) -> set[str] | frozenset[str]:
+        """Delivery keys this process started (its `delivery` event names this pid), through this
+        ledger: alive as long as the process asking is, so the sweep of dead processes' sends skips
+        them without reading their events (ask-all read every sibling's events before each plan)."""
+        return self.__dict__.get("_started_here", frozenset())
 
     def events(
         self,

@@ -109,3 +109,35 @@ async def test_a_delivered_send_raises_no_note(relay_home):
     assert (await s.send("fake:inbox", "once")).outcome == "delivered"
     await s.send("fake:inbox", "once")
     assert not any("earlier send" in n for n in gate.shown[1].notes)
+
+
+class CountingLedger(Ledger):
+    """The real ledger, counting the per-send event reads the sweep makes."""
+
+    reads: list[str]
+
+    def events(self, **kw):
+        if kw.get("delivery"):
+            self.reads.append(kw["delivery"])
+        return super().events(**kw)
+
+
+def test_the_sweep_reads_no_event_of_a_send_this_process_started(tmp_path):
+    """relay's own CPU per target (issue 33): before each plan the sweep read the events of every
+    open send, so an ask-all over N targets read its own N-1 siblings' events N times. A send whose
+    `delivery` event names this process is alive while it asks: skipped unread. A dead process's
+    send is still read and swept (old code reads both)."""
+    from relay_repl.session.unfinished import owner
+
+    led = CountingLedger(tmp_path / "l.sqlite")
+    led.reads = []
+    for key, who in (("d-mine", owner()), ("d-dead", {"pid": 2**22 + 7, "proc_start": 1})):
+        led.event("delivery", delivery=key, relay_id=f"r-{key}", data={"relay_id": f"r-{key}", **who})
+        led.event("answer", delivery=key, relay_id=f"r-{key}", data={"approved": True})
+    assert led.started_here == {"d-mine"}
+    assert sweep_interrupted(led) == ["r-d-dead"]
+    assert led.reads == ["d-dead"]
+    other = Ledger(tmp_path / "l.sqlite")  # another process's view: it did not start d-mine
+    assert other.started_here == frozenset()
+    other.close()
+    led.close()
