@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from relay_repl.agents.screens.skeleton import Reading
+from relay_repl.agents.screens.skeleton import Reading, submit_hint
 from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_state, history_contains, wrapped_equals
 
 PROMPT = "❯\u00a0"
@@ -190,7 +190,6 @@ def _count_history(snap: Snapshot, payload: str, until: int | None) -> int:
 def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
     """Screen hints that Enter took: the composer emptied, the payload moved into history."""
     a = classify(after)
-    reasons: list[str] = []
     top_after = a.composer_rows[0] - 1 if a.composer_rows else None
     top_before = classify(before).composer_rows
     n_before = _count_history(before, payload, top_before[0] - 1 if top_before else None)
@@ -201,16 +200,5 @@ def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
     if in_history and top_after is not None:
         tail = after.lines[max(0, top_after - LOOKBACK):top_after]
         queued = any(QUEUED.match(ln) for ln in tail)
-    if a.composer == "empty":
-        reasons.append("composer is empty again")
-    if in_composer:
-        reasons.append("payload still in the composer")
-    if in_history:
-        reasons.append("payload shown as a submitted message (`❯ …`)")
-    if queued:
-        reasons.append("`⎿  Queued`: Claude holds it for the next tool boundary or turn")
-    if a.kind == "busy":
-        reasons.append("a turn is running")
-    return SubmitHint(composer_emptied=a.composer == "empty", payload_in_composer=in_composer,
-                      payload_in_history=in_history, turn_running=a.kind == "busy", queued=queued,
-                      reasons=reasons)
+    return submit_hint(a, in_composer=in_composer, in_history=in_history, queued=queued, history="❯",
+                       queued_reason="`⎿  Queued`: Claude holds it for the next tool boundary or turn")

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 from relay_repl.agents.adapter import load_adapter
-from relay_repl.agents.screens.skeleton import Reading
+from relay_repl.agents.screens.skeleton import Reading, submit_hint
 from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_state, history_contains, wrapped_equals
 
 # The footer pattern is the Codex adapter's (adapters/codex.md, [screen.marks] footer): one
@@ -228,23 +228,13 @@ def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
     """Screen hints after Enter (or Tab): emptied, steered into history, parked, queued."""
     a = classify(after)
     b = classify(before)
-    reasons: list[str] = []
     top_a = a.composer_rows[0] if a.composer_rows else None
     top_b = b.composer_rows[0] if b.composer_rows else None
     in_history = _count_history(after, payload, top_a) > _count_history(before, payload, top_b)
     in_composer = payload_visible(after, payload)
     tab_to_queue = in_composer and "tab-to-queue" in a.hints
     queued = _queued_follow_up(after, payload, top_a)
-    if a.composer == "empty":
-        reasons.append("composer is empty again")
-    if in_composer:
-        reasons.append("payload still in the composer" + (" beside `tab to queue message`" if tab_to_queue else ""))
-    if in_history:
-        reasons.append("payload shown as a submitted message (`› …`)")
-    if queued:
-        reasons.append("payload listed (`↳`) under `Queued follow-up inputs` or `Messages to be submitted after next tool call`")
-    if a.kind == "busy":
-        reasons.append("a turn is running")
-    return SubmitHint(composer_emptied=a.composer == "empty", payload_in_composer=in_composer,
-                      payload_in_history=in_history, turn_running=a.kind == "busy", queued=queued,
-                      tab_to_queue=tab_to_queue, reasons=reasons)
+    return submit_hint(a, in_composer=in_composer, in_history=in_history, queued=queued, history="›",
+                       queued_reason="payload listed (`↳`) under `Queued follow-up inputs` or `Messages to be "
+                                     "submitted after next tool call`",
+                       staged=" beside `tab to queue message`" if tab_to_queue else "", tab_to_queue=tab_to_queue)
