@@ -147,6 +147,17 @@ class FidelityLab(Protocol):
     async def wait_idle(self, name: str, timeout: float = 60.0) -> None: ...
 
 
+async def in_turn(s: Any, spec: str, body: str, transport: str, timeout: float) -> Any:
+    """What every native check's send asserts first: `body` sent to `spec` by `transport` through the
+    lab's relay Session `s` ended in the receiver's turn (in_turn). Returns the Delivery for the
+    check's own asserts."""
+    from relay_repl.core.delivery import DeliveryState
+
+    d = await s.send(spec, body, transport=transport, timeout=timeout)
+    assert d.state is DeliveryState.IN_TURN, d.summary()
+    return d
+
+
 def main_texts(reqs: Any) -> list[str]:
     """The bodies of the stub model's main requests (`StubClient.requests`), as JSON text: a payload
     the model read is a substring of one of them."""

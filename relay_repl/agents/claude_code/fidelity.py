@@ -15,7 +15,7 @@ from typing import Any
 from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.fidelity import (BUSY_WHILE_A_TURN_RUNS, LISTED, TMUX_DIALOG_REFUSAL, TMUX_IDLE_DELIVERY,
                                        TMUX_REFUSALS, Dialog, Expect, Marks, NativeLab, ScreenStage, TmuxLab,
-                                       main_texts, send_while_busy)
+                                       in_turn, main_texts, send_while_busy)
 from relay_repl.agents.kind import FidelityFact
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
@@ -151,8 +151,7 @@ NATIVE_SPEC = f"claude:{NATIVE_NAME}"
 
 async def claude_socket_to_an_idle_target(lab: NativeLab) -> None:
     async with lab.stub() as stub, lab.session([True]) as (s, gate, _):
-        d = await s.send(NATIVE_SPEC, "socket to idle claude", transport="claude-code-socket", timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        d = await in_turn(s, NATIVE_SPEC, "socket to idle claude", "claude-code-socket", 30)
         seen = [e for e in d.evidence if e.stage == "transcript"]
         rec = next(e for e in seen if e.state is DeliveryState.IN_TURN).data["record"]
         assert rec["origin"]["verifiedPeerPid"] == os.getpid(), rec["origin"]
@@ -174,8 +173,7 @@ async def claude_socket_transports_to_a_busy_target(lab: NativeLab, transport: s
         await s.refresh()
         target = await s.target(NATIVE_SPEC)
         assert target.state == "busy", target.state
-        d = await s.send(NATIVE_SPEC, f"{transport} to busy claude", transport=transport, timeout=45)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        d = await in_turn(s, NATIVE_SPEC, f"{transport} to busy claude", transport, 45)
         assert "busy" in " ".join(gate.shown[-1].notes), gate.shown[-1].notes
         seen = [e for e in d.evidence if e.stage == "transcript"]
         rec = next(e for e in seen if e.state is DeliveryState.IN_TURN).data["record"]
@@ -196,8 +194,7 @@ async def message_plan_shows_the_wrapper_that_is_written_and_recorded(lab: Nativ
             ["creates", f"{reg.record_path}:"], ["creates", f"{reg.key_path}:"], ["creates", f"{reg.socket_path}:"]], \
             gate.shown[0].files
         assert all(Path(f).exists() for f in (reg.record_path, reg.key_path, reg.socket_path))
-        d = await s.send(NATIVE_SPEC, "what you approve is what arrives", transport="claude-code-message", timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        d = await in_turn(s, NATIVE_SPEC, "what you approve is what arrives", "claude-code-message", 30)
         plan = gate.shown[-1]
         # 3 payload: the exact frame content, wrapper included
         assert plan.payload.startswith(f'<cross-session-message from="uds:{reg.socket_path}" from-name="{reg.name}" '

@@ -15,7 +15,7 @@ import relay_repl.agents.codex.lab as lab_home  # the lab's CODEX_HOME and what 
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.fidelity import (BUSY_WHILE_A_TURN_RUNS, LISTED, TMUX_DIALOG_REFUSAL, TMUX_IDLE_DELIVERY,
                                        TMUX_REFUSALS, Dialog, Expect, FidelityLab, Marks, NativeLab, ScreenStage,
-                                       TmuxLab, main_texts, send_while_busy)
+                                       TmuxLab, in_turn, main_texts, send_while_busy)
 from relay_repl.agents.kind import FidelityFact
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
@@ -273,8 +273,7 @@ NATIVE_SPEC = f"codex:{NATIVE_NAME}"
 async def codex_queue_to_an_idle_target(lab: NativeLab) -> None:
     async with lab.stub() as stub, lab.session([True]) as (s, gate, _):
         await stub.clear_requests(NATIVE_NAME)
-        d = await s.send(NATIVE_SPEC, "queue to idle codex", transport="codex-queue", timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        d = await in_turn(s, NATIVE_SPEC, "queue to idle codex", "codex-queue", 30)
         assert d.exit_code == 0, d.summary()
         enq = next(e for e in d.evidence if e.stage == "enqueue")
         assert enq.data["item_id"] == d.extra.item_id, (enq.data, d.extra)
@@ -289,8 +288,7 @@ async def codex_queue_to_a_busy_target_waits_for_its_turn(lab: NativeLab) -> Non
     await lab.make_busy(NATIVE_NAME, 8)
     async with lab.session([True]) as (s, gate, _):
         await s.refresh()
-        d = await s.send(NATIVE_SPEC, "queue behind a busy turn", transport="codex-queue", timeout=60)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        d = await in_turn(s, NATIVE_SPEC, "queue behind a busy turn", "codex-queue", 60)
         enq = next(e for e in d.evidence if e.stage == "enqueue")
         assert enq.data["row"] is not None, "a busy target must leave the row pending at first read"
         states = [e.state for e in d.evidence]
