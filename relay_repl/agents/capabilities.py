@@ -374,8 +374,11 @@ class ScreenBase(_Of):
     def ui_mode_chars(self) -> str:
         return self.facts.adapter().screen.ui_mode_chars
 
+    busy_note: str | None = None
+    """What typing does to it while busy (a plan note), or None: `tmux_busy_note` gives it for a busy target."""
+
     def tmux_busy_note(self, target: Target) -> str | None:
-        return None
+        return self.busy_note if target.state == "busy" else None
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
         if snap.pane_pid != target.pid:

@@ -8,7 +8,8 @@ checks and screen scenarios receive the lab as an object implementing the protoc
 (dependency inversion), and the shared values (`Expect`, `Marks`) live here.
 
 A kind's fidelity module provides (every name optional but `FACTS`):
-- `FACTS`: its `FidelityFact` rows (agents/kind.py);
+- `FACTS`: its `FidelityFact` rows (agents/kind.py), naming the common ones below (`LISTED`, ...)
+  where the lab's shared checks hold for it too;
 - `LAB_COUNTS`: {check group: sessions of this kind that group's lab starts} (0 or absent: none);
 - `MARKS`: what its screen shows in the states every client is staged in (`Marks`), and
   `screens(rec, name)`: the states only it has, staged through `ScreenStage`;
@@ -32,7 +33,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from relay_repl.agents.kind import FidelityFact
 from relay_repl.core.target import Target
+
+# -- the facts the lab's shared checks prove for every kind that lists them ----------------------------
+# One text each, so a kind's table names the fact and the report shows it once for every kind.
+
+LISTED = FidelityFact(fact="registry fields, listing, panes (every kind)", paths="discovery",
+                      checks=("discovery:every_kind_listed_idle_with_its_panes_and_transports",))
+BUSY_WHILE_A_TURN_RUNS = FidelityFact(fact="liveness: busy while a turn runs", paths="discovery, plans",
+                                      checks=("discovery:busy_while_a_slow_turn_runs",))
+TMUX_IDLE_DELIVERY = FidelityFact(fact="tmux idle delivery with receiver evidence", paths="tmux",
+                                  checks=("tmux:idle_delivery_with_receiver_evidence",))
+TMUX_REFUSALS = FidelityFact(fact="preflight refusals send zero keys (draft, copy-mode, slash menu)", paths="tmux",
+                             checks=("tmux:refusal_sends_zero_keys",))
+TMUX_DIALOG_REFUSAL = FidelityFact(fact="preflight refusal on a dialog sends zero keys", paths="tmux",
+                                   checks=("tmux:dialog_refusal_sends_zero_keys",))
 
 
 @dataclass
@@ -129,6 +145,17 @@ class FidelityLab(Protocol):
         """Rename a session from inside its own client (lab helper; Codex's `/rename`)."""
         ...
     async def wait_idle(self, name: str, timeout: float = 60.0) -> None: ...
+
+
+async def in_turn(s: Any, spec: str, body: str, transport: str, timeout: float) -> Any:
+    """What every native check's send asserts first: `body` sent to `spec` by `transport` through the
+    lab's relay Session `s` ended in the receiver's turn (in_turn). Returns the Delivery for the
+    check's own asserts."""
+    from relay_repl.core.delivery import DeliveryState
+
+    d = await s.send(spec, body, transport=transport, timeout=timeout)
+    assert d.state is DeliveryState.IN_TURN, d.summary()
+    return d
 
 
 def main_texts(reqs: Any) -> list[str]:

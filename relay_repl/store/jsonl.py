@@ -178,6 +178,15 @@ class LineScan:
                 mm.madvise(mmap.MADV_DONTNEED, released, keep - released)  # drop our mapping, not the cache
                 released = keep
 
+    def _unfinished(self, tail: bytes) -> tuple[bool, bytes, int]:
+        """What `_read` keeps of a chunk's unfinished last line: (skipping, carry, bytes dropped).
+        Longer than a line may be already: counted oversized, dropped, and the rest of it skipped up to
+        its newline; else carried into the next chunk whole."""
+        if len(tail) > self.max_line:
+            self.oversized += 1
+            return True, b"", len(tail)
+        return False, tail, 0
+
     def _read(self, f: BinaryIO) -> Iterator[tuple[int, bytes]]:
         needle, also = self.needle, self.also
         carry = b""  # the unfinished last line of the previous chunk
@@ -199,12 +208,8 @@ class LineScan:
             buf = carry + block if carry else block
             end = buf.rfind(b"\n")
             if end < 0:
-                if len(buf) > self.max_line:
-                    self.oversized += 1
-                    skipping, carry = True, b""
-                    base += len(buf)
-                else:
-                    carry = buf
+                skipping, carry, dropped = self._unfinished(buf)
+                base += dropped
                 continue
             pos = 0
             while True:
@@ -224,11 +229,5 @@ class LineScan:
                     continue
                 if all(a in line for a in also):
                     yield base + start, line
-            rest = buf[end + 1:]
-            base += end + 1
-            if len(rest) > self.max_line:
-                self.oversized += 1
-                skipping, carry = True, b""
-                base += len(rest)
-            else:
-                carry = rest
+            skipping, carry, dropped = self._unfinished(buf[end + 1:])
+            base += end + 1 + dropped

@@ -51,3 +51,20 @@ def test_the_roster_rule_looks_for_the_kinds_client_under_the_pane(tmp_path):
     assert codex.roster_mismatch(t, snap, with_tui, footer) is None
     assert "gemini.js process 41 no longer runs" in (gemini.roster_mismatch(t, snap, with_tui, footer) or "")
     assert gemini.roster_mismatch(t, snap, lambda pid: [(40, ["bash"]), (41, GEMINI)], footer) is None
+
+
+def test_a_busy_note_is_the_kinds_own_words_for_a_busy_target_only():
+    """`ScreenBase.tmux_busy_note` gives the kind's `busy_note` for a busy target (issue 35: Claude's and
+    Gemini's were the same method with their own words), and nothing while idle or for a kind with none."""
+    from relay_repl.agents.claude_code.kind import ClaudeCodeKind
+
+    def target(kind: str, state: str) -> Target:
+        return Target(kind=kind, prefix=kind, name="a", address="a", pid=1, identified_by="test", state=state)
+
+    claude, gemini = ClaudeCodeKind().screen, GeminiCliKind().screen
+    assert claude.tmux_busy_note(target("claude-code", "busy")) == (
+        "target is busy: Enter queues the line for its next tool boundary (one Enter, no Tab)")
+    assert gemini.tmux_busy_note(target("gemini-cli", "busy")) == (
+        "target is busy: Enter queues the line; it starts the next turn when this one ends (Gemini CLI 0.61.0)")
+    assert claude.tmux_busy_note(target("claude-code", "idle")) is None
+    assert gemini.tmux_busy_note(target("gemini-cli", "unknown")) is None

@@ -25,17 +25,8 @@ class ClaudeScreen(ScreenBase):
     for the next tool boundary (one Enter, never Tab)."""
 
     busy_submit = "Claude queues it for a tool boundary"
+    busy_note = "target is busy: Enter queues the line for its next tool boundary (one Enter, no Tab)"
     tmux_lead = 0  # Claude Code inserts a burst of keys as typed
-
-    def classifier(self) -> ModuleType | None:
-        from relay_repl.agents.claude_code import screen
-
-        return screen
-
-    def tmux_busy_note(self, target: Target) -> str | None:
-        if target.state == "busy":
-            return "target is busy: Enter queues the line for its next tool boundary (one Enter, no Tab)"
-        return None
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
         if snap.pane_pid != target.pid:

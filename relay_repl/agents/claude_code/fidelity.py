@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.fidelity import (Dialog, Expect, Marks, NativeLab, ScreenStage,
-                                       TmuxLab, main_texts, send_while_busy)
+from relay_repl.agents.fidelity import (BUSY_WHILE_A_TURN_RUNS, LISTED, TMUX_DIALOG_REFUSAL, TMUX_IDLE_DELIVERY,
+                                       TMUX_REFUSALS, Dialog, Expect, Marks, NativeLab, ScreenStage, TmuxLab,
+                                       in_turn, main_texts, send_while_busy)
 from relay_repl.agents.kind import FidelityFact
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
@@ -23,10 +24,8 @@ from relay_repl.core.target import Target
 _D, _N, _T = "discovery:", "native:", "tmux:"
 
 FACTS: tuple[FidelityFact, ...] = (
-    FidelityFact(fact="registry fields, listing, panes (every kind)", paths="discovery",
-                 checks=(_D + "every_kind_listed_idle_with_its_panes_and_transports",)),
-    FidelityFact(fact="liveness: busy while a turn runs", paths="discovery, plans",
-                 checks=(_D + "busy_while_a_slow_turn_runs",)),
+    LISTED,
+    BUSY_WHILE_A_TURN_RUNS,
     FidelityFact(fact="claude socket wire + transcript origin records (idle)",
                  paths="claude-code-socket, claude-code-message", checks=(_N + "claude_socket_to_an_idle_target",)),
     FidelityFact(fact="claude socket wire + origin records (busy, both paths)",
@@ -34,14 +33,11 @@ FACTS: tuple[FidelityFact, ...] = (
                  checks=(_N + "claude_socket_transports_to_a_busy_target",)),
     FidelityFact(fact="claude message wrapper recorded", paths="claude-code-message",
                  checks=(_N + "message_plan_shows_the_wrapper_that_is_written_and_recorded",)),
-    FidelityFact(fact="tmux idle delivery with receiver evidence", paths="tmux",
-                 checks=(_T + "idle_delivery_with_receiver_evidence",)),
+    TMUX_IDLE_DELIVERY,
     FidelityFact(fact="busy submit: claude Enter queues for the tool boundary", paths="tmux",
                  checks=(_T + "busy_claude_enter_queues_then_delivers",)),
-    FidelityFact(fact="preflight refusals send zero keys (draft, copy-mode, slash menu)", paths="tmux",
-                 checks=(_T + "refusal_sends_zero_keys",)),
-    FidelityFact(fact="preflight refusal on a dialog sends zero keys", paths="tmux",
-                 checks=(_T + "dialog_refusal_sends_zero_keys",)),
+    TMUX_REFUSALS,
+    TMUX_DIALOG_REFUSAL,
 )
 
 COMPOSER_END_KEY = "End"
@@ -155,8 +151,7 @@ NATIVE_SPEC = f"claude:{NATIVE_NAME}"
 
 async def claude_socket_to_an_idle_target(lab: NativeLab) -> None:
     async with lab.stub() as stub, lab.session([True]) as (s, gate, _):
-        d = await s.send(NATIVE_SPEC, "socket to idle claude", transport="claude-code-socket", timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        d = await in_turn(s, NATIVE_SPEC, "socket to idle claude", "claude-code-socket", 30)
         seen = [e for e in d.evidence if e.stage == "transcript"]
         rec = next(e for e in seen if e.state is DeliveryState.IN_TURN).data["record"]
         assert rec["origin"]["verifiedPeerPid"] == os.getpid(), rec["origin"]
@@ -178,8 +173,7 @@ async def claude_socket_transports_to_a_busy_target(lab: NativeLab, transport: s
         await s.refresh()
         target = await s.target(NATIVE_SPEC)
         assert target.state == "busy", target.state
-        d = await s.send(NATIVE_SPEC, f"{transport} to busy claude", transport=transport, timeout=45)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        d = await in_turn(s, NATIVE_SPEC, f"{transport} to busy claude", transport, 45)
         assert "busy" in " ".join(gate.shown[-1].notes), gate.shown[-1].notes
         seen = [e for e in d.evidence if e.stage == "transcript"]
         rec = next(e for e in seen if e.state is DeliveryState.IN_TURN).data["record"]
@@ -200,8 +194,7 @@ async def message_plan_shows_the_wrapper_that_is_written_and_recorded(lab: Nativ
             ["creates", f"{reg.record_path}:"], ["creates", f"{reg.key_path}:"], ["creates", f"{reg.socket_path}:"]], \
             gate.shown[0].files
         assert all(Path(f).exists() for f in (reg.record_path, reg.key_path, reg.socket_path))
-        d = await s.send(NATIVE_SPEC, "what you approve is what arrives", transport="claude-code-message", timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        d = await in_turn(s, NATIVE_SPEC, "what you approve is what arrives", "claude-code-message", 30)
         plan = gate.shown[-1]
         # 3 payload: the exact frame content, wrapper included
         assert plan.payload.startswith(f'<cross-session-message from="uds:{reg.socket_path}" from-name="{reg.name}" '

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from relay_repl.agents.screens.skeleton import Reading
+from relay_repl.agents.screens.skeleton import Reading, latest, submit_hint
 from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_state, history_contains, wrapped_equals
 
 PROMPT = "❯\u00a0"
@@ -75,25 +75,15 @@ def _find_composer(lines: list[str]) -> tuple[int, int, str] | None:
     return None
 
 
-def _status(lines: list[str], top: int) -> tuple[str | None, int | None]:
-    """The latest status-ish row above the composer's upper rule: spinner, done, interrupted."""
-    for i in range(top - 1, max(-1, top - 1 - LOOKBACK), -1):
-        row = lines[i]
-        if SPINNER.match(row):
-            return "spinner", i
-        if DONE.match(row):
-            return "done", i
-        if INTERRUPTED.match(row):
-            return "interrupted", i
-        if HISTORY_PROMPT.match(row):
-            return "prompt", i  # a user message with nothing after it yet
-    return None, None
+STATUS = (("spinner", SPINNER), ("done", DONE), ("interrupted", INTERRUPTED),
+          ("prompt", HISTORY_PROMPT))  # a user message with nothing after it yet
+"""The status rows above the composer, by the mark each shows (skeleton.latest reads the latest)."""
 
 
 def classify(snap: Snapshot) -> ScreenReading:
     """Read one Claude Code screen; see the module doc for the marks."""
     r = Reading(snap, "Claude")
-    reasons, blockers, hints = r.reasons, r.blockers, r.hints
+    reasons, blockers = r.reasons, r.blockers
     lines = [ln.rstrip("\n") for ln in snap.lines]
     if (dead := r.pane()) is not None:
         return dead
@@ -106,28 +96,23 @@ def classify(snap: Snapshot) -> ScreenReading:
     footer = lines[last + 2:]
     composer, text = composer_state(snap, first, last, reasons, PLACEHOLDERS, fake_cursor=True)
     if prompt == SHELL_PROMPT or any(SHELL_FOOTER.search(f) for f in footer):
-        blockers.append("shell-mode")
-        reasons.append("bash mode: the prompt is `!` (Enter would run a shell command)")
+        r.block("shell-mode", "bash mode: the prompt is `!` (Enter would run a shell command)")
     if composer == "draft" and text.startswith("/"):
-        blockers.append("slash-menu")
-        reasons.append(f"composer starts with '/' ({text[:30]!r}): the command menu is open")
+        r.block("slash-menu", f"composer starts with '/' ({text[:30]!r}): the command menu is open")
     menu_rows = [i for i in range(max(0, top - 12), top) if SLASH_ROW.match(lines[i])]
     menu_rows += [i for i in range(last + 2, len(lines)) if SLASH_ROW.match(lines[i])]
     if menu_rows and "slash-menu" not in blockers:
-        blockers.append("slash-menu")
-        reasons.append(f"command menu rows at {menu_rows[:3]}")
+        r.block("slash-menu", f"command menu rows at {menu_rows[:3]}")
     if any(m.search(f) for m in SHORTCUTS for f in footer):
-        blockers.append("overlay")
-        reasons.append("the `?` shortcuts panel replaces the footer")
+        r.block("overlay", "the `?` shortcuts panel replaces the footer")
     near = lines[max(0, top - 12):top]
     dialog_marks = sorted({m.pattern for m in DIALOG for ln in near if m.search(ln)})
     if dialog_marks:
-        blockers.append("dialog")
-        reasons.append(f"dialog marks just above the composer: {dialog_marks}")
+        r.block("dialog", f"dialog marks just above the composer: {dialog_marks}")
     r.composer_blockers(composer)
 
     # activity
-    status, at = _status(lines, top)
+    status, at = latest(lines, top - 1, STATUS, LOOKBACK)
     activity = lines[at].strip() if at is not None else ""  # the activity row, when there is one
     busy_footer = any(BUSY_FOOTER in f for f in footer)
     if status == "spinner" or busy_footer:
@@ -136,25 +121,16 @@ def classify(snap: Snapshot) -> ScreenReading:
             reasons.append(f"spinner row {at}: {activity[:60]!r}")
         if busy_footer:
             reasons.append("footer shows `esc to interrupt`")
-    elif status == "done":
-        kind = "idle"
-        hints.append("done-line")
-        reasons.append(f"latest status row {at} is a finished turn: {activity[:60]!r}; no spinner")
-    elif status == "interrupted":
-        kind = "idle"
-        hints.append("interrupted")
-        reasons.append(f"latest status row {at} is `Interrupted`; no spinner")
-    elif status is None and any(BANNER.search(ln) for ln in lines[:12]) and not any(HISTORY_PROMPT.match(ln) for ln in lines[:top]):
-        kind = "idle"
-        hints.append("fresh")
-        reasons.append("fresh session: the banner and no turn yet; no spinner")
     else:
-        kind = "unknown"
-        reasons.append(f"no spinner and no finished-turn row above the composer (latest status: {status or 'none'}): "
-                       "a prompt alone is not idle")
+        fresh = any(BANNER.search(ln) for ln in lines[:12]) and not any(HISTORY_PROMPT.match(ln) for ln in lines[:top])
+        kind = r.settle(status, {
+            "done": ("done-line", f"latest status row {at} is a finished turn: {activity[:60]!r}; no spinner"),
+            "interrupted": ("interrupted", f"latest status row {at} is `Interrupted`; no spinner")},
+            "fresh session: the banner and no turn yet; no spinner" if fresh else None,
+            f"no spinner and no finished-turn row above the composer (latest status: {status or 'none'}): "
+            "a prompt alone is not idle")
     if any(QUEUED.match(ln) for ln in lines[max(0, top - LOOKBACK):top]):
-        hints.append("queued")
-        reasons.append("a typed message waits as `⎿  Queued`")
+        r.hint("queued", "a typed message waits as `⎿  Queued`")
     return r.done(kind, composer, text, (first, last))
 
 
@@ -190,7 +166,6 @@ def _count_history(snap: Snapshot, payload: str, until: int | None) -> int:
 def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
     """Screen hints that Enter took: the composer emptied, the payload moved into history."""
     a = classify(after)
-    reasons: list[str] = []
     top_after = a.composer_rows[0] - 1 if a.composer_rows else None
     top_before = classify(before).composer_rows
     n_before = _count_history(before, payload, top_before[0] - 1 if top_before else None)
@@ -201,16 +176,5 @@ def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
     if in_history and top_after is not None:
         tail = after.lines[max(0, top_after - LOOKBACK):top_after]
         queued = any(QUEUED.match(ln) for ln in tail)
-    if a.composer == "empty":
-        reasons.append("composer is empty again")
-    if in_composer:
-        reasons.append("payload still in the composer")
-    if in_history:
-        reasons.append("payload shown as a submitted message (`❯ …`)")
-    if queued:
-        reasons.append("`⎿  Queued`: Claude holds it for the next tool boundary or turn")
-    if a.kind == "busy":
-        reasons.append("a turn is running")
-    return SubmitHint(composer_emptied=a.composer == "empty", payload_in_composer=in_composer,
-                      payload_in_history=in_history, turn_running=a.kind == "busy", queued=queued,
-                      reasons=reasons)
+    return submit_hint(a, in_composer=in_composer, in_history=in_history, queued=queued, history="❯",
+                       queued_reason="`⎿  Queued`: Claude holds it for the next tool boundary or turn")

@@ -35,7 +35,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus
+from relay_repl.agents.turn_reply import TurnReply, TurnStatus
+from relay_repl.agents.turn_watch import MatchedTail
 from relay_repl.core.inbound import OriginRecord
 from relay_repl.store.jsonl import LineScan, complete_lines, parse_object
 
@@ -69,24 +70,16 @@ def _text_blocks(content: Any) -> list[str]:
     return [b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
 
 
-class ClaudeTurnWatch:
+class ClaudeTurnWatch(MatchedTail):
     """Watches one transcript for the turn that read our message, until it ends."""
 
     def __init__(self, transcript: Path | str, *, msg_id: str | None = None, text: str | None = None) -> None:
-        if not msg_id and not text:
-            raise ValueError("a Claude turn is matched by msg_id or by the exact text")
-        self.source = Path(transcript)
+        super().__init__(transcript, "Claude", ("msg_id", msg_id), text, "the exact typed text")
         self.msg_id = msg_id
-        self.text = text
         self.found: str | None = None  # where our message was: "origin" / "attachment.origin" / "typed text"
         self._texts: dict[str, list[str]] = {}  # assistant message.id -> its text blocks
         self._last_id: str | None = None
         self._prompt_id: str | None = None
-        self._tail = Tail(self.source)
-
-    @property
-    def anchor(self) -> str:
-        return f"msg_id {self.msg_id}" if self.msg_id else "the exact typed text"
 
     def poll(self) -> TurnReply | None:
         for rec in self._tail:

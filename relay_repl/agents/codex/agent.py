@@ -31,11 +31,6 @@ class CodexScreen(ScreenBase):
     busy_submit = "Codex steers it into the running turn"
     tab_queues_when_busy = True
 
-    def classifier(self) -> ModuleType | None:
-        from relay_repl.agents.codex import screen
-
-        return screen
-
     def tmux_busy_note(self, target: Target) -> str | None:
         notes = []
         if target.state in ("busy", "never-idle"):

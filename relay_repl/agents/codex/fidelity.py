@@ -13,8 +13,9 @@ from typing import Any
 
 import relay_repl.agents.codex.lab as lab_home  # the lab's CODEX_HOME and what it reads there
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.fidelity import (Dialog, Expect, FidelityLab, Marks, NativeLab,
-                                       ScreenStage, TmuxLab, main_texts, send_while_busy)
+from relay_repl.agents.fidelity import (BUSY_WHILE_A_TURN_RUNS, LISTED, TMUX_DIALOG_REFUSAL, TMUX_IDLE_DELIVERY,
+                                       TMUX_REFUSALS, Dialog, Expect, FidelityLab, Marks, NativeLab, ScreenStage,
+                                       TmuxLab, in_turn, main_texts, send_while_busy)
 from relay_repl.agents.kind import FidelityFact
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
@@ -23,10 +24,8 @@ from relay_repl.core.target import Target
 _D, _N, _T = "discovery:", "native:", "tmux:"
 
 FACTS: tuple[FidelityFact, ...] = (
-    FidelityFact(fact="registry fields, listing, panes (every kind)", paths="discovery",
-                 checks=(_D + "every_kind_listed_idle_with_its_panes_and_transports",)),
-    FidelityFact(fact="liveness: busy while a turn runs", paths="discovery, plans",
-                 checks=(_D + "busy_while_a_slow_turn_runs",)),
+    LISTED,
+    BUSY_WHILE_A_TURN_RUNS,
     FidelityFact(fact="codex rename seen (session index)", paths="discovery",
                  checks=(_D + "codex_rename_is_seen",)),
     FidelityFact(fact="codex daemon status (thread loaded, no TUI)", paths="discovery, codex-queue",
@@ -35,14 +34,11 @@ FACTS: tuple[FidelityFact, ...] = (
                  checks=(_N + "codex_queue_to_an_idle_target",)),
     FidelityFact(fact="codex rollout queue turns (busy)", paths="codex-queue",
                  checks=(_N + "codex_queue_to_a_busy_target_waits_for_its_turn",)),
-    FidelityFact(fact="tmux idle delivery with receiver evidence", paths="tmux",
-                 checks=(_T + "idle_delivery_with_receiver_evidence",)),
+    TMUX_IDLE_DELIVERY,
     FidelityFact(fact="busy submit: codex Enter steers into the turn", paths="tmux",
                  checks=(_T + "busy_codex_enter_steers_into_the_running_turn",)),
-    FidelityFact(fact="preflight refusals send zero keys (draft, copy-mode, slash menu)", paths="tmux",
-                 checks=(_T + "refusal_sends_zero_keys",)),
-    FidelityFact(fact="preflight refusal on a dialog sends zero keys", paths="tmux",
-                 checks=(_T + "dialog_refusal_sends_zero_keys",)),
+    TMUX_REFUSALS,
+    TMUX_DIALOG_REFUSAL,
 )
 
 COMPOSER_END_KEY = "C-e"
@@ -277,8 +273,7 @@ NATIVE_SPEC = f"codex:{NATIVE_NAME}"
 async def codex_queue_to_an_idle_target(lab: NativeLab) -> None:
     async with lab.stub() as stub, lab.session([True]) as (s, gate, _):
         await stub.clear_requests(NATIVE_NAME)
-        d = await s.send(NATIVE_SPEC, "queue to idle codex", transport="codex-queue", timeout=30)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        d = await in_turn(s, NATIVE_SPEC, "queue to idle codex", "codex-queue", 30)
         assert d.exit_code == 0, d.summary()
         enq = next(e for e in d.evidence if e.stage == "enqueue")
         assert enq.data["item_id"] == d.extra.item_id, (enq.data, d.extra)
@@ -293,8 +288,7 @@ async def codex_queue_to_a_busy_target_waits_for_its_turn(lab: NativeLab) -> Non
     await lab.make_busy(NATIVE_NAME, 8)
     async with lab.session([True]) as (s, gate, _):
         await s.refresh()
-        d = await s.send(NATIVE_SPEC, "queue behind a busy turn", transport="codex-queue", timeout=60)
-        assert d.state is DeliveryState.IN_TURN, d.summary()
+        d = await in_turn(s, NATIVE_SPEC, "queue behind a busy turn", "codex-queue", 60)
         enq = next(e for e in d.evidence if e.stage == "enqueue")
         assert enq.data["row"] is not None, "a busy target must leave the row pending at first read"
         states = [e.state for e in d.evidence]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_repl.agents.turn_watch import MatchedTail
 from relay_repl.store.jsonl import LineScan, parse_object
 
 if TYPE_CHECKING:  # annotations only: turn replies and relay ids load on first use, off the `relay targets` path
@@ -99,7 +100,7 @@ def rollout_path(codex_home: Path, thread_id: str, hint: str | os.PathLike[str] 
     return scan_rollouts(codex_home / "sessions", {thread_id}).get(thread_id)
 
 
-class CodexTurnWatch:
+class CodexTurnWatch(MatchedTail):
     """Watches one rollout for the turn whose user message is ours.
 
     Matched by the queue item's `client_id` when we have it (the strongest receipt),
@@ -107,21 +108,11 @@ class CodexTurnWatch:
     """
 
     def __init__(self, rollout: Path | str, *, client_id: str | None = None, text: str | None = None) -> None:
-        if not client_id and not text:
-            raise ValueError("a Codex turn is matched by client_id or by the exact text")
-        self.source = Path(rollout)
+        super().__init__(rollout, "Codex", ("client_id", client_id), text, "the exact payload text")
         self.client_id = client_id
-        self.text = text
         self.turn_id: str | None = None
         self.trigger: str | None = None
         self._triggers: dict[str, str] = {}
-        from relay_repl.agents.turn_reply import Tail
-
-        self._tail = Tail(self.source)
-
-    @property
-    def anchor(self) -> str:
-        return f"client_id {self.client_id}" if self.client_id else "the exact payload text"
 
     def poll(self) -> TurnReply | None:
         for rec in self._tail:

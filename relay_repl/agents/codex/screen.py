@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 from relay_repl.agents.adapter import load_adapter
-from relay_repl.agents.screens.skeleton import Reading
+from relay_repl.agents.screens.skeleton import Reading, latest, submit_hint
 from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_state, history_contains, wrapped_equals
 
 # The footer pattern is the Codex adapter's (adapters/codex.md, [screen.marks] footer): one
@@ -104,21 +104,9 @@ def _find_composer(lines: list[str], f: int) -> tuple[int, int, str] | None:
     return None
 
 
-def _activity(lines: list[str], top: int) -> tuple[str | None, int | None]:
-    """The latest activity row above the composer: busy, worked, interrupted, prompt."""
-    for i in range(top, max(-1, top - LOOKBACK), -1):
-        row = lines[i]
-        if SLASH_ROW.match(row):
-            continue  # the command popup's rows (its selected row starts `› /`)
-        if any(m.search(row) for m in BUSY):
-            return "busy", i
-        if WORKED.match(row):
-            return "worked", i
-        if INTERRUPTED.match(row):
-            return "interrupted", i
-        if HISTORY_PROMPT.match(row):
-            return "prompt", i
-    return None, None
+ACTIVITY = (*(("busy", m) for m in BUSY), ("worked", WORKED), ("interrupted", INTERRUPTED), ("prompt", HISTORY_PROMPT))
+"""The activity rows above the composer, by the mark each shows (skeleton.latest reads the latest,
+passing over the command popup's rows: its selected row starts `› /`)."""
 
 
 def classify(snap: Snapshot) -> ScreenReading:
@@ -129,8 +117,7 @@ def classify(snap: Snapshot) -> ScreenReading:
     if (dead := r.pane()) is not None:
         return dead
     if any(RECONNECTING.search(ln) for ln in lines[-12:]):
-        blockers.append("reconnecting")
-        reasons.append("`Reconnecting to server…`: the daemon is gone; typed text would wait in a dead TUI")
+        r.block("reconnecting", "`Reconnecting to server…`: the daemon is gone; typed text would wait in a dead TUI")
     f = footer_row(lines)
     found = _find_composer(lines, f) if f is not None else None
     if found is None:
@@ -143,16 +130,13 @@ def classify(snap: Snapshot) -> ScreenReading:
     below = lines[f + 1:]
     composer, text = composer_state(snap, first, last, reasons, PLACEHOLDERS)
     if prompt == SHELL or any("Shell mode" in ln for ln in lines[f:]):
-        blockers.append("shell-mode")
-        reasons.append("shell mode: the prompt is `!` (Enter would run a shell command)")
+        r.block("shell-mode", "shell mode: the prompt is `!` (Enter would run a shell command)")
         if prompt == SHELL and composer == "unknown" and not text:
             composer = "empty"
     if text.startswith("/") and composer == "draft":
-        blockers.append("slash-menu")
-        reasons.append(f"composer starts with '/' ({text[:30]!r}): the command popup is open")
+        r.block("slash-menu", f"composer starts with '/' ({text[:30]!r}): the command popup is open")
     elif any(SLASH_ROW.match(lines[i]) for i in range(max(0, first - 12), first)) and text.startswith("/"):
-        blockers.append("slash-menu")
-        reasons.append("command popup rows above the composer")
+        r.block("slash-menu", "command popup rows above the composer")
     for pat, what in OVERLAYS:
         if any(pat.search(ln) for ln in lines[max(0, first - 20):first] + below):
             if "overlay" not in blockers:
@@ -160,7 +144,7 @@ def classify(snap: Snapshot) -> ScreenReading:
             reasons.append(f"{what} is open")
     r.composer_blockers(composer)
 
-    status, at = _activity(lines, first - 1)
+    status, at = latest(lines, first - 1, ACTIVITY, LOOKBACK, skip=SLASH_ROW)
     activity = lines[at].strip() if at is not None else ""  # the activity row, when there is one
     goal = any(GOAL.search(ln) for ln in lines[f:])
     if status == "busy" or goal:
@@ -168,31 +152,20 @@ def classify(snap: Snapshot) -> ScreenReading:
         reasons.append(f"status row {at}: {activity[:70]!r}" if status == "busy" else "footer: Pursuing goal")
         if goal:
             hints.append("goal")
-    elif status == "worked":
-        kind = "idle"
-        hints.append("done-line")
-        reasons.append(f"latest activity row {at} is a finished turn: {activity[:50]!r}; no `esc to interrupt`")
-    elif status == "interrupted":
-        kind = "idle"
-        hints.append("interrupted")
-        reasons.append(f"latest activity row {at} is `Conversation interrupted`")
-    elif status is None and any(BANNER.search(ln) for ln in lines[:8]):
-        kind = "idle"
-        hints.append("fresh")
-        reasons.append("fresh session: the start banner and no turn yet; no `esc to interrupt`")
     else:
-        kind = "unknown"
-        reasons.append(f"no `esc to interrupt` and no finished-turn row above the composer (latest: {status or 'none'}): "
-                       "a prompt alone is not idle")
+        kind = r.settle(status, {
+            "worked": ("done-line", f"latest activity row {at} is a finished turn: {activity[:50]!r}; no `esc to interrupt`"),
+            "interrupted": ("interrupted", f"latest activity row {at} is `Conversation interrupted`")},
+            "fresh session: the start banner and no turn yet; no `esc to interrupt`"
+            if any(BANNER.search(ln) for ln in lines[:8]) else None,
+            f"no `esc to interrupt` and no finished-turn row above the composer (latest: {status or 'none'}): "
+            "a prompt alone is not idle")
     if any(TAB_TO_QUEUE.match(ln) for ln in below):
-        hints.append("tab-to-queue")
-        reasons.append("hint row: `tab to queue message` (text staged while busy)")
+        r.hint("tab-to-queue", "hint row: `tab to queue message` (text staged while busy)")
     if any(QUEUED.match(ln) for ln in lines[max(0, first - LOOKBACK):first]):
-        hints.append("queued")
-        reasons.append("`Queued follow-up inputs` listed above the composer")
+        r.hint("queued", "`Queued follow-up inputs` listed above the composer")
     if any(PENDING_STEER.match(ln) for ln in lines[max(0, first - LOOKBACK):first]):
-        hints.append("steer-pending")
-        reasons.append("`Messages to be submitted after next tool call` listed above the composer")
+        r.hint("steer-pending", "`Messages to be submitted after next tool call` listed above the composer")
     return r.done(kind, composer, text, (first, last))
 
 
@@ -228,23 +201,13 @@ def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
     """Screen hints after Enter (or Tab): emptied, steered into history, parked, queued."""
     a = classify(after)
     b = classify(before)
-    reasons: list[str] = []
     top_a = a.composer_rows[0] if a.composer_rows else None
     top_b = b.composer_rows[0] if b.composer_rows else None
     in_history = _count_history(after, payload, top_a) > _count_history(before, payload, top_b)
     in_composer = payload_visible(after, payload)
     tab_to_queue = in_composer and "tab-to-queue" in a.hints
     queued = _queued_follow_up(after, payload, top_a)
-    if a.composer == "empty":
-        reasons.append("composer is empty again")
-    if in_composer:
-        reasons.append("payload still in the composer" + (" beside `tab to queue message`" if tab_to_queue else ""))
-    if in_history:
-        reasons.append("payload shown as a submitted message (`› …`)")
-    if queued:
-        reasons.append("payload listed (`↳`) under `Queued follow-up inputs` or `Messages to be submitted after next tool call`")
-    if a.kind == "busy":
-        reasons.append("a turn is running")
-    return SubmitHint(composer_emptied=a.composer == "empty", payload_in_composer=in_composer,
-                      payload_in_history=in_history, turn_running=a.kind == "busy", queued=queued,
-                      tab_to_queue=tab_to_queue, reasons=reasons)
+    return submit_hint(a, in_composer=in_composer, in_history=in_history, queued=queued, history="›",
+                       queued_reason="payload listed (`↳`) under `Queued follow-up inputs` or `Messages to be "
+                                     "submitted after next tool call`",
+                       staged=" beside `tab to queue message`" if tab_to_queue else "", tab_to_queue=tab_to_queue)

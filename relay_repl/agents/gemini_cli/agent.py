@@ -23,6 +23,7 @@ class GeminiScreen(ScreenBase):
     classifier reads (no waiting refusal of its own)."""
 
     busy_submit = "Gemini CLI queues it (`Queued (press ↑ to edit)`) and sends it as the next turn"
+    busy_note = "target is busy: Enter queues the line; it starts the next turn when this one ends (Gemini CLI 0.61.0)"
     # keys of one burst are all read by the keypress handler of an earlier render: from an empty composer
     # every `?` in the payload opened the Shortcuts panel (and was dropped), every `!` would toggle shell
     # mode. Its handler is re-subscribed in a passive effect, after the paint, so the first character seen
@@ -31,16 +32,6 @@ class GeminiScreen(ScreenBase):
     # of one render before the next render, so once the second character (typed alone) is drawn, the
     # handler is at least the one that saw the first: two characters, one at a time (adapters/gemini-cli.md)
     tmux_lead = 2
-
-    def classifier(self) -> ModuleType | None:
-        from relay_repl.agents.gemini_cli import screen
-
-        return screen
-
-    def tmux_busy_note(self, target: Target) -> str | None:
-        if target.state == "busy":
-            return "target is busy: Enter queues the line; it starts the next turn when this one ends (Gemini CLI 0.61.0)"
-        return None
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
         under = self.pane_processes(snap, processes)

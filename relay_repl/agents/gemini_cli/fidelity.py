@@ -14,7 +14,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from relay_repl.agents.fidelity import Expect, FidelityLab, Marks, ScreenStage, TmuxLab
+from relay_repl.agents.fidelity import (BUSY_WHILE_A_TURN_RUNS, LISTED, TMUX_IDLE_DELIVERY, TMUX_REFUSALS, Expect,
+                                       FidelityLab, Marks, ScreenStage, TmuxLab)
 from relay_repl.agents.gemini_cli.chats import CHAT_RE, project_id
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV, KIND, PREFIX
@@ -28,23 +29,19 @@ TMUX_NAME = "gamma"
 """Its session in the tmux checks' lab (one session of each kind: alpha, beta, then gamma)."""
 
 FACTS: tuple[FidelityFact, ...] = (
-    FidelityFact(fact="registry fields, listing, panes (every kind)", paths="discovery",
-                 checks=(_D + "every_kind_listed_idle_with_its_panes_and_transports",)),
-    FidelityFact(fact="liveness: busy while a turn runs", paths="discovery, plans",
-                 checks=(_D + "busy_while_a_slow_turn_runs",)),
+    LISTED,
+    BUSY_WHILE_A_TURN_RUNS,
     FidelityFact(fact="gemini chat file tmp/<project id>/chats/session-*.jsonl, header sessionId (GM §2)",
                  paths="discovery, tmux", checks=(_D + "gemini_chat_file_names_the_session",)),
     FidelityFact(fact="gemini headless under CI=true or without a terminal: no TUI, never listed (GM §1)",
                  paths="discovery", checks=(_D + "gemini_headless_under_ci_or_without_a_terminal",)),
-    FidelityFact(fact="tmux idle delivery with receiver evidence", paths="tmux",
-                 checks=(_T + "idle_delivery_with_receiver_evidence",)),
+    TMUX_IDLE_DELIVERY,
     FidelityFact(fact="gemini chat file records a typed line as a user record of exactly its text, `?` and `!` "
                       "included (first two characters typed one at a time)", paths="tmux",
                  checks=(_T + f"idle_delivery_with_receiver_evidence[{TMUX_NAME}]",)),
     FidelityFact(fact="busy submit: gemini Enter queues the line for the next turn (GM §5)", paths="tmux",
                  checks=(_T + "busy_gemini_enter_queues_then_delivers",)),
-    FidelityFact(fact="preflight refusals send zero keys (draft, copy-mode, slash menu)", paths="tmux",
-                 checks=(_T + "refusal_sends_zero_keys",)),
+    TMUX_REFUSALS,
 )
 
 LAB_COUNTS = {"discovery": 1, "tmux": 1, "screens": 1}

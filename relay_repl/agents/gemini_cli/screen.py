@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-from relay_repl.agents.screens.skeleton import Reading
+from relay_repl.agents.screens.skeleton import Reading, submit_hint
 from relay_repl.agents.screens.model import (
     Snapshot,
     ScreenReading,
@@ -229,20 +229,8 @@ def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
     in_history = _count_history(after, payload, top_a) > _count_history(before, payload, top_b)
     in_composer = payload_visible(after, payload)
     queued = _queued(after, payload, top_a)
-    reasons: list[str] = []
-    if a.composer == "empty":
-        reasons.append("composer is empty again")
-    if in_composer:
-        reasons.append("payload still in the composer")
-    if in_history:
-        reasons.append("payload shown as a submitted message (` > …`)")
-    if queued and "queue-held" in a.blockers:
-        reasons.append("payload listed under `Queued (press ↑ to edit):` with no turn running: Gemini holds it "
-                       "until it has started (its MCP servers ready); not sent to the model yet (GM §6)")
-    elif queued:
-        reasons.append("payload listed under `Queued (press ↑ to edit):`")
-    if a.kind == "busy":
-        reasons.append("a turn is running")
-    return SubmitHint(composer_emptied=a.composer == "empty", payload_in_composer=in_composer,
-                      payload_in_history=in_history, turn_running=a.kind == "busy", queued=queued,
-                      reasons=reasons)
+    held = "queue-held" in a.blockers
+    return submit_hint(a, in_composer=in_composer, in_history=in_history, queued=queued, history=" >",
+                       queued_reason="payload listed under `Queued (press ↑ to edit):`" + (
+                           " with no turn running: Gemini holds it until it has started (its MCP servers "
+                           "ready); not sent to the model yet (GM §6)" if held else ""))

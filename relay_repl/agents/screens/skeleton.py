@@ -7,14 +7,16 @@ composer's state, adds what its own marks say (shell mode, menus, overlays, busy
 with the composer's own blockers (a draft, a composer it cannot read). `Reading` holds those common
 steps; a classifier (claude_code/screen.py, codex/screen.py, gemini_cli/screen.py) calls them in
 that order with its marks and its own words, so its captures and goldens read as before.
+After Enter, each `submitted` weighs the same four signs in the same order (`submit_hint`): only
+how a submitted message and a queued one look on its screen is its own.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from relay_repl.agents.screens.model import ScreenReading, Snapshot
+from relay_repl.agents.screens.model import ScreenReading, Snapshot, SubmitHint
 
 
 class Reading:
@@ -29,6 +31,25 @@ class Reading:
     def block(self, blocker: str, reason: str) -> None:
         self.blockers.append(blocker)
         self.reasons.append(reason)
+
+    def hint(self, hint: str, reason: str) -> None:
+        self.hints.append(hint)
+        self.reasons.append(reason)
+
+    def settle(self, status: str | None, idle: Mapping[str, tuple[str, str]], fresh: str | None,
+               unknown: str) -> str:
+        """The activity when no busy mark shows, by the latest status row's mark (`status`): idle only
+        on positive evidence, a mark `idle` names (its hint and reason) or, with no status row at all,
+        a fresh session (`fresh`: the reason, None when the screen does not show one); else unknown
+        (`unknown`: why)."""
+        if status is not None and status in idle:
+            self.hint(*idle[status])
+            return "idle"
+        if status is None and fresh is not None:
+            self.hint("fresh", fresh)
+            return "idle"
+        self.reasons.append(unknown)
+        return "unknown"
 
     def pane(self) -> ScreenReading | None:
         """The pane's own state: dead (the whole reading), or in copy mode (a blocker), else None."""
@@ -65,3 +86,38 @@ class Reading:
         """The reading: the activity its marks found, the composer, and everything found on the way."""
         return ScreenReading(kind=kind, composer=composer, composer_text=text or None,
                              composer_rows=rows, blockers=self.blockers, hints=self.hints, reasons=self.reasons)
+
+
+def latest(lines: Sequence[str], top: int, marks: Sequence[tuple[str, re.Pattern[str]]], lookback: int,
+           skip: re.Pattern[str] | None = None) -> tuple[str | None, int | None]:
+    """The latest status row at or above row `top` (at most `lookback` rows up): the name of the first
+    of `marks` it shows and its row, passing over rows `skip` matches; (None, None) when none shows."""
+    for i in range(top, max(-1, top - lookback), -1):
+        row = lines[i]
+        if skip is not None and skip.search(row):
+            continue
+        for name, mark in marks:
+            if mark.search(row):
+                return name, i
+    return None, None
+
+
+def submit_hint(after: ScreenReading, *, in_composer: bool, in_history: bool, queued: bool, history: str,
+                queued_reason: str, staged: str = "", tab_to_queue: bool = False) -> SubmitHint:
+    """The screen's hints after Enter, from the reading after it and what the classifier found:
+    `history` is how its submitted message starts (`❯`, `›`, ` >`), `queued_reason` why its queued
+    mark counts, `staged` what else the composer shows beside a payload still in it."""
+    reasons: list[str] = []
+    if after.composer == "empty":
+        reasons.append("composer is empty again")
+    if in_composer:
+        reasons.append("payload still in the composer" + staged)
+    if in_history:
+        reasons.append(f"payload shown as a submitted message (`{history} …`)")
+    if queued:
+        reasons.append(queued_reason)
+    if after.kind == "busy":
+        reasons.append("a turn is running")
+    return SubmitHint(composer_emptied=after.composer == "empty", payload_in_composer=in_composer,
+                      payload_in_history=in_history, turn_running=after.kind == "busy", queued=queued,
+                      tab_to_queue=tab_to_queue, reasons=reasons)

@@ -33,16 +33,22 @@ def rows(halts: list[Any]) -> list[str]:
     return [visible(f"#{h.seq}  {when(h.at)}  by {h.by}: {h.reason}") for h in halts]
 
 
-def cmd_halts(args: argparse.Namespace) -> int:
-    import json
-
+def in_force() -> list[Any]:
+    """The halts in force (`Halt`s, oldest first), read without creating or writing the ledger: none
+    when there is no ledger yet. `relay halts` lists them; `relay unhalt` asks to clear them."""
     from relay_repl.store.ledger import Ledger
 
     led = Ledger.read_only_default()
     try:
-        halts = led.halts_in_force()
+        return led.halts_in_force()
     finally:
         led.close()
+
+
+def cmd_halts(args: argparse.Namespace) -> int:
+    import json
+
+    halts = in_force()
     if args.json:
         print(json.dumps({"halts": [h.model_dump() for h in halts]}, ensure_ascii=True))
     elif not halts:

@@ -25,14 +25,10 @@ def register(sub: Any) -> None:
 
 
 def cmd_unhalt(args: argparse.Namespace) -> int:
+    from relay_repl.frontends.commands.halts import in_force
     from relay_repl.store.ledger import Ledger
 
-    peek = Ledger.read_only_default()
-    try:
-        in_force = peek.halts_in_force()
-    finally:
-        peek.close()
-    if not in_force:  # no ledger, no halt: nothing to create or ask
+    if not in_force():  # no ledger, no halt: nothing to create or ask
         print("no relay-halt in force: nothing to clear")
         return 0
     led = Ledger.default()
