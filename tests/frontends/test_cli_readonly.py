@@ -56,13 +56,8 @@ def test_a_read_only_command_touches_nothing_in_a_fresh_world(tmp_path, args):
     assert ran.json_ok(), ran.stdout[:800]
 
 
-@pytest.mark.parametrize("args", [["deny", "R1"], ["dead", "retry", "nobody.host.1-1"],
-                                  ["dead", "drop", "nobody.host.1-1"]], ids=" ".join)
-@pytest.mark.parametrize("ledger", [False, True], ids=["no-home", "a-ledger"])
-def test_a_decision_on_an_id_relay_does_not_know_changes_nothing(tmp_path, args, ledger):
-    """Not read-only commands, but refused ones: `relay deny R1` made RELAY_HOME and a ledger to say
-    'no request', `relay dead retry X` opened an inbox (made inbox/) before finding no such letter.
-    Refused with one line, exit 2, every tree as it was (old code fails the deny and retry cases)."""
+def world_with_ledger(tmp_path, ledger):
+    """A fresh world, with an empty ledger in its RELAY_HOME when `ledger`; and its tree as it is."""
     from relay_repl.store.ledger import Ledger
 
     root = tmp_path / "world"
@@ -70,7 +65,17 @@ def test_a_decision_on_an_id_relay_does_not_know_changes_nothing(tmp_path, args,
     if ledger:
         Path(env["RELAY_HOME"]).mkdir()
         Ledger(Path(env["RELAY_HOME"]) / "ledger.sqlite").close()
-    before = snapshot([root])
+    return root, cwd, env, snapshot([root])
+
+
+@pytest.mark.parametrize("args", [["deny", "R1"], ["dead", "retry", "nobody.host.1-1"],
+                                  ["dead", "drop", "nobody.host.1-1"]], ids=" ".join)
+@pytest.mark.parametrize("ledger", [False, True], ids=["no-home", "a-ledger"])
+def test_a_decision_on_an_id_relay_does_not_know_changes_nothing(tmp_path, args, ledger):
+    """Not read-only commands, but refused ones: `relay deny R1` made RELAY_HOME and a ledger to say
+    'no request', `relay dead retry X` opened an inbox (made inbox/) before finding no such letter.
+    Refused with one line, exit 2, every tree as it was (old code fails the deny and retry cases)."""
+    root, cwd, env, before = world_with_ledger(tmp_path, ledger)
     ran = run(args, cwd, env)
     assert ran.code == 2 and ran.stderr.startswith("relay: ") and ran.stderr.count("\n") == 1, ran.stderr[-800:]
     assert differences(before, snapshot([root])) == [], ran.stderr
@@ -80,14 +85,7 @@ def test_a_decision_on_an_id_relay_does_not_know_changes_nothing(tmp_path, args,
 def test_a_reply_to_an_id_nobody_sent_changes_nothing(tmp_path, ledger):
     """`relay reply nobody-1 hi` from a shell where no operator ever sent: refused in one line, and
     it no longer makes RELAY_HOME and a ledger to say so (old code fails the no-home case)."""
-    from relay_repl.store.ledger import Ledger
-
-    root = tmp_path / "world"
-    cwd, env = fresh_world(root)
-    if ledger:
-        Path(env["RELAY_HOME"]).mkdir()
-        Ledger(Path(env["RELAY_HOME"]) / "ledger.sqlite").close()
-    before = snapshot([root])
+    root, cwd, env, before = world_with_ledger(tmp_path, ledger)
     ran = run(["reply", "nobody.host.1-1", "hi"], cwd, env)
     assert ran.code != 0 and "was not sent by the operator here" in ran.stderr, ran.stderr[-800:]
     assert "Traceback" not in ran.stderr and ran.stderr.count("\n") == 1, ran.stderr[-800:]
