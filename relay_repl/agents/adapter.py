@@ -27,9 +27,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from relay_repl.core.errors import RelayError
 from relay_repl.core.validation import first_error
-from relay_repl.store.paths import data_dir
+from relay_repl.store.adapter_files import TOML_BLOCK, adapter_dirs as adapter_dirs
 
-_TOML_BLOCK = re.compile(r"^```toml[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+_TOML_BLOCK = TOML_BLOCK  # the search order and the block are store/adapter_files.py's, shared with the kinds' cheap rules
 
 
 class AdapterError(RelayError):
@@ -149,16 +149,6 @@ class AdapterSpec(_Spec):
 
     def verified(self, version: str | None) -> bool:
         return version is not None and version in self.verified_versions
-
-
-def adapter_dirs() -> list[Path]:
-    """Candidate directories, in search order (see module doc)."""
-    dirs: list[Path] = []
-    env = os.environ.get("RELAY_ADAPTERS_DIR")
-    if env:
-        dirs.append(Path(env))
-    dirs.append(data_dir("relay_repl.adapters_data"))
-    return dirs
 
 
 def adapter_path(kind: str) -> Path:

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from relay_repl.core.inbound import PeerIdentity, ToolCall, Verdict, claim_address
+from relay_repl.core.origin_words import no_session
 from relay_repl.system.proc import proc_start, read_stat
 
 
@@ -74,7 +75,7 @@ class OriginJudge:
         or None and why not (no session ran it; a host of several, and no record names one)."""
         agent, ident, _chain = self._identify(pid)
         if ident is None:
-            return None, f"pid {pid} is no discovered session and was not started by one"
+            return None, no_session(pid)
         ident, why = narrow(agent, ident, call)
         return (None, why) if ident.host_only else (ident.spec, ident.evidence)
 
@@ -116,7 +117,7 @@ class OriginJudge:
             return Verdict(verdict="mismatch", detail=f"claims to be {named}, but pid {pid} is not that session "
                            "and no session started it", **base)
         return Verdict(verdict="unknown process",
-                       detail=f"pid {pid} is no discovered session and was not started by one", **base)
+                       detail=no_session(pid), **base)
 
 
 def _up_from(pid: int, limit: int = 64) -> Iterator[int]:

@@ -30,6 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_repl.core.controls import visible
 from relay_repl.core.envelope import HOP_CAP, Want
 from relay_repl.core.peertext import consent_acts
+from relay_repl.core.request_frames import ANSWER_TYPE as ANSWER_TYPE, FRAME_TYPE as FRAME_TYPE
+from relay_repl.core.request_frames import request_hop as request_hop  # the frames' one home (`relay ask` loads no model)
 
 RequestState = Literal["held", "approved", "denied", "expired", "halted",
                        "queued", "in_turn", "delivered", "failed"]
@@ -40,10 +42,6 @@ DEFAULT_EXPIRY = 600.0
 """Seconds a request waits for the operator before it expires (10 minutes); `RELAY_REQUEST_EXPIRY` or
 `session.request_expiry` change it for requests held from then on."""
 
-FRAME_TYPE = "relay-request"
-"""The inbox frame that carries a request (beside Claude's `user` and `control` frames)."""
-ANSWER_TYPE = "relay-request-answer"
-"""The one line the operator's inbox writes back on the same connection: held, or refused and why."""
 
 
 class Step(BaseModel):
@@ -153,14 +151,6 @@ class Request(BaseModel):
 
     def __repr__(self) -> str:
         return f"<Request {self.summary()}>"
-
-
-def request_hop(claimed: int, last_to_asker: int | None) -> int:
-    """The hop a request carries: the hop its asker's exchange is at (the last relay message the
-    operator delivered to it, + 1; 0 when it never got one), never below what the asker claimed.
-    May exceed the cap: the caller refuses it then."""
-    carried = 0 if last_to_asker is None else last_to_asker + 1
-    return max(claimed, carried)
 
 
 def delivery_step(state: str, outcome: str) -> RequestState:

@@ -17,7 +17,8 @@ Its errors still end it the CLI's way (`cli.exit_code`, imported only then).
 answer under a deadline) skips the CLI entirely too: parsing every subcommand's options costs
 more than the server's whole answer (session/mcp_server.py).
 
-`relay reply ID TEXT...` (a Codex agent's answer, one process start each) and `relay serve --stdio`
+`relay reply ID TEXT...` (a Codex agent's answer, one process start each), `relay ask TARGET BODY...`
+(an agent's shell asking the operator) and `relay serve --stdio`
 (a host's relay, started per ssh channel) skip the CLI's parser too (issue 33): with any other
 words (an option, `--help`, a leading `--fake`) the CLI parses them, so usage and errors are its own.
 """
@@ -48,6 +49,11 @@ def main() -> int:
 
         if plain_words(words[1:]):
             return _as_cli(lambda: run_words(words[1:]))
+    if words[0] == "ask":  # an agent's shell asking the operator: one process start each, no parser either
+        from relay_repl.frontends.commands.ask import plain_words as plain_ask, run_words as run_ask
+
+        if plain_ask(words[1:]):
+            return _as_cli(lambda: run_ask(words[1:]))
     if words == ["serve", "--stdio"]:  # a host's relay, started per ssh channel: its first answer is awaited
         from relay_repl.frontends.commands.serve import run_plain
 

@@ -10,17 +10,24 @@ the answer the tool returns at once: `held for the operator's approval (request 
 
 The asking side establishes its caller first, exactly as `relay_reply` does (the session above
 this process; of a shared Codex daemon's threads, the one whose rollout holds this call in
-flight): when it cannot, nothing is written anywhere and the refusal says why. Reading a
-request's status is allowed to its asker only, established the same way.
+flight): when it cannot, nothing is written anywhere and the refusal says why. Two cheap answers
+come first (issue 33: each `relay ask` from a shell is one process start, and the judge imports
+pydantic and every kind): where every kind's negative rule places this process outside every
+session (session/outside.py) the refusal is the judge's, without it; where a kind's
+standard-library rule names the session this process claims to be (Codex's `$CODEX_THREAD_ID`),
+that claim goes to the inbox, which judges it as it judges every request (`_claimed`). Reading a
+request's status is allowed to its asker only, established by the judge.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from relay_repl.core.errors import DiscoveryError, PolicyRefusal, RelayError, TransportError, UsageError
+from relay_repl.core.origin_words import no_session
 from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:  # the models load where a request is asked or read: `relay serve` and the operator's
@@ -28,6 +35,7 @@ if TYPE_CHECKING:  # the models load where a request is asked or read: `relay se
     from relay_repl.core.envelope import Want
     from relay_repl.core.inbound import ToolCall
     from relay_repl.core.target import Me
+    from relay_repl.session.whoami import OwnAddress
 
 WANTS = ("reply", "ack", "none")
 ANSWER_TIMEOUT = 20.0
@@ -35,12 +43,20 @@ ANSWER_TIMEOUT = 20.0
 caller from /proc and, for a shared Codex daemon, the thread's rollout: well under a second)."""
 
 
-def caller(call: ToolCall, pid: int | None = None) -> tuple[str | None, str]:
-    """The session this process acts for (its spec) and the evidence, or None and why not."""
+def caller(call: ToolCall | Callable[[], ToolCall], pid: int | None = None) -> tuple[str | None, str]:
+    """The session this process acts for (its spec) and the evidence, or None and why not. Where
+    every kind's cheap rule excludes the ancestry (session/outside.py) the answer is the judge's own
+    "no session" without the judge, and `call` may be a function that makes it, made only when the
+    judge runs (its model is pydantic's)."""
+    from relay_repl.session.outside import surely_outside_every_session
+
+    pid = os.getpid() if pid is None else pid
+    if surely_outside_every_session(pid):
+        return None, no_session(pid)
     from relay_repl.agents.origin import OriginJudge
 
     try:
-        return OriginJudge.default().session_of(os.getpid() if pid is None else pid, call)
+        return OriginJudge.default().session_of(pid, call if not callable(call) else call())
     except (OSError, RelayError) as exc:
         return None, f"the calling session could not be read ({exc})"
 
@@ -57,10 +73,6 @@ def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None
     """Ask the operator's relay to send `body` to `to`: the inbox's answer (held, with the request
     id) as a dict. Raises a RelayError (nothing held) when the caller is not established, the
     arguments are wrong, no operator inbox runs or the operator's relay refused it."""
-    from relay_repl.core.envelope import Envelope, check_body
-    from relay_repl.core.inbound import ToolCall
-    from relay_repl.core.request import FRAME_TYPE, request_hop
-
     body = " ".join(str(body).split())  # one line, as an envelope requires
     to = str(to).strip()
     if not to:
@@ -69,36 +81,85 @@ def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None
         raise UsageError("the body is empty: pass the one line to send as `body`")
     if want not in WANTS:
         raise UsageError(f"want={want!r}: use reply, ack or none")
-    check_body(body)
-    spec, why = who if who is not None else caller(ToolCall(tool="relay_send", text=body))
-    if spec is None:
-        raise PolicyRefusal(f"not held: relay cannot establish which session is asking ({why})")
-    from relay_repl.session.inbox import find_inbox
+    _check_body(body)
+    claim = _claimed() if who is None else None
+    spec: str | None = None
+    if claim is None:
+        spec, why = who if who is not None else caller(lambda: _call("relay_send", text=body))
+        if spec is None:
+            raise PolicyRefusal(f"not held: relay cannot establish which session is asking ({why})")
+    from relay_repl.core.envelope_line import HOP_CAP, plain_line
+    from relay_repl.core.request_frames import FRAME_TYPE, request_hop
+    from relay_repl.session.reply import find_inbox
 
     led = ledger or Ledger.default()
     try:
         inbox = find_inbox()
-        me = _agent(spec)
-        from relay_repl.core.envelope import HOP_CAP
-
-        # the asker's claim (capped, as an envelope's hop is); the operator's relay reckons it again from its own ledger
-        hop = request_hop(0, led.last_hop_to(spec))
-        env = Envelope.make(sender=me.sender, to=to, id=led.next_id(me.address), hop=min(hop, HOP_CAP),
-                            want=_want(want), body=body)
+        me = claim if claim is not None else _agent(str(spec))
+        # the asker's claim (capped, as an envelope's hop is); the operator's relay reckons it again from its own
+        # ledger, by the session it judges the asker to be (a claimed address may not be that session's spec)
+        hop = min(request_hop(0, led.last_hop_to(spec) if spec is not None else None), HOP_CAP)
+        rid = led.next_id(me.address)
     finally:
         if ledger is None:
             led.close()
+    line = plain_line(sender=me.sender, to=to, id=rid, hop=hop, want=want, re=None, body=body)
+    if line is None:  # the model decides, and its refusal (a `to` it does not take, ...) is the word
+        from relay_repl.core.envelope import Envelope
+
+        line = Envelope.make(sender=me.sender, to=to, id=rid, hop=hop, want=_want(want), body=body).compose()
     from relay_repl.system.wire import send_frames
 
-    frame = {"type": FRAME_TYPE, "line": env.compose(), "from": f"relay-ask:{me.address}"}
+    frame = {"type": FRAME_TYPE, "line": line, "from": f"relay-ask:{me.address}"}
     raw = send_frames(inbox.socket, [frame], timeout=ANSWER_TIMEOUT)
     answer = _answer(raw)
     if answer.get("state") != "held":
         raise PolicyRefusal(str(answer.get("why") or "the operator's relay did not hold the request"))
-    rid = str(answer.get("request") or env.id)
+    rid = str(answer.get("request") or rid)
     return {"text": f"held for the operator's approval (request {rid})", "request": rid, "state": "held", "to": to,
             "want": want,
             **{k: answer[k] for k in ("hop", "expires", "flags") if k in answer}}
+
+
+def _claimed() -> OwnAddress | None:
+    """The agent session this process claims to act for, from the kinds' standard-library rules alone
+    (session/whoami.py `by_rules`: Codex's `$CODEX_THREAD_ID`), or None: then the origin judge
+    establishes the caller here first, as before.
+
+    Why a claim is enough here: the asking side decides nothing. The operator's inbox judges every
+    request by the kernel's view of the connecting process (SO_PEERCRED, agents/origin.py) and holds
+    it only for the session that process is, and only if the claim is that session's; a wrong claim
+    is refused there, with why, and nothing is held. So an agent's `relay ask` need not load the judge
+    (pydantic and every kind, ~120 ms of its start, issue 33) to say who it claims to be. A process
+    that every kind's cheap rule places outside every session claims nothing (`caller` refuses it in
+    the judge's words, nothing written); nor does one only a kind's package could place."""
+    from relay_repl.session.outside import surely_outside_every_session
+
+    if surely_outside_every_session():
+        return None
+    from relay_repl.session.whoami import by_rules
+
+    got = by_rules()
+    return got if got is not None and got.role == "agent" else None
+
+
+def _check_body(body: str) -> None:
+    """`envelope.check_body(body)`: its refusal (too long, a control character) in its words, the
+    model loaded only when there is one to say."""
+    from relay_repl.core.controls import control_refusal
+    from relay_repl.core.envelope_line import MAX_BODY
+
+    if len(body) > MAX_BODY or control_refusal(body) is not None:
+        from relay_repl.core.envelope import check_body
+
+        check_body(body)
+
+
+def _call(tool: str, **fields: str) -> ToolCall:
+    """What the caller's own record should hold (agents/origin.py narrows a shared host by it)."""
+    from relay_repl.core.inbound import ToolCall
+
+    return ToolCall(tool=tool, **fields)
 
 
 def _want(want: str) -> Want:
@@ -107,7 +168,7 @@ def _want(want: str) -> Want:
 
 def _answer(raw: bytes) -> dict[str, Any]:
     """The inbox's one-line answer; a missing or garbled one is a refusal (nothing is known held)."""
-    from relay_repl.core.request import ANSWER_TYPE
+    from relay_repl.core.request_frames import ANSWER_TYPE
 
     for line in raw.splitlines():
         try:
@@ -122,16 +183,15 @@ def _answer(raw: bytes) -> dict[str, Any]:
 
 def status(request_id: str, *, ledger: Ledger | None = None, who: tuple[str | None, str] | None = None) -> dict[str, Any]:
     """The typed receipt of the caller's own request `request_id`; refused for anyone else's."""
-    from relay_repl.core.inbound import ToolCall
-    from relay_repl.store.requests import RequestStore
-
     request_id = str(request_id).strip()
     if not request_id:
         raise UsageError("name the request id (the `request` the ask answered)")
-    spec, why = who if who is not None else caller(ToolCall(tool="relay_request_status", relay_id=request_id))
+    spec, why = who if who is not None else caller(lambda: _call("relay_request_status", relay_id=request_id))
     if spec is None:
         raise PolicyRefusal(f"refused: relay cannot establish which session is asking ({why}); a request's state "
                             "is shown to its asker only")
+    from relay_repl.store.requests import RequestStore
+
     led = ledger or Ledger.read_only_default()
     try:
         req = RequestStore(led).get(request_id)
@@ -148,6 +208,10 @@ def refuse_inside_agent(what: str, pid: int | None = None) -> None:
     """Refuse `what` (listing, approving or denying requests: the operator's acts) when this process
     runs inside an agent session, as its kernel-pid ancestry shows (a host of several sessions counts):
     a peer never decides on, or reads, another agent's request."""
+    from relay_repl.session.outside import surely_outside_every_session
+
+    if surely_outside_every_session(pid):  # every kind's cheap rule excludes it: the operator's own shell
+        return
     from relay_repl.agents.origin import OriginJudge
 
     try:

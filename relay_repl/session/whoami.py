@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from relay_repl.core.target import Me
 
 OWN_GROUP = "relay_repl.own_address"
-KINDS_GROUP = "relay_repl.agents"  # the agent registry's group (agents/registry.py)
 
 
 def own_address(environ: dict[str, str] | None = None) -> Me:
@@ -58,30 +57,30 @@ def own_sender(environ: dict[str, str] | None = None) -> OwnAddress | Me:
     """`own_address(environ)`, decided by the kinds' standard-library rules when each can say; else
     (a rule says "ask", is missing, or fails) by `own_address` itself. Kinds are asked in name order
     and the first in whose session this process runs wins, as `agents.detect_me` asks them."""
-    from relay_repl.system.entry_points import scan_entry_points
-    from relay_repl.system.prefetch import load_by_file
+    got = by_rules(environ)
+    return own_address(environ) if got is None else got
+
+
+def by_rules(environ: dict[str, str] | None = None) -> OwnAddress | None:
+    """What the kinds' standard-library rules alone say (`own_sender`), or None where only the
+    kinds' package can (a rule says "ask", is missing or fails; no kinds registered)."""
+    from relay_repl.session.outside import kind_rules
 
     env = dict(os.environ if environ is None else environ)
-    names = sorted({ep.name for ep in scan_entry_points(KINDS_GROUP)})
-    rules: dict[str, str] = {}
-    for ep in scan_entry_points(OWN_GROUP):
-        rules.setdefault(ep.name, ep.value)  # first on sys.path wins, as for the kinds
-    if not names:
-        return own_address(environ)  # the registry's own refusal: no kinds registered
-    for name in names:
-        module, _, attr = rules.get(name, "").partition(":")
-        mod = load_by_file(name, module.strip(), OWN_GROUP) if module else None
-        rule = getattr(mod, attr.strip(), None) if mod is not None else None
+    rules = kind_rules(OWN_GROUP)
+    if not rules:
+        return None  # the registry's own refusal: no kinds registered
+    for name, rule in rules:
         if rule is None:
-            return own_address(environ)
+            return None
         try:
             got = rule(env)
         except Exception:  # noqa: BLE001 - the kind's own rule, through the package, says what is wrong
-            return own_address(environ)
+            return None
         if got is None:
             continue
         if (isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], str) and got[0]
                 and (got[1] is None or isinstance(got[1], str))):
             return OwnAddress("agent", name, got[0], got[1])
-        return own_address(environ)  # "ask": the kind decides
+        return None  # "ask": the kind decides
     return OwnAddress("operator", "relay", default_address())

@@ -175,6 +175,10 @@ async def test_claude_alpha_asks_codex_beta_and_the_answer_reaches_alpha(lab):
     await ask_approve_answer(lab, "alpha", CLAUDE, CODEX, claude_files_hold, codex_files_hold)
 
 
+OUTSIDE = ("from relay_repl.session.outside import surely_outside_every_session as s; "
+           "print(\"OUTSIDE\", s())")
+
+
 async def test_relay_ask_from_an_agents_own_shell_is_held_and_its_status_read(lab):
     """`relay ask` run by the agent's shell tool (Claude's Bash, Codex's exec_command), no MCP: the
     caller is established from the shell's ancestry, the request held, its status readable by it."""
@@ -189,11 +193,15 @@ async def test_relay_ask_from_an_agents_own_shell_is_held_and_its_status_read(la
         for name, to in (("alpha", CODEX), ("beta", CLAUDE)):
             await fresh_exchange(CLAUDE if name == "alpha" else CODEX, s)
             await stub.clear_requests(name)
+            # first, each kind's cheap negative rule in the real client's shell: it must never exclude its session
             await stub.add_rule(name, Rule(match="SHELL-ASK", once=True, steps=[
-                Step(tool=calls[name](f"{relay} ask {to} 'from the shell of {name}' --want none")), Step(text="asked")]))
+                Step(tool=calls[name](f"{sys.executable} -c '{OUTSIDE}'; "
+                                      f"{relay} ask {to} 'from the shell of {name}' --want none")),
+                Step(text="asked")]))
             helpers.wait_idle(name, timeout=90)
             helpers.submit(name, "SHELL-ASK")
             out = await tool_results(stub, name, "held for the operator")
+            assert "OUTSIDE False" in out, out
             rid = re.search(r"request ([\w.-]+-\d+)\)", out).group(1)
             req = s.request(rid)
             assert req.asker == (CLAUDE if name == "alpha" else CODEX) and req.verdict == "verified", req

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.codex.evidence import pending_calls, pending_send_calls, pending_status_calls, reply_calls
 from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
+from relay_repl.agents.codex.outside import read_daemon_pid as read_daemon_pid  # its one home: the cheap rule reads it too
 from relay_repl.core.errors import DaemonError
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
@@ -152,17 +153,6 @@ def read_goals(path: Path) -> tuple[dict[str, dict[str, Any]], str | None]:
     except sqlite3.Error as exc:
         return {}, f"goals_1.sqlite unreadable ({exc})"
     return {r[0]: dict(zip(sel, r)) for r in rows}, None
-
-
-def read_daemon_pid(path: Path) -> tuple[int | None, str | None]:
-    """(pid, startTicks) from `app-server-daemon/daemon.pid`, or (None, None)."""
-    try:
-        d = json.loads(path.read_text())
-        pid = int(d["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None, None
-    ticks = (d.get("processIdentity") or {}).get("startTicks")
-    return pid, None if ticks is None else str(ticks)
 
 
 def _set_client_versions(targets: list[Target]) -> None:

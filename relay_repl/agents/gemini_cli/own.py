@@ -4,12 +4,14 @@ Standard library and system/proc.py only: loaded by file by `relay reply` (sessi
 entry-point group `relay_repl.own_address`), without the agents package. Gemini CLI gives its
 tools no variable naming the session, so a session is found from our own ancestry: when no
 ancestor runs Gemini CLI this process is in no Gemini session, said at once; otherwise the
-provider matches the ancestor to a live session (`GeminiProvider.own_address`)."""
+provider matches the ancestor to a live session (`GeminiProvider.own_address`). The same fact is
+Gemini's negative ancestry rule, `surely_outside` (entry-point group `relay_repl.surely_outside`,
+session/outside.py), which lives here beside `is_gemini` since a module loaded by file imports no sibling."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from relay_repl.system.proc import ancestors, read_cmdline
 
@@ -40,3 +42,11 @@ def under_gemini(chain: list[int]) -> bool:
 def own_address(env: Mapping[str, str]) -> str | None:
     """None when no ancestor of this process runs Gemini CLI; "ask" when the kind must decide."""
     return "ask" if under_gemini(ancestors(os.getpid())) else None
+
+
+def surely_outside(chain: Sequence[int], environ: Mapping[str, str]) -> bool:
+    """The negative ancestry rule (entry-point group `relay_repl.surely_outside`, session/outside.py):
+    True when no process of `chain` runs Gemini CLI, so none is a session as
+    `GeminiProvider.identify_process` judges one (it asks `is_gemini` first); False otherwise, and
+    the full judge decides. It never says a process IS inside a session."""
+    return not under_gemini(list(chain))

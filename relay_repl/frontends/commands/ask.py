@@ -1,13 +1,21 @@
-"""`relay ask`: how an agent asks the operator's relay to send for it (held for the operator's approval)."""
+"""`relay ask`: how an agent asks the operator's relay to send for it (held for the operator's approval).
+
+`relay ask TARGET BODY...` with no option is run by `run_words` from frontends/entry.py, without the
+CLI's parser, as `relay reply` is (issue 33: one process start per ask from an agent's shell);
+anything else (`--status`, `--json`, `--help`, too few words) is parsed by the CLI as before."""
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name alike)
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
 
 
 def register(sub: Any) -> None:
     """Add `relay ask` to the subparsers."""
+    import argparse
+
     s = sub.add_parser(
         "ask",
         help="(for an agent) ask the operator's relay to send a line to another session; held for approval",
@@ -34,15 +42,16 @@ def register(sub: Any) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    import json
-
     from relay_repl.core.controls import visible
     from relay_repl.core.errors import UsageError
-    from relay_repl.session.asking import ask, status
 
     if args.status is not None:
         if args.target or args.body:
             raise UsageError("--status ID reads a request: give no TARGET or BODY with it")
+        import json
+
+        from relay_repl.session.asking import status
+
         got = status(args.status)
         if args.json:
             print(json.dumps(got, ensure_ascii=True))
@@ -53,6 +62,30 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return 0
     if not args.target or not args.body:
         raise UsageError("relay ask TARGET BODY: name the session and the line to send (or --status ID)")
-    got = ask(args.target, " ".join(args.body), args.want)
-    print(json.dumps(got, ensure_ascii=True) if args.json else visible(str(got["text"])))
+    return _ask(args.target, args.body, args.want, as_json=args.json)
+
+
+def _ask(target: str, body: list[str], want: str, *, as_json: bool) -> int:
+    from relay_repl.core.controls import visible
+    from relay_repl.session.asking import ask
+
+    got = ask(target, " ".join(body), want)
+    if as_json:
+        import json
+
+        print(json.dumps(got, ensure_ascii=True))
+    else:
+        print(visible(str(got["text"])))
     return 0
+
+
+def plain_words(words: list[str]) -> bool:
+    """Whether `words` (after `ask`) are what the CLI's parser reads as TARGET BODY... and nothing
+    else: two or more, none an option (argparse reads any word starting with `-` as one)."""
+    return len(words) >= 2 and not any(w.startswith("-") for w in words)
+
+
+def run_words(words: list[str]) -> int:
+    """`relay ask TARGET BODY...` for `words` that `plain_words` accepts (frontends/entry.py runs it
+    as the CLI runs a command: the defaults of --want and --json, no --status)."""
+    return _ask(words[0], words[1:], "reply", as_json=False)
