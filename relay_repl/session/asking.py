@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from relay_repl.core.errors import DiscoveryError, PolicyRefusal, RelayError, TransportError, UsageError
 from relay_repl.core.origin_words import no_session
-from relay_repl.store.ledger import Ledger
 
 if TYPE_CHECKING:  # the models load where a request is asked or read: `relay serve` and the operator's
     # commands import this module for `refuse_inside_agent` alone (issue 33)
@@ -36,6 +35,7 @@ if TYPE_CHECKING:  # the models load where a request is asked or read: `relay se
     from relay_repl.core.inbound import ToolCall
     from relay_repl.core.target import Me
     from relay_repl.session.whoami import OwnAddress
+    from relay_repl.store.ledger import Ledger  # opened where a request is written or read, not for a refusal
 
 WANTS = ("reply", "ack", "none")
 ANSWER_TIMEOUT = 20.0
@@ -91,6 +91,8 @@ def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None
     from relay_repl.core.envelope_line import HOP_CAP, plain_line
     from relay_repl.core.request_frames import FRAME_TYPE, request_hop
     from relay_repl.session.reply import find_inbox
+
+    from relay_repl.store.ledger import Ledger
 
     led = ledger or Ledger.default()
     try:
@@ -191,6 +193,8 @@ def status(request_id: str, *, ledger: Ledger | None = None, who: tuple[str | No
         raise PolicyRefusal(f"refused: relay cannot establish which session is asking ({why}); a request's state "
                             "is shown to its asker only")
     from relay_repl.store.requests import RequestStore
+
+    from relay_repl.store.ledger import Ledger
 
     led = ledger or Ledger.read_only_default()
     try:

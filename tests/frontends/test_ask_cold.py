@@ -48,7 +48,7 @@ def test_an_ask_from_a_shell_no_agent_started_is_refused_without_the_judge(tmp_p
     assert line.startswith("relay: not held: relay cannot establish which session is asking (pid "), line
     assert line.endswith(" is no discovered session and was not started by one)"), line
     assert "relay_repl.session.asking" in loaded and "relay_repl.session.outside" in loaded  # the probe saw the ask
-    assert NOT_BEFORE_THE_ANSWER & loaded == set()
+    assert NOT_BEFORE_THE_ANSWER & loaded == set() and "sqlite3" not in loaded  # nor the ledger: nothing to write
     assert not (relay_home / "ledger.sqlite3").exists()  # nothing written anywhere
 
 
