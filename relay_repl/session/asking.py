@@ -69,10 +69,13 @@ def _agent(spec: str) -> Me:
 
 
 def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None,
-        who: tuple[str | None, str] | None = None) -> dict[str, Any]:
+        who: tuple[str | None, str] | None = None, shell: bool = False) -> dict[str, Any]:
     """Ask the operator's relay to send `body` to `to`: the inbox's answer (held, with the request
     id) as a dict. Raises a RelayError (nothing held) when the caller is not established, the
-    arguments are wrong, no operator inbox runs or the operator's relay refused it."""
+    arguments are wrong, no operator inbox runs or the operator's relay refused it. `shell`: this
+    process is the command an agent's shell tool ran (`relay ask`), whose environment its client set
+    for that very command, so a kind's rule may read the claim there (`_claimed`); never the MCP
+    server's, which a shared host started once for all of its sessions."""
     body = " ".join(str(body).split())  # one line, as an envelope requires
     to = str(to).strip()
     if not to:
@@ -82,7 +85,7 @@ def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None
     if want not in WANTS:
         raise UsageError(f"want={want!r}: use reply, ack or none")
     _check_body(body)
-    claim = _claimed() if who is None else None
+    claim = _claimed() if who is None and shell else None
     spec: str | None = None
     if claim is None:
         spec, why = who if who is not None else caller(lambda: _call("relay_send", text=body))

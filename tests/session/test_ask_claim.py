@@ -86,3 +86,19 @@ async def test_a_claim_that_is_not_the_sessions_is_refused_by_the_inbox(relay_ho
         assert code == 1 and "relay_repl.agents.origin" not in loaded
         assert list(d.s.requests) == [] and d.mem.received == []
         assert any("refused: the asking session is not established" in line and "mismatch" in line for line in d.lines)
+
+
+async def test_the_mcp_tools_ask_claims_nothing_from_its_environment(relay_home, thread_env):
+    """The MCP server (relay_send) is started once by a host for all its sessions: its environment names
+    no one session, so its ask is established by the judge (here: none, refused before the inbox)."""
+    async with desk(relay_home, []) as d:
+        claimable_thread(d, frozenset({THREAD}))
+        out = await d.run_as("fake:beta", sys.executable, "-c", textwrap.dedent("""
+            from relay_repl.session.asking import ask
+            try:
+                ask("fake:alpha", "hello")
+            except Exception as exc:
+                print("REFUSED", exc)
+        """))
+        assert "REFUSED not held: relay cannot establish which session is asking (pid " in out, out
+        assert list(d.s.requests) == [] and not any("request" in line for line in d.lines)

@@ -69,7 +69,7 @@ def _ask(target: str, body: list[str], want: str, *, as_json: bool) -> int:
     from relay_repl.core.controls import visible
     from relay_repl.session.asking import ask
 
-    got = ask(target, " ".join(body), want)
+    got = ask(target, " ".join(body), want, shell=True)
     if as_json:
         import json
 
