@@ -29,7 +29,7 @@ from relay_repl.core.errors import RelayError
 from relay_repl.core.validation import first_error
 from relay_repl.store.paths import data_dir
 
-_TOML_BLOCK = re.compile(r"^```toml[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+from relay_repl.agents.plain_facts import TOML_BLOCK as _TOML_BLOCK
 
 
 class AdapterError(RelayError):
