@@ -25,6 +25,15 @@ ADAPTER_KEYS = {"kind", "prefix", "verified_versions", "facts", "registry", "lis
 """AdapterSpec's fields: a block with another key is refused by the model, so not read here."""
 
 
+_VERSION_RE = re.compile(r"(\d+\.\d+\.\d+)")
+
+
+def parse_version(text: str) -> str | None:
+    """`2.1.328 (Claude Code)` / `codex-cli 0.169.0` -> the first x.y.z, or None."""
+    m = _VERSION_RE.search(text or "")
+    return m.group(1) if m else None
+
+
 def _strs(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 

@@ -78,6 +78,19 @@ def which(name: str, path: str | None) -> str | None:
     return None
 
 
+def split_captures(text: str, marker: str) -> dict[str, str]:
+    """Split the output of a chained capture (see `capture_panes`) by marker lines. Pure."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.split("\n"):
+        if line.startswith(marker + " "):
+            current = out.setdefault(line[len(marker) + 1 :].strip(), [])
+            continue
+        if current is not None:
+            current.append(line)
+    return {k: "\n".join(v).rstrip("\n") for k, v in out.items()}
+
+
 class PlainPane:
     """A live or dead pane as tmux lists it: the attributes of `panes.Pane` a listing reads."""
 
@@ -139,6 +152,33 @@ def list_panes(env: Mapping[str, str]) -> list[PlainPane]:
     return panes
 
 
+def capture_panes(panes: list[PlainPane], env: Mapping[str, str]) -> dict[tuple[str, str], str]:
+    """panes.capture_panes (history 0) for plain panes: the visible text of each, keyed by `key`; one
+    tmux process per server, one by one when a vanished pane fails the chain."""
+    result: dict[tuple[str, str], str] = {}
+    if which("tmux", env.get("PATH")) is None or not panes:
+        return result
+    by_server: dict[str, list[PlainPane]] = {}
+    for p in panes:
+        by_server.setdefault(p.socket_path, []).append(p)
+    for group in by_server.values():
+        marker = "relaycap" + os.urandom(6).hex()
+        args: list[str] = []
+        for p in group:
+            if args:
+                args.append(";")
+            args += ["display-message", "-p", "-t", p.pane_id, f"{marker} #{{pane_id}}", ";",
+                     "capture-pane", "-p", "-J", "-t", p.pane_id]
+        out = run_tmux(group[0].socket_path, args, env)
+        if out is None and len(group) > 1:
+            for p in group:
+                result.update(capture_panes([p], env))
+            continue
+        for pane_id, text in split_captures(out or "", marker).items():
+            result[(group[0].socket_path, pane_id)] = text
+    return result
+
+
 class PlainRoster:
     """What `panes.PaneRoster` gives one listing (panes, pane_pid index, process table), read once each."""
 
@@ -159,6 +199,9 @@ class PlainRoster:
             if not p.dead:
                 idx.setdefault(p.pane_pid, []).append(p)
         return idx
+
+    def capture(self, panes: list[PlainPane]) -> dict[tuple[str, str], str]:
+        return capture_panes(panes, self.env)
 
     def processes(self) -> dict:
         if self._table is None:

@@ -30,9 +30,9 @@ from relay_repl.system import loopless
 from relay_repl.system.tmux import arun, tmux_binary
 from relay_repl.system.proc import ProcStat, process_table
 
-from relay_repl.system.pane_list import PANE_FIELDS, PANE_FORMAT, SEP, pane_rows, server_paths, tmux_dir
+from relay_repl.system.pane_list import PANE_FIELDS, PANE_FORMAT, SEP, pane_rows, server_paths, split_captures, tmux_dir
 
-__all__ = ["PANE_FIELDS", "PANE_FORMAT", "SEP", "Pane", "PaneRoster", "TmuxServer", "list_panes", "parse_panes", "tmux_servers"]
+__all__ = ["PANE_FIELDS", "PANE_FORMAT", "SEP", "Pane", "PaneRoster", "TmuxServer", "list_panes", "parse_panes", "split_captures", "tmux_servers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,19 +135,6 @@ async def list_panes(servers: Sequence[TmuxServer], env: Mapping[str, str] | Non
         if out is not None:
             panes.extend(parse_panes(server, out))
     return panes
-
-
-def split_captures(text: str, marker: str) -> dict[str, str]:
-    """Split the output of a chained capture (see `capture_panes`) by marker lines. Pure."""
-    out: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.split("\n"):
-        if line.startswith(marker + " "):
-            current = out.setdefault(line[len(marker) + 1 :].strip(), [])
-            continue
-        if current is not None:
-            current.append(line)
-    return {k: "\n".join(v).rstrip("\n") for k, v in out.items()}
 
 
 async def capture_panes(panes: Sequence[Pane], env: Mapping[str, str] | None = None,

@@ -32,6 +32,7 @@ from relay_repl.frontends.commands.targets import _target_json
 from relay_repl.frontends.commands.targets_plain import plain_rows
 from relay_repl.system import loopless
 from tests.agents.test_claude_listing_rule import CASES, UNDECIDED, put, record, spawn  # noqa: F401 (a fixture)
+from tests.agents.test_codex_registry import daemon, holders, home  # noqa: F401 (fixtures)
 
 
 def models_listing() -> tuple[str, str]:
@@ -121,15 +122,11 @@ def test_records_the_plain_path_takes_or_leaves_print_alike(case, world, spawn):
         assert plain == models_listing()
 
 
-def test_a_codex_home_or_a_gemini_process_leaves_the_listing_to_the_models(world, spawn, tmp_path, monkeypatch):
+def test_a_gemini_session_of_ours_leaves_the_listing_to_the_models(world, spawn, tmp_path):
+    """Its state is the screen classifier's (pydantic models): what is left of issue 40."""
     sessions, _ = world
     CASES["live"](sessions, spawn)
     assert plain_listing() is not None
-    codex = tmp_path / "codex"
-    (codex / "thread-writer-locks").mkdir(parents=True)
-    monkeypatch.setenv("CODEX_HOME", str(codex))
-    assert plain_listing() is None  # its threads are read by the models (what is left of issue 40)
-    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "no-codex"))
     node = tmp_path / "bin" / "node"
     node.parent.mkdir()
     node.symlink_to(sys.executable)  # comm `node`, argv naming Gemini CLI's bundle: what the provider looks for
@@ -154,6 +151,51 @@ def test_a_codex_home_or_a_gemini_process_leaves_the_listing_to_the_models(world
     assert plain_listing() == models_listing()
 
 
+@pytest.mark.anyio
+async def test_codex_threads_list_alike_both_ways(world, spawn, home, holders, daemon, tmp_path, monkeypatch):
+    """Daemon-held threads (idle, busy, waiting, a goal), a thread in a pane its footer names, a
+    `--no-daemon` TUI holder, a free lock, a helper thread: the same table and --json bytes. A thread
+    whose rollout must be found by walking sessions/ is left to the models."""
+    import anyio
+
+    from tests.agents.test_codex_registry import (T1, T2, T3, T4, fake_codex_bin, goals_db, index, lock, mark_daemon,
+                                                  rollout, state_db)
+
+    sessions, _ = world
+    CASES["live"](sessions, spawn)
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    for t in (T1, T2, T3, T4):
+        lock(home, t)
+    state_db(home, [{"id": t, "rollout_path": str(rollout(home, t)), "updated_at": 1, "source": "cli", "cwd": "/work",
+                     "title": f"title {t[:4]}", "archived": 0, "thread_source": "user", "name": None}
+                    for t in (T1, T2, T3, T4)])
+    index(home, (T1, "relay-a"), (T2, "busy-one"), (T3, "asks"))
+    goals_db(home, [(T2, "active", "keep going")])
+    dpid = holders(*(home / "thread-writer-locks" / f"{t}.lock" for t in (T1, T2, T3)))
+    mark_daemon(home, dpid)
+    await daemon({T1: {"type": "idle"}, T2: {"type": "active", "activeFlags": []},
+                  T3: {"type": "active", "activeFlags": ["waitingOnApproval"]}})
+    codex = fake_codex_bin(tmp_path)
+    sock = os.environ["RELAY_TMUX_SOCKET"]
+    subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-s", "cx", f"{codex} relay-a"], check=True)
+    for _ in range(100):
+        shot = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p", "-t", "cx"], capture_output=True, text=True).stdout
+        if "/work · relay-a" in shot:
+            break
+        await anyio.sleep(0.05)
+
+    plain = await anyio.to_thread.run_sync(plain_listing)  # blocking clients: the fake daemon answers on this loop
+    assert plain is not None, "the plain path refused a Codex home it accepts"
+    models = await anyio.to_thread.run_sync(models_listing)
+    assert plain == models
+    assert re.search(r"^codex:relay-a +\d+ +idle +%\d+ ", models[0], re.M), models[0]  # the footer's pane, both ways
+    assert re.search(r"^codex:busy-one +\d+ +never-idle ", models[0], re.M) and "codex:asks" in models[0]
+    assert re.search(r"^codex:title 01a2 +- +STALE ", models[0], re.M)  # T4: a free lock
+
+    (home / "thread-writer-locks" / "01a22c47-ffff-7921-9dbe-4cd6565cd35e.lock").touch()  # no row, no rollout
+    assert await anyio.to_thread.run_sync(plain_listing) is None  # found by walking sessions/: the models
+
+
 def test_the_plain_shapes_are_the_models_shapes():
     """What the plain path hard-codes of the models: Target's fields, ClaudeDetail's fields and
     defaults, SessionRecord's string fields. A field added to a model fails this first."""
@@ -161,3 +203,10 @@ def test_the_plain_shapes_are_the_models_shapes():
     assert DETAIL == tuple((k, f.default) for k, f in ClaudeDetail.model_fields.items())
     assert set(RECORD_STRINGS) == {k for k, f in SessionRecord.model_fields.items() if f.annotation == (str | None)}
     assert set(SessionRecord.model_fields) == {"pid", "procStart", *RECORD_STRINGS}
+    from relay_repl.agents.codex.detail import CodexDetail
+    from relay_repl.agents.codex.kind import CodexKind
+    from relay_repl.agents.codex.plain_listing import DETAIL as CODEX_DETAIL
+    from relay_repl.agents.codex.threads import VERSION_ENV
+
+    assert tuple((k, d) for k, d, _ in CODEX_DETAIL) == tuple((k, f.default) for k, f in CodexDetail.model_fields.items())
+    assert dict(CodexKind.facts.version_env) == VERSION_ENV
