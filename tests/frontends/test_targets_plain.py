@@ -27,9 +27,9 @@ from relay_repl.agents.claude_code.plain_listing import DETAIL, RECORD_STRINGS
 from relay_repl.agents.claude_code.provider import SessionRecord
 from relay_repl.agents.discovery import discover_all
 from relay_repl.core.target import Target, format_targets
-from relay_repl.core.target_row import FIELDS, rows_json
+from relay_repl.core.target_row import FIELDS
 from relay_repl.frontends.commands.targets import _target_json
-from relay_repl.frontends.commands.targets_plain import plain_rows
+from relay_repl.frontends.commands.targets_plain import listing, listing_json, plain_rows
 from relay_repl.system import loopless
 from tests.agents.test_claude_listing_rule import CASES, UNDECIDED, put, record, spawn  # noqa: F401 (a fixture)
 from tests.agents.test_codex_registry import daemon, holders, home  # noqa: F401 (fixtures)
@@ -41,11 +41,25 @@ def models_listing() -> tuple[str, str]:
     return format_targets(targets), json.dumps([_target_json(t) for t in targets], indent=1)
 
 
-def plain_listing() -> tuple[str, str] | None:
+def plain_listing(kind: str = "claude-code") -> tuple[str, str] | None:
+    """(table, --json) as the plain path prints them, when `kind`'s plain listing answered (the other
+    kinds' models list the rest), else None."""
     from relay_repl.core.target_row import format_targets as table
 
-    rows = plain_rows()
-    return None if rows is None else (table(rows), rows_json(rows))
+    if dict(plain_rows())[kind] is None:
+        return None
+    found = listing()
+    assert found is not None
+    return table(found), listing_json(found)
+
+
+def hybrid() -> tuple[str, str]:
+    """What `relay targets` prints: each kind plain where it answered, through its models where not."""
+    from relay_repl.core.target_row import format_targets as table
+
+    found = listing()
+    assert found is not None
+    return table(found), listing_json(found)
 
 
 @pytest.fixture
@@ -80,8 +94,9 @@ def test_the_plain_listing_prints_what_the_models_print(case, world, spawn):
     CASES[case](sessions, spawn)
     in_a_pane(sessions, pane_pid)
     plain = plain_listing()
-    if case == "wrong_types":  # a record the model refuses: its words, so the models list it
+    if case == "wrong_types":  # a record the model refuses: its words, so Claude's models list it
         assert plain is None
+        assert hybrid() == models_listing()
         return
     assert plain is not None, "the plain path refused a registry it accepts"
     table, js = models_listing()
@@ -118,6 +133,7 @@ def test_records_the_plain_path_takes_or_leaves_print_alike(case, world, spawn):
     write(sessions, spawn)
     plain = plain_listing()
     assert (plain is not None) == taken
+    assert hybrid() == models_listing()
     if plain is not None:
         assert plain == models_listing()
 
@@ -142,7 +158,9 @@ def test_a_gemini_session_of_ours_leaves_the_listing_to_the_models(world, spawn,
             import time
 
             time.sleep(0.02)
-        assert plain_listing() is None
+        assert plain_listing("gemini-cli") is None and plain_listing() is not None
+        assert hybrid() == models_listing()  # Claude's rows plain, Gemini's through its models
+        assert re.search(rf"^gemini:\S+ +{gem.pid} ", hybrid()[0], re.M), hybrid()[0]  # listed, by its models
     finally:
         gem.kill()
         gem.wait()
@@ -184,7 +202,7 @@ async def test_codex_threads_list_alike_both_ways(world, spawn, home, holders, d
             break
         await anyio.sleep(0.05)
 
-    plain = await anyio.to_thread.run_sync(plain_listing)  # blocking clients: the fake daemon answers on this loop
+    plain = await anyio.to_thread.run_sync(plain_listing, "codex")  # blocking clients: the fake daemon answers on this loop
     assert plain is not None, "the plain path refused a Codex home it accepts"
     models = await anyio.to_thread.run_sync(models_listing)
     assert plain == models
@@ -193,7 +211,8 @@ async def test_codex_threads_list_alike_both_ways(world, spawn, home, holders, d
     assert re.search(r"^codex:title 01a2 +- +STALE ", models[0], re.M)  # T4: a free lock
 
     (home / "thread-writer-locks" / "01a22c47-ffff-7921-9dbe-4cd6565cd35e.lock").touch()  # no row, no rollout
-    assert await anyio.to_thread.run_sync(plain_listing) is None  # found by walking sessions/: the models
+    assert await anyio.to_thread.run_sync(plain_listing, "codex") is None  # found by walking sessions/: the models
+    assert await anyio.to_thread.run_sync(lambda: listing_json(listing())) == (await anyio.to_thread.run_sync(models_listing))[1]
 
 
 def test_the_plain_shapes_are_the_models_shapes():

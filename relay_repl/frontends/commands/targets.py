@@ -30,15 +30,15 @@ def cmd_targets(args: argparse.Namespace) -> int:
     from relay_repl.store.hosts_path import hosts_file
 
     if not args.fake and not os.path.lexists(hosts_file()):  # no hosts.toml: no hosts (store/hosts.load_hosts)
-        # every kind's plain listing when each accepts what it reads exactly: no pydantic, no agent
-        # modules (targets_plain.py); else the models below, which print the same bytes
-        from relay_repl.frontends.commands.targets_plain import plain_rows
+        # each kind's plain listing where it accepts what it reads exactly (no pydantic, no agent
+        # modules: targets_plain.py), that kind's models where it does not; the same bytes either way
+        from relay_repl.frontends.commands import targets_plain
 
-        rows = plain_rows()
-        if rows is not None:
-            from relay_repl.core.target_row import format_targets as table, rows_json
+        found = targets_plain.listing()
+        if found is not None:
+            from relay_repl.core.target_row import format_targets as table
 
-            print(rows_json(rows) if args.json else table(rows))
+            print(targets_plain.listing_json(found) if args.json else table(found))
             return 0
     import json
 

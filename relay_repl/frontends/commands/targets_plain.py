@@ -20,8 +20,9 @@ GROUP = "relay_repl.plain_listing"
 KINDS = "relay_repl.agents"
 
 
-def plain_rows(env: Mapping[str, str] | None = None) -> list[Any] | None:
-    """Every registered kind's rows in the models' order (by kind name), or None (list through the models)."""
+def plain_rows(env: Mapping[str, str] | None = None) -> list[tuple[str, list[Any] | None]]:
+    """(kind, its rows, or None: list it through the models) for every registered kind, by kind name
+    (the models' order)."""
     from relay_repl.system.entry_points import scan_entry_points
     from relay_repl.system.pane_list import PlainRoster
     from relay_repl.system.prefetch import load_by_file
@@ -29,23 +30,57 @@ def plain_rows(env: Mapping[str, str] | None = None) -> list[Any] | None:
     environ = dict(os.environ if env is None else env)
     kinds = sorted({ep.name for ep in scan_entry_points(KINDS)})
     plain = {ep.name: ep.value for ep in scan_entry_points(GROUP)}
-    if not kinds or any(k not in plain for k in kinds):
-        return None  # a kind with no plain listing: only the models list it
     roster = PlainRoster(environ)
-    rows: list[Any] = []
+    out: list[tuple[str, list[Any] | None]] = []
     for kind in kinds:
-        module, _, attr = plain[kind].partition(":")
-        mod = load_by_file(kind, module.strip(), GROUP)
-        fn = getattr(mod, attr.strip() or "listing", None) if mod is not None else None
-        if fn is None:
-            return None
-        try:
-            got = fn(environ, roster)
-        except Exception:  # noqa: BLE001 - a plain reader's surprise is the models' case: they name it
-            if os.environ.get("RELAY_PLAIN_DEBUG"):
-                raise
-            return None
-        if got is None:
-            return None
-        rows.extend(got)
-    return rows
+        out.append((kind, _one(kind, plain.get(kind), environ, roster, load_by_file)))
+    return out
+
+
+def _one(kind: str, ref: str | None, env: dict[str, str], roster: Any, load_by_file: Any) -> list[Any] | None:
+    if ref is None:
+        return None  # a kind with no plain listing: only its models list it
+    module, _, attr = ref.partition(":")
+    mod = load_by_file(kind, module.strip(), GROUP)
+    fn = getattr(mod, attr.strip() or "listing", None) if mod is not None else None
+    if fn is None:
+        return None
+    try:
+        return fn(env, roster)
+    except Exception:  # noqa: BLE001 - a plain reader's surprise is the models' case: they name it
+        if os.environ.get("RELAY_PLAIN_DEBUG"):
+            raise
+        return None
+
+
+def listing(env: Mapping[str, str] | None = None) -> list[Any] | None:
+    """Every registered kind's targets as `relay targets` lists them: plain rows where a kind's plain
+    listing answered, its providers' Targets (the models) where it did not; None when no kind answered
+    (the caller then lists them all the models' way, as before)."""
+    environ = dict(os.environ if env is None else env)
+    parts = plain_rows(environ)
+    if all(rows is None for _, rows in parts):
+        return None
+    left = [kind for kind, rows in parts if rows is None]
+    models: dict[str, list[Any]] = {}
+    if left:
+        from relay_repl.agents import PaneRoster, kind_for
+        from relay_repl.agents.discovery import discover_all
+        from relay_repl.system import loopless
+
+        roster = PaneRoster(env=environ)
+        for kind in left:  # each alone: its providers' reads never depend on another kind's
+            k = kind_for(kind)
+            providers = list(k.discovery.providers(environ, roster)) if k is not None else []
+            models[kind] = loopless.run(discover_all, providers)
+    return [t for kind, rows in parts for t in (rows if rows is not None else models[kind])]
+
+
+def listing_json(targets: list[Any]) -> str:
+    """`relay targets --json` of plain rows and Targets alike (a Target's detail dumped as the models do)."""
+    import json
+
+    from relay_repl.core.target_row import TargetRow, target_json
+
+    return json.dumps([target_json(t, t.detail if isinstance(t, TargetRow) else t.detail.model_dump(mode="json"))
+                       for t in targets], indent=1)
