@@ -1,6 +1,6 @@
 """An adapter's facts and the version policy's word, read with the standard library alone.
 
-For `relay targets`' plain path (frontends/commands/targets_plain.py): each kind's
+For `relay targets`' plain path (frontends/targets_plain.py): each kind's
 `plain_listing.py` is loaded by file, without the agents package (pydantic, every agent module),
 and reads here what `agents/adapter.py` and `agents/versions.py` give the providers. Exactly
 what they give, or None: with `$RELAY_ADAPTERS_DIR` set (tests, experiments), or a toml block

@@ -2,7 +2,7 @@
 
 Why a second form beside `core.target.Target`: `relay targets` is a cold start measured against a
 peer that lists in ~0.1 s, and importing pydantic alone took ~0.08 s of it. Each kind's plain
-listing (`agents/<kind>/plain_listing.py`, frontends/commands/targets_plain.py) builds these rows
+listing (`agents/<kind>/plain_listing.py`, frontends/targets_plain.py) builds these rows
 from what it read; anything it does not accept exactly goes through the models instead, so both
 print the same bytes (tests/frontends/test_targets_plain.py). Standard library only, no
 dataclasses (its import of inspect is a tenth of the budget).

@@ -81,8 +81,8 @@ def test_a_cold_listing_imports_no_plan_envelope_screen_or_transcript_module(tmp
     assert "relay_repl.agents.claude_code.provider.ListedAgent" not in built
     assert NOT_FOR_A_LISTING & loaded == set()
     # issue 40: the command's own module only, not the other ~27 subcommands' (frontends/cli.py)
-    assert {m for m in loaded if m.startswith("relay_repl.frontends.commands.")} <= {
-        "relay_repl.frontends.commands.targets", "relay_repl.frontends.commands.targets_plain"}
+    assert {m for m in loaded if m.startswith("relay_repl.frontends.commands.")} == {
+        "relay_repl.frontends.commands.targets"}
 
 
 NOT_ON_THE_PLAIN_PATH = {"pydantic", "pydantic_core", "libtmux", "asyncio", "anyio", "relay_repl.agents",
@@ -117,7 +117,7 @@ def test_a_plain_listing_imports_neither_pydantic_nor_libtmux_nor_asyncio(tmp_pa
     assert not listed["s3900001"]["live"]
     loaded = set(ast.literal_eval(next(ln for ln in cp.stderr.splitlines() if ln.startswith("MODULES "))
                                   .removeprefix("MODULES ")))
-    assert "relay_repl.frontends.commands.targets_plain" in loaded  # the probe saw the plain path
+    assert "relay_repl.frontends.targets_plain" in loaded  # the probe saw the plain path
     assert NOT_ON_THE_PLAIN_PATH & loaded == set()
 
 

@@ -29,7 +29,7 @@ from relay_repl.agents.discovery import discover_all
 from relay_repl.core.target import Target, format_targets
 from relay_repl.core.target_row import FIELDS
 from relay_repl.frontends.commands.targets import _target_json
-from relay_repl.frontends.commands.targets_plain import listing, listing_json, plain_rows
+from relay_repl.frontends.targets_plain import listing, listing_json, plain_rows
 from relay_repl.system import loopless
 from tests.agents.test_claude_listing_rule import CASES, UNDECIDED, put, record, spawn  # noqa: F401 (a fixture)
 from tests.agents.test_codex_registry import daemon, holders, home  # noqa: F401 (fixtures)

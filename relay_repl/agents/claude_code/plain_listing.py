@@ -8,7 +8,7 @@ equals procStart). Anything else (a record the model would coerce or refuse, an 
 record the rule lists that relay could not read) returns None: the caller lists through the models,
 whose errors and edge cases stay theirs. tests/frontends/test_targets_plain.py holds the two equal.
 
-Loaded by file (frontends/commands/targets_plain.py), declared in the entry-point group
+Loaded by file (frontends/targets_plain.py), declared in the entry-point group
 `relay_repl.plain_listing`: importing it by name would first run the agents package (pydantic).
 Its siblings are loaded the same way.
 """

@@ -7,7 +7,7 @@ standard-library client), their panes (one capture of the candidate panes) and t
 sessions/, `fuser` for a lock /proc/locks cannot show) or a value the models would coerce or
 refuse, it returns None and the caller lists through the models, whose errors stay theirs.
 tests/frontends/test_targets_plain.py holds the two equal. Loaded by file
-(frontends/commands/targets_plain.py; entry-point group `relay_repl.plain_listing`), its
+(frontends/targets_plain.py; entry-point group `relay_repl.plain_listing`), its
 siblings the same way: importing them by name would first run the agents package (pydantic).
 """
 

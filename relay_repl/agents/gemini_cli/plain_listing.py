@@ -5,7 +5,7 @@ uid whose argv runs Gemini CLI (own.is_gemini), whose parent does not, that read
 whose Gemini home is ours (provider._sessions). When no process is one, it lists nothing, and so
 does this. When one is, its state is read from its pane by the screen classifier (screens/,
 pydantic models), so this returns None and the caller lists through the models (issue 40: what
-is left). Loaded by file (frontends/commands/targets_plain.py; group `relay_repl.plain_listing`).
+is left). Loaded by file (frontends/targets_plain.py; group `relay_repl.plain_listing`).
 """
 
 from __future__ import annotations

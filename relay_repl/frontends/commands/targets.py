@@ -32,7 +32,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
     if not args.fake and not os.path.lexists(hosts_file()):  # no hosts.toml: no hosts (store/hosts.load_hosts)
         # each kind's plain listing where it accepts what it reads exactly (no pydantic, no agent
         # modules: targets_plain.py), that kind's models where it does not; the same bytes either way
-        from relay_repl.frontends.commands import targets_plain
+        from relay_repl.frontends import targets_plain
 
         found = targets_plain.listing()
         if found is not None:
