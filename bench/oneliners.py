@@ -144,6 +144,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--burners", type=int, default=0, help="busy loops to run beside the bench (default 0)")
     ap.add_argument("--relay", help="the `relay` executable (default: this virtualenv's)")
+    ap.add_argument("--targets-only", action="store_true", help="time the listings only (no sends, runs or REPL)")
+    ap.add_argument("--gemini", type=int, default=1, help="Gemini CLI sessions in the lab (default 1; session-peer "
+                    "lists none: 0 compares like with like)")
     ap.add_argument("--baseline", metavar="RELAY", help="another `relay` executable (e.g. an older commit's, in its own "
                     "virtualenv) timed in the same runs, its rows marked (baseline)")
     args = ap.parse_args()
@@ -156,7 +159,7 @@ def main() -> None:
         subprocess.run([str(Path(args.baseline).parent / "python"), "-c", "import compileall, os, relay_repl; "
                         "compileall.compile_dir(os.path.dirname(relay_repl.__file__), quiet=1)"], check=True)
     started = launcher.status() is None
-    launcher.ensure_lab(lambda m: print(m, file=sys.stderr), claude=1, codex=1, gemini=1)
+    launcher.ensure_lab(lambda m: print(m, file=sys.stderr), claude=1, codex=1, gemini=args.gemini)
     st = launcher.status()
     env = {**os.environ, **launcher.env()}
     relay = args.relay or str(Path(sys.executable).parent / "relay")
@@ -175,7 +178,7 @@ def main() -> None:
     for exe, mark in [(relay, ""), *([(args.baseline, " (baseline)")] if args.baseline else [])]:
         cmds[f"relay targets{mark}"] = [exe, "targets"]
         cmds[f"relay targets --json{mark}"] = [exe, "targets", "--json"]
-        for spec in specs:
+        for spec in ([] if args.targets_only else specs):
             sends[f"relay send {spec}{mark}"] = [exe, "send", spec]  # + a body new to the ledger each run
             # the first plan of a recipe run (`ping`: for a Claude target, listing the inbox as a Claude peer first)
             runs[f"relay run ping {spec}{mark}"] = [exe, "run", "ping", "-p", f"target={spec}"]
@@ -203,7 +206,7 @@ def main() -> None:
                 first[k].append(f)
                 wall[k].append(w)
                 cpu[k].append(c)
-        repl = repl_plans(env, specs, args.runs)
+        repl = {} if args.targets_only else repl_plans(env, specs, args.runs)
     finally:
         load1 = os.getloadavg()
         for b in burners:

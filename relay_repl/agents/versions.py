@@ -14,25 +14,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 import shutil
 import subprocess
 from pathlib import Path
 
 from relay_repl.agents.kind import AgentKind, ClientPin
+from relay_repl.agents.plain_facts import parse_version as parse_version  # one home: the plain listing reads it too
 from relay_repl.agents.registry import kind_for, kind_names, kinds
 from relay_repl.core.errors import PolicyRefusal
 from relay_repl.store import paths
-
-_VERSION_RE = re.compile(r"(\d+\.\d+\.\d+)")
-
-
-def parse_version(text: str) -> str | None:
-    """`2.1.328 (Claude Code)` / `codex-cli 0.169.0` -> the first x.y.z, or None."""
-    m = _VERSION_RE.search(text or "")
-    return m.group(1) if m else None
-
 
 def check_kind(kind: str) -> AgentKind:
     """The registered kind named `kind`; ValueError naming the registered ones otherwise."""

@@ -145,16 +145,7 @@ class TargetTable(list):
 
 
 def format_targets(targets: list[Target]) -> str:
-    """Live first, then stale; one row each: spec, pid, state, pane, client version (and the
-    version policy's word on it), transports."""
-    if not targets:
-        return "no agent sessions found (start one, or try `relay --lab targets`)"
-    hosts = any(t.host for t in targets)  # the HOST column once a host is in play; local output unchanged
-    rows = [(*(("HOST",) if hosts else ()), "TARGET", "PID", "STATE", "PANE", "CLIENT", "TRANSPORTS")]
-    for t in sorted(targets, key=lambda t: (t.host or "", not t.live, t.kind, t.name)):
-        client = f"{t.client_version or '?'} {t.client_status or ''}".strip() if (t.client_version or t.client_status) else "-"
-        rows.append(tuple(visible(c) for c in (*((t.host or "local",) if hosts else ()), t.spec, str(t.pid or "-"),
-                                               t.state if t.live else "STALE", t.pane or "-", client,
-                                               ", ".join(t.transports) or "-")))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    """Live first, then stale: the table `relay targets` prints (core/target_row.py, shared with its plain rows)."""
+    from relay_repl.core.target_row import format_targets as table
+
+    return table(targets)

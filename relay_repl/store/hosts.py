@@ -25,6 +25,7 @@ from relay_repl.core.errors import FileProblem, UsageError
 from relay_repl.core.readable import Readable
 
 import relay_repl.store.paths as paths
+from relay_repl.store.hosts_path import hosts_file as hosts_file, lab_dir as lab_dir
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 FIX = "correct it, or remove the host's table and add it again with `relay hosts add NAME DESTINATION`"
@@ -116,17 +117,6 @@ class HostsFile(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
     hosts: dict[str, _HostRow] = Field(default_factory=dict)
-
-
-def lab_dir() -> Path | None:
-    """The lab this process is pointed at (`relay --lab`, `relay lab env`), or None."""
-    d = os.environ.get("RELAY_LAB_DIR")
-    return Path(d) if d else None
-
-
-def hosts_file() -> Path:
-    lab = lab_dir()
-    return lab / "hosts.toml" if lab else paths.state_dir(create=False) / "hosts.toml"
 
 
 def ssh_config_file() -> Path | None:

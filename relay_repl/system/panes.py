@@ -30,13 +30,9 @@ from relay_repl.system import loopless
 from relay_repl.system.tmux import arun, tmux_binary
 from relay_repl.system.proc import ProcStat, process_table
 
-# Printable on purpose: without a UTF-8 locale tmux prints control characters as `_`.
-# The two free-text fields come last and the split is bounded, so a `|:|` inside a
-# session name cannot shift the fixed fields.
-SEP = "|:|"
-PANE_FIELDS = ("pane_id", "pane_pid", "window_id", "pane_in_mode", "pane_mode", "pane_dead",
-               "alternate_on", "cursor_x", "cursor_y", "pane_current_command", "session_name")
-PANE_FORMAT = SEP.join("#{%s}" % f for f in PANE_FIELDS)
+from relay_repl.system.pane_list import PANE_FIELDS, PANE_FORMAT, SEP, pane_rows, server_paths, split_captures, tmux_dir
+
+__all__ = ["PANE_FIELDS", "PANE_FORMAT", "SEP", "Pane", "PaneRoster", "TmuxServer", "list_panes", "parse_panes", "split_captures", "tmux_servers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,41 +78,18 @@ class Pane:
 
 
 def _tmux_dir(env: Mapping[str, str]) -> Path:
-    return Path(env.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+    return Path(tmux_dir(env))
 
 
 def tmux_servers(env: Mapping[str, str] | None = None) -> list[TmuxServer]:
-    """The servers to search, from the environment (see module doc). Pure."""
-    env = os.environ if env is None else env
-    found: list[TmuxServer] = []
-    name = env.get("RELAY_TMUX_SOCKET")
-    if name:
-        path = name if "/" in name else str(_tmux_dir(env) / name)
-        found.append(TmuxServer(path, f"RELAY_TMUX_SOCKET={name}"))
-    tmux = env.get("TMUX")
-    if tmux:
-        found.append(TmuxServer(tmux.split(",", 1)[0], "$TMUX"))
-    found.append(TmuxServer(str(_tmux_dir(env) / "default"), "default"))
-    seen: set[str] = set()
-    out: list[TmuxServer] = []
-    for s in found:
-        real = os.path.realpath(s.socket_path)
-        if real not in seen:
-            seen.add(real)
-            out.append(s)
-    return out
+    """The servers to search, from the environment (see module doc; pane_list.server_paths). Pure."""
+    return [TmuxServer(path, label) for path, label in server_paths(os.environ if env is None else env)]
 
 
 def parse_panes(server: TmuxServer, text: str) -> list[Pane]:
     """Parse `list-panes -F PANE_FORMAT` output. Pure; malformed lines are skipped."""
     panes: list[Pane] = []
-    for line in text.splitlines():
-        parts = line.split(SEP, len(PANE_FIELDS) - 2)
-        head = parts[:-1]
-        if len(parts) != len(PANE_FIELDS) - 1:
-            continue
-        command, _, session = parts[-1].partition(SEP)
-        f = dict(zip(PANE_FIELDS, [*head, command, session]))
+    for f in pane_rows(text):
         try:
             panes.append(
                 Pane(
@@ -162,19 +135,6 @@ async def list_panes(servers: Sequence[TmuxServer], env: Mapping[str, str] | Non
         if out is not None:
             panes.extend(parse_panes(server, out))
     return panes
-
-
-def split_captures(text: str, marker: str) -> dict[str, str]:
-    """Split the output of a chained capture (see `capture_panes`) by marker lines. Pure."""
-    out: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.split("\n"):
-        if line.startswith(marker + " "):
-            current = out.setdefault(line[len(marker) + 1 :].strip(), [])
-            continue
-        if current is not None:
-            current.append(line)
-    return {k: "\n".join(v).rstrip("\n") for k, v in out.items()}
 
 
 async def capture_panes(panes: Sequence[Pane], env: Mapping[str, str] | None = None,

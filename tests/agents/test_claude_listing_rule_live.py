@@ -85,6 +85,14 @@ async def test_the_rule_and_the_real_listing_agree_on_the_lab_and_every_hazard(l
         with_rule = await lab_provider(rule=True).discover()
         with_listing = await lab_provider(rule=False).discover()
         assert target_rows(with_rule) == target_rows(with_listing)
+        # issue 40: `relay targets`' plain listing (no models) gives these very targets, field for field
+        from relay_repl.core.target_row import target_json
+        from relay_repl.frontends.targets_plain import plain_rows
+
+        rows = dict(plain_rows())["claude-code"]
+        assert rows is not None
+        assert ([target_json(r, r.detail) for r in rows]
+                == [target_json(t, t.detail.model_dump(mode="json")) for t in with_rule])
         named = {t.name: t for t in with_rule if t.pid != alpha.pid}
         assert (named["held"].state, named["shelled"].state) == ("waiting", "idle")
         assert not named["killed"].live and not named["zombie"].live and not named["reused"].live

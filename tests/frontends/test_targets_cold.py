@@ -85,6 +85,42 @@ def test_a_cold_listing_imports_no_plan_envelope_screen_or_transcript_module(tmp
         "relay_repl.frontends.commands.targets"}
 
 
+NOT_ON_THE_PLAIN_PATH = {"pydantic", "pydantic_core", "libtmux", "asyncio", "anyio", "relay_repl.agents",
+                         "relay_repl.core.target", "dataclasses", "subprocess"}
+
+
+def test_a_plain_listing_imports_neither_pydantic_nor_libtmux_nor_asyncio(tmp_path):
+    """Issue 40: where every kind's plain listing accepts what it reads (here: Claude sessions, one of
+    them in a real tmux pane, no Codex home, no Gemini session), `relay targets` lists them without
+    the models: no pydantic, no libtmux, no event loop, no agents package, no dataclasses or
+    subprocess (the tmux client is posix_spawned). The old code imported all of pydantic here."""
+    cfg = tmp_path / "claude"
+    (cfg / "sessions").mkdir(parents=True)
+    sock = f"relay-cold-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "sleep 60"], check=True)
+    try:
+        pane_pid = int(subprocess.run(["tmux", "-L", sock, "list-panes", "-F", "#{pane_pid}"], capture_output=True,
+                                      text=True, check=True).stdout.split()[0])
+        for pid, start in ((pane_pid, _proc_start(pane_pid)), (3_900_001, "12345")):
+            (cfg / "sessions" / f"{pid}.json").write_text(json.dumps({
+                "pid": pid, "sessionId": str(uuid.uuid4()), "cwd": "/w", "startedAt": 1, "procStart": start,
+                "version": "2.1.332", "peerProtocol": 1, "kind": "interactive", "entrypoint": "cli",
+                "messagingSocketPath": f"{tmp_path}/{pid}.sock", "name": f"s{pid}", "status": "idle", "updatedAt": 1}))
+        env = {"RELAY_HOME": str(tmp_path / "relay"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+               "CLAUDE_CONFIG_DIR": str(cfg), "CODEX_HOME": str(tmp_path / "no-codex"), "RELAY_TMUX_SOCKET": sock}
+        cp = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+    assert cp.returncode == 0, cp.stderr
+    listed = {t["name"]: t for t in json.loads(cp.stdout)}
+    assert listed[f"s{pane_pid}"]["live"] and listed[f"s{pane_pid}"]["pane"].startswith("%")  # tmux was asked
+    assert not listed["s3900001"]["live"]
+    loaded = set(ast.literal_eval(next(ln for ln in cp.stderr.splitlines() if ln.startswith("MODULES "))
+                                  .removeprefix("MODULES ")))
+    assert "relay_repl.frontends.targets_plain" in loaded  # the probe saw the plain path
+    assert NOT_ON_THE_PLAIN_PATH & loaded == set()
+
+
 def _proc_start(pid: int) -> str:
     st = Path(f"/proc/{pid}/stat").read_text()
     return st[st.rfind(")") + 2:].split(" ")[19]

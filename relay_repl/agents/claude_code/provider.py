@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import stat
 import subprocess
 import time
 from collections.abc import Mapping
@@ -35,6 +33,8 @@ from relay_repl.core.file_shape import shape_problem
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.agents.claude_code.detail import ClaudeDetail
+from relay_repl.agents.claude_code.records import RECORD_MAX_BYTES, legacy_reason, socket_is_ours, transcript_path
+from relay_repl.agents.claude_code.records import _base36 as _base36, _java_hash as _java_hash, munge_cwd as munge_cwd
 from relay_repl.agents.versions import version_status
 from relay_repl.system import loopless
 from relay_repl.system.panes import PaneRoster
@@ -47,7 +47,6 @@ if TYPE_CHECKING:  # annotations only: plan/inbound load on first use, off the `
     from relay_repl.core.plan import ReplyContext, ReplyRoute
 
 KIND = "claude-code"
-RECORD_MAX_BYTES = 1024 * 1024  # a session record is ~1 KB: anything near this is not one
 
 
 class ListedAgent(BaseModel):
@@ -82,54 +81,6 @@ class SessionRecord(BaseModel):
     status: str | None = None
     waitingFor: str | None = None
     tmux: str | None = None
-
-
-# -- transcript path (claude-code.md §4.1) -----------------------------------------------
-
-
-def _java_hash(s: str) -> int:
-    """Java/JS 32-bit string hash over UTF-16 code units, as a signed int."""
-    h = 0
-    data = s.encode("utf-16-le")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i : i + 2], "little")) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def _base36(n: int) -> str:
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    if n == 0:
-        return "0"
-    out = ""
-    while n:
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-    return out
-
-
-_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
-_NOT_ALNUM = re.compile("[^a-zA-Z0-9]")
-
-
-def munge_cwd(cwd: str) -> str:
-    """The project directory name Claude derives from a cwd.
-
-    JS `replace(/[^a-zA-Z0-9]/g, "-")` works on UTF-16 code units, so a character
-    outside the BMP becomes two dashes; over 200 units: cut, `-`, base36(|hash|).
-    Two regex passes rather than a loop over code units: discovery derives one per
-    record, on `relay targets`' cold path (the loop was ~60 us a call at load 7).
-    """
-    munged = _NOT_ALNUM.sub("-", _ASTRAL.sub("--", cwd))
-    if len(munged) <= 200:
-        return munged
-    return f"{munged[:200]}-{_base36(abs(_java_hash(cwd)))}"
-
-
-def transcript_path(cfg: Path | str, cwd: str | None, session_id: str | None) -> Path | None:
-    """`$CFG/projects/<munged cwd>/<sessionId>.jsonl` (claude-code.md section 4.1)."""
-    if not cwd or not session_id:
-        return None
-    return Path(cfg) / "projects" / munge_cwd(cwd) / f"{session_id}.jsonl"
 
 
 # -- reply route --------------------------------------------------------------------------------
@@ -171,23 +122,6 @@ def native_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
 
 def _pids(listed: list[ListedAgent] | None) -> set[int] | None:
     return None if listed is None else {a.pid for a in listed}
-
-
-def socket_is_ours(path: str | None) -> tuple[bool, str]:
-    """True if `path` is a Unix socket owned by our uid (the same-uid trust boundary)."""
-    if not path:
-        return False, "record has no messagingSocketPath"
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False, f"socket {path} does not exist"
-    except OSError as exc:
-        return False, f"socket {path} unreadable ({exc.strerror})"
-    if not stat.S_ISSOCK(st.st_mode):
-        return False, f"{path} is not a socket"
-    if st.st_uid != os.getuid():
-        return False, f"socket {path} belongs to uid {st.st_uid}, not ours"
-    return True, "socket owned by us"
 
 
 class ClaudeProvider:
@@ -382,11 +316,8 @@ class ClaudeProvider:
 
     @staticmethod
     def _legacy_record(path: Path) -> str:
-        """Why an orphaned `sessions/pid-<n>.json` (an older client's name, snake_case fields) is
-        skipped: no Claude Code relay verified writes it, and `claude agents --json` (2.1.332) does not
-        read it, so nothing says its session is live; its state is not guessed from its fields."""
-        return (f"sessions/{path.name} is a legacy record (an older Claude Code's `pid-<n>.json`, not read by "
-                "`claude agents --json`): skipped, never listed as live; remove it if no such client runs")
+        """Why an orphaned `sessions/pid-<n>.json` is skipped (records.legacy_reason)."""
+        return legacy_reason(path.name)
 
     # -- targets -------------------------------------------------------------------------------
     def _status(self, rec: SessionRecord) -> str:

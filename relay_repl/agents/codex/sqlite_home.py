@@ -34,9 +34,11 @@ class SqliteHome(NamedTuple):
     """Why config.toml could not be used, when it could not (one line)."""
 
 
-def sqlite_home(codex_home: Path, env: Mapping[str, str], cwd: Path | None = None) -> SqliteHome:
-    """The directory of Codex's SQLite databases for `codex_home`, as Codex resolves it."""
-    from relay_repl.agents.codex.config_file import codex_config
+def sqlite_home(codex_home: Path, env: Mapping[str, str], cwd: Path | None = None, config: Any = None) -> SqliteHome:
+    """The directory of Codex's SQLite databases for `codex_home`, as Codex resolves it. `config`:
+    config_file.codex_config as a caller loaded it (`relay targets`' plain path loads it by file)."""
+    if config is None:
+        from relay_repl.agents.codex.config_file import codex_config as config
     from relay_repl.core import file_shape
     from relay_repl.core.errors import FileProblem
 
@@ -45,7 +47,7 @@ def sqlite_home(codex_home: Path, env: Mapping[str, str], cwd: Path | None = Non
     value: Any = None
     fix = "Codex cannot read it either: fix it (relay looks for sqlite_home there)"
     try:
-        value = (codex_config(codex_home, fix) or {}).get(KEY)
+        value = (config(codex_home, fix) or {}).get(KEY)
     except FileProblem as exc:
         problem = str(exc)
     if value is not None and not isinstance(value, str):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -26,12 +27,24 @@ def cmd_targets(args: argparse.Namespace) -> int:
     import relay_repl.system.prefetch as prefetch
 
     prefetch.start()  # the listing runs while the imports below happen
+    from relay_repl.store.hosts_path import hosts_file
+
+    if not args.fake and not os.path.lexists(hosts_file()):  # no hosts.toml: no hosts (store/hosts.load_hosts)
+        # each kind's plain listing where it accepts what it reads exactly (no pydantic, no agent
+        # modules: targets_plain.py), that kind's models where it does not; the same bytes either way
+        from relay_repl.frontends import targets_plain
+
+        found = targets_plain.listing()
+        if found is not None:
+            from relay_repl.core.target_row import format_targets as table
+
+            print(targets_plain.listing_json(found) if args.json else table(found))
+            return 0
     import json
 
     from relay_repl.agents import default_providers
-    from relay_repl.agents.discovery import Provider, StaticProvider, discover_all
-
     from relay_repl.store.hosts import load_hosts
+    from relay_repl.agents.discovery import Provider, StaticProvider, discover_all
 
     problems: list[str] = []
     remote_hosts = bool(load_hosts())
@@ -104,11 +117,6 @@ def fast_exit(code: int) -> None:
 
 
 def _target_json(t) -> dict:
-    return {
-        "kind": t.kind, "name": t.name, "spec": t.spec, "address": t.address, "pid": t.pid, "live": t.live,
-        "state": t.state, "pane": t.pane, "transports": list(t.transports), "identified_by": t.identified_by,
-        "client_version": t.client_version, "client_status": t.client_status,
-        "socket": t.socket, "evidence_file": t.evidence_file, "proc_start": t.proc_start,
-        "stale_reason": t.stale_reason, "tmux_socket": t.tmux_socket, "tmux_server": t.tmux_server,
-        "detail": t.detail.model_dump(mode="json"), "host": t.host,
-    }
+    from relay_repl.core.target_row import target_json
+
+    return target_json(t, t.detail.model_dump(mode="json"))

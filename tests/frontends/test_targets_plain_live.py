@@ -1,0 +1,35 @@
+"""Live: `relay targets`' plain listing lists the lab (real Claude Code, Codex with its daemon, Gemini
+CLI) exactly as the models' listing does: the same table and --json bytes, Claude's and Codex's
+rows read plain (no pydantic on their path), Gemini's through its models. The registry hazards
+beside a real session: tests/agents/test_claude_listing_rule_live.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from relay_repl.agents import default_providers
+from relay_repl.agents.discovery import discover_all
+from relay_repl.core.target import format_targets
+from relay_repl.core.target_row import format_targets as table
+from relay_repl.frontends.commands.targets import _target_json
+from relay_repl.frontends.targets_plain import listing, listing_json, plain_rows
+from relay_repl.system import loopless
+
+pytestmark = pytest.mark.live
+
+
+def test_the_plain_listing_lists_the_lab_as_the_models_do(lab):
+    parts = dict(plain_rows())
+    assert parts["claude-code"] is not None and parts["codex"] is not None, parts  # both read plain
+    found = listing()
+    assert found is not None
+    targets = loopless.run(lambda: discover_all(default_providers()))
+    assert listing_json(found) == json.dumps([_target_json(t) for t in targets], indent=1)
+    assert table(found) == format_targets(targets)
+    live = {(t.kind, t.name): t for t in targets if t.live}
+    for s in lab.sessions:
+        if s.kind in ("claude-code", "codex"):
+            t = live[(s.kind, s.name)]
+            assert t.pane and "tmux" in t.transports, t  # rostered panes, both ways
