@@ -4,13 +4,18 @@ JSON-RPC over WebSocket text frames over the Unix socket: `initialize` with `exp
 the `initialized` notification, then the caller's requests, pipelined; notifications are
 skipped while waiting for response ids. Discovery asks `thread/loaded/list` and `thread/read`
 (provider.daemon_thread_status); the queue transport asks `thread/queue/add` (queue_ops), the
-call `codex queue` itself makes, without starting a process for it.
+call `codex queue` itself makes, without starting a process for it, on a connection kept for the
+event loop's life (`kept_call`): the WebSocket handshake and `initialize` were most of a send's
+cost to relay (issue 33).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,21 +31,21 @@ class DaemonConnection:
     """An initialized connection: send requests, collect their answers by id."""
 
     def __init__(self, ws: ClientConnection) -> None:
-        self._ws = ws
+        self.ws = ws
         self._next = 1
 
     async def request(self, method: str, params: dict[str, Any]) -> int:
         """Send one request; its id (answers come through `collect`)."""
         n = self._next
         self._next += 1
-        await self._ws.send(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}))
+        await self.ws.send(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}))
         return n
 
     async def collect(self, ids: set[int]) -> dict[int, dict[str, Any]]:
         """The answers to `ids` (notifications and other ids are skipped)."""
         got: dict[int, dict[str, Any]] = {}
         while ids - set(got):
-            msg = json.loads(await self._ws.recv())
+            msg = json.loads(await self.ws.recv())
             if isinstance(msg, dict) and msg.get("id") in ids:
                 got[msg["id"]] = msg
         return got
@@ -48,9 +53,12 @@ class DaemonConnection:
 
 @asynccontextmanager
 async def daemon_connection(socket_path: Path | str, timeout: float = 3.0, client_name: str = "relay-repl",
-                            title: str = "relay_repl") -> AsyncIterator[DaemonConnection]:
+                            title: str = "relay_repl", *, kept: bool = False) -> AsyncIterator[DaemonConnection]:
     """Connect and initialize; raises DaemonError with a one-line reason for a refused
-    `initialize` or any socket/WebSocket/JSON error inside (the caller bounds the time)."""
+    `initialize` or any socket/WebSocket/JSON error inside (the caller bounds the time).
+    `kept`: for a connection kept between calls (`kept_call`): no keepalive pings (no task runs
+    beside the caller's) and no cap on unread frames (what the daemon pushes while it is idle is
+    buffered, never left to back up into the daemon)."""
     from websockets.asyncio.client import unix_connect
     from websockets.exceptions import WebSocketException
 
@@ -59,7 +67,8 @@ async def daemon_connection(socket_path: Path | str, timeout: float = 3.0, clien
     target = os.path.realpath(socket_path)
     try:
         async with unix_connect(target, uri="ws://localhost/", max_size=None,
-                                open_timeout=timeout, close_timeout=0.5, compression=None) as ws:
+                                open_timeout=timeout, close_timeout=0.5, compression=None,
+                                **({"ping_interval": None, "max_queue": None} if kept else {})) as ws:
             await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "clientInfo": {"name": client_name, "title": title, "version": "0.1"},
                 "capabilities": {"experimentalApi": True}}}))
@@ -71,3 +80,123 @@ async def daemon_connection(socket_path: Path | str, timeout: float = 3.0, clien
             yield conn
     except (OSError, WebSocketException, ValueError) as exc:
         raise DaemonError(describe(exc, "asking the Codex daemon")) from exc
+
+
+# -- one connection per daemon, kept ----------------------------------------------------------------
+
+IDLE_CLOSE = 30.0
+"""Seconds a kept connection may sit unused before the next call opens a fresh one: what the daemon
+pushed meanwhile (notifications) waits unread in it, so none is kept forever."""
+
+
+class NotAsked(DaemonError):
+    """The request never left: no connection could be made, `initialize` was refused, or the time
+    ran out before it was sent (`timed_out`)."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+class _Kept:
+    """One initialized connection to one daemon. An async generator holds it open, so the event
+    loop's shutdown (`shutdown_asyncgens`, which anyio.run and asyncio.run call) closes it cleanly
+    when nobody else does."""
+
+    def __init__(self, target: str, holder: Any, conn: DaemonConnection) -> None:
+        self.target = target
+        self.holder = holder
+        self.conn = conn
+        self.used = time.monotonic()
+        self.lock = asyncio.Lock()
+
+    def usable(self) -> bool:
+        """Open (no close or EOF seen: a daemon that exited or dropped it shows here) and not idle
+        too long."""
+        from websockets.protocol import State
+
+        return self.conn.ws.state is State.OPEN and time.monotonic() - self.used < IDLE_CLOSE
+
+    def abort(self) -> None:
+        """Drop it at once, with no close handshake (its state is unknown after a failed call)."""
+        transport = getattr(self.conn.ws, "transport", None)
+        if transport is not None:
+            transport.abort()
+
+
+_KEPT: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Kept]] = weakref.WeakKeyDictionary()
+
+
+async def _hold(target: str, timeout: float, title: str) -> AsyncIterator[DaemonConnection]:
+    async with daemon_connection(target, timeout, title=title, kept=True) as conn:
+        yield conn
+
+
+def kept_connections() -> int:
+    """How many daemon connections this event loop keeps open now (tests, the bench)."""
+    return sum(1 for k in _KEPT.get(asyncio.get_running_loop(), {}).values() if k.usable())
+
+
+async def kept_call(socket_path: Path | str, method: str, params: dict[str, Any], *, timeout: float = 3.0,
+                    title: str = "relay_repl") -> dict[str, Any]:
+    """One request on this event loop's kept connection to the daemon at `socket_path`, and its
+    answer (the JSON-RPC message, `result` or `error`). The connection is made on first use and
+    kept, so a run of sends pays the WebSocket handshake and `initialize` once per daemon, not once
+    per send (issue 33); calls on one connection take turns, one request in flight.
+
+    A kept connection found closed (the daemon exited, restarted or dropped it), idle IDLE_CLOSE
+    seconds, or made to a socket the path no longer points at (a new daemon), is replaced before
+    anything is sent on it. Raises NotAsked when nothing left (no connection, `initialize` refused,
+    `timeout` seconds passed first); DaemonError once the request may have left and no answer came
+    within `timeout` (the connection dropped, the daemon starved): then it may have been done. A
+    connection a call failed or was cancelled on is dropped, never reused."""
+    import anyio
+    from websockets.exceptions import WebSocketException
+
+    loop = asyncio.get_running_loop()
+    kept = _KEPT.setdefault(loop, {})
+    key = os.fspath(socket_path)
+    # the control socket is a symlink into /tmp/codex-daemon-<uid>/ (daemon_connection): a new
+    # daemon may point it elsewhere, and the target decides whether a kept connection fits
+    target = os.path.realpath(socket_path)
+    sent = False
+    try:
+        with anyio.fail_after(timeout):
+            while True:
+                k = kept.get(key)
+                if k is None or k.target != target or not k.usable():
+                    if k is not None:
+                        del kept[key]
+                        await k.holder.aclose()
+                    holder = _hold(target, timeout, title)
+                    try:
+                        conn = await holder.__anext__()
+                    except DaemonError as exc:
+                        raise NotAsked(str(exc)) from exc
+                    k = kept[key] = _Kept(target, holder, conn)
+                async with k.lock:
+                    if kept.get(key) is not k or not k.usable():
+                        continue  # closed or replaced while this call waited its turn: nothing was sent
+                    try:
+                        sent = True
+                        n = await k.conn.request(method, params)
+                        answer = (await k.conn.collect({n}))[n]
+                    except BaseException:
+                        if kept.get(key) is k:
+                            del kept[key]
+                        k.abort()  # failed or cancelled mid-call: its state is unknown
+                        raise
+                    k.used = time.monotonic()
+                    return answer
+    except TimeoutError as exc:
+        if not sent:
+            raise NotAsked(f"no answer within {timeout:g}s", timed_out=True) from exc
+        raise DaemonError(f"no answer within {timeout:g}s") from exc
+    except (OSError, WebSocketException, ValueError) as exc:
+        raise DaemonError(describe(exc, "asking the Codex daemon")) from exc
+
+
+async def close_kept() -> None:
+    """Close this event loop's kept daemon connections now (the loop's shutdown does it otherwise)."""
+    for k in list(_KEPT.pop(asyncio.get_running_loop(), {}).values()):
+        await k.holder.aclose()

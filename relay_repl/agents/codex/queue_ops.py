@@ -34,7 +34,7 @@ from typing import Any
 from relay_repl.agents.adapter import load_adapter
 from relay_repl.agents.codex.agent import BINARY, KIND
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.codex.daemon import daemon_connection
+from relay_repl.agents.codex.daemon import NotAsked, kept_call
 from relay_repl.agents.codex.evidence import RolloutScan, codex_home, databases, find_in_rollout, read_item, turns_since
 from relay_repl.agents.codex.native import codex_command_env
 from relay_repl.agents.codex.rollout import rollout_path
@@ -94,31 +94,24 @@ class CodexQueue:
         item id (and the client id we chose), or the failure the daemon answered; None when nothing
         was asked (no socket, a refused connection or `initialize`, the method unknown): then the command
         runs. A daemon that does not answer within ADD_TIMEOUT is a failure, as `codex queue` makes it.
-        Once the request may have left, a lost answer is a failure (the item may be queued), never None."""
-        import anyio
-
+        Once the request may have left, a lost answer is a failure (the item may be queued), never None.
+        The connection is the daemon's kept one (daemon.kept_call): one per daemon per event loop."""
         sock = codex_home(target) / load_adapter(KIND).registry.paths["control_socket"]
         if not sock.exists():
             return None
         client_id = f"relay-{uuid.uuid4()}"
         params = {"threadId": target.address, "clientUserMessageId": client_id,
                   "input": [{"type": "text", "text": payload, "text_elements": []}]}
-        asked = False
         try:
-            with anyio.fail_after(ADD_TIMEOUT):
-                async with daemon_connection(sock, ADD_TIMEOUT, title="relay_repl codex-queue") as conn:
-                    asked = True
-                    n = await conn.request("thread/queue/add", params)
-                    answer = (await conn.collect({n}))[n]
-        except (DaemonError, TimeoutError) as exc:
-            if not asked and isinstance(exc, TimeoutError):  # `codex queue` would wait as long and refuse
+            answer = await kept_call(sock, "thread/queue/add", params, timeout=ADD_TIMEOUT, title="relay_repl codex-queue")
+        except NotAsked as exc:
+            if exc.timed_out:  # `codex queue` would wait as long and refuse
                 return Enqueued(failure=f"the Codex daemon of {codex_home(target)} did not answer on its control socket "
                                 f"within {ADD_TIMEOUT:g}s (starved or stopped): nothing was queued")
-            if not asked:
-                return None
-            why = str(exc) if isinstance(exc, DaemonError) else f"no answer within {ADD_TIMEOUT:g}s"
+            return None
+        except DaemonError as exc:
             return Enqueued(failure=f"thread/queue/add was sent to the Codex daemon for thread {target.address}, "
-                            f"then: {why}; the item may be queued (client id {client_id}): look, never re-send")
+                            f"then: {exc}; the item may be queued (client id {client_id}): look, never re-send")
         err = answer.get("error")
         if isinstance(err, dict):
             if err.get("code") == METHOD_NOT_FOUND:
