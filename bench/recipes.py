@@ -279,11 +279,13 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                     if prof is not None:
                         prof.enable()
                         workers.on = True
+                    commits = count_commits(s.ledger)
                     run = await s.run("ask-all", question=f"bench ask-all {i}{slow}")
                     if prof is not None:
                         prof.disable()
                         workers.on = False
                     wall = time.time() - t0
+                    s.ledger._con.set_trace_callback(None)
                 used, p2, r2, m2 = cpu_busy() - c1, cpu_by_program(), own_cpu(), time.thread_time()
                 got = len(run.replies)
                 if run.state != "done" or got != len(targets):
@@ -319,6 +321,7 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                       f"{m2 - m1:.3f}, worker threads {mine - (m2 - m1):.3f}) = {mine / n * 1000:.1f} ms per target "
                       f"(goal {GOAL_RELAY_MS:.0f} ms: {'held' if mine / n * 1000 <= GOAL_RELAY_MS else 'NOT held'})"
                       f"{lab} (load {load()})")
+                print(f"  ledger: {commits[0]} commits by this process = {commits[0] / n:.1f} per target")
                 if transcripts is not None:
                     profile(s, run, t0, transcripts)
             if relay_own:
@@ -351,6 +354,19 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
         finally:
             await s.close_inbox()
             tg.cancel_scope.cancel()
+
+
+def count_commits(ledger: Any) -> list[int]:
+    """A counter of the transactions `ledger` (this process's connection) commits from now on, kept
+    by SQLite's statement trace (a call per statement: a few microseconds a target)."""
+    n = [0]
+
+    def seen(sql: str) -> None:
+        if sql == "COMMIT":
+            n[0] += 1
+
+    ledger._con.set_trace_callback(seen)
+    return n
 
 
 def goal_line(latency: float, ratio: float, over_floor: float) -> str:
