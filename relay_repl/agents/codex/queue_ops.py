@@ -35,7 +35,8 @@ from relay_repl.agents.adapter import load_adapter
 from relay_repl.agents.codex.agent import BINARY, KIND
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.codex.daemon import NotAsked, kept_call
-from relay_repl.agents.codex.evidence import RolloutScan, codex_home, databases, find_in_rollout, read_item, turns_since
+from relay_repl.agents.codex.evidence import (QueueReader, RolloutScan, codex_home, databases, find_in_rollout, read_item,
+                                              turns_since)
 from relay_repl.agents.codex.native import codex_command_env
 from relay_repl.agents.codex.rollout import rollout_path
 from relay_repl.agents.durable_queue import Enqueued, EnqueueCommand
@@ -145,6 +146,9 @@ class CodexQueue:
 
     def read_item(self, target: Target, item_id: str) -> dict[str, Any] | None:
         return read_item(databases(target), item_id)
+
+    def item_reader(self, target: Target) -> QueueReader:
+        return QueueReader(databases(target))
 
     def record_file(self, target: Target) -> Path | None:
         return rollout_path(codex_home(target), target.address, target.evidence_file)
