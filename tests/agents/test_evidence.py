@@ -299,3 +299,24 @@ def test_a_confirms_queue_reads_share_one_connection_and_see_every_commit(tmp_pa
     assert not (tmp_path / "queue_1.sqlite-wal").exists()
     assert reader.read("i2") is not None and reader._con is None and len(opened) == 3
     assert reader.read("i2") is not None and len(opened) == 4 and not (tmp_path / "queue_1.sqlite-wal").exists()
+
+
+def test_rollout_scan_parses_only_the_lines_it_reads(monkeypatch):
+    """A confirm's first poll read the whole rollout, every line parsed as JSON (issue 33); lines that
+    are neither a task_started nor a UserMessage are skipped unparsed, with the same hit (old code
+    parsed every line; mutant/old code fails it)."""
+    import relay_repl.agents.codex.evidence as ev
+    from relay_repl.store import jsonl
+
+    parsed: list[bytes] = []
+    real = jsonl.parse_object
+    monkeypatch.setattr(jsonl, "parse_object", lambda raw: parsed.append(raw) or real(raw))
+    lines = ROLLOUT.read_bytes().splitlines()
+    first = next(json.loads(x) for x in lines if b'"UserMessage"' in x and b'"item_completed"' in x)
+    item = first["payload"]["item"]
+    text = "".join(c.get("text", "") for c in item["content"])
+    hit = ev.RolloutScan(ROLLOUT).find(client_id=None, text=text)
+    assert hit is not None and hit == find_in_rollout(ROLLOUT, client_id=None, text=text)
+    assert hit["turn_trigger"] is not None
+    wanted = sum(1 for x in lines if b'"task_started"' in x or b'"UserMessage"' in x)
+    assert 0 < len(parsed) // 2 <= wanted < len(lines) // 2  # both scans: only their lines, a few of the file's

@@ -151,6 +151,8 @@ class RolloutScan:
         """The first UserMessage item matching `client_id` (else exact `text`), with its turn."""
         for at, raw in jsonl.complete_lines(self.path, self._offset):
             self._offset = at + len(raw)
+            if b'"task_started"' not in raw and b'"UserMessage"' not in raw:
+                continue  # neither record this reads (the type names appear verbatim): no JSON parse (issue 33)
             rec = jsonl.parse_object(raw)
             if rec is None:
                 continue
