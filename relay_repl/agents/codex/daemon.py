@@ -53,12 +53,9 @@ class DaemonConnection:
 
 @asynccontextmanager
 async def daemon_connection(socket_path: Path | str, timeout: float = 3.0, client_name: str = "relay-repl",
-                            title: str = "relay_repl", *, kept: bool = False) -> AsyncIterator[DaemonConnection]:
+                            title: str = "relay_repl") -> AsyncIterator[DaemonConnection]:
     """Connect and initialize; raises DaemonError with a one-line reason for a refused
-    `initialize` or any socket/WebSocket/JSON error inside (the caller bounds the time).
-    `kept`: for a connection kept between calls (`kept_call`): no keepalive pings (no task runs
-    beside the caller's) and no cap on unread frames (what the daemon pushes while it is idle is
-    buffered, never left to back up into the daemon)."""
+    `initialize` or any socket/WebSocket/JSON error inside (the caller bounds the time)."""
     from websockets.asyncio.client import unix_connect
     from websockets.exceptions import WebSocketException
 
@@ -67,19 +64,23 @@ async def daemon_connection(socket_path: Path | str, timeout: float = 3.0, clien
     target = os.path.realpath(socket_path)
     try:
         async with unix_connect(target, uri="ws://localhost/", max_size=None,
-                                open_timeout=timeout, close_timeout=0.5, compression=None,
-                                **({"ping_interval": None, "max_queue": None} if kept else {})) as ws:
-            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "clientInfo": {"name": client_name, "title": title, "version": "0.1"},
-                "capabilities": {"experimentalApi": True}}}))
-            conn = DaemonConnection(ws)
-            init = (await conn.collect({0}))[0]
-            if "error" in init:
-                raise DaemonError(f"initialize refused: {init['error'].get('message', init['error'])}")
-            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized"}))
-            yield conn
+                                open_timeout=timeout, close_timeout=0.5, compression=None) as ws:
+            yield await _initialized(ws, client_name, title)
     except (OSError, WebSocketException, ValueError) as exc:
         raise DaemonError(describe(exc, "asking the Codex daemon")) from exc
+
+
+async def _initialized(ws: ClientConnection, client_name: str, title: str) -> DaemonConnection:
+    """`initialize` (with experimentalApi) answered, `initialized` sent: the connection callers use."""
+    await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "clientInfo": {"name": client_name, "title": title, "version": "0.1"},
+        "capabilities": {"experimentalApi": True}}}))
+    conn = DaemonConnection(ws)
+    init = (await conn.collect({0}))[0]
+    if "error" in init:
+        raise DaemonError(f"initialize refused: {init['error'].get('message', init['error'])}")
+    await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized"}))
+    return conn
 
 
 # -- one connection per daemon, kept ----------------------------------------------------------------
@@ -99,16 +100,17 @@ class NotAsked(DaemonError):
 
 
 class _Kept:
-    """One initialized connection to one daemon. An async generator holds it open, so the event
-    loop's shutdown (`shutdown_asyncgens`, which anyio.run and asyncio.run call) closes it cleanly
-    when nobody else does."""
+    """One initialized connection to one daemon, and what ends it with the event loop: an async
+    generator suspended until the loop's shutdown (`shutdown_asyncgens`, which anyio.run and
+    asyncio.run call) closes it, which drops the connection (no await in there: it runs beside
+    the loop's other generators being closed)."""
 
-    def __init__(self, target: str, holder: Any, conn: DaemonConnection) -> None:
+    def __init__(self, target: str, conn: DaemonConnection) -> None:
         self.target = target
-        self.holder = holder
         self.conn = conn
         self.used = time.monotonic()
         self.lock = asyncio.Lock()
+        self.ender = _until_the_loop_ends(self)
 
     def usable(self) -> bool:
         """Open (no close or EOF seen: a daemon that exited or dropped it shows here) and not idle
@@ -118,18 +120,44 @@ class _Kept:
         return self.conn.ws.state is State.OPEN and time.monotonic() - self.used < IDLE_CLOSE
 
     def abort(self) -> None:
-        """Drop it at once, with no close handshake (its state is unknown after a failed call)."""
+        """Drop it at once, with no close handshake (after a failed call its state is unknown)."""
         transport = getattr(self.conn.ws, "transport", None)
         if transport is not None:
             transport.abort()
 
 
+async def _until_the_loop_ends(kept: _Kept) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        kept.abort()
+
+
 _KEPT: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Kept]] = weakref.WeakKeyDictionary()
 
 
-async def _hold(target: str, timeout: float, title: str) -> AsyncIterator[DaemonConnection]:
-    async with daemon_connection(target, timeout, title=title, kept=True) as conn:
-        yield conn
+async def _connect(target: str, timeout: float, title: str) -> _Kept:
+    """A new kept connection to the daemon listening at `target`; NotAsked when none could be made."""
+    from websockets.asyncio.client import unix_connect
+    from websockets.exceptions import WebSocketException
+
+    ws = None
+    try:
+        ws = await unix_connect(target, uri="ws://localhost/", max_size=None, open_timeout=timeout,
+                                close_timeout=0.5, compression=None,
+                                ping_interval=None,  # no keepalive task beside the caller's
+                                max_queue=None)  # what the daemon pushes while it idles is buffered, never backs up into it
+        kept = _Kept(target, await _initialized(ws, "relay-repl", title))
+    except BaseException as exc:
+        if ws is not None and ws.transport is not None:
+            ws.transport.abort()
+        if isinstance(exc, DaemonError):
+            raise NotAsked(str(exc)) from exc
+        if isinstance(exc, (OSError, WebSocketException, ValueError)) and not isinstance(exc, TimeoutError):
+            raise NotAsked(describe(exc, "asking the Codex daemon")) from exc
+        raise
+    await kept.ender.__anext__()  # registered with the loop: its shutdown closes the generator, which drops it
+    return kept
 
 
 def kept_connections() -> int:
@@ -167,13 +195,8 @@ async def kept_call(socket_path: Path | str, method: str, params: dict[str, Any]
                 if k is None or k.target != target or not k.usable():
                     if k is not None:
                         del kept[key]
-                        await k.holder.aclose()
-                    holder = _hold(target, timeout, title)
-                    try:
-                        conn = await holder.__anext__()
-                    except DaemonError as exc:
-                        raise NotAsked(str(exc)) from exc
-                    k = kept[key] = _Kept(target, holder, conn)
+                        k.abort()
+                    k = kept[key] = await _connect(target, timeout, title)
                 async with k.lock:
                     if kept.get(key) is not k or not k.usable():
                         continue  # closed or replaced while this call waited its turn: nothing was sent
@@ -199,4 +222,4 @@ async def kept_call(socket_path: Path | str, method: str, params: dict[str, Any]
 async def close_kept() -> None:
     """Close this event loop's kept daemon connections now (the loop's shutdown does it otherwise)."""
     for k in list(_KEPT.pop(asyncio.get_running_loop(), {}).values()):
-        await k.holder.aclose()
+        await k.conn.ws.close()
