@@ -160,17 +160,30 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
                     records=[{"turn": t} for t in turns] + ([{"match": hit}] if hit else []))
 
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
+        if not delivery.extra.item_id:
+            return
+        reader = self._item_reader(self.way_of(target), target)  # one connection for every read of our row (issue 33)
+        try:
+            await self._confirm(delivery, target, payload, log, timeout, reader)
+        finally:
+            reader.close()
+
+    async def _confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float,
+                       reader: ItemReader) -> None:
         import anyio
 
         item = delivery.extra.item_id
-        if not item:
-            return
+        assert item is not None
         queue = self.way_of(target)
         name = self.evidence_name(target)
         queue_file = queue.queue_file(target).name
         label = self.label(target)
-        row0 = await anyio.to_thread.run_sync(queue.read_item, target, item)
-        gone = await anyio.to_thread.run_sync(self._taker_gone, queue, target) if row0 is not None else None
+
+        def first_look() -> tuple[dict[str, Any] | None, str | None]:
+            row = reader.read(item)
+            return row, (self._taker_gone(queue, target) if row is not None else None)
+
+        row0, gone = await anyio.to_thread.run_sync(first_look)
         if gone and row0 is not None and row0["state"] != "failed":
             # the queue accepted it (`codex queue` exits 0 for a thread nobody runs): waiting out the
             # timeout would prove nothing more; it stays queued, with the reason, never delivered
@@ -181,8 +194,6 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         dequeued = False
         last: dict[str, Any] = {"row": None}  # the latest read-back, for the progress line and the timeout
         scans: dict[str, RecordScan] = {}  # per record file: reads only what it appended since the last poll
-        reader = self._item_reader(queue, target)
-
         def look_once(client_id: str | None) -> tuple[dict[str, Any] | None, Path | None, dict[str, Any] | None]:
             """One poll, in one worker thread: our row; once it is gone, the record's new lines."""
             row = reader.read(item)
@@ -224,11 +235,7 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         # Polls start at 20 ms and grow by half up to 100 ms: an idle receiver takes the item within a
         # few hundred ms, and a fixed 100 ms poll added ~50 ms to every delivery on average (issue
         # 20); the growth keeps a long wait (a busy target) at 10 polls/s.
-        try:
-            waited = await poll_until(check, timeout=timeout, interval=0.02, max_interval=0.1, progress=progress)
-        finally:
-            reader.close()
-        if waited is None:
+        if await poll_until(check, timeout=timeout, interval=0.02, max_interval=0.1, progress=progress) is None:
             row = last["row"]
             where = (f"still pending in the queue ({row['ahead']} ahead, state {row['state']})" if row
                      else f"dequeued, but no turn carrying it is in the {name} yet")
