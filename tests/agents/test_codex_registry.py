@@ -697,9 +697,12 @@ async def test_queue_add_on_the_daemon_sends_our_client_id_and_reads_the_item(ho
     assert params["input"] == [{"type": "text", "text": "[relay/1 ...] hello", "text_elements": []}]
 
 
-async def test_queue_adds_to_one_daemon_share_one_connection(home, daemon):
-    """Issue 33: the WebSocket handshake and `initialize` were most of a Codex send's cost to relay;
-    N sends (in turn and at once) to one daemon open one connection. The old code opened one per send."""
+async def test_queue_adds_to_one_daemon_reuse_their_connections(home, daemon):
+    """Issue 33: the WebSocket handshake and `initialize` were most of a Codex send's cost to relay.
+    Sends in turn to one daemon share one connection; sends at once (an ask-all) each get one, side
+    by side (one request in flight per connection: never queued behind each other in relay), and
+    the next such batch reuses them. The old code opened one per send: 11 here (mutant/old code
+    fails it)."""
     import anyio
 
     from relay_repl.agents.codex.queue_ops import CodexQueue
@@ -709,21 +712,23 @@ async def test_queue_adds_to_one_daemon_share_one_connection(home, daemon):
     for _ in range(3):
         got = await q.enqueue(queue_target(home), "x")
         assert got is not None and got.item_id == ITEM
+    assert len(fake.connections) == 1
     results: list[Any] = []
 
     async def one() -> None:
         results.append(await q.enqueue(queue_target(home), "y"))
 
-    async with anyio.create_task_group() as tg:
-        for _ in range(4):
-            tg.start_soon(one)
-    assert [r.item_id for r in results] == [ITEM] * 4
-    assert len(fake.connections) == 1
-    assert fake.calls == ["initialize", "initialized"] + ["thread/queue/add"] * 7
+    for _batch in range(2):
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(one)
+    assert [r.item_id for r in results] == [ITEM] * 8
+    assert len(fake.connections) == 4  # the first batch opened three more; the second opened none
+    assert fake.calls.count("initialize") == 4 and fake.calls.count("thread/queue/add") == 11
+    assert len({p["clientUserMessageId"] for p in fake.added}) == 11  # each send its own client id
     from relay_repl.agents.codex.daemon import kept_connections
 
-    assert kept_connections() == 1
-    assert len({p["clientUserMessageId"] for p in fake.added}) == 7  # each send its own client id
+    assert kept_connections() == 4
 
 
 async def test_a_dropped_or_restarted_daemon_gets_a_new_connection(home, daemon):

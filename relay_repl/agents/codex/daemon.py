@@ -109,7 +109,7 @@ class _Kept:
         self.target = target
         self.conn = conn
         self.used = time.monotonic()
-        self.lock = asyncio.Lock()
+        self.busy = False  # a call is on it: one request in flight per connection
         self.ender = _until_the_loop_ends(self)
 
     def usable(self) -> bool:
@@ -133,7 +133,7 @@ async def _until_the_loop_ends(kept: _Kept) -> AsyncIterator[None]:
         kept.abort()
 
 
-_KEPT: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Kept]] = weakref.WeakKeyDictionary()
+_KEPT: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, list[_Kept]]] = weakref.WeakKeyDictionary()
 
 
 async def _connect(target: str, timeout: float, title: str) -> _Kept:
@@ -162,18 +162,20 @@ async def _connect(target: str, timeout: float, title: str) -> _Kept:
 
 def kept_connections() -> int:
     """How many daemon connections this event loop keeps open now (tests, the bench)."""
-    return sum(1 for k in _KEPT.get(asyncio.get_running_loop(), {}).values() if k.usable())
+    return sum(1 for pool in _KEPT.get(asyncio.get_running_loop(), {}).values() for k in pool if k.usable())
 
 
 async def kept_call(socket_path: Path | str, method: str, params: dict[str, Any], *, timeout: float = 3.0,
                     title: str = "relay_repl") -> dict[str, Any]:
-    """One request on this event loop's kept connection to the daemon at `socket_path`, and its
-    answer (the JSON-RPC message, `result` or `error`). The connection is made on first use and
-    kept, so a run of sends pays the WebSocket handshake and `initialize` once per daemon, not once
-    per send (issue 33); calls on one connection take turns, one request in flight.
+    """One request on a connection this event loop keeps to the daemon at `socket_path`, and its
+    answer (the JSON-RPC message, `result` or `error`). Connections are made on first use and kept,
+    so a run of sends pays the WebSocket handshake and `initialize` once per daemon, not once per
+    send (issue 33). One request is in flight per connection; a call that finds every kept one busy
+    (an ask-all's sends to one daemon at once) opens one more, so concurrent sends still reach the
+    daemon side by side (as many connections as were ever busy at once, then reused).
 
     A kept connection found closed (the daemon exited, restarted or dropped it), idle IDLE_CLOSE
-    seconds, or made to a socket the path no longer points at (a new daemon), is replaced before
+    seconds, or made to a socket the path no longer points at (a new daemon), is dropped before
     anything is sent on it. Raises NotAsked when nothing left (no connection, `initialize` refused,
     `timeout` seconds passed first); DaemonError once the request may have left and no answer came
     within `timeout` (the connection dropped, the daemon starved): then it may have been done. A
@@ -182,35 +184,34 @@ async def kept_call(socket_path: Path | str, method: str, params: dict[str, Any]
     from websockets.exceptions import WebSocketException
 
     loop = asyncio.get_running_loop()
-    kept = _KEPT.setdefault(loop, {})
-    key = os.fspath(socket_path)
+    pool = _KEPT.setdefault(loop, {}).setdefault(os.fspath(socket_path), [])
     # the control socket is a symlink into /tmp/codex-daemon-<uid>/ (daemon_connection): a new
     # daemon may point it elsewhere, and the target decides whether a kept connection fits
     target = os.path.realpath(socket_path)
     sent = False
     try:
         with anyio.fail_after(timeout):
-            while True:
-                k = kept.get(key)
-                if k is None or k.target != target or not k.usable():
-                    if k is not None:
-                        del kept[key]
-                        k.abort()
-                    k = kept[key] = await _connect(target, timeout, title)
-                async with k.lock:
-                    if kept.get(key) is not k or not k.usable():
-                        continue  # closed or replaced while this call waited its turn: nothing was sent
-                    try:
-                        sent = True
-                        n = await k.conn.request(method, params)
-                        answer = (await k.conn.collect({n}))[n]
-                    except BaseException:
-                        if kept.get(key) is k:
-                            del kept[key]
-                        k.abort()  # failed or cancelled mid-call: its state is unknown
-                        raise
-                    k.used = time.monotonic()
-                    return answer
+            for gone in [k for k in pool if not k.busy and (k.target != target or not k.usable())]:
+                pool.remove(gone)
+                gone.abort()
+            k = next((k for k in pool if not k.busy), None)  # no await since the check: it is still free
+            if k is None:
+                k = await _connect(target, timeout, title)
+                pool.append(k)
+            k.busy = True
+            try:
+                sent = True
+                n = await k.conn.request(method, params)
+                answer = (await k.conn.collect({n}))[n]
+            except BaseException:
+                if k in pool:
+                    pool.remove(k)
+                k.abort()  # failed or cancelled mid-call: its state is unknown
+                raise
+            finally:
+                k.busy = False
+            k.used = time.monotonic()
+            return answer
     except TimeoutError as exc:
         if not sent:
             raise NotAsked(f"no answer within {timeout:g}s", timed_out=True) from exc
@@ -221,5 +222,6 @@ async def kept_call(socket_path: Path | str, method: str, params: dict[str, Any]
 
 async def close_kept() -> None:
     """Close this event loop's kept daemon connections now (the loop's shutdown does it otherwise)."""
-    for k in list(_KEPT.pop(asyncio.get_running_loop(), {}).values()):
-        await k.conn.ws.close()
+    for pool in list(_KEPT.pop(asyncio.get_running_loop(), {}).values()):
+        for k in pool:
+            await k.conn.ws.close()
