@@ -96,7 +96,7 @@ CPUs; relay's CPU is its own process's, the one figure that stays meaningful), t
   relay mcp, stub, tmux 0.24 + relay 0.20 = 4.0 CPU-s; on 2 CPUs that is 2.0 s = 1.35x the 1.48 s
   single round trip with no other load at all (1.3x allows 1.92 s). Relay is 5% of it; 16
   receivers' turns (Claude 0.33 CPU-s each) are the floor. 4+4 default: 0.99-1.00x the CPU floor
-  (held).
+  (held); 4+4 --model-latency 1: 1.04-1.23x the single round trip (held, load 7-8).
 
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
