@@ -74,7 +74,29 @@ CPU-s figures; the floor ratio is ~1 whenever other work keeps both CPUs busy), 
 - memory: 4+4 lab 24 processes, PSS 1.3 GB (RSS summed 2.2 GB); 8+8 lab 44 processes, PSS 2.2 GB
   (RSS summed 4.1 GB); about 20 GB stayed available.
 The recipes' --profile FILE writes cProfile (CPU time) of the event loop to FILE and of the calls run
-in worker threads to FILE.workers.
+in worker threads to FILE.workers. Each run also prints the ledger commits this process made per target.
+
+Measured 2026-12-05 06:00-06:30 (issue 33, helper cpu33; NOT quiet: seven helpers, load 5-10 on 2
+CPUs; relay's CPU is its own process's, the one figure that stays meaningful), three runs each:
+- relay's own CPU per target, 4+4: 16.0 ms (13.1-16.1, load ~5) before -> 12.8 ms (12.4-14.1, load
+  6-8) after: Codex's thread/queue/add on kept daemon connections (no WebSocket handshake and
+  `initialize` per send), an arriving reply's four ledger commits in one and the unfinished mark
+  moved every 64 events (16.5 -> 13.2 commits per target), the confirm's queue row read on one kept
+  read-only connection and one worker-thread hop per poll (Codex and Claude), the rollout scan
+  parsing only task_started / UserMessage lines, taker_gone reading only the asked lock's
+  descriptor. 8+8 (--model-latency 1): 12.6-14.3 ms. The goal of 10 ms NOT held at this load.
+  Left (cProfile, event loop): the inbox verdict (~17%: the peer's chain walked with every
+  kind's identify_process, a Codex daemon's ~100 descriptors read per reply, the hosted threads'
+  rollouts for prove_thread), plan and gate (the pre-plan path), the remaining ~13 commits (each
+  a stage, plan, answer, delivery, outcome or run-step that is reported or waited on between).
+- 8+8 --model-latency 1: 2.25-2.45x (before) -> 1.97-2.00x with one kept connection per daemon
+  (its eight enqueues took turns: the eighth 0.7 s after its yes) -> 1.69-1.79x with a connection
+  per concurrent call (NOT held). CPU-bound: 0.96-0.99x the CPU floor, both CPUs 101-104% busy.
+  The lab's own CPU in one run (sampled): Claude 2.61 + Codex daemon 0.63 + Codex TUIs 0.33 +
+  relay mcp, stub, tmux 0.24 + relay 0.20 = 4.0 CPU-s; on 2 CPUs that is 2.0 s = 1.35x the 1.48 s
+  single round trip with no other load at all (1.3x allows 1.92 s). Relay is 5% of it; 16
+  receivers' turns (Claude 0.33 CPU-s each) are the floor. 4+4 default: 0.99-1.00x the CPU floor
+  (held); 4+4 --model-latency 1: 1.04-1.23x the single round trip (held, load 7-8).
 
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
@@ -279,11 +301,13 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                     if prof is not None:
                         prof.enable()
                         workers.on = True
+                    commits = count_commits(s.ledger)
                     run = await s.run("ask-all", question=f"bench ask-all {i}{slow}")
                     if prof is not None:
                         prof.disable()
                         workers.on = False
                     wall = time.time() - t0
+                    s.ledger._con.set_trace_callback(None)
                 used, p2, r2, m2 = cpu_busy() - c1, cpu_by_program(), own_cpu(), time.thread_time()
                 got = len(run.replies)
                 if run.state != "done" or got != len(targets):
@@ -319,6 +343,7 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
                       f"{m2 - m1:.3f}, worker threads {mine - (m2 - m1):.3f}) = {mine / n * 1000:.1f} ms per target "
                       f"(goal {GOAL_RELAY_MS:.0f} ms: {'held' if mine / n * 1000 <= GOAL_RELAY_MS else 'NOT held'})"
                       f"{lab} (load {load()})")
+                print(f"  ledger: {commits[0]} commits by this process = {commits[0] / n:.1f} per target")
                 if transcripts is not None:
                     profile(s, run, t0, transcripts)
             if relay_own:
@@ -351,6 +376,19 @@ async def ask_all(runs: int, transcripts: dict[str, str] | None = None, by_proce
         finally:
             await s.close_inbox()
             tg.cancel_scope.cancel()
+
+
+def count_commits(ledger: Any) -> list[int]:
+    """A counter of the transactions `ledger` (this process's connection) commits from now on, kept
+    by SQLite's statement trace (a call per statement: a few microseconds a target)."""
+    n = [0]
+
+    def seen(sql: str) -> None:
+        if sql == "COMMIT":
+            n[0] += 1
+
+    ledger._con.set_trace_callback(seen)
+    return n
 
 
 def goal_line(latency: float, ratio: float, over_floor: float) -> str:

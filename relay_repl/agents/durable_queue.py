@@ -49,6 +49,16 @@ class RecordScan(Protocol):
         ...
 
 
+class ItemReader(Protocol):
+    """`DurableQueue.read_item` for one target, kept across a confirm's polls (blocking)."""
+
+    def read(self, item_id: str) -> dict[str, Any] | None:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
 class DurableQueue(Protocol):
     """One kind's durable queue, as the queue transport needs it."""
 
@@ -90,6 +100,11 @@ class DurableQueue(Protocol):
     def read_item(self, target: Target, item_id: str) -> dict[str, Any] | None:
         """Our item's row read back (keys state, ahead, failure, client_id), or None once it left
         the queue (blocking)."""
+        ...
+
+    def item_reader(self, target: Target) -> ItemReader:
+        """`read_item` kept across one confirm's polls (what it keeps open, it closes on `close`).
+        Optional: the transport reads with `read_item` for a kind without it."""
         ...
 
     def record_file(self, target: Target) -> Path | None:

@@ -508,26 +508,33 @@ class Inbox:
             self.ledger.halt_if_carried(line, where=f"a duplicate of our own id {env.id}", by=str(peer))  # a halt wins
             self.echo(f"inbox: our own relay id {env.id} came back (pid {pid}): duplicate, logged, not acted on")
             return None
-        if env is not None and not self.ledger.mark_seen(env.id, env.hop, peer):
-            self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line})
-            self.ledger.halt_if_carried(line, where=f"a duplicate of {env.id}", by=str(peer))  # a halt wins
-            self.echo(f"inbox: duplicate relay id {env.id} from pid {pid}: logged, not acted on")
-            return None
         answers = env.re if env is not None and env.re and self.ledger.was_sent(env.re) else None
         call = ToolCall(tool="relay_reply", relay_id=env.re, text=env.body) if env is not None and env.re else None
-        verdict = self.judge(origin, claim, call)
+        verdict = self.judge(origin, claim, call)  # read-only, slow (/proc, records): before the write lock
         if answers:
             verdict = asked_only(verdict, self.ledger.sent_to(answers))
-        msg = self.ledger.add_inbox(line, origin=origin, relay_id=relay_id, peer=peer, answers=answers, verdict=verdict,
-                                    hop=env.hop if env else None)
+        # the seen mark, the message and its events are one commit (Ledger.one_commit): a crash keeps the
+        # message with its mark or neither (then its re-delivery is taken), and nothing is said before it
+        with self.ledger.one_commit():
+            if env is not None and not self.ledger.mark_seen(env.id, env.hop, peer):
+                self.ledger.event("duplicate", relay_id=env.id, data={"origin": origin, "line": line})
+                self.ledger.halt_if_carried(line, where=f"a duplicate of {env.id}", by=str(peer))  # a halt wins
+                msg = None
+            else:
+                msg = self.ledger.add_inbox(line, origin=origin, relay_id=relay_id, peer=peer, answers=answers,
+                                            verdict=verdict, hop=env.hop if env else None)
+                self.ledger.event("inbox", relay_id=relay_id, data={
+                    "seq": msg.seq, "origin": origin, "answers": answers, "re": env.re if env else None,
+                    "verdict": verdict.model_dump(mode="json")})
+                if answers:
+                    self.ledger.event("reply", relay_id=answers, data={
+                        "seq": msg.seq, "reply_id": relay_id, "line": line, "verdict": verdict.verdict,
+                        "session": verdict.session, "pid": pid})
+        if msg is None:
+            assert env is not None
+            self.echo(f"inbox: duplicate relay id {env.id} from pid {pid}: logged, not acted on")
+            return None
         self.received.append(msg)
-        self.ledger.event("inbox", relay_id=relay_id, data={"seq": msg.seq, "origin": origin, "answers": answers,
-                                                             "re": env.re if env else None,
-                                                             "verdict": verdict.model_dump(mode="json")})
-        if answers:
-            self.ledger.event("reply", relay_id=answers, data={"seq": msg.seq, "reply_id": relay_id, "line": line,
-                                                               "verdict": verdict.verdict, "session": verdict.session,
-                                                               "pid": pid})
         link = f"re {answers}" if answers else ("unlinked: re=" + env.re + " names nothing sent here"
                                                  if env is not None and env.re else "unlinked")
         who = f"{peer or '?'} [{verdict.verdict}: pid {pid}" + (f" is {verdict.session}" if verdict.session else "") + "]"

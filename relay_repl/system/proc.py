@@ -340,7 +340,7 @@ def _probe_fd_locks() -> bool:
 
 
 def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
-                  proc: Path = PROC) -> set[FileKey] | None:
+                  proc: Path = PROC, *, want: FileKey | None = None) -> set[FileKey] | None:
     """(major, minor, inode) of every file process `pid` holds a flock on NOW, through one of its
     own open descriptors; None when that cannot be read (the process is hidden from us, or this
     kernel lists no locks in fdinfo: `_kernel_lists_fd_locks`): then ask `read_proc_locks`.
@@ -352,7 +352,9 @@ def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
     whose open file is that descriptor's and whose owner is that process's file table or file
     (fs/locks.c show_fd_locks): held, by this process, at the time of the read, no page boundary
     in between. `name_ok(link)` picks the descriptors worth reading (by the path they link to);
-    the key is the descriptor's own stat, as `file_key` gives for the path (no device guessing)."""
+    the key is the descriptor's own stat, as `file_key` gives for the path (no device guessing).
+    `want`: the one file asked about; the read stops once it is found held (a Codex daemon has a
+    hundred descriptors, and the question per send is about one lock: issue 33)."""
     if not _kernel_lists_fd_locks():
         return None
     base = f"{proc}/{pid}"
@@ -375,7 +377,10 @@ def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
             st = os.stat(link)
         except OSError:
             continue  # closed meanwhile: not held through it now
-        held.add((os.major(st.st_dev), os.minor(st.st_dev), st.st_ino))
+        key = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+        held.add(key)
+        if key == want:
+            break
     return held
 
 

@@ -18,11 +18,11 @@ What this module does for any such kind:
 
 from __future__ import annotations
 
-import functools
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relay_repl.agents.durable_queue import DurableQueue, RecordScan
+from relay_repl.agents.durable_queue import DurableQueue, ItemReader, RecordScan
 from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
@@ -34,6 +34,19 @@ from relay_repl.transports.offered import KindWayTransport
 if TYPE_CHECKING:
     from relay_repl.agents.kind import AgentKind
     from relay_repl.transports.registry import TransportContext
+
+
+class _EachTime:
+    """An ItemReader that reads with `read_item` each time (a kind without `item_reader`)."""
+
+    def __init__(self, queue: DurableQueue, target: Target) -> None:
+        self.queue, self.target = queue, target
+
+    def read(self, item_id: str) -> dict[str, Any] | None:
+        return self.queue.read_item(self.target, item_id)
+
+    def close(self) -> None:
+        pass
 
 
 class DurableQueueTransport(KindWayTransport[DurableQueue]):
@@ -100,6 +113,12 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
             item_id=got.item_id, row=row, stdout=out.strip(), via=got.via or queue.command_name, taker_gone=gone)
 
     @staticmethod
+    def _item_reader(queue: DurableQueue, target: Target) -> ItemReader:
+        """The kind's reader kept across a confirm's polls (DurableQueue.item_reader), else `read_item` each time."""
+        make = getattr(queue, "item_reader", None)
+        return make(target) if make is not None else _EachTime(queue, target)
+
+    @staticmethod
     def _taker_gone(queue: DurableQueue, target: Target) -> str | None:
         """The kind's reason no process will take the item now (DurableQueue.taker_gone), if it has one."""
         ask = getattr(queue, "taker_gone", None)
@@ -141,17 +160,30 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
                     records=[{"turn": t} for t in turns] + ([{"match": hit}] if hit else []))
 
     async def confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float) -> None:
+        if not delivery.extra.item_id:
+            return
+        reader = self._item_reader(self.way_of(target), target)  # one connection for every read of our row (issue 33)
+        try:
+            await self._confirm(delivery, target, payload, log, timeout, reader)
+        finally:
+            reader.close()
+
+    async def _confirm(self, delivery: Delivery, target: Target, payload: str, log: StageLog, timeout: float,
+                       reader: ItemReader) -> None:
         import anyio
 
         item = delivery.extra.item_id
-        if not item:
-            return
+        assert item is not None
         queue = self.way_of(target)
         name = self.evidence_name(target)
         queue_file = queue.queue_file(target).name
         label = self.label(target)
-        row0 = await anyio.to_thread.run_sync(queue.read_item, target, item)
-        gone = await anyio.to_thread.run_sync(self._taker_gone, queue, target) if row0 is not None else None
+
+        def first_look() -> tuple[dict[str, Any] | None, str | None]:
+            row = reader.read(item)
+            return row, (self._taker_gone(queue, target) if row is not None else None)
+
+        row0, gone = await anyio.to_thread.run_sync(first_look)
         if gone and row0 is not None and row0["state"] != "failed":
             # the queue accepted it (`codex queue` exits 0 for a thread nobody runs): waiting out the
             # timeout would prove nothing more; it stays queued, with the reason, never delivered
@@ -162,11 +194,20 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         dequeued = False
         last: dict[str, Any] = {"row": None}  # the latest read-back, for the progress line and the timeout
         scans: dict[str, RecordScan] = {}  # per record file: reads only what it appended since the last poll
+        def look_once(client_id: str | None) -> tuple[dict[str, Any] | None, Path | None, dict[str, Any] | None]:
+            """One poll, in one worker thread: our row; once it is gone, the record's new lines."""
+            row = reader.read(item)
+            if row is not None:
+                return row, None, None
+            record = queue.record_file(target)
+            scan = scans.setdefault(str(record), queue.scan(record)) if record else None
+            return None, record, (scan.find(client_id=client_id, text=payload) if scan else None)
 
         async def check() -> bool | None:
             """True once the wait is over (a failed item or a turn carrying it), else None."""
             nonlocal dequeued
-            row = last["row"] = await anyio.to_thread.run_sync(queue.read_item, target, item)
+            row, record, hit = await anyio.to_thread.run_sync(look_once, delivery.extra.client_id)
+            last["row"] = row
             if row is not None:
                 delivery.extra.client_id = row["client_id"] or delivery.extra.client_id
                 if row["state"] == "failed":
@@ -176,11 +217,6 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
             if not dequeued:
                 dequeued = True
                 log("readback", DeliveryState.DEQUEUED, f"item {item} left {queue_file} (dequeued, not yet seen in a turn)")
-            record = queue.record_file(target)
-            scan = scans.setdefault(str(record), queue.scan(record)) if record else None
-            hit = await anyio.to_thread.run_sync(
-                functools.partial(scan.find, client_id=delivery.extra.client_id, text=payload)
-            ) if scan else None
             if not hit:
                 return None
             if queue.from_queue(hit):

@@ -215,6 +215,16 @@ class SocketTransport(KindWayTransport[SocketWire]):
         seen_receipts = 0
         held = False  # the receiver's record shows it holds the payload (queued), no turn yet
 
+        def look_once(held: bool) -> tuple[Any, list[dict[str, Any]], Any, list[dict[str, Any]]]:
+            """One poll's reads of the receiver's record, in one worker thread (issue 33: two hops
+            a poll before): the records carrying our msg_id; while none does and it was not yet
+            seen held, the records holding exactly this payload."""
+            path, hits = wire.records(target, msg_id)
+            if hits or held:
+                return path, hits, None, []
+            where, holding = wire.held(target, payload)
+            return path, hits, where, holding
+
         async def check() -> bool | None:
             """True once a receipt or the receiver's record settled it, else None (keep reading)."""
             nonlocal seen_receipts, held
@@ -239,7 +249,7 @@ class SocketTransport(KindWayTransport[SocketWire]):
                 if state in (DeliveryState.FAILED, DeliveryState.REFUSED):
                     return True
             seen_receipts = len(receipts)
-            path, hits = await anyio.to_thread.run_sync(wire.records, target, msg_id)
+            path, hits, where, holding = await anyio.to_thread.run_sync(look_once, held)
             if hits:
                 ours = wire.ours(hits, me_pid, me_start)
                 if len(hits) > 1:
@@ -257,7 +267,6 @@ class SocketTransport(KindWayTransport[SocketWire]):
                         record=hits[0])
                 return True
             if not held:  # the furthest state the receiver's own file proves, and no further
-                where, holding = await anyio.to_thread.run_sync(wire.held, target, payload)
                 if holding:
                     held = True
                     log(name, DeliveryState.QUEUED,

@@ -138,8 +138,10 @@ class FakeDaemon:
         self.extra = extra or {}
         self.calls: list[str] = []
         self.added: list[dict[str, Any]] = []
+        self.connections: list[Any] = []  # every connection a client opened, in order
 
     async def handler(self, ws) -> None:
+        self.connections.append(ws)
         async for raw in ws:
             msg = json.loads(raw)
             method, mid = msg.get("method"), msg.get("id")
@@ -183,11 +185,13 @@ async def daemon(home):
     async def start(statuses: dict[str, dict[str, Any]], extra: dict[str, dict[str, Any]] | None = None) -> FakeDaemon:
         fake = FakeDaemon(statuses, extra)
         target = short / "s.sock"
-        server = await unix_serve(fake.handler, str(target))
+        server = await unix_serve(lambda ws: fake.handler(ws), str(target))
         servers.append(server)
         link_dir = home / "app-server-control"
         link_dir.mkdir(exist_ok=True)
-        (link_dir / "app-server-control.sock").symlink_to(target)
+        if not (link_dir / "app-server-control.sock").is_symlink():
+            (link_dir / "app-server-control.sock").symlink_to(target)
+        fake.server = server  # type: ignore[attr-defined]
         return fake
 
     yield start
@@ -691,6 +695,88 @@ async def test_queue_add_on_the_daemon_sends_our_client_id_and_reads_the_item(ho
     (params,) = fake.added
     assert params["threadId"] == QTHREAD and params["clientUserMessageId"] == got.client_id
     assert params["input"] == [{"type": "text", "text": "[relay/1 ...] hello", "text_elements": []}]
+
+
+async def test_queue_adds_to_one_daemon_reuse_their_connections(home, daemon):
+    """Issue 33: the WebSocket handshake and `initialize` were most of a Codex send's cost to relay.
+    Sends in turn to one daemon share one connection; sends at once (an ask-all) each get one, side
+    by side (one request in flight per connection: never queued behind each other in relay), and
+    the next such batch reuses them. The old code opened one per send: 11 here (mutant/old code
+    fails it)."""
+    import anyio
+
+    from relay_repl.agents.codex.queue_ops import CodexQueue
+
+    fake = await daemon({}, {"thread/queue/add": {"id": ITEM}})
+    q = CodexQueue()
+    for _ in range(3):
+        got = await q.enqueue(queue_target(home), "x")
+        assert got is not None and got.item_id == ITEM
+    assert len(fake.connections) == 1
+    results: list[Any] = []
+
+    async def one() -> None:
+        results.append(await q.enqueue(queue_target(home), "y"))
+
+    for _batch in range(2):
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(one)
+    assert [r.item_id for r in results] == [ITEM] * 8
+    assert len(fake.connections) == 4  # the first batch opened three more; the second opened none
+    assert fake.calls.count("initialize") == 4 and fake.calls.count("thread/queue/add") == 11
+    assert len({p["clientUserMessageId"] for p in fake.added}) == 11  # each send its own client id
+    from relay_repl.agents.codex.daemon import kept_connections
+
+    assert kept_connections() == 4
+
+
+async def test_a_dropped_or_restarted_daemon_gets_a_new_connection(home, daemon):
+    """The daemon closed the kept connection (it restarted, or dropped it): the next send connects
+    again and is queued, never a failure and never sent on the dead connection."""
+    import anyio
+
+    from relay_repl.agents.codex.queue_ops import CodexQueue
+
+    fake = await daemon({}, {"thread/queue/add": {"id": ITEM}})
+    q = CodexQueue()
+    assert (await q.enqueue(queue_target(home), "a")).item_id == ITEM  # type: ignore[union-attr]
+    await fake.connections[0].close()  # the daemon drops it
+    await anyio.sleep(0.05)
+    assert (await q.enqueue(queue_target(home), "b")).item_id == ITEM  # type: ignore[union-attr]
+    assert len(fake.connections) == 2 and fake.calls.count("initialize") == 2
+    # a new daemon process: the old one's server is gone, a new one listens at the same path
+    fake.server.close()  # type: ignore[attr-defined]
+    await fake.server.wait_closed()  # type: ignore[attr-defined]
+    Path(os.path.realpath(home / "app-server-control" / "app-server-control.sock")).unlink()
+    fresh = await daemon({}, {"thread/queue/add": {"id": ITEM}})
+    got = await q.enqueue(queue_target(home), "c")
+    assert got is not None and got.item_id == ITEM and got.failure is None
+    assert len(fresh.connections) == 1 and fresh.calls == ["initialize", "initialized", "thread/queue/add"]
+
+
+async def test_an_answer_lost_on_a_kept_connection_is_a_failure_not_a_resend(home, daemon):
+    """Once thread/queue/add left, a dropped connection means the item may be queued: a failure that
+    says so, never None (which would run `codex queue` and queue it twice)."""
+    from relay_repl.agents.codex.queue_ops import CodexQueue
+
+    fake = await daemon({}, {"thread/queue/add": {"id": ITEM}})
+    q = CodexQueue()
+    assert (await q.enqueue(queue_target(home), "a")).item_id == ITEM  # type: ignore[union-attr]
+
+    async def drop_on_add(ws) -> None:  # from now on the daemon reads the request and hangs up
+        fake.connections.append(ws)
+        async for raw in ws:
+            msg = json.loads(raw)
+            if msg.get("method") == "initialize":
+                await ws.send(json.dumps({"id": msg["id"], "result": {}}))
+            elif msg.get("method") == "thread/queue/add":
+                await ws.close()
+
+    fake.handler = drop_on_add  # type: ignore[method-assign]
+    await fake.connections[0].close()
+    got = await q.enqueue(queue_target(home), "b")
+    assert got is not None and got.item_id is None and "may be queued" in (got.failure or "")
 
 
 async def test_queue_add_refused_by_the_daemon_is_a_failure_not_the_cli(home, daemon):

@@ -245,3 +245,78 @@ def test_a_transcript_replaced_or_rewritten_is_read_again(tmp_path):
     assert len(gone) == len(data)  # rewritten in place, same size, its last line changed too: read again
     path.write_bytes(gone)
     assert find_origin_records(path, msg) == []
+
+
+def _queue_db(path: Path):
+    """A queue_1.sqlite as Codex 0.169.0 holds it: WAL, a writer keeping it open."""
+    import sqlite3
+
+    w = sqlite3.connect(path)
+    w.execute("PRAGMA journal_mode=WAL")
+    w.execute("CREATE TABLE queued_items (id TEXT PRIMARY KEY, thread_id TEXT, queue_order INTEGER, "
+              "payload_json TEXT, state TEXT, failure_jsonb TEXT)")
+    for i in range(3):
+        w.execute("INSERT INTO queued_items VALUES (?, 't', ?, ?, 'pending', NULL)",
+                  (f"i{i}", i, json.dumps({"UserInput": {"client_id": f"c{i}"}})))
+    w.commit()
+    return w
+
+
+def test_a_confirms_queue_reads_share_one_connection_and_see_every_commit(tmp_path, monkeypatch):
+    """Issue 33: each confirm poll opened queue_1.sqlite and read its schema again; a QueueReader
+    opens it once for the polls (old code: a connection per read; mutant/old code fails it), yet
+    sees the writer's later commits, a file replaced at the path, and a writer gone (no -wal)."""
+    import relay_repl.agents.codex.evidence as ev
+
+    w = _queue_db(tmp_path / "queue_1.sqlite")
+    opened: list[str] = []
+    real = ev.connect_read_only
+    monkeypatch.setattr(ev, "connect_read_only", lambda p, *a, **kw: opened.append(str(p)) or real(p, *a, **kw))
+    reader = ev.QueueReader(tmp_path)
+    assert reader.read("i2") == {"thread_id": "t", "queue_order": 2, "ahead": 2, "client_id": "c2", "state": "pending",
+                                 "failure": None}
+    w.execute("DELETE FROM queued_items WHERE id = 'i0'")
+    w.commit()
+    assert reader.read("i2")["ahead"] == 1  # type: ignore[index]
+    w.execute("UPDATE queued_items SET state = 'failed', failure_jsonb = '\"boom\"' WHERE id = 'i2'")
+    w.commit()
+    assert reader.read("i2")["state"] == "failed"  # type: ignore[index]
+    w.execute("DELETE FROM queued_items WHERE id = 'i2'")
+    w.commit()
+    assert reader.read("i2") is None and reader.read("i1") is not None
+    assert len(opened) == 1  # five reads, one connection
+    # a new file at the path (a new database): opened anew, never the old one's rows
+    w.close()
+    (tmp_path / "queue_1.sqlite").rename(tmp_path / "old.sqlite")
+    for side in ("-wal", "-shm"):
+        (tmp_path / f"old.sqlite{side}").unlink(missing_ok=True)
+    w2 = _queue_db(tmp_path / "queue_1.sqlite")
+    w2.execute("DELETE FROM queued_items WHERE id = 'i1'")
+    w2.commit()
+    assert reader.read("i1") is None and len(opened) == 2
+    reader.close()
+    w2.close()  # the writer gone, its -wal checkpointed away: read as read_item does (immutable, per read)
+    assert not (tmp_path / "queue_1.sqlite-wal").exists()
+    assert reader.read("i2") is not None and reader._con is None and len(opened) == 3
+    assert reader.read("i2") is not None and len(opened) == 4 and not (tmp_path / "queue_1.sqlite-wal").exists()
+
+
+def test_rollout_scan_parses_only_the_lines_it_reads(monkeypatch):
+    """A confirm's first poll read the whole rollout, every line parsed as JSON (issue 33); lines that
+    are neither a task_started nor a UserMessage are skipped unparsed, with the same hit (old code
+    parsed every line; mutant/old code fails it)."""
+    import relay_repl.agents.codex.evidence as ev
+    from relay_repl.store import jsonl
+
+    parsed: list[bytes] = []
+    real = jsonl.parse_object
+    monkeypatch.setattr(jsonl, "parse_object", lambda raw: parsed.append(raw) or real(raw))
+    lines = ROLLOUT.read_bytes().splitlines()
+    first = next(json.loads(x) for x in lines if b'"UserMessage"' in x and b'"item_completed"' in x)
+    item = first["payload"]["item"]
+    text = "".join(c.get("text", "") for c in item["content"])
+    hit = ev.RolloutScan(ROLLOUT).find(client_id=None, text=text)
+    assert hit is not None and hit == find_in_rollout(ROLLOUT, client_id=None, text=text)
+    assert hit["turn_trigger"] is not None
+    wanted = sum(1 for x in lines if b'"task_started"' in x or b'"UserMessage"' in x)
+    assert 0 < len(parsed) // 2 <= wanted < len(lines) // 2  # both scans: only their lines, a few of the file's

@@ -472,3 +472,41 @@ def test_a_turn_replys_own_lines_are_indented_under_it(relay_home):
     lines = "\n".join(got).splitlines()
     assert lines[0].startswith("turn reply ← fake:inbox (answered): done"), lines
     assert not any(line.startswith("inbox ←") for line in lines) and lines[1].startswith("    inbox ←"), lines
+
+
+def test_an_arriving_reply_is_one_ledger_commit_and_a_failed_one_leaves_no_seen_mark(relay_home):
+    """Issue 33: an arriving answer was four commits (its seen mark, the message, `inbox`, `reply`);
+    now one, so a crash keeps the message with its mark or neither. Before, a failure after the
+    mark lost the message for good: its re-delivery was dropped as a duplicate (old code: 4
+    commits, and the retry below is a duplicate; mutant/old code fails it)."""
+    from relay_repl.core.errors import LedgerError
+    from relay_repl.core.inbound import Verdict
+
+    led = Ledger(relay_home / "ledger.sqlite")
+    led.record_sent("op-1", 0, "codex:beta")
+    inbox = Inbox(led, address="op", sender="operator:relay@op",
+                  judge=lambda origin, claim: Verdict(verdict="verified", claim=claim, session="codex:beta"))
+    reply = Envelope.make(sender="peer:codex@beta", to="operator", id="beta-1", hop=1, re="op-1", body="ok").compose()
+    stmts: list[str] = []
+    led._con.set_trace_callback(stmts.append)
+    msg = inbox.accept(reply, {"verifiedPeerPid": 4242})
+    led._con.set_trace_callback(None)
+    assert msg is not None and msg.answers == "op-1"
+    assert sum(1 for s in stmts if s.strip().upper() == "COMMIT") == 1
+    assert [e.kind for e in led.events(relay_id="beta-1")] == ["inbox"] and led.events(kind="reply")
+
+    other = Envelope.make(sender="peer:codex@beta", to="operator", id="beta-2", hop=1, re="op-1", body="again").compose()
+    real_event = led.event
+
+    def failing_event(kind, **kw):
+        if kind == "reply":
+            raise LedgerError("disk full")
+        return real_event(kind, **kw)
+
+    led.event = failing_event  # type: ignore[method-assign]
+    with pytest.raises(LedgerError):
+        inbox.accept(other, {"verifiedPeerPid": 4242})
+    led.event = real_event  # type: ignore[method-assign]
+    assert led.sightings("beta-2") == 0 and not led.events(relay_id="beta-2")  # nothing of it stayed
+    again = inbox.accept(other, {"verifiedPeerPid": 4242})  # its re-delivery is taken, not a duplicate
+    assert again is not None and again.relay_id == "beta-2" and len(led.inbox()) == 2

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from relay_repl.core.errors import RelayError
+import relay_repl.store.ledger as ledger_module
 from relay_repl.store.ledger import Ledger
 
 
@@ -229,7 +230,8 @@ def _mark(led: Ledger) -> int:
     return led._query("SELECT seq FROM marks WHERE name = 'unfinished_from'")[0][0]
 
 
-def test_unfinished_sends_are_found_from_the_mark_and_an_open_one_holds_it(ledger, tmp_path):
+def test_unfinished_sends_are_found_from_the_mark_and_an_open_one_holds_it(ledger, tmp_path, monkeypatch):
+    monkeypatch.setattr(ledger_module, "MARK_STEP", 1)  # the mark's exact place: it moves at every read
     _send(ledger, "old-open", outcome=False)
     for i in range(20):
         _send(ledger, f"done-{i}", outcome=True)
@@ -251,7 +253,31 @@ def test_unfinished_sends_are_found_from_the_mark_and_an_open_one_holds_it(ledge
     other.close()
 
 
-def test_the_mark_only_rises_so_a_stale_lower_one_is_never_written(ledger):
+def test_the_mark_moves_once_it_would_skip_mark_step_events_not_at_every_plan(ledger):
+    """Moving the mark was a commit before every plan (issue 33): it moves once it would skip
+    MARK_STEP events; the open sends read from a lower mark are the same. The old code moved it
+    at every read that could (mutant/old code fails it)."""
+    from relay_repl.store.ledger import MARK_STEP
+
+    for i in range(5):
+        _send(ledger, f"d{i}", outcome=True)
+    stmts: list[str] = []
+    ledger._con.set_trace_callback(stmts.append)
+    assert ledger.unfinished_deliveries() == []
+    assert not any(s.startswith("INSERT INTO marks") for s in stmts)  # 20 events to skip: not worth a commit
+    _send(ledger, "open", outcome=False)
+    for i in range(MARK_STEP // 4):
+        _send(ledger, f"e{i}", outcome=True)
+    assert ledger.unfinished_deliveries() == ["open"]  # the open send is found whatever the mark
+    assert not any(s.startswith("INSERT INTO marks") for s in stmts)  # it would move only to the open send's 22
+    ledger.event("outcome", delivery="open", data={"state": "delivered"})
+    assert ledger.unfinished_deliveries() == []
+    ledger._con.set_trace_callback(None)
+    assert [s for s in stmts if s.startswith("INSERT INTO marks")] and _mark(ledger) == ledger.last_event_seq() + 1
+
+
+def test_the_mark_only_rises_so_a_stale_lower_one_is_never_written(ledger, monkeypatch):
+    monkeypatch.setattr(ledger_module, "MARK_STEP", 1)
     for i in range(5):
         _send(ledger, f"d{i}", outcome=True)
     ledger.unfinished_deliveries()

@@ -93,6 +93,8 @@ def test_flocked_files_are_the_locks_one_process_holds_now(tmp_path):
     try:
         assert flocked_files(p.pid) == {file_key(a), file_key(b)}
         assert flocked_files(p.pid, name_ok=lambda link: link.endswith("b.lock")) == {file_key(b)}
+        assert flocked_files(p.pid, want=file_key(a)) == {file_key(a)}  # found first: b's fdinfo is not read
+        assert flocked_files(p.pid, want=file_key(c)) == {file_key(a), file_key(b)}  # open, not held: all read
         assert flocked_files(os.getpid()) == set()
         assert p.stdin is not None and p.stdout is not None
         p.stdin.write("release a\n")

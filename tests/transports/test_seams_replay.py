@@ -165,6 +165,36 @@ async def test_claude_socket_no_record_is_not_delivery(tmp_path, claude):
         session.close()
 
 
+async def test_claude_socket_confirm_reads_the_transcript_in_one_thread_hop_a_poll(tmp_path, claude, monkeypatch):
+    """Issue 33: each poll handed the msg_id read and the held-payload read to a worker thread apart
+    (two hops a poll while no record carried it); now one hop a poll does both (old code: 2 per
+    poll; mutant/old code fails it)."""
+    import anyio.to_thread
+
+    target, sock, tp = claude
+    session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT, record=False)
+    try:
+        t = SocketTransport("claude-code-socket")
+        d = Delivery(target=target.spec, transport=t.name)
+        log = _log(d, tmp_path)
+        await approved_send(t, d, target, PAYLOAD, log)
+        wire = t.way_of(target)
+        reads: list[str] = []
+        hops: list[object] = []
+        real_hop, real_records = anyio.to_thread.run_sync, type(wire).records
+
+        async def hop(fn, *a, **kw):
+            hops.append(fn)
+            return await real_hop(fn, *a, **kw)
+
+        monkeypatch.setattr(anyio.to_thread, "run_sync", hop)
+        monkeypatch.setattr(type(wire), "records", lambda self, *a: reads.append("r") or real_records(self, *a))
+        await t.confirm(d, target, PAYLOAD, log, timeout=0.5)
+        assert d.state == DeliveryState.QUEUED and len(reads) >= 3 and len(hops) == len(reads)
+    finally:
+        session.close()
+
+
 async def test_claude_socket_reads_a_queue_operation_enqueue_as_queued(tmp_path, claude):
     """Issue 38: to a busy Claude, relay said `written, but no transcript record` although Claude had
     written a queue-operation enqueue holding the exact envelope (0.7 s after the write). The socket path

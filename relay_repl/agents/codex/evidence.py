@@ -49,20 +49,30 @@ def read_item(home: Path, item_id: str) -> dict[str, Any] | None:
         return None
     con = connect_read_only(db)
     try:
-        cols = [r[1] for r in con.execute("PRAGMA table_info(queued_items)")]
-        id_col = "id" if "id" in cols else "queued_item_id"
-        payload_col = "payload_json" if "payload_json" in cols else "payload_jsonb"
-        want = [c for c in (id_col, "thread_id", "queue_order", payload_col, "state", "failure_jsonb") if c in cols]
-        row = con.execute(f"SELECT {', '.join(want)} FROM queued_items WHERE {id_col} = ?", (item_id,)).fetchone()
-        if row is None:
-            return None
-        rec = dict(zip(want, row))
-        ahead = con.execute(
-            "SELECT COUNT(*) FROM queued_items WHERE thread_id = ? AND queue_order < ?",
-            (rec["thread_id"], rec["queue_order"]),
-        ).fetchone()[0]
+        return _item_row(con, _queue_columns(con), item_id)
     finally:
         con.close()
+
+
+def _queue_columns(con: Any) -> list[str]:
+    return [r[1] for r in con.execute("PRAGMA table_info(queued_items)").fetchall()]
+
+
+def _item_row(con: Any, cols: list[str], item_id: str) -> dict[str, Any] | None:
+    """Our row through `con` (`cols`: the table's columns, the schema having drifted across versions).
+    Every statement read to its end: a kept connection then holds no read transaction between polls
+    (which would keep the daemon's WAL from being checkpointed)."""
+    id_col = "id" if "id" in cols else "queued_item_id"
+    payload_col = "payload_json" if "payload_json" in cols else "payload_jsonb"
+    want = [c for c in (id_col, "thread_id", "queue_order", payload_col, "state", "failure_jsonb") if c in cols]
+    rows = con.execute(f"SELECT {', '.join(want)} FROM queued_items WHERE {id_col} = ?", (item_id,)).fetchall()
+    if not rows:
+        return None
+    rec = dict(zip(want, rows[0]))
+    ahead = con.execute(
+        "SELECT COUNT(*) FROM queued_items WHERE thread_id = ? AND queue_order < ?",
+        (rec["thread_id"], rec["queue_order"]),
+    ).fetchall()[0][0]
     try:
         payload = json.loads(rec.get(payload_col) or "{}")
     except (TypeError, ValueError):
@@ -76,6 +86,44 @@ def read_item(home: Path, item_id: str) -> dict[str, Any] | None:
         "state": rec.get("state", "pending"),
         "failure": rec.get("failure_jsonb"),
     }
+
+
+class QueueReader:
+    """`read_item` for one confirm's polls, on one read-only connection (issue 33: opening the
+    database and reading its schema on every poll was most of a poll's cost).
+
+    Kept only while a writer has the database open in WAL mode (its -wal beside it): each read is
+    then a fresh read transaction that sees every commit. The file is stat'ed on each read, and a
+    different file at the path (replaced) or no -wal (its writer closed it: an `immutable` open is
+    right then, and a kept one could miss a later writer) opens anew, as `read_item` does. Blocking;
+    one thread at a time (the confirm loop polls in turn); `close` when the confirm ends."""
+
+    def __init__(self, home: Path) -> None:
+        self.db = home / "queue_1.sqlite"
+        self._con: Any = None
+        self._key: tuple[int, int] | None = None
+        self._cols: list[str] = []
+
+    def read(self, item_id: str) -> dict[str, Any] | None:
+        try:
+            st = os.stat(self.db)
+        except OSError:
+            self.close()
+            return None
+        key = (st.st_dev, st.st_ino)
+        if not os.path.lexists(f"{self.db}-wal"):
+            self.close()
+            return read_item(self.db.parent, item_id)
+        if self._con is None or self._key != key:
+            self.close()
+            self._con = connect_read_only(self.db, check_same_thread=False)
+            self._key, self._cols = key, _queue_columns(self._con)
+        return _item_row(self._con, self._cols, item_id)
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
 
 
 def find_in_rollout(rollout: Path, *, client_id: str | None, text: str) -> dict[str, Any] | None:
@@ -103,6 +151,8 @@ class RolloutScan:
         """The first UserMessage item matching `client_id` (else exact `text`), with its turn."""
         for at, raw in jsonl.complete_lines(self.path, self._offset):
             self._offset = at + len(raw)
+            if b'"task_started"' not in raw and b'"UserMessage"' not in raw:
+                continue  # neither record this reads (the type names appear verbatim): no JSON parse (issue 33)
             rec = jsonl.parse_object(raw)
             if rec is None:
                 continue

@@ -34,8 +34,9 @@ from typing import Any
 from relay_repl.agents.adapter import load_adapter
 from relay_repl.agents.codex.agent import BINARY, KIND
 from relay_repl.agents.codex.detail import CodexDetail
-from relay_repl.agents.codex.daemon import daemon_connection
-from relay_repl.agents.codex.evidence import RolloutScan, codex_home, databases, find_in_rollout, read_item, turns_since
+from relay_repl.agents.codex.daemon import NotAsked, kept_call
+from relay_repl.agents.codex.evidence import (QueueReader, RolloutScan, codex_home, databases, find_in_rollout, read_item,
+                                              turns_since)
 from relay_repl.agents.codex.native import codex_command_env
 from relay_repl.agents.codex.rollout import rollout_path
 from relay_repl.agents.durable_queue import Enqueued, EnqueueCommand
@@ -94,31 +95,24 @@ class CodexQueue:
         item id (and the client id we chose), or the failure the daemon answered; None when nothing
         was asked (no socket, a refused connection or `initialize`, the method unknown): then the command
         runs. A daemon that does not answer within ADD_TIMEOUT is a failure, as `codex queue` makes it.
-        Once the request may have left, a lost answer is a failure (the item may be queued), never None."""
-        import anyio
-
+        Once the request may have left, a lost answer is a failure (the item may be queued), never None.
+        The connection is the daemon's kept one (daemon.kept_call): one per daemon per event loop."""
         sock = codex_home(target) / load_adapter(KIND).registry.paths["control_socket"]
         if not sock.exists():
             return None
         client_id = f"relay-{uuid.uuid4()}"
         params = {"threadId": target.address, "clientUserMessageId": client_id,
                   "input": [{"type": "text", "text": payload, "text_elements": []}]}
-        asked = False
         try:
-            with anyio.fail_after(ADD_TIMEOUT):
-                async with daemon_connection(sock, ADD_TIMEOUT, title="relay_repl codex-queue") as conn:
-                    asked = True
-                    n = await conn.request("thread/queue/add", params)
-                    answer = (await conn.collect({n}))[n]
-        except (DaemonError, TimeoutError) as exc:
-            if not asked and isinstance(exc, TimeoutError):  # `codex queue` would wait as long and refuse
+            answer = await kept_call(sock, "thread/queue/add", params, timeout=ADD_TIMEOUT, title="relay_repl codex-queue")
+        except NotAsked as exc:
+            if exc.timed_out:  # `codex queue` would wait as long and refuse
                 return Enqueued(failure=f"the Codex daemon of {codex_home(target)} did not answer on its control socket "
                                 f"within {ADD_TIMEOUT:g}s (starved or stopped): nothing was queued")
-            if not asked:
-                return None
-            why = str(exc) if isinstance(exc, DaemonError) else f"no answer within {ADD_TIMEOUT:g}s"
+            return None
+        except DaemonError as exc:
             return Enqueued(failure=f"thread/queue/add was sent to the Codex daemon for thread {target.address}, "
-                            f"then: {why}; the item may be queued (client id {client_id}): look, never re-send")
+                            f"then: {exc}; the item may be queued (client id {client_id}): look, never re-send")
         err = answer.get("error")
         if isinstance(err, dict):
             if err.get("code") == METHOD_NOT_FOUND:
@@ -153,6 +147,9 @@ class CodexQueue:
     def read_item(self, target: Target, item_id: str) -> dict[str, Any] | None:
         return read_item(databases(target), item_id)
 
+    def item_reader(self, target: Target) -> QueueReader:
+        return QueueReader(databases(target))
+
     def record_file(self, target: Target) -> Path | None:
         return rollout_path(codex_home(target), target.address, target.evidence_file)
 
@@ -177,7 +174,8 @@ class CodexQueue:
         key = file_key(lock)
         if key is None:
             return f"thread {target.address} has no writer lock file ({lock}): no Codex process has it loaded; {resume}"
-        if target.pid and key in (flocked_files(target.pid, name_ok=lambda link: link.endswith(".lock")) or ()):
+        if target.pid and key in (flocked_files(target.pid, name_ok=lambda link: link.endswith(lock.name), want=key)
+                                  or ()):
             return None  # the host discovery found holds it now (its own fdinfo): no need for the whole table
         table = read_proc_locks()
         if table is None:
