@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import UsageError
-from relay_repl.core.notebook_cells import Notebook
 from relay_repl.core.recipe import Recipe, RecipeError, parse_recipe
 from relay_repl.session.runner import Run, Runner, load_prior, read_source
 from relay_repl.store.paths import data_dir, state_dir
+
+if TYPE_CHECKING:  # annotations only: a recipe run's first plan needs no notebook cells (issue 40)
+    from relay_repl.core.notebook_cells import Notebook
 
 
 

@@ -41,3 +41,21 @@ def test_a_cold_run_discovers_only_the_kinds_its_targets_name_before_its_first_p
     assert [p for p in opened if p.startswith((str(homes["codex"]), str(homes["gemini"])))] == []  # no other kind's discovery
     assert any(p.startswith(str(homes["claude"] / "sessions")) for p in opened)  # Claude's own was read
     assert [a for a in ast.literal_eval(lines["SPAWNED"]) if a[1:3] == ["agents", "--json"]] == []
+
+
+def test_a_cold_ping_to_claude_loads_only_the_listing_kind_before_its_first_plan(tmp_path):
+    """`ping` waits for an ack, which a Claude session sends only to a listed peer: the run's first
+    plan lists the inbox in Claude's registry (for the verified client: a stand-in `claude` answers
+    `--version`). The kind that lists peers is found kind by kind, not by loading every kind."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text("#!/bin/sh\necho '2.1.332 (Claude Code)'\n")
+    claude.chmod(0o755)
+    lines, homes = probe_in_a_claude_world(tmp_path, "run", "ping", "-p", "target=claude:alpha",
+                                           path=f"{bin_dir}:/usr/bin:/bin", plan="Claude registry ")
+    loaded = set(ast.literal_eval(lines["MODULES"]))
+    assert "relay_repl.agents.claude_code.peer" in loaded  # the probe saw the listing's own imports
+    assert {m for m in loaded if m.split(".")[0] in {"websockets", "prompt_toolkit"} or m in NOT_BEFORE_A_CLAUDE_PLAN} == set()
+    opened = ast.literal_eval(lines["OPENED"])
+    assert [p for p in opened if p.startswith((str(homes["codex"]), str(homes["gemini"])))] == []

@@ -51,10 +51,11 @@ NOT_BEFORE_A_CLAUDE_PLAN = {
 }
 
 
-def probe_in_a_claude_world(tmp_path, *argv: str) -> tuple[dict[str, str], dict[str, Path]]:
+def probe_in_a_claude_world(tmp_path, *argv: str, path: str = "/usr/bin:/bin",
+                            plan: str = "claude:alpha (pid") -> tuple[dict[str, str], dict[str, Path]]:
     """`relay ARGV...` run by PROBE, stopped at its first plan, among one live Claude session (alpha,
     its registry record and socket), one Codex thread (beta) and an empty Gemini home: the probe's
-    lines by their first word, and the kinds' homes."""
+    lines by their first word, and the kinds' homes. The first plan's target starts with `plan`."""
     cfg = tmp_path / "claude"
     (cfg / "sessions").mkdir(parents=True)
     sock_path = tmp_path / "alpha.sock"
@@ -73,7 +74,7 @@ def probe_in_a_claude_world(tmp_path, *argv: str) -> tuple[dict[str, str], dict[
         (codex / "session_index.jsonl").write_text(json.dumps({"id": tid, "thread_name": "beta"}) + "\n")
         gemini = tmp_path / "gemini-home"
         (gemini / ".gemini" / "tmp").mkdir(parents=True)
-        env = {"RELAY_HOME": str(tmp_path / "relay"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+        env = {"RELAY_HOME": str(tmp_path / "relay"), "HOME": str(tmp_path), "PATH": path,
                "CLAUDE_CONFIG_DIR": str(cfg), "CODEX_HOME": str(codex), "GEMINI_CLI_HOME": str(gemini),
                "RELAY_TMUX_SOCKET": f"relay-test-none-{uuid.uuid4().hex[:8]}"}
         cp = subprocess.run([sys.executable, "-c", PROBE, *argv], env=env, cwd=tmp_path, capture_output=True,
@@ -83,12 +84,13 @@ def probe_in_a_claude_world(tmp_path, *argv: str) -> tuple[dict[str, str], dict[
         sleeper.wait()
         inbox.close()
     lines = {ln.split(" ", 1)[0]: ln.split(" ", 1)[1] for ln in cp.stderr.splitlines() if " " in ln}
-    assert lines.get("PLAN", "").startswith("claude:alpha (pid") and lines["PLAN"].endswith(" claude-code-socket"), cp.stderr[-3000:]
+    assert lines.get("PLAN", "").startswith(plan), cp.stderr[-3000:]
     return lines, {"claude": cfg, "codex": codex, "gemini": gemini}
 
 
 def test_a_cold_send_to_claude_discovers_only_claude_before_its_plan(tmp_path):
     lines, homes = probe_in_a_claude_world(tmp_path, "send", "claude:alpha", "hello from the cold test")
+    assert lines["PLAN"].endswith(" claude-code-socket")
     loaded = set(ast.literal_eval(lines["MODULES"]))
     assert "relay_repl.core.plan" in loaded  # the probe saw the send's own imports
     assert {m for m in loaded if m.split(".")[0] in {"websockets", "prompt_toolkit"} or m in NOT_BEFORE_A_CLAUDE_PLAN} == set()
