@@ -286,10 +286,10 @@ class Runner:
         specs: list[str] = []
         for step in self.recipe.steps:
             p = step.to_param
-            value = [step.to] if p is None else self.params[p]
+            value = [step.to] if p is None else self.params.get(p)
             values = value if isinstance(value, list) else [value]
-            if [str(v).lower() for v in values] == ["all"]:
-                return None
+            if value is None or [str(v).lower() for v in values] == ["all"]:
+                return None  # every kind, as before: resolving the step says what is wrong with it
             specs += [str(v) for v in values if not remote_spec(str(v))]
         return specs
 
