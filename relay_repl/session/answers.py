@@ -69,17 +69,20 @@ class Answers:
     async def register_inbox(self, name: str = "relay-operator") -> bool:
         """List the inbox as a peer (gated) of the agent kind whose sessions answer only to a listed
         peer (`AgentKind.replies.answers_listed_inbox`): its own listing names it, its native send reaches it."""
-        from relay_repl.agents.registry import kinds
+        from relay_repl.agents.registry import kind_for, kind_names
 
         inbox = self.inbox_server
         if inbox is None:
             raise UsageError("no inbox is listening here: only the `relay` REPL runs one")
-        listing = [k for k in kinds() if k.replies.answers_listed_inbox]
-        if not listing:
+        # the first kind in name order that lists peers, loaded one at a time: the others' packages
+        # stay unimported before this plan (a recipe run's first, issue 40)
+        lister = next((k for n in kind_names() if (k := kind_for(n)) is not None and k.replies.answers_listed_inbox),
+                      None)
+        if lister is None:
             raise UsageError("no registered agent kind lists peers: answers come by `relay reply`, MCP or turn reply")
-        reg = await anyio.to_thread.run_sync(listing[0].replies.inbox_listing, name)  # refuses unverified versions
+        reg = await anyio.to_thread.run_sync(lister.replies.inbox_listing, name)  # refuses unverified versions
         if reg is None:
-            raise UsageError(f"{listing[0].facts.label} offers no peer listing for the inbox")
+            raise UsageError(f"{lister.facts.label} offers no peer listing for the inbox")
         approval = await self.gate.gated(reg.plan())
         if approval is None:
             return False

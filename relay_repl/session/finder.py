@@ -42,12 +42,41 @@ class Finder:
         self.providers = list(providers)
         self.found: list[Target] = []
         self.refreshed = False
+        self.held: frozenset[str] | None = None  # kinds whose every target `found` holds (see `hold`)
 
     async def refresh(self) -> list[Target]:
         found = await discover_all(self.providers)
         self.found = found
         self.refreshed = True
+        self.held = None
         return found
+
+    async def hold(self, specs: Sequence[str]) -> None:
+        """Discover once what resolving every one of `specs` needs and resolve them against that list
+        from now on, as a full `refresh` would be (a recipe run resolves its targets once): only the
+        kinds they name when each names one (`claude:alpha`), else every kind. A run to one Claude
+        session waited for every kind's discovery (Codex's daemon, Gemini's /proc scan) before its
+        first plan (issue 40). Every target of a kind it discovers is held, so an ambiguous or
+        stale name is still refused; specs of other hosts need nothing here."""
+        if self.refreshed:
+            return
+        kinds: set[str] = set()
+        for spec in specs:
+            named = self._kinds_of(spec)
+            if not named:
+                await self.refresh()
+                return
+            kinds |= named
+        providers = [p for p in self.providers if getattr(p, "kind", None) in kinds]
+        found = await discover_all(providers) if providers else []
+        if not self.refreshed:  # a full refresh that landed meanwhile wins
+            self.found, self.held = found, frozenset(kinds)
+
+    @staticmethod
+    def _kinds_of(spec: str) -> set[str]:
+        """The kind a spec names by its prefix (`claude:alpha` → {claude-code}), or none (`%3`, a bare name)."""
+        prefix, sep, _ = spec.strip().partition(":")
+        return set() if not sep or spec.strip().startswith("%") else _kinds_named(prefix)
 
     async def known(self) -> list[Target]:
         """The targets found, discovering once if nothing was yet."""
@@ -63,14 +92,15 @@ class Finder:
         /proc and its panes) before a plan about one Claude session. `refreshed` stays False, so
         whatever wants every target discovers them all; and the partial list becomes the last one
         found only while no full refresh has landed meanwhile (the REPL's runs in the background)."""
-        prefix, sep, _ = spec.strip().partition(":")
-        kinds = set() if not sep or spec.strip().startswith("%") else _kinds_named(prefix)
+        kinds = self._kinds_of(spec)
+        if kinds and self.held is not None and kinds <= self.held:
+            return list(self.found)  # held for a run (`hold`): resolved against it, not discovered again
         providers = [p for p in self.providers if getattr(p, "kind", None) in kinds]
         if not providers:
             return await self.refresh()
         found = await discover_all(providers)
         if not self.refreshed:
-            self.found = found
+            self.found, self.held = found, None
         return found
 
     @property

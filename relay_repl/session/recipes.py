@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import UsageError
-from relay_repl.core.notebook_cells import Notebook
 from relay_repl.core.recipe import Recipe, RecipeError, parse_recipe
 from relay_repl.session.runner import Run, Runner, load_prior, read_source
 from relay_repl.store.paths import data_dir, state_dir
+
+if TYPE_CHECKING:  # annotations only: a recipe run's first plan needs no notebook cells (issue 40)
+    from relay_repl.core.notebook_cells import Notebook
 
 
 
@@ -110,9 +112,8 @@ async def run_recipe(session: Any, ref: str, params: dict[str, Any] | None = Non
     source = read_source(path)
     recipe = parse_recipe(source, str(path))
     resolved = recipe.resolve_params(params or {})
-    if not session._refreshed:
-        await session.refresh()
     runner = Runner(session, recipe, resolved, source=source, path=str(path), dry_run=dry_run, echo=echo)
+    await runner.discover()  # the kinds its targets name (issue 40), as a full refresh would for them
     return await runner.execute()
 
 
@@ -122,10 +123,9 @@ async def resume_run(session: Any, run_id: str, *, echo: Any = None) -> Run:
     recipe = parse_recipe(start["source"], start.get("path") or run_id)
     if end == "done":
         raise RecipeError(f"run {run_id} already finished; start a new one with `relay run {recipe.name}`")
-    if not session._refreshed:
-        await session.refresh()
     runner = Runner(session, recipe, start["params"], source=start["source"], path=start.get("path"), run_id=run_id,
                     echo=echo, resume=True)
+    await runner.discover()
     runner.prior = prior
     return await runner.execute()
 

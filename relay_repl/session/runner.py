@@ -280,6 +280,27 @@ class Runner:
             return list(value)
         return [value]
 
+    def named_specs(self) -> list[str] | None:
+        """Every target spec the run's steps name on this host, or None when one names `all` (the
+        live targets, so every kind is discovered first): what `Finder.hold` discovers for the run."""
+        specs: list[str] = []
+        for step in self.recipe.steps:
+            p = step.to_param
+            value = [step.to] if p is None else self.params.get(p)
+            values = value if isinstance(value, list) else [value]
+            if value is None or [str(v).lower() for v in values] == ["all"]:
+                return None  # every kind, as before: resolving the step says what is wrong with it
+            specs += [str(v) for v in values if not remote_spec(str(v))]
+        return specs
+
+    async def discover(self) -> None:
+        """The targets the run names, discovered once before it resolves them (`Finder.hold`): only
+        their kinds, or every kind when a step names `all`; nothing when the session has them."""
+        if self.session._refreshed:
+            return
+        specs = self.named_specs()
+        await (self.session.refresh() if specs is None else self.session.finder.hold(specs))
+
     def _all_live(self) -> list[str]:
         me = os.getpid()
         return [t.spec for t in self.session.targets if t.live and t.transports and t.pid != me]

@@ -61,12 +61,13 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
     @classmethod
     def from_context(cls, ctx: TransportContext) -> DurableQueueTransport:
         """The `relay_repl.transports` entry point's factory."""
-        return cls(ctx.name)
+        return cls(ctx.name, defer=True)
 
-    def __init__(self, name: str, binary: str | None = None) -> None:
+    def __init__(self, name: str, binary: str | None = None, *, defer: bool = False) -> None:
         """`name`: the transport (an adapter's `[[transports]]` entry of a kind with a durable queue);
-        `binary`: the client to run for the enqueue command (else the kind's own lookup)."""
-        super().__init__(name)
+        `binary`: the client to run for the enqueue command (else the kind's own lookup);
+        `defer`: see KindWayTransport."""
+        super().__init__(name, defer=defer)
         self.binary = binary
 
     def refusal(self, target: Target) -> str | None:

@@ -56,9 +56,29 @@ class KindWayTransport(Transport, Generic[W]):
         """The kind's way (`kind.transports.socket_wire()`), or None when it has none."""
         raise NotImplementedError
 
-    def __init__(self, name: str) -> None:
-        self._kind, self.capabilities = offered(name, self.way)
+    def __init__(self, name: str, *, defer: bool = False) -> None:
+        """`defer`: find the offering kind on first use (the session's factories, `from_context`),
+        not now (a transport made by hand is refused at once when no kind offers it)."""
         self.name = name
+        self._offer: tuple[AgentKind, Capabilities] | None = None
+        if not defer:
+            self._offered()
+
+    def _offered(self) -> tuple[AgentKind, Capabilities]:
+        """The kind that offers this transport and the flags it declares (the first in name order).
+        Deferred in a session: it builds every transport but ranks only those its target offers,
+        so a send to Claude or Gemini loads no other kind's package before its plan (issue 40)."""
+        if self._offer is None:
+            self._offer = offered(self.name, self.way)
+        return self._offer
+
+    @property
+    def _kind(self) -> AgentKind:
+        return self._offered()[0]
+
+    @property
+    def capabilities(self) -> Capabilities:  # type: ignore[override]  # the kind's adapter's, read on first use
+        return self._offered()[1]
 
     def way_for(self, target: Target) -> W | None:
         """The target's own kind's way, or None (its kind is not registered or has none)."""

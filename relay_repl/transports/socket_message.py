@@ -60,12 +60,13 @@ class SocketTransport(KindWayTransport[SocketWire]):
     @classmethod
     def from_context(cls, ctx: TransportContext) -> SocketTransport:
         """The `relay_repl.transports` entry point's factory."""
-        return cls(ctx.name, ctx.inbox, interrupt=ctx.interrupt)
+        return cls(ctx.name, ctx.inbox, interrupt=ctx.interrupt, defer=True)
 
-    def __init__(self, name: str, inbox: Callable[[], Any] | None = None, *, interrupt: bool = False) -> None:
+    def __init__(self, name: str, inbox: Callable[[], Any] | None = None, *, interrupt: bool = False,
+                 defer: bool = False) -> None:
         """`name`: the transport (an adapter's `[[transports]]` entry of a kind with a socket wire);
-        `inbox` returns the running Inbox (for receipts) or None."""
-        super().__init__(name)
+        `inbox` returns the running Inbox (for receipts) or None; `defer`: see KindWayTransport."""
+        super().__init__(name, defer=defer)
         self._inbox = inbox or (lambda: None)
         self.interrupt = interrupt
         self._reply_paths: dict[str, Path] = {}  # target socket dir -> the listener path planned there
@@ -292,7 +293,7 @@ class SocketMessageTransport(SocketTransport):
     @classmethod
     def from_context(cls, ctx: TransportContext) -> SocketMessageTransport:
         """The `relay_repl.transports` entry point's factory."""
-        return cls(ctx.name, ctx.inbox, ctx.registration, interrupt=ctx.interrupt)
+        return cls(ctx.name, ctx.inbox, ctx.registration, interrupt=ctx.interrupt, defer=True)
 
     def __init__(self, name: str, inbox: Callable[[], Any] | None = None,
                  registration: Callable[[], Any] | None = None, **kw: Any) -> None:

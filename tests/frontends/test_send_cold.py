@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 from relay_repl.system.proc import proc_start
 
@@ -34,7 +35,7 @@ async def at_the_plan(approve, plan, scope):
     print("SPAWNED", spawned, file=sys.stderr, flush=True)
     os._exit(0)
 gate.ask = gating.ask = at_the_plan
-sys.argv = ["relay", "send", sys.argv[1], "hello from the cold test"]
+sys.argv = ["relay", *sys.argv[1:]]
 from relay_repl.frontends.entry import main
 sys.exit(main())
 """
@@ -44,12 +45,17 @@ NOT_BEFORE_A_CLAUDE_PLAN = {
     "websockets",  # the Codex daemon's client: Codex is not discovered for a Claude target
     "prompt_toolkit",  # the y/N prompt comes after the plan
     "relay_repl.lab.launcher",
-    "relay_repl.agents.gemini_cli.kind",  # no other kind's package but the one the transports need (Codex: its queue)
+    "relay_repl.agents.gemini_cli.kind",  # no other kind's package:
+    "relay_repl.agents.codex.kind",  # issue 40: not even the one offering a transport (Codex's queue) a Claude target lacks
     "relay_repl.session.actions",  # session.confirm/gated: made on first use (inspect, secrets)
 }
 
 
-def test_a_cold_send_to_claude_discovers_only_claude_before_its_plan(tmp_path):
+def probe_in_a_claude_world(tmp_path, *argv: str, path: str = "/usr/bin:/bin",
+                            plan: str = "claude:alpha (pid") -> tuple[dict[str, str], dict[str, Path]]:
+    """`relay ARGV...` run by PROBE, stopped at its first plan, among one live Claude session (alpha,
+    its registry record and socket), one Codex thread (beta) and an empty Gemini home: the probe's
+    lines by their first word, and the kinds' homes. The first plan's target starts with `plan`."""
     cfg = tmp_path / "claude"
     (cfg / "sessions").mkdir(parents=True)
     sock_path = tmp_path / "alpha.sock"
@@ -68,17 +74,23 @@ def test_a_cold_send_to_claude_discovers_only_claude_before_its_plan(tmp_path):
         (codex / "session_index.jsonl").write_text(json.dumps({"id": tid, "thread_name": "beta"}) + "\n")
         gemini = tmp_path / "gemini-home"
         (gemini / ".gemini" / "tmp").mkdir(parents=True)
-        env = {"RELAY_HOME": str(tmp_path / "relay"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+        env = {"RELAY_HOME": str(tmp_path / "relay"), "HOME": str(tmp_path), "PATH": path,
                "CLAUDE_CONFIG_DIR": str(cfg), "CODEX_HOME": str(codex), "GEMINI_CLI_HOME": str(gemini),
                "RELAY_TMUX_SOCKET": f"relay-test-none-{uuid.uuid4().hex[:8]}"}
-        cp = subprocess.run([sys.executable, "-c", PROBE, "claude:alpha"], env=env, cwd=tmp_path, capture_output=True,
+        cp = subprocess.run([sys.executable, "-c", PROBE, *argv], env=env, cwd=tmp_path, capture_output=True,
                             text=True, timeout=60, stdin=subprocess.DEVNULL)
     finally:
         sleeper.kill()
         sleeper.wait()
         inbox.close()
     lines = {ln.split(" ", 1)[0]: ln.split(" ", 1)[1] for ln in cp.stderr.splitlines() if " " in ln}
-    assert lines.get("PLAN", "").startswith("claude:alpha (pid") and lines["PLAN"].endswith(" claude-code-socket"), cp.stderr[-3000:]
+    assert lines.get("PLAN", "").startswith(plan), cp.stderr[-3000:]
+    return lines, {"claude": cfg, "codex": codex, "gemini": gemini}
+
+
+def test_a_cold_send_to_claude_discovers_only_claude_before_its_plan(tmp_path):
+    lines, homes = probe_in_a_claude_world(tmp_path, "send", "claude:alpha", "hello from the cold test")
+    assert lines["PLAN"].endswith(" claude-code-socket")
     loaded = set(ast.literal_eval(lines["MODULES"]))
     assert "relay_repl.core.plan" in loaded  # the probe saw the send's own imports
     assert {m for m in loaded if m.split(".")[0] in {"websockets", "prompt_toolkit"} or m in NOT_BEFORE_A_CLAUDE_PLAN} == set()
@@ -86,6 +98,6 @@ def test_a_cold_send_to_claude_discovers_only_claude_before_its_plan(tmp_path):
     assert {m for m in loaded if m.startswith("relay_repl.frontends.commands.")} <= {
         f"relay_repl.frontends.commands.{m}" for m in ("send", "common", "hosts")}
     opened = ast.literal_eval(lines["OPENED"])
-    assert [p for p in opened if p.startswith((str(codex), str(gemini)))] == []  # no other kind's discovery
-    assert any(p.startswith(str(cfg / "sessions")) for p in opened)  # Claude's own was read
+    assert [p for p in opened if p.startswith((str(homes["codex"]), str(homes["gemini"])))] == []  # no other kind's discovery
+    assert any(p.startswith(str(homes["claude"] / "sessions")) for p in opened)  # Claude's own was read
     assert [a for a in ast.literal_eval(lines["SPAWNED"]) if a[1:3] == ["agents", "--json"]] == []  # its rule decided

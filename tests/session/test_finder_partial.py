@@ -69,3 +69,34 @@ async def test_a_partial_discovery_never_replaces_a_full_refresh_that_landed_mea
         await finder.refresh()  # the REPL's background refresh lands first
     assert resolved[0].name == "alpha"
     assert finder.refreshed and {t.spec for t in finder.found} == {"claude:alpha", "codex:beta"}
+
+
+async def test_a_run_holds_the_kinds_its_specs_name_and_resolves_against_them_without_discovering_again():
+    """`Finder.hold` (a recipe run's one discovery): only the kinds named, every target of them held,
+    each later resolve of those kinds answered from the held list; another kind drops the hold."""
+    claude = Counting("claude-code", "claude", ["alpha", "gamma"])
+    codex = Counting("codex", "codex", ["beta"])
+    finder = Finder([claude, codex])
+    await finder.hold(["claude:alpha", "claude:gamma"])
+    assert (claude.calls, codex.calls, finder.refreshed) == (1, 0, False)
+    for _ in range(3):  # every step of every round: the list held, as a full refresh's would be
+        assert (await finder.resolve("claude:alpha")).name == "alpha"
+        assert (await finder.resolve("claude:gamma")).name == "gamma"
+    assert claude.calls == 1
+    claude.targets.append(target("claude-code", "claude", "alpha", 999))  # a second alpha appears later
+    assert (await finder.resolve("claude:alpha")).pid == 100  # the held list decides, as after a refresh
+    assert (await finder.resolve("codex:beta")).name == "beta"  # not held: discovered, and the hold dropped
+    assert (claude.calls, codex.calls, finder.held) == (1, 1, None)
+    with pytest.raises(AmbiguousTarget):
+        await finder.resolve("claude:alpha")  # discovered again: both alphas now
+    assert claude.calls == 2
+
+
+async def test_holding_a_spec_that_names_no_kind_refreshes_every_kind():
+    claude = Counting("claude-code", "claude", ["alpha"])
+    codex = Counting("codex", "codex", ["beta"])
+    finder = Finder([claude, codex])
+    await finder.hold(["claude:alpha", "%3"])
+    assert (claude.calls, codex.calls, finder.refreshed, finder.held) == (1, 1, True, None)
+    await finder.hold(["codex:beta"])  # refreshed: nothing more to discover
+    assert (claude.calls, codex.calls) == (1, 1)

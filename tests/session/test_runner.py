@@ -314,3 +314,24 @@ async def test_a_relay_halt_in_a_turn_reply_halts_the_wait_and_the_next_send(tmp
     with pytest.raises(LoopHalt):
         await s.send("fake:b", "next", want="none")
     assert len(rep.received) == 1
+
+
+def test_a_run_discovers_the_kinds_its_steps_name_and_every_kind_for_all(tmp_path):
+    """`Runner.named_specs` (what `Finder.hold` discovers before the first plan, issue 40): each step's
+    target, a parameter's value or values; another host's spec needs nothing here; `all` (or a
+    parameter not given) means every kind, as the full refresh before it did."""
+    from relay_repl.core.recipe import parse_recipe
+    from relay_repl.session.runner import Runner
+
+    recipe = parse_recipe('name = "r"\nrounds = 1\n[params.a]\ntype = "target"\n[params.b]\ntype = "targets"\n'
+                          '[[steps]]\nkind = "tell"\nto = "{a}"\nbody = "x"\n'
+                          '[[steps]]\nkind = "tell"\nto = "{b}"\nbody = "y"\n'
+                          '[[steps]]\nkind = "tell"\nto = "codex:gamma"\nbody = "z"\n', "r.toml")
+    session = Session(ledger=Ledger(tmp_path / "l.db"))
+
+    def specs(params):
+        return Runner(session, recipe, params, source="").named_specs()
+
+    assert specs({"a": "claude:alpha", "b": ["gemini:g", "h2/claude:far"]}) == ["claude:alpha", "gemini:g", "codex:gamma"]
+    assert specs({"a": "claude:alpha", "b": ["all"]}) is None
+    assert specs({"a": "claude:alpha"}) is None

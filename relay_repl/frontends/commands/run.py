@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 from relay_repl.frontends.commands.common import inbox_open, parse_params, stderr_gate
-from relay_repl.frontends.commands.notebook import cmd_notebook_run
 
 
 def register(sub: Any) -> None:
@@ -55,6 +54,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from relay_repl.session.recipes import find_recipe
 
         if find_recipe(args.recipe).suffix == ".py":  # a notebook on the same shelf: the notebook runner runs it
+            from relay_repl.frontends.commands.notebook import cmd_notebook_run  # not on a TOML recipe's path
+
             args.file, args.resume = str(find_recipe(args.recipe)), None
             return cmd_notebook_run(args)
 

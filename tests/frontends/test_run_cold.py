@@ -1,0 +1,61 @@
+"""What a cold `relay run RECIPE -p target=claude:NAME` loads and reads before its first plan (issue 40).
+
+A run's first plan is waited for like a send's (goal <= 200 ms, bench/oneliners.py). The run
+discovered every kind (a full refresh: Codex's daemon and /proc locks, Gemini's /proc scan) before
+resolving a recipe that names one Claude session; now it discovers only the kinds its targets name
+(`Finder.hold`), once for the whole run, and loads no notebook runner for a TOML recipe. The probe
+is test_send_cold's: it stops at the gate and reports what was loaded, opened and spawned by then."""
+
+from __future__ import annotations
+
+import ast
+
+from tests.frontends.test_send_cold import NOT_BEFORE_A_CLAUDE_PLAN, probe_in_a_claude_world
+
+# one plain send (no answer awaited: a Claude peer listing would first ask `claude --version`)
+TELL = """name = "tell"
+description = "one plain line"
+rounds = 1
+
+[params.target]
+type = "target"
+description = "who"
+
+[[steps]]
+kind = "tell"
+to = "{target}"
+body = "hello from the cold run test ({run})"
+"""
+
+
+def test_a_cold_run_discovers_only_the_kinds_its_targets_name_before_its_first_plan(tmp_path):
+    recipe = tmp_path / "tell.toml"
+    recipe.write_text(TELL)
+    lines, homes = probe_in_a_claude_world(tmp_path, "run", str(recipe), "-p", "target=claude:alpha")
+    loaded = set(ast.literal_eval(lines["MODULES"]))
+    assert {"relay_repl.core.plan", "relay_repl.session.runner"} <= loaded  # the probe saw the run's own imports
+    assert {m for m in loaded if m.split(".")[0] in {"websockets", "prompt_toolkit"} or m in NOT_BEFORE_A_CLAUDE_PLAN} == set()
+    assert {m for m in loaded if m.startswith("relay_repl.frontends.commands.")} <= {
+        f"relay_repl.frontends.commands.{m}" for m in ("run", "common")}  # not the notebook runner
+    opened = ast.literal_eval(lines["OPENED"])
+    assert [p for p in opened if p.startswith((str(homes["codex"]), str(homes["gemini"])))] == []  # no other kind's discovery
+    assert any(p.startswith(str(homes["claude"] / "sessions")) for p in opened)  # Claude's own was read
+    assert [a for a in ast.literal_eval(lines["SPAWNED"]) if a[1:3] == ["agents", "--json"]] == []
+
+
+def test_a_cold_ping_to_claude_loads_only_the_listing_kind_before_its_first_plan(tmp_path):
+    """`ping` waits for an ack, which a Claude session sends only to a listed peer: the run's first
+    plan lists the inbox in Claude's registry (for the verified client: a stand-in `claude` answers
+    `--version`). The kind that lists peers is found kind by kind, not by loading every kind."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text("#!/bin/sh\necho '2.1.332 (Claude Code)'\n")
+    claude.chmod(0o755)
+    lines, homes = probe_in_a_claude_world(tmp_path, "run", "ping", "-p", "target=claude:alpha",
+                                           path=f"{bin_dir}:/usr/bin:/bin", plan="Claude registry ")
+    loaded = set(ast.literal_eval(lines["MODULES"]))
+    assert "relay_repl.agents.claude_code.peer" in loaded  # the probe saw the listing's own imports
+    assert {m for m in loaded if m.split(".")[0] in {"websockets", "prompt_toolkit"} or m in NOT_BEFORE_A_CLAUDE_PLAN} == set()
+    opened = ast.literal_eval(lines["OPENED"])
+    assert [p for p in opened if p.startswith((str(homes["codex"]), str(homes["gemini"])))] == []
