@@ -158,3 +158,38 @@ def test_a_lab_json_written_before_facts_reads_into_the_new_shape(tmp_path):
 def test_status_words_are_the_drivers(kind, address, facts, words):
     d = registry.kind_for(kind).lab_driver()
     assert d.describe(LabReady(pid=5, address=address, facts=facts)) == words
+
+
+# -- the stub's calls are the drivers' ------------------------------------------------------------------
+
+
+def test_send_message_rule_is_the_messaging_kinds_calls_as_before():
+    from relay_repl.lab.stubs.client import send_message_rule
+
+    rule = send_message_rule("beta", "m", summary="s", match="ping")
+    assert [(st.tool.name, st.tool.input) if st.tool else st.text for st in rule.steps] == [
+        ("ToolSearch", {"query": "select:SendMessage", "max_results": 1}),
+        ("SendMessage", {"to": "beta", "message": "m", "summary": "s"}), "sent"]
+    assert send_message_rule("beta", "m", api="anthropic").steps[1].tool.name == "SendMessage"
+
+
+def test_a_stub_api_no_lab_kind_talks_has_no_messaging_driver():
+    from relay_repl.core.errors import LabError
+    from relay_repl.lab.stubs.client import messaging_driver, send_message_rule
+
+    with pytest.raises(LabError, match="no lab kind talks stub API 'nope'"):
+        messaging_driver("nope")
+    with pytest.raises(LabError, match="have no message tool"):
+        send_message_rule("beta", "m", api="openai")  # Codex's lab agents answer through relay, not natively
+
+
+@pytest.mark.parametrize(("api", "given", "sent"), [
+    ("openai", {"cmd": "x"}, {"cmd": "x", "yield_time_ms": 30000}),  # Codex's shell tool, as the stub always sent it
+    ("openai", {"cmd": "x", "yield_time_ms": 5}, {"cmd": "x", "yield_time_ms": 5}),
+    ("anthropic", {"cmd": "x"}, {"cmd": "x"}),
+])
+def test_a_scripted_call_is_completed_by_its_kind(api, given, sent):
+    from relay_repl.lab.stubs.converse import Converser
+    from relay_repl.lab.stubs.script import ToolCall
+
+    assert Converser(name="n", api=api).completed(ToolCall(name="exec_command", input=given)).input == sent

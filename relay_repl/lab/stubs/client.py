@@ -23,6 +23,7 @@ import aiohttp
 from relay_repl.agents.kind import LabDriver
 from relay_repl.core.errors import LabError
 
+from relay_repl.lab.stubs.converse import lab_kind
 from relay_repl.lab.stubs.script import Rule, Script, Step, ToolCall
 from relay_repl.lab.stubs.server import RecordedRequest, SessionInfo
 
@@ -50,13 +51,16 @@ def messaging_driver(api: str | None = None) -> LabDriver:
     whose agents message a listed peer natively; LabError when there is none."""
     from relay_repl.agents import registry
 
+    if api is not None:
+        found = lab_kind(api)
+        if found is None:
+            raise LabError(f"no lab kind talks stub API {api!r}")
+        return found[1]
     for k in registry.kinds():
         d = k.lab_driver()
-        if d is None or (api is not None and d.spec.stub_api != api):
-            continue
-        if api is not None or k.replies.answers_listed_inbox:
+        if d is not None and k.replies.answers_listed_inbox:
             return d
-    raise LabError(f"no lab kind {'talks stub API ' + repr(api) if api else 'messages its peers natively'}")
+    raise LabError("no lab kind messages its peers natively")
 
 
 class StubClient:

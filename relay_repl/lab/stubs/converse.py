@@ -64,14 +64,9 @@ def lab_kind(api: str) -> tuple[AgentKind, LabDriver] | None:
     return None
 
 
-def sender_kind(api: str) -> str:
-    """The kind the stub of `api` signs as (`agent` when no lab kind talks it)."""
-    found = lab_kind(api)
-    return found[0].facts.kind if found is not None else "agent"
-
-
 def _step(call: LabCall | None) -> list[Step]:
     return [] if call is None else [Step(tool=ToolCall(name=call.name, input=dict(call.input)))]
+
 
 ENVELOPE_START = re.compile(re.escape(PREFIX))
 QUOTE_CHARS = 60
