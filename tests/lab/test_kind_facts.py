@@ -4,7 +4,7 @@ agents/<kind>/lab.py), kept in lab.json as the session's `facts` and asked of th
 the syntax tree of relay_repl/lab/, beside tests/test_kind_boundary.py (which pins the kinds' *names*):
 
 - no string constant holds one of a lab kind's tool names as a word (`"SendMessage"`, `"select:ToolSearch"`,
-  `"exec_command"`) or its rename command;
+  `"exec_command"`), its rename command or its `relay lab up|install` flag (`--claude`);
 - no identifier (attribute, field, keyword, variable) is one of the keys a kind's driver keeps in `facts`,
   or one of the flat fields lab.json held before (`messaging_socket`, `thread_id`, `daemon_pid`).
 
@@ -48,6 +48,7 @@ def vocabulary() -> tuple[set[str], set[str]]:
         line = d.rename_line("x")
         if line:
             words.add(line.split()[0])
+        words.add(f"--{d.spec.count_flag}")
         idents |= set(d.adopt({}).get("facts", {}))
     return words, idents
 
@@ -67,7 +68,7 @@ def offences(path: Path, words: set[str], idents: set[str]) -> list[str]:
 
 def test_the_drivers_name_what_the_lab_must_not():
     words, idents = vocabulary()
-    assert {"SendMessage", "ToolSearch", "exec_command", "run_shell_command", "/rename"} <= words, words
+    assert {"SendMessage", "ToolSearch", "exec_command", "run_shell_command", "/rename", "--claude"} <= words, words
     assert {"messaging_socket", "daemon_pid", "provider", "thread_id"} <= idents, idents
 
 
@@ -193,3 +194,13 @@ def test_a_scripted_call_is_completed_by_its_kind(api, given, sent):
     from relay_repl.lab.stubs.script import ToolCall
 
     assert Converser(name="n", api=api).completed(ToolCall(name="exec_command", input=given)).input == sent
+
+
+def test_a_bare_clients_prefix_names_each_lab_kinds_install_flag(tmp_path):
+    from relay_repl.core.errors import LabError
+    from relay_repl.lab.install import resolve_clients
+
+    flags = [f"--{d.spec.count_flag} VERSION" for k in registry.kinds() if (d := k.lab_driver()) is not None]
+    with pytest.raises(LabError) as e:
+        resolve_clients(str(tmp_path))
+    assert f"made by `relay lab install {' '.join(flags)}`" in str(e.value) and "--claude VERSION" in str(e.value)
