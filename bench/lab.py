@@ -109,6 +109,7 @@ def stub_in_lab_netns(turns: int) -> dict[str, float]:
 async def claude_turn(n: int) -> float:
     """Socket write → the assistant's reply recorded in the transcript."""
     from relay_repl.session.inbox import send_frames
+    import relay_repl.agents.claude_code.lab as claude_lab
     import relay_repl.lab.helpers as helpers
     import relay_repl.lab.launcher as launcher
 
@@ -120,7 +121,7 @@ async def claude_turn(n: int) -> float:
         size = os.path.getsize(s.transcript) if os.path.exists(s.transcript) else 0
         tag = f"bench-{uuid.uuid4().hex[:8]}"
         t0 = time.perf_counter()
-        send_frames(s.messaging_socket, [{"type": "user", "message": {"role": "user", "content": tag}, "msg_id": str(uuid.uuid4())}])
+        send_frames(claude_lab.lab_facts(s).messaging_socket, [{"type": "user", "message": {"role": "user", "content": tag}, "msg_id": str(uuid.uuid4())}])
         while True:
             if not os.path.exists(s.transcript):  # created by the first turn
                 time.sleep(0.005)

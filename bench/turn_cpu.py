@@ -235,6 +235,7 @@ def load() -> str:
 def lab_roots() -> list[int]:
     """The stub server and the tmux server of the lab (the clients, their children and the Codex
     daemon are under it)."""
+    import relay_repl.agents.codex.lab as codex_lab
     import relay_repl.lab.launcher as launcher
 
     st = launcher.status()
@@ -247,8 +248,9 @@ def lab_roots() -> list[int]:
         if ppid and ppid not in roots:
             roots.append(ppid)  # the tmux server
     for s in st.sessions:
-        if s.daemon_pid and s.daemon_pid not in roots:
-            roots.append(s.daemon_pid)  # also under its first TUI; a second start is not walked twice
+        daemon = codex_lab.lab_facts(s).daemon_pid
+        if daemon and daemon not in roots:
+            roots.append(daemon)  # also under its first TUI; a second start is not walked twice
     return roots
 
 

@@ -25,9 +25,9 @@ names only the capabilities it has, each by `module:Class` so it loads on first 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # annotations only: plan, check and screens load on first use
     from relay_repl.agents.screens.model import ScreenReading
     from relay_repl.core.check import Check
 
-__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "FidelityFact", "InboxListing", "KindFacts", "LabContext",
-           "LabDriver", "LabDriverBase", "LabLaunch", "LabOps", "LabPane", "LabReady", "LabSpec", "MEMBERS",
+__all__ = ["AgentKind", "AgentKindBase", "Check", "ClientPin", "FidelityFact", "InboxListing", "KindFacts", "LabCall",
+           "LabContext", "LabDriver", "LabDriverBase", "LabLaunch", "LabOps", "LabPane", "LabReady", "LabSpec", "MEMBERS",
            "NoDetail", "capability", "is_agent_kind", "missing_members"]
 
 
@@ -131,6 +131,14 @@ class LabPane(_Frozen):
     screen: str = Field(description="the pane's capture (plain text)")
 
 
+class LabCall(_Frozen):
+    """One tool call a lab agent's stub model makes, as its client offers the tool: the stub server
+    asks the kind's driver for these (its client's tool names and argument shapes are the kind's)."""
+
+    name: str = Field(min_length=1)
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
 class LabReady(_Frozen):
     """A started lab session, ready: how the lab records it."""
 
@@ -138,17 +146,15 @@ class LabReady(_Frozen):
     address: str | None = Field(default=None, description="session id / thread id, as its kind addresses it")
     evidence_file: str | None = None
     note: str = Field(default="", description="the progress line, e.g. 'claude pid 42 registered, idle'")
-    extra: dict[str, str] = Field(default_factory=dict)
+    facts: dict[str, str | int | None] = Field(default_factory=dict, description=(
+        "what its kind records of the session beyond these fields (a messaging socket, a shared daemon's "
+        "pid): written and read only by its own lab driver, kept in lab.json as `facts`"))
     focus_in: bool = Field(default=False, description="the lab's tmux (focus-events on, no client attached) leaves "
                            "the pane unfocused and this client then draws no cursor: the lab sends it a focus-in "
                            "report (ESC [ I), as a terminal an operator looks at would, and waits until the "
                            "product's own screen reading can type into it")
     proc_start: str | None = Field(default=None, description="the client's own record of its start (else the lab "
                                    "reads /proc)")
-    socket: str | None = Field(default=None, description="the socket the session listens on, if any")
-    thread_id: str | None = Field(default=None, description="the conversation a shared daemon hosts, if any")
-    daemon_pid: int | None = None
-    provider: str | None = Field(default=None, description="the model provider the session selects, if named")
     name: str | None = Field(default=None, description="the session's name now (its client may rename it)")
     alive: bool = True
 
@@ -244,6 +250,41 @@ class LabDriver(Protocol):
         directory, keep what the next lab reuses (under `ctx.root / 'cache'`)."""
         ...
 
+    def describe(self, rec: LabReady) -> str:
+        """How `relay lab status` names the session after its pane: 'pid 42 session <id>' by default."""
+        ...
+
+    def adopt(self, old: Mapping[str, Any]) -> dict[str, Any]:
+        """A lab session recorded by the relay before kind facts moved into `facts`: from the flat fields
+        lab.json then held that the common record no longer has (`old`), what to set now (its `facts`,
+        its `session_id`), so a lab started before an upgrade still reads."""
+        ...
+
+    def message_call(self, peer: str, line: str, summary: str) -> LabCall | None:
+        """The call by which its lab agent sends `line` natively to `peer`, a peer listed in its own
+        registry (the stub model's answer when the kind `answers_listed_inbox`), or None."""
+        ...
+
+    def load_call(self, tool: str, offered: Sequence[str]) -> LabCall | None:
+        """The call that loads `tool`, which its client defers, before the first call of it, when
+        `offered` (the tools its client sent with the request) does not hold it yet; else None."""
+        ...
+
+    def shell_call(self, cmd: str, why: str) -> LabCall | None:
+        """`cmd` run through its client's shell tool (`why`: what for, e.g. the relay id answered), or
+        None when its lab agent has no shell tool."""
+        ...
+
+    def rename_line(self, name: str) -> str | None:
+        """The line typed into its idle composer that renames its session to `name` from inside (read
+        back by `refresh`), or None when its client cannot."""
+        ...
+
+    def scripted_call(self, call: LabCall) -> LabCall:
+        """A tool call a test scripts for its stub model, with what its client needs that the script
+        may leave out (default: unchanged)."""
+        ...
+
 
 class LabDriverBase:
     """Defaults for `LabDriver`: set `spec`, give `launch` and either `ready` (polled by `wait`) or `wait`."""
@@ -312,6 +353,32 @@ class LabDriverBase:
 
     def cleanup(self, ctx: LabContext) -> None:
         return None
+
+    def describe(self, rec: LabReady) -> str:
+        return describe_default(rec)
+
+    def adopt(self, old: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def message_call(self, peer: str, line: str, summary: str) -> LabCall | None:
+        return None
+
+    def load_call(self, tool: str, offered: Sequence[str]) -> LabCall | None:
+        return None
+
+    def shell_call(self, cmd: str, why: str) -> LabCall | None:
+        return None
+
+    def rename_line(self, name: str) -> str | None:
+        return None
+
+    def scripted_call(self, call: LabCall) -> LabCall:
+        return call
+
+
+def describe_default(rec: LabReady) -> str:
+    """`pid 42 session <address>`: a lab session's status words when its kind says nothing more."""
+    return f"pid {rec.pid} session {rec.address or '-'}"
 
 
 @runtime_checkable

@@ -234,18 +234,18 @@ def kill9(session: SessionRef, timeout: float = 5.0) -> int:
     return s.pid
 
 
-def rename_thread(session: SessionRef, new_name: str, timeout: float = 15.0) -> str:
-    """Rename a session's thread from inside its own TUI (`/rename <new_name>`, as Codex's); return the
-    thread id. Only a kind whose lab sessions record a thread has one."""
+def rename_session(session: SessionRef, new_name: str, timeout: float = 15.0) -> str:
+    """Rename a session from inside its own client (the line its kind's lab driver names,
+    `LabDriver.rename_line`); return its session id. Only a kind whose client can rename its session has one."""
     state, s = _resolve(session)
-    if not s.thread_id:
-        raise LabError(f"{s.name} has no thread to rename (its kind records none)")
+    cmd = kind_sessions.own_kind(s.kind).rename_line(new_name)
+    if cmd is None or not s.session_id:
+        raise LabError(f"{s.name}: its kind cannot rename the session from inside")
     if not re.fullmatch(r"[^\s/][^\n]*", new_name):
-        raise LabError(f"bad thread name {new_name!r}")
+        raise LabError(f"bad session name {new_name!r}")
     p = pane(s)
     _require_idle_empty(s, p)
     lay = Layout.at(state.lab_dir)
-    cmd = f"/rename {new_name}"
     _type(p, cmd)
     deadline = time.monotonic() + timeout
     poll_until_sync(lambda: True if _composer_text(s) == cmd else None, timeout=timeout, interval=0.05)
@@ -254,5 +254,5 @@ def rename_thread(session: SessionRef, new_name: str, timeout: float = 15.0) -> 
                        timeout=deadline - time.monotonic(), interval=0.05):
         s.name = new_name
         save(state, lay.state_file)
-        return s.thread_id or ""
-    raise LabError(f"{s.name}: rename to {new_name!r} not recorded in session_index.jsonl")
+        return s.session_id
+    raise LabError(f"{s.name}: rename to {new_name!r} not recorded by its client before the deadline")

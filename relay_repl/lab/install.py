@@ -345,8 +345,9 @@ def resolve_clients(which: str, progress: Progress = print) -> tuple[Path, dict[
     else:
         root = Path(which).expanduser().absolute()
         if not (root / "node_modules" / ".bin").is_dir():
+            flags = " ".join(f"--{d.spec.count_flag} VERSION" for k in kinds() if (d := k.lab_driver()) is not None)
             raise LabError(f"{root} holds no node_modules/.bin: use pinned, latest, system or an npm prefix "
-                           "made by `relay lab install --claude VERSION --codex VERSION`")
+                           f"made by `relay lab install {flags}`")
     got = {kind: binary_version(root / "node_modules" / ".bin" / pin(kind).binary, kind=kind) for kind in lab_kinds()}
     missing = [k for k, v in got.items() if v is None]
     if missing:

@@ -85,9 +85,7 @@ def resume(ctx: LabContext, state: LabState, s: LabSession) -> LabLaunch:
 
 def record(s: LabSession) -> LabReady:
     """What the lab recorded of `s`, as its kind's hooks read it."""
-    return LabReady(pid=s.pid, address=s.session_id, evidence_file=s.transcript, proc_start=s.proc_start,
-                    socket=s.messaging_socket, thread_id=s.thread_id, daemon_pid=s.daemon_pid, provider=s.provider,
-                    name=s.name, alive=s.alive)
+    return s.as_ready()
 
 
 def apply(s: LabSession, r: LabReady) -> None:
@@ -96,10 +94,7 @@ def apply(s: LabSession, r: LabReady) -> None:
     s.proc_start = r.proc_start
     s.session_id = r.address
     s.transcript = r.evidence_file
-    s.messaging_socket = r.socket
-    s.thread_id = r.thread_id
-    s.daemon_pid = r.daemon_pid
-    s.provider = r.provider
+    s.facts = dict(r.facts)
     s.name = r.name or s.name
     s.alive = r.alive
 
@@ -141,10 +136,7 @@ def wait_ready(lay: Layout, ctx: LabContext, s: LabSession, started: LabLaunch, 
     s.proc_start = ready.proc_start or procs.proc_start(s.pid)
     s.session_id = ready.address or s.session_id
     s.transcript = ready.evidence_file or s.transcript
-    s.messaging_socket = ready.socket or s.messaging_socket
-    s.thread_id = ready.thread_id or s.thread_id
-    s.daemon_pid = ready.daemon_pid or s.daemon_pid
-    s.provider = ready.provider or s.provider
+    s.facts = {**s.facts, **{k: v or s.facts.get(k) for k, v in ready.facts.items()}}
     s.alive = s.ready = True
     progress(f"  {s.name}: {ready.note or f'{s.kind} pid {s.pid} ready'}")
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import computed_field, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+
+from relay_repl.agents.kind import LabDriver, LabReady, describe_default
 
 Kind = str
 """A registered agent kind's name (relay_repl.agents.registry): the lab names none itself."""
@@ -35,9 +37,12 @@ class StubInfo(_Model):
 class LabSession(_Model):
     """One agent session of the lab.
 
-    pid: Claude -> the claude process (= tmux pane_pid); Codex -> the native TUI process
-    (child of the node wrapper that is the pane's pid). Codex threads are hosted by the
-    shared daemon (`daemon_pid`), which also holds the thread lock.
+    The fields every kind shares; what only its kind knows of it (a messaging socket, the shared
+    daemon hosting its conversation) is in `facts`, written and read by that kind's lab driver
+    (agents/<kind>/lab.py) alone: the lab names no kind's fact.
+
+    pid: the client process relay addresses (its kind's lab driver says which: the pane's own, or
+    one below the wrapper the pane runs).
     """
 
     kind: Kind
@@ -51,19 +56,44 @@ class LabSession(_Model):
     transcript: str | None = None
     alive: bool = False
     ready: bool = False
-    # Claude
-    session_id: str | None = None
-    messaging_socket: str | None = None
-    # Codex
-    thread_id: str | None = None
-    daemon_pid: int | None = None
-    provider: str | None = None
+    session_id: str | None = Field(default=None, description="the session as its kind addresses it (`LabReady.address`, "
+                                   "`Target.address`): a conversation's id, a thread's")
+    facts: dict[str, str | int | None] = Field(default_factory=dict, description="what its kind's lab driver "
+                                               "records beyond these fields (`LabReady.facts`)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _adopt(cls, data: Any) -> Any:
+        """A session lab.json recorded before `facts` (a lab started by the previous relay): its kind's
+        driver reads the flat fields it wrote then (`LabDriver.adopt`), so `relay lab status` and
+        `down` still work on a lab that runs across the upgrade."""
+        if not isinstance(data, dict) or "facts" in data:
+            return data
+        older = {k: v for k, v in data.items() if k not in cls.model_fields and k != "pane"}
+        if not older:
+            return data
+        driver = lab_driver_of(str(data.get("kind")))
+        adopted = driver.adopt(older) if driver is not None else {}
+        return {**{k: v for k, v in data.items() if k not in older}, **adopted}
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def pane(self) -> str | None:
         """The tmux pane id, under the name `relay targets --json` uses too."""
         return self.pane_id
+
+    def as_ready(self) -> LabReady:
+        """What the lab recorded of it, as its kind's lab driver reads it."""
+        return LabReady(pid=self.pid, address=self.session_id, evidence_file=self.transcript, proc_start=self.proc_start,
+                        facts=dict(self.facts), name=self.name, alive=self.alive)
+
+
+def lab_driver_of(kind: str) -> LabDriver | None:
+    """The lab driver of the registered kind `kind`, or None (a kind no longer registered)."""
+    from relay_repl.agents.registry import kind_for
+
+    k = kind_for(kind)
+    return k.lab_driver() if k is not None else None
 
 
 class LabState(_Model):
@@ -99,12 +129,8 @@ class LabState(_Model):
         """One human line per session, for `up`'s final print and `relay lab status`."""
         out = []
         for s in self.sessions:
-            if s.messaging_socket:
-                addr = f"pid {s.pid} sock {s.messaging_socket}"
-            elif s.thread_id:
-                addr = f"thread {s.thread_id} (tui pid {s.pid}, daemon {s.daemon_pid})"
-            else:
-                addr = f"pid {s.pid} session {s.session_id or '-'}"
+            driver = lab_driver_of(s.kind)
+            addr = driver.describe(s.as_ready()) if driver is not None else describe_default(s.as_ready())
             state = "alive" if s.alive else "DEAD"
             out.append(f"{s.name:<8} {s.kind:<11} pane {s.pane_id or '-':<4} {addr} [{state}]")
         return out

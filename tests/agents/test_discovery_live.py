@@ -160,7 +160,7 @@ async def test_goal_controller_thread_is_never_idle(lab):
     from relay_repl.lab.stubs.script import Rule, Step
 
     st = launcher.status()
-    tid = st.session("gamma").thread_id
+    tid = st.session("gamma").session_id
     async with StubClient(st.stub.control) as stub:
         script = await stub.get_script("gamma")
         # Slow the goal's auto-continuations down so the loop does not spin the CPU.

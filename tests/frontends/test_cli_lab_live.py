@@ -16,6 +16,7 @@ import sys
 import pytest
 from libtmux.test.retry import retry_until
 
+import relay_repl.agents.codex.lab as codex_lab
 import relay_repl.lab.helpers as helpers
 import relay_repl.lab.launcher as launcher
 import relay_repl.lab.procs as procs
@@ -65,9 +66,9 @@ def lab_pids(st) -> dict[str, object]:
     """Every process identity of a lab that must not change when nothing was asked to start."""
     out: dict[str, object] = {"stub": st.stub.pid, "tmux": st.tmux_server_pid}
     for s in st.sessions:
-        out[s.name] = (s.pid, s.proc_start, s.thread_id)
-        if s.daemon_pid:
-            out["codex-daemon"] = s.daemon_pid
+        out[s.name] = (s.pid, s.proc_start, s.session_id)
+        if codex_lab.lab_facts(s).daemon_pid:
+            out["codex-daemon"] = codex_lab.lab_facts(s).daemon_pid
     return out
 
 
@@ -84,7 +85,7 @@ def test_targets_json_healthy_then_one_client_sigkilled_then_lab_up_then_down(la
     rows = targets_json()
     alpha, beta = st.session("alpha"), st.session("beta")
     assert [r["pid"] for r in by_name(rows, "claude-code", "alpha") if r["live"]] == [alpha.pid]
-    assert [r["address"] for r in by_name(rows, "codex", "beta") if r["live"]] == [beta.thread_id]
+    assert [r["address"] for r in by_name(rows, "codex", "beta") if r["live"]] == [beta.session_id]
     assert lab_pids(launcher.status()) == before
 
     # 2. Claude SIGKILLed: still valid JSON, the dead one listed live=false, nothing restarted
@@ -96,7 +97,7 @@ def test_targets_json_healthy_then_one_client_sigkilled_then_lab_up_then_down(la
     dead = [r for r in rows if r["pid"] == killed]
     assert dead and all(r["live"] is False for r in dead), rows
     assert not [r for r in by_name(rows, "claude-code", "alpha") if r["live"]]
-    assert [r["address"] for r in by_name(rows, "codex", "beta") if r["live"]] == [beta.thread_id]
+    assert [r["address"] for r in by_name(rows, "codex", "beta") if r["live"]] == [beta.session_id]
     after = launcher.status()
     assert not procs.is_alive(killed)
     assert {k: v for k, v in lab_pids(after).items() if k != "alpha"} == \
@@ -153,7 +154,7 @@ def test_targets_json_healthy_then_one_client_sigkilled_then_lab_up_then_down(la
     assert "restarting beta" in res.stderr and "restarting alpha" not in res.stderr
     resumed = launcher.status()
     assert resumed.all_alive and resumed.session("beta").pid != killed
-    assert resumed.session("beta").thread_id == beta.thread_id
+    assert resumed.session("beta").session_id == beta.session_id
     assert {k: v for k, v in lab_pids(resumed).items() if k != "beta"} == \
         {k: v for k, v in lab_pids(repaired).items() if k != "beta"}
     rows = targets_json()
@@ -161,7 +162,7 @@ def test_targets_json_healthy_then_one_client_sigkilled_then_lab_up_then_down(la
 
     # 5. the Codex daemon SIGKILLed: the thread is listed live=false, nothing restarts; then
     #    `relay lab up` starts only the daemon and the waiting TUI reconnects (its pid kept)
-    daemon = resumed.session("beta").daemon_pid
+    daemon = codex_lab.lab_facts(resumed.session("beta")).daemon_pid
     os.kill(daemon, signal.SIGKILL)
     assert not procs.wait_gone([daemon], 5.0)
     rows = targets_json()
@@ -173,10 +174,10 @@ def test_targets_json_healthy_then_one_client_sigkilled_then_lab_up_then_down(la
     again = launcher.status()
     assert again.all_alive
     assert again.session("beta").pid == resumed.session("beta").pid  # the live TUI was kept
-    assert again.session("beta").daemon_pid not in (None, daemon)
+    assert codex_lab.lab_facts(again.session("beta")).daemon_pid not in (None, daemon)
     assert again.session("alpha").pid == repaired.session("alpha").pid
     rows = targets_json()
-    assert [r["address"] for r in by_name(rows, "codex", "beta") if r["live"]] == [beta.thread_id]
+    assert [r["address"] for r in by_name(rows, "codex", "beta") if r["live"]] == [beta.session_id]
 
     # 6. lab down: still valid JSON (no lab targets), nothing started
     res = relay("lab", "down")

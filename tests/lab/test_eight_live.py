@@ -41,9 +41,9 @@ def lab_home(tmp_path_factory):
 
 def test_every_codex_thread_keeps_its_shell_snapshot(lab):
     codexes = lab.of_kind("codex")
-    assert len(codexes) == 4 and len({s.thread_id for s in codexes}) == 4
+    assert len(codexes) == 4 and len({s.session_id for s in codexes}) == 4
     lay = launcher.layout()
-    missing = [s.name for s in codexes if not codex_lab.thread_shell_snapshots(lay.root, s.thread_id or "")]
+    missing = [s.name for s in codexes if not codex_lab.thread_shell_snapshots(lay.root, s.session_id or "")]
     assert not missing, f"no shell snapshot for {missing} in {codex_lab.home(lay.root) / 'shell_snapshots'}"
 
 

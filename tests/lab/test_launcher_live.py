@@ -75,14 +75,15 @@ def test_status_lists_one_live_claude_and_one_live_codex(lab):
         assert s.pane_id and s.pane_id.startswith("%")
     assert claude.pid == claude.pane_pid
     assert claude.transcript and claude.transcript.endswith(f"/{claude.session_id}.jsonl")
-    assert Path(claude.messaging_socket or "").is_socket()
-    assert codex.thread_id and codex.daemon_pid and procs.is_alive(codex.daemon_pid)
-    assert codex.pid != codex.daemon_pid
+    assert Path(claude_lab.lab_facts(claude).messaging_socket or "").is_socket()
+    daemon = codex_lab.lab_facts(codex).daemon_pid
+    assert codex.session_id and daemon and procs.is_alive(daemon)
+    assert codex.pid != daemon
     lay = Layout.at(st.lab_dir)
-    assert (codex_lab.home(lay.root) / "thread-writer-locks" / f"{codex.thread_id}.lock").exists()
+    assert (codex_lab.home(lay.root) / "thread-writer-locks" / f"{codex.session_id}.lock").exists()
     assert '"thread_name":"beta"' in (codex_lab.home(lay.root) / "session_index.jsonl").read_text()
     if st.netns:
-        assert st.netns_id and procs.net_ns(claude.pid) == st.netns_id == procs.net_ns(codex.daemon_pid)
+        assert st.netns_id and procs.net_ns(claude.pid) == st.netns_id == procs.net_ns(daemon)
         assert procs.net_ns(os.getpid()) != st.netns_id
 
 
@@ -95,7 +96,7 @@ def test_env_points_at_the_lab(lab):
     assert env["RELAY_TMUX_SOCKET"] == lab.tmux_socket
     assert Path(env["PATH"].split(":")[0], "claude").exists()
     st = launcher.status()
-    assert Path(st.session("alpha").messaging_socket).parent == Path(env["XDG_RUNTIME_DIR"]) / "cc-socks"
+    assert Path(claude_lab.lab_facts(st.session("alpha")).messaging_socket or "").parent == Path(env["XDG_RUNTIME_DIR"]) / "cc-socks"
 
 
 def test_tools_run_without_dialogs_on_their_own_stub_ports(lab):
@@ -147,7 +148,7 @@ def test_crash_recovery_kill_stub_and_tui_then_up(lab):
     new = launcher.up(claude=1, codex=1, progress=lambda m: None)
     assert new.all_alive
     assert not procs.is_alive(old.stub.pid) and not procs.is_alive(old.session("beta").pid)
-    assert new.session("beta").daemon_pid != old.session("beta").daemon_pid
+    assert codex_lab.lab_facts(new.session("beta")).daemon_pid != codex_lab.lab_facts(old.session("beta")).daemon_pid
     assert not any(p.exists() for p in stale)
     assert {s.pid for s in new.sessions}.isdisjoint({s.pid for s in old.sessions})
 

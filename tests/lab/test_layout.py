@@ -328,12 +328,13 @@ def test_lab_state_round_trip(tmp_path):
                   stub=StubInfo(control="/c.sock", ready_file="/r.json", log="/l"),
                   sessions=[LabSession(kind=CLAUDE, name="alpha", tmux_session="alpha", cwd="/w/alpha", pid=5),
                             LabSession(kind=CODEX, name="beta", tmux_session="beta", cwd="/w/beta",
-                                       thread_id="t-1")])
+                                       session_id="t-1", facts={"daemon_pid": 7, "provider": "lab-beta"})])
     path = tmp_path / "lab.json"
     save(st, path)
     back = load(path)
     assert back == st
-    assert back.session("beta").thread_id == "t-1" and back.of_kind(CLAUDE)[0].pid == 5
+    assert back.session("beta").session_id == "t-1" and back.of_kind(CLAUDE)[0].pid == 5
+    assert codex_lab.lab_facts(back.session("beta")) == codex_lab.CodexLabFacts(daemon_pid=7, provider="lab-beta")
     path.write_text("{torn")
     assert load(path) is None
     assert load(tmp_path / "absent.json") is None
@@ -398,7 +399,7 @@ def test_each_kind_starts_in_the_lab_through_its_own_hooks(tmp_path):
     assert cfg["mcp_servers"]["relay"]["env"] == {"RELAY_HOME": "/state"}
     assert codex.files(ctx, []) == {}
     assert codex.launch(ctx, "beta", first=True).command == ("/bin/codex",)
-    again = codex.resume(ctx, "beta", first=True, prior=LabReady(thread_id="t-1"))
+    again = codex.resume(ctx, "beta", first=True, prior=LabReady(address="t-1"))
     assert again.command[-2:] == ("resume", "t-1") and again.resumes == "t-1"
     assert codex.outlives_panes(["codex", "app-server", "daemon"]) and not claude.outlives_panes(["app-server"])
 

@@ -132,7 +132,7 @@ def test_want_none_hop_cap_and_plain_text_get_no_tool_call() -> None:
 def test_claude_without_a_listed_sender_says_so_and_calls_nothing() -> None:
     st = claude(peer=None)
     r = st.answer(user(env_line()))
-    assert r.tool is None and "not a listed Claude peer" in r.text and "register_inbox" in r.text
+    assert r.tool is None and "not a listed Claude Code peer" in r.text and "register_inbox" in r.text
 
 
 def test_a_scripted_rule_wins_over_conversing() -> None:

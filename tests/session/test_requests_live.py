@@ -182,14 +182,14 @@ OUTSIDE = ("from relay_repl.session.outside import surely_outside_every_session 
 async def test_relay_ask_from_an_agents_own_shell_is_held_and_its_status_read(lab):
     """`relay ask` run by the agent's shell tool (Claude's Bash, Codex's exec_command), no MCP: the
     caller is established from the shell's ancestry, the request held, its status readable by it."""
-    from relay_repl.lab.stubs import openai
+    import relay_repl.agents.codex.lab as codex_lab
     from relay_repl.lab.stubs.script import Rule, Step, ToolCall
     from tests.support.sessions import live_session
 
     relay = str(Path(sys.executable).parent / "relay")
     async with StubClient(lab.stub.control) as stub, live_session() as (s, gate, inbox):
         calls = {"alpha": lambda cmd: ToolCall(name="Bash", input={"command": cmd, "description": "ask relay"}),
-                 "beta": lambda cmd: openai.shell_call(cmd, "ask")}
+                 "beta": lambda cmd: ToolCall(**codex_lab.shell_call(cmd).model_dump())}
         for name, to in (("alpha", CODEX), ("beta", CLAUDE)):
             await fresh_exchange(CLAUDE if name == "alpha" else CODEX, s)
             await stub.clear_requests(name)

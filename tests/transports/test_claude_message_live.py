@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+import relay_repl.agents.claude_code.lab as claude_lab
 import relay_repl.lab.helpers as helpers
 from relay_repl.lab.fidelity import native as checks
 from relay_repl.core.delivery import DeliveryState
@@ -28,7 +29,7 @@ async def test_message_plan_shows_the_wrapper_that_is_written_and_recorded(lab):
 
 
 async def test_socket_plan_names_its_listener_and_never_replaces_a_file_there(lab):
-    target_dir = Path(lab.session("alpha").messaging_socket).parent
+    target_dir = Path(claude_lab.lab_facts(lab.session("alpha")).messaging_socket or "").parent
     squatter = target_dir / f"{os.getpid()}.sock"
     assert not squatter.exists()
     squatter.write_text("not relay's\n")

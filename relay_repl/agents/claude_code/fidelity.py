@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from relay_repl.agents.claude_code.detail import ClaudeDetail
+from relay_repl.agents.claude_code.lab import lab_facts
 from relay_repl.agents.fidelity import (BUSY_WHILE_A_TURN_RUNS, LISTED, TMUX_DIALOG_REFUSAL, TMUX_IDLE_DELIVERY,
                                        TMUX_REFUSALS, Dialog, Expect, Marks, NativeLab, ScreenStage, TmuxLab,
                                        in_turn, main_texts, send_while_busy)
@@ -63,7 +64,7 @@ LAB_COUNTS = {"discovery": 2, "native": 1, "tmux": 1, "screens": 1}
 
 def listed(t: Target, s: Any, version: str) -> None:
     """What discovery reports for idle lab session `s` (lab.state.LabSession) beyond pane, state and version."""
-    assert (t.pid, t.address) == (s.pid, s.messaging_socket), t
+    assert (t.pid, t.address) == (s.pid, lab_facts(s).messaging_socket), t
     assert t.transports == ("claude-code-socket", "claude-code-message", "tmux"), t.transports
     # listed by Claude's own rule applied in-process (listing_rule.py), or, for a client version relay has
     # not verified (`relay fidelity` on a candidate), by `claude agents --json` itself

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents.claude_code.agent import BINARY
-from relay_repl.agents.kind import LabContext, LabDriverBase, LabLaunch, LabOps, LabReady, LabSpec, screen_tail
+from relay_repl.agents.kind import (LabCall, LabContext, LabDriverBase, LabLaunch, LabOps, LabReady, LabSpec,
+                                   describe_default, screen_tail)
 from relay_repl.core.errors import LabError
 from relay_repl.system import proc as sysproc
 from relay_repl.system.polling import poll_until_sync
@@ -39,6 +42,52 @@ SPEC = LabSpec(
     # AF_UNIX sun_path holds 108 bytes; Claude falls back to /tmp/cc-socks-<uid> past 103
     sockets=(("run/cc-socks/4194304-ffffffff.sock", "Claude messaging sockets"),),
 )
+
+
+MESSAGE_TOOL = "SendMessage"
+"""Claude Code's tool that messages a listed peer session over its socket (a deferred tool in 2.1.328-2.1.332)."""
+SEARCH_TOOL = "ToolSearch"
+"""The tool that loads a deferred one (`select:<tool>`). The lab keeps Claude's tool search on:
+`ENABLE_TOOL_SEARCH=false` would offer SendMessage (and the MCP tools) inline and save the ToolSearch
+request of a session's first answer, but tool search is on by default (the 2.1.332 binary: unset
+means "tst"; its own help says to set the variable to false to turn it off), so the lab would no
+longer be the operator's Claude."""
+
+
+class ClaudeLabFacts(BaseModel):
+    """What the lab records of a Claude session beyond the common fields (lab.json `facts`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    messaging_socket: str | None = None
+    """The socket its registry record names, where SendMessage and the socket transport reach it."""
+
+
+class _HasFacts(Protocol):
+    @property
+    def facts(self) -> Mapping[str, str | int | None]: ...
+
+
+def lab_facts(rec: _HasFacts) -> ClaudeLabFacts:
+    """The Claude facts of a lab session (a `LabReady`, or the lab's own record of one)."""
+    return ClaudeLabFacts.model_validate(dict(rec.facts))
+
+
+def _facts(messaging_socket: str | None) -> dict[str, str | int | None]:
+    return dict(ClaudeLabFacts(messaging_socket=messaging_socket).model_dump())
+
+
+def message_call(peer: str, line: str, summary: str) -> LabCall:
+    """SendMessage `line` to the listed peer `peer`."""
+    return LabCall(name=MESSAGE_TOOL, input={"to": peer, "message": line, "summary": summary})
+
+
+def load_call(tool: str, offered: Sequence[str]) -> LabCall | None:
+    """`ToolSearch select:<tool>` unless the client offers `tool` already (as it does once a
+    conversation has loaded it)."""
+    if tool in offered:
+        return None
+    return LabCall(name=SEARCH_TOOL, input={"query": f"select:{tool}", "max_results": 1})
 
 
 def config_dir(root: Path) -> Path:
@@ -128,7 +177,7 @@ def wait(ctx: LabContext, name: str, ops: LabOps, deadline: float) -> LabReady:
         st = (rec or {}).get("status") or "unregistered"
         if rec and st == "idle" and rec.get("messagingSocketPath"):
             sid = rec.get("sessionId")
-            return LabReady(pid=pid, proc_start=_start(rec), address=sid, socket=rec.get("messagingSocketPath"),
+            return LabReady(pid=pid, proc_start=_start(rec), address=sid, facts=_facts(rec.get("messagingSocketPath")),
                             evidence_file=str(transcript_path(cfg, rec.get("cwd") or str(ctx.workdir(name)), sid or "")),
                             note=f"claude pid {pid} registered, idle")
         if st != last:
@@ -154,7 +203,8 @@ def refresh(ctx: LabContext, prior: LabReady, pane_pid: int, dead: bool) -> LabR
     if rec and str(rec.get("pid")) == str(pane_pid):
         start = _start(rec) or prior.proc_start
         sid = rec.get("sessionId") or prior.address
-        upd.update(proc_start=start, address=sid, socket=rec.get("messagingSocketPath") or prior.socket)
+        sock = rec.get("messagingSocketPath") or lab_facts(prior).messaging_socket
+        upd.update(proc_start=start, address=sid, facts={**prior.facts, **_facts(sock)})
         if sid:
             upd["evidence_file"] = str(transcript_path(cfg, rec.get("cwd") or str(ctx.workdir(prior.name or "")), sid))
     alive = sysproc.same_process(pane_pid, start)[0] if start else sysproc.pid_alive(pane_pid)
@@ -187,3 +237,17 @@ class ClaudeLab(LabDriverBase):
 
     def status(self, ctx: LabContext, prior: LabReady) -> str | None:
         return status(ctx, prior)
+
+    def describe(self, rec: LabReady) -> str:
+        sock = lab_facts(rec).messaging_socket
+        return f"pid {rec.pid} sock {sock}" if sock else describe_default(rec)
+
+    def adopt(self, old: Mapping[str, Any]) -> dict[str, Any]:
+        """Before `facts`, lab.json kept the socket flat, as `messaging_socket`."""
+        return {"facts": _facts(old.get("messaging_socket"))}
+
+    def message_call(self, peer: str, line: str, summary: str) -> LabCall | None:
+        return message_call(peer, line, summary)
+
+    def load_call(self, tool: str, offered: Sequence[str]) -> LabCall | None:
+        return load_call(tool, offered)

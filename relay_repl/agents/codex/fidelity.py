@@ -64,9 +64,9 @@ LAB_COUNTS = {"discovery": 2, "native": 1, "tmux": 1, "screens": 1}
 
 def listed(t: Target, s: Any, version: str) -> None:
     """What discovery reports for idle lab session `s` (lab.state.LabSession) beyond pane, state and version."""
-    assert (t.address, t.pid) == (s.thread_id, s.daemon_pid), t
+    assert (t.address, t.pid) == (s.session_id, lab_home.lab_facts(s).daemon_pid), t
     assert t.transports == ("codex-queue", "tmux"), t.transports
-    assert t.identified_by == (f"session_index.jsonl thread_name={s.name}; lock held by daemon pid {s.daemon_pid}; "
+    assert t.identified_by == (f"session_index.jsonl thread_name={s.name}; lock held by daemon pid {lab_home.lab_facts(s).daemon_pid}; "
                                f"status idle from daemon; pane {s.pane_id}: footer names thread '{s.name}'"), \
         t.identified_by
 
@@ -115,7 +115,7 @@ async def with_pane(lab: FidelityLab, spec: str) -> Target | None:
 
 async def codex_rename_is_seen(lab: FidelityLab) -> None:
     name = lab.status().of_kind("codex")[-1].name
-    tid = lab.status().session(name).thread_id
+    tid = lab.status().session(name).session_id
     lab.rename(name, f"{name}-renamed")
     try:
         ts = await lab.discover()  # the first refresh after the rename already sees it
@@ -159,7 +159,7 @@ async def codex_thread_loaded_without_a_tui_is_live_with_no_pane(lab: FidelityLa
             await lab.until(tui_gone, timeout=20)
         t = lab.one(await lab.discover(), "codex:detached-one")
         assert t.live and t.state == "idle" and t.pane is None and "tmux" not in t.transports, t
-        assert CodexDetail.of(t).holder_kind == "daemon" and t.pid == first.daemon_pid, t.detail
+        assert CodexDetail.of(t).holder_kind == "daemon" and t.pid == lab_home.lab_facts(first).daemon_pid, t.detail
     finally:
         lab.tmux("kill-session", "-t", "=detach")
 

@@ -17,12 +17,14 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.request import pathname2url
+
+from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents.codex.provider import is_codex_tui, read_session_index
 from relay_repl.agents.codex.agent import BINARY
-from relay_repl.agents.kind import LabContext, LabDriverBase, LabLaunch, LabOps, LabReady, LabSpec, screen_tail
+from relay_repl.agents.kind import LabCall, LabContext, LabDriverBase, LabLaunch, LabOps, LabReady, LabSpec, screen_tail
 from relay_repl.agents.screens.model import ScreenReading
 from relay_repl.core.errors import LabError
 from relay_repl.system import proc as sysproc
@@ -42,6 +44,49 @@ SPEC = LabSpec(
     # snapshot: see `wait_snapshot`
     serial=True,
 )
+
+
+SHELL_TOOL = "exec_command"
+"""Codex's shell tool: `{cmd, yield_time_ms}`."""
+SHELL_YIELD_MS = 30000
+"""How long the lab agent's shell calls let a command run before the tool returns (`yield_time_ms`):
+the stub's own calls and a scripted call that names none."""
+
+
+class CodexLabFacts(BaseModel):
+    """What the lab records of a Codex session beyond the common fields (lab.json `facts`); its
+    session id is its thread's id."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    daemon_pid: int | None = None
+    """The shared app-server daemon hosting its thread (and holding the thread's lock)."""
+    provider: str | None = None
+    """The model provider its TUI selects in config.toml (`lab-<name>`, its own stub port)."""
+
+
+class _HasFacts(Protocol):
+    @property
+    def facts(self) -> Mapping[str, str | int | None]: ...
+
+
+def lab_facts(rec: _HasFacts) -> CodexLabFacts:
+    """The Codex facts of a lab session (a `LabReady`, or the lab's own record of one)."""
+    return CodexLabFacts.model_validate(dict(rec.facts))
+
+
+def _facts(daemon: int | None, provider: str | None) -> dict[str, str | int | None]:
+    return dict(CodexLabFacts(daemon_pid=daemon, provider=provider).model_dump())
+
+
+def rename_line(name: str) -> str:
+    """`/rename <name>`: the TUI's command that names its thread (session_index.jsonl records it)."""
+    return f"/rename {name}"
+
+
+def shell_call(cmd: str) -> LabCall:
+    """`cmd` through Codex's shell tool."""
+    return LabCall(name=SHELL_TOOL, input={"cmd": cmd, "yield_time_ms": SHELL_YIELD_MS})
 
 
 def home(root: Path) -> Path:
@@ -371,7 +416,7 @@ def _press_enter(ops: LabOps) -> None:
 
 def _rename(root: Path, ops: LabOps, name: str, deadline: float, exclude: Iterable[str]) -> str:
     """Type `/rename <name>` into a fresh idle Codex TUI; return the thread id it names."""
-    cmd = f"/rename {name}"
+    cmd = rename_line(name)
     exclude = set(exclude)
     attempts = 0
 
@@ -468,8 +513,8 @@ def wait(ctx: LabContext, name: str, launch: LabLaunch, ops: LabOps, deadline: f
     pid = tui_pid(pane_pid)
     wait_idle(root, name, tid, ops, deadline)
     wait_snapshot(root, name, tid, deadline)
-    return LabReady(pid=pid, proc_start=sysproc.proc_start(pid) if pid else None, thread_id=tid,
-                    daemon_pid=daemon_pid(root), provider=provider_id(name), note=f"codex thread {tid} named")
+    return LabReady(pid=pid, proc_start=sysproc.proc_start(pid) if pid else None, address=tid,
+                    facts=_facts(daemon_pid(root), provider_id(name)), note=f"codex thread {tid} named")
 
 
 def _wait_resumed(root: Path, name: str, thread_id: str, ops: LabOps, deadline: float) -> LabReady:
@@ -480,15 +525,15 @@ def _wait_resumed(root: Path, name: str, thread_id: str, ops: LabOps, deadline: 
     wait_idle(root, name, thread_id, ops, deadline)
     _, pane_pid = ops.pane()
     pid = tui_pid(pane_pid)
-    return LabReady(pid=pid, proc_start=sysproc.proc_start(pid) if pid else None, thread_id=thread_id,
-                    daemon_pid=daemon_pid(root), provider=provider_id(name), note=f"codex thread {thread_id} resumed")
+    return LabReady(pid=pid, proc_start=sysproc.proc_start(pid) if pid else None, address=thread_id,
+                    facts=_facts(daemon_pid(root), provider_id(name)), note=f"codex thread {thread_id} resumed")
 
 
 def settled(ctx: LabContext, sessions: Sequence[tuple[LabReady, LabOps]], deadline: float) -> None:
     """All renamed: each still idle with its thread loaded, and each still has its shell snapshot."""
     for rec, ops in sessions:
-        wait_idle(ctx.root, ops.name, rec.thread_id, ops, deadline)
-    lost = [ops.name for rec, ops in sessions if not thread_shell_snapshots(ctx.root, rec.thread_id or "")]
+        wait_idle(ctx.root, ops.name, rec.address, ops, deadline)
+    lost = [ops.name for rec, ops in sessions if not thread_shell_snapshots(ctx.root, rec.address or "")]
     if lost:
         raise LabError(f"Codex deleted the shell snapshot of {', '.join(lost)} while the lab started, so its "
                        "commands would run without the lab's PATH: `relay lab down`, then `relay lab up`")
@@ -505,9 +550,9 @@ def revive(ctx: LabContext, dead: Sequence[tuple[LabReady, LabOps]], deadline: f
     start_daemon(ctx)
     out = []
     for r, ops in waiting:
-        wait_idle(ctx.root, ops.name, r.thread_id, ops, deadline)
-        out.append(r.model_copy(update={"daemon_pid": daemon_pid(ctx.root), "alive": True}))
-        ops.progress(f"  {ops.name}: codex thread {r.thread_id} reconnected (tui pid {r.pid} kept)")
+        wait_idle(ctx.root, ops.name, r.address, ops, deadline)
+        out.append(r.model_copy(update={"facts": {**r.facts, "daemon_pid": daemon_pid(ctx.root)}, "alive": True}))
+        ops.progress(f"  {ops.name}: codex thread {r.address} reconnected (tui pid {r.pid} kept)")
     return out
 
 
@@ -521,10 +566,10 @@ def refresh(ctx: LabContext, prior: LabReady, pane_pid: int, dead: bool) -> LabR
         start = sysproc.proc_start(pid) if pid else None
         upd.update(pid=pid, proc_start=start)
     daemon = daemon_pid(ctx.root)
-    upd["daemon_pid"] = daemon
-    if prior.thread_id:
-        upd["evidence_file"] = rollout(ctx.root, prior.thread_id) or prior.evidence_file
-        name = thread_names(ctx.root).get(prior.thread_id)
+    upd["facts"] = {**prior.facts, "daemon_pid": daemon}
+    if prior.address:
+        upd["evidence_file"] = rollout(ctx.root, prior.address) or prior.evidence_file
+        name = thread_names(ctx.root).get(prior.address)
         if name:
             upd["name"] = name
     upd["alive"] = not dead and sysproc.is_alive(pid, start) and daemon is not None
@@ -552,7 +597,7 @@ class CodexLab(LabDriverBase):
         return launch(ctx, name, first)
 
     def resume(self, ctx: LabContext, name: str, first: bool, prior: LabReady) -> LabLaunch:
-        return launch(ctx, name, first, resume=prior.thread_id)
+        return launch(ctx, name, first, resume=prior.address)
 
     def wait(self, ctx: LabContext, name: str, launch: LabLaunch, ops: LabOps, deadline: float) -> LabReady:
         return wait(ctx, name, launch, ops, deadline)
@@ -574,3 +619,25 @@ class CodexLab(LabDriverBase):
 
     def cleanup(self, ctx: LabContext) -> None:
         cleanup(ctx)
+
+    def describe(self, rec: LabReady) -> str:
+        if not rec.address:
+            return super().describe(rec)
+        return f"thread {rec.address} (tui pid {rec.pid}, daemon {lab_facts(rec).daemon_pid})"
+
+    def adopt(self, old: Mapping[str, Any]) -> dict[str, Any]:
+        """Before `facts`, lab.json kept the thread, daemon and provider flat (its session id was empty)."""
+        return {**({"session_id": old["thread_id"]} if old.get("thread_id") else {}),
+                "facts": _facts(old.get("daemon_pid"), old.get("provider"))}
+
+    def shell_call(self, cmd: str, why: str) -> LabCall | None:
+        return shell_call(cmd)
+
+    def rename_line(self, name: str) -> str | None:
+        return rename_line(name)
+
+    def scripted_call(self, call: LabCall) -> LabCall:
+        """Its shell tool waits `SHELL_YIELD_MS` for output unless the script says otherwise."""
+        if call.name != SHELL_TOOL or "yield_time_ms" in call.input:
+            return call
+        return call.model_copy(update={"input": {**call.input, "yield_time_ms": SHELL_YIELD_MS}})

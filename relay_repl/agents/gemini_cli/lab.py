@@ -10,11 +10,13 @@ from typing import Any
 from relay_repl.agents.gemini_cli.chats import HOME_ENV, find_chat
 from relay_repl.agents.gemini_cli.provider import BINARY, HEADLESS_ENV
 from relay_repl.agents.gemini_cli.screen import classify, footer_session
-from relay_repl.agents.kind import LAB_HOME, LabContext, LabDriverBase, LabLaunch, LabPane, LabReady, LabSpec
+from relay_repl.agents.kind import LAB_HOME, LabCall, LabContext, LabDriverBase, LabLaunch, LabPane, LabReady, LabSpec
 from relay_repl.agents.screens.model import Snapshot
 
 LAB_MODEL = "gemini-2.5-pro"
 MCP_SERVER = "relay"
+SHELL_TOOL = "run_shell_command"
+"""Gemini CLI's shell tool: `{command, description}`."""
 
 
 def mcp_answered_dir(ctx: LabContext) -> Path:
@@ -101,3 +103,7 @@ class GeminiLab(LabDriverBase):
         # focused: unfocused (tmux focus-out to a detached pane) it draws no cursor, and relay refuses to type
         return LabReady(pid=pane.pane_pid, address=chat.session_id, evidence_file=str(chat.path),
                         note=note, focus_in=True)
+
+    def shell_call(self, cmd: str, why: str) -> LabCall | None:
+        """`cmd` through Gemini CLI's shell tool, described by `why` (the relay id it answers)."""
+        return LabCall(name=SHELL_TOOL, input={"command": cmd, "description": f"answer relay message {why}"})

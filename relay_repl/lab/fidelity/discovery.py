@@ -143,7 +143,7 @@ class LabView:
         return launcher.layout()
 
     def rename(self, name: str, new_name: str) -> None:
-        helpers.rename_thread(name, new_name)
+        helpers.rename_session(name, new_name)
 
     async def wait_idle(self, name: str, timeout: float = 60.0) -> None:
         await anyio.to_thread.run_sync(helpers.wait_idle, name, timeout)

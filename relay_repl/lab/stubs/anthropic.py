@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from relay_repl.lab.stubs.script import LastInput, Reply, ToolCall
+from relay_repl.lab.stubs.script import LastInput, Reply
 from relay_repl.lab.stubs.wire import body_model, sse
 
 SSE = tuple[str, dict[str, Any]]
@@ -200,7 +200,6 @@ def encode(event: SSE) -> bytes:
 # ---- the stub API protocol (stubs/apis.py) --------------------------------------------------
 
 BASE_PATH = ""
-shell_call: Callable[[str, str], ToolCall] | None = None  # Claude's lab agent answers by SendMessage
 
 
 def model(path: str, body: Any) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Protocol, cast
 
 from aiohttp import web
 
-from relay_repl.lab.stubs.script import LastInput, Reply, ToolCall
+from relay_repl.lab.stubs.script import LastInput, Reply
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -27,8 +27,6 @@ class StubApi(Protocol):
 
     SIDE_TEXT: str  # the answer to a request that is not a chat turn
     BASE_PATH: str  # appended to `http://host:port` for the client's base URL ("" or e.g. "/v1")
-    # `relay reply CMD` as a call of the client's shell tool (None: its lab agent answers another way)
-    shell_call: Callable[[str, str], ToolCall] | None
 
     def last_input(self, body: dict[str, Any]) -> LastInput: ...
 
@@ -43,8 +41,8 @@ class StubApi(Protocol):
 
 
 def _is_api(mod: object) -> bool:
-    return all(hasattr(mod, n) for n in ("SIDE_TEXT", "BASE_PATH", "shell_call", "last_input", "side_reason",
-                                         "model", "respond"))
+    return all(hasattr(mod, n) for n in ("SIDE_TEXT", "BASE_PATH", "last_input", "side_reason", "model",
+                                         "respond"))
 
 
 @functools.cache

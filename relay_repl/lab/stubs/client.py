@@ -20,8 +20,10 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from relay_repl.agents.kind import LabDriver
 from relay_repl.core.errors import LabError
 
+from relay_repl.lab.stubs.converse import lab_kind
 from relay_repl.lab.stubs.script import Rule, Script, Step, ToolCall
 from relay_repl.lab.stubs.server import RecordedRequest, SessionInfo
 
@@ -29,21 +31,36 @@ T = TypeVar("T")
 
 
 def send_message_rule(to: str, message: str, *, summary: str = "stub message", then_text: str = "sent",
-                      match: str | None = None, once: bool = True) -> Rule:
-    """The Claude rule that makes a session message a peer natively.
+                      match: str | None = None, once: bool = True, api: str | None = None) -> Rule:
+    """The rule that makes a lab session message a peer natively: its kind's message call (its lab
+    driver's `message_call`), loaded first when its client defers the tool (`load_call` with nothing
+    offered: Claude Code's SendMessage is deferred, loaded by ToolSearch), then text. The kind is the
+    one whose sessions talk stub `api`, else the first lab kind with a message tool."""
+    driver = messaging_driver(api)
+    call = driver.message_call(to, message, summary)
+    if call is None:
+        raise LabError(f"the lab agents of stub API {api!r} have no message tool")
+    load = driver.load_call(call.name, ())
+    steps = [*([] if load is None else [Step(tool=ToolCall(name=load.name, input=dict(load.input)))]),
+             Step(tool=ToolCall(name=call.name, input=dict(call.input))), Step(text=then_text)]
+    return Rule(match=match, once=once, steps=steps)
 
-    SendMessage is a deferred tool in 2.1.328: it is only callable after ToolSearch
-    `select:SendMessage` has loaded it, so the rule is ToolSearch, SendMessage, then text.
-    """
-    return Rule(
-        match=match,
-        once=once,
-        steps=[
-            Step(tool=ToolCall(name="ToolSearch", input={"query": "select:SendMessage", "max_results": 1})),
-            Step(tool=ToolCall(name="SendMessage", input={"to": to, "message": message, "summary": summary})),
-            Step(text=then_text),
-        ],
-    )
+
+def messaging_driver(api: str | None = None) -> LabDriver:
+    """The lab driver of the kind whose sessions talk stub `api`, else of the first registered lab kind
+    whose agents message a listed peer natively; LabError when there is none."""
+    from relay_repl.agents import registry
+
+    if api is not None:
+        found = lab_kind(api)
+        if found is None:
+            raise LabError(f"no lab kind talks stub API {api!r}")
+        return found[1]
+    for k in registry.kinds():
+        d = k.lab_driver()
+        if d is not None and k.replies.answers_listed_inbox:
+            return d
+    raise LabError("no lab kind messages its peers natively")
 
 
 class StubClient:
@@ -143,7 +160,8 @@ class StubClient:
 
     async def send_message(self, name: str, to: str, message: str, *, then_text: str = "sent",
                            match: str | None = None) -> Rule:
-        """Claude only: the next matching turn sends `message` to peer `to` via SendMessage."""
+        """The next matching turn sends `message` to peer `to` natively (`send_message_rule`: a kind
+        with a message tool, e.g. Claude Code's SendMessage)."""
         return await self.add_rule(name, send_message_rule(to, message, then_text=then_text, match=match))
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from relay_repl.lab.stubs.script import LastInput, Reply, ToolCall
+from relay_repl.lab.stubs.script import LastInput, Reply
 from relay_repl.lab.stubs.wire import body_model, sse
 
 SSE = tuple[str, dict[str, Any]]
@@ -173,11 +173,6 @@ def encode(event: SSE) -> bytes:
 # ---- the stub API protocol (stubs/apis.py) --------------------------------------------------
 
 BASE_PATH = ""
-
-
-def shell_call(cmd: str, relay_id: str) -> ToolCall:
-    """`cmd` through Gemini CLI's shell tool, `run_shell_command {command}`."""
-    return ToolCall(name="run_shell_command", input={"command": cmd, "description": f"answer relay message {relay_id}"})
 
 
 def model(path: str, body: Any) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from relay_repl.lab.stubs.script import LastInput, Reply, ToolCall
+from relay_repl.lab.stubs.script import LastInput, Reply
 from relay_repl.lab.stubs.wire import body_model, sse
 
 SSE = tuple[str, dict[str, Any]]
@@ -101,10 +101,7 @@ def _new_id(prefix: str) -> str:
 
 def _arguments(reply: Reply) -> str:
     assert reply.tool is not None
-    args = dict(reply.tool.input)
-    if reply.tool.name == "exec_command":
-        args.setdefault("yield_time_ms", 30000)
-    return json.dumps(args)
+    return json.dumps(dict(reply.tool.input))
 
 
 def tool_name(name: str) -> tuple[str | None, str]:
@@ -202,11 +199,6 @@ def encode(event: SSE) -> bytes:
 # ---- the stub API protocol (stubs/apis.py) --------------------------------------------------
 
 BASE_PATH = "/v1"
-
-
-def shell_call(cmd: str, relay_id: str) -> ToolCall:
-    """`cmd` through Codex's shell tool, `exec_command {cmd}`."""
-    return ToolCall(name="exec_command", input={"cmd": cmd, "yield_time_ms": 30000})
 
 
 def model(path: str, body: Any) -> str:

@@ -123,6 +123,7 @@ class StubSession:
         self.spec = spec
         converser = Converser(name=spec.name, api=spec.api, resolve_peer=listed_peer_name,
                               id_base=int(time.time() * 1000))
+        self.converser = converser
         self.state = ScriptState(converser=converser)
         self.requests: list[RecordedRequest] = []
         self.changed = asyncio.Condition()
@@ -182,6 +183,8 @@ class StubSession:
         last = mod.last_input(body) if isinstance(body, dict) else LastInput()
         if reason is None:
             reply = self.state.answer(last)
+            if reply.tool is not None:
+                reply = reply.model_copy(update={"tool": self.converser.completed(reply.tool)})
         else:
             reply = Reply(text=mod.SIDE_TEXT, answered_by=f"side: {reason}")
         rec = RecordedRequest(
