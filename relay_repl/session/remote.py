@@ -24,23 +24,13 @@ from relay_repl.core.host_claims import (AskedSend, RemoteApproval, is_send_plan
 from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.core.serve_wire import WaitReplyResult
 from relay_repl.core.plan import Plan
-from relay_repl.core.target import Target
+from relay_repl.core.target import Target, split_spec  # split_spec: re-exported, its old home
 from relay_repl.session.gate import ApproveFn, ask
 from relay_repl.session.gating import withheld_by
 from relay_repl.store.hosts import HostEntry, control_dir, find_host, load_hosts, ssh_config_file
 from relay_repl.system.ssh import SshChannel
 
-HOST_SPEC = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]{0,62})/(?P<rest>.+)$")
 _TARGET_FIELDS = set(Target.model_fields)
-
-
-def split_spec(spec: str) -> tuple[str | None, str]:
-    """`build-box/claude:alpha` -> ("build-box", "claude:alpha"); a local spec -> (None, spec).
-    A pane id (`%3`) or a local spec never holds a '/' before its ':'."""
-    m = HOST_SPEC.match(spec)
-    if m and ":" not in m.group("host"):
-        return m.group("host"), m.group("rest")
-    return None, spec
 
 
 def target_from_json(host: str, row: dict[str, Any]) -> Target:

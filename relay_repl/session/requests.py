@@ -417,7 +417,7 @@ class Requests:
             env = Envelope.parse(msg.line)
         except EnvelopeError:
             env = None
-        from relay_repl.session.remote import split_spec
+        from relay_repl.core.target import split_spec
 
         # one past the answer's hop, and never below the request's own exchange (an answer's hop is its sender's word)
         hop = max(env.hop if env is not None else 0, req.hop + 1) + 1

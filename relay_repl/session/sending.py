@@ -17,7 +17,7 @@ before the gate and each outcome (session/hooks.py).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from relay_repl.core.approval import Approval, spend
 from relay_repl.core.controls import control_refusal
@@ -39,8 +39,17 @@ from relay_repl.transports.base import StageLog, Transport
 from relay_repl.transports.chain import Chain, TransportTable, chain_of, raw_of
 
 if TYPE_CHECKING:
-    from relay_repl.session.remote_send import RemoteSends
     from relay_repl.transports.ranking import Choice
+
+
+class RemoteSender(Protocol):
+    """What the pipeline asks of the sends to other hosts (session/remote_send.py `RemoteSends`): the
+    session hands a maker of them to `Sender`, so the core never imports the remote side."""
+
+    async def send(self, target: str | Target, body: str, options: SendOptions) -> Delivery: ...
+
+
+R = TypeVar("R", bound=RemoteSender)
 
 
 def remote_spec(target: object) -> bool:
@@ -49,31 +58,30 @@ def remote_spec(target: object) -> bool:
         return target.host is not None
     if not isinstance(target, str) or "/" not in target:
         return False
-    from relay_repl.session.remote import split_spec
+    from relay_repl.core.target import split_spec
 
     return split_spec(target.strip())[0] is not None
 
 
-class Sender:
+class Sender(Generic[R]):
     """The transports and every way a message leaves: send, chains, preview, forward, reply."""
 
     def __init__(self, shared: Shared, finder: Finder, gate: Gatekeeper, answers: Answers,
-                 transports: Sequence[Transport] = ()) -> None:
+                 transports: Sequence[Transport] = (), *, remote: Callable[[Shared], R]) -> None:
         self.shared = shared
         self.finder = finder
         self.gate = gate
         self.answers = answers
         self.transports: dict[str, Transport] = {t.name: t for t in transports}
         self.table = TransportTable(self.transports, self._send_keywords)
-        self._remote: RemoteSends | None = None
+        self._make_remote = remote
+        self._remote: R | None = None
 
     @property
-    def remote(self) -> RemoteSends:
+    def remote(self) -> R:
         """Sends to targets on other hosts (session/remote_send.py), made on first use."""
         if self._remote is None:
-            from relay_repl.session.remote_send import RemoteSends
-
-            self._remote = RemoteSends(self.shared)
+            self._remote = self._make_remote(self.shared)
         return self._remote
 
     def choose_transport(self, target: Target, requested: str | None = None, *, durable: bool = False,

@@ -64,6 +64,7 @@ if TYPE_CHECKING:  # the send path's plan needs none of these: each loads on fir
     from relay_repl.session.hooks import RunHooks
     from relay_repl.session.requests import Requests, RequestTable
     from relay_repl.session.host_requests import HostRequests
+    from relay_repl.session.remote_send import RemoteSends
     from relay_repl.agents.kind import InboxListing
     from relay_repl.agents.provenance import VerifyReport
     from relay_repl.session.debugger import Debugger
@@ -77,6 +78,14 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 __all__ = ["Session", "answer_refusal", "default_me"]  # the last two re-exported: their old home
+
+
+def remote_sends(shared: Shared) -> RemoteSends:
+    """The sends to targets on other hosts, for `Sender` (which never imports them): made, and their
+    module loaded, on a session's first host spec."""
+    from relay_repl.session.remote_send import RemoteSends
+
+    return RemoteSends(shared)
 
 
 class Session:
@@ -96,7 +105,7 @@ class Session:
         self.finder = Finder(providers)
         self.gate = Gatekeeper(self.shared)
         self.answers = Answers(self.shared, self.finder, self.gate)
-        self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports)
+        self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports, remote=remote_sends)
         self._actions: Actions | None = None  # `confirm`/`gated` (session/actions.py), made on first use
         self._asks: Requests | None = None  # agents' requests to send (session/requests.py), made on first use
         self._host_asks: HostRequests | None = None  # takes hosts' agents' requests (session.host_requests)
