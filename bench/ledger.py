@@ -31,7 +31,7 @@ from relay_repl.store.ledger import Ledger
 
 def history(sends: int, where: str) -> None:
     """Time the plan-time check three times over a ledger of `sends` finished sends."""
-    from relay_repl.session.unfinished import earlier_unfinished, sweep_interrupted
+    from relay_repl.session.core.unfinished import earlier_unfinished, sweep_interrupted
 
     d = Path(tempfile.mkdtemp(prefix="bench-ledger-", dir=where))
     try:

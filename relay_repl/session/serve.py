@@ -117,7 +117,7 @@ class Server:
     async def send(self, args: dict[str, Any]) -> dict[str, Any]:
         session = await self._session()
         if args.get("re"):  # the answer to an agent's request here, taken back to it (its `re=`)
-            from relay_repl.session.sendoptions import SendOptions
+            from relay_repl.session.core.sendoptions import SendOptions
 
             d = await session.sender.send(str(args["target"]), str(args["body"]), SendOptions(
                 want=args.get("want") or "none", transport=args.get("transport"),
@@ -353,7 +353,7 @@ def run_stdio(fake: bool = False) -> int:
     fake:inbox target too, as `relay --fake send` does."""
     if sys.stdin.isatty():
         raise UsageError("relay serve --stdio answers another relay over ssh; it is not for a terminal")
-    from relay_repl.session.asking import refuse_inside_agent
+    from relay_repl.session.core.asking import refuse_inside_agent
 
     # Its ops list and rewrite agents' requests and approve its own sends: the operator's acts, never an
     # agent's (an agent piping `request_state` into it could un-deny a request or deny another's).

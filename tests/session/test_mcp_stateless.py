@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from relay_repl.session.mcp_server import PROTOCOL_VERSIONS
+from relay_repl.session.mcp.mcp_server import PROTOCOL_VERSIONS
 from tests.support.mcp_pipe import McpPipe, init_params
 
 CAPTURE = Path(__file__).parent / "captures" / "mcp-2026-07-28-client.jsonl"

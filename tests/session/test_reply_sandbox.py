@@ -4,7 +4,7 @@ kind whose sandbox it is says so (`AgentKind.discovery.sandbox_note`), so sessio
 from __future__ import annotations
 
 from relay_repl.agents import registry
-from relay_repl.session.reply import _sandbox_hint
+from relay_repl.session.core.reply import _sandbox_hint
 
 
 def test_the_sandboxed_kind_adds_its_note(monkeypatch):

@@ -24,7 +24,7 @@ def held(rid: str = "standin/beta-1") -> Request:
 
 def blocking_host(monkeypatch, fail: bool = False):
     """call_once double: waits for `release` (set by a task on the event loop); records each call."""
-    import relay_repl.session.remote_send as remote_send
+    import relay_repl.session.remote.remote_send as remote_send
 
     release = threading.Event()
     calls: list[dict] = []

@@ -5,8 +5,8 @@ there as `remote-reply`), in the shapes session/remote.py and session/remote_sen
 from __future__ import annotations
 
 from relay_repl.core.exchange import OPERATOR
-from relay_repl.session.dead import dead_letters
-from relay_repl.session.watch import WatchModel
+from relay_repl.session.core.dead import dead_letters
+from relay_repl.session.core.watch import WatchModel
 from relay_repl.store.exchange import read_exchange
 from relay_repl.store.ledger import Ledger
 

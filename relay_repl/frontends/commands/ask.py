@@ -38,7 +38,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     from relay_repl.core.controls import visible
     from relay_repl.core.errors import UsageError
-    from relay_repl.session.asking import ask, status
+    from relay_repl.session.core.asking import ask, status
 
     if args.status is not None:
         if args.target or args.body:

@@ -20,8 +20,8 @@ from relay_repl.store.requests import RequestStore
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from relay_repl.session.remote_send import RemoteSends
-    from relay_repl.session.shared import Shared
+    from relay_repl.session.remote.remote_send import RemoteSends
+    from relay_repl.session.core.shared import Shared
 
 
 class MirroredStore(RequestStore):
@@ -50,7 +50,7 @@ class MirroredStore(RequestStore):
     def save(self, req: Request, *, expect: str | None = None) -> bool:
         changed = super().save(req, expect=expect)
         if changed and "/" in req.id:  # a local id never holds one (the asker's address, `-`, a number)
-            from relay_repl.session.remote import split_spec
+            from relay_repl.session.remote.remote import split_spec
 
             host, rid = split_spec(req.id)
             if host is not None:
@@ -97,7 +97,7 @@ class MirroredStore(RequestStore):
     def _call(self, host: str, rid: str, req: Request, ch: Any = None) -> RelayError | None:
         """One `request_state` call to `host` (blocking: a thread of its own when a loop runs, given the
         host's channel `ch`); the error, if any."""
-        from relay_repl.session.remote_send import call_once
+        from relay_repl.session.remote.remote_send import call_once
 
         try:
             if ch is None:

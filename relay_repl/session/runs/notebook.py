@@ -52,12 +52,12 @@ from relay_repl.core.errors import RelayError, UsageError
 from relay_repl.core.notebook_cells import (Cell, Notebook, NotebookError, compile_cell, convert_param, injected_cell,
                                             looks_like_target, parse_cells)
 from relay_repl.core.plan import Plan
-from relay_repl.session.gate import ApproveFn
-from relay_repl.session.hooks import Echo, Proceed, RunHooks
-from relay_repl.session.journal import JournalMismatch, SendStatus, check_row, sealed, send_status
-from relay_repl.session.send_journal import JournalSend
-from relay_repl.session.send_request import SendRequest
-from relay_repl.session.sendoptions import SendOptions
+from relay_repl.session.core.gate import ApproveFn
+from relay_repl.session.core.hooks import Echo, Proceed, RunHooks
+from relay_repl.session.runs.journal import JournalMismatch, SendStatus, check_row, sealed, send_status
+from relay_repl.session.runs.send_journal import JournalSend
+from relay_repl.session.core.send_request import SendRequest
+from relay_repl.session.core.sendoptions import SendOptions
 from relay_repl.system.polling import poll_until
 
 JOURNAL_ROWS = ("notebook-start", "notebook-send", "notebook-answer")
@@ -332,7 +332,7 @@ class NotebookRunner(RunHooks):
             self._write_run()
             diagram = None
             if not self.dry_run:  # the exchange's picture beside the report, embedded in it
-                from relay_repl.session.exchange_report import DIAGRAM, write_exchange_svg
+                from relay_repl.session.runs.exchange_report import DIAGRAM, write_exchange_svg
 
                 diagram = write_exchange_svg(self.session.ledger, self.run.id, self.dir / DIAGRAM)
             write_report(self.run, self.dir, diagram=diagram)
@@ -691,7 +691,7 @@ def render_report(run: NotebookRun, diagram: Path | None = None) -> str:
     out.append(f"- state: {run.state}" + (f" ({run.reason})" if run.reason else ""))
     out.append("")
     if diagram is not None:
-        from relay_repl.session.exchange_report import embed
+        from relay_repl.session.runs.exchange_report import embed
 
         out += embed(diagram)
     for c in run.cells:

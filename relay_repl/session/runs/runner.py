@@ -38,14 +38,14 @@ from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import DELIVERED, Delivery, DeliveryState
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt
 from relay_repl.core.peertext import quote
-from relay_repl.session.gate import ApproveFn
-from relay_repl.session.hooks import RunHooks
-from relay_repl.session.journal import JournalMismatch, check_row, sealed, send_status
+from relay_repl.session.core.gate import ApproveFn
+from relay_repl.session.core.hooks import RunHooks
+from relay_repl.session.runs.journal import JournalMismatch, check_row, sealed, send_status
 from relay_repl.core.errors import DiscoveryError, EnvelopeError, LoopHalt, RelayError, UsageError
 from relay_repl.core.plan import Plan
 from relay_repl.core.recipe import Recipe, RecipeError, Step, parse_recipe, render
-from relay_repl.session.send_journal import JournalSend
-from relay_repl.session.sending import remote_spec
+from relay_repl.session.runs.send_journal import JournalSend
+from relay_repl.session.core.sending import remote_spec
 from relay_repl.system.polling import poll_until
 from relay_repl.transports.base import StageLog
 

@@ -15,14 +15,14 @@ from relay_repl.core.controls import safe_echo
 from relay_repl.core.delivery import Delivery, DeliveryTable
 from relay_repl.core.errors import LoopHalt, UsageError
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ApproveFn
-from relay_repl.session.hooks import Hooks
+from relay_repl.session.core.gate import ApproveFn
+from relay_repl.session.core.hooks import Hooks
 from relay_repl.store.ledger import Ledger
 
 
 def default_me() -> Me:
     """The operator's address until an inbox is registered: user.host.pid (`whoami.default_address`)."""
-    from relay_repl.session.whoami import default_address
+    from relay_repl.session.core.whoami import default_address
 
     return Me(address=default_address())
 

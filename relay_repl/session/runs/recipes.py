@@ -16,7 +16,7 @@ from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import UsageError
 from relay_repl.core.notebook_cells import Notebook
 from relay_repl.core.recipe import Recipe, RecipeError, parse_recipe
-from relay_repl.session.runner import Run, Runner, load_prior, read_source
+from relay_repl.session.runs.runner import Run, Runner, load_prior, read_source
 from relay_repl.store.paths import data_dir, state_dir
 
 
@@ -58,7 +58,7 @@ def find_recipe(ref: str) -> Path:
 def is_notebook(path: Path) -> bool:
     """A `.py` file with `# %%` cells (the percent format), not any Python file."""
     from relay_repl.core.errors import FileProblem
-    from relay_repl.session.notebook import NOTEBOOK_FIX
+    from relay_repl.session.runs.notebook import NOTEBOOK_FIX
     from relay_repl.store.loader import read_text
 
     try:  # the one loader: a FIFO named x.py is refused, never opened for a blocking read
@@ -70,7 +70,7 @@ def is_notebook(path: Path) -> bool:
 
 def list_notebooks() -> list[tuple[Path, Notebook | UsageError]]:
     """Every notebook on the same shelf as the recipes (same places, first name wins); a bad one with its error."""
-    from relay_repl.session.notebook import read_notebook
+    from relay_repl.session.runs.notebook import read_notebook
 
     seen: set[str] = set()
     out: list[tuple[Path, Notebook | UsageError]] = []

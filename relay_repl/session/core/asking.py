@@ -73,7 +73,7 @@ def ask(to: str, body: str, want: str = "reply", *, ledger: Ledger | None = None
     spec, why = who if who is not None else caller(ToolCall(tool="relay_send", text=body))
     if spec is None:
         raise PolicyRefusal(f"not held: relay cannot establish which session is asking ({why})")
-    from relay_repl.session.inbox import find_inbox
+    from relay_repl.session.core.inbox import find_inbox
 
     led = ledger or Ledger.default()
     try:

@@ -25,8 +25,8 @@ from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.core.serve_wire import WaitReplyResult
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target, split_spec  # split_spec: re-exported, its old home
-from relay_repl.session.gate import ApproveFn, ask
-from relay_repl.session.gating import withheld_by
+from relay_repl.session.core.gate import ApproveFn, ask
+from relay_repl.session.core.gating import withheld_by
 from relay_repl.store.hosts import HostEntry, control_dir, find_host, load_hosts, ssh_config_file
 from relay_repl.system.ssh import SshChannel
 

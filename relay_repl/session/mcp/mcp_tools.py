@@ -113,7 +113,7 @@ def _agent_at(spec: str | None) -> Me | None:
 
 def do_reply(relay_id: str, text: str, ledger: Ledger | None = None) -> dict[str, Any]:
     """The relay_reply tool's body: `relay reply`, with the answer as a plain dict."""
-    from relay_repl.session.reply import reply
+    from relay_repl.session.core.reply import reply
 
     text = " ".join(text.split())  # one line, as the envelope requires
     if not text:
@@ -155,13 +155,13 @@ def relay_requests() -> str:
 
 def relay_send(to: str, body: str, want: str = "reply") -> str:
     """The relay_send tool: ask the operator's relay to send (held for approval); a refusal is a RelayError."""
-    from relay_repl.session.asking import ask
+    from relay_repl.session.core.asking import ask
 
     return json.dumps(ask(to, body, want), ensure_ascii=False)
 
 
 def relay_request_status(request_id: str) -> str:
     """The relay_request_status tool: the caller's own request's receipt; anyone else's is refused."""
-    from relay_repl.session.asking import status
+    from relay_repl.session.core.asking import status
 
     return json.dumps(status(request_id), ensure_ascii=False)

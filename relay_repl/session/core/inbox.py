@@ -64,8 +64,8 @@ from relay_repl.core.request import ANSWER_TYPE as REQUEST_ANSWER, FRAME_TYPE as
 from relay_repl.core.inbound import InboundMessage, Receipt, ToolCall, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
 from relay_repl.store.paths import state_dir
-from relay_repl.session.inbox_find import choose
-from relay_repl.session.inbox_find import user_frame as user_frame  # re-exported: its home is inbox_find
+from relay_repl.session.core.inbox_find import choose
+from relay_repl.session.core.inbox_find import user_frame as user_frame  # re-exported: its home is inbox_find
 from relay_repl.system.wire import LineTooLong, peer_cred, read_lines
 from relay_repl.system.wire import send_frames as send_frames  # re-exported: its home is system.wire
 

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from relay_repl.core.envelope_line import HOP_CAP, plain_line
 from relay_repl.core.errors import DiscoveryError, LoopHalt, RelayError
-from relay_repl.session.inbox_find import choose, plain_records, user_frame
+from relay_repl.session.core.inbox_find import choose, plain_records, user_frame
 from relay_repl.store.ledger import Ledger
 from relay_repl.system.wire import send_frames
 
 if TYPE_CHECKING:
     from relay_repl.core.target import Me
-    from relay_repl.session.whoami import OwnAddress
+    from relay_repl.session.core.whoami import OwnAddress
 
 
 class Replied(NamedTuple):
@@ -67,7 +67,7 @@ def reply(relay_id: str, text: str, *, ledger: Ledger | None = None,
     except RelayError as exc:
         raise type(exc)(f"{exc}{_sandbox_hint()}") from None
     if me is None:
-        from relay_repl.session.whoami import own_sender
+        from relay_repl.session.core.whoami import own_sender
 
         me = own_sender()
     rid = ledger.next_id(me.address)
@@ -99,7 +99,7 @@ def find_inbox(relay_id: str | None = None) -> Any:
     the `InboxRecord` model. Either answer has `pid`, `address` and `socket`."""
     records = plain_records()
     if records is None:
-        from relay_repl.session.inbox import find_inbox as by_model
+        from relay_repl.session.core.inbox import find_inbox as by_model
 
         return by_model(relay_id)
     return choose([r for r in records if r.live], relay_id)

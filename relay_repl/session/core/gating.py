@@ -16,8 +16,8 @@ from relay_repl.core.approval import Approval, Scope, spend
 from relay_repl.core.controls import visible
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
-from relay_repl.session.gate import ask
-from relay_repl.session.shared import Shared
+from relay_repl.session.core.gate import ask
+from relay_repl.session.core.shared import Shared
 from relay_repl.store.ledger import Halt
 
 

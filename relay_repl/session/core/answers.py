@@ -24,13 +24,13 @@ from relay_repl.core.inbound import InboundMessage, Verdict
 from relay_repl.core.plan import ReplyContext
 from relay_repl.core.target import Target
 from relay_repl.core.turn_reply import TurnReply
-from relay_repl.session.finder import Finder
-from relay_repl.session.gating import Gatekeeper
-from relay_repl.session.shared import Shared
+from relay_repl.session.core.finder import Finder
+from relay_repl.session.core.gating import Gatekeeper
+from relay_repl.session.core.shared import Shared
 
 if TYPE_CHECKING:
     from relay_repl.agents.kind import InboxListing
-    from relay_repl.session.inbox import Inbox, InboxRecord
+    from relay_repl.session.core.inbox import Inbox, InboxRecord
     from relay_repl.store.timeline import InboxTable, Timeline
 
 
@@ -100,7 +100,7 @@ class Answers:
         `task_group` and attach it: replies and receipts now have somewhere to go."""
         import sys
 
-        from relay_repl.session.inbox import Inbox, clean_stale
+        from relay_repl.session.core.inbox import Inbox, clean_stale
 
         clean_stale(echo=lambda line: print(f"relay: {line}", file=sys.stderr))  # stderr: `--json` stays JSON
         me = self.shared.me
@@ -113,7 +113,7 @@ class Answers:
         """Remove what crashed relay inboxes left (`relay clean`): relay's own files at once; files in
         other programs' directories (Claude's registry, its socket directories) only after the plan
         naming each one is shown and approved. Returns the inbox records cleaned."""
-        from relay_repl.session.inbox import clean_plan, clean_stale
+        from relay_repl.session.core.inbox import clean_plan, clean_stale
 
         plan = clean_plan()
         approval = await self.gate.gated(plan) if plan is not None else None
@@ -220,7 +220,7 @@ class Answers:
 
     async def _watch_turn(self, d: Delivery, timeout: float) -> None:
         """The turn route: read the target's own final message and link it as `d`'s answer."""
-        from relay_repl.session.turn_replies import wait_turn_reply
+        from relay_repl.session.core.turn_replies import wait_turn_reply
 
         try:
             tgt = await self.finder.resolve(d.target)
@@ -265,7 +265,7 @@ class Answers:
         rollout (Codex) or transcript (Claude): a reply route that needs no tool and no
         permission. Returns a TurnReply (answered / no final message / aborted) or None
         after `timeout`; recorded as `turn-reply` in `why(id)`."""
-        from relay_repl.session.turn_replies import wait_turn_reply
+        from relay_repl.session.core.turn_replies import wait_turn_reply
 
         d = self.shared.find_delivery(delivery)
         tgt = await self.finder.resolve(d.target)

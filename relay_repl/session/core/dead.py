@@ -123,7 +123,7 @@ def _last_stage(ledger: Ledger, key: str) -> str | None:
 def dead_letters(ledger: Ledger) -> Shelf:
     """Every delivery that ended failed or interrupted, or whose answer did not come within its wait
     (and has not come since), oldest first; less those dropped or retried. Read-only."""
-    from relay_repl.session.unfinished import orphaned
+    from relay_repl.session.core.unfinished import orphaned
 
     closed = _closed(ledger)
     found: dict[str, DeadLetter] = {}

@@ -28,13 +28,13 @@ from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.peertext import forwarded_notes, provenance_notes
 from relay_repl.core.plan import Plan, ReplyRoute
 from relay_repl.core.target import Target
-from relay_repl.session.answers import Answers
-from relay_repl.session.finder import Finder
-from relay_repl.session.gating import Gatekeeper
-from relay_repl.session.send_request import SendRequest
-from relay_repl.session.sendoptions import SendOptions
-from relay_repl.session.shared import Shared
-from relay_repl.session.unfinished import earlier_unfinished, owner, sweep_interrupted
+from relay_repl.session.core.answers import Answers
+from relay_repl.session.core.finder import Finder
+from relay_repl.session.core.gating import Gatekeeper
+from relay_repl.session.core.send_request import SendRequest
+from relay_repl.session.core.sendoptions import SendOptions
+from relay_repl.session.core.shared import Shared
+from relay_repl.session.core.unfinished import earlier_unfinished, owner, sweep_interrupted
 from relay_repl.transports.base import StageLog, Transport
 from relay_repl.transports.chain import Chain, TransportTable, chain_of, raw_of
 

@@ -24,10 +24,10 @@ from relay_repl.core.inbound import InboundMessage
 from relay_repl.core.controls import visible
 from relay_repl.core.serve_wire import MAX_LINE, PROTOCOL_VERSION, EvidenceResult, Request
 from relay_repl.core.target import Target
-from relay_repl.session.remote import (Hosts, RemoteAnswer, RemoteDelivery, record_claim, send_remote, split_spec,
+from relay_repl.session.remote.remote import (Hosts, RemoteAnswer, RemoteDelivery, record_claim, send_remote, split_spec,
                                        wait_reply_remote)
-from relay_repl.session.sendoptions import SendOptions
-from relay_repl.session.shared import Shared
+from relay_repl.session.core.sendoptions import SendOptions
+from relay_repl.session.core.shared import Shared
 
 HALT_TIMEOUT = 15.0  # one ssh call on the open master; a host that does not answer in this is named
 

@@ -210,7 +210,7 @@ def tools_call(params: Any) -> dict[str, Any]:
     wrong = _argument_errors(_SCHEMAS[name], args)
     if wrong:
         return _tool_error(name, f"invalid arguments: {'; '.join(wrong)}")
-    from relay_repl.session import mcp_tools
+    from relay_repl.session.mcp import mcp_tools
 
     try:
         if name == MCP_TOOL:

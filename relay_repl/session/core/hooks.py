@@ -32,12 +32,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from relay_repl.session.gate import ApproveFn
+from relay_repl.session.core.gate import ApproveFn
 
 if TYPE_CHECKING:
     from relay_repl.core.delivery import Delivery
     from relay_repl.core.plan import Plan
-    from relay_repl.session.send_request import SendRequest
+    from relay_repl.session.core.send_request import SendRequest
 
 Echo = Callable[[str], None]
 Proceed = Callable[["SendRequest"], Awaitable["Delivery"]]

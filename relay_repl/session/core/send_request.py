@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Target
-from relay_repl.session.sendoptions import SendOptions
+from relay_repl.session.core.sendoptions import SendOptions
 
 Origin = Literal["operator", "reply", "forward", "request", "answer"]
 """Whose words, from which entry point: `operator` (session.send, a transport handle, a recipe or

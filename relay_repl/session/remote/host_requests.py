@@ -31,13 +31,13 @@ from relay_repl.core.host_claims import neutral, one_line_shape
 from relay_repl.core.host_requests import AskedRequest, HostRequestRow, asked_from_row, row_problem
 from relay_repl.core.peertext import quote
 from relay_repl.core.request import Request, request_hop
-from relay_repl.session.remote import record_claim, split_spec
-from relay_repl.session.requests import RequestTable
+from relay_repl.session.remote.remote import record_claim, split_spec
+from relay_repl.session.core.requests import RequestTable
 
 if TYPE_CHECKING:
-    from relay_repl.session.remote_send import RemoteSends
-    from relay_repl.session.requests import Requests
-    from relay_repl.session.shared import Shared
+    from relay_repl.session.remote.remote_send import RemoteSends
+    from relay_repl.session.core.requests import Requests
+    from relay_repl.session.core.shared import Shared
 
 LOCAL = "local"
 """How an agent on a host names this (the operator's) machine in `to`: `local/claude:alpha`."""

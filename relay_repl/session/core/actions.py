@@ -28,8 +28,8 @@ from relay_repl.core.approval import Approval, spend
 from relay_repl.core.controls import visible
 from relay_repl.core.errors import Declined, LoopHalt, UsageError, describe
 from relay_repl.core.plan import Plan
-from relay_repl.session.gating import Gatekeeper
-from relay_repl.session.shared import Shared
+from relay_repl.session.core.gating import Gatekeeper
+from relay_repl.session.core.shared import Shared
 
 P = ParamSpec("P")
 T = TypeVar("T")

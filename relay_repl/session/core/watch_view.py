@@ -39,10 +39,10 @@ import anyio
 
 from relay_repl.core.controls import visible
 from relay_repl.core.errors import RelayError
-from relay_repl.session.follow import LedgerFollower
-from relay_repl.session.gate import ApproveFn
-from relay_repl.session.hooks import Echo, RunHooks
-from relay_repl.session.watch import REQUESTS_NOTE, REQUESTS_SHOWN, WatchModel, clock
+from relay_repl.session.core.follow import LedgerFollower
+from relay_repl.session.core.gate import ApproveFn
+from relay_repl.session.core.hooks import Echo, RunHooks
+from relay_repl.session.core.watch import REQUESTS_NOTE, REQUESTS_SHOWN, WatchModel, clock
 from relay_repl.store.ledger import Ledger
 
 TARGETS_EVERY = 10.0
@@ -321,7 +321,7 @@ class WatchView:
                     with s.running(ToTerminal(real)):
                         d = await s.approve_request(rid)
                 return visible(f"{clock(time.time())} request {rid}: {d.summary()}")
-            from relay_repl.session.gate import yes_no_session
+            from relay_repl.session.core.gate import yes_no_session
 
             why = await yes_no_session(visible(f"reason for denying {rid} (the asker reads it; Enter: none; Esc: "
                                                "keep it held):")).prompt_async()

@@ -32,17 +32,17 @@ from relay_repl.core.peertext import quote
 from relay_repl.core.controls import visible
 from relay_repl.core.plan import Plan
 from relay_repl.core.request import ANSWER_TYPE, DEFAULT_EXPIRY, Request, delivery_step, request_hop
-from relay_repl.session.answers import answer_refusal
-from relay_repl.session.gate import ApproveFn
-from relay_repl.session.hooks import RunHooks
-from relay_repl.session.send_request import SendRequest
-from relay_repl.session.sendoptions import SendOptions
-from relay_repl.session.shared import Shared
+from relay_repl.session.core.answers import answer_refusal
+from relay_repl.session.core.gate import ApproveFn
+from relay_repl.session.core.hooks import RunHooks
+from relay_repl.session.core.send_request import SendRequest
+from relay_repl.session.core.sendoptions import SendOptions
+from relay_repl.session.core.shared import Shared
 from relay_repl.store.requests import RequestStore
 
 if TYPE_CHECKING:
-    from relay_repl.session.inbox import Inbox
-    from relay_repl.session.sending import Sender
+    from relay_repl.session.core.inbox import Inbox
+    from relay_repl.session.core.sending import Sender
 
 SWEEP_EVERY = 2.0
 """Seconds between the REPL's checks for held requests that expired (each one is said when it does)."""

@@ -34,7 +34,7 @@ from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.store.ledger import Event, Ledger
 from relay_repl.transports.base import Look, StageLog, Transport
-from relay_repl.session.gating import GateAnswer
+from relay_repl.session.core.gating import GateAnswer
 
 
 class DebugHost(Protocol):

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from relay_repl.session.journal import check_row
+from relay_repl.session.runs.journal import check_row
 
 ROW_KIND = {"notebook": "notebook-send", "recipe": "run-step"}
 """The journal row each runner writes for one send (its ledger event kind)."""
