@@ -20,7 +20,7 @@ def split_spec(spec: str) -> tuple[str | None, str]:
     """`build-box/claude:alpha` -> ("build-box", "claude:alpha"); a local spec -> (None, spec).
     A pane id (`%3`) or a local spec never holds a '/' before its ':'.
 
-    Here, beside `Target.host`, and not with the channels to hosts (session/remote.py): the send
+    Here, beside `Target.host`, and not with the channels to hosts (session/remote/remote.py): the send
     pipeline and agents' requests ask it of every spec, and the session's core never imports the
     remote side."""
     m = HOST_SPEC.match(spec)

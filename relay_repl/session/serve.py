@@ -50,7 +50,7 @@ def target_json(t) -> dict:
 class ChannelGate:
     """This host's gate when the operator is at the other end of the channel: the plan goes up
     as an interim answer, and only the digest of that very plan, approved there, says yes here.
-    The approval is still minted by this process's own gate (session/gate.py `ask`), single-use
+    The approval is still minted by this process's own gate (session/core/gate.py `ask`), single-use
     and spent when the delivery ends, exactly as for a local send."""
 
     def __init__(self, server: Server) -> None:

@@ -3,14 +3,14 @@
 `Session` is what the REPL, notebooks, recipes and the CLI use; it holds no logic of its own
 beyond assembling parts with one job each and handing each call to its part:
 
-- finding targets (session/finder.py): discovery, the last list found, resolving a name;
-- planning, gating and sending (session/sending.py, the gate in session/gating.py): the
+- finding targets (session/core/finder.py): discovery, the last list found, resolving a name;
+- planning, gating and sending (session/core/sending.py, the gate in session/core/gating.py): the
   transports, the plan, the operator's yes, the stages and their confirmation;
-- the inbox and waiting for replies (session/answers.py): the inbox, linking an answer to
+- the inbox and waiting for replies (session/core/answers.py): the inbox, linking an answer to
   its delivery, `d.wait_reply()` / `session.expect()`, the turn reply, `why`;
 
 with the state they share (ledger, approver, `me`, echo, this process's deliveries) in
-session/shared.py.
+session/core/shared.py.
 
 Every side effect goes through the gate: the plan is built, shown, logged, and only a yes
 from the injected approver lets the transport act. A no leaves nothing on the target and one
@@ -106,8 +106,8 @@ class Session:
         self.gate = Gatekeeper(self.shared)
         self.answers = Answers(self.shared, self.finder, self.gate)
         self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports, remote=remote_sends)
-        self._actions: Actions | None = None  # `confirm`/`gated` (session/actions.py), made on first use
-        self._asks: Requests | None = None  # agents' requests to send (session/requests.py), made on first use
+        self._actions: Actions | None = None  # `confirm`/`gated` (session/core/actions.py), made on first use
+        self._asks: Requests | None = None  # agents' requests to send (session/core/requests.py), made on first use
         self._host_asks: HostRequests | None = None  # takes hosts' agents' requests (session.host_requests)
         self.repl_inputs: list[ReplInput] = []  # what the REPL ran, for save_notebook
 
@@ -122,7 +122,7 @@ class Session:
 
     @property
     def asks(self) -> Requests:
-        """Agents' requests to send (session/requests.py), their store mirrored to a host's copy."""
+        """Agents' requests to send (session/core/requests.py), their store mirrored to a host's copy."""
         if self._asks is None:
             from relay_repl.session.remote.request_mirror import MirroredStore
             from relay_repl.session.core.requests import Requests
@@ -147,7 +147,7 @@ class Session:
 
     def running(self, hooks: RunHooks) -> AbstractContextManager[RunHooks]:
         """`with session.running(hooks):` puts a run's hooks on the send path for the block's length:
-        its approver per call and its replay stage for `send` (session/hooks.py)."""
+        its approver per call and its replay stage for `send` (session/core/hooks.py)."""
         return self.shared.hooks.installed(hooks)
 
     @property
@@ -311,7 +311,7 @@ class Session:
     # -- the operator's own actions behind the same gate ------------------------------------
     async def confirm(self, what: str, *, target: str, how: str, payload: str = "", done_when: str,
                       files: Sequence[str] = ()) -> Approval:
-        """Ask y/N on the ordinary four-part plan for an action of your own (session/actions.py).
+        """Ask y/N on the ordinary four-part plan for an action of your own (session/core/actions.py).
 
         `what` heads the plan; `target` is what it acts on, `how` the means (a command, a tool),
         `payload` the exact text it will use, `done_when` what will show it worked, `files` every file
@@ -340,7 +340,7 @@ class Session:
         self.sender.record_outcome(d, **more)
 
     async def _gated(self, plan: Plan, *, delivery: str | None = None, target: Target | None = None) -> GateAnswer:
-        """The gate (session/gating.py), as the debugger asks it: the approval, or why there is none."""
+        """The gate (session/core/gating.py), as the debugger asks it: the approval, or why there is none."""
         return await self.gate.answer(plan, delivery=delivery, target=target)
 
     async def _run_armed(self, d: Delivery, log: StageLog, approval: Approval | None,
@@ -450,7 +450,7 @@ class Session:
 
     async def host_requests(self, host: str) -> RequestTable:
         """Take the requests HOST's agents made (held there by its `relay serve`) up the channel and hold them
-        here as `HOST/<id>`, each row checked (a host's word is a claim; session/host_requests.py); returns
+        here as `HOST/<id>`, each row checked (a host's word is a claim; session/remote/host_requests.py); returns
         those newly held. The first call opens HOST's inbox, so its agents can ask while this session's
         channel to it lives; from then on the REPL takes new ones every few seconds and shows each as it
         arrives. Then `session.requests` lists them and `approve_request` decides them."""
@@ -572,7 +572,7 @@ class Session:
                      transcript: str | None = None) -> VerifyReport:
         """Seed section 8 audit: who really sent `relay_id`, from the receiver's own origin records
         (a target's transcript, any transcript file, or every live Claude target's); read-only.
-        Returns a `VerifyReport` (`.verdict`, `.records`, `.exit_code`); see session/verify.py."""
+        Returns a `VerifyReport` (`.verdict`, `.records`, `.exit_code`); see session/core/verify.py."""
         import anyio
 
         from relay_repl.session.core import verify as v
@@ -587,7 +587,7 @@ class Session:
         return await anyio.to_thread.run_sync(v.verify_everywhere, relay_id, await self.finder.known(), self.ledger)
 
     def __getattr__(self, name: str) -> object:
-        """Only for a name Session lacks: a mistake with a certain fix says it (session/hints.py)."""
+        """Only for a name Session lacks: a mistake with a certain fix says it (session/core/hints.py)."""
         raise hints.missing("Session", name, hints.SESSION)
 
     def __repr__(self) -> str:

@@ -65,7 +65,7 @@ def patches(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 KNOWN: set[tuple[str, str]] = set()
-"""None left: `relay watch`'s decision (session/watch_view.py) printed past the REPL's patched stdout with
+"""None left: `relay watch`'s decision (session/core/watch_view.py) printed past the REPL's patched stdout with
 `redirect_stdout`; its gate and echo now reach the terminal through the deciding session's hooks."""
 
 
@@ -162,7 +162,7 @@ async def test_a_notebook_keeps_what_its_cell_showed_and_leaves_the_session_as_i
 
 
 async def test_relay_watchs_decision_prints_the_gates_plan_and_the_sessions_lines_through_its_hooks(tmp_path, capsys):
-    """`relay watch` decides a request with the terminal itself as output (session/watch_view.py `ToTerminal`):
+    """`relay watch` decides a request with the terminal itself as output (session/core/watch_view.py `ToTerminal`):
     the gate's plan and its answer line and the session's progress lines reach it, nothing goes to sys.stdout,
     and the session's own gate and echo are back as they were once the block ends."""
     import io

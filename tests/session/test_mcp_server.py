@@ -1,6 +1,6 @@
 """`relay mcp`, spoken to by the MCP SDK's own client over real stdio, writing into a real inbox socket.
 
-The server is written by hand (session/mcp_server.py); the SDK (a test dependency only) is the
+The server is written by hand (session/mcp/mcp_server.py); the SDK (a test dependency only) is the
 independent check that what it speaks is MCP as a maintained client expects it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the REPL says when the operator reaches for an attribute on the wrong object: one sentence
-with the call that works (session/hints.py), still an AttributeError for `hasattr` and completion."""
+with the call that works (session/core/hints.py), still an AttributeError for `hasattr` and completion."""
 
 from __future__ import annotations
 

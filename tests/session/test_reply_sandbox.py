@@ -1,5 +1,5 @@
 """`relay reply`'s error inside an agent's sandbox names the routes that still reach the inbox; the
-kind whose sandbox it is says so (`AgentKind.discovery.sandbox_note`), so session/reply.py names no kind."""
+kind whose sandbox it is says so (`AgentKind.discovery.sandbox_note`), so session/core/reply.py names no kind."""
 
 from __future__ import annotations
 

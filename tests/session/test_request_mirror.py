@@ -1,4 +1,4 @@
-"""A host's request has each state change told to the host (session/request_mirror.py): one ssh call
+"""A host's request has each state change told to the host (session/remote/request_mirror.py): one ssh call
 of up to 15 s each, which ran on the event loop and froze the REPL (prompt, inbox) while it waited.
 
 The ssh call is replaced by a double that blocks until the event loop itself releases it: a tell made

@@ -3,7 +3,7 @@
 hooks (`on_request`, `on_plan`, `on_outcome`), the options arrive as one `SendOptions` on every path
 (a host's target included), and the reply route is worked out once, for the id the message carries.
 
-Spied through the hooks a run installs (session/hooks.py), not by replacing the pipeline."""
+Spied through the hooks a run installs (session/core/hooks.py), not by replacing the pipeline."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Gemini CLI's first test of "who am I" (seed section 1), and what a Gemini process is.
 
-Standard library and system/proc.py only: loaded by file by `relay reply` (session/whoami.py,
+Standard library and system/proc.py only: loaded by file by `relay reply` (session/core/whoami.py,
 entry-point group `relay_repl.own_address`), without the agents package. Gemini CLI gives its
 tools no variable naming the session, so a session is found from our own ancestry: when no
 ancestor runs Gemini CLI this process is in no Gemini session, said at once; otherwise the

@@ -116,7 +116,7 @@ def send_to_host(args: argparse.Namespace, gate, out, err, wait: float, wants_an
     async def run():
         hosts = Hosts()
         # this command's own inbox listens while the plan is on screen: a relay-halt reaching it
-        # is recorded at once and wins over the answer (session/remote.py withholds the yes)
+        # is recorded at once and wins over the answer (session/remote/remote.py withholds the yes)
         session = make_session(discover=False, approve=approve, echo=err)
         ledger = session.ledger
         try:

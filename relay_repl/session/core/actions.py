@@ -3,7 +3,7 @@
 Why: relay's own side effects (a send, listing the inbox, a debugger step) each show a
 four-part plan and wait for y then Enter; an operator who wants the same for their own
 (kill a stuck pane, restart a session, write a file a recipe needs, run a command on a host)
-had no public way to ask. These reuse the one gate (session/gating.py: the plan logged, shown
+had no public way to ask. These reuse the one gate (session/core/gating.py: the plan logged, shown
 and asked with the approver the session holds, so the REPL's terminal gate discards typed-ahead
 keys exactly as for a send), and the one halt check (`Shared.check_halt`): nothing is asked
 while a relay-halt is in force, and a halt that arrives while the plan is on screen wins over

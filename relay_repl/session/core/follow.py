@@ -9,7 +9,7 @@ no change re-read once anyway (a safety net for a change the watch could not see
 ledger on a network file system), which costs one query.
 
 Read-only throughout: `relay watch` and `relay log --follow` change nothing through it (a request
-decided from `relay watch` is written by the ordinary decision's own session, session/watch_view.py).
+decided from `relay watch` is written by the ordinary decision's own session, session/core/watch_view.py).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ time at three points:
   notebook keeps the lines shown while a cell runs in the cell's record, as it keeps the cell's
   own prints);
 - `send`: the replay stage of the operator's own sends (`session.send`, a transport handle),
-  given the request (session/send_request.py) and how to carry on with it, so a resumed run
+  given the request (session/core/send_request.py) and how to carry on with it, so a resumed run
   answers a call from the ledger, or records it first, or plans it only;
 - `on_request`, `on_plan`, `on_outcome`: told of every request that enters the send pipeline
   (send, reply, forward, a chain, a send to a host, an agent's request and its answer), of each
@@ -23,7 +23,7 @@ time at three points:
 
 Hooks installed later see a call first (they wrap the ones before them), as the swaps they
 replace did. What a notebook cell prints itself is kept through the cell's own `print` (its
-namespace's), not by replacing `sys.stdout` (session/notebook.py).
+namespace's), not by replacing `sys.stdout` (session/runs/notebook.py).
 """
 
 from __future__ import annotations

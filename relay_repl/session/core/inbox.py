@@ -301,7 +301,7 @@ class Inbox:
         self._origin: Any = origin
         self.on_message: list[Callable[[InboundMessage], None]] = []
         # an agent's request to send (frame `relay-request`): the session's requests part takes it
-        # and gives the one-line answer written back on the same connection (session/requests.py)
+        # and gives the one-line answer written back on the same connection (session/core/requests.py)
         self.on_request: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
         self.address = address
         self.sender = sender

@@ -1,8 +1,8 @@
 """Finding the operator's running inbox from another process (`relay reply`, `relay ask`), and the
 frame written to it, without the inbox's listener module.
 
-Why apart from session/inbox.py: `relay reply` is one process start per answer a Codex agent
-gives, and session/inbox.py imports pydantic, the envelope and plan models and the approval
+Why apart from session/core/inbox.py: `relay reply` is one process start per answer a Codex agent
+gives, and session/core/inbox.py imports pydantic, the envelope and plan models and the approval
 gate, none of which finding a socket needs (issue 33). The records are read here as plain JSON and
 checked strictly; a record that is not exactly the shape the inbox writes (or any file that does
 not parse) sends the caller to the `InboxRecord` model's reader (`inbox.find_inbox`, as

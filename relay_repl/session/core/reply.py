@@ -10,7 +10,7 @@ its `re=` header, which is how the operator's session links it (never by body).
 Why it imports so little (issue 33): each answer a Codex agent gives this way is one process
 start, and importing pydantic for the envelope, the inbox record and the agents package was most
 of its 0.22-0.39 CPU-s. The reply's line is composed by `plain_line` (core/envelope_line.py) when
-every field is plainly valid, the inbox is found from its plain records (session/inbox_find.py)
+every field is plainly valid, the inbox is found from its plain records (session/core/inbox_find.py)
 and who answers from each kind's standard-library rule (`whoami.own_sender`); anything else
 (a body with a tab, a Claude session answering, an odd record, the hop cap) takes the model's
 path, whose refusals are the ones it always gave. tests/frontends/test_reply_cold.py pins what it

@@ -2,7 +2,7 @@
 and carry the answer back to the agent that asked.
 
 Why through the ordinary send path: an approved request is a send like any other. Its plan is
-the four-part plan session/sending.py builds for the resolved target, asked y/N by the same
+the four-part plan session/core/sending.py builds for the resolved target, asked y/N by the same
 gate; the asker's words go in as a quote (`codex:beta (verified) wrote: «...»`, core.peertext),
 so the plan's notes name the asking agent as their origin and flag any consent-only act, and
 the heading above the plan names the request and the hop it carries (never reset by an agent).

@@ -4,8 +4,8 @@ Why a value: `send`, `reply`, `forward`, a chain's members, a send to another ho
 request and the answer taken back to its asker each used to run their own copy of resolve →
 halt check → route → choose → envelope, and a send's options changed shape on the way (keywords,
 then `SendOptions`, then keywords again for a host). Now each builds a `SendRequest` and hands it
-to `Sender.submit` (session/sending.py), the one pipeline: resolve → route → choose → plan → gate
-→ run → confirm, with the hooks a run installs (session/hooks.py) seeing the request itself.
+to `Sender.submit` (session/core/sending.py), the one pipeline: resolve → route → choose → plan → gate
+→ run → confirm, with the hooks a run installs (session/core/hooks.py) seeing the request itself.
 
 `origin` says whose words the body is and which entry point made it, because the pipeline's
 steps differ by it and only by it: the operator's own send may be answered by a run's replay
@@ -48,7 +48,7 @@ class SendRequest(BaseModel):
 
     @property
     def replayable(self) -> bool:
-        """Answered by a run's replay stage (session/hooks.py `send`): the operator's own sends only, as
+        """Answered by a run's replay stage (session/core/hooks.py `send`): the operator's own sends only, as
         a notebook cell or a recipe step makes them; a reply, a forward or an agent's request is not."""
         return self.origin == "operator"
 

@@ -1,17 +1,17 @@
 """Planning, gating and sending: the transports, the choice among them, the plan, the gate's
 yes, the transport's stages and its confirmation, and the ledger's record of each.
 
-Every side effect goes through the gate (session/gating.py): the plan is built, shown,
+Every side effect goes through the gate (session/core/gating.py): the plan is built, shown,
 logged, and only a yes lets the transport act, under the `Approval` minted for exactly that
 plan; it is spent when the delivery ends. A want=reply|ack send first asks the target's
 agent how the answer will come back (the plan shows it) and refuses when there is no route.
 A relay-halt stops a send at the next stage boundary.
 
 One pipeline: `send`, `reply`, `forward`, a transport handle, a chain, a host's target, an
-agent's request and its answer each build a `SendRequest` (session/send_request.py) and hand it
+agent's request and its answer each build a `SendRequest` (session/core/send_request.py) and hand it
 to `Sender.submit`; only what differs by the words' origin stays at the entry point (a reply's
 duplicate and hop checks, a forward's pasted line). A run's hooks see each request, each plan
-before the gate and each outcome (session/hooks.py).
+before the gate and each outcome (session/core/hooks.py).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 
 class RemoteSender(Protocol):
-    """What the pipeline asks of the sends to other hosts (session/remote_send.py `RemoteSends`): the
+    """What the pipeline asks of the sends to other hosts (session/remote/remote_send.py `RemoteSends`): the
     session hands a maker of them to `Sender`, so the core never imports the remote side."""
 
     async def send(self, target: str | Target, body: str, options: SendOptions) -> Delivery: ...
@@ -53,7 +53,7 @@ R = TypeVar("R", bound=RemoteSender)
 
 
 def remote_spec(target: object) -> bool:
-    """A spec (or Target) on another host: handed to session/remote_send.py."""
+    """A spec (or Target) on another host: handed to session/remote/remote_send.py."""
     if isinstance(target, Target):
         return target.host is not None
     if not isinstance(target, str) or "/" not in target:
@@ -79,7 +79,7 @@ class Sender(Generic[R]):
 
     @property
     def remote(self) -> R:
-        """Sends to targets on other hosts (session/remote_send.py), made on first use."""
+        """Sends to targets on other hosts (session/remote/remote_send.py), made on first use."""
         if self._remote is None:
             self._remote = self._make_remote(self.shared)
         return self._remote
@@ -115,7 +115,7 @@ class Sender(Generic[R]):
     async def _pipeline(self, req: SendRequest) -> Delivery:
         """A host's target is planned and carried out there (gated here), a chain tries its members in
         order, anything else is planned and sent from here."""
-        if req.forwarded is None and remote_spec(req.target):  # HOST/kind:name (session/remote_send.py)
+        if req.forwarded is None and remote_spec(req.target):  # HOST/kind:name (session/remote/remote_send.py)
             return await self.remote.send(req.target, req.body, req.options)
         chain = chain_of(req.options.transport)
         if chain is not None:

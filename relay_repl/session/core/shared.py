@@ -3,7 +3,7 @@ progress goes, and this process's deliveries.
 
 Why one object: the session is split into parts with one job each (finding targets, sending,
 answers); each reads these at call time, so a new echo or operator's approver set on the
-session reaches every part at once, and so do the hooks a run installs (session/hooks.py: a
+session reaches every part at once, and so do the hooks a run installs (session/core/hooks.py: a
 notebook or recipe run wraps the approver and the echo through them, never by assignment).
 """
 
@@ -35,7 +35,7 @@ class Shared:
         self.ledger = ledger
         self.operator_approve = approve  # the operator's own gate (what the REPL, the CLI or a test gave)
         self.me = me
-        self.hooks = Hooks()  # what the runs in progress add (session/hooks.py)
+        self.hooks = Hooks()  # what the runs in progress add (session/core/hooks.py)
         self.echo = echo
         self.deliveries: list[Delivery] = DeliveryTable()  # prints as a table in the REPL
 

@@ -3,7 +3,7 @@
 Why a model without prompt_toolkit: the view is rebuilt from ledger rows as they land (a
 `LedgerFollower` batch at a time), and what it holds (each delivery's state, stage and last
 evidence; the answers linked to it; the newest events) is tested here without a terminal.
-The full-screen app (session/watch_view.py) only draws `sections()`.
+The full-screen app (session/core/watch_view.py) only draws `sections()`.
 
 Every text a peer can have written (an answer's body, a claim, a stage's evidence quoting a
 receiver's screen) passes the one neutraliser before it is drawn.

@@ -1,6 +1,6 @@
 """`relay watch` / `await session.watch()`: the full-screen, read-only view of the conversation.
 
-What it shows (session/watch.py holds it): the targets (state, pane, host), the deliveries in
+What it shows (session/core/watch.py holds it): the targets (state, pane, host), the deliveries in
 flight with their stage and last evidence (and the last few finished), the held agent
 requests (issue 31), the inbox, and the newest ledger events with their
 sequence numbers and times to the millisecond.

@@ -6,9 +6,9 @@ connects (measured: EPERM), so a sandboxed Codex agent cannot run `relay reply`
 servers themselves, outside the sandbox, so a tool call on this server reaches
 the inbox where a shell command cannot.
 
-Four tools (their bodies: session/mcp_tools.py; the last two: session/asking.py):
+Four tools (their bodies: session/mcp/mcp_tools.py; the last two: session/core/asking.py):
 - `relay_reply(relay_id, text)` does exactly what `relay reply` does
-  (session/reply.py): the same ledger check (only ids the operator sent), hop + 1,
+  (session/core/reply.py): the same ledger check (only ids the operator sent), hop + 1,
   the `re=` link when the envelope supports it, and relay-halt.
 - `relay_requests()` is read-only: the relay messages the operator sent TO THE
   CALLING SESSION that ask for a reply or ack and have none yet, so the agent can
@@ -108,7 +108,7 @@ TOOLS: list[dict[str, Any]] = [
 ]
 SEND_TOOL = "relay_send"
 STATUS_TOOL = "relay_request_status"
-# An agent starts an exchange too (issue 31): it asks, the operator decides (session/asking.py).
+# An agent starts an exchange too (issue 31): it asks, the operator decides (session/core/asking.py).
 TOOLS += [
     {
         "name": SEND_TOOL,

@@ -1,4 +1,4 @@
-"""The relay MCP server's tools, behind `relay mcp`'s protocol layer (session/mcp_server.py).
+"""The relay MCP server's tools, behind `relay mcp`'s protocol layer (session/mcp/mcp_server.py).
 
 Kept apart so the server imports this (pydantic, the ledger, agent discovery: most of a second
 of CPU on a loaded machine) only when a tool is first called: most servers a client starts are

@@ -1,8 +1,8 @@
 """The Session API for targets on other hosts: `await session.send("HOST/claude:alpha", ...)`.
 
 Why a module of its own: Session and Sender stay as they are for local targets and hand a
-spec naming a host (session/remote.py `split_spec`) here. The host's relay builds the plan
-and carries it out (session/remote.py `send_remote`); the operator's gate (this session's
+spec naming a host (session/remote/remote.py `split_spec`) here. The host's relay builds the plan
+and carries it out (session/remote/remote.py `send_remote`); the operator's gate (this session's
 `approve`) sees that plan with its route and answers it here. What comes back is the
 host's Delivery, kept in this session's deliveries and recorded in this session's ledger
 (so an `interrupted` send is found by `relay debug` here), and its `wait_reply()` asks the

@@ -1,5 +1,5 @@
 """The requests table of the operator's session, where a host's request (`h2/beta-3`, taken up the
-channel by session/host_requests.py) has each state change written into the host's copy too.
+channel by session/remote/host_requests.py) has each state change written into the host's copy too.
 
 Why at the store: every state change of a request goes through `save` (approve, deny, expiry, halt,
 delivery, answer), so none can be missed; the host's copy is what its asker's relay_request_status

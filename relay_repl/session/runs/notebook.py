@@ -7,7 +7,7 @@ level exactly as in the REPL.
 
 What the runner adds to the session, and nothing more:
 - a heading on every plan (`notebook triage, run ID, cell 3 "ask everyone"`), added by
-  the run's approver hook (session/hooks.py), which wraps the session's approver for the
+  the run's approver hook (session/core/hooks.py), which wraps the session's approver for the
   run, so the gate itself is the REPL's (its y/N, its answer type) and is only ever
   reached through the session;
 - what each cell printed, the repr of its last expression, the plans it showed with the
@@ -212,7 +212,7 @@ def _printer(tee: _Tee) -> Callable[..., None]:
 
 
 class NotebookRunner(RunHooks):
-    """Runs (or dry-runs, or resumes) one notebook file on one session; its hooks (session/hooks.py)
+    """Runs (or dry-runs, or resumes) one notebook file on one session; its hooks (session/core/hooks.py)
     are on the session's send path while it runs."""
 
     def __init__(self, session: Any, path: Path, raw_params: dict[str, str] | None = None, *, dry_run: bool = False,
@@ -596,7 +596,7 @@ class NotebookRunner(RunHooks):
                 rec.deliveries = [send_record(latest[rid]) for rid in ids if rid in latest]
 
     def _journal(self, sent: JournalSend) -> None:
-        """The run's journal row for one send (session/send_journal.py), before the gate is asked."""
+        """The run's journal row for one send (session/runs/send_journal.py), before the gate is asked."""
         self._event(sent.row_kind, **sent.row())
 
     def _event(self, kind: str, **data: Any) -> None:

@@ -221,7 +221,7 @@ class Runner:
 
     # -- ledger records --------------------------------------------------------
     def _journal(self, sent: JournalSend) -> None:
-        """The run's journal row for one send (session/send_journal.py), before the gate is asked."""
+        """The run's journal row for one send (session/runs/send_journal.py), before the gate is asked."""
         self._event(sent.row_kind, **sent.row())
 
     def _event(self, event_kind: str, **data: Any) -> None:
@@ -583,7 +583,7 @@ class Runner:
 
     def _check_journal(self) -> None:
         """Every send of the stopped run judged against the ledger before the resume sends anything
-        (session/journal.py): a row its journal did not write stops the run here, nothing sent."""
+        (session/runs/journal.py): a row its journal did not write stops the run here, nothing sent."""
         for prior in self.prior.values():
             if prior.relay_id and prior.kind != "forward":
                 try:

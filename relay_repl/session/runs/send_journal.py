@@ -2,7 +2,7 @@
 
 Why one model: a notebook run and a recipe run both write, BEFORE the gate is asked, a row naming
 the relay id a send took, so a resume answers that send from the ledger instead of sending it
-again (session/journal.py judges what the ledger proves of it). Each runner used to keep its own
+again (session/runs/journal.py judges what the ledger proves of it). Each runner used to keep its own
 idea of that row (a notebook's raw dict, a recipe's `StepRun` rebuilt field by field); now both
 write and read `JournalSend`, and only where the send stood in the run differs: a notebook's
 (cell, call), a recipe's (round, step).
