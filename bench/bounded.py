@@ -48,7 +48,7 @@ def best_of(repeat: int, fn: Callable[[], object]) -> float:
 def refuse_times(repeat: int) -> dict[int, float]:
     from relay_repl.core.errors import EnvelopeError
     from relay_repl.session.app import make_session
-    from relay_repl.session.gate import DenyGate
+    from relay_repl.session.core.gate import DenyGate
 
     out: dict[int, float] = {}
 

@@ -72,7 +72,7 @@ async def local_runs(kind: str, runs: int) -> tuple[float, list[float]]:
 
 async def remote_runs(kind: str, runs: int) -> tuple[float, list[float]]:
     import relay_repl.lab.helpers as helpers  # noqa: F401 - same import cost as the local side
-    from relay_repl.session.remote import Hosts, send_remote, wait_reply_remote
+    from relay_repl.session.remote.remote import Hosts, send_remote, wait_reply_remote
 
     spec = f"h2/{CASES[kind][0]}"
     approved_at: list[float] = []

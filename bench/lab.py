@@ -108,7 +108,7 @@ def stub_in_lab_netns(turns: int) -> dict[str, float]:
 
 async def claude_turn(n: int) -> float:
     """Socket write → the assistant's reply recorded in the transcript."""
-    from relay_repl.session.inbox import send_frames
+    from relay_repl.session.core.inbox import send_frames
     import relay_repl.agents.claude_code.lab as claude_lab
     import relay_repl.lab.helpers as helpers
     import relay_repl.lab.launcher as launcher

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.ledger [--n 60] [--dir /tmp]
     .venv/bin/python -m bench.ledger --history 15000
 
-`--history N`: what the check before every plan costs (session/unfinished.py: the sweep for
+`--history N`: what the check before every plan costs (session/core/unfinished.py: the sweep for
 interrupted sends, then earlier sends of the same body) in a ledger holding N finished sends
 (six events each). It read every event once per plan: 9.5 ms at 9,000 events, 93 ms at
 90,000; from the `unfinished_from` mark and the events_sends index (issue 17) 0.0-0.1 ms
@@ -31,7 +31,7 @@ from relay_repl.store.ledger import Ledger
 
 def history(sends: int, where: str) -> None:
     """Time the plan-time check three times over a ledger of `sends` finished sends."""
-    from relay_repl.session.unfinished import earlier_unfinished, sweep_interrupted
+    from relay_repl.session.core.unfinished import earlier_unfinished, sweep_interrupted
 
     d = Path(tempfile.mkdtemp(prefix="bench-ledger-", dir=where))
     try:

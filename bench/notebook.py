@@ -48,7 +48,7 @@ class Clock:
 
 def timed_sends() -> None:
     """The send itself timed at its class: below the run's hooks (the runner's recording is its own time)."""
-    from relay_repl.session.sending import Sender
+    from relay_repl.session.core.sending import Sender
 
     original = Sender.send
 
@@ -64,7 +64,7 @@ def timed_sends() -> None:
 
 def session(home: Path) -> Any:
     from relay_repl.agents.discovery import StaticProvider
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
     from relay_repl.session.session import Session
     from relay_repl.store.ledger import Ledger
     from relay_repl.transports.fake import InMemoryTransport, fake_target
@@ -76,7 +76,7 @@ def session(home: Path) -> Any:
 
 async def per_cell(n: int, repeats: int) -> tuple[list[float], list[float]]:
     from relay_repl.core.notebook_cells import compile_cell, parse_cells
-    from relay_repl.session.notebook import run_notebook
+    from relay_repl.session.runs.notebook import run_notebook
 
     runner_ms: list[float] = []
     bare_ms: list[float] = []

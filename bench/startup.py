@@ -69,7 +69,7 @@ def time_to_prompt(server: libtmux.Server, command: str, env: str, timeout: floa
 
 INBOX = """
 import sys, anyio
-from relay_repl.session.inbox import Inbox
+from relay_repl.session.core.inbox import Inbox
 from relay_repl.store.ledger import Ledger
 
 async def main():

@@ -73,7 +73,7 @@ def default_providers(env: Mapping[str, str] | None = None) -> list[KindProvider
 def lazy_providers(env: Mapping[str, str] | None = None) -> list[Provider]:
     """`default_providers`, one per registered kind, each importing its kind's package on first use.
 
-    Why: a session discovers only the kind a send names (session/finder.py); building every kind's
+    Why: a session discovers only the kind a send names (session/core/finder.py); building every kind's
     providers first imported every agent package before the plan of a send to one of them."""
     environ = dict(os.environ if env is None else env)
     roster = PaneRoster(env=environ)

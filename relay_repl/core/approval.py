@@ -6,7 +6,7 @@ registry record, a socket file in another program's directory, unlinking another
 process's file) takes an `Approval` and refuses unless it is
 
 - live: minted by the gate in this process and not yet spent. The mint is handed
-  out ONCE per process (`minter()`), and `session/gate.py` takes it at import; a
+  out ONCE per process (`minter()`), and `session/core/gate.py` takes it at import; a
   value built by hand, copied (`model_copy`) or unpickled is not the object the
   mint recorded, so it is refused however right its fields look;
 - for this act: its `Scope` (target identity with pid AND process start time,
@@ -98,7 +98,7 @@ def minter() -> Callable[[Scope], Approval]:
     is refused, so no other code can mint."""
     global _MINT_TAKEN
     if _MINT_TAKEN:
-        raise NoApproval("the approval mint belongs to the gate (session/gate.py): only the gate mints approvals")
+        raise NoApproval("the approval mint belongs to the gate (session/core/gate.py): only the gate mints approvals")
     _MINT_TAKEN = True
 
     def mint(scope: Scope) -> Approval:

@@ -2,7 +2,7 @@
 
 Why here and by hand: `relay mcp` speaks MCP over stdio, which is exactly this (newline-delimited
 JSON-RPC 2.0 objects), and it must answer `initialize` in a few tens of milliseconds on a busy
-machine (session/mcp_server.py says why). Pure values and the standard library only: no I/O, no
+machine (session/mcp/mcp_server.py says why). Pure values and the standard library only: no I/O, no
 pydantic; the stdio loop is system/stdio_rpc.py.
 
 Rules kept (JSON-RPC 2.0, section 5): a line that is not JSON -> -32700 with id null; JSON that is

@@ -1,7 +1,7 @@
 """The words of an origin verdict that a cheap path says as the full judge would.
 
 Why a module of its own: `relay ask` from a shell no agent started is refused by each kind's
-cheap rule (session/outside.py) without the judge (agents/origin.py), whose models are pydantic's;
+cheap rule (session/core/outside.py) without the judge (agents/origin.py), whose models are pydantic's;
 both say the same line, from here (issue 33)."""
 
 from __future__ import annotations

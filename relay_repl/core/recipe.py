@@ -276,7 +276,7 @@ def parse_recipe(text: str, source: str = "<text>") -> Recipe:
 
 def load_recipe(path: Path) -> Recipe:
     """A recipe file known to be a regular file (the shipped ones); a file found on disk is read
-    through the one loader (session/recipes.py: store/loader.py), which also refuses a FIFO or a
+    through the one loader (session/runs/recipes.py: store/loader.py), which also refuses a FIFO or a
     directory in its place."""
     try:
         data = path.read_bytes()

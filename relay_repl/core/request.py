@@ -3,7 +3,7 @@
 Why a value of its own and not a send: an agent that asks relay to send (the MCP tool
 `relay_send`, `relay ask` in its shell) starts nothing. Its words wait in the operator's
 ledger as a `Request` until the operator approves the ordinary four-part plan built for the
-resolved target (session/requests.py), denies it, or it expires. The asker reads the request's
+resolved target (session/core/requests.py), denies it, or it expires. The asker reads the request's
 state as a typed receipt (`receipt()`); every state in it was written by the operator's relay,
 never by the asker (a request's state changes only from the operator's side).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -12,6 +13,20 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validat
 from relay_repl.core.readable import Readable
 
 TargetState = Literal["idle", "busy", "waiting", "unknown", "never-idle"]
+HOST_SPEC = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]{0,62})/(?P<rest>.+)$")
+
+
+def split_spec(spec: str) -> tuple[str | None, str]:
+    """`build-box/claude:alpha` -> ("build-box", "claude:alpha"); a local spec -> (None, spec).
+    A pane id (`%3`) or a local spec never holds a '/' before its ':'.
+
+    Here, beside `Target.host`, and not with the channels to hosts (session/remote/remote.py): the send
+    pipeline and agents' requests ask it of every spec, and the session's core never imports the
+    remote side."""
+    m = HOST_SPEC.match(spec)
+    if m and ":" not in m.group("host"):
+        return m.group("host"), m.group("rest")
+    return None, spec
 
 
 class AgentDetail(BaseModel):

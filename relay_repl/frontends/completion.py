@@ -21,7 +21,7 @@ CALL = re.compile(r"session\.(?P<fn>send|preview|debugger|debug|run|target|forwa
 
 def recipe_names() -> list[str]:
     try:
-        from relay_repl.session.recipes import list_recipes
+        from relay_repl.session.runs.recipes import list_recipes
     except ImportError:  # no recipes in this build
         return []
     try:

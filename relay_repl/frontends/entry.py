@@ -15,7 +15,7 @@ Its errors still end it the CLI's way (`cli.exit_code`, imported only then).
 
 `relay mcp` (exactly that argv: an agent's client starts it and waits for its `initialize`
 answer under a deadline) skips the CLI entirely too: parsing every subcommand's options costs
-more than the server's whole answer (session/mcp_server.py).
+more than the server's whole answer (session/mcp/mcp_server.py).
 
 `relay reply ID TEXT...` (a Codex agent's answer, one process start each), `relay ask TARGET BODY...`
 (an agent's shell asking the operator) and `relay serve --stdio`

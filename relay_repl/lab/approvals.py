@@ -8,8 +8,8 @@ from typing import Any
 from relay_repl.core.approval import Approval, spend
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
-from relay_repl.session.gate import ScriptedGate, ask
-from relay_repl.session.gating import Gatekeeper
+from relay_repl.session.core.gate import ScriptedGate, ask
+from relay_repl.session.core.gating import Gatekeeper
 
 
 def plan_for(transport: str, target: Target, payload: str, files: tuple[str, ...] = (),

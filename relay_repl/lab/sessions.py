@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from relay_repl.session.app import make_session
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 
 
 @asynccontextmanager

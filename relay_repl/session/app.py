@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from relay_repl.session.gate import ApproveFn, TerminalGate
+from relay_repl.session.core.gate import ApproveFn, TerminalGate
 from relay_repl.store.ledger import Ledger
 from relay_repl.agents.discovery import StaticProvider
 from relay_repl.session.session import Session
@@ -47,7 +47,7 @@ def make_session(
         transports.append(InMemoryTransport())
     for t in transports:
         session.transports[t.name] = t  # installs the object; session.transports hands out handles
-    from relay_repl.session.unfinished import sweep_interrupted
+    from relay_repl.session.core.unfinished import sweep_interrupted
 
     # sends a killed process left without an outcome (a read-only command records nothing)
     found = [] if session.ledger.read_only else sweep_interrupted(session.ledger)

@@ -50,7 +50,7 @@ def target_json(t) -> dict:
 class ChannelGate:
     """This host's gate when the operator is at the other end of the channel: the plan goes up
     as an interim answer, and only the digest of that very plan, approved there, says yes here.
-    The approval is still minted by this process's own gate (session/gate.py `ask`), single-use
+    The approval is still minted by this process's own gate (session/core/gate.py `ask`), single-use
     and spent when the delivery ends, exactly as for a local send."""
 
     def __init__(self, server: Server) -> None:
@@ -117,7 +117,7 @@ class Server:
     async def send(self, args: dict[str, Any]) -> dict[str, Any]:
         session = await self._session()
         if args.get("re"):  # the answer to an agent's request here, taken back to it (its `re=`)
-            from relay_repl.session.sendoptions import SendOptions
+            from relay_repl.session.core.sendoptions import SendOptions
 
             d = await session.sender.send(str(args["target"]), str(args["body"]), SendOptions(
                 want=args.get("want") or "none", transport=args.get("transport"),
@@ -353,7 +353,7 @@ def run_stdio(fake: bool = False) -> int:
     fake:inbox target too, as `relay --fake send` does."""
     if sys.stdin.isatty():
         raise UsageError("relay serve --stdio answers another relay over ssh; it is not for a terminal")
-    from relay_repl.session.asking import refuse_inside_agent
+    from relay_repl.session.core.asking import refuse_inside_agent
 
     # Its ops list and rewrite agents' requests and approve its own sends: the operator's acts, never an
     # agent's (an agent piping `request_state` into it could un-deny a request or deny another's).

@@ -3,14 +3,14 @@
 `Session` is what the REPL, notebooks, recipes and the CLI use; it holds no logic of its own
 beyond assembling parts with one job each and handing each call to its part:
 
-- finding targets (session/finder.py): discovery, the last list found, resolving a name;
-- planning, gating and sending (session/sending.py, the gate in session/gating.py): the
+- finding targets (session/core/finder.py): discovery, the last list found, resolving a name;
+- planning, gating and sending (session/core/sending.py, the gate in session/core/gating.py): the
   transports, the plan, the operator's yes, the stages and their confirmation;
-- the inbox and waiting for replies (session/answers.py): the inbox, linking an answer to
+- the inbox and waiting for replies (session/core/answers.py): the inbox, linking an answer to
   its delivery, `d.wait_reply()` / `session.expect()`, the turn reply, `why`;
 
 with the state they share (ledger, approver, `me`, echo, this process's deliveries) in
-session/shared.py.
+session/core/shared.py.
 
 Every side effect goes through the gate: the plan is built, shown, logged, and only a yes
 from the injected approver lets the transport act. A no leaves nothing on the target and one
@@ -44,14 +44,14 @@ from relay_repl.core.envelope import Want
 from relay_repl.core.errors import Halted, UsageError
 from relay_repl.core.plan import Plan, ReplyRoute
 from relay_repl.core.target import Me, Target, TargetTable
-from relay_repl.session import hints
-from relay_repl.session.answers import Answers, answer_refusal
-from relay_repl.session.finder import Finder
-from relay_repl.session.gate import ApproveFn, DenyGate
-from relay_repl.session.gating import GateAnswer, Gatekeeper
-from relay_repl.session.sending import Sender, remote_spec
-from relay_repl.session.sendoptions import SendOptions
-from relay_repl.session.shared import Shared, default_me
+from relay_repl.session.core import hints
+from relay_repl.session.core.answers import Answers, answer_refusal
+from relay_repl.session.core.finder import Finder
+from relay_repl.session.core.gate import ApproveFn, DenyGate
+from relay_repl.session.core.gating import GateAnswer, Gatekeeper
+from relay_repl.session.core.sending import Sender, remote_spec
+from relay_repl.session.core.sendoptions import SendOptions
+from relay_repl.session.core.shared import Shared, default_me
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.base import StageLog, Transport
 from relay_repl.transports.chain import Chain, TransportTable
@@ -60,16 +60,17 @@ if TYPE_CHECKING:  # the send path's plan needs none of these: each loads on fir
     from relay_repl.core.inbound import InboundMessage
     from relay_repl.core.request import Request
     from relay_repl.core.turn_reply import TurnReply
-    from relay_repl.session.actions import Actions
-    from relay_repl.session.hooks import RunHooks
-    from relay_repl.session.requests import Requests, RequestTable
-    from relay_repl.session.host_requests import HostRequests
+    from relay_repl.session.core.actions import Actions
+    from relay_repl.session.core.hooks import RunHooks
+    from relay_repl.session.core.requests import Requests, RequestTable
+    from relay_repl.session.remote.host_requests import HostRequests
+    from relay_repl.session.remote.remote_send import RemoteSends
     from relay_repl.agents.kind import InboxListing
     from relay_repl.agents.provenance import VerifyReport
-    from relay_repl.session.debugger import Debugger
-    from relay_repl.session.inbox import Inbox, InboxRecord
-    from relay_repl.session.notebook import NotebookRun, ReplInput
-    from relay_repl.session.runner import Run
+    from relay_repl.session.runs.debugger import Debugger
+    from relay_repl.session.core.inbox import Inbox, InboxRecord
+    from relay_repl.session.runs.notebook import NotebookRun, ReplInput
+    from relay_repl.session.runs.runner import Run
     from relay_repl.store.timeline import InboxTable, Timeline
     from relay_repl.transports.ranking import Choice
 
@@ -77,6 +78,14 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 __all__ = ["Session", "answer_refusal", "default_me"]  # the last two re-exported: their old home
+
+
+def remote_sends(shared: Shared) -> RemoteSends:
+    """The sends to targets on other hosts, for `Sender` (which never imports them): made, and their
+    module loaded, on a session's first host spec."""
+    from relay_repl.session.remote.remote_send import RemoteSends
+
+    return RemoteSends(shared)
 
 
 class Session:
@@ -96,9 +105,9 @@ class Session:
         self.finder = Finder(providers)
         self.gate = Gatekeeper(self.shared)
         self.answers = Answers(self.shared, self.finder, self.gate)
-        self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports)
-        self._actions: Actions | None = None  # `confirm`/`gated` (session/actions.py), made on first use
-        self._asks: Requests | None = None  # agents' requests to send (session/requests.py), made on first use
+        self.sender = Sender(self.shared, self.finder, self.gate, self.answers, transports, remote=remote_sends)
+        self._actions: Actions | None = None  # `confirm`/`gated` (session/core/actions.py), made on first use
+        self._asks: Requests | None = None  # agents' requests to send (session/core/requests.py), made on first use
         self._host_asks: HostRequests | None = None  # takes hosts' agents' requests (session.host_requests)
         self.repl_inputs: list[ReplInput] = []  # what the REPL ran, for save_notebook
 
@@ -106,17 +115,17 @@ class Session:
     @property
     def actions(self) -> Actions:
         if self._actions is None:
-            from relay_repl.session.actions import Actions
+            from relay_repl.session.core.actions import Actions
 
             self._actions = Actions(self.shared, self.gate)
         return self._actions
 
     @property
     def asks(self) -> Requests:
-        """Agents' requests to send (session/requests.py), their store mirrored to a host's copy."""
+        """Agents' requests to send (session/core/requests.py), their store mirrored to a host's copy."""
         if self._asks is None:
-            from relay_repl.session.request_mirror import MirroredStore
-            from relay_repl.session.requests import Requests
+            from relay_repl.session.remote.request_mirror import MirroredStore
+            from relay_repl.session.core.requests import Requests
 
             asks = Requests(self.shared, self.sender)
             asks.store = MirroredStore(self.shared, lambda: self.sender.remote)  # a host's request: its copy told
@@ -138,7 +147,7 @@ class Session:
 
     def running(self, hooks: RunHooks) -> AbstractContextManager[RunHooks]:
         """`with session.running(hooks):` puts a run's hooks on the send path for the block's length:
-        its approver per call and its replay stage for `send` (session/hooks.py)."""
+        its approver per call and its replay stage for `send` (session/core/hooks.py)."""
         return self.shared.hooks.installed(hooks)
 
     @property
@@ -302,7 +311,7 @@ class Session:
     # -- the operator's own actions behind the same gate ------------------------------------
     async def confirm(self, what: str, *, target: str, how: str, payload: str = "", done_when: str,
                       files: Sequence[str] = ()) -> Approval:
-        """Ask y/N on the ordinary four-part plan for an action of your own (session/actions.py).
+        """Ask y/N on the ordinary four-part plan for an action of your own (session/core/actions.py).
 
         `what` heads the plan; `target` is what it acts on, `how` the means (a command, a tool),
         `payload` the exact text it will use, `done_when` what will show it worked, `files` every file
@@ -331,7 +340,7 @@ class Session:
         self.sender.record_outcome(d, **more)
 
     async def _gated(self, plan: Plan, *, delivery: str | None = None, target: Target | None = None) -> GateAnswer:
-        """The gate (session/gating.py), as the debugger asks it: the approval, or why there is none."""
+        """The gate (session/core/gating.py), as the debugger asks it: the approval, or why there is none."""
         return await self.gate.answer(plan, delivery=delivery, target=target)
 
     async def _run_armed(self, d: Delivery, log: StageLog, approval: Approval | None,
@@ -441,11 +450,11 @@ class Session:
 
     async def host_requests(self, host: str) -> RequestTable:
         """Take the requests HOST's agents made (held there by its `relay serve`) up the channel and hold them
-        here as `HOST/<id>`, each row checked (a host's word is a claim; session/host_requests.py); returns
+        here as `HOST/<id>`, each row checked (a host's word is a claim; session/remote/host_requests.py); returns
         those newly held. The first call opens HOST's inbox, so its agents can ask while this session's
         channel to it lives; from then on the REPL takes new ones every few seconds and shows each as it
         arrives. Then `session.requests` lists them and `approve_request` decides them."""
-        from relay_repl.session.host_requests import HostRequests
+        from relay_repl.session.remote.host_requests import HostRequests
 
         if self._host_asks is None:
             self._host_asks = HostRequests(self.shared, self.asks, self.sender.remote)
@@ -469,10 +478,10 @@ class Session:
         `dbg = session.debugger(d)`; `await dbg.look()`, `await dbg.step()`, `await dbg.resume()`,
         `await dbg.walk()`, `dbg.abandon("why")`. It prints as a table of the stages done and the one next."""
         from relay_repl.core.errors import RelayError
-        from relay_repl.session.debugger import Debugger, Recorded, rebuild
+        from relay_repl.session.runs.debugger import Debugger, Recorded, rebuild
 
         ref = delivery.key if isinstance(delivery, Delivery) else str(delivery).strip()
-        from relay_repl.session.remote_send import remote_debugger
+        from relay_repl.session.remote.remote_send import remote_debugger
 
         if (on_host := remote_debugger(self.sender.remote, ref)) is not None:  # a send made on a host
             return on_host  # type: ignore[return-value]
@@ -502,7 +511,7 @@ class Session:
         from collections.abc import AsyncIterator
         from contextlib import asynccontextmanager
 
-        from relay_repl.session.watch_view import watch
+        from relay_repl.session.core.watch_view import watch
 
         @asynccontextmanager
         async def decide(listen: bool) -> AsyncIterator[Session]:
@@ -514,19 +523,19 @@ class Session:
     async def run(self, recipe: str, *, dry_run: bool = False, **params: object) -> Run:
         """Run a saved recipe (a name from `relay recipes`, or a .toml path): every send
         planned and gated, hop reset to 0 only at the start of each round. Returns a Run."""
-        from relay_repl.session.recipes import run_recipe
+        from relay_repl.session.runs.recipes import run_recipe
 
         return await run_recipe(self, recipe, params, dry_run=dry_run)
 
     async def resume(self, run_id: str) -> Run:
         """Continue a stopped run from the ledger; confirmed steps are never sent again."""
-        from relay_repl.session.recipes import resume_run
+        from relay_repl.session.runs.recipes import resume_run
 
         return await resume_run(self, run_id)
 
     def save_recipe(self, name: str, *, description: str = "", overwrite: bool = False) -> Path:
         """Write this session's sends (and the replies they waited for) as $RELAY_HOME/recipes/NAME.toml."""
-        from relay_repl.session.recipes import save_recipe
+        from relay_repl.session.runs.recipes import save_recipe
 
         path = save_recipe(self, name, description=description, overwrite=overwrite)
         self.shared.say(f"wrote {path}; run it with `await session.run({name!r})` or `relay run {name}`")
@@ -535,13 +544,13 @@ class Session:
     # -- notebooks ---------------------------------------------------------------------
     async def notebook(self, path: str, *, dry_run: bool = False, **params: object) -> NotebookRun:
         """Run a notebook (FILE.py of `# %%` cells) here, through this session's gate; returns its run."""
-        from relay_repl.session.notebook import run_notebook
+        from relay_repl.session.runs.notebook import run_notebook
 
         return await run_notebook(self, path, {k: str(v) for k, v in params.items()}, dry_run=dry_run)
 
     def save_notebook(self, name: str, *, overwrite: bool = False) -> Path:
         """Write this REPL session's inputs that ran without error as ./NAME.py cells, with a first report."""
-        from relay_repl.session.notebook import save_notebook
+        from relay_repl.session.runs.notebook import save_notebook
 
         path = save_notebook(self, name, overwrite=overwrite)
         self.shared.say(f"wrote {path}; run it with `relay notebook run {path}` (--dry-run shows every plan)")
@@ -563,10 +572,10 @@ class Session:
                      transcript: str | None = None) -> VerifyReport:
         """Seed section 8 audit: who really sent `relay_id`, from the receiver's own origin records
         (a target's transcript, any transcript file, or every live Claude target's); read-only.
-        Returns a `VerifyReport` (`.verdict`, `.records`, `.exit_code`); see session/verify.py."""
+        Returns a `VerifyReport` (`.verdict`, `.records`, `.exit_code`); see session/core/verify.py."""
         import anyio
 
-        from relay_repl.session import verify as v
+        from relay_repl.session.core import verify as v
 
         if target is not None and transcript is not None:
             raise UsageError("name a target or a transcript file, not both")
@@ -578,7 +587,7 @@ class Session:
         return await anyio.to_thread.run_sync(v.verify_everywhere, relay_id, await self.finder.known(), self.ledger)
 
     def __getattr__(self, name: str) -> object:
-        """Only for a name Session lacks: a mistake with a certain fix says it (session/hints.py)."""
+        """Only for a name Session lacks: a mistake with a certain fix says it (session/core/hints.py)."""
         raise hints.missing("Session", name, hints.SESSION)
 
     def __repr__(self) -> str:

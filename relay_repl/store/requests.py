@@ -30,7 +30,7 @@ class RequestStore:
         self.ledger = ledger
 
     def tell_from(self, task_group: TaskGroup) -> None:
-        """Where a store that tells hosts of state changes runs that (session/request_mirror.py
+        """Where a store that tells hosts of state changes runs that (session/remote/request_mirror.py
         MirroredStore, from the session's task group); this table tells nobody."""
 
     def _rows(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:

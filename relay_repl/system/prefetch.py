@@ -38,7 +38,7 @@ def wanted(words: list[str]) -> bool:
 
 def load_by_file(name: str, module: str, group: str = GROUP) -> ModuleType | None:
     """`module` executed from its file under a private name (of `group` and `name`), without its
-    parent packages' __init__ (also how session/whoami.py loads the kinds' own-address rules).
+    parent packages' __init__ (also how session/core/whoami.py loads the kinds' own-address rules).
 
     Through `importlib.machinery`, not `importlib.util` (which imports contextlib, functools and
     collections first): this runs before the spawn. The top package is usually imported already

@@ -1,7 +1,7 @@
 """A JSON-RPC 2.0 server on this process's stdin/stdout, one message per line (MCP's stdio transport).
 
 Why threads and not an event loop: anyio/asyncio cost import time that `relay mcp` cannot spend
-before its first answer (session/mcp_server.py), and the only slow methods are tool calls, which
+before its first answer (session/mcp/mcp_server.py), and the only slow methods are tool calls, which
 block on files and sockets anyway. Methods named in `slow` run on their own thread so a `ping` or
 a second call is answered while one is in flight; the rest are answered in order on the reading
 thread. One lock keeps each answer a whole line. At end of input the server waits for the calls

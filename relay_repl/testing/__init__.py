@@ -25,8 +25,8 @@ _HOMES = {
     "Ledger": "relay_repl.store.ledger",
     "InMemoryTransport": "relay_repl.transports.fake",
     "fake_target": "relay_repl.transports.fake",
-    "ScriptedGate": "relay_repl.session.gate",
-    "DenyGate": "relay_repl.session.gate",
+    "ScriptedGate": "relay_repl.session.core.gate",
+    "DenyGate": "relay_repl.session.core.gate",
     "ReplayIO": "relay_repl.testing.panes",
     "HostileHost": "relay_repl.testing.hosts",
     "HOST": "relay_repl.testing.hosts",
@@ -43,7 +43,7 @@ __all__ = ["Ledger", "InMemoryTransport", "fake_target", "ScriptedGate", "DenyGa
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name alike)
 if TYPE_CHECKING:
-    from relay_repl.session.gate import DenyGate, ScriptedGate
+    from relay_repl.session.core.gate import DenyGate, ScriptedGate
     from relay_repl.store.ledger import Ledger
     from relay_repl.testing.hostile_host import standin_ssh
     from relay_repl.testing.hosts import HOST, HostileHost

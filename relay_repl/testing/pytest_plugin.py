@@ -37,7 +37,7 @@ import pytest
 
 if TYPE_CHECKING:
     from relay_repl.core.target import Target
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
     from relay_repl.session.session import Session
     from relay_repl.store.ledger import Ledger
     from relay_repl.testing.hosts import HostileHost
@@ -85,7 +85,7 @@ def gate_answers() -> list[bool]:
 @pytest.fixture
 def scripted_gate(gate_answers: list[bool]) -> ScriptedGate:
     """The approver: answers `gate_answers`; `.shown` keeps every plan it was shown."""
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
 
     return ScriptedGate(gate_answers)
 
@@ -174,8 +174,8 @@ def _no_crash_leftovers() -> None:
     sees the lab as a fresh one would be (and `relay ...` prints no leftover notice)."""
     import anyio
 
-    from relay_repl.session.gate import ScriptedGate
-    from relay_repl.session.inbox import clean_plan
+    from relay_repl.session.core.gate import ScriptedGate
+    from relay_repl.session.core.inbox import clean_plan
     from relay_repl.session.session import Session
     from relay_repl.store.ledger import Ledger
 

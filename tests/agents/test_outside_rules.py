@@ -5,7 +5,7 @@ where a holder's descriptors are hidden.
 
 What must hold (issue 33): a rule says True ("surely no session of mine in this chain") only where
 the full judge finds none; wherever the judge finds a session, the rule says False. The rules are
-loaded by file, as session/outside.py loads them, so a rule that reached for the agents package
+loaded by file, as session/core/outside.py loads them, so a rule that reached for the agents package
 would fail here too."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from relay_repl.agents.adapter import load_adapter
-from relay_repl.session.outside import OUTSIDE_GROUP
+from relay_repl.session.core.outside import OUTSIDE_GROUP
 from relay_repl.store.adapter_files import registry_path
 from relay_repl.system.entry_points import scan_entry_points
 from relay_repl.system.prefetch import load_by_file
@@ -31,7 +31,7 @@ from tests.agents.test_codex_registry import provider as codex_provider
 
 
 def rule(kind: str):
-    """The kind's declared rule, loaded by file (no agents package), as session/outside.py does."""
+    """The kind's declared rule, loaded by file (no agents package), as session/core/outside.py does."""
     value = {ep.name: ep.value for ep in scan_entry_points(OUTSIDE_GROUP)}[kind]
     module, _, attr = value.partition(":")
     mod = load_by_file(kind, module, OUTSIDE_GROUP)

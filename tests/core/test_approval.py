@@ -28,7 +28,7 @@ from relay_repl.core.approval import Approval, Scope, check, minter, spend
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.errors import NoApproval
 from relay_repl.core.target import Target
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.store.ledger import Ledger
 from relay_repl.system.polling import poll_until
 from relay_repl.system.proc import proc_start
@@ -240,8 +240,8 @@ def registry(tmp_path: Path) -> Iterator[Any]:
 
 
 async def _plan_approval(plan: Any) -> Approval:
-    from relay_repl.session.gate import ask
-    from relay_repl.session.gating import Gatekeeper
+    from relay_repl.session.core.gate import ask
+    from relay_repl.session.core.gating import Gatekeeper
 
     a = await ask(ScriptedGate([True]), plan, Gatekeeper.scope(plan, None))
     assert a is not None

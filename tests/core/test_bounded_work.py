@@ -12,7 +12,7 @@ from relay_repl.core.envelope import MAX_BODY, check_body
 from relay_repl.core.errors import EnvelopeError
 from relay_repl.core.peertext import provenance_notes, quote, quoted_spans
 from relay_repl.session.app import make_session
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 
 
 def test_a_long_body_is_refused_by_its_length_before_any_scan():

@@ -37,7 +37,7 @@ async def test_a_transport_exception_reaches_the_operator_as_one_sentence(tmp_pa
     from relay_repl.agents.discovery import StaticProvider
     from relay_repl.core.delivery import DeliveryState
     from relay_repl.core.target import Me
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
     from relay_repl.session.session import Session
     from relay_repl.store.ledger import Ledger
     from relay_repl.transports.fake import InMemoryTransport, fake_target

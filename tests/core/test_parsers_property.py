@@ -155,7 +155,7 @@ def test_the_notebook_cell_parser_raises_only_relay_errors(text):
                                                                   i, max_size=5)),
                               max_leaves=15).map(lambda v: json.dumps(v).encode())))
 def test_the_run_file_loader_raises_only_relay_errors(tmp_path, data):
-    from relay_repl.session.notebook import NotebookRun
+    from relay_repl.session.runs.notebook import NotebookRun
     from relay_repl.store.loader import load_json
 
     path = tmp_path / "run.json"

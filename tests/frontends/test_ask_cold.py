@@ -3,7 +3,7 @@ their answers are the full judge's where the kinds' cheap rules decide.
 
 Both ask first whether this process runs inside an agent session: `relay ask` to name the asker (it is
 refused when none is established), `relay serve --stdio` to refuse the operator's acts to an agent.
-Where every kind's rule excludes the ancestry (session/outside.py), the answer is the judge's own
+Where every kind's rule excludes the ancestry (session/core/outside.py), the answer is the judge's own
 "no session" without the judge (agents/origin.py, which imports pydantic and every kind); where any
 rule cannot exclude, the judge loads and decides, as before. The probe runs the console script's
 `main` in a fresh interpreter, in an empty HOME, and prints the modules loaded when it is done."""
@@ -22,7 +22,7 @@ from tests.frontends.test_reply_cold import PROBE  # the console script's main, 
 
 NOT_BEFORE_THE_ANSWER = {
     "pydantic", "pydantic_core", "relay_repl.agents", "relay_repl.agents.origin", "relay_repl.core.envelope",
-    "relay_repl.core.inbound", "relay_repl.core.target", "relay_repl.session.inbox", "uuid", "dataclasses",
+    "relay_repl.core.inbound", "relay_repl.core.target", "relay_repl.session.core.inbox", "uuid", "dataclasses",
 }
 
 
@@ -47,7 +47,7 @@ def test_an_ask_from_a_shell_no_agent_started_is_refused_without_the_judge(tmp_p
     line = _refusal(cp)
     assert line.startswith("relay: not held: relay cannot establish which session is asking (pid "), line
     assert line.endswith(" is no discovered session and was not started by one)"), line
-    assert "relay_repl.session.asking" in loaded and "relay_repl.session.outside" in loaded  # the probe saw the ask
+    assert "relay_repl.session.core.asking" in loaded and "relay_repl.session.core.outside" in loaded  # the probe saw the ask
     assert NOT_BEFORE_THE_ANSWER & loaded == set() and "sqlite3" not in loaded  # nor the ledger: nothing to write
     assert not (relay_home / "ledger.sqlite3").exists()  # nothing written anywhere
 
@@ -79,5 +79,5 @@ def test_serve_answers_its_first_hello_without_the_judge_or_a_model(tmp_path, re
     assert cp.returncode == 0, cp.stderr
     answer = json.loads(cp.stdout.splitlines()[0])
     assert answer["ok"] is True and answer["id"] == 1 and answer["result"]["protocol"] == 1
-    assert "relay_repl.session.serve" in loaded and "relay_repl.session.outside" in loaded
+    assert "relay_repl.session.serve" in loaded and "relay_repl.session.core.outside" in loaded
     assert {"pydantic", "pydantic_core", "relay_repl.agents", "relay_repl.agents.origin"} & loaded == set()

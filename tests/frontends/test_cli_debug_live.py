@@ -153,7 +153,7 @@ async def test_receiver_killed_is_reported_gone_exit_1(dlab):
     import relay_repl.lab.launcher as launcher
     import relay_repl.lab.procs as procs
     from relay_repl.session.app import make_session
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
 
     await idle("alpha")
     s = launcher.status().session("alpha")

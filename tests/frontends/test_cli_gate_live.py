@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import relay_repl.lab.helpers as helpers
-from relay_repl.session.gate import PROMPT
+from relay_repl.session.core.gate import PROMPT
 from tests.support.tmuxdrive import Screen
 
 pytestmark = pytest.mark.live

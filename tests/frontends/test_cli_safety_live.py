@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from relay_repl.session.inbox import read_records, send_frames, user_frame
+from relay_repl.session.core.inbox import read_records, send_frames, user_frame
 from relay_repl.store.ledger import Ledger
 from relay_repl.system.polling import poll_until_sync
 from tests.support.tmuxdrive import Screen

@@ -19,7 +19,7 @@ import relay_repl.lab.helpers as helpers
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.lab.stubs.client import StubClient
-from relay_repl.session.inbox import send_frames, user_frame
+from relay_repl.session.core.inbox import send_frames, user_frame
 from tests.support.sessions import live_session
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from relay_repl.session.gate import PROMPT
+from relay_repl.session.core.gate import PROMPT
 from tests.support.tmuxdrive import Screen
 
 pytestmark = pytest.mark.live
@@ -31,7 +31,7 @@ def rollouts_hold(text: str) -> bool:
 
 def halt_into_inbox(pid: int, hid: str) -> None:
     """One Claude-wire `user` frame carrying relay-halt, written to the inbox of relay pid `pid`."""
-    from relay_repl.session.inbox import read_records
+    from relay_repl.session.core.inbox import read_records
 
     rec = next(r for r in read_records() if r.pid == pid)
     line = f"[relay/1 from=agent:claude-code@alpha to=operator id={hid} hop=1 want=none] relay-halt: stop now"

@@ -9,7 +9,7 @@ import pytest
 
 from relay_repl.frontends import cli
 from relay_repl.frontends.commands import common
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.store.ledger import Ledger
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from relay_repl.core.request import ANSWER_TYPE, FRAME_TYPE
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 

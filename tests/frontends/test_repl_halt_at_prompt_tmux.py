@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not i
 
 
 def test_a_halt_in_the_repls_inbox_while_the_prompt_waits_wins_over_y(repl, relay_home):
-    from relay_repl.session.inbox import read_records
+    from relay_repl.session.core.inbox import read_records
 
     repl.wait_for("<Session me=operator:relay@")
     repl.type_line('d = await session.send("fake:inbox", "halt me")')

@@ -12,7 +12,7 @@ import sys
 import pytest
 from libtmux.test.retry import retry_until
 
-from relay_repl.session.inbox import read_records
+from relay_repl.session.core.inbox import read_records
 from tests.support.tmuxdrive import Screen
 
 pytestmark = pytest.mark.live

@@ -25,7 +25,7 @@ from relay_repl.store.ledger import Ledger
 
 INBOX = textwrap.dedent("""
     import sys, anyio
-    from relay_repl.session.inbox import Inbox
+    from relay_repl.session.core.inbox import Inbox
     from relay_repl.store.ledger import Ledger
 
     async def main():
@@ -52,7 +52,7 @@ sys.exit(code)
 
 NOT_FOR_A_REPLY = {
     "pydantic", "pydantic_core", "relay_repl.agents", "relay_repl.core.envelope", "relay_repl.core.target",
-    "relay_repl.core.inbound", "relay_repl.core.plan", "relay_repl.session.inbox", "relay_repl.store.ledger_values",
+    "relay_repl.core.inbound", "relay_repl.core.plan", "relay_repl.session.core.inbox", "relay_repl.store.ledger_values",
     "relay_repl.frontends.cli", "argparse", "dataclasses", "uuid", "asyncio", "anyio", "subprocess",
 }
 THREAD = "019a1b2c-3d4e-7f00-8a9b-0c1d2e3f4a5b"
@@ -101,7 +101,7 @@ def test_a_reply_imports_no_model_agent_or_parser_and_its_line_is_the_envelopes(
     assert cp.returncode == 0, cp.stderr
     said = json.dumps(cp.stdout)
     assert cp.stdout.startswith(f"replied to {first} as {THREAD}-1 (hop 1) into "), said
-    assert "relay_repl.session.reply" in loaded  # the probe saw the reply's own imports
+    assert "relay_repl.session.core.reply" in loaded  # the probe saw the reply's own imports
     assert NOT_FOR_A_REPLY & loaded == set()
     want = Envelope.make(sender=f"agent:codex@{THREAD}", to="operator", id=f"{THREAD}-1", hop=1, want="none",
                          re=first, body="tests pass on main — 412 passed").compose()

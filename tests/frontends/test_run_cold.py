@@ -33,7 +33,7 @@ def test_a_cold_run_discovers_only_the_kinds_its_targets_name_before_its_first_p
     recipe.write_text(TELL)
     lines, homes = probe_in_a_claude_world(tmp_path, "run", str(recipe), "-p", "target=claude:alpha")
     loaded = set(ast.literal_eval(lines["MODULES"]))
-    assert {"relay_repl.core.plan", "relay_repl.session.runner"} <= loaded  # the probe saw the run's own imports
+    assert {"relay_repl.core.plan", "relay_repl.session.runs.runner"} <= loaded  # the probe saw the run's own imports
     assert {m for m in loaded if m.split(".")[0] in {"websockets", "prompt_toolkit"} or m in NOT_BEFORE_A_CLAUDE_PLAN} == set()
     assert {m for m in loaded if m.startswith("relay_repl.frontends.commands.")} <= {
         f"relay_repl.frontends.commands.{m}" for m in ("run", "common")}  # not the notebook runner

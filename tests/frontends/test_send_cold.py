@@ -26,8 +26,8 @@ def hook(event, args):
     elif event in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
         spawned.append([str(a) for a in list(args[1])[:3]])
 sys.addaudithook(hook)
-import relay_repl.session.gate as gate
-import relay_repl.session.gating as gating
+import relay_repl.session.core.gate as gate
+import relay_repl.session.core.gating as gating
 async def at_the_plan(approve, plan, scope):
     print("PLAN", plan.target, plan.transport, file=sys.stderr, flush=True)
     print("MODULES", sorted(sys.modules), file=sys.stderr, flush=True)
@@ -41,13 +41,13 @@ sys.exit(main())
 """
 
 NOT_BEFORE_A_CLAUDE_PLAN = {
-    "relay_repl.session.remote",  # a spec with no HOST/ opens no channel: its ~35 models are not built
+    "relay_repl.session.remote.remote",  # a spec with no HOST/ opens no channel: its ~35 models are not built
     "websockets",  # the Codex daemon's client: Codex is not discovered for a Claude target
     "prompt_toolkit",  # the y/N prompt comes after the plan
     "relay_repl.lab.launcher",
     "relay_repl.agents.gemini_cli.kind",  # no other kind's package:
     "relay_repl.agents.codex.kind",  # issue 40: not even the one offering a transport (Codex's queue) a Claude target lacks
-    "relay_repl.session.actions",  # session.confirm/gated: made on first use (inspect, secrets)
+    "relay_repl.session.core.actions",  # session.confirm/gated: made on first use (inspect, secrets)
 }
 
 

@@ -28,7 +28,7 @@ import pytest
 import relay_repl.lab.helpers as helpers
 from relay_repl.core.sequence_svg import ARROW_COLOURS, LIFELINE
 from relay_repl.lab.stubs.client import SyncStubClient
-from relay_repl.session.gate import PROMPT
+from relay_repl.session.core.gate import PROMPT
 from relay_repl.store.ledger import Ledger
 from tests.support.browser import chromium, screenshot
 from tests.support.png import horizontal_lines, read_png, vertical_lines

@@ -21,7 +21,7 @@ import pytest
 
 import relay_repl.lab.helpers as helpers
 from relay_repl.lab.stubs.client import StubClient
-from relay_repl.session.gate import PROMPT
+from relay_repl.session.core.gate import PROMPT
 from relay_repl.store.ledger import Ledger
 from relay_repl.store.requests import RequestStore
 from tests.session.test_requests_live import (

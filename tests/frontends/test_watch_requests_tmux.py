@@ -21,7 +21,7 @@ import time
 import pytest
 
 from relay_repl.core.request import Request
-from relay_repl.session.gate import PROMPT
+from relay_repl.session.core.gate import PROMPT
 from relay_repl.store.ledger import Ledger
 from relay_repl.store.requests import RequestStore
 from relay_repl.system.polling import poll_until_sync

@@ -13,7 +13,7 @@ import pytest
 
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.session.app import make_session
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport
 from tests.support.tmuxdrive import Screen, python_env

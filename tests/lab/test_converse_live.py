@@ -18,7 +18,7 @@ import pytest
 import relay_repl.lab.helpers as helpers
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
-from relay_repl.session.inbox import user_frame
+from relay_repl.session.core.inbox import user_frame
 from relay_repl.system.polling import poll_until
 from relay_repl.system.wire import send_frames
 from relay_repl.lab.stubs.client import StubClient

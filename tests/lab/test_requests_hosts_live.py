@@ -103,7 +103,7 @@ def test_h2s_codex_asks_and_the_answer_goes_back_to_h2(lab2, to, target, answere
         while not rollouts_hold(home, f"re={rid}") and time.monotonic() < end:
             time.sleep(0.5)  # the poll interval of this bounded wait
         assert rollouts_hold(home, f"re={rid}"), "the answer is in beta's rollout on h2"
-        # the operator's relay tells h2 each change off its event loop, in order (session/request_mirror.py):
+        # the operator's relay tells h2 each change off its event loop, in order (session/remote/request_mirror.py):
         # the answer's change reaches h2's copy a moment after DONE is printed, never before delivered
         end = time.monotonic() + 30
         while time.monotonic() < end:

@@ -17,7 +17,7 @@ from prompt_toolkit.key_binding import KeyPress
 from relay_repl.core.approval import Approval, check, is_live
 from relay_repl.core.errors import Declined, LoopHalt, NoApproval, UsageError
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ScriptedGate, TerminalGate
+from relay_repl.session.core.gate import ScriptedGate, TerminalGate
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from tests.session.test_gate import _output, _prompt_up, _Screen

@@ -21,8 +21,8 @@ from relay_repl.agents.origin import OriginJudge
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.inbound import PeerIdentity, ToolCall, Verdict
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ScriptedGate
-from relay_repl.session.inbox import Inbox, asked_only
+from relay_repl.session.core.gate import ScriptedGate
+from relay_repl.session.core.inbox import Inbox, asked_only
 from relay_repl.session.session import Session, answer_refusal
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target

@@ -36,7 +36,7 @@ from relay_repl.core.errors import NoApproval
 from relay_repl.core.plan import Plan
 from relay_repl.core.target import Target
 from relay_repl.session.app import make_session
-from relay_repl.session.gate import DenyGate
+from relay_repl.session.core.gate import DenyGate
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.base import StageLog
 from relay_repl.transports.tmux import PaneRef, TmuxProgress

@@ -76,7 +76,7 @@ async def test_a_threads_claim_is_held_once_the_inbox_judged_it(relay_home, thre
         assert req.asker == "fake:beta" and req.verdict == "verified" and req.body == "what does src/x.py do?"
         assert d.mem.received == [], "held, nothing sent"
         assert {"pydantic", "relay_repl.agents", "relay_repl.agents.origin", "relay_repl.core.envelope",
-                "relay_repl.core.inbound", "relay_repl.session.inbox"} & loaded == set()
+                "relay_repl.core.inbound", "relay_repl.session.core.inbox"} & loaded == set()
 
 
 async def test_a_claim_that_is_not_the_sessions_is_refused_by_the_inbox(relay_home, thread_env):
@@ -94,7 +94,7 @@ async def test_the_mcp_tools_ask_claims_nothing_from_its_environment(relay_home,
     async with desk(relay_home, []) as d:
         claimable_thread(d, frozenset({THREAD}))
         out = await d.run_as("fake:beta", sys.executable, "-c", textwrap.dedent("""
-            from relay_repl.session.asking import ask
+            from relay_repl.session.core.asking import ask
             try:
                 ask("fake:alpha", "hello")
             except Exception as exc:

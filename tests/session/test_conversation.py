@@ -25,8 +25,8 @@ from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import LoopHalt, PolicyRefusal, UsageError
 from relay_repl.core.inbound import PeerIdentity
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ScriptedGate
-from relay_repl.session.inbox import Inbox
+from relay_repl.session.core.gate import ScriptedGate
+from relay_repl.session.core.inbox import Inbox
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target

@@ -80,7 +80,7 @@ async def test_codex_round_trip_is_verified_by_its_codex_host(lab):
 
 FORGER = textwrap.dedent("""
     import sys
-    from relay_repl.session.inbox import send_frames, user_frame
+    from relay_repl.session.core.inbox import send_frames, user_frame
     send_frames(sys.argv[1], [user_frame(sys.argv[2], "uds:" + sys.argv[3])])
 """)
 

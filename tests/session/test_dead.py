@@ -14,10 +14,10 @@ import pytest
 from relay_repl.agents.discovery import StaticProvider
 from relay_repl.core.errors import UsageError
 from relay_repl.core.target import Me
-from relay_repl.session.dead import dead_letters, drop, retry
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.dead import dead_letters, drop, retry
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.session.session import Session
-from relay_repl.session.unfinished import sweep_interrupted
+from relay_repl.session.core.unfinished import sweep_interrupted
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target
 from tests.session.test_interrupted import start_and_kill

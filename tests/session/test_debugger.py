@@ -13,7 +13,7 @@ import pytest
 from relay_repl.agents.discovery import StaticProvider
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target
@@ -209,7 +209,7 @@ async def test_the_debuggers_table_shows_a_forwarded_peers_bidi_and_escapes_visi
 def test_a_send_killed_before_its_outcome_keeps_the_ids_its_stages_recorded(tmp_path):
     """The queue item id lives in the outcome's extra; a send killed after its enqueue stage has no
     outcome, so the rebuild takes it from the stage (else a look says nothing was ever queued)."""
-    from relay_repl.session.debugger import rebuild
+    from relay_repl.session.runs.debugger import rebuild
 
     led = Ledger(tmp_path / "l.sqlite")
     led.event("delivery", delivery="k1", data={"relay_id": "me-1", "transport": "codex-queue", "spec": "codex:beta"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from relay_repl.frontends.cli import main
 from relay_repl.agents.codex.doctor import check_codex_sandbox
-from relay_repl.session.doctor import check_state
+from relay_repl.session.core.doctor import check_state
 from relay_repl.store.ledger import Ledger
 
 
@@ -55,7 +55,7 @@ def test_doctor_exit_1_and_json_when_something_fails(monkeypatch, capsys, tmp_pa
 
 def test_a_hosts_toml_relay_cannot_read_is_a_doctor_finding_with_its_line(relay_home):
     """Issue 32: the file every host command reads is checked by `relay doctor` as they read it."""
-    from relay_repl.session.doctor import check_hosts_file
+    from relay_repl.session.core.doctor import check_hosts_file
     from relay_repl.store.hosts import add_host
 
     assert check_hosts_file().ok

@@ -9,7 +9,7 @@ import pytest
 
 from relay_repl.core.errors import AmbiguousTarget, UnknownTarget
 from relay_repl.core.target import Target
-from relay_repl.session.finder import Finder
+from relay_repl.session.core.finder import Finder
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import LoopHalt, PolicyRefusal, UnknownTarget, UsageError
 from relay_repl.core.target import Me, Target
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.base import Capabilities

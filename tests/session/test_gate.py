@@ -13,7 +13,7 @@ from prompt_toolkit.key_binding import KeyPress
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from relay_repl.session.gate import PROMPT, DenyGate, ScriptedGate, TerminalGate
+from relay_repl.session.core.gate import PROMPT, DenyGate, ScriptedGate, TerminalGate
 from relay_repl.core.plan import Plan
 from relay_repl.system.polling import poll_until
 

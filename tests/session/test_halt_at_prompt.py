@@ -18,7 +18,7 @@ from prompt_toolkit.input import create_pipe_input
 
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.session.app import make_session
-from relay_repl.session.gate import TerminalGate
+from relay_repl.session.core.gate import TerminalGate
 from relay_repl.system.polling import poll_until
 from tests.session.test_gate import _output, _prompt_up, _Screen
 from relay_repl.testing import HOST

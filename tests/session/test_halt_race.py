@@ -93,7 +93,7 @@ class TwoStage(InMemoryTransport):
 async def test_halt_between_stages_stops_at_the_next_boundary(tmp_path):
     holder = {}
     mem = TwoStage(lambda: holder["s"].halt("mid-send halt"))
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
 
     s, mem, led = mk(tmp_path, ScriptedGate([True]), transport=mem)
     holder["s"] = s
@@ -111,7 +111,7 @@ async def test_halt_between_stages_stops_at_the_next_boundary(tmp_path):
 
 
 async def test_no_halt_means_the_checkpoints_are_silent(tmp_path):
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
 
     s, mem, led = mk(tmp_path, ScriptedGate([True]))
     d = await s.send("fake:inbox", "hello")

@@ -18,8 +18,8 @@ import pytest
 import relay_repl
 from relay_repl.agents.discovery import StaticProvider
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ScriptedGate
-from relay_repl.session.hooks import RunHooks
+from relay_repl.session.core.gate import ScriptedGate
+from relay_repl.session.core.hooks import RunHooks
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target
@@ -65,7 +65,7 @@ def patches(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 KNOWN: set[tuple[str, str]] = set()
-"""None left: `relay watch`'s decision (session/watch_view.py) printed past the REPL's patched stdout with
+"""None left: `relay watch`'s decision (session/core/watch_view.py) printed past the REPL's patched stdout with
 `redirect_stdout`; its gate and echo now reach the terminal through the deciding session's hooks."""
 
 
@@ -144,7 +144,7 @@ print("got", r.body)
 @pytest.mark.parametrize("echo_to_stdout", [True, False])
 async def test_a_notebook_keeps_what_its_cell_showed_and_leaves_the_session_as_it_found_it(tmp_path, capsys,
                                                                                           echo_to_stdout):
-    from relay_repl.session.notebook import run_notebook
+    from relay_repl.session.runs.notebook import run_notebook
     from tests.session.test_runner import mk as mk_replying
 
     s, rep, gate, led, lines = mk_replying(tmp_path, [True])
@@ -162,13 +162,13 @@ async def test_a_notebook_keeps_what_its_cell_showed_and_leaves_the_session_as_i
 
 
 async def test_relay_watchs_decision_prints_the_gates_plan_and_the_sessions_lines_through_its_hooks(tmp_path, capsys):
-    """`relay watch` decides a request with the terminal itself as output (session/watch_view.py `ToTerminal`):
+    """`relay watch` decides a request with the terminal itself as output (session/core/watch_view.py `ToTerminal`):
     the gate's plan and its answer line and the session's progress lines reach it, nothing goes to sys.stdout,
     and the session's own gate and echo are back as they were once the block ends."""
     import io
 
-    from relay_repl.session.gate import TerminalGate
-    from relay_repl.session.watch_view import ToTerminal
+    from relay_repl.session.core.gate import TerminalGate
+    from relay_repl.session.core.watch_view import ToTerminal
 
     mem = InMemoryTransport()
     gate = TerminalGate(isatty=lambda: False)  # no terminal: it prints the plan, then answers No

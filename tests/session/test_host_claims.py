@@ -13,8 +13,8 @@ import anyio
 import pytest
 
 from relay_repl.core.errors import HostClaim, HostError
-from relay_repl.session.gate import ScriptedGate
-from relay_repl.session.remote import Hosts, send_remote, wait_reply_remote
+from relay_repl.session.core.gate import ScriptedGate
+from relay_repl.session.remote.remote import Hosts, send_remote, wait_reply_remote
 from relay_repl.store.ledger import Ledger
 from relay_repl.testing import HOST
 

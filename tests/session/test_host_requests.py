@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from relay_repl.core.errors import HostClaim
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.store.ledger import Ledger
 from relay_repl.testing import HOST
 

@@ -54,7 +54,7 @@ def test_hosts_lists_and_check_reaches_the_remote_relay(h2, relay_home):
 
 
 def test_one_master_shared_by_every_call(h2, relay_home):
-    from relay_repl.session.remote import Hosts
+    from relay_repl.session.remote.remote import Hosts
 
     async def go():
         hosts = Hosts()
@@ -89,7 +89,7 @@ def test_changed_host_key_refused_nothing_run(h2):
 
 def test_unknown_host_key_refused_with_the_next_step(h2):
     (h2 / "ssh" / "known_hosts").write_text("")
-    from relay_repl.session.remote import Hosts
+    from relay_repl.session.remote.remote import Hosts
 
     async def go():
         await Hosts().channel("h2").open()
@@ -100,7 +100,7 @@ def test_unknown_host_key_refused_with_the_next_step(h2):
 
 
 def test_hung_master_is_replaced_without_hanging(h2):
-    from relay_repl.session.remote import Hosts
+    from relay_repl.session.remote.remote import Hosts
 
     async def start() -> int:
         ch = Hosts().channel("h2")
@@ -126,7 +126,7 @@ def test_hung_master_is_replaced_without_hanging(h2):
 
 
 def test_dead_master_socket_left_behind_is_recovered(h2):
-    from relay_repl.session.remote import Hosts
+    from relay_repl.session.remote.remote import Hosts
 
     async def go():
         ch = Hosts().channel("h2")
@@ -175,7 +175,7 @@ def test_master_killed_while_the_plan_is_asked_leaves_it_interrupted_and_unsent(
     here (with the next step: look there first), and the host's relay, which never got the
     digest back, answered its own gate No: its ledger has the plan and a No, nothing else."""
     from relay_repl.core.delivery import DeliveryState
-    from relay_repl.session.remote import Hosts, send_remote
+    from relay_repl.session.remote.remote import Hosts, send_remote
     from relay_repl.store.ledger import Ledger
 
     hosts = Hosts(remote_command=("relay", "--fake", "serve", "--stdio"))

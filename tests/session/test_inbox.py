@@ -11,10 +11,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 
 from relay_repl.core.envelope import Envelope
-from relay_repl.session.inbox import Inbox, clean_stale, find_inbox, parse_content, proc_start, read_records
+from relay_repl.session.core.inbox import Inbox, clean_stale, find_inbox, parse_content, proc_start, read_records
 from relay_repl.store.ledger import Ledger
 
 pytestmark = pytest.mark.anyio
@@ -157,7 +157,7 @@ INBOX_PROC = textwrap.dedent(
     """
     import anyio, sys
     from pathlib import Path
-    from relay_repl.session.inbox import Inbox
+    from relay_repl.session.core.inbox import Inbox
     from relay_repl.store.ledger import Ledger
     async def main():
         async with anyio.create_task_group() as tg:
@@ -218,7 +218,7 @@ def test_proc_start_matches_proc():
 
 async def test_a_peer_message_is_never_the_operators_consent(relay_home):
     """An arriving message that asks for actions is only kept and shown: no plan, no gate, no send."""
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
     from relay_repl.agents.discovery import StaticProvider
     from relay_repl.session.session import Session
     from relay_repl.core.target import Me
@@ -289,7 +289,7 @@ def test_cleanup_checks_the_full_identity_even_when_the_bytes_match(relay_home, 
     rec, (_sock, _extra, registry) = _crashed_inbox(other)
     theirs = json.dumps({"pid": rec.pid, "procStart": "424242"})
     registry.write_text(theirs)
-    import relay_repl.session.inbox as inbox_mod
+    import relay_repl.session.core.inbox as inbox_mod
 
     record = inbox_mod.inbox_dir() / f"{rec.pid}.json"
     stamped = rec.model_copy(update={"stamps": {**rec.stamps, str(registry): inbox_mod.FileStamp.of(registry)}})
@@ -301,7 +301,7 @@ def test_cleanup_checks_the_full_identity_even_when_the_bytes_match(relay_home, 
 
 
 def test_a_record_without_stamps_removes_nothing_but_its_own_record(relay_home, tmp_path):
-    import relay_repl.session.inbox as inbox_mod
+    import relay_repl.session.core.inbox as inbox_mod
 
     victim = tmp_path / "sessions" / "4242.json"
     victim.parent.mkdir()
@@ -421,13 +421,13 @@ async def test_a_peer_writing_in_the_turn_the_inbox_closes_raises_nothing_into_t
 def test_a_crashed_inbox_cleaned_is_one_line(relay_home, tmp_path):
     """Issue 39: the REPL's start-up cleaning one crashed inbox took two lines (each file removed, then
     the inbox); now one line per crashed relay names every file removed."""
-    from relay_repl.session.inbox import InboxRecord
+    from relay_repl.session.core.inbox import InboxRecord
 
     other = tmp_path / "other"
     other.mkdir()
     rec, (inbox_sock, _extra, _registry) = _crashed_inbox(other)
     only_ours = InboxRecord.model_validate({**rec.model_dump(), "extra_sockets": [], "owned_files": []})  # its socket
-    import relay_repl.session.inbox as inbox_mod
+    import relay_repl.session.core.inbox as inbox_mod
 
     (inbox_mod.inbox_dir() / f"{rec.pid}.json").write_text(only_ours.model_dump_json())
     said: list[str] = []

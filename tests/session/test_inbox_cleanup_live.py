@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from relay_repl.session.inbox import FileStamp, InboxRecord, inbox_dir, read_records
+from relay_repl.session.core.inbox import FileStamp, InboxRecord, inbox_dir, read_records
 
 pytestmark = pytest.mark.live
 

@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from relay_repl.session.unfinished import earlier_unfinished, sweep_interrupted
+from relay_repl.session.core.unfinished import earlier_unfinished, sweep_interrupted
 from relay_repl.store.ledger import Ledger
 
 SENDER = textwrap.dedent(
@@ -25,7 +25,7 @@ SENDER = textwrap.dedent(
     import sys
     import anyio
     from relay_repl.session.app import make_session
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
     from relay_repl.transports.fake import InMemoryTransport
 
     async def stuck(self, d, target, payload, log, timeout):
@@ -102,7 +102,7 @@ def test_finished_and_declined_sends_raise_no_note(tmp_path, relay_home):
 @pytest.mark.anyio
 async def test_a_delivered_send_raises_no_note(relay_home):
     from relay_repl.session.app import make_session
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
 
     gate = ScriptedGate([True, False])
     s = make_session(fake=True, discover=False, approve=gate, echo=None)
@@ -127,7 +127,7 @@ def test_the_sweep_reads_no_event_of_a_send_this_process_started(tmp_path):
     open send, so an ask-all over N targets read its own N-1 siblings' events N times. A send whose
     `delivery` event names this process is alive while it asks: skipped unread. A dead process's
     send is still read and swept (old code reads both)."""
-    from relay_repl.session.unfinished import owner
+    from relay_repl.session.core.unfinished import owner
 
     led = CountingLedger(tmp_path / "l.sqlite")
     led.reads = []

@@ -14,7 +14,7 @@ from typing import Any
 
 from relay_repl import __version__
 from relay_repl.core.mcp_names import MCP_TOOL
-from relay_repl.session.mcp_server import SEND_TOOL, STATUS_TOOL, INSTRUCTIONS, LATEST_PROTOCOL_VERSION, REQUESTS_TOOL
+from relay_repl.session.mcp.mcp_server import SEND_TOOL, STATUS_TOOL, INSTRUCTIONS, LATEST_PROTOCOL_VERSION, REQUESTS_TOOL
 from relay_repl.store.ledger import Ledger
 from tests.support.mcp_pipe import WAIT, McpPipe, init_params
 
@@ -156,10 +156,10 @@ def test_initialize_and_tools_list_import_nothing_heavy():
     """The point of the hand-written server: no pydantic, no MCP SDK, no event loop before a tool call."""
     heavy = ("pydantic", "mcp", "anyio", "asyncio", "httpx", "starlette", "relay_repl.store", "relay_repl.agents")
     before = imported_modules([])
-    assert "relay_repl.session.mcp_server" in before  # the profile is really on
+    assert "relay_repl.session.mcp.mcp_server" in before  # the profile is really on
     assert [m for m in before if m.split(".")[0] in heavy or m.startswith(heavy)] == []
     after = imported_modules([{"name": REQUESTS_TOOL, "arguments": {}}])
-    assert "pydantic" in after and "relay_repl.session.mcp_tools" in after  # the tool call is what loads them
+    assert "pydantic" in after and "relay_repl.session.mcp.mcp_tools" in after  # the tool call is what loads them
 
 
 def test_with_the_answered_dir_set_it_records_each_method_answered_under_its_parent(tmp_path):

@@ -1,6 +1,6 @@
 """`relay mcp`, spoken to by the MCP SDK's own client over real stdio, writing into a real inbox socket.
 
-The server is written by hand (session/mcp_server.py); the SDK (a test dependency only) is the
+The server is written by hand (session/mcp/mcp_server.py); the SDK (a test dependency only) is the
 independent check that what it speaks is MCP as a maintained client expects it."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import anyio
 import pytest
 
 from relay_repl.core.envelope import Envelope
-from relay_repl.session.inbox import Inbox
+from relay_repl.session.core.inbox import Inbox
 from relay_repl.core.mcp_names import MCP_TOOL
-from relay_repl.session.mcp_server import REQUESTS_TOOL
-from relay_repl.session.mcp_tools import open_requests, requests_for
+from relay_repl.session.mcp.mcp_server import REQUESTS_TOOL
+from relay_repl.session.mcp.mcp_tools import open_requests, requests_for
 from relay_repl.store.ledger import Ledger
 
 pytestmark = pytest.mark.anyio
@@ -117,7 +117,7 @@ def test_relay_requests_lists_only_the_callers_own_requests(relay_home):
 
 def test_the_answerer_is_the_calling_session_else_the_one_asked_else_relay_mcp(relay_home, monkeypatch):
     """Who a relay_reply from this server claims to be, in order of evidence (mcp_tools.answerer)."""
-    from relay_repl.session import mcp_tools
+    from relay_repl.session.mcp import mcp_tools
 
     led = Ledger.default()
     sent(led, "op-1", "reply", target="codex:beta (pid 7, idle)")

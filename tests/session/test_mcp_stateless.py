@@ -2,7 +2,7 @@
 
 Such a client sends no `initialize`: it probes with `server/discover` (Claude Code's stdio
 default, and MCP_PROTOCOL_NEGOTIATION=auto) and names its version in every request's
-params._meta. relay mcp speaks the handshake revisions only (session/mcp_server.py says why), so
+params._meta. relay mcp speaks the handshake revisions only (session/mcp/mcp_server.py says why), so
 each such request gets ONE JSON-RPC error that names the revisions it speaks, never a result of
 another era and never silence; the same client falling back to `initialize` is then served.
 The client's lines are a hand-made capture (captures/mcp-2026-07-28-client.jsonl), replayed to
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from relay_repl.session.mcp_server import PROTOCOL_VERSIONS
+from relay_repl.session.mcp.mcp_server import PROTOCOL_VERSIONS
 from tests.support.mcp_pipe import McpPipe, init_params
 
 CAPTURE = Path(__file__).parent / "captures" / "mcp-2026-07-28-client.jsonl"

@@ -20,9 +20,9 @@ import sys
 import textwrap
 import time
 
-from relay_repl.session.inbox import InboxRecord, inbox_dir
+from relay_repl.session.core.inbox import InboxRecord, inbox_dir
 from relay_repl.core.mcp_names import MCP_TOOL
-from relay_repl.session.mcp_server import REQUESTS_TOOL
+from relay_repl.session.mcp.mcp_server import REQUESTS_TOOL
 from relay_repl.store.ledger import Ledger
 from relay_repl.system.proc import proc_start
 from tests.support.mcp_pipe import WAIT, McpPipe, init_params
@@ -107,7 +107,7 @@ def test_ping_and_other_requests_are_answered_while_a_tool_call_waits(relay_home
 # its stdout and reads its stdin (`cat`), as a tool's library or subprocess might.
 NOISY_SERVER = textwrap.dedent("""
     import os, subprocess, sys
-    from relay_repl.session import mcp_server, mcp_tools
+    from relay_repl.session.mcp import mcp_server, mcp_tools
 
     def noisy():
         print("stray print from a tool")

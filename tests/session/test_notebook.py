@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from relay_repl.core.notebook_cells import NotebookError
-from relay_repl.session.notebook import load_run, run_notebook
+from relay_repl.session.runs.notebook import load_run, run_notebook
 from tests.session.test_runner import mk
 
 pytestmark = pytest.mark.anyio
@@ -213,7 +213,7 @@ async def test_a_reply_that_comes_while_a_later_cell_waits_is_the_final_state_un
 
 
 async def test_a_long_cell_shows_which_cell_runs_and_for_how_long(tmp_path, flag, monkeypatch):
-    import relay_repl.session.notebook as notebook
+    import relay_repl.session.runs.notebook as notebook
 
     monkeypatch.setattr(notebook, "PROGRESS_FIRST", 0.2)
     s, rep, gate, led, lines = mk(tmp_path, [])
@@ -242,7 +242,7 @@ async def test_the_shipped_keep_answer_notebook_writes_only_after_its_own_plans_
     """recipes/keep-answer.py (issue 39): the send is relay's plan, appending the answer to a file is the
     operator's own action behind `session.confirm`: its plan names the file and the exact line; an n
     stops the run with nothing written."""
-    from relay_repl.session.recipes import shipped_dir
+    from relay_repl.session.runs.recipes import shipped_dir
 
     s, rep, gate, led, lines = mk(tmp_path, [True, answer])
     out = tmp_path / "kept.md"
@@ -265,7 +265,7 @@ def test_a_peers_reply_cannot_close_the_reports_code_block_or_render_as_markdown
     the lines after it (an image fetched when the report is viewed, a forged heading) were the
     report's own markdown; in the deliveries table a reply `![x](http://...)` rendered as an image
     (old code fails both)."""
-    from relay_repl.session.notebook import CellRecord, NotebookRun, SendRecord, render_report
+    from relay_repl.session.runs.notebook import CellRecord, NotebookRun, SendRecord, render_report
 
     evil = "fine\n```\n![pixel](http://evil.example/p.png)\n## cell 9: done\n```text"
     run = NotebookRun(id="r1", notebook="nb", path="nb.py", state="done", cells=[CellRecord(

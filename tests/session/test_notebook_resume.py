@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from relay_repl.session.journal import JournalMismatch
-from relay_repl.session.notebook import run_notebook
+from relay_repl.session.runs.journal import JournalMismatch
+from relay_repl.session.runs.notebook import run_notebook
 from tests.session.test_runner import mk
 
 pytestmark = pytest.mark.anyio
@@ -129,7 +129,7 @@ async def test_a_ledger_row_the_run_did_not_write_stops_the_resume(tmp_path, fla
 
 async def test_an_unissued_relay_id_in_a_sealed_row_stops_the_resume(tmp_path, flag):
     """Even a row with a valid seal (written by a tool that recomputes it) names only ids this ledger issued."""
-    from relay_repl.session.journal import sealed
+    from relay_repl.session.runs.journal import sealed
 
     first, rep, led = await stopped_run(tmp_path, [False])
     row = sealed("notebook-send", {"run": first.id, "cell": 1, "call": 2, "target": "fake:a", "body": "x",

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from relay_repl.session import asking
-from relay_repl.session.outside import surely_outside_every_session
+from relay_repl.session.core import asking
+from relay_repl.session.core.outside import surely_outside_every_session
 from relay_repl.system import entry_points
 
 

@@ -21,7 +21,7 @@ import pytest
 from relay_repl.core.errors import LoopHalt
 from relay_repl.lab.stubs.client import StubClient, SyncStubClient
 from relay_repl.lab.stubs.script import Rule, Step, ToolCall
-from relay_repl.session.inbox import read_records, send_frames, user_frame
+from relay_repl.session.core.inbox import read_records, send_frames, user_frame
 from relay_repl.store.ledger import Ledger
 from relay_repl.system.polling import poll_until_sync
 from tests.support.sessions import live_session

@@ -11,7 +11,7 @@ import pytest
 from relay_repl.agents.discovery import StaticProvider
 from relay_repl.core.delivery import DeliveryState
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.testing import ReplayIO

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from relay_repl.core.envelope import Envelope
-from relay_repl.session.journal import JournalMismatch
+from relay_repl.session.runs.journal import JournalMismatch
 from tests.session.test_runner import TWO, mk, write
 
 pytestmark = pytest.mark.anyio

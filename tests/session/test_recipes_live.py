@@ -17,7 +17,7 @@ import pytest
 
 import relay_repl.lab.helpers as helpers
 from relay_repl.lab.stubs.client import StubClient
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from tests.support.sessions import live_session
 from tests.support.tmuxdrive import Screen
 

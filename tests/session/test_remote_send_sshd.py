@@ -26,7 +26,7 @@ def fingerprint(root) -> str:
 
 def test_session_send_to_a_host_spec_is_gated_here_and_recorded_here(h2, tmp_path):
     from relay_repl.session.app import make_session
-    from relay_repl.session.remote import Hosts
+    from relay_repl.session.remote.remote import Hosts
     from relay_repl.store.ledger import Ledger
 
     shown = []
@@ -73,7 +73,7 @@ def test_master_killed_mid_send_is_interrupted_here_and_resume_looks_there_and_s
     import signal
 
     from relay_repl.session.app import make_session
-    from relay_repl.session.remote import Hosts
+    from relay_repl.session.remote.remote import Hosts
     from relay_repl.store.ledger import Ledger
 
     shown = []
@@ -119,7 +119,7 @@ def test_changed_host_key_refuses_a_session_send_and_nothing_runs_on_the_host(h2
     login in sshd's log, and its relay's ledger (the marker a `relay serve` send writes) unchanged."""
     from relay_repl.core.errors import HostKeyError
     from relay_repl.session.app import make_session
-    from relay_repl.session.remote import Hosts
+    from relay_repl.session.remote.remote import Hosts
     from relay_repl.store.ledger import Ledger
 
     async def yes(plan) -> bool:

@@ -12,7 +12,7 @@ import sys
 
 PROBE = """
 import json, sys
-from relay_repl.session.remote import target_from_json
+from relay_repl.session.remote.remote import target_from_json
 for row in json.loads(sys.argv[1]):
     t = target_from_json("build-box", row)
     print(t.spec, type(t.detail).__name__)
@@ -39,7 +39,7 @@ def test_every_kind_s_detail_is_typed_and_an_unknown_kind_is_still_listed():
 def test_a_hosts_plan_names_the_host_in_its_header_and_line_1():
     """Issue 39: `Plan: send to claude:alpha` while line 1 said `h2/claude:alpha`."""
     from relay_repl.core.plan import Plan
-    from relay_repl.session.remote import shown_here
+    from relay_repl.session.remote.remote import shown_here
 
     there = Plan(action="send to claude:alpha", target="claude:alpha (pid 7, idle)", identified_by="registry",
                  transport="claude-code-message", payload="[relay/1 ...] hi", delivered_when="transcript")

@@ -1,5 +1,5 @@
 """What the REPL says when the operator reaches for an attribute on the wrong object: one sentence
-with the call that works (session/hints.py), still an AttributeError for `hasattr` and completion."""
+with the call that works (session/core/hints.py), still an AttributeError for `hasattr` and completion."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from relay_repl.agents.discovery import StaticProvider
 from relay_repl.core.errors import MisnamedAttribute, UsageError
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target

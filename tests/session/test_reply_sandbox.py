@@ -1,10 +1,10 @@
 """`relay reply`'s error inside an agent's sandbox names the routes that still reach the inbox; the
-kind whose sandbox it is says so (`AgentKind.discovery.sandbox_note`), so session/reply.py names no kind."""
+kind whose sandbox it is says so (`AgentKind.discovery.sandbox_note`), so session/core/reply.py names no kind."""
 
 from __future__ import annotations
 
 from relay_repl.agents import registry
-from relay_repl.session.reply import _sandbox_hint
+from relay_repl.session.core.reply import _sandbox_hint
 
 
 def test_the_sandboxed_kind_adds_its_note(monkeypatch):

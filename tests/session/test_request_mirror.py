@@ -1,4 +1,4 @@
-"""A host's request has each state change told to the host (session/request_mirror.py): one ssh call
+"""A host's request has each state change told to the host (session/remote/request_mirror.py): one ssh call
 of up to 15 s each, which ran on the event loop and froze the REPL (prompt, inbox) while it waited.
 
 The ssh call is replaced by a double that blocks until the event loop itself releases it: a tell made
@@ -24,7 +24,7 @@ def held(rid: str = "standin/beta-1") -> Request:
 
 def blocking_host(monkeypatch, fail: bool = False):
     """call_once double: waits for `release` (set by a task on the event loop); records each call."""
-    import relay_repl.session.remote_send as remote_send
+    import relay_repl.session.remote.remote_send as remote_send
 
     release = threading.Event()
     calls: list[dict] = []

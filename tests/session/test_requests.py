@@ -28,9 +28,9 @@ from relay_repl.core.errors import DiscoveryError, LoopHalt, PolicyRefusal, Usag
 from relay_repl.core.inbound import PeerIdentity
 from relay_repl.core.request import ANSWER_TYPE, FRAME_TYPE
 from relay_repl.core.target import Me
-from relay_repl.session import asking
-from relay_repl.session.gate import ScriptedGate
-from relay_repl.session.inbox import Inbox
+from relay_repl.session.core import asking
+from relay_repl.session.core.gate import ScriptedGate
+from relay_repl.session.core.inbox import Inbox
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target
@@ -40,7 +40,7 @@ pytestmark = pytest.mark.anyio
 
 ASKER = textwrap.dedent("""
     import json, sys
-    from relay_repl.session.asking import ask
+    from relay_repl.session.core.asking import ask
     try:
         print(json.dumps(ask(sys.argv[1], sys.argv[2], sys.argv[3], who=(sys.argv[4], "the test's word"))))
     except Exception as exc:
@@ -366,7 +366,7 @@ async def test_an_agent_may_not_list_approve_or_deny(monkeypatch, relay_home):
 
     agents.pids[os.getpid()] = "fake:beta"
     monkeypatch.setattr(OriginJudge, "default", classmethod(lambda cls, env=None: cls([agents])))
-    monkeypatch.setattr("relay_repl.session.outside.surely_outside_every_session", lambda *a, **k: False)  # the kinds' cheap rules cannot exclude: the judge decides
+    monkeypatch.setattr("relay_repl.session.core.outside.surely_outside_every_session", lambda *a, **k: False)  # the kinds' cheap rules cannot exclude: the judge decides
     with pytest.raises(PolicyRefusal, match="runs inside fake:beta"):
         asking.refuse_inside_agent("approving a request")
     from relay_repl.frontends.cli import main
@@ -395,7 +395,7 @@ async def test_nobody_burns_another_agents_request_ids(relay_home):
 async def test_a_request_to_a_host_spec_is_planned_there_and_gated_here(h2, relay_home, tmp_path):
     """`to` = HOST/kind:name: the approved request goes the ordinary HOST/ way (planned by that host's
     relay over a real OpenSSH channel, gated by this session's approver, carried out there)."""
-    from relay_repl.session.remote import Hosts
+    from relay_repl.session.remote.remote import Hosts
 
     async with desk(relay_home, [True]) as d:
         d.s.sender.remote.hosts = Hosts(remote_command=("relay", "--fake", "serve", "--stdio"))
@@ -416,7 +416,7 @@ async def test_a_request_to_a_host_spec_is_planned_there_and_gated_here(h2, rela
 
 def test_the_held_requests_print_as_a_table_one_neutralised_row_each():
     from relay_repl.core.request import Request
-    from relay_repl.session.requests import RequestTable
+    from relay_repl.session.core.requests import RequestTable
 
     r = Request.held(id="beta-1", asker="codex:beta", verdict="verified", evidence="", asker_pid=1, to="claude:alpha",
                      body="push --force \x1b[31m\u202e" + "x" * 80, want="reply", hop=1, line="l")

@@ -93,7 +93,7 @@ def receipt_of(text: str) -> dict:
 async def fresh_exchange(spec: str, s=None) -> None:
     """The operator starts a new exchange with `spec` (a hop-0 message): an agent's request carries its
     exchange's hop + 1, so the hops in these tests count from here whatever an earlier test sent it."""
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
     from tests.support.sessions import live_session
 
     if s is None:
@@ -175,7 +175,7 @@ async def test_claude_alpha_asks_codex_beta_and_the_answer_reaches_alpha(lab):
     await ask_approve_answer(lab, "alpha", CLAUDE, CODEX, claude_files_hold, codex_files_hold)
 
 
-OUTSIDE = ("from relay_repl.session.outside import surely_outside_every_session as s; "
+OUTSIDE = ("from relay_repl.session.core.outside import surely_outside_every_session as s; "
            "print(\"OUTSIDE\", s())")
 
 

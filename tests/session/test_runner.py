@@ -13,8 +13,8 @@ from relay_repl.core.envelope import Envelope
 from relay_repl.core.inbound import Verdict, claim_address
 from relay_repl.core.recipe import RecipeError
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ScriptedGate
-from relay_repl.session.inbox import Inbox
+from relay_repl.session.core.gate import ScriptedGate
+from relay_repl.session.core.inbox import Inbox
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import fake_target
@@ -321,7 +321,7 @@ def test_a_run_discovers_the_kinds_its_steps_name_and_every_kind_for_all(tmp_pat
     target, a parameter's value or values; another host's spec needs nothing here; `all` (or a
     parameter not given) means every kind, as the full refresh before it did."""
     from relay_repl.core.recipe import parse_recipe
-    from relay_repl.session.runner import Runner
+    from relay_repl.session.runs.runner import Runner
 
     recipe = parse_recipe('name = "r"\nrounds = 1\n[params.a]\ntype = "target"\n[params.b]\ntype = "targets"\n'
                           '[[steps]]\nkind = "tell"\nto = "{a}"\nbody = "x"\n'

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from relay_repl.core.errors import UsageError
-from relay_repl.session.notebook import save_notebook
+from relay_repl.session.runs.notebook import save_notebook
 
 
 @pytest.mark.parametrize("overwrite", [False, True])

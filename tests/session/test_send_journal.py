@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from relay_repl.session.notebook import run_notebook
-from relay_repl.session.send_journal import JournalSend
+from relay_repl.session.runs.notebook import run_notebook
+from relay_repl.session.runs.send_journal import JournalSend
 from tests.session.test_notebook_resume import flag, nb, stopped_run  # noqa: F401 - the fixture
 from tests.session.test_recipe_resume_journal import declined_at_round_two
 from tests.session.test_runner import mk

@@ -3,7 +3,7 @@
 hooks (`on_request`, `on_plan`, `on_outcome`), the options arrive as one `SendOptions` on every path
 (a host's target included), and the reply route is worked out once, for the id the message carries.
 
-Spied through the hooks a run installs (session/hooks.py), not by replacing the pipeline."""
+Spied through the hooks a run installs (session/core/hooks.py), not by replacing the pipeline."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from relay_repl.agents.discovery import StaticProvider
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Me
-from relay_repl.session.gate import ScriptedGate
-from relay_repl.session.hooks import RunHooks
+from relay_repl.session.core.gate import ScriptedGate
+from relay_repl.session.core.hooks import RunHooks
 from relay_repl.session.session import Session
 from relay_repl.store.ledger import Ledger
 from relay_repl.transports.fake import InMemoryTransport, fake_target

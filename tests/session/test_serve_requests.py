@@ -105,7 +105,7 @@ def test_relay_serve_refuses_to_run_inside_an_agent_session(monkeypatch):
                                 evidence="a descendant of beta's process"), ()
 
     monkeypatch.setattr(OriginJudge, "default", classmethod(lambda cls: InsideBeta()))
-    monkeypatch.setattr("relay_repl.session.outside.surely_outside_every_session", lambda *a, **k: False)  # the kinds' cheap rules cannot exclude: the judge decides
+    monkeypatch.setattr("relay_repl.session.core.outside.surely_outside_every_session", lambda *a, **k: False)  # the kinds' cheap rules cannot exclude: the judge decides
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     served: list[int] = []
     monkeypatch.setattr(serve_mod, "serve", lambda **kw: served.append(1))

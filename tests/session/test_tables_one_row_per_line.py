@@ -8,8 +8,8 @@ Old code fails each case."""
 
 from __future__ import annotations
 
-from relay_repl.session.dead import DeadLetter, Shelf
-from relay_repl.session.runner import Answer, Run, StepRun
+from relay_repl.session.core.dead import DeadLetter, Shelf
+from relay_repl.session.runs.runner import Answer, Run, StepRun
 from relay_repl.store.ledger import Event
 from relay_repl.store.timeline import Timeline
 

@@ -16,7 +16,7 @@ import pytest
 from relay_repl.agents.claude_code.transcript import find_relay_id
 from relay_repl.core.relay_ids import carries_id, headers_in, id_needle
 from relay_repl.frontends.cli import main
-from relay_repl.session import verify as v
+from relay_repl.session.core import verify as v
 from relay_repl.store.jsonl import LineScan
 from relay_repl.store.ledger import Ledger
 from relay_repl.system.proc import proc_start

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from relay_repl.core.controls import visible
-from relay_repl.session.watch import REQUESTS_NOTE, WatchModel
-from relay_repl.session.watch_view import initial
+from relay_repl.session.core.watch import REQUESTS_NOTE, WatchModel
+from relay_repl.session.core.watch_view import initial
 from relay_repl.store.ledger import Ledger
 from tests.session.test_runner import TWO, mk, write
 
@@ -83,7 +83,7 @@ async def test_the_view_lists_each_hosts_targets_beside_the_local_ones(tmp_path)
 
     from relay_repl.core.target import Target
     from relay_repl.session.app import make_session
-    from relay_repl.session.watch_view import WatchView
+    from relay_repl.session.core.watch_view import WatchView
     from relay_repl.system.polling import poll_until
 
     class TwoHosts:
@@ -161,7 +161,7 @@ async def test_a_hosts_toml_relay_cannot_read_is_one_line_and_the_local_targets_
     import anyio
 
     from relay_repl.session.app import make_session
-    from relay_repl.session.watch_view import WatchView
+    from relay_repl.session.core.watch_view import WatchView
     from relay_repl.system.polling import poll_until
 
     relay_home.mkdir(parents=True, exist_ok=True)
@@ -185,7 +185,7 @@ async def test_the_request_keys_act_on_the_one_marked_chosen_by_its_id(tmp_path)
     """Issue 34: `a` / `x` act on the request the screen marks `>`, kept by id: one leaving above it
     does not move the choice onto another; one leaving while chosen is not decided by a stale key."""
     from relay_repl.core.request import Request
-    from relay_repl.session.watch_view import WatchView
+    from relay_repl.session.core.watch_view import WatchView
     from relay_repl.store.requests import RequestStore
 
     led = Ledger(tmp_path / "ledger.sqlite")

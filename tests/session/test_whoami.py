@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from relay_repl.session import whoami
+from relay_repl.session.core import whoami
 from relay_repl.system.proc import proc_start
 
 THREAD = "019a1b2c-3d4e-7f00-8a9b-0c1d2e3f4a5b"
@@ -62,7 +62,7 @@ def test_a_kind_without_a_rule_is_asked_through_the_package(monkeypatch):
 
 
 def test_the_rules_load_without_the_agents_package():
-    probe = ("import sys; from relay_repl.session.whoami import own_sender; "
+    probe = ("import sys; from relay_repl.session.core.whoami import own_sender; "
              f"me = own_sender({{'CODEX_THREAD_ID': '{THREAD}'}}); "
              "print(me.sender, 'pydantic' in sys.modules, 'relay_repl.agents' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,

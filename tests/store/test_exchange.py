@@ -1,12 +1,12 @@
 """Reading an exchange from the ledger: a send made on a host (`relay hosts`) as this ledger records
 it (the plan and the answer under the relay id, the outcome with the host, and the answer judged
-there as `remote-reply`), in the shapes session/remote.py and session/remote_send.py write."""
+there as `remote-reply`), in the shapes session/remote/remote.py and session/remote/remote_send.py write."""
 
 from __future__ import annotations
 
 from relay_repl.core.exchange import OPERATOR
-from relay_repl.session.dead import dead_letters
-from relay_repl.session.watch import WatchModel
+from relay_repl.session.core.dead import dead_letters
+from relay_repl.session.core.watch import WatchModel
 from relay_repl.store.exchange import read_exchange
 from relay_repl.store.ledger import Ledger
 

@@ -1,5 +1,5 @@
 """Answering the gate in a real terminal as a person does: `y` then Enter, typed once the
-prompt is shown (relay's one gate, session/gate.py, approves only that line; keys typed before
+prompt is shown (relay's one gate, session/core/gate.py, approves only that line; keys typed before
 the prompt are discarded, so they are never sent early). Both keys go at once and the
 approval is awaited as the `approved` line the gate prints. (This helper used to press `y`,
 wait up to 2 s for an `approved` that this gate never prints on `y` alone, then press Enter:

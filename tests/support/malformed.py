@@ -87,7 +87,7 @@ RECIPES: dict[str, Maker] = {
     **UNREADABLE,
 }
 
-RUN_MAX = 64 * 1024 * 1024  # session/notebook.py RUN_MAX_BYTES: a run's outputs may be large
+RUN_MAX = 64 * 1024 * 1024  # session/runs/notebook.py RUN_MAX_BYTES: a run's outputs may be large
 RUN_GOOD = '{"id": "r1", "notebook": "nb", "path": "nb.py", "state": "done", "cells": []}'
 
 RUNS: dict[str, Maker] = {

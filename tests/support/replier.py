@@ -14,7 +14,7 @@ import anyio
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Target
-from relay_repl.session.inbox import Inbox
+from relay_repl.session.core.inbox import Inbox
 from relay_repl.transports.base import StageLog
 from relay_repl.transports.fake import InMemoryTransport
 

@@ -38,7 +38,7 @@ class _FloodingHost:
 def test_a_host_that_answers_with_more_than_a_frame_is_cut_off_with_why():
     """Old code read all of it (capture_output) and then failed on its last line as JSON."""
     from relay_repl.core.errors import HostError
-    from relay_repl.session.remote_send import call_once
+    from relay_repl.session.remote.remote_send import call_once
 
     with pytest.raises(HostError, match=r"host standin answered request_state with more than 8,388,608 bytes"):
         call_once(_FloodingHost(), "request_state", {"id": "beta-1"}, what="request_state", timeout=30)

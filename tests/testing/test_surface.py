@@ -23,7 +23,7 @@ def test_the_testing_list_is_pinned():
 
 
 def test_every_testing_name_is_the_object_its_home_holds():
-    from relay_repl.session import gate
+    from relay_repl.session.core import gate
     from relay_repl.store import ledger
     from relay_repl.testing import hostile_host, hosts, labs, panes, replay
     from relay_repl.transports import fake, tmux

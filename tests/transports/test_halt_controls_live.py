@@ -18,7 +18,7 @@ from relay_repl.lab.fidelity.tmux import calm
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.errors import EnvelopeError
 from relay_repl.session.app import make_session
-from relay_repl.session.gate import ScriptedGate
+from relay_repl.session.core.gate import ScriptedGate
 from relay_repl.store.ledger import Ledger
 from relay_repl.store.paths import ledger_path
 from relay_repl.transports.base import StageLog

@@ -247,7 +247,7 @@ async def test_live_idle_delivery_with_receiver_evidence(tlab, name):
 async def test_live_through_the_session_gate(tlab, spec, name):
     """The operator's path: plan, y/N gate, then the four stages; the plan says what counts as delivered."""
     from relay_repl.session.app import make_session
-    from relay_repl.session.gate import ScriptedGate
+    from relay_repl.session.core.gate import ScriptedGate
 
     await idle(name)
     gate = ScriptedGate([True])

@@ -1,7 +1,7 @@
 """Claude Code's negative ancestry rule: "no process of this chain is a Claude session", from the
 registry alone (standard library and store/adapter_files.py).
 
-Loaded by file (entry-point group `relay_repl.surely_outside`, session/outside.py) before the
+Loaded by file (entry-point group `relay_repl.surely_outside`, session/core/outside.py) before the
 agents package, which imports pydantic and every kind (issue 33: an operator's command that
 refuses to run inside an agent session paid ~120 ms for the full judge only to hear "no session").
 

@@ -1,6 +1,6 @@
 """Claude Code's first test of "who am I" (seed section 1), standard library only.
 
-Loaded by file by `relay reply` (session/whoami.py, entry-point group `relay_repl.own_address`),
+Loaded by file by `relay reply` (session/core/whoami.py, entry-point group `relay_repl.own_address`),
 without the agents package: a process inside a Claude session has the session's inbox
 (`$CLAUDE_CODE_MESSAGING_SOCKET`) and pid (`$CLAUDE_PID`) in its environment. Without them it is
 not in one, said at once; with them the session's registry record decides, which the provider

@@ -1,7 +1,7 @@
 """Codex's negative ancestry rule: "no process of this chain hosts a Codex thread", from /proc and
 the registry alone (standard library, system/proc.py and store/adapter_files.py).
 
-Loaded by file (entry-point group `relay_repl.surely_outside`, session/outside.py) before the
+Loaded by file (entry-point group `relay_repl.surely_outside`, session/core/outside.py) before the
 agents package, which imports pydantic and every kind: an operator's command that refuses to run
 inside an agent session (`relay serve --stdio`, `relay approve`, ...) and a `relay ask` from a shell
 no agent started pay ~120 ms for the full judge only to hear "no session" (issue 33).

@@ -1,6 +1,6 @@
 """Codex's rule for "who am I" (seed section 1), standard library only.
 
-Loaded by file by `relay reply` (session/whoami.py, entry-point group `relay_repl.own_address`),
+Loaded by file by `relay reply` (session/core/whoami.py, entry-point group `relay_repl.own_address`),
 without the agents package (pydantic and every agent module): Codex injects `$CODEX_THREAD_ID`
 into every command it runs, so this process, started by a Codex tool call, is that thread.
 Never `$TMUX_PANE` here: Codex commands inherit the daemon's environment, which can name

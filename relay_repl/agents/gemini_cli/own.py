@@ -1,12 +1,12 @@
 """Gemini CLI's first test of "who am I" (seed section 1), and what a Gemini process is.
 
-Standard library and system/proc.py only: loaded by file by `relay reply` (session/whoami.py,
+Standard library and system/proc.py only: loaded by file by `relay reply` (session/core/whoami.py,
 entry-point group `relay_repl.own_address`), without the agents package. Gemini CLI gives its
 tools no variable naming the session, so a session is found from our own ancestry: when no
 ancestor runs Gemini CLI this process is in no Gemini session, said at once; otherwise the
 provider matches the ancestor to a live session (`GeminiProvider.own_address`). The same fact is
 Gemini's negative ancestry rule, `surely_outside` (entry-point group `relay_repl.surely_outside`,
-session/outside.py), which lives here beside `is_gemini` since a module loaded by file imports no sibling."""
+session/core/outside.py), which lives here beside `is_gemini` since a module loaded by file imports no sibling."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def own_address(env: Mapping[str, str]) -> str | None:
 
 
 def surely_outside(chain: Sequence[int], environ: Mapping[str, str]) -> bool:
-    """The negative ancestry rule (entry-point group `relay_repl.surely_outside`, session/outside.py):
+    """The negative ancestry rule (entry-point group `relay_repl.surely_outside`, session/core/outside.py):
     True when no process of `chain` runs Gemini CLI, so none is a session as
     `GeminiProvider.identify_process` judges one (it asks `is_gemini` first); False otherwise, and
     the full judge decides. It never says a process IS inside a session."""

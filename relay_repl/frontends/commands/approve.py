@@ -32,7 +32,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
     from relay_repl.core.controls import visible
     from relay_repl.frontends.commands.common import inbox_open
     from relay_repl.session.app import make_session
-    from relay_repl.session.asking import refuse_inside_agent
+    from relay_repl.session.core.asking import refuse_inside_agent
 
     refuse_inside_agent("approving a request")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):

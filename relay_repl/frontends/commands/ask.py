@@ -50,7 +50,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             raise UsageError("--status ID reads a request: give no TARGET or BODY with it")
         import json
 
-        from relay_repl.session.asking import status
+        from relay_repl.session.core.asking import status
 
         got = status(args.status)
         if args.json:
@@ -67,7 +67,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def _ask(target: str, body: list[str], want: str, *, as_json: bool) -> int:
     from relay_repl.core.controls import visible
-    from relay_repl.session.asking import ask
+    from relay_repl.session.core.asking import ask
 
     got = ask(target, " ".join(body), want, shell=True)
     if as_json:

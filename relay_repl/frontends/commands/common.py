@@ -43,7 +43,7 @@ def parse_params(items: list[str]) -> dict[str, str]:
 
 def stderr_gate(say: Any) -> Any:
     """The terminal gate with its plans and y/N prompt on stderr, so stdout can carry JSON only."""
-    from relay_repl.session.gate import TerminalGate
+    from relay_repl.session.core.gate import TerminalGate
 
     io: dict = {}
     if sys.stdin.isatty() and sys.stderr.isatty():

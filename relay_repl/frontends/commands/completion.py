@@ -104,7 +104,7 @@ def _kept_words(kind: str) -> list[str]:
         from relay_repl.store.recent_targets import recent_targets
 
         return recent_targets(ledger_path())
-    from relay_repl.session.recipes import list_notebooks, list_recipes
+    from relay_repl.session.runs.recipes import list_notebooks, list_recipes
 
     try:
         return sorted({p.stem for p, _ in list_recipes()} | {p.stem for p, _ in list_notebooks()})

@@ -47,7 +47,7 @@ def _letter_json(d: Any) -> dict:
 
 
 def cmd_dead(args: argparse.Namespace) -> int:
-    from relay_repl.session.dead import dead_letters
+    from relay_repl.session.core.dead import dead_letters
     from relay_repl.store.ledger import Ledger
 
     led = Ledger.read_only_default()
@@ -65,7 +65,7 @@ def cmd_dead(args: argparse.Namespace) -> int:
 
 def _must_be_a_letter(ref: str) -> None:
     """Not a dead letter: said from a read-only ledger, before a writer, an inbox or anything else is made."""
-    from relay_repl.session.dead import find_letter
+    from relay_repl.session.core.dead import find_letter
     from relay_repl.store.ledger import Ledger
 
     led = Ledger.read_only_default()
@@ -78,7 +78,7 @@ def _must_be_a_letter(ref: str) -> None:
 def cmd_dead_drop(args: argparse.Namespace) -> int:
     import relay_repl.store.paths as paths
     from relay_repl.core.errors import UsageError
-    from relay_repl.session.dead import drop
+    from relay_repl.session.core.dead import drop
     from relay_repl.store.ledger import Ledger
 
     if not paths.ledger_path().exists():  # nothing was ever sent from here: no ledger is made to say so
@@ -95,7 +95,7 @@ def cmd_dead_retry(args: argparse.Namespace) -> int:
 
     from relay_repl.frontends.commands.common import inbox_open, stderr_gate
     from relay_repl.session.app import make_session
-    from relay_repl.session.dead import retry
+    from relay_repl.session.core.dead import retry
 
     import relay_repl.store.paths as paths
     from relay_repl.core.errors import UsageError

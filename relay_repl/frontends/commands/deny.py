@@ -22,7 +22,7 @@ def register(sub: Any) -> None:
 def cmd_deny(args: argparse.Namespace) -> int:
     from relay_repl.core.controls import visible
     from relay_repl.session.app import make_session
-    from relay_repl.session.asking import refuse_inside_agent
+    from relay_repl.session.core.asking import refuse_inside_agent
 
     refuse_inside_agent("denying a request")
     from relay_repl.core.errors import UsageError

@@ -31,7 +31,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     import anyio
     import json
 
-    from relay_repl.session.doctor import run_checks
+    from relay_repl.session.core.doctor import run_checks
 
     report = anyio.run(run_checks)
     if args.json:

@@ -60,7 +60,7 @@ def cmd_hosts_check(args: argparse.Namespace) -> int:
     import anyio
 
     from relay_repl.core.controls import visible
-    from relay_repl.session.remote import Hosts
+    from relay_repl.session.remote.remote import Hosts
     from relay_repl.store.hosts import find_host, hosts_file
 
     async def run() -> list[dict]:
@@ -94,8 +94,8 @@ def cmd_hosts_check(args: argparse.Namespace) -> int:
 
 def names_a_host(spec: str) -> bool:
     if "/" not in spec.partition(":")[0]:
-        return False  # a host's name comes before a '/' that comes before the ':' (session/remote.HOST_SPEC)
-    from relay_repl.session.remote import split_spec  # ~35 models: only for what could name a host
+        return False  # a host's name comes before a '/' that comes before the ':' (core/target.HOST_SPEC)
+    from relay_repl.session.remote.remote import split_spec  # ~35 models: only for what could name a host
 
     return split_spec(spec)[0] is not None
 
@@ -106,17 +106,17 @@ def send_to_host(args: argparse.Namespace, gate, out, err, wait: float, wants_an
 
     from relay_repl.core.controls import visible
     from relay_repl.core.peertext import consent_flag
-    from relay_repl.session.gate import TerminalGate
+    from relay_repl.session.core.gate import TerminalGate
     from relay_repl.frontends.commands.common import inbox_open
     from relay_repl.session.app import make_session
-    from relay_repl.session.remote import Hosts, send_remote, wait_reply_remote
+    from relay_repl.session.remote.remote import Hosts, send_remote, wait_reply_remote
 
     approve = gate or TerminalGate()
 
     async def run():
         hosts = Hosts()
         # this command's own inbox listens while the plan is on screen: a relay-halt reaching it
-        # is recorded at once and wins over the answer (session/remote.py withholds the yes)
+        # is recorded at once and wins over the answer (session/remote/remote.py withholds the yes)
         session = make_session(discover=False, approve=approve, echo=err)
         ledger = session.ledger
         try:

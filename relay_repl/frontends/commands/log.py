@@ -45,7 +45,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     if args.n < 0:
         raise UsageError(f"-n {args.n}: give a number of events, 0 or more")
     import relay_repl.store.paths as paths
-    from relay_repl.session.follow import LedgerFollower
+    from relay_repl.session.core.follow import LedgerFollower
 
     follower, first = LedgerFollower.from_tail(paths.ledger_path(), args.n)
     # `relay log --follow | head`: the reader leaving is a BrokenPipeError, which cli.main ends quietly (141)

@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_mcp(args: argparse.Namespace | None) -> int:
-    from relay_repl.session.mcp_server import serve
+    from relay_repl.session.mcp.mcp_server import serve
 
     if sys.stdin.isatty():
         print("relay mcp: an MCP server on stdio, started by an agent (see `relay mcp --help` for the config "

@@ -52,7 +52,7 @@ def cmd_notebook_run(args: argparse.Namespace) -> int:
 
     from relay_repl.core.errors import UsageError
     from relay_repl.session.app import make_session
-    from relay_repl.session.notebook import read_notebook, run_notebook
+    from relay_repl.session.runs.notebook import read_notebook, run_notebook
 
     params = parse_params(args.param)
     if args.resume and args.dry_run:
@@ -87,7 +87,7 @@ def cmd_notebook_show(args: argparse.Namespace) -> int:
     import json
 
     from relay_repl.core.controls import visible
-    from relay_repl.session.notebook import load_run, render_report
+    from relay_repl.session.runs.notebook import load_run, render_report
 
     run, _where = load_run(Path(args.file), args.run)
     if args.json:  # ASCII JSON: a C1 control or a bidi override in a (hand-edited) file is escaped, not printed
@@ -98,7 +98,7 @@ def cmd_notebook_show(args: argparse.Namespace) -> int:
 
 
 def cmd_notebook_export(args: argparse.Namespace) -> int:
-    from relay_repl.session.notebook import export_ipynb
+    from relay_repl.session.runs.notebook import export_ipynb
 
     out = export_ipynb(Path(args.file), args.run, Path(args.ipynb))
     print(f"wrote {out}")

@@ -29,7 +29,7 @@ def cmd_recipes(args: argparse.Namespace) -> int:
         return 0
     from relay_repl.core.errors import UsageError
     from relay_repl.core.recipe import RecipeError
-    from relay_repl.session.recipes import list_notebooks, list_recipes
+    from relay_repl.session.runs.recipes import list_notebooks, list_recipes
 
     found = list_recipes()
     notebooks = list_notebooks()

@@ -36,7 +36,7 @@ def cmd_reply(args: argparse.Namespace) -> int:
 
 
 def _reply(relay_id: str, text: list[str]) -> int:
-    from relay_repl.session.reply import reply
+    from relay_repl.session.core.reply import reply
 
     sent, path = reply(relay_id, " ".join(text))
     print(f"replied to {relay_id} as {sent.id} (hop {sent.hop}) into {path}")

@@ -26,7 +26,7 @@ def cmd_requests(args: argparse.Namespace) -> int:
     import json
 
     from relay_repl.core.controls import visible
-    from relay_repl.session.asking import refuse_inside_agent
+    from relay_repl.session.core.asking import refuse_inside_agent
     from relay_repl.store.ledger import Ledger
     from relay_repl.store.requests import RequestStore
 

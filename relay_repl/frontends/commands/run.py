@@ -51,7 +51,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     approve = stderr_gate(say) if args.json else None  # stdout carries only the run's JSON
 
     if args.recipe:
-        from relay_repl.session.recipes import find_recipe
+        from relay_repl.session.runs.recipes import find_recipe
 
         if find_recipe(args.recipe).suffix == ".py":  # a notebook on the same shelf: the notebook runner runs it
             from relay_repl.frontends.commands.notebook import cmd_notebook_run  # not on a TOML recipe's path
@@ -61,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.recipe:  # a bad file or parameter is refused before the session (and its ledger) exists
         from relay_repl.core.recipe import parse_recipe
-        from relay_repl.session.recipes import find_recipe, read_source
+        from relay_repl.session.runs.recipes import find_recipe, read_source
 
         path = find_recipe(args.recipe)
         parse_recipe(read_source(path), str(path)).resolve_params(params)
@@ -75,7 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         async with inbox_open(session, say, listen=not args.dry_run):
             if args.resume:
                 return await session.resume(args.resume)
-            from relay_repl.session.recipes import run_recipe
+            from relay_repl.session.runs.recipes import run_recipe
 
             return await run_recipe(session, args.recipe, params, dry_run=args.dry_run, echo=say)
 
@@ -83,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.report and not args.dry_run:
         from pathlib import Path
 
-        from relay_repl.session.exchange_report import write_run_report
+        from relay_repl.session.runs.exchange_report import write_run_report
         from relay_repl.store.ledger import Ledger
 
         led = Ledger.read_only_default()

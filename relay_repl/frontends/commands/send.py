@@ -75,7 +75,7 @@ def cmd_send(args: argparse.Namespace) -> int:
     if args.json:  # the plan and the y/N prompt (on the terminal) go to stderr as well
         from prompt_toolkit.output import create_output
 
-        from relay_repl.session.gate import TerminalGate
+        from relay_repl.session.core.gate import TerminalGate
 
         gate = TerminalGate(output=create_output(stdout=sys.stderr), write=err,
                             isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty())

@@ -58,7 +58,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
             providers.append(StaticProvider("fake", [fake_target()]))
         if not remote_hosts:
             return await discover_all(providers)
-        from relay_repl.session.remote import Hosts
+        from relay_repl.session.remote.remote import Hosts
 
         hosts = Hosts()
         try:  # each host's relay lists its own, at the same time as the local listing

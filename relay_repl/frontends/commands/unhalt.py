@@ -45,8 +45,8 @@ def _unhalt(led: Ledger) -> int:
     from relay_repl.core.plan import Plan
     from relay_repl.frontends.commands import common
     from relay_repl.frontends.commands.halts import rows
-    from relay_repl.session.gating import Gatekeeper
-    from relay_repl.session.shared import Shared, default_me
+    from relay_repl.session.core.gating import Gatekeeper
+    from relay_repl.session.core.shared import Shared, default_me
     from relay_repl.store.paths import ledger_path
 
     say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731 - stdout keeps the answer

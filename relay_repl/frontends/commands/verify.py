@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Read-only: a transcript file needs no discovery; a target (or none) does."""
-    from relay_repl.session import verify as v
+    from relay_repl.session.core import verify as v
     from relay_repl.store.ledger import Ledger
 
     ledger = Ledger.read_only_default()  # read-only: never creates, changes or deletes a file

@@ -38,8 +38,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     import relay_repl.store.paths as paths
     from relay_repl.core.errors import UsageError
     from relay_repl.session.app import make_session
-    from relay_repl.session.gate import DenyGate
-    from relay_repl.session.watch_view import watch
+    from relay_repl.session.core.gate import DenyGate
+    from relay_repl.session.core.watch_view import watch
     from relay_repl.store.ledger import Ledger
 
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -53,7 +53,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         """A session for one decision, made as `relay approve` / `relay deny` make theirs: its own ledger
         handle that may write, the terminal gate, and (to approve) its inbox open for the answer."""
         from relay_repl.frontends.commands.common import inbox_open
-        from relay_repl.session.asking import refuse_inside_agent
+        from relay_repl.session.core.asking import refuse_inside_agent
 
         refuse_inside_agent("approving a request" if listen else "denying a request")
         decider = make_session(fake=args.fake)

@@ -25,8 +25,8 @@ def register(sub: Any) -> None:
 def cmd_whoami(args: argparse.Namespace) -> int:
     import json
 
-    from relay_repl.session.inbox import read_records
-    from relay_repl.session.whoami import own_address
+    from relay_repl.session.core.inbox import read_records
+    from relay_repl.session.core.whoami import own_address
 
     me = own_address()
     inboxes = [r.model_dump() for r in read_records() if r.live]
