@@ -83,8 +83,9 @@ def test_units_share_one_lab_start_and_the_costliest_go_first(tmp_path):
     env = {**os.environ, "SCHED_LOG": str(log), "PYTHONPATH": str(tree)}
     for var in [v for v in env if v.startswith("PYTEST_")]:
         env.pop(var)
-    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist",
-                          "loadfile", "tests"], cwd=tree, env=env, capture_output=True,
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # xdist only (-p below): three processes, ~1 CPU-s less each
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "xdist.plugin",
+                          "-n", "2", "--dist", "loadfile", "tests"], cwd=tree, env=env, capture_output=True,
                          text=True, timeout=120)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     notes = [json.loads(line) for line in log.read_text().splitlines()]
