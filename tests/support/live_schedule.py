@@ -44,7 +44,7 @@ LAB_GROUPS: dict[str, tuple[str, ...]] = {
 """Modules that share a lab other than the session's 1+1 one: each group runs on one worker."""
 
 COST: dict[str, float] = {
-    "tests/frontends/test_dead_live.py": 26,
+    "tests/frontends/test_dead_live.py": 6,
     "tests/frontends/test_cli_readonly_live.py": 20,
     "tests/session/test_approval_live.py": 18,
     "tests/frontends/test_cli_lab_live.py": 17,
