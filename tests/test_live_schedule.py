@@ -67,15 +67,15 @@ def test_units_share_one_lab_start_and_the_costliest_go_first(tmp_path):
              "tests/support/notes.py": NOTES,
              "tests/support/live_schedule.py": (ROOT / "tests/support/live_schedule.py").read_text()}
     for module in LAB_GROUPS["lab-2x2"]:
-        files[module] = _module("lab_home_2x2", 2, 0.05)
+        files[module] = _module("lab_home_2x2", 2, 0.01)
     for module in LAB_GROUPS["hosts-lab"]:
-        files[module] = _module("hosts_lab_home", 2, 0.05)
+        files[module] = _module("hosts_lab_home", 2, 0.01)
     # modules of another package (and plain ones) collected between the host modules: under plain
     # loadfile a worker would leave tests/lab between them and the package lab would start again
-    files["tests/lab/test_a_plain_live.py"] = _module(None, 1, 0.05)
-    files["tests/frontends/test_dead_live.py"] = _module(None, 1, 0.3)
+    files["tests/lab/test_a_plain_live.py"] = _module(None, 1, 0.01)
+    files["tests/frontends/test_dead_live.py"] = _module(None, 1, 0.01)
     for n in range(8):
-        files[f"tests/frontends/test_small_{n}_live.py"] = _module(None, 1, 0.05)
+        files[f"tests/frontends/test_small_{n}_live.py"] = _module(None, 1, 0.01)
     for rel, text in files.items():
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_text(text)
