@@ -13,7 +13,8 @@ one home of the fixtures every test here and every plugin author's test uses:
 
 from __future__ import annotations
 
-pytest_plugins = ["relay_repl.testing.pytest_plugin"]
+# tests.support.live_schedule: how the live half is spread over its two xdist workers (lab groups)
+pytest_plugins = ["relay_repl.testing.pytest_plugin", "tests.support.live_schedule"]
 
 # Every hypothesis test of the fast half runs the same examples on every run (a fixed seed), with a
 # bounded count (each test's own max_examples, else hypothesis' 100): a failure is reproduced by
@@ -22,3 +23,4 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("relay", derandomize=True, deadline=None, print_blob=True)
 _hypothesis_settings.load_profile("relay")
+

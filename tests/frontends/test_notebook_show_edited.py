@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,12 +24,23 @@ def relay(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, env=dict(os.environ), stdin=subprocess.DEVNULL)
 
 
-@pytest.fixture
-def run_dir(tmp_path, relay_home) -> Path:
-    (tmp_path / "nb.py").write_text(NB)
-    res = relay("--fake", "notebook", "run", "nb.py", cwd=tmp_path)
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> Path:
+    """One real `relay --fake notebook run` for the module (its own RELAY_HOME): the notebook's folder."""
+    work = tmp_path_factory.mktemp("nb-work")
+    (work / "nb.py").write_text(NB)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RELAY_HOME", str(tmp_path_factory.mktemp("nb-home")))
+        res = relay("--fake", "notebook", "run", "nb.py", cwd=work)
     assert res.returncode == 0, res.stderr
-    (d,) = (tmp_path / "nb.relay").iterdir()
+    return work
+
+
+@pytest.fixture
+def run_dir(pristine, tmp_path, relay_home) -> Path:
+    """A copy of the module's run for this test to edit (`notebook show` reads the run folder only)."""
+    shutil.copytree(pristine, tmp_path / "w")
+    (d,) = (tmp_path / "w" / "nb.relay").iterdir()
     return d
 
 
