@@ -234,7 +234,7 @@ def test_the_answer_back_must_answer_the_request_asked_re(hostile):  # noqa: F81
 def test_once_taken_a_host_is_pulled_by_the_sweeper_and_each_claim_said_once(hostile, monkeypatch):  # noqa: F811
     """After `host_requests(HOST)` the REPL's sweeper takes the host's requests every few seconds (so
     each shows as it arrives); a host repeating a lie is said and recorded once, not every round."""
-    import relay_repl.session.requests as requests
+    import relay_repl.session.core.requests as requests
 
     hostile("req-asker")
     monkeypatch.setattr(requests, "SWEEP_EVERY", 0.5)  # its rounds 4x as often: the same rounds in a quarter of the wait
