@@ -125,7 +125,8 @@ def test_h2s_codex_asks_and_the_answer_goes_back_to_h2(lab2, to, target, answere
             host.close()
         mine = Ledger.default()
         try:
-            assert not [e for e in mine.events() if e.kind == "host-claim"]
+            claimed = [e.data.get("line") for e in mine.events() if e.kind == "host-claim"]
+            assert not claimed, claimed
         finally:
             mine.close()
     finally:

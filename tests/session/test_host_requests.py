@@ -280,3 +280,61 @@ def test_an_answer_the_host_says_came_from_another_session_is_not_taken_back(hos
     line = next(x for x in out["said"] if "not taken to" in x)
     assert f"is not {HOST}/claude:alpha's own as host {HOST} judged it (mismatch: answered by claude:gamma" in line
     assert out["after"].answer_id is None and out["after"].answer_state.startswith("not relayed: mismatch")
+
+
+def test_a_host_not_yet_told_of_a_decision_lists_it_held_without_a_claim(hostile, monkeypatch):  # noqa: F811
+    """The host lists a request held while the operator's decision is still on its way to it (queued,
+    being told, or not told at all): that is the host's honest word, not a state going backwards. Once
+    the host has taken the change, a listing it begins after that saying held is a claim again. (Old
+    code: a claim at the second listing, the race the live hosts test met.)"""
+    import threading
+
+    from relay_repl.session.remote.request_mirror import MirroredStore
+
+    hostile("req-backwards")
+    real_call = MirroredStore._call
+    release = threading.Event()
+
+    def held_back(self, host, rid, req, ch=None):
+        assert release.wait(30), "the test releases the tell"
+        return real_call(self, host, rid, req, ch)
+
+    monkeypatch.setattr(MirroredStore, "_call", held_back)
+
+    async def script(s, out):
+        await s.host_requests(HOST)
+        async with anyio.create_task_group() as tg:
+            s.asks.store.tell_from(tg)  # as a serving session does: the change is told off the loop
+            s.deny_request(KEY, why="not now")
+            out["pending"] = list(await s.host_requests(HOST))  # the host has not been told yet
+            out["claims_pending"] = [e for e in s.shared.ledger.events() if e.kind == "host-claim"]
+            release.set()
+        out["told"] = list(await s.host_requests(HOST))  # told before this listing began: held is a claim
+
+    out = run([], script)
+    assert out["pending"] == [] and out["claims_pending"] == []
+    (claim,) = claims(out)
+    assert "request beta-1 held again (it is denied here: a state going backwards)" in claim.data["line"]
+
+
+
+def test_a_host_that_could_not_be_told_lists_it_held_without_a_claim(hostile, monkeypatch):  # noqa: F811
+    """A decision the host could not be told (the operator read so): its copy still says held, honestly."""
+    from relay_repl.core.errors import RelayError
+    from relay_repl.session.remote.request_mirror import MirroredStore
+
+    hostile("req-backwards")
+
+    def unreachable(self, host, rid, req, ch=None):
+        return RelayError("ssh: connect to host standin: Connection refused")
+
+    monkeypatch.setattr(MirroredStore, "_call", unreachable)
+
+    async def not_told(s, out):
+        await s.host_requests(HOST)
+        s.deny_request(KEY, why="not now")
+        out["again"] = list(await s.host_requests(HOST))
+
+    out = run([], not_told)
+    assert out["again"] == [] and claims(out) == []
+    assert any("was not told" in line for line in out["said"]), out["said"]

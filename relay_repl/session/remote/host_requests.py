@@ -32,6 +32,7 @@ from relay_repl.core.host_requests import AskedRequest, HostRequestRow, asked_fr
 from relay_repl.core.peertext import quote
 from relay_repl.core.request import Request, request_hop
 from relay_repl.session.remote.remote import record_claim, split_spec
+from relay_repl.session.remote.request_mirror import MirroredStore
 from relay_repl.session.core.requests import RequestTable
 
 if TYPE_CHECKING:
@@ -111,6 +112,9 @@ class HostRequests:
         kept = asked_of(held) if held is not None else None
         if held is not None and held.state != "held" and held.history and held.history[-1].at >= since:
             return None  # decided while the listing was on its way: the host's copy is told with the decision
+        if held is not None and held.state != "held" and isinstance(self.asks.store, MirroredStore) \
+                and self.asks.store.host_may_lag(key, since):
+            return None  # decided here, the host not yet told (or told after it began this listing): not its word
         problem = row_problem(host, row, kept, held.state if held is not None else None)
         if problem is not None:
             raise self._claim(host, problem, key, raw)

@@ -41,6 +41,9 @@ class MirroredStore(RequestStore):
         self.remote = remote  # a callable giving RemoteSends (made on first use)
         self._tg: TaskGroup | None = None
         self._queued: deque[tuple[str, str, Request]] = deque()
+        self._telling: set[str] = set()  # the ids whose change is being told right now (a worker thread's call)
+        self._told_at: dict[str, float] = {}  # id -> when its host last answered a change of it (time.time())
+        self._not_told: set[str] = set()  # ids whose last change could not be told (said once, `_unsaid`)
         self._draining = False
 
     def tell_from(self, task_group: TaskGroup) -> None:
@@ -58,6 +61,13 @@ class MirroredStore(RequestStore):
                 if not self._draining:
                     self._drain_soon()
         return changed
+
+    def host_may_lag(self, key: str, since: float) -> bool:
+        """Whether the host's copy of request `key` may honestly still read an older state in a listing
+        the host began at `since` (time.time()): a change of it is queued or being told, its last change
+        could not be told (the operator was told so), or the host took the last one after `since`."""
+        return (key in self._telling or key in self._not_told or self._told_at.get(key, float("-inf")) >= since
+                or any(req.id == key for _host, _rid, req in self._queued))
 
     def _drain_soon(self) -> None:
         """Start the task that tells the queued changes, or tell them here when no loop runs them."""
@@ -83,14 +93,22 @@ class MirroredStore(RequestStore):
                     except RelayError as exc:
                         self._unsaid(host, rid, req, exc)
                         continue
-                    failed = await anyio.to_thread.run_sync(self._call, host, rid, req, ch)
+                    self._telling.add(req.id)
+                    try:
+                        failed = await anyio.to_thread.run_sync(self._call, host, rid, req, ch)
+                    finally:
+                        self._telling.discard(req.id)
                     if failed is not None:
                         self._unsaid(host, rid, req, failed)
         finally:
             self._draining = False
 
     def tell(self, host: str, rid: str, req: Request) -> None:
-        failed = self._call(host, rid, req)
+        self._telling.add(req.id)
+        try:
+            failed = self._call(host, rid, req)
+        finally:
+            self._telling.discard(req.id)
         if failed is not None:
             self._unsaid(host, rid, req, failed)
 
@@ -106,9 +124,14 @@ class MirroredStore(RequestStore):
                       {"id": rid, "update": host_update(req.model_dump(mode="json"))}, what="request_state")
         except RelayError as exc:
             return exc
+        import time
+
+        self._told_at[req.id] = time.time()  # after the host answered: a listing it began before may predate it
+        self._not_told.discard(req.id)
         return None
 
     def _unsaid(self, host: str, rid: str, req: Request, exc: RelayError) -> None:
+        self._not_told.add(req.id)
         self.ledger.event("host-request-unsaid", relay_id=req.id, data={"host": host, "state": req.state,
                                                                       "why": str(exc)})
         self.shared.say(f"relay: host {host}: request {rid} is {req.state} here, but its asker there was not "
