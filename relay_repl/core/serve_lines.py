@@ -3,7 +3,7 @@ line cap, the mismatch refusal, a request line that is plainly one, and an answe
 
 Why apart from core/serve_wire.py (the models: `Request`, `Answer`, the results' shapes): building
 those models was most of `relay serve --stdio`'s start before its first answer on a warm channel
-(issue 33). session/serve.py reads a line with `plain_request` and writes with `answer_json`; a
+(issue 33). session/remote/serve.py reads a line with `plain_request` and writes with `answer_json`; a
 line that is not plainly a request, and an answer whose values are not plain JSON, go through the
 models there, so what is accepted, refused and said is theirs. The caller reads every answer
 through `Answer` as before.

@@ -79,5 +79,5 @@ def test_serve_answers_its_first_hello_without_the_judge_or_a_model(tmp_path, re
     assert cp.returncode == 0, cp.stderr
     answer = json.loads(cp.stdout.splitlines()[0])
     assert answer["ok"] is True and answer["id"] == 1 and answer["result"]["protocol"] == 1
-    assert "relay_repl.session.serve" in loaded and "relay_repl.session.core.outside" in loaded
+    assert "relay_repl.session.remote.serve" in loaded and "relay_repl.session.core.outside" in loaded
     assert {"pydantic", "pydantic_core", "relay_repl.agents", "relay_repl.agents.origin"} & loaded == set()

@@ -14,7 +14,7 @@ from relay_repl.core.approval import plan_digest
 from relay_repl.core.plan import Plan
 from relay_repl.core.serve_wire import PROTOCOL_VERSION
 from relay_repl.session.app import make_session
-from relay_repl.session.serve import Server, serve
+from relay_repl.session.remote.serve import Server, serve
 
 
 class Pipe:

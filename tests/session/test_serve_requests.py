@@ -97,7 +97,7 @@ def test_relay_serve_refuses_to_run_inside_an_agent_session(monkeypatch):
     from relay_repl.agents.origin import OriginJudge
     from relay_repl.core.errors import PolicyRefusal
     from relay_repl.core.inbound import PeerIdentity
-    from relay_repl.session import serve as serve_mod
+    from relay_repl.session.remote import serve as serve_mod
 
     class InsideBeta:
         def identify(self, pid):
@@ -108,7 +108,7 @@ def test_relay_serve_refuses_to_run_inside_an_agent_session(monkeypatch):
     monkeypatch.setattr("relay_repl.session.core.outside.surely_outside_every_session", lambda *a, **k: False)  # the kinds' cheap rules cannot exclude: the judge decides
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     served: list[int] = []
-    monkeypatch.setattr(serve_mod, "serve", lambda **kw: served.append(1))
+    monkeypatch.setattr(serve_mod, "serve", lambda *a, **kw: served.append(1))
     with pytest.raises(PolicyRefusal, match="relay serve --stdio is the operator's act"):
-        serve_mod.run_stdio()
+        serve_mod.run_stdio(lambda **kw: pytest.fail("no session is made"))
     assert served == []

@@ -1,4 +1,4 @@
-"""`relay serve --stdio`: the other end of a host's ssh channel (session/serve.py).
+"""`relay serve --stdio`: the other end of a host's ssh channel (session/remote/serve.py).
 
 Exactly `relay serve --stdio` is run by `run_plain` from frontends/entry.py, without the CLI's
 parser (issue 33: its first answer on a warm channel is awaited by the operator's relay)."""
@@ -21,13 +21,21 @@ def register(sub: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from relay_repl.session.serve import run_stdio
+    from relay_repl.session.remote.serve import run_stdio
 
-    return run_stdio(fake=bool(getattr(args, "fake", False)))
+    return run_stdio(make_session, fake=bool(getattr(args, "fake", False)))
 
 
 def run_plain() -> int:
     """`relay serve --stdio`, no other word."""
-    from relay_repl.session.serve import run_stdio
+    from relay_repl.session.remote.serve import run_stdio
 
-    return run_stdio(fake=False)
+    return run_stdio(make_session, fake=False)
+
+
+def make_session(**kwargs: Any) -> Any:
+    """session.app's `make_session`, imported when the first op needs a session (a hello needs none:
+    `relay serve --stdio` answers it without pydantic)."""
+    from relay_repl.session.app import make_session as make
+
+    return make(**kwargs)

@@ -71,8 +71,8 @@ class Server:
     """The ops one relay answers for another. Each returns a JSON-able result or raises a
     RelayError, whose one line goes back as the answer's error."""
 
-    def __init__(self, write: Callable[[Answer], Awaitable[None]] | None = None,
-                 make_session: Callable[..., Any] | None = None, extra_targets: tuple[Any, ...] = ()) -> None:
+    def __init__(self, make_session: Callable[..., Any], write: Callable[[Answer], Awaitable[None]] | None = None,
+                 extra_targets: tuple[Any, ...] = ()) -> None:
         self.ops: dict[str, Handler] = {"hello": self.hello, "targets": self.targets, "send": self.send,
                                         "wait_reply": self.wait_reply, "halt": self.halt, "evidence": self.evidence,
                                         "requests": self.requests, "request_state": self.request_state}
@@ -82,7 +82,8 @@ class Server:
         self.gate = ChannelGate(self)
         self._tg: Any = None
         self.closed = False
-        self._make = make_session  # the session factory (session.app.make_session by default)
+        self._make = make_session  # the session factory, handed down by the front end (session.app.make_session):
+        # this module sits in remote/, below the facade and app (pyproject contract "session-parts")
         self.extra_targets = extra_targets  # `relay --fake serve`: the in-memory fake:inbox its session holds
 
     async def hello(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -105,10 +106,7 @@ class Server:
         """This host's session, made on the first send: its transports, its ledger, its inbox
         (opened in the serve task group, so replies to its sends land here and are judged here)."""
         if self.session is None:
-            from relay_repl.session.app import make_session
-
-            session = (self._make or make_session)(approve=self.gate,
-                                                   echo=lambda line: print(line, file=sys.stderr, flush=True))
+            session = self._make(approve=self.gate, echo=lambda line: print(line, file=sys.stderr, flush=True))
             session.asks.forwarding = True  # this host's agents' requests are decided by the operator over the channel
             await session.open_inbox(self._tg, echo=lambda line: None)
             self.session = session
@@ -286,7 +284,7 @@ SESSION_OPS = {"send"}
 ASK_TIMEOUT = 900.0
 
 
-async def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, server: Server | None = None) -> None:
+async def serve(stdin: BinaryIO | None, stdout: BinaryIO | None, server: Server) -> None:
     """Answer requests until the channel closes (EOF on stdin). Requests are handled as they
     come (an `approve` must reach a send that is waiting for it); each answer is one line."""
     import json
@@ -303,7 +301,6 @@ async def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, s
             except (BrokenPipeError, OSError, ValueError):
                 pass  # the channel is gone: the ledger here still has what happened
 
-    server = server or Server()
     server.write = write
 
     pending = 0  # requests being answered: EOF ends the channel, not the answers already asked for
@@ -348,9 +345,11 @@ async def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, s
         tg.cancel_scope.cancel()
 
 
-def run_stdio(fake: bool = False) -> int:
+def run_stdio(make_session: Callable[..., Any], fake: bool = False) -> int:
     """`relay serve --stdio`; with `relay --fake serve --stdio` its session holds the in-memory
-    fake:inbox target too, as `relay --fake send` does."""
+    fake:inbox target too, as `relay --fake send` does. `make_session` builds this host's session on
+    the first op that needs one (the front end hands down session.app's, imported then: a hello
+    loads no session)."""
     if sys.stdin.isatty():
         raise UsageError("relay serve --stdio answers another relay over ssh; it is not for a terminal")
     from relay_repl.session.core.asking import refuse_inside_agent
@@ -358,14 +357,13 @@ def run_stdio(fake: bool = False) -> int:
     # Its ops list and rewrite agents' requests and approve its own sends: the operator's acts, never an
     # agent's (an agent piping `request_state` into it could un-deny a request or deny another's).
     refuse_inside_agent("relay serve --stdio")
-    make: Any = None
+    make: Callable[..., Any] = make_session
     extra: tuple[Any, ...] = ()
     if fake:
         from functools import partial
 
-        from relay_repl.session.app import make_session
         from relay_repl.transports.fake import fake_target
 
         make, extra = partial(make_session, fake=True), (fake_target(),)
-    anyio.run(lambda: serve(server=Server(make_session=make, extra_targets=extra)))
+    anyio.run(lambda: serve(None, None, server=Server(make, extra_targets=extra)))
     return 0
