@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from relay_repl.agents.capabilities import (ChecksBase, ClientPin, DiscoveryBase, EvidenceBase, FidelityFact,
                                             InboxListing, KindChecks, KindDiscovery, KindEvidence, KindFacts,
@@ -157,6 +157,26 @@ class LabReady(_Frozen):
                                    "reads /proc)")
     name: str | None = Field(default=None, description="the session's name now (its client may rename it)")
     alive: bool = True
+
+
+_F = TypeVar("_F", bound=BaseModel)
+
+
+class HasLabFacts(Protocol):
+    """A lab session as the lab records it, or its `LabReady`: each carries its kind's `facts`."""
+
+    @property
+    def facts(self) -> Mapping[str, str | int | None]: ...
+
+
+def read_lab_facts(model: type[_F], rec: HasLabFacts) -> _F:
+    """A kind's typed view (its driver's own model, extra keys ignored) of a lab session's `facts`."""
+    return model.model_validate(dict(rec.facts))
+
+
+def lab_facts_dict(facts: BaseModel) -> dict[str, str | int | None]:
+    """A kind's facts as `LabReady.facts` / lab.json keep them."""
+    return dict(facts.model_dump())
 
 
 class LabOps(Protocol):

@@ -152,6 +152,21 @@ def list_panes(env: Mapping[str, str]) -> list[PlainPane]:
     return panes
 
 
+def capture_args(pane_ids: list[str], marker: str, history: int = 0) -> list[str]:
+    """One tmux command line capturing every pane of one server: `display-message -p MARK #{pane_id}
+    ; capture-pane -p -J -t …` chained with `;` (split_captures reads it back); -J joins wrapped lines
+    so a long footer stays one line; `history` lines above the screen with -S."""
+    args: list[str] = []
+    for pane_id in pane_ids:
+        if args:
+            args.append(";")
+        args += ["display-message", "-p", "-t", pane_id, f"{marker} #{{pane_id}}", ";",
+                 "capture-pane", "-p", "-J", "-t", pane_id]
+        if history:
+            args += ["-S", str(-history)]
+    return args
+
+
 def capture_panes(panes: list[PlainPane], env: Mapping[str, str]) -> dict[tuple[str, str], str]:
     """panes.capture_panes (history 0) for plain panes: the visible text of each, keyed by `key`; one
     tmux process per server, one by one when a vanished pane fails the chain."""
@@ -163,13 +178,7 @@ def capture_panes(panes: list[PlainPane], env: Mapping[str, str]) -> dict[tuple[
         by_server.setdefault(p.socket_path, []).append(p)
     for group in by_server.values():
         marker = "relaycap" + os.urandom(6).hex()
-        args: list[str] = []
-        for p in group:
-            if args:
-                args.append(";")
-            args += ["display-message", "-p", "-t", p.pane_id, f"{marker} #{{pane_id}}", ";",
-                     "capture-pane", "-p", "-J", "-t", p.pane_id]
-        out = run_tmux(group[0].socket_path, args, env)
+        out = run_tmux(group[0].socket_path, capture_args([p.pane_id for p in group], marker), env)
         if out is None and len(group) > 1:
             for p in group:
                 result.update(capture_panes([p], env))

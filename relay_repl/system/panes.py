@@ -30,7 +30,8 @@ from relay_repl.system import loopless
 from relay_repl.system.tmux import arun, tmux_binary
 from relay_repl.system.proc import ProcStat, process_table
 
-from relay_repl.system.pane_list import PANE_FIELDS, PANE_FORMAT, SEP, pane_rows, server_paths, split_captures, tmux_dir
+from relay_repl.system.pane_list import (PANE_FIELDS, PANE_FORMAT, SEP, capture_args, pane_rows, server_paths, split_captures,
+                                         tmux_dir)
 
 __all__ = ["PANE_FIELDS", "PANE_FORMAT", "SEP", "Pane", "PaneRoster", "TmuxServer", "list_panes", "parse_panes", "split_captures", "tmux_servers"]
 
@@ -154,15 +155,7 @@ async def capture_panes(panes: Sequence[Pane], env: Mapping[str, str] | None = N
         by_server.setdefault(p.server.socket_path, []).append(p)
     for group in by_server.values():
         marker = "relaycap" + secrets.token_hex(6)
-        args: list[str] = []
-        for p in group:
-            if args:
-                args.append(";")
-            args += ["display-message", "-p", "-t", p.pane_id, f"{marker} #{{pane_id}}", ";",
-                     "capture-pane", "-p", "-J", "-t", p.pane_id]
-            if history:
-                args += ["-S", str(-history)]
-        out = await _run_tmux(group[0].server, args, env)
+        out = await _run_tmux(group[0].server, capture_args([p.pane_id for p in group], marker, history), env)
         if out is None and len(group) > 1:
             # One vanished pane fails the whole chain: retry one by one.
             for p in group:

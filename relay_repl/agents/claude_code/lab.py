@@ -11,13 +11,13 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents.claude_code.agent import BINARY
-from relay_repl.agents.kind import (LabCall, LabContext, LabDriverBase, LabLaunch, LabOps, LabReady, LabSpec,
-                                   describe_default, screen_tail)
+from relay_repl.agents.kind import (HasLabFacts, LabCall, LabContext, LabDriverBase, LabLaunch, LabOps, LabReady, LabSpec,
+                                   describe_default, lab_facts_dict, read_lab_facts, screen_tail)
 from relay_repl.core.errors import LabError
 from relay_repl.system import proc as sysproc
 from relay_repl.system.polling import poll_until_sync
@@ -63,18 +63,13 @@ class ClaudeLabFacts(BaseModel):
     """The socket its registry record names, where SendMessage and the socket transport reach it."""
 
 
-class _HasFacts(Protocol):
-    @property
-    def facts(self) -> Mapping[str, str | int | None]: ...
-
-
-def lab_facts(rec: _HasFacts) -> ClaudeLabFacts:
+def lab_facts(rec: HasLabFacts) -> ClaudeLabFacts:
     """The Claude facts of a lab session (a `LabReady`, or the lab's own record of one)."""
-    return ClaudeLabFacts.model_validate(dict(rec.facts))
+    return read_lab_facts(ClaudeLabFacts, rec)
 
 
 def _facts(messaging_socket: str | None) -> dict[str, str | int | None]:
-    return dict(ClaudeLabFacts(messaging_socket=messaging_socket).model_dump())
+    return lab_facts_dict(ClaudeLabFacts(messaging_socket=messaging_socket))
 
 
 def message_call(peer: str, line: str, summary: str) -> LabCall:

@@ -110,15 +110,13 @@ def listing(env: Mapping[str, str], panes: Any) -> list[Any] | None:
         except FileProblem as exc:
             if sink is not None:
                 sink.append((fname, None, f"unreadable (it {exc.problem})"))
-            broken[stem] = f"sessions/{fname} unreadable (it {exc.problem}): fix its permissions or remove it"
+            broken[stem] = records_mod.unreadable_reason(fname, f"it {exc.problem}")
             continue
         except OSError as exc:
-            broken[stem] = f"sessions/{fname} unreadable ({exc.strerror or exc}): fix its permissions or remove it"
+            broken[stem] = records_mod.unreadable_reason(fname, str(exc.strerror or exc))
             continue
         except (ValueError, RecursionError) as exc:
-            first = str(exc).splitlines()[0][:80]
-            broken[stem] = (f"sessions/{fname} is not a valid record ({first}): it may be mid-write; refresh, "
-                            "or remove it if it persists")
+            broken[stem] = records_mod.invalid_reason(fname, str(exc).splitlines()[0][:80])
             continue
         if not _exact_record(rec):
             return None  # the model coerces or refuses it: its words, not ours
@@ -161,20 +159,7 @@ def listing(env: Mapping[str, str], panes: Any) -> list[Any] | None:
                                   identified_by=f"{rel}: stale, {why}", detail=_detail(**detail),
                                   client_version=version, client_status=status_word(version)))
             continue
-        transports: list[str] = []
-        ours, sock_why = records_mod.socket_is_ours(sock)
-        if ours:
-            transports += ["claude-code-socket", "claude-code-message"]
-        else:
-            detail["socket_note"] = sock_why
-        found = by_pane_pid.get(pid, [])
-        pane = found[0] if len(found) == 1 else None
-        if pane is not None:
-            transports.append("tmux")
-            detail.update(pane.detail_fields())
-            common.update(pane.target_fields())
-        elif len(found) > 1:
-            detail["pane_note"] = f"{len(found)} panes on different tmux servers claim pid {pid}; none rostered"
+        transports, pane = records_mod.ways_and_pane(sock, pid, by_pane_pid, detail, common)
         rows.append(TargetRow(
             kind=KIND, prefix=prefix, name=name, address=sock or "", pid=pid, live=True,
             state=status_map.get(rec.get("status") or "", "unknown"), pane=pane.pane_id if pane else None,

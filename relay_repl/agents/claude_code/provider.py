@@ -33,7 +33,9 @@ from relay_repl.core.file_shape import shape_problem
 from relay_repl.core.target import Me, Target
 from relay_repl.agents.adapter import AdapterSpec, load_adapter
 from relay_repl.agents.claude_code.detail import ClaudeDetail
-from relay_repl.agents.claude_code.records import RECORD_MAX_BYTES, legacy_reason, socket_is_ours, transcript_path
+from relay_repl.agents.claude_code.records import (RECORD_MAX_BYTES, invalid_reason, legacy_reason,
+                                                   socket_is_ours as socket_is_ours,
+                                                   transcript_path, unreadable_reason, ways_and_pane)
 from relay_repl.agents.claude_code.records import _base36 as _base36, _java_hash as _java_hash, munge_cwd as munge_cwd
 from relay_repl.agents.versions import version_status
 from relay_repl.system import loopless
@@ -295,18 +297,16 @@ class ClaudeProvider:
             except FileProblem as exc:
                 if sink is not None:
                     sink.append((fname, None, f"unreadable (it {exc.problem})"))
-                broken[stem] = f"sessions/{fname} unreadable (it {exc.problem}): fix its permissions or remove it"
+                broken[stem] = unreadable_reason(fname, f"it {exc.problem}")
                 continue
             except OSError as exc:
-                broken[stem] = f"sessions/{fname} unreadable ({exc.strerror or exc}): fix its permissions or remove it"
+                broken[stem] = unreadable_reason(fname, str(exc.strerror or exc))
                 continue
             except ValidationError as exc:
-                broken[stem] = (f"sessions/{fname} is not a valid record ({shape_problem(exc, syntax='json')[0][:120]}): "
-                                "it may be mid-write; refresh, or remove it if it persists")
+                broken[stem] = invalid_reason(fname, shape_problem(exc, syntax='json')[0][:120])
                 continue
             except (ValueError, RecursionError) as exc:
-                first = str(exc).splitlines()[0][:80]
-                broken[stem] = f"sessions/{fname} is not a valid record ({first}): it may be mid-write; refresh, or remove it if it persists"
+                broken[stem] = invalid_reason(fname, str(exc).splitlines()[0][:80])
                 continue
             if str(rec.pid) != stem:
                 broken[stem] = f"sessions/{fname} names pid {rec.pid}: a record must be named for its pid; ignoring it"
@@ -386,20 +386,7 @@ class ClaudeProvider:
                                       identified_by=f"{rel}: stale, {why}", detail=ClaudeDetail(**detail),
                                       client_version=rec.version, client_status=version_status(KIND, rec.version)))
                 continue
-            transports: list[str] = []
-            ours, sock_why = socket_is_ours(rec.messagingSocketPath)
-            if ours:
-                transports += ["claude-code-socket", "claude-code-message"]
-            else:
-                detail["socket_note"] = sock_why
-            panes = by_pane_pid.get(rec.pid, [])
-            pane = panes[0] if len(panes) == 1 else None
-            if pane is not None:
-                transports.append("tmux")
-                detail.update(pane.detail_fields())
-                common.update(pane.target_fields())
-            elif len(panes) > 1:
-                detail["pane_note"] = f"{len(panes)} panes on different tmux servers claim pid {rec.pid}; none rostered"
+            transports, pane = ways_and_pane(rec.messagingSocketPath, rec.pid, by_pane_pid, detail, common)
             state = self._status(rec)
             source = decided_by if listing_ok else f"registry files only ({how})"
             targets.append(Target(

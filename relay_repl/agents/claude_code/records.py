@@ -12,7 +12,13 @@ import re
 import stat
 from pathlib import Path
 
-__all__ = ["RECORD_MAX_BYTES", "legacy_reason", "munge_cwd", "socket_is_ours", "transcript_path"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the plain listing loads this file)
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+__all__ = ["RECORD_MAX_BYTES", "invalid_reason", "legacy_reason", "munge_cwd", "socket_is_ours", "transcript_path",
+           "unreadable_reason", "ways_and_pane"]
 
 RECORD_MAX_BYTES = 1024 * 1024  # a session record is ~1 KB: anything near this is not one
 
@@ -88,3 +94,35 @@ def legacy_reason(fname: str) -> str:
     read it, so nothing says its session is live; its state is not guessed from its fields."""
     return (f"sessions/{fname} is a legacy record (an older Claude Code's `pid-<n>.json`, not read by "
             "`claude agents --json`): skipped, never listed as live; remove it if no such client runs")
+
+
+def unreadable_reason(fname: str, problem: str) -> str:
+    """Why `sessions/<fname>` is left out of the listing when it cannot be read (both listing paths' words)."""
+    return f"sessions/{fname} unreadable ({problem}): fix its permissions or remove it"
+
+
+def invalid_reason(fname: str, problem: str) -> str:
+    """Why `sessions/<fname>` is left out when it is not a valid record (both listing paths' words)."""
+    return f"sessions/{fname} is not a valid record ({problem}): it may be mid-write; refresh, or remove it if it persists"
+
+
+def ways_and_pane(socket_path: str | None, pid: int, by_pane_pid: Mapping[int, Sequence[Any]],
+                  detail: dict[str, Any], common: dict[str, Any]) -> tuple[list[str], Any]:
+    """How a live session is reached, and its pane (both listing paths): the messaging socket's two
+    transports where the socket is ours (else why not, in `detail`), tmux where exactly one pane has the
+    session as its pane_pid (its fields into `detail` and `common`; several: a note, none rostered)."""
+    transports: list[str] = []
+    ours, why = socket_is_ours(socket_path)
+    if ours:
+        transports += ["claude-code-socket", "claude-code-message"]
+    else:
+        detail["socket_note"] = why
+    found = by_pane_pid.get(pid, [])
+    pane = found[0] if len(found) == 1 else None
+    if pane is not None:
+        transports.append("tmux")
+        detail.update(pane.detail_fields())
+        common.update(pane.target_fields())
+    elif len(found) > 1:
+        detail["pane_note"] = f"{len(found)} panes on different tmux servers claim pid {pid}; none rostered"
+    return transports, pane

@@ -17,14 +17,15 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from urllib.request import pathname2url
 
 from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents.codex.provider import is_codex_tui, read_session_index
 from relay_repl.agents.codex.agent import BINARY
-from relay_repl.agents.kind import LabCall, LabContext, LabDriverBase, LabLaunch, LabOps, LabReady, LabSpec, screen_tail
+from relay_repl.agents.kind import (HasLabFacts, LabCall, LabContext, LabDriverBase, LabLaunch, LabOps, LabReady, LabSpec,
+                                   lab_facts_dict, read_lab_facts, screen_tail)
 from relay_repl.agents.screens.model import ScreenReading
 from relay_repl.core.errors import LabError
 from relay_repl.system import proc as sysproc
@@ -65,18 +66,13 @@ class CodexLabFacts(BaseModel):
     """The model provider its TUI selects in config.toml (`lab-<name>`, its own stub port)."""
 
 
-class _HasFacts(Protocol):
-    @property
-    def facts(self) -> Mapping[str, str | int | None]: ...
-
-
-def lab_facts(rec: _HasFacts) -> CodexLabFacts:
+def lab_facts(rec: HasLabFacts) -> CodexLabFacts:
     """The Codex facts of a lab session (a `LabReady`, or the lab's own record of one)."""
-    return CodexLabFacts.model_validate(dict(rec.facts))
+    return read_lab_facts(CodexLabFacts, rec)
 
 
 def _facts(daemon: int | None, provider: str | None) -> dict[str, str | int | None]:
-    return dict(CodexLabFacts(daemon_pid=daemon, provider=provider).model_dump())
+    return lab_facts_dict(CodexLabFacts(daemon_pid=daemon, provider=provider))
 
 
 def rename_line(name: str) -> str:

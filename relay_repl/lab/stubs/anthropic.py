@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from relay_repl.lab.stubs.script import LastInput, Reply
-from relay_repl.lab.stubs.wire import body_model, sse
+from relay_repl.lab.stubs.wire import body_model, named_event, sse
 
 SSE = tuple[str, dict[str, Any]]
 PING: SSE = ("ping", {"type": "ping"})
@@ -192,9 +192,7 @@ def _chunks(text: str, size: int = 40) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-def encode(event: SSE) -> bytes:
-    name, data = event
-    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+encode = named_event  # wire.py: the SSE framing this API shares with the other named-event stream
 
 
 # ---- the stub API protocol (stubs/apis.py) --------------------------------------------------

@@ -19,6 +19,15 @@ PING_EVERY = 5.0  # keep-alive pings during a hold, for an API that has them
 Event = tuple[str, dict[str, Any]]
 
 
+def named_event(event: Event) -> bytes:
+    """One server-sent event with its `event:` name line (Anthropic's and OpenAI's streams; Google's
+    carries data lines only)."""
+    import json
+
+    name, data = event
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
 def body_model(body: Any) -> str:
     """The model a request body names (`stub-model` when it names none)."""
     return str(body.get("model", "stub-model")) if isinstance(body, dict) else "stub-model"
