@@ -19,29 +19,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
-OUTSIDE_GROUP = "relay_repl.surely_outside"
-KINDS_GROUP = "relay_repl.agents"  # the agent registry's group (agents/registry.py)
+from relay_repl.system.kind_rules import OUTSIDE_GROUP, kind_rules
 
-
-def kind_rules(group: str) -> list[tuple[str, Any]]:
-    """Every registered kind's name (entry-point group `relay_repl.agents`, in name order) and its rule
-    declared in `group`, loaded by file without the agents package (None: it declares none, or its
-    module would not load). The first declaration of a name on sys.path wins, as for the kinds."""
-    from relay_repl.system.entry_points import scan_entry_points
-    from relay_repl.system.prefetch import load_by_file
-
-    names = sorted({ep.name for ep in scan_entry_points(KINDS_GROUP)})
-    declared: dict[str, str] = {}
-    for ep in scan_entry_points(group):
-        declared.setdefault(ep.name, ep.value)
-    out: list[tuple[str, Any]] = []
-    for name in names:
-        module, _, attr = declared.get(name, "").partition(":")
-        mod = load_by_file(name, module.strip(), group) if module else None
-        out.append((name, getattr(mod, attr.strip(), None) if mod is not None else None))
-    return out
+__all__ = ["OUTSIDE_GROUP", "kind_rules", "surely_outside_every_session"]
 
 
 def surely_outside_every_session(pid: int | None = None, environ: Mapping[str, str] | None = None) -> bool:

@@ -64,7 +64,7 @@ def own_sender(environ: dict[str, str] | None = None) -> OwnAddress | Me:
 def by_rules(environ: dict[str, str] | None = None) -> OwnAddress | None:
     """What the kinds' standard-library rules alone say (`own_sender`), or None where only the
     kinds' package can (a rule says "ask", is missing or fails; no kinds registered)."""
-    from relay_repl.session.core.outside import kind_rules
+    from relay_repl.system.kind_rules import kind_rules
 
     env = dict(os.environ if environ is None else environ)
     rules = kind_rules(OWN_GROUP)
