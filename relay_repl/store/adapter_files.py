@@ -34,6 +34,11 @@ def adapter_dirs() -> list[Path]:
     return dirs
 
 
+_parsed: dict[tuple[str, int, int], dict] = {}
+"""Each adapter block parsed once per (file, mtime, size): the inbox asks the kinds' rules on every
+reply (agents/origin.py), and parsing the TOML was most of a rule's CPU (issue 33)."""
+
+
 def registry_path(kind: str, key: str, environ: Mapping[str, str]) -> str | None:
     """`<registry base>/<paths[key]>` of kind `kind`'s adapter for `environ` (HOME honoured for `~`),
     as `RegistrySpec.base(environ) / paths[key]` gives it; None when the file, its block or its
@@ -42,12 +47,16 @@ def registry_path(kind: str, key: str, environ: Mapping[str, str]) -> str | None
         path = next((p for d in adapter_dirs() if (p := d / f"{kind}.md").is_file()), None)
         if path is None:
             return None
-        blocks = TOML_BLOCK.findall(path.read_text(encoding="utf-8"))
-        if len(blocks) != 1:
-            return None
-        import tomllib
+        st = path.stat()
+        stamp = (str(path), st.st_mtime_ns, st.st_size)
+        data = _parsed.get(stamp)
+        if data is None:
+            blocks = TOML_BLOCK.findall(path.read_text(encoding="utf-8"))
+            if len(blocks) != 1:
+                return None
+            import tomllib
 
-        data = tomllib.loads(blocks[0])
+            data = _parsed[stamp] = tomllib.loads(blocks[0])
     except (OSError, ValueError, ModuleNotFoundError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
         return None
     reg = data.get("registry")
