@@ -95,7 +95,7 @@ def cmd_hosts_check(args: argparse.Namespace) -> int:
 def names_a_host(spec: str) -> bool:
     if "/" not in spec.partition(":")[0]:
         return False  # a host's name comes before a '/' that comes before the ':' (core/target.HOST_SPEC)
-    from relay_repl.session.remote.remote import split_spec  # ~35 models: only for what could name a host
+    from relay_repl.core.target import split_spec  # its home: not session/remote/remote.py (~35 models)
 
     return split_spec(spec)[0] is not None
 
