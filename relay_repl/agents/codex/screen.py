@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 from relay_repl.agents.adapter import load_adapter
-from relay_repl.agents.screens.skeleton import Reading, latest, submit_hint
+from relay_repl.agents.screens.skeleton import Reading, draft_rows, enter_took, latest, submit_hint
 from relay_repl.agents.screens.model import Snapshot, ScreenReading, SubmitHint, composer_state, history_contains, wrapped_equals
 
 # The footer pattern is the Codex adapter's (adapters/codex.md, [screen.marks] footer): one
@@ -171,10 +171,10 @@ def classify(snap: Snapshot) -> ScreenReading:
 
 def payload_visible(snap: Snapshot, payload: str) -> bool:
     """Is exactly `payload` (and nothing else) in the composer, at normal intensity?"""
-    reading = classify(snap)
-    if reading.composer != "draft" or reading.composer_rows is None:
+    rows_at = draft_rows(classify(snap))
+    if rows_at is None:
         return False
-    first, last = reading.composer_rows
+    first, last = rows_at
     rows = [snap.lines[first][2:]] + list(snap.lines[first + 1:last + 1])
     return wrapped_equals(rows, payload)
 
@@ -199,11 +199,7 @@ def _queued_follow_up(snap: Snapshot, payload: str, until: int | None) -> bool:
 
 def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
     """Screen hints after Enter (or Tab): emptied, steered into history, parked, queued."""
-    a = classify(after)
-    b = classify(before)
-    top_a = a.composer_rows[0] if a.composer_rows else None
-    top_b = b.composer_rows[0] if b.composer_rows else None
-    in_history = _count_history(after, payload, top_a) > _count_history(before, payload, top_b)
+    a, top_a, in_history = enter_took(before, after, payload, classify, _count_history)
     in_composer = payload_visible(after, payload)
     tab_to_queue = in_composer and "tab-to-queue" in a.hints
     queued = _queued_follow_up(after, payload, top_a)

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-from relay_repl.agents.screens.skeleton import Reading, submit_hint
+from relay_repl.agents.screens.skeleton import Reading, draft_rows, enter_took, submit_hint
 from relay_repl.agents.screens.model import (
     Snapshot,
     ScreenReading,
@@ -196,11 +196,8 @@ def classify(snap: Snapshot) -> ScreenReading:
 
 def payload_visible(snap: Snapshot, payload: str) -> bool:
     """Is exactly `payload` (and nothing else) in the composer?"""
-    reading = classify(snap)
-    if reading.composer != "draft" or reading.composer_rows is None:
-        return False
-    first, last = reading.composer_rows
-    return wrapped_equals(_rows(snap, first, last), payload)
+    rows_at = draft_rows(classify(snap))
+    return rows_at is not None and wrapped_equals(_rows(snap, *rows_at), payload)
 
 
 def _count_history(snap: Snapshot, payload: str, until: int | None) -> int:
@@ -222,11 +219,7 @@ def _queued(snap: Snapshot, payload: str, until: int | None) -> bool:
 
 def submitted(before: Snapshot, after: Snapshot, payload: str) -> SubmitHint:
     """Screen hints after Enter: emptied, shown as a submitted message, queued behind a busy turn."""
-    a = classify(after)
-    b = classify(before)
-    top_a = a.composer_rows[0] if a.composer_rows else None
-    top_b = b.composer_rows[0] if b.composer_rows else None
-    in_history = _count_history(after, payload, top_a) > _count_history(before, payload, top_b)
+    a, top_a, in_history = enter_took(before, after, payload, classify, _count_history)
     in_composer = payload_visible(after, payload)
     queued = _queued(after, payload, top_a)
     held = "queue-held" in a.blockers

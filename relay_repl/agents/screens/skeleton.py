@@ -14,7 +14,7 @@ how a submitted message and a queued one look on its screen is its own.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from relay_repl.agents.screens.model import ScreenReading, Snapshot, SubmitHint
 
@@ -121,3 +121,24 @@ def submit_hint(after: ScreenReading, *, in_composer: bool, in_history: bool, qu
     return SubmitHint(composer_emptied=after.composer == "empty", payload_in_composer=in_composer,
                       payload_in_history=in_history, turn_running=after.kind == "busy", queued=queued,
                       tab_to_queue=tab_to_queue, reasons=reasons)
+
+
+def draft_rows(reading: ScreenReading) -> tuple[int, int] | None:
+    """The composer's first and last rows when it holds a draft (what `payload_visible` compares),
+    else None: an empty composer, or one the classifier could not place, shows no payload."""
+    if reading.composer != "draft" or reading.composer_rows is None:
+        return None
+    return reading.composer_rows
+
+
+def enter_took(before: Snapshot, after: Snapshot, payload: str, classify: Callable[[Snapshot], ScreenReading],
+               count_history: Callable[[Snapshot, str, int | None], int],
+               ) -> tuple[ScreenReading, int | None, bool]:
+    """What a `submitted` reads first where a submitted message sits above the composer (Codex,
+    Gemini CLI): the reading after Enter, the composer's top row then, and whether more copies of the
+    payload stand above the composer than before (it went into history)."""
+    a = classify(after)
+    b = classify(before)
+    top_a = a.composer_rows[0] if a.composer_rows else None
+    top_b = b.composer_rows[0] if b.composer_rows else None
+    return a, top_a, count_history(after, payload, top_a) > count_history(before, payload, top_b)
