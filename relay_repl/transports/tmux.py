@@ -265,6 +265,11 @@ def _file_size(path: Path | None) -> int:
         return 0
 
 
+TORN_REREADS = 3
+"""How many more captures preflight takes of a screen it did not recognise (no composer where one must
+be), a poll apart, before it refuses: a capture taken mid-redraw is not the screen."""
+
+
 class TmuxTransport(Transport):
     name = "tmux"
     capabilities = Capabilities(live_only=True, needs_pane=True)
@@ -385,6 +390,17 @@ class TmuxTransport(Transport):
         if snap is None:
             return None, None, f"pane {pane} is gone"
         reading: ScreenReading = cls.classify(snap)
+        for _ in range(TORN_REREADS):
+            # A client that redraws its screen (a spinner, a status line) is sometimes captured mid-redraw,
+            # its composer half drawn: look again a moment later before calling it unrecognised. Only looks
+            # (capture-pane); a screen still unrecognised after these is refused as before (fail closed).
+            if "no-composer" not in reading.blockers:
+                break
+            await anyio.sleep(max(self.poll_max, 0.05))
+            again = await self._snap(pane)
+            if again is None:
+                return None, None, f"pane {pane} is gone"
+            snap, reading = again, cls.classify(again)
         why = await self._roster(target, snap, cls)
         screen_why = (f"screen shows {', '.join(reading.blockers)}: " + "; ".join(reading.reasons)
                       if reading.blockers else None)

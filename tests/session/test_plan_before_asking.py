@@ -57,3 +57,55 @@ async def test_an_idle_pane_is_asked_about_with_its_state_in_the_plan(tmp_path):
     assert d.state is DeliveryState.WITHHELD and io.keys == []
     assert "pane %0 now: idle, composer empty (preflight runs again after your y)" in plan.notes
     assert "! note        pane %0 now: idle, composer empty" in plan.render()
+
+
+class TornFirst(ReplayIO):
+    """The pane captured mid-redraw `torn` times (its composer not drawn yet), then as it is."""
+
+    def __init__(self, whole, torn_snap, torn: int, **kw) -> None:
+        super().__init__(whole, **kw)
+        self.torn_snap, self.torn = torn_snap, torn
+        self.captures = 0
+
+    def snapshot(self, pane):
+        self.captures += 1
+        return self.torn_snap if self.captures <= self.torn else self.screen
+
+
+def torn_pair(client: str):
+    """A real idle capture and the same screen cut above its composer (as a capture mid-redraw shows it)."""
+    from relay_repl.agents.claude_code import screen as claude_screen
+    from relay_repl.agents.codex import screen as codex_screen
+
+    cls = {"claude-code": claude_screen, "codex": codex_screen}[client]
+    whole = golden(client, "after_turn")
+    cut = next(whole.model_copy(update={"lines": whole.lines[:k]}) for k in range(len(whole.lines), 0, -1)
+               if "no-composer" in cls.classify(whole.model_copy(update={"lines": whole.lines[:k]})).blockers)
+    return whole, cut
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+async def test_a_screen_captured_mid_redraw_is_looked_at_again_before_it_is_refused(tmp_path, client):
+    """The lab's Gemini test met it (1 run in 7): a spinner redraw captured with no composer drawn. Old
+    code: refused "not asked: screen shows no-composer" at once."""
+    from relay_repl.transports.tmux import TORN_REREADS
+
+    whole, cut = torn_pair(client)
+    io = TornFirst(whole, cut, torn=1, argv=["/x/codex"] if client == "codex" else ["claude"])
+    target = replay_target(client, whole, tmp_path)
+    gate = ScriptedGate([False])
+    s = Session(ledger=Ledger(tmp_path / "l.sqlite"), approve=gate, me=Me(address="me"),
+                providers=[StaticProvider(client, [target])], transports=[fast(io)])
+    d = await s.send(target, "hello", transport="tmux")
+    (plan,) = gate.shown  # asked: the second look found the composer
+    assert d.state is DeliveryState.WITHHELD and io.keys == [] and io.captures >= 2
+    assert "pane %0 now: idle, composer empty" in " ".join(plan.notes)
+
+    # a screen that stays unrecognised is still refused, after TORN_REREADS more looks, nothing typed
+    io2 = TornFirst(whole, cut, torn=1 + TORN_REREADS, argv=["/x/codex"] if client == "codex" else ["claude"])
+    gate2 = ScriptedGate([True])
+    s2 = Session(ledger=Ledger(tmp_path / "l2.sqlite"), approve=gate2, me=Me(address="me"),
+                 providers=[StaticProvider(client, [target])], transports=[fast(io2)])
+    d2 = await s2.send(target, "hello", transport="tmux")
+    assert gate2.shown == [] and io2.keys == [] and io2.captures == 1 + TORN_REREADS
+    assert d2.state is DeliveryState.REFUSED and "no-composer" in (d2.reason or "")
