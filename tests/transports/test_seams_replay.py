@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import asynccontextmanager
 import shutil
 import tempfile
 import uuid
@@ -128,15 +129,25 @@ def claude(tmp_path):
     shutil.rmtree(short, ignore_errors=True)
 
 
-@pytest.mark.parametrize("busy", [False, True], ids=["idle-origin", "busy-attachment-origin"])
-async def test_claude_socket_send_and_confirm_from_the_transcript(tmp_path, claude, busy):
+@asynccontextmanager
+async def socket_sent(tmp_path, claude, transcript, **replay_kw):
+    """A Claude session replayed on its socket (`replay_kw`: busy, record, held) and one approved
+    socket send to it: (session, transport, delivery, target, log); the replay closes after."""
     target, sock, tp = claude
-    session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT, busy=busy)
+    session = replay.ClaudeSessionReplay(sock, tp, transcript, **replay_kw)
     try:
         t = SocketTransport("claude-code-socket")
         d = Delivery(target=target.spec, transport=t.name)
         log = _log(d, tmp_path)
         await approved_send(t, d, target, PAYLOAD, log)
+        yield session, t, d, target, log
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle-origin", "busy-attachment-origin"])
+async def test_claude_socket_send_and_confirm_from_the_transcript(tmp_path, claude, busy):
+    async with socket_sent(tmp_path, claude, TRANSCRIPT, busy=busy) as (session, t, d, target, log):
         assert d.state == DeliveryState.QUEUED and d.stage == "write"
         with anyio.fail_after(5):
             while not session.frames:
@@ -147,22 +158,12 @@ async def test_claude_socket_send_and_confirm_from_the_transcript(tmp_path, clau
         await t.confirm(d, target, PAYLOAD, log, timeout=5)
         assert d.state == DeliveryState.IN_TURN
         assert d.evidence[-1].data["record"]["where"] == ("attachment.origin" if busy else "origin")
-    finally:
-        session.close()
 
 
 async def test_claude_socket_no_record_is_not_delivery(tmp_path, claude):
-    target, sock, tp = claude
-    session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT, record=False)
-    try:
-        t = SocketTransport("claude-code-socket")
-        d = Delivery(target=target.spec, transport=t.name)
-        log = _log(d, tmp_path)
-        await approved_send(t, d, target, PAYLOAD, log)
+    async with socket_sent(tmp_path, claude, TRANSCRIPT, record=False) as (_session, t, d, target, log):
         await t.confirm(d, target, PAYLOAD, log, timeout=0.5)
         assert d.state == DeliveryState.QUEUED and "do not re-send" in (d.reason or "")
-    finally:
-        session.close()
 
 
 async def test_claude_socket_confirm_reads_the_transcript_in_one_thread_hop_a_poll(tmp_path, claude, monkeypatch):
@@ -171,13 +172,7 @@ async def test_claude_socket_confirm_reads_the_transcript_in_one_thread_hop_a_po
     poll; mutant/old code fails it)."""
     import anyio.to_thread
 
-    target, sock, tp = claude
-    session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT, record=False)
-    try:
-        t = SocketTransport("claude-code-socket")
-        d = Delivery(target=target.spec, transport=t.name)
-        log = _log(d, tmp_path)
-        await approved_send(t, d, target, PAYLOAD, log)
+    async with socket_sent(tmp_path, claude, TRANSCRIPT, record=False) as (_session, t, d, target, log):
         wire = t.way_of(target)
         reads: list[str] = []
         hops: list[object] = []
@@ -191,21 +186,13 @@ async def test_claude_socket_confirm_reads_the_transcript_in_one_thread_hop_a_po
         monkeypatch.setattr(type(wire), "records", lambda self, *a: reads.append("r") or real_records(self, *a))
         await t.confirm(d, target, PAYLOAD, log, timeout=0.5)
         assert d.state == DeliveryState.QUEUED and len(reads) >= 3 and len(hops) == len(reads)
-    finally:
-        session.close()
 
 
 async def test_claude_socket_reads_a_queue_operation_enqueue_as_queued(tmp_path, claude):
     """Issue 38: to a busy Claude, relay said `written, but no transcript record` although Claude had
     written a queue-operation enqueue holding the exact envelope (0.7 s after the write). The socket path
     now reads it as the tmux path does: queued, and no further (no turn took it: not in_turn)."""
-    target, sock, tp = claude
-    session = replay.ClaudeSessionReplay(sock, tp, TRANSCRIPT_332, held=True)
-    try:
-        t = SocketTransport("claude-code-socket")
-        d = Delivery(target=target.spec, transport=t.name)
-        log = _log(d, tmp_path)
-        await approved_send(t, d, target, PAYLOAD, log)
+    async with socket_sent(tmp_path, claude, TRANSCRIPT_332, held=True) as (_session, t, d, target, log):
         await t.confirm(d, target, PAYLOAD, log, timeout=1.0)
         assert d.state == DeliveryState.QUEUED and d.outcome == "pending"
         ev = d.evidence[-1]
@@ -214,8 +201,6 @@ async def test_claude_socket_reads_a_queue_operation_enqueue_as_queued(tmp_path,
         assert d.reason.startswith("queued: claude:alpha's transcript holds exactly this payload") and \
             "no transcript record" not in d.reason
         assert [e.stage for e in d.evidence].count("transcript") == 1  # said once, not once per poll
-    finally:
-        session.close()
 
 
 def test_the_recorded_enqueue_is_read_by_its_exact_content():
