@@ -155,6 +155,35 @@ async def test_anthropic_probes_and_count_tokens(stub: tuple[StubServer, StubCli
     assert [r.kind for r in recs] == ["side"] * 3 and recs[2].side_reason == "count_tokens"
 
 
+async def test_each_one_path_api_answers_whole_turns_listings_and_unknown_paths_in_its_own_shape(
+    stub: tuple[StubServer, StubClient],
+) -> None:
+    """wire.one_path_api serves Anthropic's and OpenAI's APIs: a turn asked whole (`stream` false)
+    comes as one JSON answer, OpenAI's model listing is fixed, and an unknown path or a body that is
+    not a JSON object is a 404 in the API's own error shape, naming the path."""
+    _, c = stub
+    a = await c.add_session("alpha", "anthropic")
+    o = await c.add_session("beta", "openai")
+    async with aiohttp.ClientSession() as http:
+        async with http.post(a.base_url + "/v1/messages", json={**claude_body("hi"), "stream": False}) as r:
+            whole = await r.json()
+            assert r.status == 200 and whole["type"] == "message" and whole["stop_reason"] == "end_turn"
+        async with http.post(a.base_url + "/v1/nothing", json=claude_body("hi")) as r:
+            assert r.status == 404 and await r.json() == {
+                "type": "error", "error": {"type": "not_found_error", "message": "stub: no /v1/nothing"}}
+        async with http.post(a.base_url + "/v1/messages", json=["not", "an", "object"]) as r:
+            assert r.status == 404
+        async with http.get(o.base_url + "/models") as r:
+            assert await r.json() == {"object": "list", "data": [], "models": []}
+        async with http.get(o.base_url + "/other") as r:
+            assert r.status == 200 and await r.json() == {}
+        async with http.post(o.base_url + "/responses", json={**codex_body("hi"), "stream": False}) as r:
+            resp = await r.json()
+            assert r.status == 200 and resp["status"] == "completed" and resp["output"]
+        async with http.post(o.base_url + "/models", json=codex_body("hi")) as r:
+            assert r.status == 404 and await r.json() == {"error": {"message": "stub: no /v1/models", "type": "not_found"}}
+
+
 async def test_tool_steps_continue_across_requests_and_side_requests_do_not_consume(
     stub: tuple[StubServer, StubClient],
 ) -> None:

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
-import asyncio
-from collections.abc import Callable
 from typing import Any
 
-from aiohttp import web
 
 from relay_repl.lab.stubs.script import LastInput, Reply
-from relay_repl.lab.stubs.wire import body_model, named_event, sse
+from relay_repl.lab.stubs.wire import model_in_body, named_event, new_id, one_path_api, path_reason
 
 SSE = tuple[str, dict[str, Any]]
 PING: SSE = ("ping", {"type": "ping"})
@@ -78,21 +74,7 @@ def side_reason(method: str, path: str, body: Any) -> str | None:
     non-empty `tools` list; its helpers (title/topic detection on the small model,
     quota probes, token counting) and connectivity probes do not.
     """
-    if method != "POST":
-        return f"{method.lower()} probe"
-    if path.rstrip("/").endswith("/count_tokens"):
-        return "count_tokens"
-    if not path.rstrip("/").endswith("/v1/messages"):
-        return "unknown endpoint"
-    if not isinstance(body, dict):
-        return "no json body"
-    if not body.get("tools"):
-        return "no tools"
-    return None
-
-
-def _new_id(prefix: str) -> str:
-    return f"{prefix}_stub{uuid.uuid4().hex[:20]}"
+    return path_reason(method, path, body, "/v1/messages", counts="count_tokens")
 
 
 def _usage(out_tokens: int) -> dict[str, int]:
@@ -111,7 +93,7 @@ def _blocks(reply: Reply) -> list[dict[str, Any]]:
         blocks.append({"type": "text", "text": reply.text})
     if reply.tool is not None:
         blocks.append(
-            {"type": "tool_use", "id": _new_id("toolu"), "name": reply.tool.name, "input": reply.tool.input}
+            {"type": "tool_use", "id": new_id("toolu"), "name": reply.tool.name, "input": reply.tool.input}
         )
     return blocks
 
@@ -122,7 +104,7 @@ def _tokens(reply: Reply) -> int:
 
 def stream(reply: Reply, model: str) -> tuple[list[SSE], list[SSE]]:
     """Render `reply` as (prelude, body) SSE events; the server holds between the two."""
-    msg_id = _new_id("msg")
+    msg_id = new_id("msg")
     stop = "tool_use" if reply.tool is not None else "end_turn"
     prelude: list[SSE] = [
         (
@@ -176,7 +158,7 @@ def stream(reply: Reply, model: str) -> tuple[list[SSE], list[SSE]]:
 def message(reply: Reply, model: str) -> dict[str, Any]:
     """The same reply as a non-streaming Messages API response (`stream` false)."""
     return {
-        "id": _new_id("msg"),
+        "id": new_id("msg"),
         "type": "message",
         "role": "assistant",
         "model": model,
@@ -192,36 +174,13 @@ def _chunks(text: str, size: int = 40) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-encode = named_event  # wire.py: the SSE framing this API shares with the other named-event stream
-
-
 # ---- the stub API protocol (stubs/apis.py) --------------------------------------------------
 
 BASE_PATH = ""
-
-
-def model(path: str, body: Any) -> str:
-    return body_model(body)
-
-
-async def respond(
-    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str,
-    released: Callable[[], bool] = lambda: False,
-) -> tuple[web.StreamResponse, bool]:
-    """The HTTP answer, and whether it was delivered whole: `/v1/messages` streams (or answers
-    whole) from the script, token counts and probes get a fixed answer."""
-    path = request.path.rstrip("/")
-    if request.method in ("GET", "HEAD"):
-        return web.json_response({}), True
-    if path.endswith("/count_tokens"):
-        return web.json_response({"input_tokens": 10}), True
-    if not path.endswith("/v1/messages") or not isinstance(body, dict):
-        return web.json_response(
-            {"type": "error", "error": {"type": "not_found_error", "message": f"stub: no {request.path}"}},
-            status=404,
-        ), True
-    if not body.get("stream"):
-        await asyncio.sleep(reply.hold)
-        return web.json_response(message(reply, model)), True
-    prelude, events = stream(reply, model)
-    return await sse(request, prelude, events, reply.hold, encode, encode(PING), released)
+# wire.py: the SSE framing and the model's place (the body) this API shares with the other named-event one
+encode, model = named_event, model_in_body
+respond = one_path_api(  # `/v1/messages` streams (or answers whole) from the script; counts and probes are fixed
+    "/v1/messages", {"type": "error", "error": {"type": "not_found_error", "message": "stub: no {path}"}},
+    lambda body: bool(body.get("stream")), message, stream, encode, encode(PING),
+    posts={"/count_tokens": {"input_tokens": 10}},
+)

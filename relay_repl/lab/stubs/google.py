@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import json
 import uuid
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
 from relay_repl.lab.stubs.script import LastInput, Reply
-from relay_repl.lab.stubs.wire import body_model, sse
+from relay_repl.lab.stubs.wire import model_in_body, sse, turn
 
 SSE = tuple[str, dict[str, Any]]
 SIDE_TEXT = "stub side reply"
@@ -179,12 +178,11 @@ def model(path: str, body: Any) -> str:
     """The model is in the path (`/v1beta/models/<model>:streamGenerateContent`), not the body."""
     if "/models/" in path:
         return path.split("/models/", 1)[1].split(":", 1)[0]
-    return body_model(body)
+    return model_in_body(path, body)
 
 
 async def respond(
-    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str,
-    released: Callable[[], bool] = lambda: False,
+    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str, released: Callable[[], bool],
 ) -> tuple[web.StreamResponse, bool]:
     """The Gemini API (Google): chat turns stream (or answer whole) from the script, helpers get `side_response`."""
     if request.method in ("GET", "HEAD"):
@@ -200,8 +198,5 @@ async def respond(
         if tail == "generateContent":
             return web.json_response(side), True
         return await sse(request, [], [("", side)], 0.0, encode, None)
-    if tail == "generateContent":
-        await asyncio.sleep(reply.hold)
-        return web.json_response(response(reply, model)), True
-    prelude, events = stream(reply, model)
-    return await sse(request, prelude, events, reply.hold, encode, None, released)
+    return await turn(request, reply.hold, tail == "streamGenerateContent", lambda: response(reply, model),
+                      lambda: stream(reply, model), encode, None, released)

@@ -8,17 +8,13 @@ and `body`, which is where the real service spends its thinking time too.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-import uuid
-from collections.abc import Callable
 from typing import Any
 
-from aiohttp import web
 
 from relay_repl.lab.stubs.script import LastInput, Reply
-from relay_repl.lab.stubs.wire import body_model, named_event, sse
+from relay_repl.lab.stubs.wire import model_in_body, named_event, new_id, one_path_api, path_reason
 
 SSE = tuple[str, dict[str, Any]]
 SIDE_TEXT = "Stub task title"
@@ -84,19 +80,7 @@ def side_reason(method: str, path: str, body: Any) -> str | None:
     Codex's title generation posts `/responses` without `tools`; anything that is not a
     POST to `/responses` is a probe.
     """
-    if method != "POST":
-        return f"{method.lower()} probe"
-    if not path.rstrip("/").endswith("/responses"):
-        return "unknown endpoint"
-    if not isinstance(body, dict):
-        return "no json body"
-    if not body.get("tools"):
-        return "no tools (title generation)"
-    return None
-
-
-def _new_id(prefix: str) -> str:
-    return f"{prefix}_stub{uuid.uuid4().hex[:20]}"
+    return path_reason(method, path, body, "/responses", no_tools="no tools (title generation)")
 
 
 def _arguments(reply: Reply) -> str:
@@ -126,7 +110,7 @@ def output_items(reply: Reply) -> list[dict[str, Any]]:
         items.append(
             {
                 "type": "message",
-                "id": _new_id("msg"),
+                "id": new_id("msg"),
                 "role": "assistant",
                 "status": "completed",
                 "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
@@ -136,8 +120,8 @@ def output_items(reply: Reply) -> list[dict[str, Any]]:
         namespace, name = tool_name(reply.tool.name)
         call: dict[str, Any] = {
             "type": "function_call",
-            "id": _new_id("fc"),
-            "call_id": _new_id("call"),
+            "id": new_id("fc"),
+            "call_id": new_id("call"),
             "name": name,
             "arguments": _arguments(reply),
             "status": "completed",
@@ -150,7 +134,7 @@ def output_items(reply: Reply) -> list[dict[str, Any]]:
 
 def stream(reply: Reply, model: str) -> tuple[list[SSE], list[SSE]]:
     """Render `reply` as (prelude, body) events in codex.md section 7's order."""
-    resp_id = _new_id("resp")
+    resp_id = new_id("resp")
     created = int(time.time())
     seq = iter(range(1_000_000))
 
@@ -191,33 +175,18 @@ def stream(reply: Reply, model: str) -> tuple[list[SSE], list[SSE]]:
     return prelude, body
 
 
-encode = named_event  # wire.py: the SSE framing this API shares with the other named-event stream
-
-
 # ---- the stub API protocol (stubs/apis.py) --------------------------------------------------
 
 BASE_PATH = "/v1"
+encode, model = named_event, model_in_body  # wire.py: as Anthropic's API (named events, the model in the body)
 
 
-def model(path: str, body: Any) -> str:
-    return body_model(body)
+def _whole(reply: Reply, model: str) -> Any:
+    """A turn answered whole: the stream's last event's response."""
+    return stream(reply, model)[1][-1][1]["response"]
 
 
-async def respond(
-    request: web.Request, body: Any, reason: str | None, reply: Reply, model: str,
-    released: Callable[[], bool] = lambda: False,
-) -> tuple[web.StreamResponse, bool]:
-    """The HTTP answer, and whether it was delivered whole: `/v1/responses` streams (or answers
-    whole) from the script, model listings and probes get a fixed answer."""
-    path = request.path.rstrip("/")
-    if request.method in ("GET", "HEAD"):
-        if path.endswith("/models"):
-            return web.json_response({"object": "list", "data": [], "models": []}), True
-        return web.json_response({}), True
-    if not path.endswith("/responses") or not isinstance(body, dict):
-        return web.json_response({"error": {"message": f"stub: no {request.path}", "type": "not_found"}}, status=404), True
-    prelude, events = stream(reply, model)
-    if not body.get("stream", True):
-        await asyncio.sleep(reply.hold)
-        return web.json_response(events[-1][1]["response"]), True
-    return await sse(request, prelude, events, reply.hold, encode, None, released)
+# `/v1/responses` streams unless told not to (or answers whole) from the script; model listings and probes are fixed
+respond = one_path_api("/responses", {"error": {"message": "stub: no {path}", "type": "not_found"}},
+                       lambda body: bool(body.get("stream", True)), _whole, stream, encode, None,
+                       probes={"/models": {"object": "list", "data": [], "models": []}})
