@@ -15,8 +15,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import relay_repl.store.jsonl as jsonl
-
 HOME_ENV = "GEMINI_CLI_HOME"
 CHAT_RE = re.compile(r"^session-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2})-([0-9a-f]{8})\.jsonl$")
 
@@ -103,7 +101,9 @@ def read_header(path: Path) -> ChatHeader | None:
             first = fh.readline()
     except OSError:
         return None
-    rec = jsonl.parse_object(first)
+    from relay_repl.store.jsonl import parse_object  # on first use: a listing with no session of ours reads no chat
+
+    rec = parse_object(first)
     if rec is None:
         return None
     try:
@@ -145,6 +145,8 @@ def find_chat(gdir: Path, session: str) -> Chat | None:
 
 def records(path: Path, offset: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
     """(offset of the line, record) for every complete message record from `offset` (no header, no `$set`)."""
+    import relay_repl.store.jsonl as jsonl
+
     for at, raw in jsonl.complete_lines(path, offset):
         rec = jsonl.parse_object(raw)
         if rec is None or "$set" in rec or "sessionId" in rec and "type" not in rec:

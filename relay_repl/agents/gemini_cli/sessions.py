@@ -31,10 +31,17 @@ from relay_repl.system.prefetch import sibling
 from relay_repl.system.proc import ProcStat, ancestors, read_cmdline, read_environ
 
 if TYPE_CHECKING:
-    from relay_repl.agents.gemini_cli import chats as _chats, own as _own
+    from types import ModuleType
+
+    from relay_repl.agents.gemini_cli import own as _own
+    from relay_repl.agents.gemini_cli.chats import Chat
 else:
-    _chats = sibling(__name__, "relay_repl.agents.gemini_cli.chats")
     _own = sibling(__name__, "relay_repl.agents.gemini_cli.own")
+
+
+def _chats() -> ModuleType:
+    """chats.py, on first use: a listing with no Gemini process never reads a chat file (nor imports its reader)."""
+    return sibling(__name__, "relay_repl.agents.gemini_cli.chats")
 
 KIND = "gemini-cli"
 PREFIX = "gemini"
@@ -96,7 +103,7 @@ class Session:
 
     def __init__(self, pid: int, start: str, argv: list[str], cwd: str, gdir: Path, project: str | None,
                  started: float | None, worker: int | None = None, pane: Any = None, screen: str | None = None,
-                 chat: _chats.Chat | None = None, tied_by: str = "", notes: list[str] | None = None) -> None:
+                 chat: Chat | None = None, tied_by: str = "", notes: list[str] | None = None) -> None:
         self.pid, self.start, self.argv, self.cwd, self.gdir = pid, start, argv, cwd, gdir
         self.project, self.started, self.worker, self.pane, self.screen = project, started, worker, pane, screen
         self.chat, self.tied_by, self.notes = chat, tied_by, [] if notes is None else notes
@@ -114,7 +121,7 @@ def find_sessions(table: Mapping[int, ProcStat], env: Mapping[str, str]) -> list
     chat files. Without this, `relay --lab targets` listed another lab's Gemini session (seen when
     two labs ran on one machine)."""
     uid = os.getuid()
-    own = os.path.realpath(_chats.gemini_dir(env))
+    own: str | None = None
     argvs: dict[int, list[str]] = {}
     for pid, st in table.items():
         if st.comm not in ("node", "gemini") and not st.comm.startswith("node"):
@@ -137,12 +144,14 @@ def find_sessions(table: Mapping[int, ProcStat], env: Mapping[str, str]) -> list
         if not stdin.startswith(TERMINALS):
             continue  # without a terminal Gemini CLI is headless (`gemini --version`, `-p`): not a session
         penv = read_environ(pid) or {}
-        gdir = _chats.gemini_dir(penv if ("HOME" in penv or "GEMINI_CLI_HOME" in penv) else env)
+        chats = _chats()
+        own = os.path.realpath(chats.gemini_dir(env)) if own is None else own
+        gdir = chats.gemini_dir(penv if ("HOME" in penv or "GEMINI_CLI_HOME" in penv) else env)
         if os.path.realpath(gdir) != own:
             continue  # another Gemini home: not one of this relay's sessions
         worker = next((p for p, a in argvs.items() if table[p].ppid == pid), None)
         found.append(Session(pid=pid, start=st.start, argv=argv, cwd=cwd, gdir=gdir,
-                             project=_chats.project_id(gdir, cwd), started=start_epoch(st), worker=worker))
+                             project=chats.project_id(gdir, cwd), started=start_epoch(st), worker=worker))
     return sorted(found, key=lambda s: (s.started or 0.0, s.pid))
 
 
@@ -176,7 +185,7 @@ def tie_chats(sessions: list[Session], footers: Mapping[int, str]) -> None:
     for s in sessions:
         sid = footers.get(s.pid)
         if sid and s.project:
-            chat = next((c for c in _chats.chats(s.gdir, s.project) if c.short == sid), None)
+            chat = next((c for c in _chats().chats(s.gdir, s.project) if c.short == sid), None)
             if chat is not None:
                 s.chat, s.tied_by = chat, f"the pane's footer shows session {sid}"
                 taken.add(chat.path)
@@ -187,7 +196,7 @@ def tie_chats(sessions: list[Session], footers: Mapping[int, str]) -> None:
         if s.project:
             by_project.setdefault((s.gdir, s.project), []).append(s)
     for (gdir, project), group in by_project.items():
-        files = [c for c in _chats.chats(gdir, project) if c.path not in taken]
+        files = [c for c in _chats().chats(gdir, project) if c.path not in taken]
         for i, s in enumerate(group):
             if s.chat is not None:
                 continue
