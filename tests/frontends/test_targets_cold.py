@@ -121,6 +121,39 @@ def test_a_plain_listing_imports_neither_pydantic_nor_libtmux_nor_asyncio(tmp_pa
     assert NOT_ON_THE_PLAIN_PATH & loaded == set()
 
 
+def test_a_plain_listing_of_a_live_gemini_session_imports_neither_pydantic_nor_libtmux(tmp_path, monkeypatch):
+    """Issue 40: a Gemini session of ours (a busy one, in a real tmux pane, its chat file tied) is
+    listed on the plain path too, its state read by the kind's one classifier loaded by file: still
+    no pydantic, libtmux, event loop, agents package or dataclasses, and the screen values by name
+    (relay_repl.agents.screens.model) not loaded either. The old code left it to the models."""
+    from tests.frontends.test_targets_plain import GeminiWorld
+
+    sock = f"relay-cold-{uuid.uuid4().hex[:8]}"
+    env = {"RELAY_HOME": str(tmp_path / "relay"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+           "CLAUDE_CONFIG_DIR": str(tmp_path / "no-claude"), "CODEX_HOME": str(tmp_path / "no-codex"),
+           "GEMINI_CLI_HOME": str(tmp_path / "gemini"), "RELAY_TMUX_SOCKET": sock}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("TMUX", raising=False)
+    subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "sleep 60"], check=True)
+    g = GeminiWorld(tmp_path)
+    try:
+        pid = g.in_pane(g.project("proj"), "busy")
+        g.chat("proj", "0a1b2c3d-0000-4000-8000-00000000000c")
+        cp = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    finally:
+        g.close()
+        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+    assert cp.returncode == 0, cp.stderr
+    (row,) = [t for t in json.loads(cp.stdout) if t["kind"] == "gemini-cli"]
+    assert (row["pid"], row["name"], row["state"], row["transports"]) == (pid, "proj", "busy", ["tmux"]), row
+    loaded = set(ast.literal_eval(next(ln for ln in cp.stderr.splitlines() if ln.startswith("MODULES "))
+                                  .removeprefix("MODULES ")))
+    assert "relay_repl.frontends.targets_plain" in loaded  # the probe saw the plain path
+    assert any(m.endswith("gemini_cli_screen") for m in loaded), sorted(loaded)  # the classifier, loaded by file
+    assert (NOT_ON_THE_PLAIN_PATH | {"relay_repl.agents.screens.model", "inspect"}) & loaded == set()
+
+
 def _proc_start(pid: int) -> str:
     st = Path(f"/proc/{pid}/stat").read_text()
     return st[st.rfind(")") + 2:].split(" ")[19]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import uuid
@@ -138,35 +139,212 @@ def test_records_the_plain_path_takes_or_leaves_print_alike(case, world, spawn):
         assert plain == models_listing()
 
 
-def test_a_gemini_session_of_ours_leaves_the_listing_to_the_models(world, spawn, tmp_path):
-    """Its state is the screen classifier's (pydantic models): what is left of issue 40."""
+GEMINI_CAPTURES = Path(__file__).parents[1] / "agents" / "screens" / "captures" / "gemini-cli-0.61.0"
+BUNDLE = "node_modules/@google/gemini-cli/bundle/gemini.js"
+SHOW = "import sys, time; f = open(sys.argv[2]) if len(sys.argv) > 2 else None; " \
+       "sys.stdout.write(f.read().rstrip('\\n') if f else ''); sys.stdout.flush(); time.sleep(600)"
+
+
+class GeminiWorld:
+    """Fake Gemini CLI sessions: a `node` (this interpreter under that name) whose argv names Gemini
+    CLI's bundle (a package.json beside it: version 0.61.0), reading a terminal, in a tmux pane of the
+    private server (160x45) showing a recorded Gemini screen, or on a bare pty; projects.json and chat
+    files under our Gemini home."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.node = tmp_path / "bin" / "node"
+        self.node.parent.mkdir(exist_ok=True)
+        self.node.symlink_to(sys.executable)
+        pkg = tmp_path / "node_modules" / "@google" / "gemini-cli"
+        (pkg / "bundle").mkdir(parents=True)
+        (pkg / "bundle" / "gemini.js").touch()
+        (pkg / "package.json").write_text(json.dumps({"name": "@google/gemini-cli", "version": "0.61.0"}))
+        self.gdir = Path(os.environ["GEMINI_CLI_HOME"]) / ".gemini"
+        self.gdir.mkdir(parents=True)
+        self.sock = os.environ["RELAY_TMUX_SOCKET"]
+        self.loose: list[tuple[subprocess.Popen[bytes], int]] = []
+        self.projects: dict[str, str] = {}
+
+    def project(self, name: str) -> Path:
+        cwd = self.tmp / name
+        cwd.mkdir(exist_ok=True)
+        self.projects[str(cwd)] = name
+        (self.gdir / "projects.json").write_text(json.dumps({"projects": self.projects}))
+        return cwd
+
+    def argv(self, screen: str | None) -> list[str]:
+        shown = [str(GEMINI_CAPTURES / f"{screen}.txt")] if screen and "/" not in screen else [screen] if screen else []
+        return [str(self.node), "-c", SHOW, str(self.tmp / BUNDLE), *shown]
+
+    def in_pane(self, cwd: Path, screen: str | None, *, keep_dead: bool = False) -> int:
+        """A session in its own tmux session (160x45) showing `screen` (a capture's name or a file); its pid."""
+        name = f"g{uuid.uuid4().hex[:6]}"
+        cmd = " ".join(shlex.quote(a) for a in ["env", f"GEMINI_CLI_HOME={os.environ['GEMINI_CLI_HOME']}", *self.argv(screen)])
+        subprocess.run(["tmux", "-L", self.sock, "new-session", "-d", "-s", name, "-x", "160", "-y", "45",
+                        "-c", str(cwd), cmd], check=True)
+        if keep_dead:
+            subprocess.run(["tmux", "-L", self.sock, "set-option", "-t", name, "remain-on-exit", "on"], check=True)
+        pane_pid = int(subprocess.run(["tmux", "-L", self.sock, "list-panes", "-t", name, "-F", "#{pane_pid}"],
+                                      capture_output=True, text=True, check=True).stdout.split()[0])
+        pid = self._running(pane_pid, lambda: self._gemini_under(pane_pid))
+        if screen:  # until it has drawn its screen
+            self._running(pid, lambda: pid if self.screen_of(pid).strip() else None)
+        return pid
+
+    def on_a_pty(self, cwd: Path) -> subprocess.Popen[bytes]:
+        master, slave = os.openpty()
+        p = subprocess.Popen(self.argv(None), stdin=slave, cwd=cwd, env={**os.environ})
+        os.close(slave)
+        self.loose.append((p, master))
+        self._running(p.pid, lambda: p.pid if "gemini.js" in Path(f"/proc/{p.pid}/cmdline").read_text() else None)
+        return p
+
+    def chat(self, project: str, sid: str) -> None:
+        from datetime import UTC, datetime
+
+        d = self.gdir / "tmp" / project / "chats"
+        d.mkdir(parents=True, exist_ok=True)
+        now = datetime.now(UTC)
+        (d / f"session-{now:%Y-%m-%dT%H-%M}-{sid[:8]}.jsonl").write_text(json.dumps(
+            {"sessionId": sid, "projectHash": "h", "startTime": now.isoformat().replace("+00:00", "Z"),
+             "lastUpdated": now.isoformat(), "kind": "main"}) + "\n")
+
+    def screen_of(self, pid: int) -> str:
+        return subprocess.run(["tmux", "-L", self.sock, "capture-pane", "-p", "-t", self._pane_of(pid)],
+                              capture_output=True, text=True).stdout
+
+    def _pane_of(self, pid: int) -> str:
+        out = subprocess.run(["tmux", "-L", self.sock, "list-panes", "-a", "-F", "#{pane_pid} #{pane_id}"],
+                             capture_output=True, text=True, check=True).stdout
+        from relay_repl.system.proc import ancestors
+
+        by = dict(ln.split() for ln in out.splitlines())
+        return next(by[str(p)] for p in ancestors(pid) if str(p) in by)
+
+    def _gemini_under(self, pane_pid: int) -> int | None:
+        from relay_repl.system.proc import descendants, process_table
+
+        for pid in [pane_pid, *descendants(pane_pid, process_table())]:
+            try:
+                if "gemini.js" in Path(f"/proc/{pid}/cmdline").read_text():
+                    return pid
+            except OSError:
+                continue
+        return None
+
+    @staticmethod
+    def _running(_: int, found: Callable[[], int | None]) -> int:
+        import time
+
+        for _ in range(200):  # until its argv is the interpreter's, not the fork's
+            pid = found()
+            if pid is not None:
+                return pid
+            time.sleep(0.02)
+        raise AssertionError("the fake Gemini session did not start")
+
+    def close(self) -> None:
+        for p, master in self.loose:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            os.close(master)
+
+
+@pytest.fixture
+def gemini(world, tmp_path):
+    g = GeminiWorld(tmp_path)
+    yield g
+    g.close()
+
+
+def gemini_busy(g: GeminiWorld) -> dict[int, str]:
+    pid = g.in_pane(g.project("proj"), "busy")
+    g.chat("proj", "0a1b2c3d-0000-4000-8000-000000000001")
+    return {pid: "busy"}
+
+
+def gemini_idle(g: GeminiWorld) -> dict[int, str]:
+    pid = g.in_pane(g.project("proj"), "after_turn")
+    g.chat("proj", "0a1b2c3d-0000-4000-8000-000000000002")
+    return {pid: "idle"}
+
+
+def gemini_waiting(g: GeminiWorld) -> dict[int, str]:
+    return {g.in_pane(g.project("proj"), "approval_dialog"): "waiting"}  # no chat file: no transport either way
+
+
+def gemini_no_composer(g: GeminiWorld) -> dict[int, str]:
+    odd = g.tmp / "odd.txt"
+    odd.write_text("Welcome\n\nnothing here looks like Gemini's composer\n")
+    return {g.in_pane(g.project("proj"), str(odd)): "unknown"}
+
+
+def gemini_blank_pane(g: GeminiWorld) -> dict[int, str]:
+    return {g.in_pane(g.project("proj"), None): "unknown"}  # a pane showing nothing: no screen to read
+
+
+def gemini_no_pane(g: GeminiWorld) -> dict[int, str]:
+    return {g.on_a_pty(g.project("proj")).pid: "unknown"}  # a terminal, but no pane: its screen unreadable
+
+
+def gemini_dead(g: GeminiWorld) -> dict[int, str]:
+    pid = g.in_pane(g.project("proj"), "idle_draft", keep_dead=True)
+    os.kill(pid, 9)  # its pane stays, dead (remain-on-exit): no session either way
+    p = g.on_a_pty(g.project("other"))
+    p.kill()  # killed and not reaped: a zombie, its argv gone
+    import time
+
+    for _ in range(100):
+        if Path(f"/proc/{p.pid}/stat").read_text().split(") ")[1].startswith("Z"):
+            break
+        time.sleep(0.02)
+    return {}
+
+
+def gemini_two_in_one_project(g: GeminiWorld) -> dict[int, str]:
+    cwd = g.project("proj")
+    a = g.in_pane(cwd, "fresh")
+    b = g.in_pane(cwd, "yolo_busy")
+    g.chat("proj", "0a1b2c3d-0000-4000-8000-000000000003")
+    return {a: "idle", b: "busy"}
+
+
+def gemini_foreign_home(g: GeminiWorld) -> dict[int, str]:
+    ours = g.in_pane(g.project("proj"), "busy")
+    master, slave = os.openpty()
+    other = subprocess.Popen(g.argv(None), stdin=slave, env={**os.environ, "GEMINI_CLI_HOME": str(g.tmp / "elsewhere")})
+    os.close(slave)
+    g.loose.append((other, master))
+    g._running(other.pid, lambda: other.pid if "gemini.js" in Path(f"/proc/{other.pid}/cmdline").read_text() else None)
+    return {ours: "busy"}  # another Gemini home's session is listed by neither
+
+
+GEMINI = {f.__name__.removeprefix("gemini_"): f for f in (
+    gemini_busy, gemini_idle, gemini_waiting, gemini_no_composer, gemini_blank_pane, gemini_no_pane, gemini_dead,
+    gemini_two_in_one_project, gemini_foreign_home)}
+
+
+@pytest.mark.parametrize("case", sorted(GEMINI))
+def test_gemini_sessions_list_plain_as_the_models_list_them(case, world, spawn, gemini):
+    """Issue 40: a Gemini session of ours is listed on the standard-library path (its state read by
+    the one classifier, over the plain screen values), the same table and --json bytes as its
+    models; Claude's rows beside it plain too. The old code left every such listing to the models."""
     sessions, _ = world
     CASES["live"](sessions, spawn)
-    assert plain_listing() is not None
-    node = tmp_path / "bin" / "node"
-    node.parent.mkdir()
-    node.symlink_to(sys.executable)  # comm `node`, argv naming Gemini CLI's bundle: what the provider looks for
-    master, slave = os.openpty()  # a session reads a terminal; its Gemini home is ours
-    gem = subprocess.Popen([str(node), "-c", "import time; time.sleep(60)",
-                            "/x/node_modules/@google/gemini-cli/bundle/gemini.js"], stdin=slave,
-                           env={**os.environ, "GEMINI_CLI_HOME": os.environ["GEMINI_CLI_HOME"]})
-    os.close(slave)
-    try:
-        for _ in range(100):  # until its argv is the interpreter's, not the fork's
-            if "gemini.js" in Path(f"/proc/{gem.pid}/cmdline").read_text():
-                break
-            import time
-
-            time.sleep(0.02)
-        assert plain_listing("gemini-cli") is None and plain_listing() is not None
-        assert hybrid() == models_listing()  # Claude's rows plain, Gemini's through its models
-        assert re.search(rf"^gemini:\S+ +{gem.pid} ", hybrid()[0], re.M), hybrid()[0]  # listed, by its models
-    finally:
-        gem.kill()
-        gem.wait()
-        os.close(master)
-    assert plain_listing() is not None
-    assert plain_listing() == models_listing()
+    states = GEMINI[case](gemini)
+    plain = plain_listing("gemini-cli")
+    assert plain is not None, "the plain path refused a Gemini session it reads"
+    models = models_listing()
+    assert plain == models, (gemini.screen_of(next(iter(states))) if states else "")
+    rows = {t["pid"]: t for t in json.loads(models[1]) if t["kind"] == "gemini-cli"}
+    assert {pid: t["state"] for pid, t in rows.items()} == states, models[0]
+    for pid, t in rows.items():
+        assert t["client_version"] == "0.61.0" and t["client_status"] == "pinned"
+        assert (t["pane"] is not None) == (case != "no_pane"), t
+        if t["evidence_file"]:
+            assert t["transports"] == ["tmux"] and t["detail"]["session_id"], t
 
 
 @pytest.mark.anyio
@@ -228,4 +406,8 @@ def test_the_plain_shapes_are_the_models_shapes():
     from relay_repl.agents.codex.threads import VERSION_ENV
 
     assert tuple((k, d) for k, d, _ in CODEX_DETAIL) == tuple((k, f.default) for k, f in CodexDetail.model_fields.items())
+    from relay_repl.agents.gemini_cli.detail import GeminiDetail
+    from relay_repl.agents.gemini_cli.plain_listing import DETAIL as GEMINI_DETAIL
+
+    assert GEMINI_DETAIL == tuple((k, f.default) for k, f in GeminiDetail.model_fields.items())
     assert dict(CodexKind.facts.version_env) == VERSION_ENV

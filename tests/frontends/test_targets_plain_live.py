@@ -1,6 +1,6 @@
 """Live: `relay targets`' plain listing lists the lab (real Claude Code, Codex with its daemon, Gemini
-CLI) exactly as the models' listing does: the same table and --json bytes, Claude's and Codex's
-rows read plain (no pydantic on their path), Gemini's through its models. The registry hazards
+CLI) exactly as the models' listing does: the same table and --json bytes, every kind's rows read
+plain (no pydantic on their path; Gemini's state by its one classifier, loaded by file). The registry hazards
 beside a real session: tests/agents/test_claude_listing_rule_live.py."""
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from relay_repl.core.target_row import format_targets as table
 from relay_repl.frontends.commands.targets import _target_json
 from relay_repl.frontends.targets_plain import listing, listing_json, plain_rows
 from relay_repl.system import loopless
+from tests.agents.gemini_cli.test_gemini_lab_live import three_kinds  # noqa: F401 (a module fixture: its own lab)
 
 pytestmark = pytest.mark.live
 
 
 def test_the_plain_listing_lists_the_lab_as_the_models_do(lab):
     parts = dict(plain_rows())
-    assert parts["claude-code"] is not None and parts["codex"] is not None, parts  # both read plain
+    assert all(parts[k] is not None for k in ("claude-code", "codex", "gemini-cli")), parts  # all read plain
     found = listing()
     assert found is not None
     targets = loopless.run(lambda: discover_all(default_providers()))
@@ -30,6 +31,26 @@ def test_the_plain_listing_lists_the_lab_as_the_models_do(lab):
     assert table(found) == format_targets(targets)
     live = {(t.kind, t.name): t for t in targets if t.live}
     for s in lab.sessions:
-        if s.kind in ("claude-code", "codex"):
+        if s.kind in ("claude-code", "codex", "gemini-cli"):
             t = live[(s.kind, s.name)]
             assert t.pane and "tmux" in t.transports, t  # rostered panes, both ways
+
+
+def test_the_plain_listing_lists_a_real_gemini_session_as_its_models_do(three_kinds, monkeypatch):  # noqa: F811
+    """Issue 40: beside Claude Code and Codex, the real Gemini CLI's session is read plain too (its
+    state by the one classifier, loaded by file), the same table and --json bytes as the models'."""
+    import relay_repl.lab.launcher as launcher
+
+    monkeypatch.setenv("RELAY_HOME", str(three_kinds))
+    for k, v in launcher.env().items():
+        monkeypatch.setenv(k, v)
+    parts = dict(plain_rows())
+    assert all(parts[k] is not None for k in ("claude-code", "codex", "gemini-cli")), parts
+    (gamma,) = parts["gemini-cli"]
+    assert (gamma.name, gamma.live, gamma.transports, gamma.client_status) == ("gamma", True, ("tmux",), "pinned")
+    assert gamma.state in ("idle", "busy") and gamma.pane, gamma.state  # its screen read, not unknown
+    found = listing()
+    assert found is not None
+    targets = loopless.run(lambda: discover_all(default_providers()))
+    assert listing_json(found) == json.dumps([_target_json(t) for t in targets], indent=1)
+    assert table(found) == format_targets(targets)

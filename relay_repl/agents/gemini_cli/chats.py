@@ -15,10 +15,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-import relay_repl.store.jsonl as jsonl
-
 HOME_ENV = "GEMINI_CLI_HOME"
 CHAT_RE = re.compile(r"^session-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2})-([0-9a-f]{8})\.jsonl$")
 
@@ -47,27 +43,52 @@ def project_id(gdir: Path, root: str) -> str | None:
     return projects(gdir).get(root.rstrip("/") or "/")
 
 
-class ChatHeader(BaseModel):
-    """Line 1 of a chat file (plus `$set` updates)."""
+HEADER_STRINGS = ("projectHash", "startTime", "lastUpdated", "kind")
+"""The chat header's optional fields besides `sessionId`: each a string or null (absent is null)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)  # built on first use, off the targets path
+
+class ChatHeader:
+    """Line 1 of a chat file (plus `$set` updates): what discovery reads of it.
+
+    Read with the standard library, not a pydantic model: `relay targets` ties a Gemini session to
+    its chat file on its standard-library path too (plain_listing.py, issue 40). The rule is the
+    one the model applied to a JSON object: `sessionId` a string, the HEADER_STRINGS strings or
+    null, anything else ignored; a value of another type refuses the header (the model's pydantic
+    str took no number, bool or list)."""
+
+    __slots__ = ("sessionId", "projectHash", "startTime", "lastUpdated", "kind")
 
     sessionId: str
-    projectHash: str | None = None
-    startTime: str | None = None
-    lastUpdated: str | None = None
-    kind: str | None = None
+    projectHash: str | None
+    startTime: str | None
+    lastUpdated: str | None
+    kind: str | None
+
+    def __init__(self, rec: Mapping[str, Any]) -> None:
+        sid = rec.get("sessionId")
+        if type(sid) is not str or any(rec.get(k) is not None and type(rec[k]) is not str for k in HEADER_STRINGS):
+            raise ValueError("a chat header is a sessionId string and optional strings")
+        self.sessionId = sid
+        self.projectHash, self.startTime, self.lastUpdated, self.kind = (rec.get(k) for k in HEADER_STRINGS)
 
 
-class Chat(BaseModel):
-    """One chat file and what its header says."""
+class Chat:
+    """One chat file and what its header says (a plain value: it crosses no boundary)."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, off the targets path
+    __slots__ = ("path", "project", "session_id", "start_time")
 
-    path: Path
-    project: str
-    session_id: str
-    start_time: str | None = None
+    def __init__(self, path: Path, project: str, session_id: str, start_time: str | None = None) -> None:
+        self.path, self.project, self.session_id, self.start_time = path, project, session_id, start_time
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Chat) and (self.path, self.project, self.session_id, self.start_time) == (
+            other.path, other.project, other.session_id, other.start_time)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.session_id))
+
+    def __repr__(self) -> str:
+        return f"Chat(path={self.path!r}, project={self.project!r}, session_id={self.session_id!r})"
 
     @property
     def short(self) -> str:
@@ -80,11 +101,13 @@ def read_header(path: Path) -> ChatHeader | None:
             first = fh.readline()
     except OSError:
         return None
-    rec = jsonl.parse_object(first)
+    from relay_repl.store.jsonl import parse_object  # on first use: a listing with no session of ours reads no chat
+
+    rec = parse_object(first)
     if rec is None:
         return None
     try:
-        return ChatHeader.model_validate(rec)
+        return ChatHeader(rec)
     except ValueError:
         return None
 
@@ -122,6 +145,8 @@ def find_chat(gdir: Path, session: str) -> Chat | None:
 
 def records(path: Path, offset: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
     """(offset of the line, record) for every complete message record from `offset` (no header, no `$set`)."""
+    import relay_repl.store.jsonl as jsonl
+
     for at, raw in jsonl.complete_lines(path, offset):
         rec = jsonl.parse_object(raw)
         if rec is None or "$set" in rec or "sessionId" in rec and "type" not in rec:

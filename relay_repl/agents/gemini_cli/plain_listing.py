@@ -1,54 +1,64 @@
-"""Gemini CLI sessions as `relay targets` lists them, with the standard library alone: none.
+"""Gemini CLI sessions as `relay targets` lists them, with the standard library alone.
 
-`provider.GeminiProvider.discover` starts from the process table: a session is a process of our
-uid whose argv runs Gemini CLI (own.is_gemini), whose parent does not, that reads a terminal and
-whose Gemini home is ours (provider._sessions). When no process is one, it lists nothing, and so
-does this. When one is, its state is read from its pane by the screen classifier (screens/,
-pydantic models), so this returns None and the caller lists through the models (issue 40: what
-is left). Loaded by file (frontends/targets_plain.py; group `relay_repl.plain_listing`).
+What `provider.GeminiProvider.discover` gives, through the very steps it runs (sessions.py): the
+Gemini processes of our uid and home, their panes (one capture of those panes), their chat files
+(the footer's session id, else by start time), their names, and each state read from its screen by
+the kind's one classifier (screen.py over the plain screen values, agents/screens/). Where a value
+would not go through the models as it is (a string that is not UTF-8, an adapter the models must
+read), it returns None and the caller lists through the models. tests/frontends/test_targets_plain.py
+holds the two equal. Loaded by file (frontends/targets_plain.py; entry-point group
+`relay_repl.plain_listing`), its siblings through `prefetch.sibling` the same way: importing them by
+name would first run the agents package (pydantic).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
-TERMINALS = ("/dev/pts/", "/dev/tty")  # as provider.TERMINALS
+KIND = "gemini-cli"
+
+DETAIL: tuple[tuple[str, Any], ...] = (
+    ("tmux_session", None), ("pane_current_command", None), ("pane_note", None), ("cwd", None), ("project", None),
+    ("gemini_dir", None), ("session_id", None), ("worker_pid", None), ("tied_by", None), ("notes", ()))
+"""GeminiDetail's fields and defaults, in its order: its JSON (a test holds the two equal)."""
 
 
-def _gemini_dir(env: Mapping[str, str]) -> str:
-    """chats.gemini_dir, spelled as its Path is."""
-    from pathlib import Path
-
-    return str(Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or os.path.expanduser("~")) / ".gemini")
-
-
-def listing(env: Mapping[str, str], panes: Any) -> list[Any] | None:
-    """[] when no process is a session of ours (GeminiProvider lists nothing then), else None."""
-    from relay_repl.system.prefetch import load_by_file
-    from relay_repl.system.proc import read_cmdline, read_environ
-
-    own = load_by_file("gemini-cli-own", "relay_repl.agents.gemini_cli.own", "relay_repl.plain_listing")
-    if own is None:
-        return None
-    table = panes.processes()
-    ours = os.path.realpath(_gemini_dir(env))
-    argvs = {pid for pid, st in table.items()
-             if (st.comm in ("node", "gemini") or st.comm.startswith("node")) and own.is_gemini(read_cmdline(pid))}
-    for pid in argvs:
-        if table[pid].ppid in argvs:
-            continue  # a relaunched worker: its wrapper is the session
+def _utf8(v: Any) -> bool:
+    """Whether the models take this value as it is (a str that encodes: a path read from /proc may not)."""
+    if isinstance(v, str):
         try:
-            if os.stat(f"/proc/{pid}").st_uid != os.getuid():
-                continue
-            os.readlink(f"/proc/{pid}/cwd")
-            stdin = os.readlink(f"/proc/{pid}/fd/0")
-        except OSError:
-            continue
-        if not stdin.startswith(TERMINALS):
-            continue
-        penv = read_environ(pid) or {}
-        if os.path.realpath(_gemini_dir(penv if ("HOME" in penv or "GEMINI_CLI_HOME" in penv) else env)) == ours:
-            return None  # a session of ours: its state needs the screen classifier (the models' path)
-    return []
+            v.encode()
+        except UnicodeEncodeError:
+            return False
+    elif isinstance(v, (tuple, list)):
+        return all(_utf8(x) for x in v)
+    return True
+
+
+def listing(env: Mapping[str, str], roster: Any) -> list[Any] | None:
+    """The rows GeminiProvider(env=env).discover() lists, or None (list through the models)."""
+    from relay_repl.core.target_row import TargetRow
+    from relay_repl.system.prefetch import sibling
+
+    steps = sibling(__name__, "relay_repl.agents.gemini_cli.sessions")
+    table = roster.processes()
+    found = steps.find_sessions(table, env)
+    if not found:
+        return []
+    facts = sibling(__name__, "relay_repl.agents.plain_facts")
+    adapter = facts.adapter(KIND)
+    if adapter is None:
+        return None  # an adapter the models read (RELAY_ADAPTERS_DIR, other types): their version words
+
+    def status_word(version: str | None) -> str:
+        return facts.version_status(KIND, version, adapter["verified_versions"])
+
+    footers = steps.read_screens(found, roster.capture(steps.place_panes(found, roster.panes(), table)))
+    steps.tie_chats(found, footers)
+    rows = []
+    for fields, detail in steps.target_fields(found, status_word):
+        if not all(_utf8(v) for v in (*fields.values(), *detail.values())):
+            return None
+        rows.append(TargetRow(**fields, detail={k: detail.get(k, d) for k, d in DETAIL}))
+    return rows

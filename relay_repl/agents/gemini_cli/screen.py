@@ -39,17 +39,29 @@ Anything not positively recognised is `unknown` (fail closed).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from relay_repl.agents.screens.skeleton import Reading, draft_rows, enter_took, submit_hint
-from relay_repl.agents.screens.model import (
-    Snapshot,
-    ScreenReading,
-    SubmitHint,
-    composer_join,
-    history_contains,
-    parse_styles,
-    wrapped_equals,
-)
+from relay_repl.system.prefetch import sibling
+
+if TYPE_CHECKING:
+    from relay_repl.agents.screens.skeleton import Reading, draft_rows, enter_took, submit_hint
+    from relay_repl.agents.screens.model import (
+        Snapshot,
+        ScreenReading,
+        SubmitHint,
+        composer_join,
+        history_contains,
+        parse_styles,
+        wrapped_equals,
+    )
+else:  # by name on the models' path; by file on `relay targets`' standard-library path (plain_listing.py),
+    # where importing a sibling by name would first run the agents package (pydantic)
+    _skeleton = sibling(__name__, "relay_repl.agents.screens.skeleton")
+    _model = sibling(__name__, "relay_repl.agents.screens.model")
+    Reading, draft_rows, enter_took, submit_hint = (_skeleton.Reading, _skeleton.draft_rows, _skeleton.enter_took,
+                                                    _skeleton.submit_hint)
+    composer_join, history_contains, parse_styles, wrapped_equals = (_model.composer_join, _model.history_contains,
+                                                                     _model.parse_styles, _model.wrapped_equals)
 
 RULE = re.compile(r"^─{20,}\s*$")
 PROMPT_ROW = re.compile(r"^ ([>!*])(?: |$)")  # `*`: the composer in YOLO mode

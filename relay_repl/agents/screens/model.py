@@ -1,4 +1,4 @@
-"""Values the screen classifiers read and return, plus a tiny SGR reader.
+"""Values the screen classifiers read and return, plus a tiny SGR reader. Standard library only.
 
 Why values and not a live pane: a classifier that only sees a `Snapshot` is a pure
 function, so every screen the real clients ever showed us can be replayed from a
@@ -18,28 +18,15 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
-from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+if TYPE_CHECKING:  # pydantic: SubmitHint is stored with a delivery (hint.py), loaded on first use
+    from relay_repl.agents.screens.hint import SubmitHint as SubmitHint
 
 Kind = Literal["idle", "busy", "unknown"]
-
-
-# Python functions as default factories, not the builtins `list` and `time.time`: pydantic asks
-# `inspect.signature(factory)` whether it takes the validated data, and a builtin's text signature
-# is parsed with tokenize, compiling its pseudo-token regex on the first model built: a cost on
-# `relay targets` (a Gemini pane's state is read through these models) for an empty default.
-def _empty() -> list[str]:
-    return []
-
-
-def _now() -> float:
-    return time.time()
-
-
-
 Composer = Literal["empty", "draft", "absent", "unknown"]
+KINDS: tuple[str, ...] = ("idle", "busy", "unknown")  # Kind's values (a classifier's word is checked, as the model did)
+COMPOSERS: tuple[str, ...] = ("empty", "draft", "absent", "unknown")  # Composer's
 
 BLOCKERS = (
     "dead",          # the pane's process exited (remain-on-exit keeps the pane)
@@ -55,25 +42,97 @@ BLOCKERS = (
 )
 
 
-class Snapshot(BaseModel):
-    """One consistent reading of a pane: rows, rows with SGR escapes, and tmux formats."""
+def __getattr__(name: str) -> Any:
+    """`SubmitHint`, the one pydantic value here (a delivery stores it: TmuxProgress), from hint.py on first use."""
+    if name == "SubmitHint":
+        from relay_repl.agents.screens.hint import SubmitHint
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
+        return SubmitHint
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    lines: list[str] = Field(description="capture-pane -p: one string per screen row (no -J), row i = screen row i")
-    esc_lines: list[str] | None = Field(default=None, description="capture-pane -p -e, same rows; None if not captured")
-    cursor_x: int = 0
-    cursor_y: int = 0
-    pane_in_mode: bool = False
-    pane_mode: str = ""
-    alternate_on: bool = False
-    pane_current_command: str = ""
-    pane_pid: int | None = None
-    pane_dead: bool = False
-    pane_width: int | None = None
-    pane_height: int | None = None
-    pane_id: str | None = None
-    taken_at: float = Field(default_factory=_now)
+
+class _Value:
+    """A frozen value with keyword fields (`__slots__`), compared, copied and dumped by them.
+
+    Why not pydantic (or dataclasses): a Snapshot and a ScreenReading cross no boundary (a reading
+    enters a delivery's evidence as its `model_dump()` dict), and `relay targets` reads a Gemini pane's
+    state through them on its standard-library path (agents/gemini_cli/plain_listing.py, issue 40),
+    where pydantic alone was most of the budget and dataclasses imports inspect. The pydantic names
+    `model_copy` and `model_dump` are kept: every caller of the models these were keeps working."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _set(self, **fields: Any) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a {type(self).__name__} is frozen")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a {type(self).__name__} is frozen")
+
+    def model_dump(self) -> dict[str, Any]:
+        """Every field by name, lists copied (what the pydantic model's `model_dump()` gave)."""
+        out: dict[str, Any] = {}
+        for k in self.__slots__:
+            v = getattr(self, k)
+            out[k] = list(v) if isinstance(v, list) else v
+        return out
+
+    def model_copy(self, update: dict[str, Any] | None = None) -> Any:
+        """A copy with the fields `update` names replaced (the pydantic model's `model_copy(update=...)`)."""
+        fields = {k: getattr(self, k) for k in self.__slots__}
+        unknown = set(update or {}) - set(fields)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field(s) {sorted(unknown)}")
+        return type(self)(**{**fields, **(update or {})})
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # list fields: as unhashable as the models were
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
+
+
+class Snapshot(_Value):
+    """One consistent reading of a pane: rows, rows with SGR escapes, and tmux formats.
+
+    `lines`: capture-pane -p, one string per screen row (no -J), row i = screen row i; `esc_lines`:
+    capture-pane -p -e, the same rows, None if not captured."""
+
+    __slots__ = ("lines", "esc_lines", "cursor_x", "cursor_y", "pane_in_mode", "pane_mode", "alternate_on",
+                 "pane_current_command", "pane_pid", "pane_dead", "pane_width", "pane_height", "pane_id", "taken_at")
+
+    lines: list[str]
+    esc_lines: list[str] | None
+    cursor_x: int
+    cursor_y: int
+    pane_in_mode: bool
+    pane_mode: str
+    alternate_on: bool
+    pane_current_command: str
+    pane_pid: int | None
+    pane_dead: bool
+    pane_width: int | None
+    pane_height: int | None
+    pane_id: str | None
+    taken_at: float
+
+    def __init__(self, *, lines: list[str], esc_lines: list[str] | None = None, cursor_x: int = 0, cursor_y: int = 0,
+                 pane_in_mode: bool = False, pane_mode: str = "", alternate_on: bool = False,
+                 pane_current_command: str = "", pane_pid: int | None = None, pane_dead: bool = False,
+                 pane_width: int | None = None, pane_height: int | None = None, pane_id: str | None = None,
+                 taken_at: float | None = None) -> None:
+        self._set(lines=list(lines), esc_lines=None if esc_lines is None else list(esc_lines), cursor_x=cursor_x,
+                  cursor_y=cursor_y, pane_in_mode=pane_in_mode, pane_mode=pane_mode, alternate_on=alternate_on,
+                  pane_current_command=pane_current_command, pane_pid=pane_pid, pane_dead=pane_dead,
+                  pane_width=pane_width, pane_height=pane_height, pane_id=pane_id,
+                  taken_at=time.time() if taken_at is None else taken_at)
 
     @property
     def text(self) -> str:
@@ -94,19 +153,30 @@ class Snapshot(BaseModel):
         }
 
 
-class ScreenReading(BaseModel):
-    """What a classifier concluded, and why (every conclusion carries its evidence)."""
+class ScreenReading(_Value):
+    """What a classifier concluded, and why (every conclusion carries its evidence).
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
+    `composer_rows`: the first and last screen row of the composer; `hints`: machine tokens (fresh,
+    done-line, queued, tab-to-queue, steer-pending...)."""
+
+    __slots__ = ("kind", "composer", "composer_text", "composer_rows", "blockers", "hints", "reasons")
 
     kind: Kind
     composer: Composer
-    composer_text: str | None = None
-    composer_rows: tuple[int, int] | None = Field(default=None, description="first and last screen row of the composer")
-    blockers: list[str] = Field(default_factory=_empty)
-    hints: list[str] = Field(default_factory=_empty,
-                             description="machine tokens: fresh, done-line, queued, tab-to-queue, steer-pending...")
-    reasons: list[str] = Field(default_factory=_empty)
+    composer_text: str | None
+    composer_rows: tuple[int, int] | None
+    blockers: list[str]
+    hints: list[str]
+    reasons: list[str]
+
+    def __init__(self, *, kind: str, composer: str, composer_text: str | None = None,
+                 composer_rows: tuple[int, int] | None = None, blockers: list[str] | None = None,
+                 hints: list[str] | None = None, reasons: list[str] | None = None) -> None:
+        if kind not in KINDS or composer not in COMPOSERS:
+            raise ValueError(f"a screen reading is {KINDS} and {COMPOSERS}, not {kind!r} and {composer!r}")
+        self._set(kind=kind, composer=composer, composer_text=composer_text,
+                  composer_rows=None if composer_rows is None else tuple(composer_rows),
+                  blockers=list(blockers or ()), hints=list(hints or ()), reasons=list(reasons or ()))
 
     @property
     def typable(self) -> bool:
@@ -119,24 +189,9 @@ class ScreenReading(BaseModel):
         return f"{self.kind}/{self.composer}{bl}{txt}"
 
 
-class SubmitHint(BaseModel):
-    """Screen evidence after Enter; secondary to receiver evidence, never proof alone."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, off the targets path
-
-    composer_emptied: bool = False
-    payload_in_composer: bool = False
-    payload_in_history: bool = False
-    turn_running: bool = False
-    queued: bool = False
-    tab_to_queue: bool = False
-    reasons: list[str] = Field(default_factory=_empty)
-
-
 # -- SGR reading ---------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class Cell:
+class Cell(NamedTuple):
     """One character with the attributes a classifier cares about and its screen column."""
 
     ch: str

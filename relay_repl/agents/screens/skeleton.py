@@ -15,8 +15,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from relay_repl.agents.screens.model import ScreenReading, Snapshot, SubmitHint
+from relay_repl.system.prefetch import sibling
+
+if TYPE_CHECKING:
+    from relay_repl.agents.screens.model import ScreenReading, Snapshot, SubmitHint
+else:  # by name on the models' path, by file on `relay targets`' standard-library path (gemini_cli/plain_listing.py)
+    ScreenReading = sibling(__name__, "relay_repl.agents.screens.model").ScreenReading
 
 
 class Reading:
@@ -107,6 +113,8 @@ def submit_hint(after: ScreenReading, *, in_composer: bool, in_history: bool, qu
     """The screen's hints after Enter, from the reading after it and what the classifier found:
     `history` is how its submitted message starts (`❯`, `›`, ` >`), `queued_reason` why its queued
     mark counts, `staged` what else the composer shows beside a payload still in it."""
+    from relay_repl.agents.screens.hint import SubmitHint  # pydantic: a delivery stores it (never on a listing)
+
     reasons: list[str] = []
     if after.composer == "empty":
         reasons.append("composer is empty again")
