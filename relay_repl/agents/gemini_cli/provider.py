@@ -1,19 +1,10 @@
 """Gemini CLI discovery: live `gemini.js` processes, their projects, chat files and panes.
 
 Gemini CLI keeps no registry of running sessions and holds no lock (adapters/gemini-cli.md
-"Registry and listing", "Liveness"), so discovery starts from the kernel's process table:
+"Registry and listing", "Liveness"), so discovery starts from the kernel's process table.
 
-1. A session is a process whose argv runs Gemini CLI's `bundle/gemini.js` and whose parent does
-   not (the wrapper; it relaunches itself once as a child that does the work). Same uid only:
-   its cwd (the project root) and environment (`GEMINI_CLI_HOME`) are read from /proc, and only
-   a process whose Gemini home is this relay's own is listed.
-2. Its chat file: the one the pane's footer names (`session` item, 8 hex), else the newest chat
-   file of its project started no earlier than the process (GM §3), claimed by one process only.
-3. Its pane: the pane whose `#{pane_pid}` is the wrapper or one of its ancestors.
-4. Its name (the address rule): the project's short id, or `<short id>-<8 hex>` when several
-   live sessions share the project.
-State comes from the pane's screen (busy spinner, idle hint, approval box = waiting).
-The steps themselves live in sessions.py (standard library only: `relay targets`' plain path runs
+The rules (the process, its chat file, its pane, its name, its state) are written once, in
+sessions.py, where the steps live (standard library only: `relay targets`' plain path runs
 them too, plain_listing.py); this module runs them on the roster and builds the models.
 """
 
