@@ -16,6 +16,13 @@ Goals (issue 33, tightened from issue 21's +100 ms and +1 s): warm remote <= loc
 (measured +66 ms before it); cold remote <= local + 400 ms (+663 ms before it: most of the
 difference was the host's `relay serve --stdio` start, pydantic in core/serve_wire.py). The
 stub models answer at once, so this is relay's, ssh's and the clients' own share.
+
+Where a cold remote call goes (issue 33, load ~2.5 on 2 cores): the ssh master (connect, key
+exchange, auth) ~160 ms; the serve session on it and the host relay's start to its hello ~140 ms
+(87 ms of its CPU, 21 of them the interpreter); its first send ~150 ms of CPU before the plan is
+asked (importing session.app, pydantic and the session: ~110 ms of it), then the send as on a warm
+channel. Until issue 33 the lab's second host gave its logins the operator's HOME, so bash (run by
+sshd) read the operator's ~/.bashrc on every serve start: on this machine `pyenv init`, 0.1-0.3 s.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ WARM_GOAL = 0.050
 COLD_GOAL = 0.400
 
 
-async def local_runs(kind: str, runs: int) -> tuple[float, list[float]]:
+async def local_runs(kind: str, runs: int) -> tuple[float, list[float], float]:
     import anyio
 
     import relay_repl.lab.helpers as helpers
@@ -47,7 +54,7 @@ async def local_runs(kind: str, runs: int) -> tuple[float, list[float]]:
 
     s = make_session(approve=approve, echo=None)
     warm: list[float] = []
-    cold = 0.0
+    cold = first_plan = 0.0
     async with anyio.create_task_group() as tg:
         await s.open_inbox(tg)
         try:
@@ -62,15 +69,16 @@ async def local_runs(kind: str, runs: int) -> tuple[float, list[float]]:
                     raise SystemExit(f"local {kind}: run {i}: no verified reply ({d.summary()})")
                 if i == 0:
                     cold = got - t0
+                    first_plan = approved_at[0] - t0
                 else:
                     warm.append(got - approved_at[-1])
         finally:
             await s.close_inbox()
             tg.cancel_scope.cancel()
-    return cold, warm
+    return cold, warm, first_plan
 
 
-async def remote_runs(kind: str, runs: int) -> tuple[float, list[float]]:
+async def remote_runs(kind: str, runs: int) -> tuple[float, list[float], dict[str, float]]:
     import relay_repl.lab.helpers as helpers  # noqa: F401 - same import cost as the local side
     from relay_repl.session.remote.remote import Hosts, send_remote, wait_reply_remote
 
@@ -85,6 +93,20 @@ async def remote_runs(kind: str, runs: int) -> tuple[float, list[float]]:
     hosts = Hosts()
     ch = hosts.channel("h2")
     await ch.stop_master()  # a cold channel: no master, no serve process
+    at: dict[str, float] = {}  # when the cold call's channel had its master, then the host relay's hello
+    start_master, open_channel = ch._start_master, ch.open
+
+    async def master_timed() -> bool:
+        started = await start_master()
+        at.setdefault("master", time.time())
+        return started
+
+    async def open_timed() -> dict:
+        hello = await open_channel()
+        at.setdefault("hello", time.time())
+        return hello
+
+    ch._start_master, ch.open = master_timed, open_timed  # type: ignore[method-assign]
     warm: list[float] = []
     cold = 0.0
     try:
@@ -98,11 +120,12 @@ async def remote_runs(kind: str, runs: int) -> tuple[float, list[float]]:
                 raise SystemExit(f"remote {kind}: run {i}: no verified reply ({rd.delivery.summary()})")
             if i == 0:
                 cold = got - t0
+                at = {k: v - t0 for k, v in at.items()} | {"plan": approved_at[0] - t0, "reply": cold}
             else:
                 warm.append(got - approved_at[-1])
     finally:
         await hosts.aclose()
-    return cold, warm
+    return cold, warm, at
 
 
 def main() -> None:
@@ -123,8 +146,8 @@ def main() -> None:
         second_host.up(launcher.layout(), claude=1, codex=1, progress=lambda m: None)
         os.environ.update(launcher.env())
         try:
-            lc, lw = anyio.run(local_runs, args.kind, args.runs)
-            rc, rw = anyio.run(remote_runs, args.kind, args.runs)
+            lc, lw, lplan = anyio.run(local_runs, args.kind, args.runs)
+            rc, rw, rat = anyio.run(remote_runs, args.kind, args.runs)
         finally:
             launcher.down(progress=lambda m: None)
     load = os.getloadavg()[0]
@@ -134,6 +157,9 @@ def main() -> None:
           f"+{(rm - lm) * 1000:.0f} ms (goal <= +{WARM_GOAL * 1000:.0f} ms) {'OK' if rm - lm <= WARM_GOAL else 'MISSED'}")
     print(f"  cold first call -> verified reply: local {lc * 1000:.0f} ms, via h2 {rc * 1000:.0f} ms, "
           f"+{(rc - lc) * 1000:.0f} ms (goal <= +{COLD_GOAL * 1000:.0f} ms) {'OK' if rc - lc <= COLD_GOAL else 'MISSED'}")
+    ms = {k: f"{v * 1000:.0f}" for k, v in rat.items()}
+    print(f"    cold via h2, from the call: master {ms.get('master', '?')} ms, the host relay's hello {ms.get('hello', '?')} ms, "
+          f"its plan asked {ms['plan']} ms, reply {ms['reply']} ms; local: plan asked {lplan * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

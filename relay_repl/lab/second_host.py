@@ -135,6 +135,11 @@ def _start_sub_lab(home: Path, counts: Mapping[str, int], progress: Progress) ->
     lenv = lay2.client_env(bin_dir(), outer={"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"})
     lenv["RELAY_HOME"] = str(home)
     lenv["RELAY_LAB_CLIENTS"] = str(clients_root())
+    # a login's HOME is the second host's, as its agents' is: sshd runs the login shell, and bash run
+    # by sshd reads $HOME/.bashrc, so with the operator's HOME every `relay serve` start ran the
+    # operator's own dotfiles (this machine's root ~/.bashrc: `pyenv init`, ~100 processes, 0.1-0.3 s per
+    # login; issue 33's cold figure counted it as the host's). tests/support/sshd.py does the same.
+    lenv["HOME"] = str(lay2.home)
     return lenv
 
 

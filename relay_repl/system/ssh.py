@@ -32,7 +32,7 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from relay_repl.core.controls import visible
-from relay_repl.core.errors import ChannelLost, HostError, HostKeyError, ProtocolMismatch
+from relay_repl.core.errors import ChannelLost, HostError, HostKeyError, ProtocolMismatch, RelayError
 from relay_repl.core.host_claims import neutral, shaped
 from relay_repl.core.serve_wire import MAX_LINE, PROTOCOL_VERSION, Answer, HelloResult, Request, mismatch
 
@@ -76,6 +76,9 @@ class SshChannel:
         self.master_pid: int | None = None
         self.masters_started = 0
         self.stale_recovered = 0
+        # (master pid, fingerprint) as a send's route showed it: the recorded key is read once per master,
+        # the one its connection was checked against (session/remote/remote.py send_remote)
+        self.host_key: tuple[int | None, str | None] | None = None
 
     # ---- ssh argv ------------------------------------------------------------------
 
@@ -152,10 +155,16 @@ class SshChannel:
         return False
 
     async def ensure_master(self) -> None:
-        """A live master for this host: the one there, or a new one (`ssh -N -f`). With no socket
-        at relay's own ControlPath there is no master to check: one ssh spawn saved on a cold channel."""
+        """A live master for this host: the one there, or a new one (`ssh -N -f`) that answers `ssh -O check`."""
+        if await self._start_master():
+            await self._started_master_answers()
+
+    async def _start_master(self) -> bool:
+        """The master there (checked), or a new one started: True then, and not yet checked (`open`
+        checks it while its serve session starts). With no socket at relay's own ControlPath there is
+        no master to check: one ssh spawn saved on a cold channel."""
         if os.path.exists(self.socket_path()) and await self.check():
-            return
+            return False
         self.control_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         code, _out, err = await self._run(self.argv("-N", "-f", master="yes"), CONNECT_TIMEOUT + 5)
         if code != 0:
@@ -165,16 +174,26 @@ class SshChannel:
             why = (err.strip().splitlines() or ["no answer"])[-1] if code is not None else "timed out"
             raise HostError(f"host {self.name} ({self.destination}) is not reachable: {why}")
         self.masters_started += 1
+        return True
+
+    async def _started_master_answers(self) -> None:
+        """The check of a master just started (it learns the master's pid, so a hung one can be killed)."""
         if not await self.check():
             raise HostError(f"host {self.name}: the ssh master started but does not answer `ssh -O check`")
 
     # ---- the serve session -------------------------------------------------------------
 
+    def is_open(self) -> bool:
+        """A serve session is running on this channel (its master with it)."""
+        return self._proc is not None and self._proc.returncode is None
+
     async def open(self) -> dict[str, Any]:
-        """Master checked (replaced when stale), then `relay serve --stdio` on it; its hello."""
-        if self._proc is not None and self._proc.returncode is None:
+        """Master checked (replaced when stale), then `relay serve --stdio` on it; its hello. A master
+        started here is checked while the serve session starts (issue 33: one ssh spawn off a cold
+        channel's path); when it does not answer, the session is closed and the channel refused."""
+        if self.is_open():
             return self.hello or {}
-        await self.ensure_master()
+        started = await self._start_master()
         argv = [*self.argv("-T"), *self.remote_command]
         try:
             self._proc = await anyio.open_process(argv, stderr=None)
@@ -182,7 +201,26 @@ class SshChannel:
             raise HostError(f"cannot run ssh for host {self.name}: {exc}") from None
         assert self._proc.stdout is not None
         self._reader = BufferedByteReceiveStream(self._proc.stdout)
-        got = await self._request("hello", {"protocol": PROTOCOL_VERSION}, timeout=CONNECT_TIMEOUT + 20)
+        master_failed: list[RelayError] = []
+        failed: list[RelayError] = []
+
+        async def master_answers() -> None:
+            try:
+                await self._started_master_answers()
+            except RelayError as exc:
+                master_failed.append(exc)
+
+        got: Any = None
+        async with anyio.create_task_group() as tg:
+            if started:
+                tg.start_soon(master_answers)
+            try:
+                got = await self._request("hello", {"protocol": PROTOCOL_VERSION}, timeout=CONNECT_TIMEOUT + 20)
+            except RelayError as exc:  # raised as itself below, not inside a task group's exception group
+                failed.append(exc)
+        if master_failed or failed:
+            await self.close()
+            raise (master_failed or failed)[0]  # the master's refusal first: it is the step before the session
         try:
             hello = shaped(self.name, "hello", HelloResult, got).model_dump()
         except HostError:

@@ -33,3 +33,15 @@ def test_every_lab_kind_is_counted_by_its_flag(tmp_path, monkeypatch):
     argv = seen[0][seen[0].index("up") + 1:]
     want = {**default_counts(), some: 3}
     assert dict(zip(argv[::2], argv[1::2])) == {f"--{f}": str(want.get(k.facts.kind, 0)) for f, k in flags.items()}
+
+
+def test_a_login_on_the_second_host_gets_its_home_not_the_operators(tmp_path, monkeypatch):
+    """sshd runs the login shell, and bash run by sshd reads $HOME/.bashrc: with the operator's HOME,
+    each `relay serve --stdio` start ran the operator's own dotfiles (issue 33's cold figure)."""
+    monkeypatch.setenv("HOME", "/the/operators/own")
+    monkeypatch.setattr(second_host.subprocess, "run",
+                        lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, "", ""))
+    home = tmp_path / "lab-h2"
+    env = second_host._start_sub_lab(home, {}, progress=lambda m: None)
+    assert env["HOME"] == str(Layout.at(home / "lab").home)
+    assert env["RELAY_HOME"] == str(home)

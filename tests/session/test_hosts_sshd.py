@@ -75,6 +75,67 @@ def test_one_master_shared_by_every_call(h2, relay_home):
     assert accepted_logins(h2) == 1  # one authenticated connection; the sessions ran inside it
 
 
+def test_a_master_just_started_is_checked_while_the_serve_session_starts(h2, relay_home, monkeypatch):
+    """Issue 33: the check of a new master (`ssh -O check`, which learns its pid) no longer stands in
+    front of the serve session on a cold channel: the session is spawned before the check ends, and
+    the channel still knows its master's pid when it is open. Old code: the check ended first."""
+    from relay_repl.session.remote.remote import Hosts
+
+    seen: list[str] = []
+    spawn = anyio.open_process
+
+    async def open_process(argv, **kw):
+        seen.append("serve spawned")
+        return await spawn(argv, **kw)
+
+    monkeypatch.setattr(anyio, "open_process", open_process)
+
+    async def go():
+        hosts = Hosts()
+        ch = hosts.channel("h2")
+        run = ch._run
+
+        async def logged(argv, timeout):
+            got = await run(argv, timeout)
+            if "-O" in argv:
+                seen.append(f"check {argv[argv.index('-O') + 1]} ended")
+            return got
+
+        ch._run = logged  # type: ignore[method-assign]
+        hello = await ch.open()
+        pid = ch.master_pid
+        await hosts.aclose()
+        return hello, pid, ch.masters_started
+
+    hello, pid, started = anyio.run(go)
+    assert hello["protocol"] == PROTOCOL_VERSION and pid and started == 1
+    assert seen.index("serve spawned") < seen.index("check check ended"), seen
+
+
+def test_a_master_that_does_not_answer_its_check_refuses_the_channel(h2, relay_home):
+    """Checked beside the serve session, a new master that does not answer still refuses the channel
+    in one line, and the session opened meanwhile is closed."""
+    from relay_repl.core.errors import HostError
+    from relay_repl.session.remote.remote import Hosts
+
+    async def go():
+        hosts = Hosts()
+        ch = hosts.channel("h2")
+
+        async def silent() -> bool:
+            return False
+
+        ch.check = silent  # type: ignore[method-assign]
+        try:
+            with pytest.raises(HostError, match="does not answer `ssh -O check`"):
+                await ch.open()
+            return ch._proc
+        finally:
+            await ch.stop_master()
+
+    assert anyio.run(go) is None
+
+
 def test_changed_host_key_refused_nothing_run(h2):
     kh = h2 / "ssh" / "known_hosts"
     other = h2 / "ssh" / "other_key"

@@ -64,6 +64,46 @@ def test_session_send_to_a_host_spec_is_gated_here_and_recorded_here(h2, tmp_pat
     assert d.state is not DeliveryState.INTERRUPTED
 
 
+def test_the_host_key_is_read_once_per_master_and_again_for_a_new_one(h2, tmp_path):
+    """Issue 33: a warm send's route shows the key read when its master connected (the one that
+    connection was checked against) without two more ssh spawns per send; a new master reads it again.
+    Old code read it (ssh -G, ssh-keygen) for every send."""
+    from relay_repl.session.remote import remote
+
+    reads: list[str] = []
+    read = remote.host_key_fingerprint
+
+    async def counted(ch):
+        fp = await read(ch)
+        reads.append(str(fp))
+        return fp
+
+    shown = []
+
+    async def approve(plan) -> bool:
+        shown.append(plan.render())
+        return True
+
+    async def go():
+        hosts = remote.Hosts(remote_command=("relay", "--fake", "serve", "--stdio"))
+        try:
+            for i in range(3):
+                await remote.send_remote(hosts, "h2/fake:inbox", f"warm {i}", approve=approve, echo=lambda line: None)
+            await hosts.channel("h2").stop_master()  # a new master next: its key is read again
+            await remote.send_remote(hosts, "h2/fake:inbox", "cold again", approve=approve, echo=lambda line: None)
+        finally:
+            await hosts.aclose()
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(remote, "host_key_fingerprint", counted)
+    try:
+        anyio.run(go)
+    finally:
+        mp.undo()
+    assert reads == [fingerprint(h2)] * 2
+    assert len(shown) == 4 and all(f"host key {fingerprint(h2)}" in r for r in shown)
+
+
 def test_master_killed_mid_send_is_interrupted_here_and_resume_looks_there_and_sends_once(h2, tmp_path):
     """SIGKILL of the ssh master while the operator answers: the delivery is `interrupted`, stage
     `remote`, in THIS ledger; `session.debugger(id).resume()` first asks the host's relay for its

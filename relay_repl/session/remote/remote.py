@@ -242,6 +242,10 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
     got: dict[str, Any] = {}
 
     async def fingerprint() -> None:
+        kept = ch.host_key
+        if kept is not None and ch.is_open() and kept[0] == ch.master_pid:  # the master it was read for
+            got["fp"] = kept[1]
+            return
         try:
             got["fp"] = await host_key_fingerprint(ch)
         except RelayError:
@@ -259,6 +263,7 @@ async def send_remote(hosts: Hosts, spec: str, body: str, *, approve: ApproveFn,
     if failed is not None:
         raise failed
     fp = got.get("fp")
+    ch.host_key = (ch.master_pid, fp)  # read once per master: the key its connection was checked against
     route = f"via ssh {host} ({ch.destination}), host key {fp or 'as ssh checked it'}; relay serve pid {hello.get('pid')}"
     asked_ids: list[str] = []  # the relay id of the plan the host asked about (known even if the channel drops)
     approvals: list[RemoteApproval] = []  # the operator's yes, each recorded before its digest went back
