@@ -18,7 +18,7 @@ from pathlib import Path
 from relay_repl.system.proc import proc_start
 
 PROBE = """
-import gc, importlib.abc, importlib.util, os, sys
+import gc, importlib.machinery, os, sys
 opened, spawned, collections = [], [], [0]
 def hook(event, args):
     if event == "open" and isinstance(args[0], str):
@@ -34,13 +34,13 @@ async def at_the_plan(approve, plan, scope):
     print("SPAWNED", spawned, file=sys.stderr, flush=True)
     print("GC", collections[0], gc.isenabled(), file=sys.stderr, flush=True)
     os._exit(0)
-class AtThePlan(importlib.abc.MetaPathFinder):
+class AtThePlan:  # no importlib.abc/util: they pull importlib.resources, tempfile, shutil
     # the gate's ask replaced once gating is loaded, in the command's own import order
     def find_spec(self, name, path=None, target=None):
         if name != "relay_repl.session.core.gating":
             return None
         sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
         run = spec.loader.exec_module
         def exec_module(module):
             run(module)
