@@ -97,15 +97,15 @@ def visible(text: str, *, keep_newlines: bool = False) -> str:
     harmless text). `keep_newlines` leaves `\\n` for our own multi-line tables; JSON output
     does not use this (JSON escaping keeps the exact text safely).
     """
-    pattern, table = _neutraliser(keep_newlines)
+    pattern = _pattern(keep_newlines)
     m = pattern.search(text)
     for _ in range(_DISTINCT):  # each character present, replaced everywhere at once (str.replace, in C)
         if m is None:
             return text
         ch = m.group()
-        text = text.replace(ch, table[ord(ch)])
+        text = text.replace(ch, _shown(ord(ch)))  # the pattern matches only what is shown differently
         m = pattern.search(text, m.start())  # what comes before is shown already; replacements are inert
-    return text if m is None else text.translate(table)  # many different ones: one pass, one lookup each
+    return text if m is None else text.translate(_table(keep_newlines))  # many different ones: one pass, one lookup each
 
 
 _DISTINCT = 16
@@ -117,16 +117,26 @@ def _shown(code: int) -> str:
     return f"\\x{code:02x}" if code < 0x20 or 0x7F <= code <= 0x9F else f"⟨U+{code:04X}⟩"
 
 
+def _codes() -> list[int]:
+    return [*range(0x20), *range(0x7F, 0xA0), *map(ord, BIDI | _INVISIBLE_BREAKS), *range(0xD800, 0xE000)]
+
+
 @cache
-def _neutraliser(keep_newlines: bool) -> tuple[re.Pattern[str], dict[int, str]]:
-    """What `visible` shows differently, as one character class and a translate table: a 1 MB
-    peer line is searched in C and what it holds replaced in C (bench/bounded.py; a per-character
-    Python loop took 0.4 s on 1 MB). Built on first use: every command imports this module."""
-    codes = [*range(0x20), *range(0x7F, 0xA0), *map(ord, BIDI | _INVISIBLE_BREAKS), *range(0xD800, 0xE000)]
-    table = {code: _shown(code) for code in codes if not (keep_newlines and code == 0x0A)}
+def _pattern(keep_newlines: bool) -> re.Pattern[str]:
+    """What `visible` shows differently, as one character class: a 1 MB peer line is searched in C
+    and what it holds replaced in C (bench/bounded.py; a per-character Python loop took 0.4 s on
+    1 MB). Built on first use: every command imports this module."""
     marks = "".join(f"\\U{code:08x}" for code in sorted(map(ord, BIDI | _INVISIBLE_BREAKS)))
     c0 = "\\x00-\\x09\\x0b-\\x1f" if keep_newlines else "\\x00-\\x1f"
-    return re.compile(f"[{c0}\\x7f-\\x9f{marks}\\ud800-\\udfff]"), table
+    return re.compile(f"[{c0}\\x7f-\\x9f{marks}\\ud800-\\udfff]")
+
+
+@cache
+def _table(keep_newlines: bool) -> dict[int, str]:
+    """`_pattern`'s characters as a translate table (~2,200 entries, ~1 ms each way to build): only
+    for a text holding more than `_DISTINCT` different ones; a plan or a line with a few is shown
+    without it (issue 40: both tables were built before every send's plan, ~2.5 ms)."""
+    return {code: _shown(code) for code in _codes() if not (keep_newlines and code == 0x0A)}
 
 
 def safe_echo(echo: Callable[[str], None]) -> Callable[[str], None]:

@@ -25,8 +25,14 @@ words (an option, `--help`, a leading `--fake`) the CLI parses them, so usage an
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable
+
+
+PAUSE_GC = ("send", "run")
+"""Commands whose first plan is waited for (goal <= 200 ms, bench/oneliners.py): cyclic garbage
+collection is paused from here until that plan is shown (system/startup_gc.py)."""
 
 
 def main() -> int:
@@ -37,6 +43,11 @@ def main() -> int:
         from relay_repl.frontends.commands.mcp import cmd_mcp
 
         return cmd_mcp(None)
+    if words[0] in PAUSE_GC and gc.isenabled():  # one-liners waited on up to their first plan (system/startup_gc.py)
+        gc.disable()  # before any import: compiling a module from source allocates too
+        from relay_repl.system.startup_gc import paused_here
+
+        paused_here()
     import relay_repl.system.prefetch as prefetch
 
     if prefetch.wanted(words):

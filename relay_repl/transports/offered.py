@@ -31,10 +31,21 @@ class Way(Protocol):
 W = TypeVar("W", bound=Way)
 
 
+def asked_first(name: str) -> list[str]:
+    """The registered kinds in the order `offered` asks them: those whose name starts transport
+    `name` (`codex` for `codex-queue`, as adapters name their own transports) first, then the rest,
+    each group in name order. A kind is loaded (its package imported) only when asked, so a send to
+    Codex ranks codex-queue without importing the Claude package first (issue 40: ~10 ms of a cold
+    `relay send codex:...` before its plan, and Claude's adapter file read)."""
+    names = kind_names()
+    return sorted(names, key=lambda k: not name.startswith(k + "-"))
+
+
 def offered(name: str, way: Callable[[AgentKind], Any]) -> tuple[AgentKind, Capabilities]:
-    """The first registered kind (in name order) whose adapter offers transport `name` and whose
-    `way(kind)` (e.g. `kind.transports.socket_wire()`) is not None, with the capabilities it declares."""
-    for kind_name in kind_names():  # loaded one at a time, in name order: the first that offers it ends the search
+    """The first registered kind (those whose name starts `name` first, then name order: `asked_first`)
+    whose adapter offers transport `name` and whose `way(kind)` (e.g. `kind.transports.socket_wire()`)
+    is not None, with the capabilities it declares."""
+    for kind_name in asked_first(name):  # loaded one at a time: the first that offers it ends the search
         k = kind_for(kind_name)
         if k is None:
             continue

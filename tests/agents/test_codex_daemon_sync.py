@@ -17,7 +17,7 @@ import anyio
 import pytest
 from websockets.asyncio.server import unix_serve
 
-from relay_repl.agents.codex.daemon_sync import daemon_thread_status_sync
+from relay_repl.agents.codex.daemon_sync import agent_version, daemon_status_sync, daemon_thread_status_sync
 from relay_repl.agents.codex.provider import daemon_thread_status
 from relay_repl.core.errors import DaemonError
 
@@ -78,6 +78,23 @@ async def test_it_reads_what_the_library_client_reads(served):
     loaded, reads = got
     assert loaded == ["t-1", "t-2"] and set(reads) == {"t-1", "t-2"}
     assert reads["t-2"]["preview"] == BIG
+
+
+async def test_it_says_who_answered_the_daemons_pid_and_version(served):
+    """issue 40: the answering process's pid (SO_PEERCRED: this test serves it) and its own version
+    (initialize's userAgent), which a listing uses instead of running the holder's `--version`."""
+    got = await anyio.to_thread.run_sync(daemon_status_sync, served, ["t-1"])
+    assert (got.pid, got.version) == (os.getpid(), "0.171.0")
+    assert (got.loaded, got.reads) == await anyio.to_thread.run_sync(daemon_thread_status_sync, served, ["t-1"])
+
+
+def test_the_version_is_the_user_agents_first_product_only():
+    ua = {"result": {"userAgent": "codex-tui/0.171.0 (Debian 12.0.0; x86_64) tmux-256color (relay-repl; 0.1)"}}
+    assert agent_version(ua) == "0.171.0"
+    assert agent_version({"result": {"userAgent": "relay-probe/0.169.0"}}) == "0.169.0"
+    for bad in ({"result": {"userAgent": "codex-tui (relay-repl; 0.1.2)"}}, {"result": {"userAgent": 7}}, {"result": {}},
+                {"error": {}}, {"result": {"userAgent": "codex-tui/0.171 (x)"}}):
+        assert agent_version(bad) is None, bad
 
 
 def test_a_refused_upgrade_is_one_line(tmp_path):

@@ -411,6 +411,45 @@ async def test_daemon_status_mapping_and_helper_filter(home, tmp_path, holders, 
     assert fake.calls.count("thread/read") == 4
 
 
+async def test_a_thread_the_answering_daemon_holds_takes_its_version_from_that_daemon(home, tmp_path, daemon, monkeypatch):
+    """issue 40: the client version of a daemon-held thread is the daemon's own word (its `initialize`
+    answer), given by the very process that holds the lock (the socket's peer pid is the holder), so
+    its 300 MB binary's `--version` is not run before a send's plan. Here this test process is the
+    daemon: it holds the lock and serves the socket. The old code ran the holder's binary (python)."""
+    import fcntl
+
+    lock(home, T1)
+    rollout(home, T1)
+    index(home, (T1, "mine"))
+    held = open(home / "thread-writer-locks" / f"{T1}.lock", "a")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    mark_daemon(home, os.getpid())
+    await daemon({T1: {"type": "idle"}})
+    ran: list[str] = []
+    monkeypatch.setattr("relay_repl.agents.codex.provider.binary_version", lambda exe, **kw: ran.append(exe) or "9.9.9")
+    try:
+        t = by_id(await provider(home, tmp_path).discover())[T1]
+    finally:
+        held.close()
+    assert (t.pid, t.detail.holder_kind) == (os.getpid(), "daemon")
+    assert (t.client_version, t.detail.holder_version, ran) == ("0.169.0", "0.169.0", [])
+
+
+async def test_a_daemon_that_is_not_the_holder_does_not_vouch_for_its_version(home, tmp_path, holders, daemon, monkeypatch):
+    """The daemon's word covers only the threads its own process holds: with daemon.pid naming the holder
+    but another process answering on the socket, the holder's binary is asked as before."""
+    lock(home, T1)
+    rollout(home, T1)
+    index(home, (T1, "other"))
+    mark_daemon(home, holders(home / "thread-writer-locks" / f"{T1}.lock"))
+    await daemon({T1: {"type": "idle"}})
+    ran: list[str] = []
+    monkeypatch.setattr("relay_repl.agents.codex.provider.binary_version", lambda exe, **kw: ran.append(exe) or "9.9.9")
+    t = by_id(await provider(home, tmp_path).discover())[T1]
+    assert t.detail.holder_kind == "daemon" and t.state == "idle"
+    assert (t.client_version, t.detail.holder_version, len(ran)) == ("9.9.9", "9.9.9", 1)
+
+
 LOOPLESS_PROBE = """
 import json, sys
 from relay_repl.agents import PaneRoster

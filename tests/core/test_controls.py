@@ -50,3 +50,25 @@ def test_gist_is_one_line_cut_to_n_with_an_ellipsis():
 
     assert gist("  two\n\twords  ", 20) == "two words"
     assert gist("abcdef", 6) == "abcdef" and gist("abcdefg", 6) == "abcde…" and len(gist("x " * 100, 50)) == 50
+
+
+def test_visible_shows_a_few_controls_without_building_the_whole_table_and_many_through_it():
+    """issue 40: a plan with a few (or no) controls is shown without the ~2,200-entry translate
+    table (both were built before every send's plan, ~2.5 ms); past 16 different ones the table is
+    used, and the two paths show every character alike."""
+    import subprocess
+    import sys
+
+    probe = (
+        "from relay_repl.core import controls as c\n"
+        "few = c.visible('plan\\x1b[2J \\u202e kept\\nline', keep_newlines=True) + c.visible('a\\x07b')\n"
+        "print(repr(few), c._table.cache_info().currsize)\n"
+        "text = ''.join(chr(x) + 'x' for x in c._codes())\n"
+        "many = c.visible(text)\n"
+        "one_by_one = ''.join(c.visible(chr(x)) + 'x' for x in c._codes())\n"
+        "print(many == one_by_one, c._table.cache_info().currsize, c.visible('\\n', keep_newlines=True) == '\\n')\n")
+    cp = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 0, cp.stderr
+    few, many = cp.stdout.splitlines()
+    assert few == repr("plan\\x1b[2J ⟨U+202E⟩ kept\nline" + "a\\x07b") + " 0"
+    assert many == "True 1 True"

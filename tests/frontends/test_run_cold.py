@@ -41,6 +41,7 @@ def test_a_cold_run_discovers_only_the_kinds_its_targets_name_before_its_first_p
     assert [p for p in opened if p.startswith((str(homes["codex"]), str(homes["gemini"])))] == []  # no other kind's discovery
     assert any(p.startswith(str(homes["claude"] / "sessions")) for p in opened)  # Claude's own was read
     assert [a for a in ast.literal_eval(lines["SPAWNED"]) if a[1:3] == ["agents", "--json"]] == []
+    assert lines["GC"] == "0 True"  # issue 40: no collection before the first plan, the collector back once it is shown
 
 
 def test_a_cold_ping_to_claude_loads_only_the_listing_kind_before_its_first_plan(tmp_path):
@@ -59,3 +60,4 @@ def test_a_cold_ping_to_claude_loads_only_the_listing_kind_before_its_first_plan
     assert {m for m in loaded if m.split(".")[0] in {"websockets", "prompt_toolkit"} or m in NOT_BEFORE_A_CLAUDE_PLAN} == set()
     opened = ast.literal_eval(lines["OPENED"])
     assert [p for p in opened if p.startswith((str(homes["codex"]), str(homes["gemini"])))] == []
+    assert lines["GC"] == "0 True"  # the registry plan is a plan too: the collector is back once it is shown

@@ -54,3 +54,18 @@ def test_the_plain_listing_lists_a_real_gemini_session_as_its_models_do(three_ki
     targets = loopless.run(lambda: discover_all(default_providers()))
     assert listing_json(found) == json.dumps([_target_json(t) for t in targets], indent=1)
     assert table(found) == format_targets(targets)
+
+
+def test_a_daemon_held_threads_version_is_what_its_binary_answers(lab):
+    """issue 40: a Codex thread the answering daemon holds takes its version from the daemon's own
+    word (its initialize userAgent), not from running the holder's binary; in the lab both say the same."""
+    import os
+
+    from relay_repl.agents.versions import binary_version
+
+    targets = loopless.run(lambda: discover_all(default_providers()))
+    codex = [t for t in targets if t.kind == "codex" and t.live and t.detail.holder_kind == "daemon"]
+    assert codex, targets
+    for t in codex:
+        assert t.client_version and t.client_version == t.detail.holder_version
+        assert t.client_version == binary_version(os.readlink(f"/proc/{t.pid}/exe"), kind="codex")

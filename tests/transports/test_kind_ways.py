@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -191,3 +193,21 @@ def test_every_installed_transport_can_do_what_the_adapters_declare():
         for spec in k.transports.specs():
             flags = {f: getattr(spec, f) for f in Capabilities.model_fields}
             assert built[spec.name].capabilities == Capabilities(**flags), (k.facts.kind, spec.name)
+
+
+def test_ranking_a_kinds_own_transport_loads_no_other_kind():
+    """issue 40: ranking codex-queue for a Codex target asks the kind its name starts with first, so
+    a cold `relay send codex:...` imports no Claude package before its plan (the old code asked the
+    kinds in name order: claude-code first, its package and adapter loaded to learn it offers none)."""
+    probe = ("import sys\n"
+             "from relay_repl.transports.durable_queue import DurableQueueTransport\n"
+             "from relay_repl.transports.offered import asked_first\n"
+             "t = DurableQueueTransport('codex-queue', defer=True)\n"
+             "assert t.capabilities.durable and t._kind.facts.kind == 'codex'\n"
+             "print(sorted({m.split('.')[2] for m in sys.modules if m.startswith('relay_repl.agents.') and m.count('.') > 2}))\n"
+             "print(asked_first('claude-code-socket'), asked_first('tmux'))\n")
+    cp = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    loaded, order = cp.stdout.splitlines()
+    assert loaded == "['codex']"
+    assert order == "['claude-code', 'codex', 'gemini-cli'] ['claude-code', 'codex', 'gemini-cli']"

@@ -30,7 +30,8 @@ class CodexDetail(PaneDetail):
     queue_note: str | None = Field(default=None, description="why `codex queue` would fail now")
     holder_pid: int | None = None
     holder_kind: str | None = Field(default=None, description="daemon, tui or exec: what holds the lock")
-    holder_version: str | None = Field(default=None, description="what the lock holder's binary answers to --version")
+    holder_version: str | None = Field(default=None, description="the lock holder's version: the daemon's own word (its initialize answer) when the daemon that "
+                                          "answered holds the lock, else what the holder's binary answers to --version")
     status_raw: dict[str, Any] | None = Field(default=None, description="the daemon's thread status, as it said it")
     daemon_note: str | None = None
     state_source: str | None = Field(default=None, description="where `state` came from")

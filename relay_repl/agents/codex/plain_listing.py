@@ -3,7 +3,7 @@
 What `provider.CodexProvider.discover` gives, through the very steps it runs (threads.py): the
 threads of one CODEX_HOME, their lock holders, the daemon's status (daemon_sync.py, the
 standard-library client), their panes (one capture of the candidate panes) and the holder's
-`--version`. Where a step needs what this path does not load (a rollout to find by walking
+version (the daemon's own word for the threads it holds, else its binary's `--version`). Where a step needs what this path does not load (a rollout to find by walking
 sessions/, `fuser` for a lock /proc/locks cannot show) or a value the models would coerce or
 refuse, it returns None and the caller lists through the models, whose errors stay theirs.
 tests/frontends/test_targets_plain.py holds the two equal. Loaded by file
@@ -124,13 +124,15 @@ def _listing(env: Mapping[str, str], roster: Any) -> list[Any]:
     reads: dict[str, dict[str, Any]] = {}
     loaded: list[str] = []
     daemon_err: str | None = None
+    daemon_says: tuple[int | None, str | None] = (None, None)
     sock = home / paths["control_socket"]
     if daemon_ids:
         if not os.path.exists(sock):
             daemon_err = f"control socket {sock} missing"
         else:
             try:
-                loaded, reads = _load("daemon_sync").daemon_thread_status_sync(sock, list(daemon_ids), DAEMON_TIMEOUT)
+                status = _load("daemon_sync").daemon_status_sync(sock, list(daemon_ids), DAEMON_TIMEOUT)
+                loaded, reads, daemon_says = status.loaded, status.reads, (status.pid, status.version)
             except DaemonError as exc:
                 daemon_err = str(exc)
 
@@ -153,7 +155,7 @@ def _listing(env: Mapping[str, str], roster: Any) -> list[Any]:
     rows = []
     for fields, detail in steps.target_fields(home, dbs, threads, reads, loaded, daemon_err, held, kinds, goals, pane_of,
                                               pane_why, pane_notes, adapter.get("status", {}), prefix,
-                                              _version_of(steps), status_word):
+                                              _version_of(steps), status_word, daemon_says):
         if type(fields["name"]) is not str or type(fields.get("client_version")) not in _S:
             raise _Models("a name or version the model would coerce or refuse")
         if set(detail) - {k for k, _, _ in DETAIL} or any(type(detail.get(k, d)) not in ok for k, d, ok in DETAIL):

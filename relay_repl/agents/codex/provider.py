@@ -280,6 +280,7 @@ class CodexProvider:
         reads: dict[str, dict[str, Any]] = {}
         loaded: list[str] = []
         daemon_err: str | None = None
+        daemon_says: tuple[int | None, str | None] = (None, None)
         sock = self._p("control_socket")
         if daemon_ids:
             if not os.path.exists(sock):
@@ -287,10 +288,10 @@ class CodexProvider:
             else:
                 try:
                     # the standard-library client (daemon_sync.py): a one-shot listing needs no event loop for it
-                    from relay_repl.agents.codex.daemon_sync import daemon_thread_status_sync
+                    from relay_repl.agents.codex.daemon_sync import daemon_status_sync
 
-                    loaded, reads = await loopless.to_thread(daemon_thread_status_sync, sock, list(daemon_ids),
-                                                             self.daemon_timeout)
+                    status = await loopless.to_thread(daemon_status_sync, sock, list(daemon_ids), self.daemon_timeout)
+                    loaded, reads, daemon_says = status.loaded, status.reads, (status.pid, status.version)
                 except DaemonError as exc:
                     daemon_err = str(exc)
 
@@ -304,7 +305,7 @@ class CodexProvider:
 
         rows = await loopless.to_thread(steps.target_fields, self.home, dbs, threads, reads, loaded, daemon_err, held,
                                         kinds, goals, pane_of, pane_why, pane_notes, self.adapter.status,
-                                        self.adapter.prefix, version_of, status_word)
+                                        self.adapter.prefix, version_of, status_word, daemon_says)
         return [Target(kind=KIND, prefix=self.adapter.prefix, **fields, detail=CodexDetail(**detail))
                 for fields, detail in rows]
 

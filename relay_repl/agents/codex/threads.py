@@ -403,11 +403,14 @@ def target_fields(home: Path, dbs: Path, threads: Mapping[str, Thread], reads: M
                   loaded: Sequence[str], daemon_err: str | None, held: Mapping[str, int], kinds: Mapping[str, str],
                   goals: Mapping[str, Mapping[str, Any]], pane_of: Mapping[str, Any], pane_why: Mapping[str, str],
                   pane_notes: Mapping[str, str], status_map: Mapping[str, str], prefix: str,
-                  version_of: Callable[[str], str | None], status_word: Callable[[str | None], str]
+                  version_of: Callable[[str], str | None], status_word: Callable[[str | None], str],
+                  daemon_says: tuple[int | None, str | None] = (None, None),
                   ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(Target fields, CodexDetail fields) of each thread, in id order. `version_of(exe)`: what a
     holder's binary answers to --version (versions.binary_version); `status_word(version)`: the
-    version policy's word (versions.version_status)."""
+    version policy's word (versions.version_status). `daemon_says`: (pid, version) of the daemon
+    that answered the status requests (daemon_sync.DaemonStatus): a thread whose lock that very
+    process holds takes its client version from it, and its binary is not run."""
     out: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for tid in sorted(threads):
         t = threads[tid]
@@ -492,15 +495,19 @@ def target_fields(home: Path, dbs: Path, threads: Mapping[str, Thread], reads: M
             evidence.append(f"pane {pane.pane_id}: {pane_why[tid]}")
         elif tid in pane_notes:
             detail["pane_note"] = pane_notes[tid]
-        # the client: what the lock holder's own binary answers to --version, else the recorded cli_version
+        # the client: the lock holder's own version (the daemon's word when the daemon that answered holds the
+        # lock, else what its binary answers to --version), else the recorded cli_version
         version = detail["cli_version"]
-        try:
-            exe: str | None = os.readlink(f"/proc/{pid}/exe")
-        except OSError:
-            exe = None
-        if exe:
-            version = version_of(exe) or version
-            detail["holder_version"] = version
+        if kind == "daemon" and daemon_says[1] is not None and daemon_says[0] == pid:
+            version = detail["holder_version"] = daemon_says[1]
+        else:
+            try:
+                exe: str | None = os.readlink(f"/proc/{pid}/exe")
+            except OSError:
+                exe = None
+            if exe:
+                version = version_of(exe) or version
+                detail["holder_version"] = version
         out.append(({"name": name, "address": tid, "pid": pid, "live": True, "state": state,
                      "pane": pane.pane_id if pane else None, "transports": tuple(transports),
                      "identified_by": "; ".join(evidence), **common, "client_version": version,

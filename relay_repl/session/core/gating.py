@@ -19,6 +19,7 @@ from relay_repl.core.target import Target
 from relay_repl.session.core.gate import ask
 from relay_repl.session.core.shared import Shared
 from relay_repl.store.ledger import Halt
+from relay_repl.system import startup_gc
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Gatekeeper:
         again (a halt arriving after a No is still a No). `on_halts`: the plan acts on the halts
         themselves (`relay unhalt` clears the ones it names, a halt arriving meanwhile stays in
         force), so a halt does not withhold it."""
+        startup_gc.resume()  # a plan is shown: a one-liner's start (collector paused, system/startup_gc.py) is over
         ledger = self.shared.ledger
         ledger.event("plan", delivery=delivery, relay_id=plan.relay_id, data=plan.model_dump())
         scope = self.scope(plan, target)

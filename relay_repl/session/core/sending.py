@@ -35,6 +35,7 @@ from relay_repl.session.core.send_request import SendRequest
 from relay_repl.session.core.sendoptions import SendOptions
 from relay_repl.session.core.shared import Shared
 from relay_repl.session.core.unfinished import earlier_unfinished, owner, sweep_interrupted
+from relay_repl.system import startup_gc
 from relay_repl.transports.base import StageLog, Transport
 from relay_repl.transports.chain import Chain, TransportTable, chain_of, raw_of
 
@@ -368,6 +369,7 @@ class Sender(Generic[R]):
         ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
                                                        "spec": tgt.spec, "body": envelope.body, **owner(),
                                                        "target": tgt.model_dump(mode="json")})
+        startup_gc.resume()  # the plan is shown now (asked, or refused with it): a one-liner's start is over
         if refusal is not None:  # preflight would refuse it: say so now, with the plan, not after a y (issue 39)
             d.reason = f"not asked: {refusal}; nothing was done (fix that and send again)"
             if self.shared.echo is not None:
