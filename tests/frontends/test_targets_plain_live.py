@@ -16,7 +16,6 @@ from relay_repl.core.target_row import format_targets as table
 from relay_repl.frontends.commands.targets import _target_json
 from relay_repl.frontends.targets_plain import listing, listing_json, plain_rows
 from relay_repl.system import loopless
-from tests.agents.gemini_cli.test_gemini_lab_live import three_kinds  # noqa: F401 (a module fixture: its own lab)
 
 pytestmark = pytest.mark.live
 
@@ -34,26 +33,6 @@ def test_the_plain_listing_lists_the_lab_as_the_models_do(lab):
         if s.kind in ("claude-code", "codex", "gemini-cli"):
             t = live[(s.kind, s.name)]
             assert t.pane and "tmux" in t.transports, t  # rostered panes, both ways
-
-
-def test_the_plain_listing_lists_a_real_gemini_session_as_its_models_do(three_kinds, monkeypatch):  # noqa: F811
-    """Issue 40: beside Claude Code and Codex, the real Gemini CLI's session is read plain too (its
-    state by the one classifier, loaded by file), the same table and --json bytes as the models'."""
-    import relay_repl.lab.launcher as launcher
-
-    monkeypatch.setenv("RELAY_HOME", str(three_kinds))
-    for k, v in launcher.env().items():
-        monkeypatch.setenv(k, v)
-    parts = dict(plain_rows())
-    assert all(parts[k] is not None for k in ("claude-code", "codex", "gemini-cli")), parts
-    (gamma,) = parts["gemini-cli"]
-    assert (gamma.name, gamma.live, gamma.transports, gamma.client_status) == ("gamma", True, ("tmux",), "pinned")
-    assert gamma.state in ("idle", "busy") and gamma.pane, gamma.state  # its screen read, not unknown
-    found = listing()
-    assert found is not None
-    targets = loopless.run(lambda: discover_all(default_providers()))
-    assert listing_json(found) == json.dumps([_target_json(t) for t in targets], indent=1)
-    assert table(found) == format_targets(targets)
 
 
 def test_a_daemon_held_threads_version_is_what_its_binary_answers(lab):

@@ -64,6 +64,34 @@ def test_lab_up_gemini_beside_claude_and_codex_lists_gemini_gamma_live(three_kin
     assert rows["claude:alpha"]["live"] and rows["codex:beta"]["live"]
 
 
+def test_the_plain_listing_lists_a_real_gemini_session_as_its_models_do(three_kinds: Path, monkeypatch):
+    """Issue 40: beside Claude Code and Codex, the real Gemini CLI's session is read plain too (its
+    state by the one classifier, loaded by file), the same table and --json bytes as the models'.
+    Here, not in tests/frontends, for this module's lab (a lab of its own costs ~30 s of the live half)."""
+    import relay_repl.lab.launcher as launcher
+    from relay_repl.agents import default_providers
+    from relay_repl.agents.discovery import discover_all
+    from relay_repl.core.target import format_targets
+    from relay_repl.core.target_row import format_targets as table
+    from relay_repl.frontends.commands.targets import _target_json
+    from relay_repl.frontends.targets_plain import listing, listing_json, plain_rows
+    from relay_repl.system import loopless
+
+    monkeypatch.setenv("RELAY_HOME", str(three_kinds))
+    for k, v in launcher.env().items():
+        monkeypatch.setenv(k, v)
+    parts = dict(plain_rows())
+    assert all(parts[k] is not None for k in ("claude-code", "codex", "gemini-cli")), parts
+    (gamma,) = parts["gemini-cli"]
+    assert (gamma.name, gamma.live, gamma.transports, gamma.client_status) == ("gamma", True, ("tmux",), "pinned")
+    assert gamma.state in ("idle", "busy") and gamma.pane, gamma.state  # its screen read, not unknown
+    found = listing()
+    assert found is not None
+    targets = loopless.run(lambda: discover_all(default_providers()))
+    assert listing_json(found) == json.dumps([_target_json(t) for t in targets], indent=1)
+    assert table(found) == format_targets(targets)
+
+
 @pytest.mark.anyio
 async def test_ask_all_gathers_a_verified_reply_from_all_three_kinds(three_kinds: Path, monkeypatch):
     import relay_repl.lab.launcher as launcher
