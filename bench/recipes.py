@@ -575,7 +575,7 @@ async def five_rounds(transcripts: dict[str, str], a: str, b: str) -> None:
                 med = statistics.median(xs)
                 print(f"five-rounds runner overhead on {kind} steps: median {med:.3f} s per round (min {min(xs):.3f}, "
                       f"max {max(xs):.3f}, n={len(xs)}) = {med / GOAL_OVERHEAD[kind]:.2f}x of the "
-                      f"{GOAL_OVERHEAD[kind]:.1f} s goal")
+                      f"{GOAL_OVERHEAD[kind]:.1f} s goal: {'held' if med <= GOAL_OVERHEAD[kind] else 'NOT held'}")
         finally:
             await s.close_inbox()
             tg.cancel_scope.cancel()
