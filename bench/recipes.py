@@ -98,6 +98,27 @@ CPUs; relay's CPU is its own process's, the one figure that stays meaningful), t
   receivers' turns (Claude 0.33 CPU-s each) are the floor. 4+4 default: 0.99-1.00x the CPU floor
   (held); 4+4 --model-latency 1: 1.04-1.23x the single round trip (held, load 7-8).
 
+Measured 2026-12-05 08:15-08:55 (issue 33, helper cpu33b; NOT quiet: four helpers, load 3-12 on 2
+CPUs, which moves relay's own CPU per target by +-2 ms; base = main d28c640 run beside it, 3 runs each,
+median ms per target, load in brackets):
+- 4+4 --model-latency 1: base 16.6 (7), 14.3 (5), 13.4 (10) -> 11.3 (3), 11.8 (4), 14.1 (10). A recipe's
+  wait read the ledger every 50 ms per target (13 reads for one 0.6 s answer in the fast test): it now
+  sleeps until this session takes in an answer to its id (Answers.next_arrival; a halt recorded here
+  wakes it, the ledger is read at least every 0.5 s for another process's halt), so relay's CPU no
+  longer grows with the receivers' time: with a 1 s model it is what it is without one, at one load.
+- 4+4 default: base 12.2 (5), 11.8 (10) -> 11.0 (3), 11.4 (6), 13.2 (10).
+- 8+8 default: base 11.6 (10), 12.4 (12) -> 12.6 (8), 10.7 (8). Also gone: a look at sessions/ per
+  hosted thread per Codex reply (prove_thread), the daemon's ~90 descriptors read per Codex send for
+  one lock (taker_gone), the confirms' reads every 0.1 s however long a busy receiver took (now growing
+  to 0.2 s).
+The goal of 10 ms NOT held at these loads. Where it goes now (4+4, thread CPU per target, inclusive):
+the send 3.8 ms (plan and gate 1.0, the transport's send 1.3, its confirm 0.8), the inbox 2.3 (the
+verdict 1.3), 12-13 ledger commits (~0.1 ms each under load), the wait 0.4; at 8+8 a Codex reply's
+verdict grows with the daemon's descriptors and hosted threads. Left: each kept daemon connection
+takes ~4-5 frames per Codex send, one of them the answer, the rest notifications the daemon pushes to
+every connection, which relay parses (~1 ms profiled per Codex send at 8+8); the pinned codex binary
+knows `initialize`'s `optOutNotificationMethods` (not tried here).
+
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
 """
