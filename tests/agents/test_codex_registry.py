@@ -139,6 +139,7 @@ class FakeDaemon:
         self.calls: list[str] = []
         self.added: list[dict[str, Any]] = []
         self.connections: list[Any] = []  # every connection a client opened, in order
+        self.inits: list[dict[str, Any]] = []  # each `initialize`'s params, in order
 
     async def handler(self, ws) -> None:
         self.connections.append(ws)
@@ -149,6 +150,7 @@ class FakeDaemon:
             if mid is None:
                 continue
             if method == "initialize":
+                self.inits.append(msg.get("params") or {})
                 await ws.send(json.dumps({"method": "configWarning", "params": {"summary": "noise"}}))
                 result: Any = {"userAgent": "fake/0.169.0", "codexHome": "x"}
             elif method == "thread/loaded/list":
@@ -729,6 +731,26 @@ async def test_queue_adds_to_one_daemon_reuse_their_connections(home, daemon):
     from relay_repl.agents.codex.daemon import kept_connections
 
     assert kept_connections() == 4
+
+
+async def test_a_kept_connection_asks_the_daemon_not_to_push_what_relay_never_reads(home, daemon):
+    """Issue 33: the daemon pushed thread/status/changed, thread/readState/changed and
+    remoteControl/status/changed to every kept connection, ~4 frames per Codex send in an ask-all (52
+    of 67 read in the lab), each parsed by relay's own process for nothing: a kept connection opts out
+    of them at `initialize`. A one-shot connection (discovery) asks as before (old code fails it)."""
+    from relay_repl.agents.codex.daemon import KEPT_OPT_OUT
+    from relay_repl.agents.codex.queue_ops import CodexQueue
+
+    fake = await daemon({T1: {"type": "idle"}}, {"thread/queue/add": {"id": ITEM}})
+    assert (await CodexQueue().enqueue(queue_target(home), "x")).item_id == ITEM  # type: ignore[union-attr]
+    assert fake.inits[0]["capabilities"] == {"experimentalApi": True,
+                                             "optOutNotificationMethods": list(KEPT_OPT_OUT)}
+    assert "thread/status/changed" in KEPT_OPT_OUT and "thread/readState/changed" in KEPT_OPT_OUT
+    from relay_repl.agents.codex.daemon import daemon_connection
+
+    async with daemon_connection(home / "app-server-control" / "app-server-control.sock"):
+        pass  # a one-shot connection, as discovery's thread/loaded/list makes
+    assert len(fake.inits) == 2 and fake.inits[1]["capabilities"] == {"experimentalApi": True}
 
 
 async def test_a_dropped_or_restarted_daemon_gets_a_new_connection(home, daemon):
