@@ -114,10 +114,12 @@ median ms per target, load in brackets):
 The goal of 10 ms NOT held at these loads. Where it goes now (4+4, thread CPU per target, inclusive):
 the send 3.8 ms (plan and gate 1.0, the transport's send 1.3, its confirm 0.8), the inbox 2.3 (the
 verdict 1.3), 12-13 ledger commits (~0.1 ms each under load), the wait 0.4; at 8+8 a Codex reply's
-verdict grows with the daemon's descriptors and hosted threads. Left: each kept daemon connection
-takes ~4-5 frames per Codex send, one of them the answer, the rest notifications the daemon pushes to
-every connection, which relay parses (~1 ms profiled per Codex send at 8+8); the pinned codex binary
-knows `initialize`'s `optOutNotificationMethods` (not tried here).
+verdict grows with the daemon's descriptors and hosted threads. Each kept daemon connection took ~4-5
+frames per Codex send, one of them the answer, the rest notifications the daemon pushes to every
+connection (thread/status/changed, thread/readState/changed, remoteControl/status/changed: 55 beside
+15 answers in a 2 + 4 lab), each parsed by relay (~1 ms profiled per Codex send at 8+8): a kept
+connection now opts out of them at `initialize` (optOutNotificationMethods; 16 answers and nothing
+else after; 12.6 -> 11.3 ms per target at 2 + 4, load 5-6).
 
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
