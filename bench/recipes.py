@@ -111,7 +111,10 @@ median ms per target, load in brackets):
   hosted thread per Codex reply (prove_thread), the daemon's ~90 descriptors read per Codex send for
   one lock (taker_gone), the confirms' reads every 0.1 s however long a busy receiver took (now growing
   to 0.2 s).
-The goal of 10 ms NOT held at these loads. Where it goes now (4+4, thread CPU per target, inclusive):
+Then at a lower load (09:07-09:16, the branch with every change below): 4+4 --model-latency 1: base
+13.0 (3) -> 10.9 (1; min 9.9), the ratio goal held (1.26x / 1.27x); 4+4 default: 9.6 (3), goal held;
+8+8 default: base 11.1 (6) -> 11.8 (6): no change measurable at this noise, goal NOT held.
+Where it goes now (4+4, thread CPU per target, inclusive):
 the send 3.8 ms (plan and gate 1.0, the transport's send 1.3, its confirm 0.8), the inbox 2.3 (the
 verdict 1.3), 12-13 ledger commits (~0.1 ms each under load), the wait 0.4; at 8+8 a Codex reply's
 verdict grows with the daemon's descriptors and hosted threads. Each kept daemon connection took ~4-5
