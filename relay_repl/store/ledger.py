@@ -30,7 +30,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -406,7 +406,20 @@ class Ledger:
             cur = con.execute("INSERT INTO halts(at, reason, by) VALUES (?, ?, ?)", (now, reason, by))
             seq = cur.lastrowid
         self.event("halt", data={"reason": reason, "by": by})
+        for wake in list(self._halt_listeners or ()):
+            wake()
         return Halt(seq=int(seq or 0), at=now, reason=reason, by=by)
+
+    _halt_listeners: list[Callable[[], None]] | None = None
+
+    def on_halt(self, wake: Callable[[], None]) -> None:
+        """Call `wake()` right after each halt this process records here (in the thread that records
+        it). Why: the waits for answers sleep until an answer comes (issue 33) and must still stop at
+        once on a halt; another process's halt reaches them at their next read of `active_halt`."""
+        if self._halt_listeners is None:
+            self._halt_listeners = []
+        if wake not in self._halt_listeners:
+            self._halt_listeners.append(wake)
 
     def halt_if_carried(self, text: str | None, *, where: str, by: str) -> Halt | None:
         """THE check for `relay-halt` in a message (seed section 9): every inbound message kept

@@ -365,6 +365,9 @@ def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
     except OSError:
         return None  # hidden from us (hidepid, another user's)
     held: set[FileKey] = set()
+    hint = _HELD_THROUGH.get((str(pid), want)) if want is not None else None
+    if hint is not None and hint in fds:  # the descriptor it held `want` through last time, read first
+        fds = [hint, *(fd for fd in fds if fd != hint)]
     for fd in fds:
         link = f"{base}/fd/{fd}"  # plain strings: pathlib's joins cost more than the reads here
         try:
@@ -380,8 +383,15 @@ def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
         key = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
         held.add(key)
         if key == want:
+            _HELD_THROUGH[(str(pid), want)] = fd
             break
     return held
+
+
+_HELD_THROUGH: dict[tuple[str, FileKey], str] = {}
+"""(pid, file) -> the descriptor `flocked_files(want=file)` last found its flock held through. Only an
+order: that descriptor is read first, and read as every other is (its link, its fdinfo's lock, its
+stat, now); a daemon's hundred descriptors were read for one lock on every Codex send (issue 33)."""
 
 
 def fuser_holders(paths: Iterable[str | os.PathLike[str]], timeout: float = 5.0) -> dict[str, list[int]]:

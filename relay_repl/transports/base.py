@@ -78,6 +78,12 @@ class Look(BaseModel):
         return self.render()
 
 
+CONFIRM_POLL_MAX = 0.2
+"""The longest sleep between two reads of the receiver's record while a send waits to be taken (the
+transports' confirm): the reads were every 0.1 s however long the wait, each a worker-thread hop, so
+relay's own CPU per send grew with how long a busy receiver took (issue 33: 2 ms per Claude send with
+16 sessions on 2 CPUs). Each confirm starts shorter and grows to this."""
+
 _STOPPED = frozenset({DeliveryState.FAILED, DeliveryState.REFUSED, DeliveryState.HALTED, DeliveryState.ABANDONED})
 
 

@@ -28,7 +28,7 @@ from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
 from relay_repl.core.target import Target
 from relay_repl.system.polling import poll_until
-from relay_repl.transports.base import Look, StageLog
+from relay_repl.transports.base import CONFIRM_POLL_MAX, Look, StageLog
 from relay_repl.transports.offered import KindWayTransport
 
 if TYPE_CHECKING:
@@ -233,10 +233,12 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
             row = last["row"]
             log.progress(f"waiting for {label} to take item {item} ({'in queue, %d ahead' % row['ahead'] if row else 'dequeued'})")
 
-        # Polls start at 20 ms and grow by half up to 100 ms: an idle receiver takes the item within a
-        # few hundred ms, and a fixed 100 ms poll added ~50 ms to every delivery on average (issue
-        # 20); the growth keeps a long wait (a busy target) at 10 polls/s.
-        if await poll_until(check, timeout=timeout, interval=0.02, max_interval=0.1, progress=progress) is None:
+        # Polls start at 20 ms and grow by half up to CONFIRM_POLL_MAX (0.2 s): an idle receiver takes the
+        # item within a few hundred ms, and a fixed 100 ms poll added ~50 ms to every delivery on average
+        # (issue 20); the growth keeps a long wait (a busy target) at 5 polls/s, each a worker-thread hop
+        # (10 before: relay's own CPU per send grew with the receiver's wait, issue 33).
+        if await poll_until(check, timeout=timeout, interval=0.02, max_interval=CONFIRM_POLL_MAX,
+                            progress=progress) is None:
             row = last["row"]
             where = (f"still pending in the queue ({row['ahead']} ahead, state {row['state']})" if row
                      else f"dequeued, but no turn carrying it is in the {name} yet")

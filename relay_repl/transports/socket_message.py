@@ -40,7 +40,7 @@ from relay_repl.core.target import Target
 from relay_repl.system.polling import poll_until
 from relay_repl.system.proc import proc_start
 from relay_repl.system.wire import peer_cred
-from relay_repl.transports.base import Look, StageLog
+from relay_repl.transports.base import CONFIRM_POLL_MAX, Look, StageLog
 from relay_repl.transports.offered import KindWayTransport
 
 if TYPE_CHECKING:
@@ -278,7 +278,10 @@ class SocketTransport(KindWayTransport[SocketWire]):
         def progress(_left: float) -> None:
             log.progress(f"waiting for {target.spec}'s {name} to show msg_id {msg_id[:8]}…")
 
-        if await poll_until(check, timeout=timeout, interval=0.1, progress=progress) is None:
+        # 0.1 s, growing by half to CONFIRM_POLL_MAX: a receiver that takes the message at once is seen as
+        # soon as before; one busy for seconds (16 sessions on 2 CPUs) is read 5 times a second, not 10
+        if await poll_until(check, timeout=timeout, interval=0.1, max_interval=CONFIRM_POLL_MAX,
+                            progress=progress) is None:
             delivery.reason = (f"queued: {target.spec}'s {name} holds exactly this payload (queue-operation enqueue), "
                                f"no turn has taken it after {timeout:.0f}s (a busy receiver takes it at its next tool "
                                "boundary or turn); do not re-send" if held else

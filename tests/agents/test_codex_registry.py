@@ -139,6 +139,7 @@ class FakeDaemon:
         self.calls: list[str] = []
         self.added: list[dict[str, Any]] = []
         self.connections: list[Any] = []  # every connection a client opened, in order
+        self.inits: list[dict[str, Any]] = []  # each `initialize`'s params, in order
 
     async def handler(self, ws) -> None:
         self.connections.append(ws)
@@ -149,6 +150,7 @@ class FakeDaemon:
             if mid is None:
                 continue
             if method == "initialize":
+                self.inits.append(msg.get("params") or {})
                 await ws.send(json.dumps({"method": "configWarning", "params": {"summary": "noise"}}))
                 result: Any = {"userAgent": "fake/0.169.0", "codexHome": "x"}
             elif method == "thread/loaded/list":
@@ -770,6 +772,26 @@ async def test_queue_adds_to_one_daemon_reuse_their_connections(home, daemon):
     assert kept_connections() == 4
 
 
+async def test_a_kept_connection_asks_the_daemon_not_to_push_what_relay_never_reads(home, daemon):
+    """Issue 33: the daemon pushed thread/status/changed, thread/readState/changed and
+    remoteControl/status/changed to every kept connection, ~4 frames per Codex send in an ask-all (52
+    of 67 read in the lab), each parsed by relay's own process for nothing: a kept connection opts out
+    of them at `initialize`. A one-shot connection (discovery) asks as before (old code fails it)."""
+    from relay_repl.agents.codex.daemon import KEPT_OPT_OUT
+    from relay_repl.agents.codex.queue_ops import CodexQueue
+
+    fake = await daemon({T1: {"type": "idle"}}, {"thread/queue/add": {"id": ITEM}})
+    assert (await CodexQueue().enqueue(queue_target(home), "x")).item_id == ITEM  # type: ignore[union-attr]
+    assert fake.inits[0]["capabilities"] == {"experimentalApi": True,
+                                             "optOutNotificationMethods": list(KEPT_OPT_OUT)}
+    assert "thread/status/changed" in KEPT_OPT_OUT and "thread/readState/changed" in KEPT_OPT_OUT
+    from relay_repl.agents.codex.daemon import daemon_connection
+
+    async with daemon_connection(home / "app-server-control" / "app-server-control.sock"):
+        pass  # a one-shot connection, as discovery's thread/loaded/list makes
+    assert len(fake.inits) == 2 and fake.inits[1]["capabilities"] == {"experimentalApi": True}
+
+
 async def test_a_dropped_or_restarted_daemon_gets_a_new_connection(home, daemon):
     """The daemon closed the kept connection (it restarted, or dropped it): the next send connects
     again and is queued, never a failure and never sent on the dead connection."""
@@ -839,3 +861,47 @@ async def test_nothing_asked_means_the_command_runs(home, daemon, tmp_path):
         link.unlink()
         link.symlink_to(dead)
         assert await CodexQueue().enqueue(queue_target(home), "x") is None
+
+
+# -- which hosted thread sent a reply (prove_thread) ------------------------------------------------
+
+
+def _reply_call(path: Path, relay_id: str, text: str) -> None:
+    args = json.dumps({"relay_id": relay_id, "text": text})
+    with open(path, "a") as f:
+        f.write(json.dumps({"type": "response_item", "payload": {"type": "function_call", "name": "relay_reply",
+                                                                 "arguments": args, "call_id": "c1"}}) + "\n")
+
+
+def test_prove_thread_reads_each_hosted_rollout_from_one_look_at_sessions(home, tmp_path, monkeypatch):
+    """A reply from a daemon hosting several threads is that thread's only when its own rollout alone
+    holds the call; every hosted rollout is read, and sessions/ is looked at once per reply, not once
+    per hosted thread (issue 33: 8 looks per reply at 8 threads; the old code fails the count)."""
+    from relay_repl.agents.codex import rollout as rollout_mod
+    from relay_repl.core.inbound import PeerIdentity, ToolCall
+
+    tids = [T1, T2, T3, T4]
+    paths = {tid: rollout(home, tid) for tid in tids[:3]}  # T4 has no rollout yet (no first turn)
+    later = home / "sessions" / "2026" / "12" / "01" / f"rollout-2026-12-01T09-00-00-{T2}.jsonl"
+    later.parent.mkdir(parents=True)
+    later.write_text('{"type":"session_meta"}\n')  # T2 resumed: its newest rollout is the one read
+    specs = {tid: f"codex:{tid[-4:]}" for tid in tids}
+    ident = PeerIdentity(kind="codex", spec="codex:daemon 1", pid=1, claimable=frozenset(specs), evidence="daemon",
+                         specs=specs, host_only=True)
+    looks = []
+    real = rollout_mod._rollout_files
+    monkeypatch.setattr(rollout_mod, "_rollout_files", lambda s: looks.append(s) or real(s))
+    prov = provider(home, tmp_path)
+    call = ToolCall(tool="relay_reply", relay_id="me-7", text="fine")
+
+    _reply_call(paths[T1], "me-7", "fine")
+    assert prov.prove_thread(ident, call) == (specs[T1], "thread proven: its own rollout holds a relay_reply "
+                                                           "call for me-7")
+    assert len(looks) == 1
+    _reply_call(paths[T2], "me-7", "fine")  # T2's older rollout: not the one its host writes now
+    assert prov.prove_thread(ident, call)[0] == specs[T1]
+    _reply_call(later, "me-7", "fine")  # two threads hold the very call: neither is proven
+    assert prov.prove_thread(ident, call) == (None, "2 hosted threads' rollouts hold a relay_reply call for me-7")
+    assert prov.prove_thread(ident, ToolCall(tool="relay_reply", relay_id="me-8", text="x")) == (
+        None, "no hosted thread's rollout holds a relay_reply call for me-8")
+    assert len(looks) == 4

@@ -193,6 +193,49 @@ async def test_ask_all_sends_every_question_before_any_reply_arrives(tmp_path):
     assert kinds == ["sent"] * 4 + ["answered"] * 4
 
 
+async def test_a_wait_for_a_slow_answer_reads_the_ledger_when_the_answer_comes_not_every_poll(tmp_path, monkeypatch):
+    """Issue 33: a wait read the ledger every 50 ms per target (20 reads in a 1 s turn, relay's own CPU
+    growing with the receiver's time); now it sleeps until this session takes in an answer to its id.
+    The fallback look is pushed out of the picture, so only the wake-up can end the wait in time."""
+    import relay_repl.session.runs.runner as runner_mod
+
+    monkeypatch.setattr(runner_mod, "LOOK_EVERY", 30.0)
+    async with anyio.create_task_group() as tg:
+        s, rep, gate, led, lines = mk(tmp_path, [True] * 4, names=("a", "b", "c", "d"), tg=tg, delay=0.6)
+        reads: list[str | None] = []
+        real = led.inbox
+
+        def counted(since=0, *, answers=None):
+            reads.append(answers)
+            return real(since, answers=answers)
+
+        led.inbox = counted
+        with anyio.fail_after(10):
+            run = await s.run("ask-all", question="status?")
+    assert run.state == "done" and sorted(run.replies) == ["fake:a", "fake:b", "fake:c", "fake:d"]
+    per_id = {rid: reads.count(rid) for rid in set(reads) if rid}
+    assert len(per_id) == 4 and max(per_id.values()) <= 3, per_id  # the first look, the one on its answer (+1 spare)
+
+
+async def test_a_halt_during_a_wait_ends_it_at_once_not_at_the_next_look(tmp_path, monkeypatch):
+    """The wait sleeps until an answer comes; a halt recorded in this process wakes it (Ledger.on_halt)."""
+    import relay_repl.session.runs.runner as runner_mod
+
+    monkeypatch.setattr(runner_mod, "LOOK_EVERY", 30.0)
+    async with anyio.create_task_group() as tg:
+        s, rep, gate, led, lines = mk(tmp_path, [True] * 4, names=("a", "b"), tg=tg, delay=20.0)
+
+        async def halt_soon() -> None:
+            await anyio.sleep(0.3)
+            s.halt("operator pressed halt")
+
+        tg.start_soon(halt_soon)
+        with anyio.fail_after(10):
+            run = await s.run("ask-all", question="status?")
+        tg.cancel_scope.cancel()
+    assert run.state == "halted" and "relay-halt is in force (operator pressed halt)" in run.reason
+
+
 async def test_save_recipe_turns_repeats_into_parameters(tmp_path):
     s, rep, gate, led, lines = mk(tmp_path, [True] * 3)
     await s.send("fake:a", "hello", want="reply")

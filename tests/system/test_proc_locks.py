@@ -117,3 +117,29 @@ def test_whether_fdinfo_lists_locks_is_seen_not_assumed(monkeypatch):
     monkeypatch.setattr(proc, "_FDINFO_LOCKS", [])
     monkeypatch.delattr(os, "memfd_create")
     assert proc._kernel_lists_fd_locks() is False and flocked_files(os.getpid()) is None
+
+
+def test_flocked_files_reads_first_the_descriptor_the_asked_lock_was_held_through(tmp_path):
+    """Asked about one lock (`want`) of a process with many descriptors (a Codex daemon, every send),
+    the read starts at the descriptor it was held through last time (issue 33); the answer is read
+    now all the same: released, it is not held, and every descriptor is read again."""
+    files = [tmp_path / f"f{i}.log" for i in range(40)]
+    lock = tmp_path / "t.lock"
+    p = _start(OPEN_SOME, [*files, lock, tmp_path / "open-only"])  # holds the 40 files' locks and t.lock
+    read: list[str] = []
+
+    def seen(link: str) -> bool:
+        read.append(link)
+        return link.endswith(".lock")
+
+    try:
+        assert file_key(lock) in flocked_files(p.pid, name_ok=seen, want=file_key(lock))
+        first = len(read)
+        read.clear()
+        assert flocked_files(p.pid, name_ok=seen, want=file_key(lock)) == {file_key(lock)}
+        assert first > 40 and len(read) == 1, (first, read)
+    finally:
+        p.kill()
+        p.wait()
+    read.clear()
+    assert flocked_files(p.pid, name_ok=seen, want=file_key(lock)) == set()  # gone: holds nothing

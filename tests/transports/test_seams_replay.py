@@ -13,6 +13,7 @@ import os
 from contextlib import asynccontextmanager
 import shutil
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -186,6 +187,24 @@ async def test_claude_socket_confirm_reads_the_transcript_in_one_thread_hop_a_po
         monkeypatch.setattr(type(wire), "records", lambda self, *a: reads.append("r") or real_records(self, *a))
         await t.confirm(d, target, PAYLOAD, log, timeout=0.5)
         assert d.state == DeliveryState.QUEUED and len(reads) >= 3 and len(hops) == len(reads)
+
+
+async def test_claude_socket_confirm_reads_less_often_the_longer_the_receiver_waits(tmp_path, claude, monkeypatch):
+    """Issue 33: the confirm read the receiver's transcript every 0.1 s however long the wait (21 reads in
+    2 s); now the sleeps grow by half to CONFIRM_POLL_MAX (0.2 s), so a long wait costs about half the
+    reads, and the first read still comes 0.1 s after the write (old code fails the count)."""
+    from relay_repl.transports.base import CONFIRM_POLL_MAX
+
+    async with socket_sent(tmp_path, claude, TRANSCRIPT, record=False) as (_session, t, d, target, log):
+        wire = t.way_of(target)
+        reads: list[float] = []
+        real_records = type(wire).records
+        monkeypatch.setattr(type(wire), "records", lambda self, *a: reads.append(time.monotonic())
+                            or real_records(self, *a))
+        await t.confirm(d, target, PAYLOAD, log, timeout=2.0)
+    assert d.state == DeliveryState.QUEUED and 8 <= len(reads) <= 14, reads
+    gaps = [b - a for a, b in zip(reads, reads[1:])]
+    assert gaps[0] < CONFIRM_POLL_MAX and max(gaps[2:-1]) >= CONFIRM_POLL_MAX - 0.01
 
 
 async def test_claude_socket_reads_a_queue_operation_enqueue_as_queued(tmp_path, claude):

@@ -70,11 +70,24 @@ async def daemon_connection(socket_path: Path | str, timeout: float = 3.0, clien
         raise DaemonError(describe(exc, "asking the Codex daemon")) from exc
 
 
-async def _initialized(ws: ClientConnection, client_name: str, title: str) -> DaemonConnection:
-    """`initialize` (with experimentalApi) answered, `initialized` sent: the connection callers use."""
+KEPT_OPT_OUT = ("thread/status/changed", "thread/readState/changed", "remoteControl/status/changed")
+"""Notifications a kept connection asks the daemon not to push (`initialize`'s
+`optOutNotificationMethods`): relay reads only the answers to its own requests on it, and the daemon
+pushed these to every connection, ~4 per Codex send in an ask-all (52 of 67 frames read; issue 33),
+each parsed by relay's own process; with a connection per concurrent send, more connections, more
+copies."""
+
+
+async def _initialized(ws: ClientConnection, client_name: str, title: str,
+                       opt_out: tuple[str, ...] = ()) -> DaemonConnection:
+    """`initialize` (with experimentalApi; `opt_out`: notification methods not to be sent) answered,
+    `initialized` sent: the connection callers use."""
+    capabilities: dict[str, Any] = {"experimentalApi": True}
+    if opt_out:
+        capabilities["optOutNotificationMethods"] = list(opt_out)
     await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "clientInfo": {"name": client_name, "title": title, "version": "0.1"},
-        "capabilities": {"experimentalApi": True}}}))
+        "capabilities": capabilities}}))
     conn = DaemonConnection(ws)
     init = (await conn.collect({0}))[0]
     if "error" in init:
@@ -147,7 +160,7 @@ async def _connect(target: str, timeout: float, title: str) -> _Kept:
                                 close_timeout=0.5, compression=None,
                                 ping_interval=None,  # no keepalive task beside the caller's
                                 max_queue=None)  # what the daemon pushes while it idles is buffered, never backs up into it
-        kept = _Kept(target, await _initialized(ws, "relay-repl", title))
+        kept = _Kept(target, await _initialized(ws, "relay-repl", title, opt_out=KEPT_OPT_OUT))
     except BaseException as exc:
         if ws is not None and ws.transport is not None:
             ws.transport.abort()

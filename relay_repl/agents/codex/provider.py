@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.codex.evidence import pending_calls, pending_send_calls, pending_status_calls, reply_calls
-from relay_repl.agents.codex.rollout import rollout_path, scan_rollouts
+from relay_repl.agents.codex.rollout import scan_rollouts
 from relay_repl.agents.codex import threads as steps
 from relay_repl.agents.codex.threads import (HELPER_SOURCES as HELPER_SOURCES, ROLLOUT_TAIL as ROLLOUT_TAIL,
                                              THREAD_COLUMNS as THREAD_COLUMNS, UUID_RE, PaneCodex as PaneCodex,
@@ -202,8 +202,11 @@ class CodexProvider:
         answer arrives."""
         tids = [k for k in ident.specs if UUID_RE.match(k)]
         found: list[str] = []
+        # every hosted thread's rollout from one look at sessions/ (rollout_path per thread looked
+        # once per thread: a daemon of 8 threads, 8 looks per reply, issue 33); the same newest file each
+        rollouts = scan_rollouts(self.home / "sessions", set(tids))
         for tid in tids:
-            rollout = rollout_path(self.home, tid)
+            rollout = rollouts.get(tid)
             if rollout is None:
                 continue
             if call.tool == "relay_reply" and call.relay_id:

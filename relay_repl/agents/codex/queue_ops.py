@@ -174,7 +174,8 @@ class CodexQueue:
         key = file_key(lock)
         if key is None:
             return f"thread {target.address} has no writer lock file ({lock}): no Codex process has it loaded; {resume}"
-        if target.pid and key in (flocked_files(target.pid, name_ok=lambda link: link.endswith(lock.name), want=key)
+        name = lock.name  # once: the check below runs per descriptor of the host (a daemon has a hundred)
+        if target.pid and key in (flocked_files(target.pid, name_ok=lambda link: link.endswith(name), want=key)
                                   or ()):
             return None  # the host discovery found holds it now (its own fdinfo): no need for the whole table
         table = read_proc_locks()

@@ -11,6 +11,7 @@ Only the asked session's verified answer becomes `d.reply`; anything else stays 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,12 @@ class Answers:
         self.inbox_server: Inbox | None = None
         self.registration: InboxListing | None = None
         self._wakeups: set[anyio.Event] = set()
+        self._arrived: dict[str, int] = {}  # relay id -> how many messages answering it on_inbound has seen
+        self._keyed: dict[str, set[anyio.Event]] = {}  # relay id -> who sleeps until its next answer
+        self._loop_thread: int | None = None  # the thread whose event loop those sleep on
+        on_halt = getattr(shared.ledger, "on_halt", None)
+        if on_halt is not None:
+            on_halt(self._halted)
 
     # -- where an answer goes ------------------------------------------------------------
     def reply_context(self, relay_id: str, via: str | None) -> ReplyContext:
@@ -171,6 +178,56 @@ class Answers:
                     if echo:
                         echo(f"warning: inbox #{msg.seq} answers {d.relay_id} but is {why_not}: kept in "
                              "d.replies, NOT accepted as the answer")
+        if msg.answers:
+            self._arrived[msg.answers] = self._arrived.get(msg.answers, 0) + 1
+            for ev in self._keyed.pop(msg.answers, ()):
+                ev.set()
+        for ev in list(self._wakeups):
+            ev.set()
+        self._wakeups.clear()
+
+    # -- waiting on one relay id's answers ---------------------------------------------------
+    def arrivals(self, relay_id: str) -> int:
+        """How many messages answering `relay_id` this session has taken in so far: read it before
+        looking in the ledger, and hand it to `next_arrival` (an answer that came in between is
+        then not slept through)."""
+        return self._arrived.get(relay_id, 0)
+
+    async def next_arrival(self, relay_id: str, seen: int, timeout: float) -> None:
+        """Sleep until a message answering `relay_id` arrives after the `seen`-th (`arrivals`), or
+        `timeout` seconds. Why: a recipe's wait read the ledger every 50 ms per target, so relay's
+        own CPU grew with how long the receivers took (issue 33: 15 ms per target with a 1 s model,
+        9 ms without). Only a wake-up: whoever waits still reads the ledger, the one record, and
+        decides from it; what this session does not take in (another process's `relay halt`) is
+        read at the caller's next look, at the latest `timeout` on."""
+        if self._arrived.get(relay_id, 0) != seen:
+            return
+        self._loop_thread = threading.get_ident()
+        ev = anyio.Event()
+        self._keyed.setdefault(relay_id, set()).add(ev)
+        try:
+            with anyio.move_on_after(timeout):
+                await ev.wait()
+        finally:
+            waiting = self._keyed.get(relay_id)
+            if waiting is not None:
+                waiting.discard(ev)
+                if not waiting:
+                    del self._keyed[relay_id]
+
+    def _halted(self) -> None:
+        """A halt recorded in this process: wake the waits if it was recorded on their event loop
+        (an event is set only from its own loop; a halt recorded in a worker thread is read at the
+        waits' next look, as another process's is)."""
+        if threading.get_ident() == self._loop_thread:
+            self.wake_all()
+
+    def wake_all(self) -> None:
+        """Wake every wait now (a relay-halt recorded in this process: each wait reads it and stops)."""
+        for waiting in self._keyed.values():
+            for ev in waiting:
+                ev.set()
+        self._keyed.clear()
         for ev in list(self._wakeups):
             ev.set()
         self._wakeups.clear()

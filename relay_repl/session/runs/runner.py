@@ -52,6 +52,11 @@ from relay_repl.transports.base import StageLog
 NO_REPLY_YET = "(no reply yet)"
 PROGRESS_EVERY = 10.0
 POLL = 0.05
+LOOK_EVERY = 0.5
+"""A wait for an answer sleeps until this session takes one in (Answers.next_arrival), and reads the
+ledger at least this often for what only the ledger shows (another process's `relay halt`). Before,
+it read the ledger every POLL: 20 reads a second per target, relay's own CPU growing with how long
+the receivers took (issue 33)."""
 
 
 class Stop(Exception):
@@ -483,7 +488,13 @@ class Runner:
         relay_id = rec.relay_id
         assert relay_id is not None
 
+        answers = getattr(self.session, "answers", None)  # wakes this wait when an answer to relay_id comes in
+        seen = 0
+
         async def check() -> Answer | None:
+            nonlocal seen
+            if answers is not None:
+                seen = answers.arrivals(relay_id)  # before the read: one arriving after it is not slept through
             answer = self._find_answer(relay_id, d)
             if answer is not None:
                 return answer
@@ -496,12 +507,21 @@ class Runner:
         def note(left: float) -> None:
             self.say(f"  … {where}: waiting for the {what} to {relay_id} ({limit - left:.0f}/{limit:g} s)")
 
-        bound = limit
+        bound, interval, sleep = limit, POLL, anyio.sleep
         if d is not None and remote_spec(d.target) and d.reply is None:  # a host's answer is asked for, not pushed
             self.say(f"  … {where}: waiting up to {limit:g} s for the {what} to {relay_id} (judged on its host)")
             await d.wait_reply(limit)
             bound = POLL  # what the host had is in d.reply now: read it once, do not wait again
-        answer = await poll_until(check, timeout=bound, interval=POLL, progress=note, progress_every=PROGRESS_EVERY)
+        elif answers is not None:  # sleep until this session takes in an answer to relay_id (or a halt), and
+            interval = LOOK_EVERY  # read the ledger at least every LOOK_EVERY for what only it shows
+
+            async def until_answer(delay: float) -> None:
+                await answers.next_arrival(relay_id, seen, delay)
+
+            sleep = until_answer
+
+        answer = await poll_until(check, timeout=bound, interval=interval, sleep=sleep, progress=note,
+                                  progress_every=PROGRESS_EVERY)
         if answer is None:
             rec.state = "no-reply" if rec.state == "delivered" else rec.state
             rec.reason = f"no {what} within {limit:g} s"
