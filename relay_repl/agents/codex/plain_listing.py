@@ -89,7 +89,6 @@ def listing(env: Mapping[str, str], roster: Any) -> list[Any] | None:
 
 
 def _listing(env: Mapping[str, str], roster: Any) -> list[Any]:
-    from relay_repl.core.errors import DaemonError
     from relay_repl.core.target_row import TargetRow
     from relay_repl.system.proc import read_proc_locks
 
@@ -120,21 +119,9 @@ def _listing(env: Mapping[str, str], roster: Any) -> list[Any]:
     daemon = steps.read_daemon_pid(home / paths["daemon_pid"])
     kinds = {tid: steps.holder_kind(pid, daemon) for tid, pid in held.items()}
 
-    daemon_ids = sorted(t for t, k in kinds.items() if k == "daemon")
-    reads: dict[str, dict[str, Any]] = {}
-    loaded: list[str] = []
-    daemon_err: str | None = None
-    daemon_says: tuple[int | None, str | None] = (None, None)
     sock = home / paths["control_socket"]
-    if daemon_ids:
-        if not os.path.exists(sock):
-            daemon_err = f"control socket {sock} missing"
-        else:
-            try:
-                status = _load("daemon_sync").daemon_status_sync(sock, list(daemon_ids), DAEMON_TIMEOUT)
-                loaded, reads, daemon_says = status.loaded, status.reads, (status.pid, status.version)
-            except DaemonError as exc:
-                daemon_err = str(exc)
+    loaded, reads, daemon_says, daemon_err = steps.daemon_status(
+        sock, kinds, lambda ids: _load("daemon_sync").daemon_status_sync(sock, ids, DAEMON_TIMEOUT))
 
     pane_of: dict[str, Any] = {}
     pane_why: dict[str, str] = {}

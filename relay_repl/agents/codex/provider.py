@@ -279,24 +279,15 @@ class CodexProvider:
         kinds = {tid: steps.holder_kind(pid, daemon) for tid, pid in held.items()}
 
         # Live status from the daemon, one connection for all daemon-held threads.
-        daemon_ids = sorted(t for t, k in kinds.items() if k == "daemon")
-        reads: dict[str, dict[str, Any]] = {}
-        loaded: list[str] = []
-        daemon_err: str | None = None
-        daemon_says: tuple[int | None, str | None] = (None, None)
         sock = self._p("control_socket")
-        if daemon_ids:
-            if not os.path.exists(sock):
-                daemon_err = f"control socket {sock} missing"
-            else:
-                try:
-                    # the standard-library client (daemon_sync.py): a one-shot listing needs no event loop for it
-                    from relay_repl.agents.codex.daemon_sync import daemon_status_sync
 
-                    status = await loopless.to_thread(daemon_status_sync, sock, list(daemon_ids), self.daemon_timeout)
-                    loaded, reads, daemon_says = status.loaded, status.reads, (status.pid, status.version)
-                except DaemonError as exc:
-                    daemon_err = str(exc)
+        def ask(ids: list[str]) -> Any:
+            # the standard-library client (daemon_sync.py): a one-shot listing needs no event loop for it
+            from relay_repl.agents.codex.daemon_sync import daemon_status_sync
+
+            return daemon_status_sync(sock, ids, self.daemon_timeout)
+
+        loaded, reads, daemon_says, daemon_err = await loopless.to_thread(steps.daemon_status, sock, kinds, ask)
 
         pane_of, pane_why, pane_notes = await self._map_panes(threads, held, kinds, reads)
 

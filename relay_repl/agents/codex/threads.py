@@ -306,6 +306,28 @@ def holder_kind(pid: int, daemon: tuple[int | None, str | None]) -> str:
     return "tui"
 
 
+DaemonSays = tuple[list[str], dict[str, dict[str, Any]], tuple[int | None, str | None], str | None]
+
+
+def daemon_status(sock: str | os.PathLike[str], kinds: Mapping[str, str],
+                  ask: Callable[[list[str]], Any]) -> DaemonSays:
+    """The daemon's word on the threads it holds, one connection for all: (the ids it has loaded,
+    its read of each, its own (pid, version), why it could not be asked, or None). `ask(ids)`:
+    daemon_sync.daemon_status_sync on this socket, raising DaemonError with a one-line reason."""
+    from relay_repl.core.errors import DaemonError
+
+    daemon_ids = sorted(t for t, k in kinds.items() if k == "daemon")
+    if not daemon_ids:
+        return [], {}, (None, None), None
+    if not os.path.exists(sock):
+        return [], {}, (None, None), f"control socket {sock} missing"
+    try:
+        status = ask(daemon_ids)
+    except DaemonError as exc:
+        return [], {}, (None, None), str(exc)
+    return status.loaded, status.reads, (status.pid, status.version), None
+
+
 def map_status(status: Mapping[str, Any], status_map: Mapping[str, str]) -> str:
     """The daemon's thread status as a state, by the adapter's `status` table."""
     typ = str(status.get("type", ""))
