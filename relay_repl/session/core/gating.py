@@ -10,6 +10,7 @@ inboxes and the debugger's steps all pass the same gate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from relay_repl.core.approval import Approval, Scope, spend
@@ -44,32 +45,45 @@ class Gatekeeper:
         return (await self.answer(plan, delivery=delivery, target=target, on_halts=on_halts)).approval
 
     async def answer(self, plan: Plan, *, delivery: str | None = None, target: Target | None = None,
-                     on_halts: bool = False) -> GateAnswer:
+                     on_halts: bool = False, with_plan: Callable[[], object] | None = None,
+                     on_yes: Callable[[], object] | None = None) -> GateAnswer:
         """`gated`, with why there is no approval: `withheld` names the halt that won over a yes, and
         is None for the operator's own No. The one place that knows it; callers never ask the ledger
         again (a halt arriving after a No is still a No). `on_halts`: the plan acts on the halts
         themselves (`relay unhalt` clears the ones it names, a halt arriving meanwhile stays in
-        force), so a halt does not withhold it."""
+        force), so a halt does not withhold it.
+
+        `with_plan`: the caller's ledger writes that go in the plan event's commit, before it (a send's
+        `delivery` event); `on_yes`: those that go in the `answer` event's commit, after it, only when
+        the answer is an approval no halt withheld (a send's sent mark). Why: each commit is relay CPU,
+        and these were two more per target of every send (issue 33); nothing is shown or done between
+        them, so a crash keeps both or neither."""
         startup_gc.resume()  # a plan is shown: a one-liner's start (collector paused, system/startup_gc.py) is over
         ledger = self.shared.ledger
-        ledger.event("plan", delivery=delivery, relay_id=plan.relay_id, data=plan.model_dump())
-        scope = self.scope(plan, target)
+        scope = self.scope(plan, target)  # reads /proc: before the write lock
+        with ledger.one_commit():
+            if with_plan is not None:
+                with_plan()
+            ledger.event("plan", delivery=delivery, relay_id=plan.relay_id, data=plan.model_dump())
         try:
             approval = await ask(self.shared.approve, plan, scope)
         except BaseException:
             ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data={"approved": False, "why": "prompt aborted"})
             raise
-        halt = ledger.active_halt() if approval is not None and not on_halts else None
-        withheld = None
-        if halt is not None:  # it arrived while the plan was on screen (the inbox is served meanwhile): it wins
-            spend(approval)
-            approval, withheld = None, withheld_by(halt)
-        data: dict[str, object] = {"approved": approval is not None}
-        if approval is not None:
-            data["approval"] = approval.digest
-        if withheld is not None:
-            data["withheld"] = withheld
-        ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data=data)
+        with ledger.one_commit():  # the halt read in the same transaction as the writes it decides
+            halt = ledger.active_halt() if approval is not None and not on_halts else None
+            withheld = None
+            if halt is not None:  # it arrived while the plan was on screen (the inbox is served meanwhile): it wins
+                spend(approval)
+                approval, withheld = None, withheld_by(halt)
+            data: dict[str, object] = {"approved": approval is not None}
+            if approval is not None:
+                data["approval"] = approval.digest
+            if withheld is not None:
+                data["withheld"] = withheld
+            ledger.event("answer", delivery=delivery, relay_id=plan.relay_id, data=data)
+            if approval is not None and on_yes is not None:
+                on_yes()
         return GateAnswer(approval=approval, withheld=withheld, halt=halt)
 
     @staticmethod

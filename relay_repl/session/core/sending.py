@@ -17,6 +17,7 @@ before the gate and each outcome (session/core/hooks.py).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from relay_repl.core.approval import Approval, spend
@@ -365,19 +366,29 @@ class Sender(Generic[R]):
             d.extra.reply_via = reply_via
         self.shared.deliveries.append(d)
         ledger = self.shared.ledger
-        # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first)
-        ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
-                                                       "spec": tgt.spec, "body": envelope.body, **owner(),
-                                                       "target": tgt.model_dump(mode="json")})
+
+        def record_delivery() -> None:
+            """What a later process needs to debug it: the target as resolved (no relay id, so `why` stays
+            plan-first). Written in the plan's commit when the gate is asked (issue 33: one commit, not two)."""
+            ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
+                                                           "spec": tgt.spec, "body": envelope.body, **owner(),
+                                                           "target": tgt.model_dump(mode="json")})
+
         startup_gc.resume()  # the plan is shown now (asked, or refused with it): a one-liner's start is over
         if refusal is not None:  # preflight would refuse it: say so now, with the plan, not after a y (issue 39)
+            record_delivery()
             d.reason = f"not asked: {refusal}; nothing was done (fix that and send again)"
             if self.shared.echo is not None:
                 self.shared.echo(plan.render())
             StageLog(d, ledger, echo=self.shared.echo)("preflight", DeliveryState.REFUSED, d.reason, keys_sent=0)
             self.record_outcome(d)
             return d
-        answer = await self.gate.answer(plan, delivery=d.key, target=tgt)
+        # a plain send's sent mark goes in the yes's commit (issue 33); a forward's is decided after the yes
+        # (`_mark_forwarded`: it may have been forwarded meanwhile)
+        marked = forwarded is None
+        answer = await self.gate.answer(plan, delivery=d.key, target=tgt, with_plan=record_delivery,
+                                        on_yes=partial(ledger.record_sent, envelope.id, envelope.hop, tgt.spec)
+                                        if marked else None)
         approval = answer.approval
         if approval is None:
             d.state, d.stage = DeliveryState.WITHHELD, "gate"
@@ -387,15 +398,16 @@ class Sender(Generic[R]):
             ledger.event("outcome", delivery=d.key, relay_id=d.relay_id, data={"state": d.state.value, "reason": d.reason})
             return d
         try:
-            await self._approved(d, tgt, envelope, chosen, plan, timeout, forwarded, approval)
+            await self._approved(d, tgt, envelope, chosen, plan, timeout, forwarded, approval, marked=marked)
         finally:
             spend(approval)  # single use: the delivery is over, whatever its outcome
         self.record_outcome(d)
         return d
 
     async def _approved(self, d: Delivery, tgt: Target, envelope: Envelope, chosen: Transport, plan: Plan,
-                        timeout: float, forwarded: Envelope | None, approval: Approval) -> None:
-        """The delivery after the operator's yes, under the approval the gate minted for it."""
+                        timeout: float, forwarded: Envelope | None, approval: Approval, *, marked: bool = False) -> None:
+        """The delivery after the operator's yes, under the approval the gate minted for it. `marked`: the
+        sent mark was recorded with the yes (the gate's `on_yes`)."""
         ledger = self.shared.ledger
         log = StageLog(d, ledger, echo=self.shared.echo)
         halt = ledger.active_halt()  # it may have arrived while the plan was on screen
@@ -407,7 +419,8 @@ class Sender(Generic[R]):
             d.reason = f"relay id {forwarded.id} was forwarded meanwhile (seen while the plan was open): duplicate dropped"
             log("gate", DeliveryState.REFUSED, d.reason)
         else:
-            ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
+            if not marked:
+                ledger.record_sent(envelope.id, envelope.hop, tgt.spec)
             await self._run(d, tgt, chosen, plan.payload, log, timeout, approval)
 
     def _mark_forwarded(self, env: Envelope, tgt: Target) -> bool:

@@ -439,10 +439,12 @@ class Runner:
         if step.kind == "forward":
             return await self._forward(rec, step, heading)
         body = render(step.body or "", self._values(round_))
-        rec.relay_id = self.ledger.next_id(self.session.me.address)
-        # recorded before the gate is asked: a kill -9 from here on leaves the id for resume to inspect
-        self._journal(JournalSend(runner="recipe", at=(round_, index), kind=step.kind, target=target,
-                                  relay_id=rec.relay_id, hop=hop, want=step.wants))
+        # recorded before the gate is asked: a kill -9 from here on leaves the id for resume to inspect. The id
+        # and its journal row are one commit (issue 33: a commit each before): a crash keeps both or neither
+        with self.ledger.one_commit():
+            rec.relay_id = self.ledger.next_id(self.session.me.address)
+            self._journal(JournalSend(runner="recipe", at=(round_, index), kind=step.kind, target=target,
+                                      relay_id=rec.relay_id, hop=hop, want=step.wants))
         d = await self.session.send(target, body, want=step.wants, transport=step.transport, timeout=step.timeout,
                                     hop=hop, heading=heading, relay_id=rec.relay_id)
         return await self._after_send(rec, step, d)
