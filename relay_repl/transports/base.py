@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -103,6 +104,7 @@ class StageLog:
         self.ledger = ledger
         self.echo = echo
         self.armed = False
+        self._held: list[str] | None = None  # inside `together`: the lines echoed once its commit is made
 
     def checkpoint(self, next_step: str) -> None:
         """Call right before a side effect (typing, a key, a write, an enqueue): raises
@@ -126,10 +128,35 @@ class StageLog:
             data={"state": state.value, "detail": detail, **data},
         )
         if self.echo is not None:
-            self.echo(f"  [{stage}] {state.value}: {detail}")
+            line = f"  [{stage}] {state.value}: {detail}"
+            if self._held is not None:
+                self._held.append(line)
+            else:
+                self.echo(line)
         if state not in _STOPPED:
             self.checkpoint(f"the step after {stage}")
         return ev
+
+    @contextmanager
+    def together(self) -> Iterator[None]:
+        """The stages recorded inside, read from one look at the receiver's evidence (a Codex read-back
+        that shows the item gone and the turn carrying it), are one ledger commit (issue 33: a commit
+        each before), their lines echoed once it is made: both or neither, nothing said before. Only
+        while unarmed (confirming): an armed stage may raise Halted, which would take the evidence
+        recorded before it along, so armed stages stay a commit each."""
+        if self.armed or self._held is not None:
+            yield
+            return
+        held: list[str] = []
+        self._held = held
+        try:
+            with self.ledger.one_commit():
+                yield
+        finally:
+            self._held = None
+        if self.echo is not None:
+            for line in held:
+                self.echo(line)
 
     def progress(self, text: str) -> None:
         """A line for the operator during a long wait; not an event."""

@@ -215,19 +215,22 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
                     log.fail("readback", f"{label} marked queue item {item} failed: {row['failure']}", row=row)
                     return True
                 return None
-            if not dequeued:
-                dequeued = True
-                log("readback", DeliveryState.DEQUEUED, f"item {item} left {queue_file} (dequeued, not yet seen in a turn)")
-            if not hit:
-                return None
-            if queue.from_queue(hit):
-                log("turn", DeliveryState.IN_TURN, f"{name} turn {hit['turn_id']} (trigger {hit['turn_trigger']}) carries our message",
-                    **{name: str(record)}, **hit)
-            else:
-                log("turn", DeliveryState.UNKNOWN,
-                    f"our text is in turn {hit['turn_id']} but its trigger is {hit['turn_trigger']!r}, not queue",
-                    **{name: str(record)}, **hit)
-            return True
+            if dequeued and not hit:
+                return None  # nothing new to record
+            with log.together():  # the item gone and the turn carrying it, seen in one poll: one commit
+                if not dequeued:
+                    dequeued = True
+                    log("readback", DeliveryState.DEQUEUED, f"item {item} left {queue_file} (dequeued, not yet seen in a turn)")
+                if not hit:
+                    return None
+                if queue.from_queue(hit):
+                    log("turn", DeliveryState.IN_TURN, f"{name} turn {hit['turn_id']} (trigger {hit['turn_trigger']}) carries our message",
+                        **{name: str(record)}, **hit)
+                else:
+                    log("turn", DeliveryState.UNKNOWN,
+                        f"our text is in turn {hit['turn_id']} but its trigger is {hit['turn_trigger']!r}, not queue",
+                        **{name: str(record)}, **hit)
+                return True
 
         def progress(_left: float) -> None:
             row = last["row"]

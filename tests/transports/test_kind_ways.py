@@ -211,3 +211,44 @@ def test_ranking_a_kinds_own_transport_loads_no_other_kind():
     loaded, order = cp.stdout.splitlines()
     assert loaded == "['codex']"
     assert order == "['claude-code', 'codex', 'gemini-cli'] ['claude-code', 'codex', 'gemini-cli']"
+
+
+async def test_the_read_back_and_the_turn_seen_in_one_poll_are_one_commit_echoed_after_it(tmp_path, toy_registered):
+    """Issue 33: a Codex read-back that finds the item gone and the turn carrying it in one poll recorded
+    two stages, two commits; now one (mutant/old code fails it: two COMMITs), both stages still recorded,
+    and their lines are echoed once the commit is made, not before."""
+    t = DurableQueueTransport("toy-queue")
+    target = _target(tmp_path)
+    led = Ledger(tmp_path / "ledger.sqlite")
+    said: list[tuple[str, int]] = []
+    d = Delivery(target=target.spec, transport=t.name)
+    log = StageLog(d, led, echo=lambda line: said.append((line, len(led.events(delivery=d.key)))))
+    await approved_send(t, d, target, PAYLOAD, log)
+    (tmp_path / "queue.json").write_text("{}")
+    (tmp_path / "record.jsonl").write_text(json.dumps({"turn_id": "t1", "turn_trigger": "queue", "client_id": "c-1"}) + "\n")
+    stmts: list[str] = []
+    led._con.set_trace_callback(stmts.append)
+    await t.confirm(d, target, PAYLOAD, log, timeout=5)
+    led._con.set_trace_callback(None)
+    assert [e.state for e in d.evidence[-2:]] == [DeliveryState.DEQUEUED, DeliveryState.IN_TURN]
+    assert [e.kind for e in led.events(delivery=d.key)][-2:] == ["stage:readback", "stage:turn"]
+    assert sum(1 for s in stmts if s.strip() == "COMMIT") == 1
+    echoed = [(line, n) for line, n in said if "[readback]" in line or "[turn]" in line]
+    assert len(echoed) == 2 and all(n == len(led.events(delivery=d.key)) for _, n in echoed)  # said after the commit
+
+
+async def test_stages_recorded_together_leave_nothing_when_one_fails(tmp_path):
+    """`StageLog.together`: both or neither; an armed log (a halt may stop it) keeps a commit per stage."""
+    led = Ledger(tmp_path / "ledger.sqlite")
+    d = Delivery(target="toy:one", transport="toy-queue")
+    said: list[str] = []
+    log = StageLog(d, led, echo=said.append)
+    with pytest.raises(RuntimeError):
+        with log.together():
+            log("readback", DeliveryState.DEQUEUED, "gone")
+            raise RuntimeError("disk")
+    assert led.events(delivery=d.key) == [] and said == []
+    log.armed = True
+    with log.together():
+        log("enqueue", DeliveryState.QUEUED, "queued")
+        assert len(led.events(delivery=d.key)) == 1  # committed at once, as before
