@@ -367,12 +367,13 @@ class Sender(Generic[R]):
         self.shared.deliveries.append(d)
         ledger = self.shared.ledger
 
+        # what a later process needs to debug it: the target as resolved (no relay id, so `why` stays plan-first);
+        # built here (owner() reads /proc), written in the plan's commit when the gate is asked (issue 33)
+        delivery_data = {"relay_id": envelope.id, "transport": chosen.name, "spec": tgt.spec, "body": envelope.body,
+                         **owner(), "target": tgt.model_dump(mode="json")}
+
         def record_delivery() -> None:
-            """What a later process needs to debug it: the target as resolved (no relay id, so `why` stays
-            plan-first). Written in the plan's commit when the gate is asked (issue 33: one commit, not two)."""
-            ledger.event("delivery", delivery=d.key, data={"relay_id": envelope.id, "transport": chosen.name,
-                                                           "spec": tgt.spec, "body": envelope.body, **owner(),
-                                                           "target": tgt.model_dump(mode="json")})
+            ledger.event("delivery", delivery=d.key, data=delivery_data)
 
         startup_gc.resume()  # the plan is shown now (asked, or refused with it): a one-liner's start is over
         if refusal is not None:  # preflight would refuse it: say so now, with the plan, not after a y (issue 39)
