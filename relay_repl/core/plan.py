@@ -10,14 +10,12 @@ stores it, and tests compare it. It says four things, exactly:
 
 from __future__ import annotations
 
-import textwrap
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay_repl.core.plan_text import render_plan
 from relay_repl.core.readable import Readable
-
-from relay_repl.core.controls import visible
 
 
 class Plan(Readable, BaseModel):
@@ -38,34 +36,10 @@ class Plan(Readable, BaseModel):
                                 "step 1: ask claude:alpha'; printed above the plan")
 
     def render(self, width: int = 100) -> str:
-        """Plain text, one labelled block per part; the payload is shown verbatim.
-
-        Every part passes `visible`: a target named by its agent, or a plan built by a relay on
-        another host, could carry an escape sequence that draws a forged line on the gate's screen.
-        """
-
-        def block(label: str, text: str) -> str:
-            # every part can hold text a peer chose (a session's name, a host's plan notes): shown, never applied
-            wrapped = textwrap.wrap(visible(text), width=width - 16) or [""]
-            first, *rest = wrapped
-            return "\n".join([f"  {label:<13} {first}"] + [f"  {'':<13} {r}" for r in rest])
-
-        head = f"Plan: {self.action}" + (f"  (relay id {self.relay_id})" if self.relay_id else "")
-        lines = [
-            *([visible(self.heading)] if self.heading else []),
-            visible(head),
-            block("1 target", f"{self.target} — identified by {self.identified_by}"),
-            block("2 transport", f"{self.transport}; fallback: {self.fallback}"),
-            # The payload is never wrapped or trimmed: the operator approves the exact bytes, so an
-            # invisible direction control (a forwarded peer's U+202E) is named, never applied to the screen.
-            f"  {'3 payload':<13} {visible(self.payload, keep_newlines=True)}",
-            block("4 delivered", self.delivered_when),
-        ]
-        if self.reply_route:
-            lines.append(block("  reply via", self.reply_route))
-        lines += [block("  files", f) for f in self.files]
-        lines += [block("! note", n) for n in self.notes]
-        return "\n".join(lines)
+        """Plain text, one labelled block per part; the payload is shown verbatim, every part
+        through `visible` (core/plan_text.py, the one home of the text, which a send's pre-plan
+        path prints without the models)."""
+        return render_plan(dict(self), width)
 
     def __str__(self) -> str:
         return self.render()
