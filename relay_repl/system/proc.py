@@ -340,7 +340,7 @@ def _probe_fd_locks() -> bool:
 
 
 def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
-                  proc: Path = PROC, *, want: FileKey | None = None) -> set[FileKey] | None:
+                  proc: Path = PROC, *, want: FileKey | frozenset[FileKey] | None = None) -> set[FileKey] | None:
     """(major, minor, inode) of every file process `pid` holds a flock on NOW, through one of its
     own open descriptors; None when that cannot be read (the process is hidden from us, or this
     kernel lists no locks in fdinfo: `_kernel_lists_fd_locks`): then ask `read_proc_locks`.
@@ -353,8 +353,10 @@ def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
     (fs/locks.c show_fd_locks): held, by this process, at the time of the read, no page boundary
     in between. `name_ok(link)` picks the descriptors worth reading (by the path they link to);
     the key is the descriptor's own stat, as `file_key` gives for the path (no device guessing).
-    `want`: the one file asked about; the read stops once it is found held (a Codex daemon has a
-    hundred descriptors, and the question per send is about one lock: issue 33)."""
+    `want`: the one file asked about, or a frozenset of files; the read stops once every one is found
+    held (a Codex daemon has a hundred descriptors, and the question per send is about one lock, per
+    reply about the home's few lock files: issue 33). Stopping early drops nothing asked: a file
+    not in `want` may then be missing from the answer, so ask with `want` only when nothing else counts."""
     if not _kernel_lists_fd_locks():
         return None
     base = f"{proc}/{pid}"
@@ -365,9 +367,12 @@ def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
     except OSError:
         return None  # hidden from us (hidepid, another user's)
     held: set[FileKey] = set()
-    hint = _HELD_THROUGH.get((str(pid), want)) if want is not None else None
-    if hint is not None and hint in fds:  # the descriptor it held `want` through last time, read first
-        fds = [hint, *(fd for fd in fds if fd != hint)]
+    wanted: frozenset[FileKey] = (frozenset() if want is None else want if isinstance(want, frozenset)
+                                  else frozenset((want,)))
+    hints = [h for key in wanted if (h := _HELD_THROUGH.get((str(pid), key))) is not None]
+    if hints:  # the descriptors it held the wanted files through last time, read first
+        first = [h for h in dict.fromkeys(hints) if h in fds]
+        fds = [*first, *(fd for fd in fds if fd not in first)]
     for fd in fds:
         link = f"{base}/fd/{fd}"  # plain strings: pathlib's joins cost more than the reads here
         try:
@@ -382,9 +387,10 @@ def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
             continue  # closed meanwhile: not held through it now
         key = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
         held.add(key)
-        if key == want:
-            _HELD_THROUGH[(str(pid), want)] = fd
-            break
+        if key in wanted:
+            _HELD_THROUGH[(str(pid), key)] = fd
+            if wanted <= held:
+                break
     return held
 
 

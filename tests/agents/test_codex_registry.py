@@ -289,6 +289,61 @@ def test_a_verdict_on_a_holder_that_released_or_exited_is_current(home, tmp_path
     assert prov.identify_process(proc.pid) is None
 
 
+MANY_FDS = """
+import fcntl, sys, time
+files = [open(p, "a") for p in sys.argv[1:]]
+for f in files:
+    if f.name.endswith(".lock"):
+        fcntl.flock(f, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_verdict_on_the_daemon_stops_reading_its_descriptors_once_every_lock_is_found(home, tmp_path, monkeypatch):
+    """The daemon holds every loaded thread's lock among a hundred other descriptors, and is asked about
+    on every Codex reply (issue 33: ~115 descriptors read each time). With the home's lock files listed
+    first, the read starts at the descriptors they were held through last time and stops once each is
+    found: the same host and threads, two descriptors read instead of every one. A lock file it does not
+    hold and every descriptor is read again, and the answer is still right. (Old code: 40+ each time.)"""
+    import relay_repl.system.proc as proc
+
+    a, b, c = lock(home, T1), lock(home, T2), lock(home, T3)
+    script = tmp_path / "many.py"
+    script.write_text(MANY_FDS)
+    other = [tmp_path / f"f{i}.log" for i in range(40)]
+    p = subprocess.Popen([sys.executable, str(script), *map(str, other), str(a), str(b)], stdout=subprocess.PIPE)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == b"locked"
+        mark_daemon(home, p.pid)
+        prov = provider(home, tmp_path)
+        links: list[str] = []
+        real = os.readlink
+
+        def counted(path: Any, *args: Any, **kw: Any) -> str:
+            if str(path).startswith(f"/proc/{p.pid}/fd/"):
+                links.append(str(path))
+            return real(path, *args, **kw)
+
+        monkeypatch.setattr(proc.os, "readlink", counted)
+        c.unlink()  # every lock file in the home is held
+        first = prov.identify_process(p.pid)
+        assert first is not None and first.host_only and set(first.specs) == {T1, T2}
+        assert len(links) > 40
+        links.clear()
+        again = prov.identify_process(p.pid)
+        assert again is not None and again.host_only and set(again.specs) == {T1, T2}
+        assert len(links) == 2, links
+        lock(home, T3)  # a lock file it does not hold: no early stop, every descriptor read, the same answer
+        links.clear()
+        third = prov.identify_process(p.pid)
+        assert third is not None and set(third.specs) == {T1, T2} and len(links) > 40
+    finally:
+        p.kill()
+        p.wait()
+    assert prov.identify_process(p.pid) is None  # gone: it holds nothing, and it is no live daemon
+
+
 def test_where_fdinfo_cannot_tell_the_lock_table_still_does(home, tmp_path, holders, monkeypatch):
     """Another user's process (its fd directory unreadable) or a kernel before 4.1: /proc/locks, as before."""
     import relay_repl.agents.codex.provider as codex_provider

@@ -49,6 +49,12 @@ if TYPE_CHECKING:  # annotations only: plan/inbound load on first use, off the `
 KIND = "codex"
 
 
+def _is_lock(link: str) -> bool:
+    """A descriptor worth reading for a thread's writer lock (by the path it links to; outside.py's
+    `lock_name`, which is loaded by file)."""
+    return link.endswith(".lock")
+
+
 # -- registry readers (pure-ish: files only) -------------------------------------------------
 
 
@@ -167,9 +173,9 @@ class CodexProvider:
         (`prove_thread`). `CODEX_THREAD_ID` in a command's environment is noted but
         proves nothing: whoever starts a command can set it.
         """
-        held = self._held_by(pid)
         dpid, ticks = read_daemon_pid(self._p("daemon_pid"))
         is_daemon = dpid == pid and (ticks is None or proc_start(pid) == ticks)
+        held = self._held_by(pid, every_lock=is_daemon)
         if not held and not is_daemon:
             return None
         names = {tid: line.get("thread_name") for tid, line in read_session_index(self._p("session_index")).items()}
@@ -237,11 +243,24 @@ class CodexProvider:
         return None
 
     # -- holders ------------------------------------------------------------------------------------
-    def _held_by(self, pid: int) -> list[str]:
+    def _held_by(self, pid: int, *, every_lock: bool = False) -> list[str]:
         """The threads whose writer lock process `pid` holds now: asked of `pid` alone (its
         descriptors' fdinfo, system/proc.flocked_files), not of the machine's whole /proc/locks,
-        which is read only where fdinfo cannot tell (another user's process, an old kernel)."""
-        mine = flocked_files(pid, name_ok=lambda link: link.endswith(".lock"))
+        which is read only where fdinfo cannot tell (another user's process, an old kernel).
+        `every_lock` (the daemon, which holds every loaded thread's lock among a hundred other
+        descriptors): the home's lock files are listed first and the read stops once each is
+        found held (issue 33: ~115 descriptors read per Codex reply); any other process is asked
+        first whether it holds a `.lock` at all, which most do not, before the lock files are listed."""
+        if every_lock:
+            locks = self._lock_files()
+            if not locks:
+                return []
+            keys = {tid: file_key(path) for tid, path in locks.items()}
+            mine = flocked_files(pid, name_ok=_is_lock, want=frozenset(k for k in keys.values() if k is not None))
+            if mine is not None:
+                return [tid for tid, key in keys.items() if key is not None and key in mine]
+            return [tid for tid, holder in self._holders(locks).items() if holder == pid]
+        mine = flocked_files(pid, name_ok=_is_lock)
         if mine is not None and not mine:
             return []  # holds no lock at all: no need to list the lock files
         locks = self._lock_files()
