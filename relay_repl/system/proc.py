@@ -441,11 +441,14 @@ def listening_socket_inodes(path: str | os.PathLike[str], pid: int | str, proc: 
     """
     want = os.fsdecode(path)
     try:
-        text = (proc / str(int(pid)) / "net" / "unix").read_text()
+        with open(f"{proc}/{int(pid)}/net/unix", encoding="utf-8", errors="surrogateescape") as f:
+            text = f.read()
     except (OSError, ValueError, TypeError):
         return set()
     found: set[int] = set()
     for line in text.splitlines()[1:]:
+        if not line.endswith(want):  # the path is the line's last field: only its lines are split (issue 33)
+            continue
         parts = line.split(None, 7)
         # Num RefCount Protocol Flags Type St Inode Path; flag 0x10000 = __SO_ACCEPTCON (listening)
         if len(parts) == 8 and parts[7] == want:
@@ -461,19 +464,28 @@ def holds_socket(pid: int | str, inodes: set[int], proc: Path = PROC) -> bool:
     """True if one of `pid`'s open file descriptors is a socket with one of `inodes`."""
     if not inodes:
         return False
-    fd_dir = proc / str(pid) / "fd"
+    fd_dir = f"{proc}/{pid}/fd"  # plain strings: pathlib's joins cost more than the reads (issue 33)
     try:
         fds = os.listdir(fd_dir)
     except OSError:
         return False
+    hint = _SOCKET_THROUGH.get(str(pid))
+    if hint is not None and hint in fds:  # the descriptor it held a wanted socket through last time, read first
+        fds = [hint, *(fd for fd in fds if fd != hint)]
     for fd in fds:
         try:
-            link = os.readlink(fd_dir / fd)
+            link = os.readlink(f"{fd_dir}/{fd}")
         except OSError:
             continue
         if link.startswith("socket:[") and link[8:-1].isdigit() and int(link[8:-1]) in inodes:
+            _SOCKET_THROUGH[str(pid)] = fd
             return True
     return False
+
+
+_SOCKET_THROUGH: dict[str, str] = {}
+"""pid -> the descriptor `holds_socket` last found a wanted socket through. Only an order, as
+`_HELD_THROUGH`: that descriptor is read first, its link read now as every other's is."""
 
 
 def owns_listening_socket(pid: int | str, path: str | os.PathLike[str], proc: Path = PROC) -> bool:

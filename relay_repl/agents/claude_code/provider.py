@@ -426,6 +426,8 @@ class ClaudeProvider:
         record alone proves only "a same-uid process wrote a file" (CC §4.5), and an
         injector's pid never owned a session socket (seed §8).
         """
+        if not os.path.lexists(f"{self.config_dir}/sessions/{pid}.json"):
+            return None  # no record by that name (outside.py's rule): not read, nor parsed, nor a problem raised
         rec = self._live_record(pid)
         if rec is None or not rec.messagingSocketPath:
             return None
