@@ -527,6 +527,12 @@ class Ledger:
     def last_inbox_seq(self) -> int:
         return int(self._query("SELECT COALESCE(MAX(seq), 0) FROM inbox")[0][0])
 
+    def inbox_links(self, since: int) -> list[tuple[int, str | None]]:
+        """(seq, the relay id it answers) of each inbox message after `since`, oldest first: what the
+        waits' shared look reads (session/core/answers.py), without the messages themselves."""
+        return [(int(r[0]), r[1]) for r in self._query("SELECT seq, answers FROM inbox WHERE seq > ? ORDER BY seq",
+                                                       (since,))]
+
     # -- inbox ---------------------------------------------------------------
     def add_inbox(self, line: str, *, origin: dict[str, Any], relay_id: str | None, peer: str | None,
                   answers: str | None = None, verdict: Verdict | None = None,

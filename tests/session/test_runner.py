@@ -236,6 +236,76 @@ async def test_a_halt_during_a_wait_ends_it_at_once_not_at_the_next_look(tmp_pat
     assert run.state == "halted" and "relay-halt is in force (operator pressed halt)" in run.reason
 
 
+async def test_the_waits_share_one_look_at_the_ledger_and_another_processs_halt_still_ends_them(tmp_path):
+    """Issue 33: each wait for an answer read the halt (and its inbox rows) every LOOK_EVERY, so with
+    six targets waiting on a slow model, six reads every half second. Now one look every LOOK_EVERY
+    reads for all of them (old code: ~6 reads per half second, fails the bound). A halt recorded by
+    another process (its own ledger connection: no wake-up reaches this one) still ends every wait
+    within about LOOK_EVERY."""
+    names = ("a", "b", "c", "d", "e", "f")
+    async with anyio.create_task_group() as tg:
+        s, rep, gate, led, lines = mk(tmp_path, [True] * 6, names=names, tg=tg, delay=30.0)
+        reads: list[float] = []
+        real = led.active_halt
+
+        def counted():
+            reads.append(anyio.current_time())
+            return real()
+
+        led.active_halt = counted
+        window: dict[str, float] = {}
+
+        async def halt_from_elsewhere() -> None:
+            while len(rep.received) < len(names):
+                await anyio.sleep(0.05)
+            await anyio.sleep(0.3)  # every wait is asleep now
+            window["from"] = anyio.current_time()
+            await anyio.sleep(1.5)
+            window["to"] = anyio.current_time()
+            other = Ledger(tmp_path / "l.sqlite")  # another process's connection
+            other.halt("halted from another shell", by="operator")
+            other.close()
+
+        tg.start_soon(halt_from_elsewhere)
+        with anyio.fail_after(10):
+            run = await s.run("ask-all", question="status?")
+        ended = anyio.current_time()
+        tg.cancel_scope.cancel()
+    assert run.state == "halted" and "halted from another shell" in run.reason, run
+    assert ended - window["to"] < 1.2, ended - window["to"]  # LOOK_EVERY, and the waits' own reads
+    quiet = [t for t in reads if window["from"] <= t < window["to"]]
+    assert 2 <= len(quiet) <= 5, len(quiet)  # one look per 0.5 s for the six waits (old code: ~18)
+
+
+async def test_an_answer_another_process_kept_wakes_the_wait_it_answers(tmp_path):
+    """An inbox message this session did not take in (another process's inbox kept it in the shared
+    ledger) is seen by the waits' shared look, which wakes the wait it answers: the run finishes
+    without waiting out its timeout. (Passes on the old code too, where each wait read its rows: a
+    guard that the shared look keeps it.)"""
+    async with anyio.create_task_group() as tg:
+        s, rep, gate, led, lines = mk(tmp_path, [True] * 2, names=("a", "b"), tg=tg, delay=30.0)
+
+        async def answer_from_elsewhere() -> None:
+            while len(rep.received) < 2:
+                await anyio.sleep(0.05)
+            await anyio.sleep(0.7)
+            other = Ledger(tmp_path / "l.sqlite")
+            for n, payload in enumerate(rep.received, 1):
+                env = Envelope.parse(payload)
+                assert env is not None
+                name = env.to.rpartition(":")[2].rpartition("@")[2]
+                line = f"[relay/1 from=peer:fake@{name} to=operator id={name}.x-{n} hop={env.hop + 1} want=none re={env.id}] ok"
+                other.add_inbox(line, origin={}, relay_id=f"{name}.x-{n}", peer=f"fake:{name}", answers=env.id,
+                                verdict=Verdict(verdict="verified", session=f"fake:{name}"))
+            other.close()
+
+        tg.start_soon(answer_from_elsewhere)
+        with anyio.fail_after(4):
+            run = await s.run("ask-all", question="status?")
+        tg.cancel_scope.cancel()
+    assert run.state == "done" and sorted(run.replies) == ["fake:a", "fake:b"], run
+
+
 async def test_save_recipe_turns_repeats_into_parameters(tmp_path):
     s, rep, gate, led, lines = mk(tmp_path, [True] * 3)
     await s.send("fake:a", "hello", want="reply")

@@ -48,6 +48,21 @@ def answer_refusal(v: Verdict | None, asked: str) -> str | None:
     return None
 
 
+class _Waiter:
+    """One wait in `Answers.next_arrival`: woken (an answer to its id, a halt, or the shared look
+    found something for it) ends the sleep; `nudge` only interrupts it (woken, or made the looker)."""
+
+    __slots__ = ("woken", "nudge")
+
+    def __init__(self) -> None:
+        self.woken = False
+        self.nudge = anyio.Event()
+
+    def wake(self) -> None:
+        self.woken = True
+        self.nudge.set()
+
+
 class Answers:
     """The operator's inbox, the answers linked to deliveries, and the waits for them."""
 
@@ -59,8 +74,12 @@ class Answers:
         self.registration: InboxListing | None = None
         self._wakeups: set[anyio.Event] = set()
         self._arrived: dict[str, int] = {}  # relay id -> how many messages answering it on_inbound has seen
-        self._keyed: dict[str, set[anyio.Event]] = {}  # relay id -> who sleeps until its next answer
+        self._keyed: dict[str, set[_Waiter]] = {}  # relay id -> who sleeps until its next answer
         self._loop_thread: int | None = None  # the thread whose event loop those sleep on
+        self._looker: _Waiter | None = None  # the one wait that reads the ledger for all (next_arrival)
+        self._looked_at = float("-inf")  # when it last did (event-loop time)
+        self._look_seq: int | None = None  # the newest inbox message the shared look has read
+        self._taken: set[int] = set()  # inbox messages answering an id that on_inbound took in since
         on_halt = getattr(shared.ledger, "on_halt", None)
         if on_halt is not None:
             on_halt(self._halted)
@@ -180,8 +199,9 @@ class Answers:
                              "d.replies, NOT accepted as the answer")
         if msg.answers:
             self._arrived[msg.answers] = self._arrived.get(msg.answers, 0) + 1
-            for ev in self._keyed.pop(msg.answers, ()):
-                ev.set()
+            self._taken.add(msg.seq)
+            for w in self._keyed.pop(msg.answers, ()):
+                w.wake()
         for ev in list(self._wakeups):
             ev.set()
         self._wakeups.clear()
@@ -193,27 +213,77 @@ class Answers:
         then not slept through)."""
         return self._arrived.get(relay_id, 0)
 
-    async def next_arrival(self, relay_id: str, seen: int, timeout: float) -> None:
+    async def next_arrival(self, relay_id: str, seen: int, timeout: float, look_every: float | None = None) -> None:
         """Sleep until a message answering `relay_id` arrives after the `seen`-th (`arrivals`), or
         `timeout` seconds. Why: a recipe's wait read the ledger every 50 ms per target, so relay's
         own CPU grew with how long the receivers took (issue 33: 15 ms per target with a 1 s model,
         9 ms without). Only a wake-up: whoever waits still reads the ledger, the one record, and
-        decides from it; what this session does not take in (another process's `relay halt`) is
-        read at the caller's next look, at the latest `timeout` on."""
+        decides from it.
+
+        What this session does not take in (another process's `relay halt`, or its inbox message
+        answering this id) only the ledger shows. Without `look_every` it is read at the caller's next
+        look, at the latest `timeout` on. With it, the waits share one look every `look_every`
+        seconds: one of them (the looker) reads the halt in force and the inbox messages added since
+        the last look, for all, and wakes every wait on a halt, or the waits a message nobody here
+        took in answers (issue 33: one look per wait every 0.5 s was most of what a 1 s model added
+        to relay's CPU). The first look wakes every wait, which then read for themselves: what came
+        before it is theirs to see."""
         if self._arrived.get(relay_id, 0) != seen:
             return
         self._loop_thread = threading.get_ident()
-        ev = anyio.Event()
-        self._keyed.setdefault(relay_id, set()).add(ev)
+        me = _Waiter()
+        self._keyed.setdefault(relay_id, set()).add(me)
+        deadline = anyio.current_time() + timeout
         try:
-            with anyio.move_on_after(timeout):
-                await ev.wait()
+            while not me.woken:
+                now = anyio.current_time()
+                if now >= deadline:
+                    return
+                until = deadline
+                if look_every is not None:
+                    if self._looker is None:  # no wait is registered: this one looks for all from now
+                        self._looker = me  # (it has just read the ledger for itself; the first look is at once)
+                        self._looked_at = now if self._look_seq is not None else float("-inf")
+                    if self._looker is me:
+                        due = self._looked_at + look_every
+                        if now >= due:
+                            self._look()
+                            continue
+                        until = min(deadline, due)
+                if me.nudge.is_set():
+                    me.nudge = anyio.Event()
+                with anyio.move_on_after(until - now):
+                    await me.nudge.wait()
         finally:
             waiting = self._keyed.get(relay_id)
             if waiting is not None:
-                waiting.discard(ev)
+                waiting.discard(me)
                 if not waiting:
                     del self._keyed[relay_id]
+            if self._looker is me:  # hand the looking to another wait, if any
+                self._looker = next((w for ws in self._keyed.values() for w in ws), None)
+                if self._looker is not None:
+                    self._looker.nudge.set()
+
+    def _look(self) -> None:
+        """The waits' shared look at the ledger (`next_arrival`): the halt in force, and the inbox
+        messages after the last look that this session did not take in."""
+        self._looked_at = anyio.current_time()
+        ledger = self.shared.ledger
+        first = self._look_seq is None
+        if first:
+            self._look_seq = ledger.last_inbox_seq()
+        if first or ledger.active_halt():
+            self.wake_all()
+            return
+        links = ledger.inbox_links(self._look_seq or 0)
+        for seq, answers in links:
+            if answers and seq not in self._taken:
+                for w in self._keyed.pop(answers, ()):
+                    w.wake()
+        if links:
+            self._look_seq = links[-1][0]
+            self._taken = {seq for seq in self._taken if seq > self._look_seq}
 
     def _halted(self) -> None:
         """A halt recorded in this process: wake the waits if it was recorded on their event loop
@@ -225,8 +295,8 @@ class Answers:
     def wake_all(self) -> None:
         """Wake every wait now (a relay-halt recorded in this process: each wait reads it and stops)."""
         for waiting in self._keyed.values():
-            for ev in waiting:
-                ev.set()
+            for w in waiting:
+                w.wake()
         self._keyed.clear()
         for ev in list(self._wakeups):
             ev.set()

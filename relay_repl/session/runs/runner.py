@@ -53,10 +53,11 @@ NO_REPLY_YET = "(no reply yet)"
 PROGRESS_EVERY = 10.0
 POLL = 0.05
 LOOK_EVERY = 0.5
-"""A wait for an answer sleeps until this session takes one in (Answers.next_arrival), and reads the
-ledger at least this often for what only the ledger shows (another process's `relay halt`). Before,
-it read the ledger every POLL: 20 reads a second per target, relay's own CPU growing with how long
-the receivers took (issue 33)."""
+"""A wait for an answer sleeps until this session takes one in (Answers.next_arrival), and the ledger
+is read at least this often for what only it shows (another process's `relay halt`, or its inbox
+message): by one look shared by every wait of the session, not one per wait. Before, each wait read
+the ledger every POLL (20 reads a second per target), then every LOOK_EVERY each: relay's own CPU
+growing with how long the receivers took, and with how many (issue 33)."""
 
 
 class Stop(Exception):
@@ -514,11 +515,12 @@ class Runner:
             self.say(f"  … {where}: waiting up to {limit:g} s for the {what} to {relay_id} (judged on its host)")
             await d.wait_reply(limit)
             bound = POLL  # what the host had is in d.reply now: read it once, do not wait again
-        elif answers is not None:  # sleep until this session takes in an answer to relay_id (or a halt), and
-            interval = LOOK_EVERY  # read the ledger at least every LOOK_EVERY for what only it shows
+        elif answers is not None:  # sleep until this session takes in an answer to relay_id (or a halt), or
+            interval = PROGRESS_EVERY  # the waits' shared look at the ledger, every LOOK_EVERY, finds what only it shows
+            end = time.monotonic() + bound
 
             async def until_answer(delay: float) -> None:
-                await answers.next_arrival(relay_id, seen, delay)
+                await answers.next_arrival(relay_id, seen, min(delay, end - time.monotonic()), look_every=LOOK_EVERY)
 
             sleep = until_answer
 
