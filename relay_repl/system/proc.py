@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from itertools import chain
 from pathlib import Path
 from typing import NamedTuple
 
@@ -369,11 +370,12 @@ def flocked_files(pid: int | str, name_ok: Callable[[str], bool] | None = None,
     held: set[FileKey] = set()
     wanted: frozenset[FileKey] = (frozenset() if want is None else want if isinstance(want, frozenset)
                                   else frozenset((want,)))
+    order: Iterable[str] = fds
     hints = [h for key in wanted if (h := _HELD_THROUGH.get((str(pid), key))) is not None]
-    if hints:  # the descriptors it held the wanted files through last time, read first
+    if hints:  # the descriptors it held the wanted files through last time, read first; the rest only if need be
         first = [h for h in dict.fromkeys(hints) if h in fds]
-        fds = [*first, *(fd for fd in fds if fd not in first)]
-    for fd in fds:
+        order = chain(first, (fd for fd in fds if fd not in first))
+    for fd in order:
         link = f"{base}/fd/{fd}"  # plain strings: pathlib's joins cost more than the reads here
         try:
             if name_ok is not None and not name_ok(os.readlink(link)):
