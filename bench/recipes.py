@@ -124,6 +124,19 @@ connection (thread/status/changed, thread/readState/changed, remoteControl/statu
 connection now opts out of them at `initialize` (optOutNotificationMethods; 16 answers and nothing
 else after; 12.6 -> 11.3 ms per target at 2 + 4, load 5-6).
 
+Measured 2026-12-05 10:59-11:38 (issue 33, helper cpu33c; NOT quiet: five helpers, load 1.2-9; base =
+the branch's start run beside it from a copy of its tree, same venv). Changed: a Codex reply's verdict
+reads the daemon's descriptors until each lock file of the home is found (~115 readlinks per reply ->
+~13), a Claude verdict skips a pid with no session record from one lstat, the waits share one ledger
+look every 0.5 s. cProfile of the event loop (--profile, thread CPU, ms per target): 4+4 default
+20.9 -> 20.0, 4+4 --model-latency 1 25.5 -> 21.7, 8+8 --model-latency 1 27.7 -> 25.7. Relay's own
+CPU (--by-process, median ms per target, base -> new, load at start): 4+4 default (5 runs) 9.9 -> 9.7
+(1.2-2.3), 4+4 --model-latency 1 (5 runs) 10.2 -> 10.1 (3.4-5.3), 8+8 default 11.3 -> 10.0 (6-9), 8+8
+--model-latency 1 11.4 -> 10.5 (5-9); other pairs at other loads went either way by up to 2 ms: the
+noise is larger than the change. What is left: the confirms' polls (a worker-thread hop and a read
+of the receiver's record each, ~8% of the profile), ledger commits (~10 per target), the envelope
+parsed three times per answer (inbox, InboundMessage.body, the runner), anyio's cancel scopes.
+
 Run it by hand on a quiet machine (never a timed test). It starts its own lab in a
 temporary RELAY_HOME and takes it down at the end.
 """
