@@ -169,10 +169,40 @@ async def remote_runs(kind: str, runs: int) -> tuple[float, list[float], dict[st
     return cold, warm, at
 
 
+def oneliners(kind: str, pairs: int) -> tuple[list[float], list[float]]:
+    """`relay send TARGET ...` as the operator types it, exec to exit, local then via h2 on a cold channel
+    (its master stopped first), stdin not a terminal: the gate answers No to the plan, nothing is sent.
+    Not a goal of its own: what the command line adds on top of the library call timed above."""
+    import subprocess
+    import sys
+
+    import anyio
+
+    from relay_repl.session.remote.remote import Hosts
+
+    spec = CASES[kind][0]
+    local: list[float] = []
+    remote: list[float] = []
+    for i in range(pairs):
+        for target, times in ((spec, local), (f"h2/{spec}", remote)):
+            if target.startswith("h2/"):
+                anyio.run(Hosts().channel("h2").stop_master)
+            t0 = time.perf_counter()
+            res = subprocess.run([sys.executable, "-m", "relay_repl", "send", target, f"bench hosts one-liner {i}"],
+                                 capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+            times.append(time.perf_counter() - t0)
+            said = res.stdout + res.stderr
+            if "answering No" not in said:  # the plan was not reached: the figure would not be what it says
+                raise SystemExit(f"one-liner to {target}: no plan declined (exit {res.returncode}): {said[-400:]}")
+    return local, remote
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--kind", choices=sorted(CASES), default="claude")
+    ap.add_argument("--oneliners", type=int, default=3, metavar="N",
+                    help="pairs of `relay send` one-liners (local, then h2 cold) to the declined plan; 0: none")
     args = ap.parse_args()
     import anyio
 
@@ -189,6 +219,7 @@ def main() -> None:
         try:
             lc, lw, lplan, lbefore = anyio.run(local_runs, args.kind, args.runs)
             rc, rw, rat = anyio.run(remote_runs, args.kind, args.runs)
+            ol, orr = oneliners(args.kind, args.oneliners)
         finally:
             launcher.down(progress=lambda m: None)
     load = os.getloadavg()[0]
@@ -204,6 +235,10 @@ def main() -> None:
     print(f"    the host relay's own CPU (its /proc, 10 ms ticks): {ms.get('host cpu at hello', '?')} ms at its hello, "
           f"{ms.get('host cpu at plan', '?')} ms at the send's plan; plans it asked before that one: "
           f"{int(rat.get('asked before', 0))} (listing its inbox as a peer; local: {lbefore})")
+    if ol and orr:
+        olm, orm = statistics.median(ol), statistics.median(orr)
+        print(f"  one-liner `relay send` to the declined plan, exec to exit (median of {len(ol)}): local {olm * 1000:.0f} ms, "
+              f"via h2 cold {orm * 1000:.0f} ms, {(orm - olm) * 1000:+.0f} ms (no goal of its own)")
 
 
 if __name__ == "__main__":
