@@ -54,14 +54,14 @@ def start_master_early(name: str, destination: str, control_dir: Path, config: P
     it (`_start_master`): waited for, refused in the same lines, counted and checked as one it started.
     Nothing is started when a socket is there already (the channel checks that master as before)."""
     ch = SshChannel(name, destination, control_dir, config)
-    path = ch.socket_path()
-    if path in _early or os.path.exists(path):
-        return
-    control_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
+        path = ch.socket_path()
+        if path in _early or os.path.exists(path):
+            return
+        control_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         _early[path] = subprocess.Popen(ch.argv("-N", "-f", master="yes"), stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    except OSError:
+    except (OSError, RelayError):
         return  # the channel's own start says why, in its one line
 
 

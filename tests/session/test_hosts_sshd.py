@@ -159,6 +159,19 @@ def test_a_master_started_early_to_an_unknown_host_key_is_refused_in_the_same_li
     assert accepted_logins(h2) == 0
 
 
+def test_an_early_start_that_cannot_start_leaves_it_to_the_channel(tmp_path):
+    """A control directory that cannot be made (a file in its place) starts nothing and raises nothing:
+    the channel's own start, later, says why in its line. The early start as first committed (OSError not
+    caught) fails it with NotADirectoryError: a traceback out of `relay send`."""
+    from relay_repl.system import ssh
+
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    before = dict(ssh._early)
+    ssh.start_master_early("h9", "h9.invalid", blocked / "ssh")
+    assert ssh._early == before
+
+
 def test_relay_send_to_a_host_starts_its_master_before_the_session_is_imported(h2, relay_home):
     """The one-liner's order (frontends/commands/send.py): the early start runs before session.app is
     imported, so the connection overlaps those imports. Old code fails it (no early start at all)."""
