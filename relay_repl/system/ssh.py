@@ -23,6 +23,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,25 @@ PERSIST = "600"
 REMOTE_COMMAND = ("relay", "serve", "--stdio")
 MAX_SOCKET = 104
 _MASTER_PID = re.compile(r"pid[=](\d+)")  # `Master running (pid=N)`
+_early: dict[str, subprocess.Popen[bytes]] = {}  # control socket -> its master's `ssh -N -f`, started early
+
+
+def start_master_early(name: str, destination: str, control_dir: Path, config: Path | None = None) -> None:
+    """Start the host's master now, before the caller's own imports, when the command line already
+    names the host (`relay send HOST/kind:name`, issue 33): the connection (key exchange, auth: ~0.17 s,
+    most of it in ssh and sshd) runs beside them. The channel for the same socket that opens next adopts
+    it (`_start_master`): waited for, refused in the same lines, counted and checked as one it started.
+    Nothing is started when a socket is there already (the channel checks that master as before)."""
+    ch = SshChannel(name, destination, control_dir, config)
+    try:
+        path = ch.socket_path()
+        if path in _early or os.path.exists(path):
+            return
+        control_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _early[path] = subprocess.Popen(ch.argv("-N", "-f", master="yes"), stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except (OSError, RelayError):
+        return  # the channel's own start says why, in its one line
 
 
 def host_key_problem(stderr: str, name: str, destination: str) -> str | None:
@@ -56,6 +76,18 @@ def host_key_problem(stderr: str, name: str, destination: str) -> str | None:
                 f"accepts a key itself: connect once with your own `ssh {destination}`, check the fingerprint, "
                 f"accept it, then retry")
     return None
+
+
+def _ended(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int | None, str]:
+    """(returncode or None when killed at the bound, stderr) of an early `ssh -N -f` (it ends once
+    authenticated, its master in the background; its stderr closes with it)."""
+    try:
+        _out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, err.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None, ""
 
 
 class SshChannel:
@@ -162,11 +194,16 @@ class SshChannel:
     async def _start_master(self) -> bool:
         """The master there (checked), or a new one started: True then, and not yet checked (`open`
         checks it while its serve session starts). With no socket at relay's own ControlPath there is
-        no master to check: one ssh spawn saved on a cold channel."""
-        if os.path.exists(self.socket_path()) and await self.check():
-            return False
-        self.control_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        code, _out, err = await self._run(self.argv("-N", "-f", master="yes"), CONNECT_TIMEOUT + 5)
+        no master to check: one ssh spawn saved on a cold channel. One started early for this socket
+        (`start_master_early`) is the new one: waited for here, not started again."""
+        early = _early.pop(self.socket_path(), None)
+        if early is not None:
+            code, err = await anyio.to_thread.run_sync(_ended, early, CONNECT_TIMEOUT + 5.0)
+        else:
+            if os.path.exists(self.socket_path()) and await self.check():
+                return False
+            self.control_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            code, _out, err = await self._run(self.argv("-N", "-f", master="yes"), CONNECT_TIMEOUT + 5)
         if code != 0:
             key = host_key_problem(err, self.name, self.destination)
             if key:

@@ -112,6 +112,90 @@ def test_a_master_just_started_is_checked_while_the_serve_session_starts(h2, rel
     assert seen.index("serve spawned") < seen.index("check check ended"), seen
 
 
+def test_a_master_started_early_is_the_one_the_channel_adopts(h2, relay_home):
+    """Issue 33: `relay send HOST/...` starts the host's master before its heavy imports; the channel that
+    opens next waits for that very `ssh -N -f` instead of starting one, counts it as its own and checks it.
+    Old code has no early start: it fails."""
+    from relay_repl.session.remote.remote import Hosts
+    from relay_repl.store.hosts import control_dir, ssh_config_file
+    from relay_repl.system.ssh import start_master_early
+
+    start_master_early("h2", "h2", control_dir(), ssh_config_file())
+    start_master_early("h2", "h2", control_dir(), ssh_config_file())  # once per socket, however often asked
+    ran: list[list[str]] = []
+
+    async def go():
+        ch = Hosts().channel("h2")
+        run = ch._run
+
+        async def logged(argv, timeout):
+            ran.append(list(argv))
+            return await run(argv, timeout)
+
+        ch._run = logged  # type: ignore[method-assign]
+        hello = await ch.open()
+        await ch.close()
+        return hello, ch.masters_started, ch.master_pid
+
+    hello, started, pid = anyio.run(go)
+    assert hello["protocol"] == PROTOCOL_VERSION and started == 1 and pid
+    assert not [a for a in ran if "-N" in a], ran  # the channel started no master of its own
+    assert accepted_logins(h2) == 1
+
+
+def test_a_master_started_early_to_an_unknown_host_key_is_refused_in_the_same_line(h2, relay_home):
+    (h2 / "ssh" / "known_hosts").write_text("")
+    from relay_repl.session.remote.remote import Hosts
+    from relay_repl.store.hosts import control_dir, ssh_config_file
+    from relay_repl.system.ssh import start_master_early
+
+    start_master_early("h2", "h2", control_dir(), ssh_config_file())
+
+    async def go():
+        await Hosts().channel("h2").open()
+
+    with pytest.raises(HostKeyError, match="not known to ssh.*your own `ssh h2`"):
+        anyio.run(go)
+    assert accepted_logins(h2) == 0
+
+
+def test_an_early_start_that_cannot_start_leaves_it_to_the_channel(tmp_path):
+    """A control directory that cannot be made (a file in its place) starts nothing and raises nothing:
+    the channel's own start, later, says why in its line. The early start as first committed (OSError not
+    caught) fails it with NotADirectoryError: a traceback out of `relay send`."""
+    from relay_repl.system import ssh
+
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    before = dict(ssh._early)
+    ssh.start_master_early("h9", "h9.invalid", blocked / "ssh")
+    assert ssh._early == before
+
+
+def test_relay_send_to_a_host_starts_its_master_before_the_session_is_imported(h2, relay_home):
+    """The one-liner's order (frontends/commands/send.py): the early start runs before session.app is
+    imported, so the connection overlaps those imports. Old code fails it (no early start at all)."""
+    spy = (
+        "import sys\n"
+        "import relay_repl.system.ssh as ssh\n"
+        "seen = []\n"
+        "real = ssh.start_master_early\n"
+        "def early(*a, **k):\n"
+        "    seen.append('relay_repl.session.app' in sys.modules)\n"
+        "    return real(*a, **k)\n"
+        "ssh.start_master_early = early\n"
+        "sys.argv = ['relay', 'send', 'h2/claude:alpha', 'hi']\n"
+        "from relay_repl.frontends.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    print('EARLY', seen, file=sys.stderr)\n")
+    res = subprocess.run([sys.executable, "-c", spy], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                         timeout=60, env=os.environ)
+    assert "EARLY [False]" in res.stderr, res.stderr[-2000:]
+    assert accepted_logins(h2) == 1  # the early master carried the send's session: no second login
+
+
 def test_a_master_that_does_not_answer_its_check_refuses_the_channel(h2, relay_home):
     """Checked beside the serve session, a new master that does not answer still refuses the channel
     in one line, and the session opened meanwhile is closed."""

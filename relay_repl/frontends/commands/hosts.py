@@ -100,8 +100,28 @@ def names_a_host(spec: str) -> bool:
     return split_spec(spec)[0] is not None
 
 
+def start_channel_early(spec: str) -> None:
+    """The master to the host `spec` names, started before this command's heavy imports (issue 33): its
+    connection runs beside them, and the channel that opens later adopts it (system/ssh.py). A host not
+    in hosts.toml starts nothing here: the send says so in its own line."""
+    from relay_repl.core.errors import RelayError
+    from relay_repl.core.target import split_spec
+    from relay_repl.store.hosts import control_dir, find_host, ssh_config_file
+    from relay_repl.system.ssh import start_master_early
+
+    name = split_spec(spec)[0]
+    if name is None:
+        return
+    try:
+        entry = find_host(name)
+        start_master_early(entry.name, entry.destination, control_dir(), ssh_config_file())
+    except RelayError:
+        return
+
+
 def send_to_host(args: argparse.Namespace, gate, out, err, wait: float, wants_answer: bool) -> int:
-    """`relay send HOST/kind:name ...`: the host's relay plans and sends; y/N is asked here."""
+    """`relay send HOST/kind:name ...`: the host's relay plans and sends; y/N is asked here (its master
+    started by `start_channel_early`, before the session's imports)."""
     import anyio
 
     from relay_repl.core.controls import visible

@@ -54,7 +54,6 @@ def cmd_send(args: argparse.Namespace) -> int:
 
     from relay_repl.core.envelope import Envelope
     from relay_repl.core.errors import UsageError
-    from relay_repl.session.app import make_session
 
     wants_answer = args.want not in (None, "none")  # None: not given (a forward keeps the envelope's own)
     if args.reply_via is not None and not wants_answer:
@@ -64,6 +63,10 @@ def cmd_send(args: argparse.Namespace) -> int:
     if args.wait is not None and args.wait <= 0:
         raise UsageError(f"--wait {args.wait:g}: give a number of seconds above 0")
     wait = args.wait if args.wait is not None else 60.0
+    from relay_repl.frontends.commands import hosts
+
+    if hosts.names_a_host(args.target):  # its ssh master connects while the rest is imported (issue 33)
+        hosts.start_channel_early(args.target)
 
     def err(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -80,10 +83,9 @@ def cmd_send(args: argparse.Namespace) -> int:
         gate = TerminalGate(output=create_output(stdout=sys.stderr), write=err,
                             isatty=lambda: sys.stdin.isatty() and sys.stderr.isatty())
 
-    from relay_repl.frontends.commands import hosts
-
     if hosts.names_a_host(args.target):  # HOST/kind:name: planned and carried out by that host's relay
         return hosts.send_to_host(args, gate, out, err, wait, wants_answer)
+    from relay_repl.session.app import make_session  # after: a host's send starts its ssh master before it
 
     async def run():
         nonlocal answer, wants_answer
