@@ -24,6 +24,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,28 @@ def _ended(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int | None, s
         proc.kill()
         proc.communicate()
         return None, ""
+
+
+STDERR_LINE = 4096
+"""The most of one stderr line from a host shown at once; a longer line is shown in pieces."""
+
+
+def pass_on_stderr(fd: int, name: str) -> None:
+    """Show each line the host's side of a channel writes to stderr (its relay's progress lines,
+    ssh's own warnings) on this terminal, made inert by `visible` and under the host's name, until
+    the channel's ssh ends. Why: that text comes from another machine; passed through raw, an
+    escape sequence in it could draw a forged line on the operator's screen (a plan, a verdict),
+    and unmarked it would read as this relay's own words. Reads in bounded pieces: a host that
+    floods is shown piece by piece, never held whole."""
+    import sys
+
+    with open(fd, "rb", closefd=True) as got:
+        while raw := got.readline(STDERR_LINE):
+            text = visible(raw.decode(errors="replace").rstrip("\r\n"))
+            try:
+                print(f"host {name}: {text}", file=sys.stderr, flush=True)
+            except (OSError, ValueError):  # our stderr closed (the process ending): keep draining the pipe
+                continue
 
 
 class SshChannel:
@@ -232,10 +255,16 @@ class SshChannel:
             return self.hello or {}
         started = await self._start_master()
         argv = [*self.argv("-T"), *self.remote_command]
+        said, into = os.pipe()  # what the host's side writes to stderr: shown here inert, under its name
         try:
-            self._proc = await anyio.open_process(argv, stderr=None)
+            self._proc = await anyio.open_process(argv, stderr=into)
         except OSError as exc:
+            os.close(said)
             raise HostError(f"cannot run ssh for host {self.name}: {exc}") from None
+        finally:
+            os.close(into)
+        threading.Thread(target=pass_on_stderr, args=(said, self.name), name=f"relay-ssh-{self.name}-stderr",
+                         daemon=True).start()
         assert self._proc.stdout is not None
         self._reader = BufferedByteReceiveStream(self._proc.stdout)
         master_failed: list[RelayError] = []

@@ -357,3 +357,31 @@ def test_master_killed_while_the_plan_is_asked_leaves_it_interrupted_and_unsent(
                        for e in events), kinds
     finally:
         led.close()
+
+
+def test_what_the_host_writes_to_stderr_is_shown_inert_under_its_name(h2, relay_home, capfd):
+    """The host's side of a channel (its relay's progress lines, a login script, ssh) writes to
+    stderr; that text comes from another machine, so it reaches this terminal through `visible`
+    and under the host's name: an escape sequence in it never draws on the operator's screen
+    (old code: ssh's stderr was this process's own, the bytes went straight to the terminal)."""
+    from relay_repl.session.remote.remote import Hosts
+
+    hosts = Hosts(remote_command=("printf", "'\\033[2J\\033]0;owned\\007forged plan\\n'", ">&2;",
+                                  "exec", "relay", "--fake", "serve", "--stdio"))
+
+    async def go():
+        try:
+            return await hosts.channel("h2").open()
+        finally:
+            await hosts.aclose()
+
+    hello = anyio.run(go)
+    assert hello["protocol"] == PROTOCOL_VERSION
+    err = ""
+    deadline = time.monotonic() + 10
+    while "forged plan" not in err and time.monotonic() < deadline:  # shown by the channel's reader thread
+        err += capfd.readouterr().err
+        time.sleep(0.05)  # the poll interval of this bounded wait
+    line = next(ln for ln in err.splitlines() if "forged plan" in ln)
+    assert line.startswith("host h2: "), line
+    assert "\x1b" not in err and "\x07" not in err, repr(err)
