@@ -3,18 +3,14 @@ models' codex-queue and tmux transports say over the Targets discovery gives, on
 real flocks held by real processes, real SQLite files, a real tmux pane whose footer names its
 thread, and a WebSocket-over-Unix-socket daemon (tests/agents/test_codex_registry.py's fixtures).
 
-Threads: idle, busy and goal-active (daemon-held), one in Plan mode, one with no rollout yet (the
-queue refuses it), one held by a `--no-daemon` TUI (no daemon: lock only) and one whose lock is free
-(not loaded). Live in the lab: test_plan_words_live.py."""
+Threads (conftest.codex_world): idle, busy and goal-active (daemon-held), one in Plan mode, one with
+no rollout yet (the queue refuses it), one held by a `--no-daemon` TUI (no daemon: lock only) and one
+whose lock is free (not loaded). The whole plan, phase 1's against the models': test_plain_plan.py."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
-import uuid
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -24,70 +20,9 @@ from relay_repl.agents import PaneRoster, kind_for
 from relay_repl.agents.discovery import discover_all
 from relay_repl.system import loopless
 from relay_repl.system.pane_list import PlainRoster
-from relay_repl.system.prefetch import load_by_file
-from tests.agents.test_codex_registry import (T1, T2, T3, T4, daemon, fake_codex_bin, goals_db, holders,  # noqa: F401
-                                              home, index, lock, mark_daemon, rollout, state_db)
+from tests.agents.codex.conftest import NAMES, plain_module
 
 pytestmark = pytest.mark.anyio
-
-T5 = "01a22c47-bbbb-7921-9dbe-4cd6565cd35e"  # held by a --no-daemon TUI
-T6 = "01a22c47-cccc-7921-9dbe-4cd6565cd35e"  # in Plan mode
-T7 = "01a22c47-dddd-7921-9dbe-4cd6565cd35e"  # no rollout yet
-NAMES = {T1: "idle-one", T2: "busy-one", T3: "goal-one", T4: "free-one", T5: "tui-one", T6: "plans", T7: "fresh"}
-
-
-def plain_module(name: str) -> Any:
-    """A Codex module as the plain path loads it: by file, without the agents package."""
-    mod = load_by_file(f"codex-{name}", f"relay_repl.agents.codex.{name}", "relay_repl.plain_plan")
-    assert mod is not None
-    return mod
-
-
-def plan_mode_rollout(path: Path) -> None:
-    with open(path, "a") as f:
-        f.write(json.dumps({"type": "event_msg", "payload": {"type": "thread_settings_applied", "thread_settings": {
-            "collaboration_mode": {"mode": "plan"}}}}) + "\n")
-
-
-@pytest.fixture
-async def codex_world(home, holders, daemon, tmp_path, monkeypatch):  # noqa: F811
-    """The environment of a CODEX_HOME holding every case above, and a tmux server whose one pane runs a
-    Codex footer naming `idle-one`."""
-    sock = f"relay-cxplan-{uuid.uuid4().hex[:8]}"
-    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "CODEX_HOME": str(home), "RELAY_TMUX_SOCKET": sock,
-           "TMUX_TMPDIR": os.environ.get("TMUX_TMPDIR", "/tmp"), "RELAY_HOME": str(tmp_path / "relay")}
-    for k in ("TMUX", "RELAY_ADAPTERS_DIR", "RELAY_LAB_DIR"):
-        monkeypatch.delenv(k, raising=False)
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    ids = (T1, T2, T3, T4, T5, T6, T7)
-    for t in ids:
-        lock(home, t)
-    rollouts = {t: rollout(home, t) for t in ids if t != T7}
-    plan_mode_rollout(rollouts[T6])
-    state_db(home, [{"id": t, "rollout_path": str(rollouts.get(t, home / "sessions" / f"gone-{t}.jsonl")),
-                     "updated_at": 1, "source": "cli", "cwd": "/work", "title": f"title {t[:4]}", "archived": 0,
-                     "thread_source": "user", "name": None} for t in ids])
-    index(home, *NAMES.items())
-    goals_db(home, [(T3, "active", "keep going"), (T1, "complete", "done")])
-    dpid = holders(*(home / "thread-writer-locks" / f"{t}.lock" for t in (T1, T2, T3, T6, T7)))
-    mark_daemon(home, dpid)
-    holders(home / "thread-writer-locks" / f"{T5}.lock")  # another process: a TUI run with --no-daemon
-    await daemon({T1: {"type": "idle"}, T2: {"type": "active", "activeFlags": []}, T3: {"type": "idle"},
-                  T6: {"type": "idle"}, T7: {"type": "idle"}})
-    codex = fake_codex_bin(tmp_path)
-    subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "cx", f"{codex} idle-one"],
-                   check=True)
-    try:
-        for _ in range(100):
-            shot = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p", "-t", "cx"], capture_output=True,
-                                  text=True).stdout
-            if "/work · idle-one" in shot:
-                break
-            await anyio.sleep(0.05)
-        yield env
-    finally:
-        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
 
 
 def plain_rows(env: dict[str, str]) -> dict[str, Any]:
@@ -150,7 +85,7 @@ def test_the_plan_words_load_without_pydantic_or_an_event_loop():
     code = (
         "import sys\n"
         "from relay_repl.system.prefetch import load_by_file\n"
-        "m = load_by_file('codex-plan_words', 'relay_repl.agents.codex.plan_words', 'relay_repl.plain_plan')\n"
+        "m = load_by_file('codex-plan_words', 'relay_repl.agents.codex.plan_words', 'relay_repl.plain_listing')\n"
         "assert m is not None and m.queue_delivered_when('x')\n"
         "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('pydantic', 'pydantic_core', 'asyncio', 'anyio',"
         " 'libtmux', 'dataclasses') or n == 'relay_repl.agents')\n"

@@ -1,0 +1,110 @@
+"""`relay send codex:NAME MESSAGE`'s plain pre-plan (frontends/send_plain.py with Codex's hook,
+agents/codex/plain_plan.py) against the plan the models ask about for the same send, as `relay send`
+builds it (tests/frontends/send_plain_helpers.py): the same fields, digest and printed bytes, over one
+real CODEX_HOME (conftest.codex_world) for each case a Codex plan distinguishes; and the sends the
+hook hands to the models. Live in the lab: test_plain_plan_live.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import anyio
+import pytest
+
+from relay_repl.system.pane_list import PlainRoster
+from tests.agents.codex.conftest import CLI_VERSION, plain_module
+from tests.frontends.send_plain_helpers import plain_plan, same_plan
+
+pytestmark = pytest.mark.anyio
+
+BODY = "hi from the plain plan"
+TMUX_TOO = ("none (a plain send uses one transport; tmux would also work: "
+            "transport=session.transports.codex_queue | session.transports.tmux tries it next)")
+
+
+async def plan_of(name: str) -> dict[str, Any]:
+    """Phase 1's plan fields for `relay send codex:<name>`, asserted equal to the models' (fields, digest,
+    bytes). In a worker thread: both clients block, and the fake daemon answers on this test's loop."""
+    return await anyio.to_thread.run_sync(same_plan, f"codex:{name}", BODY)
+
+
+async def test_an_idle_thread_in_a_pane_plans_plainly_as_the_models_plan_it(codex_world):
+    """Idle, held by the daemon ("status idle from daemon"), in the pane its footer names: codex-queue,
+    tmux named as the fallback, no note. Old code: Codex has no plain_plan, so phase 1 hands every
+    Codex send to the models (`same_plan` fails on `fields is None`)."""
+    fields = await plan_of("idle-one")
+    assert fields["transport"] == "codex-queue" and fields["fallback"] == TMUX_TOO
+    assert "status idle from daemon" in fields["identified_by"] and "footer names thread 'idle-one'" in fields[
+        "identified_by"]
+    assert fields["notes"] == [] and fields["files"] == []
+    assert fields["payload"].endswith(f"] {BODY}") and fields["relay_id"] in fields["payload"]
+
+
+async def test_busy_goal_plan_mode_and_a_no_daemon_holder_plan_plainly_as_the_models_plan_them(codex_world):
+    """Each case's own notes, equal both ways: a busy thread (the item waits for its next idle
+    transition), a goal-active thread (never idle: the ranking's note and the queue's goal-controller
+    note, no fallback), Plan mode, a thread a --no-daemon TUI holds (state unknown, "no daemon: lock
+    only", the recorded cli_version). Old code: handed to the models, as above."""
+    busy = await plan_of("busy-one")
+    assert busy["notes"] == ["target is busy: the item waits for its next idle transition (one item per turn)"]
+    assert "status active from daemon" in busy["identified_by"] and busy["fallback"] == "none"
+
+    goal = await plan_of("goal-one")
+    assert goal["notes"][0] == ("codex:goal-one never goes idle (goal controller): only a durable transport can "
+                                "deliver without waiting")
+    assert goal["notes"][1].startswith("goal-controller thread:") and len(goal["notes"]) == 2
+    assert "goal active (auto-resumes)" in goal["identified_by"] and ", never-idle, " in goal["target"]
+
+    plans = await plan_of("plans")
+    assert [n[:30] for n in plans["notes"]] == ["target is in Plan mode: Codex "]
+
+    tui = await plan_of("tui-one")
+    assert "no daemon: lock only" in tui["identified_by"] and ", unknown, " in tui["target"]
+    assert f"codex {CLI_VERSION} pinned" in tui["target"] and tui["notes"] == []
+
+
+async def test_what_the_hook_does_not_plan_goes_to_the_models(codex_world):
+    """A thread with no rollout yet offers only tmux (the queue refuses it): the hook answers None and the
+    send is planned by the models (an id taken, nothing printed); a thread not loaded is not a live row,
+    so phase 1 never asks the hook. Old code: the first assertion fails (no hook module to load)."""
+    hook = plain_module("plain_plan")
+    rows = await anyio.to_thread.run_sync(lambda: {r.name: r for r in plain_module("plain_listing").listing(
+        codex_world, PlainRoster(codex_world))})
+    assert rows["fresh"].transports == ("tmux",) and rows["fresh"].live
+    assert hook.plan_parts(rows["fresh"], dict(codex_world), _send(rows["fresh"])) is None
+    assert hook.plan_parts(rows["idle-one"], dict(codex_world), _send(rows["idle-one"]))["transport"] == "codex-queue"
+
+    for name in ("fresh", "free-one"):
+        pre, printed = await anyio.to_thread.run_sync(plain_plan, f"codex:{name}", BODY)
+        assert pre.fields is None and printed == "", (name, printed)
+
+
+def _send(row: Any) -> Any:
+    """What phase 1 tells the hook (frontends/send_plain.PlainSend), for `row`'s kind."""
+    from relay_repl.frontends.send_plain import PlainSend
+    from relay_repl.system.prefetch import load_by_file
+
+    facts = load_by_file("plain-facts", "relay_repl.agents.plain_facts", "relay_repl.plain_listing")
+    chooser = load_by_file("plain-choice", "relay_repl.agents.plain_choice", "relay_repl.plain_listing")
+    assert facts is not None and chooser is not None
+    return PlainSend(line=f"[relay/1 ...] {BODY}", relay_id="x-1", sender="operator", pid=os.getpid(), inbox_open=True,
+                     interrupt=False, choose=chooser.chooser("codex", facts.adapter("codex")))
+
+
+def test_the_codex_hook_loads_without_pydantic_or_an_event_loop():
+    """Loaded by file as phase 1 loads it, the hook and its words pull in none of pydantic, asyncio,
+    anyio, libtmux or the agents package. Old code: the module does not exist."""
+    code = (
+        "import sys\n"
+        "from relay_repl.system.prefetch import load_by_file\n"
+        "m = load_by_file('codex', 'relay_repl.agents.codex.plain_plan', 'relay_repl.plain_plan')\n"
+        "assert m is not None and m._words().queue_delivered_when('x')\n"
+        "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('pydantic', 'pydantic_core', 'asyncio', 'anyio',"
+        " 'libtmux', 'dataclasses') or n == 'relay_repl.agents')\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
