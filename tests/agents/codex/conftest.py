@@ -25,7 +25,9 @@ from tests.agents.test_codex_registry import (T1, T2, T3, T4, daemon, fake_codex
 T5 = "01a22c47-bbbb-7921-9dbe-4cd6565cd35e"  # held by a TUI run with --no-daemon
 T6 = "01a22c47-cccc-7921-9dbe-4cd6565cd35e"  # in Plan mode
 T7 = "01a22c47-dddd-7921-9dbe-4cd6565cd35e"  # no rollout yet (in a pane its footer names)
-NAMES = {T1: "idle-one", T2: "busy-one", T3: "goal-one", T4: "free-one", T5: "tui-one", T6: "plans", T7: "fresh"}
+T8 = "01a22c47-eeee-7921-9dbe-4cd6565cd35e"  # waiting on an approval
+NAMES = {T1: "idle-one", T2: "busy-one", T3: "goal-one", T4: "free-one", T5: "tui-one", T6: "plans", T7: "fresh",
+         T8: "asks"}
 CLI_VERSION = "0.171.0"
 """What state_5.sqlite records each thread with: the --no-daemon holder's version (its binary names none)."""
 
@@ -71,8 +73,8 @@ def footer_pane(sock: str, codex: Path, name: str) -> None:
 
 @pytest.fixture
 async def codex_world(home, daemon, tmp_path, monkeypatch):  # noqa: F811
-    """The environment of a CODEX_HOME holding every case above (idle, busy and goal-active threads the
-    daemon holds, Plan mode, no rollout yet, a --no-daemon holder, a free lock), panes whose footers name
+    """The environment of a CODEX_HOME holding every case above (idle, busy, waiting and goal-active threads
+    the daemon holds, Plan mode, no rollout yet, a --no-daemon holder, a free lock), panes whose footers name
     `idle-one` and `fresh`, and RELAY_HOME with a ledger."""
     from relay_repl.store.ledger import Ledger
 
@@ -86,7 +88,7 @@ async def codex_world(home, daemon, tmp_path, monkeypatch):  # noqa: F811
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     Ledger.default().close()  # `relay send`'s plain path plans only over an existing ledger
-    ids = (T1, T2, T3, T4, T5, T6, T7)
+    ids = (T1, T2, T3, T4, T5, T6, T7, T8)
     for t in ids:
         lock(home, t)
     rollouts = {t: rollout(home, t) for t in ids if t != T7}
@@ -100,13 +102,13 @@ async def codex_world(home, daemon, tmp_path, monkeypatch):  # noqa: F811
     goals_db(home, [(T3, "active", "keep going"), (T1, "complete", "done")])
     # this process is the daemon: it holds their locks and serves the socket, so the daemon that answers
     # is the holder and its `initialize` answer gives their version (0.169.0), as Codex's daemon does
-    held = [open(home / "thread-writer-locks" / f"{t}.lock", "a") for t in (T1, T2, T3, T6, T7)]
+    held = [open(home / "thread-writer-locks" / f"{t}.lock", "a") for t in (T1, T2, T3, T6, T7, T8)]
     for f in held:
         fcntl.flock(f, fcntl.LOCK_EX)
     mark_daemon(home, os.getpid())
     tui = tui_holder(home / "thread-writer-locks" / f"{T5}.lock", tmp_path)
     await daemon({T1: {"type": "idle"}, T2: {"type": "active", "activeFlags": []}, T3: {"type": "idle"},
-                  T6: {"type": "idle"}, T7: {"type": "idle"}})
+                  T6: {"type": "idle"}, T7: {"type": "idle"}, T8: {"type": "active", "activeFlags": ["waitingOnApproval"]}})
     codex = fake_codex_bin(tmp_path)
     try:
         for name in ("idle-one", "fresh"):

@@ -43,11 +43,15 @@ async def test_an_idle_thread_in_a_pane_plans_plainly_as_the_models_plan_it(code
     assert fields["payload"].endswith(f"] {BODY}") and fields["relay_id"] in fields["payload"]
 
 
-async def test_busy_goal_plan_mode_and_a_no_daemon_holder_plan_plainly_as_the_models_plan_them(codex_world):
-    """Each case's own notes, equal both ways: a busy thread (the item waits for its next idle
-    transition), a goal-active thread (never idle: the ranking's note and the queue's goal-controller
+async def test_waiting_busy_goal_plan_mode_and_a_no_daemon_holder_plan_plainly_as_the_models_plan_them(codex_world):
+    """Each case's own notes, equal both ways: a thread waiting on an approval (no note), a busy thread
+    (the item waits for its next idle transition), a goal-active thread (never idle: the ranking's note and the queue's goal-controller
     note, no fallback), Plan mode, a thread a --no-daemon TUI holds (state unknown, "no daemon: lock
     only", the recorded cli_version). Old code: handed to the models, as above."""
+    asks = await plan_of("asks")
+    assert ", waiting, " in asks["target"] and asks["notes"] == [] and "status active from daemon" in asks[
+        "identified_by"]
+
     busy = await plan_of("busy-one")
     assert busy["notes"] == ["target is busy: the item waits for its next idle transition (one item per turn)"]
     assert "status active from daemon" in busy["identified_by"] and busy["fallback"] == "none"

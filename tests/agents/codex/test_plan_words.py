@@ -3,7 +3,7 @@ models' codex-queue and tmux transports say over the Targets discovery gives, on
 real flocks held by real processes, real SQLite files, a real tmux pane whose footer names its
 thread, and a WebSocket-over-Unix-socket daemon (tests/agents/test_codex_registry.py's fixtures).
 
-Threads (conftest.codex_world): idle, busy and goal-active (daemon-held), one in Plan mode, one with
+Threads (conftest.codex_world): idle, busy, waiting and goal-active (daemon-held), one in Plan mode, one with
 no rollout yet (the queue refuses it), one held by a `--no-daemon` TUI (no daemon: lock only) and one
 whose lock is free (not loaded). The whole plan, phase 1's against the models': test_plain_plan.py."""
 
@@ -66,6 +66,7 @@ async def test_the_queue_words_over_a_row_are_the_models_words(codex_world):
     assert seen["idle-one"] == ("idle", None, ())
     assert rows["idle-one"].pane and "footer names thread 'idle-one'" in rows["idle-one"].identified_by
     assert "status idle from daemon" in rows["idle-one"].identified_by
+    assert seen["asks"] == ("waiting", None, ())
     assert seen["busy-one"][0] == "busy" and seen["busy-one"][2] == (
         "target is busy: the item waits for its next idle transition (one item per turn)",)
     assert seen["goal-one"][0] == "never-idle" and seen["goal-one"][2][0].startswith("goal-controller thread:")
