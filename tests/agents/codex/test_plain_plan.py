@@ -99,13 +99,21 @@ def _send(row: Any) -> Any:
 
 
 def test_the_codex_hook_loads_without_pydantic_or_an_event_loop():
-    """Loaded by file as phase 1 loads it, the hook and its words pull in none of pydantic, asyncio,
-    anyio, libtmux or the agents package. Old code: the module does not exist."""
+    """Loaded by file as phase 1 loads it, the hook and its words (and Codex's plain listing) pull in none of
+    pydantic, asyncio, anyio, libtmux or the agents package, and phase 1 and the listing share one copy of
+    plain_facts. Old code: the hook does not exist (and the listing loaded a second plain_facts)."""
     code = (
         "import sys\n"
         "from relay_repl.system.prefetch import load_by_file\n"
         "m = load_by_file('codex', 'relay_repl.agents.codex.plain_plan', 'relay_repl.plain_plan')\n"
         "assert m is not None and m._words().queue_delivered_when('x')\n"
+        "from relay_repl.frontends.send_plain import _facts\n"
+        "assert _facts() is not None\n"
+        "from relay_repl.system.pane_list import PlainRoster\n"
+        "lst = load_by_file('codex', 'relay_repl.agents.codex.plain_listing', 'relay_repl.plain_listing')\n"
+        "env = {'CODEX_HOME': '/nonexistent/codex-home', 'PATH': '/usr/bin:/bin'}\n"
+        "assert lst.listing(env, PlainRoster(env)) == []\n"
+        "assert len([n for n in sys.modules if n.endswith('plain_facts')]) == 1, sorted(sys.modules)\n"
         "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('pydantic', 'pydantic_core', 'asyncio', 'anyio',"
         " 'libtmux', 'dataclasses') or n == 'relay_repl.agents')\n"
         "print(bad)\n"
