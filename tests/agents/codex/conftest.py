@@ -71,6 +71,15 @@ def footer_pane(sock: str, codex: Path, name: str) -> None:
                    check=True)
 
 
+class World(dict[str, str]):
+    """The environment of the world (a dict, as the listings take it), and its fake daemon (`daemon`), whose
+    `statuses` a test may change between two reads."""
+
+    def __init__(self, env: dict[str, str], fake: Any) -> None:
+        super().__init__(env)
+        self.daemon = fake
+
+
 @pytest.fixture
 async def codex_world(home, daemon, tmp_path, monkeypatch):  # noqa: F811
     """The environment of a CODEX_HOME holding every case above (idle, busy, waiting and goal-active threads
@@ -107,7 +116,7 @@ async def codex_world(home, daemon, tmp_path, monkeypatch):  # noqa: F811
         fcntl.flock(f, fcntl.LOCK_EX)
     mark_daemon(home, os.getpid())
     tui = tui_holder(home / "thread-writer-locks" / f"{T5}.lock", tmp_path)
-    await daemon({T1: {"type": "idle"}, T2: {"type": "active", "activeFlags": []}, T3: {"type": "idle"},
+    fake = await daemon({T1: {"type": "idle"}, T2: {"type": "active", "activeFlags": []}, T3: {"type": "idle"},
                   T6: {"type": "idle"}, T7: {"type": "idle"}, T8: {"type": "active", "activeFlags": ["waitingOnApproval"]}})
     codex = fake_codex_bin(tmp_path)
     try:
@@ -120,7 +129,7 @@ async def codex_world(home, daemon, tmp_path, monkeypatch):  # noqa: F811
                 if f"/work · {name}" in shot:
                     break
                 await anyio.sleep(0.05)
-        yield env
+        yield World(env, fake)
     finally:
         subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
         tui.kill()

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from relay_repl.system.pane_list import PlainRoster
-from tests.agents.codex.conftest import CLI_VERSION, plain_module
+from tests.agents.codex.conftest import CLI_VERSION, T1, plain_module
 from tests.frontends.send_plain_helpers import plain_plan, same_plan
 
 pytestmark = pytest.mark.anyio
@@ -120,3 +120,46 @@ def test_the_codex_hook_loads_without_pydantic_or_an_event_loop():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _asked(shown: str, spec: str, relay_id: str, answer: str) -> tuple[Any, list[str]]:
+    """`relay send spec BODY`'s phase 2 (the models' pipeline, the id pinned) asked through the gate of a plan
+    already on screen (`shown`: its digest), answered `answer` at the prompt: (the delivery, what the gate wrote)."""
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from relay_repl.frontends.commands.common import inbox_open
+    from relay_repl.session.app import make_session
+    from relay_repl.session.core.preshown_gate import PreShownGate
+
+    written: list[str] = []
+
+    async def go() -> Any:
+        with create_pipe_input() as pipe:
+            pipe.send_text(answer)
+            gate = PreShownGate(shown, input=pipe, output=DummyOutput(), write=written.append)
+            session = make_session(approve=gate, echo=None)
+            async with inbox_open(session, lambda line: None):
+                return await session.send(spec, BODY, relay_id=relay_id)
+
+    return anyio.run(go), written
+
+
+async def test_a_thread_that_turned_busy_after_its_plain_plan_is_asked_about_with_the_new_plan(codex_world):
+    """Phase 1 shows idle-one idle; before phase 2 the daemon says it is busy: the models' plan (the busy
+    note) is printed under the changed-plan line and is the one asked about; the same plan is not printed
+    again. Old code: no Codex hook, so no plain plan to compare (`pre.digest` is None)."""
+    from relay_repl.core.approval import plan_digest
+    from relay_repl.session.core.preshown_gate import CHANGED
+
+    pre, printed = await anyio.to_thread.run_sync(plain_plan, "codex:idle-one", BODY)
+    assert pre.digest is not None and "target is busy" not in printed
+    d, written = await anyio.to_thread.run_sync(_asked, pre.digest, "codex:idle-one", pre.relay_id, "n\r")
+    assert CHANGED not in written and not any(w.startswith("Plan: ") for w in written)  # the same plan: asked only
+    assert plan_digest(d.plan) == pre.digest and d.state.value == "withheld"
+
+    codex_world.daemon.statuses[T1] = {"type": "active", "activeFlags": []}
+    d, written = await anyio.to_thread.run_sync(_asked, pre.digest, "codex:idle-one", pre.relay_id, "n\r")
+    i = written.index(CHANGED)
+    assert written[i + 1] == d.plan.render() and "target is busy: the item waits" in written[i + 1]
+    assert plan_digest(d.plan) != pre.digest and d.state.value == "withheld"  # only the plan on screen was asked
