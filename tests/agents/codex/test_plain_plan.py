@@ -163,3 +163,26 @@ async def test_a_thread_that_turned_busy_after_its_plain_plan_is_asked_about_wit
     i = written.index(CHANGED)
     assert written[i + 1] == d.plan.render() and "target is busy: the item waits" in written[i + 1]
     assert plan_digest(d.plan) != pre.digest and d.state.value == "withheld"  # only the plan on screen was asked
+
+
+PHASE_ONE = """
+import os, sys
+from relay_repl.frontends.send_plain import preplan
+pre = preplan('codex', sys.argv[1], 'hi', dict(os.environ))
+heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'pydantic_core', 'asyncio', 'anyio', 'libtmux',
+                                                          'annotated_types', 'prompt_toolkit', 'websockets'})
+print('PIN', pre.digest is not None, heavy, 'dataclasses' in sys.modules, 'relay_repl.agents' in sys.modules)
+"""
+
+
+async def test_phase_one_of_a_codex_send_loads_no_pydantic_event_loop_or_libtmux(codex_world):
+    """The whole of phase 1 for a Codex thread (its plain listing asking the daemon over its socket, the
+    panes' captures, the process table, the hook), in a process of its own: the plan printed, and none of
+    pydantic, asyncio, anyio, libtmux, websockets, dataclasses or the agents package loaded. Old code: no
+    Codex hook, so no plan printed (`PIN False`)."""
+    for name in ("idle-one", "goal-one", "tui-one"):
+        r = await anyio.to_thread.run_sync(lambda n=name: subprocess.run(  # the fake daemon answers on this loop
+            [sys.executable, "-c", PHASE_ONE, n], capture_output=True, text=True, timeout=60, env=dict(os.environ)))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines()[-1] == "PIN True [] False False", (name, r.stdout)
+        assert r.stdout.startswith(f"Plan: send to codex:{name}"), r.stdout
