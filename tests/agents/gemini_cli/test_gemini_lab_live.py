@@ -98,40 +98,33 @@ def test_a_sends_plain_plan_to_the_real_gemini_is_the_models_plan(three_kinds: P
     classifier) is the models' plan for the same relay id, field for field, digest and text; and the
     kind's parts come from two tmux calls when listed through plain_plan.listing (today's path: four).
     Here, on this module's lab (a lab of its own costs ~30 s of the live half)."""
-    import io
-
     import relay_repl.lab.launcher as launcher
     from relay_repl.agents.gemini_cli import plain_plan
     from relay_repl.agents.plain_choice import chooser
     from relay_repl.agents.plain_facts import adapter
-    from relay_repl.core.approval import plan_digest
-    from relay_repl.frontends.send_plain import PlainSend, preplan
+    from relay_repl.frontends.send_plain import PlainSend
     from relay_repl.session.app import make_session
     from relay_repl.session.core.gate import ScriptedGate
-    from relay_repl.system import loopless, pane_list
+    from relay_repl.system import pane_list
+    from tests.frontends.send_plain_helpers import same_plan
 
     monkeypatch.setenv("RELAY_HOME", str(three_kinds))
     for k, v in launcher.env().items():
         monkeypatch.setenv(k, v)
-    s = make_session(approve=ScriptedGate([]), echo=None)  # the ledger, as the lab's first send makes it
-    out = io.StringIO()
-    pre = preplan("gemini", "gamma", "hello gamma", dict(os.environ), out)
-    assert pre.relay_id is not None and pre.digest is not None, "the plain path handed the send over"
-    plan = loopless.run(lambda: s.preview("gemini:gamma", "hello gamma", relay_id=pre.relay_id))
-    assert pre.fields == plan.model_dump(mode="json")
-    assert pre.digest == plan_digest(plan) and out.getvalue() == plan.render() + "\n"
-    assert any(n.endswith("composer empty (preflight runs again after your y)") for n in plan.notes), plan.notes
+    make_session(approve=ScriptedGate([]), echo=None)  # the ledger, as the lab's first send makes it
+    fields = same_plan("gemini:gamma", "hello gamma")  # fields, digest and bytes == the pipeline's plan
+    assert any(n.endswith("composer empty (preflight runs again after your y)") for n in fields["notes"]), fields
 
     calls: list[list[str]] = []
     real = pane_list.run_tmux
     monkeypatch.setattr(pane_list, "run_tmux", lambda sock, args, env: calls.append(args) or real(sock, args, env))
     env = dict(os.environ)
     (gamma,) = [r for r in plain_plan.listing(env, pane_list.PlainRoster(env)) or [] if r.name == "gamma"]
-    send = PlainSend(line=plan.payload, relay_id=pre.relay_id, sender="x", pid=os.getpid(), inbox_open=True,
+    send = PlainSend(line=fields["payload"], relay_id=fields["relay_id"], sender="x", pid=os.getpid(), inbox_open=True,
                      interrupt=False, choose=chooser("gemini-cli", adapter("gemini-cli")))
     parts = plain_plan.plan_parts(gamma, env, send)
     assert [a[0] for a in calls if a[0] != "list-panes"] == ["display-message"], calls  # one capture (a list-panes per server)
-    assert parts is not None and parts["now"] in plan.notes and parts["delivered_when"] == plan.delivered_when
+    assert parts is not None and parts["now"] in fields["notes"] and parts["delivered_when"] == fields["delivered_when"]
 
 
 @pytest.mark.anyio

@@ -254,24 +254,21 @@ def test_the_plain_parts_import_neither_pydantic_nor_asyncio_anyio_libtmux(gemin
 @pytest.mark.parametrize("capture", ["after_turn", "busy"])
 def test_relay_sends_plain_plan_is_the_models_plan_byte_for_byte(capture, gemini):  # noqa: F811
     """End to end through the machinery (frontends/send_plain.preplan): the plan printed before the
-    models, its fields and digest, equal the models' plan for the same relay id (the preview the
-    pipeline builds; no earlier send and no provenance note here), and the text is `Plan.render`'s."""
-    import io
-
-    from relay_repl.core.approval import plan_digest
-    from relay_repl.frontends.send_plain import preplan
+    models, its fields, digest and bytes, equal the plan the real pipeline asks about for the same
+    relay id (tests/frontends/send_plain_helpers.same_plan: inbox open, gate says No)."""
+    from tests.frontends.send_plain_helpers import same_plan
 
     redraw(gemini, capture)
     models("gemini:proj")  # the session creates the ledger, as a first `relay send` would
-    out = io.StringIO()
-    pre = preplan("gemini", "proj", "hello gamma", dict(os.environ), out)
-    assert pre.relay_id is not None and pre.digest is not None, "the plain path handed over"
-    from relay_repl.session.app import make_session
-    from relay_repl.session.core.gate import ScriptedGate
-    from relay_repl.system import loopless
+    fields = same_plan("gemini:proj", "hello gamma")
+    assert fields["transport"] == "tmux" and "composer empty (preflight runs again after your y)" in fields["notes"][0]
 
-    s = make_session(approve=ScriptedGate([]), echo=None)
-    plan = loopless.run(lambda: s.preview("gemini:proj", "hello gamma", relay_id=pre.relay_id))
-    assert pre.fields == plan.model_dump(mode="json")
-    assert pre.digest == plan_digest(plan)
-    assert out.getvalue() == plan.render() + "\n"
+
+def test_relay_send_to_a_pane_with_a_draft_is_the_models_refusal(gemini):  # noqa: F811
+    """A draft in the composer: phase 1 prints nothing (no digest), and the models refuse before asking."""
+    from tests.frontends.send_plain_helpers import plain_plan as phase_one
+
+    redraw(gemini, "idle_draft")
+    models("gemini:proj")
+    pre, printed = phase_one("gemini:proj", "hello gamma")
+    assert pre.digest is None and printed == ""
