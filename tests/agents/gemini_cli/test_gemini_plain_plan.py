@@ -152,6 +152,7 @@ def test_a_pane_preflight_refuses_is_left_to_the_models(capture, gemini):  # noq
     redraw(gemini, capture)
     row, parts = plain()
     assert row.transports == ("tmux",) and parts is None
+    assert (row.state == "waiting") == (capture == "approval_dialog")  # an approval box: the session waits
     plan = models(f"gemini:{row.name}")
     assert any(n.startswith(f"a send now would be refused before asking: {REFUSED[capture]}") for n in plan.notes), plan.notes
 
