@@ -62,11 +62,22 @@ class LookingRoster:
         return texts
 
 
+def _listing_module() -> Any:
+    """plain_listing.py, by file under the name the plain paths load it by (`relay targets`, `relay send`'s
+    pre-plan: entry-point group `relay_repl.plain_listing`), so one copy serves the listing and this module."""
+    from relay_repl.system.prefetch import load_by_file
+
+    mod = load_by_file(KIND, "relay_repl.agents.gemini_cli.plain_listing", "relay_repl.plain_listing")
+    if mod is None:
+        raise ImportError("relay_repl.agents.gemini_cli.plain_listing (by file)")
+    return mod
+
+
 def listing(env: Mapping[str, str], roster: Any) -> list[Any] | None:
     """The rows plain_listing.listing gives (the very function), with each Gemini pane's preflight
     snapshot taken in the listing's one capture and kept for `plan_parts`."""
     looking = LookingRoster(roster)
-    rows = sibling(__name__, "relay_repl.agents.gemini_cli.plain_listing").listing(env, looking)
+    rows = _listing_module().listing(env, looking)
     _looks.clear()
     _looks.update(looking.snapshots)
     return rows
@@ -102,8 +113,7 @@ def plan_parts(row: Any, env: Mapping[str, str], send: Any) -> dict[str, Any] | 
     """What `TmuxTransport` puts in a plan to this Gemini session (the contract's keys), or None: hand over."""
     if row.kind != KIND or tuple(row.transports) != (tmux_words.NAME,) or not row.pane or not row.tmux_socket:
         return None
-    facts = sibling(__name__, "relay_repl.agents.plain_facts")
-    adapter = facts.adapter(KIND)
+    adapter = _listing_module().plain_facts().adapter(KIND)
     screen_spec = adapter.get("screen") if adapter is not None else None
     if not isinstance(screen_spec, dict) or screen_spec.get("classifier") != CLASSIFIER:
         return None  # tmux types only through the classifier the adapter names: the models find it
