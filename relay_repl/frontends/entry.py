@@ -72,7 +72,12 @@ def main() -> int:
     if words[0] == "send":  # its plan before the models, in the bare shape only (frontends/send_plain.py)
         from relay_repl.frontends.send_plain import run as run_send
 
-        code = run_send(words)
+        try:
+            code = run_send(words)
+        except KeyboardInterrupt as exc:  # Ctrl-C while its plan is read, before the CLI's own handler runs
+            from relay_repl.frontends.cli import exit_code
+
+            return exit_code(exc)
         if code is not None:
             return code
     if words == ["serve", "--stdio"]:  # a host's relay, started per ssh channel: its first answer is awaited
