@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
+import signal
 import subprocess
 import uuid
 from pathlib import Path
@@ -29,9 +31,14 @@ from relay_repl.system.pane_list import PlainRoster
 from tests.frontends.test_targets_plain import BUNDLE, GEMINI_CAPTURES, GeminiWorld, gemini, world  # noqa: F401
 
 SID = "0000-4000-8000-00000000000a"  # the chat's session id after the 8 hex the recorded footer shows (if any)
-REDRAW = ("import json, sys, time; rows = open(sys.argv[2]).read().rstrip('\\n').split('\\n'); "
-          "m = json.load(open(sys.argv[3])); sys.stdout.write('\\x1b[H\\x1b[2J' + '\\x1b[0m\\r\\n'.join(rows) + "
-          "'\\x1b[0m\\x1b[%d;%dH' % (m['cursor_y'] + 1, m['cursor_x'] + 1)); sys.stdout.flush(); time.sleep(600)")
+REDRAW = ("import json, signal, sys, time\n"
+          "def draw(*_):\n"
+          "    rows = open(sys.argv[2]).read().rstrip('\\n').split('\\n'); m = json.load(open(sys.argv[3]))\n"
+          "    sys.stdout.write('\\x1b[H\\x1b[2J' + '\\x1b[0m\\r\\n'.join(rows) + "
+          "'\\x1b[0m\\x1b[%d;%dH' % (m['cursor_y'] + 1, m['cursor_x'] + 1)); sys.stdout.flush()\n"
+          "signal.signal(signal.SIGUSR1, draw); draw()\n"
+          "while True: time.sleep(600)\n")
+"""Draws the rows file (argv 2) with the cursor its .json (argv 3) gives; again on SIGUSR1 (`show`)."""
 
 
 def footer_sid(capture: str | Path) -> str:
@@ -52,8 +59,10 @@ def redraw(g: GeminiWorld, capture: str | Path, *, sid: str | None = None) -> in
         meta = capture.with_suffix(".json")
         meta.write_text(json.dumps({"cursor_x": 0, "cursor_y": 0, "pane_width": 120, "pane_height": 40}))
         rows = capture
-    else:
-        rows, meta = GEMINI_CAPTURES / f"{capture}.e.txt", GEMINI_CAPTURES / f"{capture}.json"
+    else:  # copies: `show` replaces them to redraw the pane as another capture
+        rows, meta = g.tmp / "screen.e.txt", g.tmp / "screen.json"
+        shutil.copyfile(GEMINI_CAPTURES / f"{capture}.e.txt", rows)
+        shutil.copyfile(GEMINI_CAPTURES / f"{capture}.json", meta)
     size = json.loads(meta.read_text())
     argv = [str(g.node), "-c", REDRAW, str(g.tmp / BUNDLE), str(rows), str(meta)]
     name = f"g{uuid.uuid4().hex[:6]}"
@@ -66,6 +75,21 @@ def redraw(g: GeminiWorld, capture: str | Path, *, sid: str | None = None) -> in
     g._running(pid, lambda: pid if g.screen_of(pid).strip() else None)
     g.chat("proj", sid or footer_sid(capture))
     return pid
+
+
+def show(g: GeminiWorld, pid: int, capture: str) -> None:
+    """Redraw the pane of the fake session `pid` (made by `redraw`) as another recorded capture."""
+    import time
+
+    before = g.screen_of(pid)
+    shutil.copyfile(GEMINI_CAPTURES / f"{capture}.e.txt", g.tmp / "screen.e.txt")
+    shutil.copyfile(GEMINI_CAPTURES / f"{capture}.json", g.tmp / "screen.json")
+    os.kill(pid, signal.SIGUSR1)
+    for _ in range(200):
+        if g.screen_of(pid) != before:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the pane did not redraw as {capture}")
 
 
 def send_for(line: str) -> Any:
@@ -273,3 +297,36 @@ def test_relay_send_to_a_pane_with_a_draft_is_the_models_refusal(gemini):  # noq
     models("gemini:proj")
     pre, printed = phase_one("gemini:proj", "hello gamma")
     assert pre.digest is None and printed == ""
+
+
+def test_a_pane_that_turned_busy_while_the_plan_was_shown_is_asked_about_as_it_is_now(gemini):  # noqa: F811
+    """Phase 1 read the pane idle; before the models plan, the session turned busy. The models' plan
+    (busy, with the busy note) differs from the one shown, so it is printed under the changed-plan line
+    and that plan is the one asked about (answered No here: nothing typed). The same pane unchanged is
+    asked about without a second plan (tests/frontends/test_send_plain.py's mechanism, on Gemini's parts)."""
+    from prompt_toolkit.input import create_pipe_input
+
+    from relay_repl.core.approval import plan_digest
+    from relay_repl.session.core.preshown_gate import CHANGED
+    from tests.frontends.send_plain_helpers import plain_plan as phase_one
+    from tests.frontends.test_send_plain import _gate, _send_with
+
+    pid = redraw(gemini, "after_turn")
+    models("gemini:proj")
+    pre, printed = phase_one("gemini:proj", "hi")
+    assert pre.digest is not None and "now: idle, composer empty" in printed and "target is busy" not in printed
+    with create_pipe_input() as pipe:
+        gate, written = _gate(pre.digest, pipe, "n\r")
+        d = _send_with(gate, "gemini:proj", pre.relay_id)
+    assert CHANGED not in written and d.state.value == "withheld"  # unchanged: asked without a second plan
+
+    pre, printed = phase_one("gemini:proj", "hi")
+    assert pre.digest is not None and "now: idle" in printed
+    show(gemini, pid, "busy")
+    with create_pipe_input() as pipe:
+        gate, written = _gate(pre.digest, pipe, "n\r")
+        d = _send_with(gate, "gemini:proj", pre.relay_id)
+    i = written.index(CHANGED)
+    assert written[i + 1] == d.plan.render() and "now: busy, composer empty" in written[i + 1]
+    assert "target is busy: Enter queues the line" in written[i + 1]
+    assert plan_digest(d.plan) != pre.digest and d.relay_id == pre.relay_id and d.state.value == "withheld"
