@@ -11,7 +11,8 @@ them in turn (a, b, c, a, b, c, ...), so other processes on a shared machine loa
 - `claude agents --json`: Claude's own listing, which relay no longer waits for;
 - `relay targets` and `relay targets --json` (goal: <= 1.0x the peer);
 - `relay send KIND:NAME <text>` for each kind, in a pty, to its plan: the time from spawn until the
-  plan is on screen (it is written at once, so its first line marks it; goal: <= 200 ms), and in
+  plan is on screen (it is written at once, so its first line marks it; goal: <= 200 ms; when the
+  plain pre-plan's plan was replaced by the models' "the plan changed" one, until that one), and in
   brackets until the `Proceed? [y/N]` prompt that follows it (prompt_toolkit loads after the plan),
   then `n` (nothing is sent; the bench checks that the command said it declined);
 - `relay run ping -p target=KIND:NAME`, to its first plan the same way (for a Claude target, listing
@@ -44,6 +45,10 @@ TARGETS_GOAL = 1.0  # x session-peer list
 PLAN_GOAL = 0.200  # s, spawn to the plan on screen
 REPL_GOAL = 0.050  # s, warm session.send to its plan
 MESSAGE = "bench: this plan is answered No"
+CHANGED = b"the plan changed while it was shown"
+"""`relay send`'s plain pre-plan (frontends/send_plain.py) printed a plan the models then did not
+agree with: the plan asked about is the second one, so that is the one timed (and the run counted)."""
+CHANGED_RUNS: list[str] = []
 
 
 def run_timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
@@ -66,7 +71,7 @@ def to_plan(cmd: list[str], env: dict[str, str], timeout: float = 30.0) -> tuple
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
     os.close(slave)
-    buf, first, prompt = b"", None, None
+    buf, first, prompt, changed = b"", None, None, False
     try:
         while time.perf_counter() - t0 < timeout:
             ready, _, _ = select.select([master], [], [], 0.05)
@@ -81,6 +86,8 @@ def to_plan(cmd: list[str], env: dict[str, str], timeout: float = 30.0) -> tuple
                 now = time.perf_counter() - t0
                 if first is None and b"Plan:" in buf:
                     first = now
+                if not changed and CHANGED in buf:  # the plan first shown was not the one asked about:
+                    changed, first = True, now  # the plan on screen is the one printed after this line
                 if prompt is None and b"Proceed? [y/N]" in buf:
                     prompt = now
                     os.write(master, b"n\r")
@@ -98,6 +105,8 @@ def to_plan(cmd: list[str], env: dict[str, str], timeout: float = 30.0) -> tuple
     text = buf.decode("utf-8", "replace")
     if first is None or prompt is None or "declined" not in text:
         raise RuntimeError(f"{' '.join(cmd)}: no plan answered No:\n{text[-1500:]}")
+    if changed:
+        CHANGED_RUNS.append(" ".join(cmd))
     return first, prompt, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
 
 
@@ -235,6 +244,9 @@ def main() -> None:
         else:
             goal, held = "(anchor)" if k == "session-peer list" else "-", ""
         print(f"{k:44} {med[k] * 1000:8.0f} {mcpu[k] * 1000:7.0f} {ratio:>6}  {goal:15} {held}")
+    if CHANGED_RUNS:
+        print(f"{len(CHANGED_RUNS)} run(s) printed a second plan (the first plain plan was not the models'; timed "
+              f"to the second): {', '.join(sorted(set(CHANGED_RUNS)))}")
     for spec, s in repl.items():
         held = "yes" if s <= REPL_GOAL else "NO"
         print(f"{'REPL send ' + spec + ' (warm)':44} {s * 1000:8.1f} {'':>7} {'':>6}  plan <= {REPL_GOAL * 1000:.0f} ms   {held}")

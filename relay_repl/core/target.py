@@ -6,11 +6,11 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
-from relay_repl.core.controls import visible
 from relay_repl.core.errors import UsageError
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
 from relay_repl.core.readable import Readable
+from relay_repl.core.target_row import describe_target
 
 TargetState = Literal["idle", "busy", "waiting", "unknown", "never-idle"]
 HOST_SPEC = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]{0,62})/(?P<rest>.+)$")
@@ -114,16 +114,8 @@ class Target(Readable, BaseModel):
         return f"{self.host}/{local}" if self.host else local
 
     def describe(self) -> str:
-        bits = [self.spec]
-        if self.pid is not None:
-            bits.append(f"pid {self.pid}")
-        if self.pane:
-            bits.append(f"pane {self.pane}")
-        bits.append(self.state if self.live else "STALE")
-        if self.client_version or self.client_status:
-            bits.append(f"{self.kind} {self.client_version or '?'} {self.client_status or ''}".rstrip())
-        # a session's name is chosen by its agent (or whoever writes its registry): shown, never applied
-        return visible(" ".join(bits[:1]) + " (" + ", ".join(bits[1:]) + ")")
+        """The plan's target line (core/target_row.py holds it, for the plain pre-plan too)."""
+        return describe_target(self)
 
     def __repr__(self) -> str:
         return f"<Target {self.describe()}>"

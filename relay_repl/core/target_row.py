@@ -77,6 +77,20 @@ class TargetRow:
         return f"<TargetRow {self.spec}>"
 
 
+def describe_target(t: Any) -> str:
+    """The plan's words for a target (a Target or a TargetRow): spec, pid, pane, state, client."""
+    bits = [t.spec]
+    if t.pid is not None:
+        bits.append(f"pid {t.pid}")
+    if t.pane:
+        bits.append(f"pane {t.pane}")
+    bits.append(t.state if t.live else "STALE")
+    if t.client_version or t.client_status:
+        bits.append(f"{t.kind} {t.client_version or '?'} {t.client_status or ''}".rstrip())
+    # a session's name is chosen by its agent (or whoever writes its registry): shown, never applied
+    return visible(" ".join(bits[:1]) + " (" + ", ".join(bits[1:]) + ")")
+
+
 def target_json(t: Any, detail: Mapping[str, Any]) -> dict[str, Any]:
     """What `relay targets --json` prints for one target (a Target or a TargetRow), its detail given as JSON."""
     return {

@@ -24,6 +24,10 @@ from relay_repl.frontends.kind_words import KindsRawHelp
 from relay_repl import __version__
 from relay_repl.frontends import argparse_gettext
 from relay_repl.core.controls import visible  # pure, no dependency: every echo of a peer's text passes it
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name alike)
+if TYPE_CHECKING:
+    from typing import Any
 # The subcommands in the order `relay --help` lists them; each module (frontends/commands/NAME.py)
 # registers its own subparser. Imported by name when used: a one-liner loads its own command's
 # module only, not the other ~27 (`relay targets` and a send's plan are cold starts; issue 40).
@@ -114,7 +118,9 @@ def _named_command(words: list[str]) -> tuple[str, str | None]:
     return name, name if name in COMMAND_NAMES else None
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, extra: dict[str, Any] | None = None) -> int:
+    """`extra`: attributes set on the parsed arguments (frontends/send_plain.py hands `cmd_send` the
+    relay id and gate of the plan it already printed)."""
     words = sys.argv[1:] if argv is None else argv
     import relay_repl.system.prefetch as prefetch
 
@@ -125,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(words).parse_args(argv) if words else argparse.Namespace(fake=False, lab=False, command=None)
     if getattr(args, "func", None) is None:  # no command: the REPL
         args.func, args.lab_use = command_module("repl").cmd_repl, "start"
+    for key, value in (extra or {}).items():
+        setattr(args, key, value)
     func = args.func
     if getattr(args, "whole_parser", None) is True:
         args.whole_parser = build_parser

@@ -21,6 +21,10 @@ more than the server's whole answer (session/mcp/mcp_server.py).
 (an agent's shell asking the operator) and `relay serve --stdio`
 (a host's relay, started per ssh channel) skip the CLI's parser too (issue 33): with any other
 words (an option, `--help`, a leading `--fake`) the CLI parses them, so usage and errors are its own.
+
+`relay send TARGET MESSAGE` in its bare shape prints its plan before the models are loaded, then
+runs the CLI's `send` with that plan's id and digest (frontends/send_plain.py, issue 40); any other
+shape, or anything its plain readers do not answer exactly, is the CLI's as before.
 """
 
 from __future__ import annotations
@@ -65,6 +69,17 @@ def main() -> int:
 
         if plain_ask(words[1:]):
             return _as_cli(lambda: run_ask(words[1:]))
+    if words[0] == "send":  # its plan before the models, in the bare shape only (frontends/send_plain.py)
+        from relay_repl.frontends.send_plain import run as run_send
+
+        try:
+            code = run_send(words)
+        except KeyboardInterrupt as exc:  # Ctrl-C while its plan is read, before the CLI's own handler runs
+            from relay_repl.frontends.cli import exit_code
+
+            return exit_code(exc)
+        if code is not None:
+            return code
     if words == ["serve", "--stdio"]:  # a host's relay, started per ssh channel: its first answer is awaited
         from relay_repl.frontends.commands.serve import run_plain
 

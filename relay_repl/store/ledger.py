@@ -343,13 +343,10 @@ class Ledger:
     def next_id(self, sender: str) -> str:
         """A fresh `<sender>-<n>`, unique for this sender across every process
         sharing the ledger."""
+        from relay_repl.store.ledger_ids import take_id  # its one statement (the plain pre-plan takes it too)
+
         with self._tx() as con:
-            (n,) = con.execute(
-                "INSERT INTO counters(sender, n) VALUES (?, 1) "
-                "ON CONFLICT(sender) DO UPDATE SET n = n + 1 RETURNING n",
-                (sender,),
-            ).fetchone()
-        return f"{sender}-{n}"
+            return take_id(con, sender)
 
     def peek_next_id(self, sender: str) -> str:
         """The id `next_id` would hand out now (for scripting a peer's answer in tests)."""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_repl.core import transport_rank
 from relay_repl.core.errors import PolicyRefusal
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Transport
@@ -28,10 +29,8 @@ class Requirements(BaseModel):
 
 
 def strength(c: Capabilities) -> tuple[int, ...]:
-    """Higher sorts first: durable beats live-only, native replies beat bare
-    writes, receipts beat silence, and typing into a pane comes last because it
-    is the easiest to get wrong."""
-    return (int(c.durable), int(c.native_reply), int(c.receipts), int(not c.needs_pane), int(not c.live_only))
+    """Higher sorts first (core/transport_rank.py holds the rule, for the plain pre-plan too)."""
+    return transport_rank.strength(dict(c))
 
 
 class Choice(BaseModel):
@@ -55,7 +54,7 @@ def choose(
     usable = [t for t in offered if refusals[t.name] is None]
 
     if target.state == "never-idle" and not req.durable:
-        notes.append(f"{target.spec} never goes idle (goal controller): only a durable transport can deliver without waiting")
+        notes.append(transport_rank.never_idle_note(target.spec))
         req = req.model_copy(update={"durable": True})
 
     def filtered(ts: list[Transport]) -> list[Transport]:
@@ -98,13 +97,5 @@ def choose(
 
 
 def plain_fallback(ranked: Sequence[Transport]) -> str:
-    """What a plain send falls back to: nothing, and the plan says so (issue 16 case 9).
-
-    A plain send runs only the chosen transport; only an explicit chain (`a | b`) tries the
-    next one after a refusal with no side effect. The plan names the runner-up and the
-    chain that would try it, so the operator who wants a fallback can compose one."""
-    if len(ranked) < 2:
-        return "none"
-    first, second = (t.name.replace("-", "_") for t in ranked[:2])
-    return (f"none (a plain send uses one transport; {ranked[1].name} would also work: "
-            f"transport=session.transports.{first} | session.transports.{second} tries it next)")
+    """What a plain send falls back to: nothing, and the plan says so (core/transport_rank.py)."""
+    return transport_rank.plain_fallback([t.name for t in ranked])

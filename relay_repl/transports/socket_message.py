@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from relay_repl.agents.socket_wire import SocketWire
+from relay_repl.core import transport_words
 from relay_repl.core.approval import Approval
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope
@@ -81,7 +82,7 @@ class SocketTransport(KindWayTransport[SocketWire]):
         wire = self.way_of(target)
         notes = list(wire.notes(target, interrupt=self.interrupt))
         if self._inbox() is None:
-            notes.append("no inbox listening here: hold/drop/refuse receipts cannot come back")
+            notes.append(transport_words.NO_INBOX)
         notes.append(wire.frame_note(target, self._reply_path(target), interrupt=self.interrupt))
         return tuple(notes)
 
@@ -111,8 +112,7 @@ class SocketTransport(KindWayTransport[SocketWire]):
         reply = self._reply_path(target)
         if reply is None or inbox is None or reply in [Path(p) for p in inbox.extra_paths]:
             return ()
-        return (f"creates {reply}: a listening socket for the receiver's hold/drop/refuse receipts "
-                "(removed when this relay exits; never replaces an existing file)",)
+        return (transport_words.listener_file(reply),)
 
     def delivered_when(self, target: Target, envelope: Envelope) -> str:
         return self.way_of(target).delivered_when(target, os.getpid())

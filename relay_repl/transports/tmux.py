@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING
 import functools
 import math
 import os
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -54,14 +53,15 @@ from pydantic import BaseModel, ConfigDict
 
 from relay_repl.agents import agent_for
 from relay_repl.agents.kind import AgentKind as Agent
+from relay_repl.core import tmux_words
 from relay_repl.core.approval import Approval, check
-from relay_repl.core.controls import gist
 from relay_repl.core.delivery import Delivery, DeliveryState
 from relay_repl.core.envelope import Envelope, check_typed_line
 from relay_repl.core.errors import EnvelopeError, PaneGone, TmuxError
 from relay_repl.system.polling import poll_until
 from relay_repl.system.tmux import TmuxResult
 from relay_repl.system.tmux import run as run_tmux
+from relay_repl.agents.screens.capture import new_mark, snapshot_args, snapshot_fields
 from relay_repl.agents.screens.model import ScreenReading, Snapshot, SubmitHint
 from relay_repl.core.target import Target
 from relay_repl.transports.base import Capabilities, Look, StageLog, Transport
@@ -75,10 +75,6 @@ T = TypeVar("T")
 ALLOWED_KEYS = frozenset({"Enter", "Tab"})
 """The only named keys this transport may ever send. Escape is not among them: it
 interrupts a busy receiver (both clients) and, twice, opens Codex's rewind browser."""
-
-_SEP = "|:|"  # printable: tmux may print control characters as `_` (see system/panes.py)
-_FORMAT_FIELDS = ("pane_id", "cursor_x", "cursor_y", "pane_in_mode", "pane_mode", "alternate_on", "pane_pid",
-                  "pane_dead", "pane_width", "pane_height", "pane_current_command")
 
 
 class PaneRef(BaseModel):
@@ -186,47 +182,18 @@ class PaneIO:
         return None
 
     def snapshot(self, pane: PaneRef) -> Snapshot:
-        """Formats, the plain rows and the `-e` rows, in ONE tmux invocation.
+        """Formats, the plain rows and the `-e` rows, in ONE tmux invocation (agents/screens/capture.py,
+        the one home of that command line, which a send's plain pre-plan path runs too).
 
         tmux runs a `;`-chained command list without redrawing in between, so the
         three reads describe the same screen.
         """
-        mark = "relaysnap" + secrets.token_hex(6)
-        fmt = mark + "F" + _SEP.join("#{%s}" % f for f in _FORMAT_FIELDS)
-        t = pane.pane_id
-        res = self._cmd(pane, "display-message", "-p", "-t", t, fmt, ";",
-                        "capture-pane", "-p", "-t", t, ";",
-                        "display-message", "-p", "-t", t, mark + "E", ";",
-                        "capture-pane", "-p", "-e", "-t", t)
-        out: list[str] = list(res.stdout)
-        try:
-            i_f = next(i for i, ln in enumerate(out) if ln.startswith(mark + "F"))
-            i_e = next(i for i, ln in enumerate(out) if ln == mark + "E")
-        except StopIteration:
-            raise PaneGone(f"{pane}: unreadable capture") from None
-        # pane_current_command comes last and the split is bounded, so a `|:|` in it cannot shift fields
-        vals = dict(zip(_FORMAT_FIELDS, out[i_f][len(mark) + 1:].split(_SEP, len(_FORMAT_FIELDS) - 1)))
-        height = int(vals.get("pane_height") or 0) or None
-
-        def rows(chunk: list[str]) -> list[str]:
-            if height is None:
-                return chunk
-            return (chunk + [""] * height)[:height]
-
-        def num(key: str) -> int:
-            v = vals.get(key, "")
-            return int(v) if v.strip().lstrip("-").isdigit() else 0
-
-        return Snapshot(
-            lines=rows(out[i_f + 1:i_e]),
-            esc_lines=rows(out[i_e + 1:]),
-            cursor_x=num("cursor_x"), cursor_y=num("cursor_y"),
-            pane_in_mode=vals.get("pane_in_mode") == "1", pane_mode=vals.get("pane_mode", ""),
-            alternate_on=vals.get("alternate_on") == "1",
-            pane_current_command=vals.get("pane_current_command", ""),
-            pane_pid=num("pane_pid") or None, pane_dead=vals.get("pane_dead") == "1",
-            pane_width=num("pane_width") or None, pane_height=height, pane_id=vals.get("pane_id"),
-        )
+        mark = new_mark()
+        res = self._cmd(pane, *snapshot_args(pane.pane_id, mark))
+        fields = snapshot_fields(list(res.stdout), mark)
+        if fields is None:
+            raise PaneGone(f"{pane}: unreadable capture")
+        return Snapshot(**fields)
 
     def processes(self, root: int) -> list[tuple[int, list[str]]]:
         """`root` and its descendants with their argv (the pane's process tree)."""
@@ -271,7 +238,7 @@ be), a poll apart, before it refuses: a capture taken mid-redraw is not the scre
 
 
 class TmuxTransport(Transport):
-    name = "tmux"
+    name = tmux_words.NAME
     capabilities = Capabilities(live_only=True, needs_pane=True)
     relies_on: ClassVar[str | None] = "the screen classifiers and typed-line evidence records were"
 
@@ -322,17 +289,12 @@ class TmuxTransport(Transport):
         if base:
             return base
         if self._agent(target)[1] is None:
-            return f"no screen classifier for {target.kind!r}: typing blind is never done"
+            return tmux_words.no_classifier(target.kind)
         return None
 
     def plan_notes(self, target: Target) -> tuple[str, ...]:
-        notes = ["types into the pane: refused at preflight if the composer holds any text, a dialog, menu or copy "
-                 "mode is up, or the screen is not recognised"]
         agent = agent_for(target.kind)
-        busy = agent.screen.tmux_busy_note(target) if agent else None
-        if busy:
-            notes.append(busy)
-        return tuple(notes)
+        return tmux_words.plan_notes(agent.screen.tmux_busy_note(target) if agent else None)
 
     async def before_asking(self, target: Target) -> tuple[str | None, str | None]:
         """The pane as it is now, for the plan (issue 39: a composer holding the operator's draft was
@@ -346,15 +308,11 @@ class TmuxTransport(Transport):
         except TmuxError:
             return None, None
         if pane is None:
-            return None, f"rostered pane {target.pane} no longer exists on its tmux server"
+            return None, tmux_words.pane_gone(target.pane)
         snap, reading, why = await self._check(target, pane, cls)
         if reading is None:
             return None, why
-        held = f", holding {gist(reading.composer_text, 60)!r}" if reading.composer_text else ""
-        blockers = f"; on screen: {', '.join(reading.blockers)}" if reading.blockers else ""
-        now = f"pane {pane.pane_id} now: {reading.kind}, composer {reading.composer}{held}{blockers} (preflight runs " \
-              "again after your y)"
-        return now, why
+        return tmux_words.now_note(pane.pane_id, reading), why
 
     def delivered_when(self, target: Target, envelope: Envelope) -> str:
         agent = agent_for(target.kind)
@@ -401,18 +359,9 @@ class TmuxTransport(Transport):
             if again is None:
                 return None, None, f"pane {pane} is gone"
             snap, reading = again, cls.classify(again)
-        why = await self._roster(target, snap, cls)
-        screen_why = (f"screen shows {', '.join(reading.blockers)}: " + "; ".join(reading.reasons)
-                      if reading.blockers else None)
-        if why:
-            # a dialog can hide what ties a pane to its process (the Codex footer): say both
-            return snap, reading, f"roster mismatch: {why}" + (f"; and the {screen_why}" if screen_why else "")
-        if screen_why:
-            return snap, reading, screen_why
-        if reading.kind == "unknown":
-            return snap, reading, "screen not recognised as idle or busy (fail closed): " + "; ".join(reading.reasons)
-        if reading.composer != "empty":
-            return snap, reading, f"composer is {reading.composer}: " + "; ".join(reading.reasons)
+        refused = tmux_words.screen_refusal(reading, await self._roster(target, snap, cls))
+        if refused:
+            return snap, reading, refused
         agent = agent_for(target.kind)
         waiting = await self._io(agent.screen.waiting_refusal, target) if agent else None
         if waiting:
@@ -456,7 +405,7 @@ class TmuxTransport(Transport):
             return
         pane = await self._io(self.io.locate, target)
         if pane is None:
-            self._refuse(delivery, log, "preflight", f"rostered pane {target.pane} no longer exists on its tmux server")
+            self._refuse(delivery, log, "preflight", tmux_words.pane_gone(target.pane))
             return
         tm.pane, tm.pane_ref = str(pane), pane
         tm.save(delivery)

@@ -48,6 +48,27 @@ def test_pending_is_exit_3_and_names_the_stage(lab):
         helpers.end_busy("beta")  # the held turn has served: end it rather than sit out its 12 s
 
 
+def test_a_bare_send_shows_its_plan_early_once_and_delivers_on_y(lab):
+    """issue 40: `relay send claude:alpha MESSAGE` (no option) prints its plan before the models load
+    (frontends/send_plain.py); the models' plan is the same, so it is not printed again, the y approves
+    it and the message is delivered under the id shown."""
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.store.paths import ledger_path
+
+    Ledger(ledger_path())  # the plain pre-plan plans only against a ledger that exists
+    helpers.wait_idle("alpha", timeout=60)
+    from tests.frontends.send_plain_helpers import plain_plan
+
+    assert plain_plan("claude:alpha", "early plan, then y")[0].digest is not None  # the plain path plans this send
+    rc, text = run_in_terminal(["send", "claude:alpha", "early plan, then y"], "y")
+    assert rc == 0, text
+    assert text.count("Plan: send to claude:alpha") == 1 and "the plan changed" not in text, text
+    rid = text.split("(relay id ")[1].split(")")[0]
+    assert f"id={rid} " in text  # the payload carries the id the plan's first line shows
+    assert "delivered (in_turn) via claude-code-socket to claude:alpha" in text, text
+    helpers.wait_idle("alpha", timeout=60)
+
+
 def test_no_terminal_is_no_and_exit_1(lab):
     res = subprocess.run(RELAY + ["send", "claude:alpha", "never sent"], capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, timeout=60)

@@ -48,3 +48,19 @@ def test_a_daemon_held_threads_version_is_what_its_binary_answers(lab):
     for t in codex:
         assert t.client_version and t.client_version == t.detail.holder_version
         assert t.client_version == binary_version(os.readlink(f"/proc/{t.pid}/exe"), kind="codex")
+
+
+def test_a_plain_sends_plan_is_the_models_plan_for_every_lab_claude_session(lab):
+    """issue 40: `relay send claude:NAME MESSAGE`'s plan printed before the models (frontends/send_plain.py)
+    is the plan the models then ask about, on the real Claude sessions: fields, digest and bytes (the
+    gate answers No: nothing is sent)."""
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.store.paths import ledger_path
+    from tests.frontends.send_plain_helpers import same_plan
+
+    Ledger(ledger_path())  # phase 1 plans only against a ledger that exists (the models make the first)
+    claude = [s for s in lab.sessions if s.kind == "claude-code"]
+    assert claude
+    for s in claude:
+        fields = same_plan(f"claude:{s.name}", "the plain plan test: not sent")
+        assert fields["transport"] == "claude-code-socket" and fields["files"], fields

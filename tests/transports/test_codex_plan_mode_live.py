@@ -14,6 +14,7 @@ import anyio
 import pytest
 from libtmux.test.retry import retry_until
 
+from tests.frontends.send_plain_helpers import same_plan
 from tests.support.sessions import live_session
 
 from relay_repl.core.delivery import DeliveryState
@@ -64,6 +65,9 @@ async def test_codex_in_plan_mode_is_said_in_the_plan_and_still_delivered(lab):
         async with live_session([True]) as (s, gate, _):
             target = await plan_mode_reads(s, True)
             assert target.detail.collaboration_mode == "plan"
+            # `relay send`'s plain pre-plan says so too, in the models' very plan (issue 40)
+            fields = await anyio.to_thread.run_sync(same_plan, CODEX, "plan mode, planned plainly")
+            assert any(n.startswith("target is in Plan mode") for n in fields["notes"]), fields
             d = await s.send(CODEX, "message while planning", transport="codex-queue", timeout=30)
             assert any("Plan mode" in n for n in gate.shown[0].notes)
             assert d.state is DeliveryState.IN_TURN, d.summary()

@@ -15,7 +15,6 @@ All readers are blocking and tolerant (a file mid-write or gone reads as no evid
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -54,21 +53,10 @@ def transcript_for(target: Target) -> Path | None:
 
 def peer_token(target: Target) -> str | None:
     """The receiver's peerToken, if its key file is readable (not required on Linux)."""
+    from relay_repl.agents.claude_code.plan_words import peer_token_at
+
     cfg = config_dir_of(target)
-    sock = target.socket
-    if not (cfg and sock):
-        return None
-    h = hashlib.sha256(str(sock).encode()).hexdigest()
-    try:  # what `glob("*.<h>.key")` lists, without pathlib's glob machinery (~13 ms before a plan)
-        names = [n for n in os.listdir(cfg / "sessions") if n.endswith(f".{h}.key") and not n.startswith(".")]
-    except OSError:
-        return None
-    for name in names:
-        try:
-            return str(json.loads((cfg / "sessions" / name).read_text())["peerToken"])
-        except (OSError, ValueError, KeyError):
-            continue
-    return None
+    return peer_token_at(str(cfg) if cfg else None, target.socket)
 
 
 def record_status(target: Target) -> tuple[str | None, str | None]:

@@ -19,11 +19,10 @@ Facts this holds (claude-code.md sections 2 and 4, verified on 2.1.328):
 
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relay_repl.agents.claude_code import plan_words
 from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.claude_code.evidence import find_origin_records, peer_token, queued_records, transcript_for
 from relay_repl.agents.claude_code.provider import socket_is_ours
@@ -58,29 +57,14 @@ class ClaudeSocketWire:
         return None if ours else f"{why}: outside the same-uid trust boundary"
 
     def notes(self, target: Target, *, interrupt: bool) -> tuple[str, ...]:
-        notes = []
-        if target.state == "busy":
-            notes.append("target is busy: the message is absorbed at its next tool boundary or runs as the next turn")
-        if target.state == "waiting":
-            notes.append(f"target is waiting ({ClaudeDetail.of(target).waiting_for or 'dialog'}): delivery may wait for the operator there")
-        if interrupt:
-            notes.append("priority now: this ABORTS the receiver's running model call")
-        return tuple(notes)
+        return plan_words.state_notes(target.state, ClaudeDetail.of(target).waiting_for, interrupt=interrupt)
 
     def frame_note(self, target: Target, reply: Path | None, *, interrupt: bool) -> str:
-        auth = "an auth frame with the receiver's peerToken, then " if peer_token(target) else ""
-        return (f"written to {target.socket} as {auth}one JSON line "
-                f'{{"type":"user","message":{{"role":"user","content":<payload 3>}},"msg_id":<new uuid>,'
-                f'"priority":"{"now" if interrupt else "next"}"'
-                + (f',"from":"uds:{reply}"' if reply else "") + "}; the receiving model reads "
-                "`Another Claude session sent a message:`, then payload 3, then Claude's own advisory paragraph")
+        return plan_words.frame_note(target.socket, bool(peer_token(target)), reply, interrupt=interrupt)
 
     def free_listener(self, directory: Path) -> Path:
         """`<pid>.sock` if nothing is at that name, else a fresh `<pid>-<8hex>.sock`."""
-        want = directory / f"{os.getpid()}.sock"
-        while want.exists() or want.is_symlink():
-            want = directory / f"{os.getpid()}-{secrets.token_hex(4)}.sock"
-        return want
+        return Path(plan_words.free_listener(str(directory)))
 
     def message(self, target: Target, payload: str, msg_id: str, *, interrupt: bool,
                 reply_to: str | None) -> WireMessage:
@@ -100,10 +84,7 @@ class ClaudeSocketWire:
         return WireMessage(data=encode_frames(frames), frames=len(frames))
 
     def delivered_when(self, target: Target, sender_pid: int) -> str:
-        return (
-            f"{target.spec}'s transcript holds a record whose origin (or attachment.origin) has our msg_id and "
-            f"verifiedPeerPid {sender_pid} (this process); Claude sends no positive receipt"
-        )
+        return plan_words.delivered_when(target.spec, sender_pid)
 
     def records(self, target: Target, msg_id: str) -> tuple[Path | None, list[dict[str, Any]]]:
         path = transcript_for(target)

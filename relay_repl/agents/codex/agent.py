@@ -10,6 +10,7 @@ from relay_repl.agents.agent import Processes, TypedEvidence
 from relay_repl.agents.capabilities import EvidenceBase, ScreenBase
 from relay_repl.agents.codex.detail import CodexDetail
 from relay_repl.agents.codex.evidence import codex_home, codex_typed_items
+from relay_repl.agents.codex.plan_words import TMUX_DELIVERED_WHEN, tmux_busy_note
 from relay_repl.agents.codex.rollout import scan_rollouts
 from relay_repl.agents.codex.provider import is_codex_tui
 from relay_repl.core.target import Target
@@ -32,12 +33,7 @@ class CodexScreen(ScreenBase):
     tab_queues_when_busy = True
 
     def tmux_busy_note(self, target: Target) -> str | None:
-        notes = []
-        if target.state in ("busy", "never-idle"):
-            notes.append("target is busy: Enter steers the line into the running turn (Codex 0.169.0)")
-        if CodexDetail.of(target).plan_mode:
-            notes.append("target is in Plan mode: the agent will plan, not act, on this message")
-        return "; ".join(notes) or None
+        return tmux_busy_note(target.state, CodexDetail.of(target).plan_mode)  # plan_words.py: its one home
 
     def roster_mismatch(self, target: Target, snap: Snapshot, processes: Processes, screen: ModuleType) -> str | None:
         under = self.pane_processes(snap, processes)
@@ -67,8 +63,7 @@ class CodexEvidence(EvidenceBase):
     evidence_name = "rollout"
 
     def tmux_delivered_when(self) -> str:
-        return ("the rollout gains an item_completed UserMessage whose text is exactly this line, in a new `user` turn "
-                "or steered into the running turn; send-keys exit status proves nothing")
+        return TMUX_DELIVERED_WHEN
 
     def find_evidence_file(self, target: Target) -> Path | None:
         thread = CodexDetail.of(target).thread_id or target.address

@@ -44,7 +44,8 @@ def _load(name: str) -> Any:
     from relay_repl.system.prefetch import load_by_file
 
     module = "relay_repl.agents.plain_facts" if name == "plain_facts" else f"relay_repl.agents.codex.{name}"
-    mod = load_by_file(f"codex-{name}", module, GROUP)
+    # plain_facts under the name every plain path loads it by (one copy: relay send reads the adapter through it too)
+    mod = load_by_file("plain-facts" if name == "plain_facts" else f"codex-{name}", module, GROUP)
     if mod is None:
         raise _Models(module)
     return mod

@@ -38,6 +38,8 @@ from relay_repl.agents.codex.daemon import NotAsked, kept_call
 from relay_repl.agents.codex.evidence import (QueueReader, RolloutScan, codex_home, databases, find_in_rollout, read_item,
                                               turns_since)
 from relay_repl.agents.codex.native import codex_command_env
+from relay_repl.agents.codex.plan_words import (QUEUE_FILE, QUEUE_RELIES_ON, THREAD_ID, queue_delivered_when, queue_notes,
+                                                queue_refusal)
 from relay_repl.agents.codex.rollout import rollout_path
 from relay_repl.agents.durable_queue import Enqueued, EnqueueCommand
 from relay_repl.core.errors import DaemonError
@@ -46,8 +48,6 @@ from relay_repl.core.target import Target
 BINARY_ENV = "RELAY_CODEX_BIN"
 """An explicit `codex` to run for `codex queue` (else the one on PATH)."""
 QUEUED = re.compile(r"Queued message (?P<item>[0-9a-fA-F-]{36}) for thread (?P<thread>[0-9a-fA-F-]{36})\.")
-THREAD_ID = re.compile(r"[0-9a-fA-F-]{36}")
-QUEUE_FILE = "queue_1.sqlite"
 ADD_TIMEOUT = 10.0
 """Seconds for the daemon's `thread/queue/add` answer (the connection and the call)."""
 METHOD_NOT_FOUND = -32601
@@ -56,34 +56,18 @@ METHOD_NOT_FOUND = -32601
 class CodexQueue:
     """`DurableQueue` for `codex queue` and Codex's queue_1.sqlite / rollouts."""
 
-    relies_on = "the queue schema, rollout records and daemon protocol were"
+    relies_on = QUEUE_RELIES_ON
     command_name = "codex queue"
 
+    # the plan's words have one home, plan_words.py (standard library: `relay send`'s plain pre-plan reads them too)
     def refusal(self, target: Target) -> str | None:
-        # Durable: a thread that is not loaded still keeps the row until resumed,
-        # so liveness is not required, but the thread must exist with a rollout.
-        if not THREAD_ID.fullmatch(target.address):
-            return f"{target.spec} has no thread uuid"
-        return CodexDetail.of(target).queue_note or None
+        return queue_refusal(target.spec, target.address, CodexDetail.of(target).queue_note)
 
     def notes(self, target: Target) -> tuple[str, ...]:
-        notes = []
-        if target.state == "never-idle":
-            notes.append("goal-controller thread: the queue item runs at the next turn boundary, ahead of the goal continuation")
-        if CodexDetail.of(target).plan_mode:
-            notes.append("target is in Plan mode: Codex 0.169.0 still runs the queued message, but as a planning turn "
-                         "(the agent plans and does not change files)")
-        if not target.live:
-            notes.append("thread is not loaded: the item waits until it is resumed (`codex resume`)")
-        elif target.state == "busy":
-            notes.append("target is busy: the item waits for its next idle transition (one item per turn)")
-        return tuple(notes)
+        return queue_notes(target.state, target.live, CodexDetail.of(target).plan_mode)
 
     def delivered_when(self, target: Target) -> str:
-        return (
-            f"the rollout of thread {target.address} shows a turn with trigger `queue` whose user message is our queue "
-            f"item's client_id (exactly this payload); the row leaving {QUEUE_FILE} only proves dequeue"
-        )
+        return queue_delivered_when(target.address)
 
     def command(self, target: Target, payload: str, binary: str | None, env: Mapping[str, str]) -> EnqueueCommand:
         chosen = binary or env.get(BINARY_ENV) or shutil.which(BINARY) or BINARY

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from relay_repl.agents.agent import Processes, TypedEvidence
 from relay_repl.agents.gemini_cli.chats import find_chat, typed_records
+from relay_repl.agents.gemini_cli import plan_words
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import is_gemini
 from relay_repl.agents.capabilities import EvidenceBase, ScreenBase
@@ -22,8 +23,8 @@ class GeminiScreen(ScreenBase):
     busy queues the line, sent as the next turn; an approval box shows on the screen, which the
     classifier reads (no waiting refusal of its own)."""
 
-    busy_submit = "Gemini CLI queues it (`Queued (press ↑ to edit)`) and sends it as the next turn"
-    busy_note = "target is busy: Enter queues the line; it starts the next turn when this one ends (Gemini CLI 0.61.0)"
+    busy_submit = plan_words.BUSY_SUBMIT
+    busy_note = plan_words.BUSY_NOTE
     # keys of one burst are all read by the keypress handler of an earlier render: from an empty composer
     # every `?` in the payload opened the Shortcuts panel (and was dropped), every `!` would toggle shell
     # mode. Its handler is re-subscribed in a passive effect, after the paint, so the first character seen
@@ -37,14 +38,8 @@ class GeminiScreen(ScreenBase):
         under = self.pane_processes(snap, processes)
         if isinstance(under, str):
             return under
-        if target.pid not in {pid for pid, _ in under[1]}:
-            return f"gemini.js process {target.pid} no longer runs under pane {snap.pane_id} (pane pid {snap.pane_pid})"
-        shown = screen.footer_session(snap)
-        sid = GeminiDetail.of(target).session_id or ""
-        if shown and sid and not sid.startswith(shown):
-            return (f"the footer of pane {snap.pane_id} shows session {shown}, not {sid[:8]}: "
-                    "the session changed (/clear or /resume); rediscover")
-        return None
+        return plan_words.roster_mismatch(target.pid, GeminiDetail.of(target).session_id, snap,
+                                          {pid for pid, _ in under[1]}, screen.footer_session(snap))
 
     def is_client(self, argv: list[str]) -> bool:
         return is_gemini(argv)
@@ -56,9 +51,7 @@ class GeminiEvidence(EvidenceBase):
     evidence_name = "chat file"
 
     def tmux_delivered_when(self) -> str:
-        return ("the session's chat file gains a `user` record whose text is exactly this line (written when its turn "
-                "starts; a line queued behind a busy turn appears when that turn ends, one queued while Gemini still "
-                "discovers its MCP servers when that discovery ends); send-keys exit status proves nothing")
+        return plan_words.DELIVERED_WHEN
 
     def find_evidence_file(self, target: Target) -> Path | None:
         d = GeminiDetail.of(target)

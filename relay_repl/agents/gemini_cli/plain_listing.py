@@ -36,6 +36,17 @@ def _utf8(v: Any) -> bool:
     return True
 
 
+def plain_facts() -> Any:
+    """agents/plain_facts.py, loaded by file under the name every plain path loads it by (one copy: `relay
+    send`'s plain pre-plan reads the adapter through it too, frontends/send_plain.py)."""
+    from relay_repl.system.prefetch import load_by_file
+
+    mod = load_by_file("plain-facts", "relay_repl.agents.plain_facts", "relay_repl.plain_listing")
+    if mod is None:
+        raise ImportError("relay_repl.agents.plain_facts (by file)")
+    return mod
+
+
 def listing(env: Mapping[str, str], roster: Any) -> list[Any] | None:
     """The rows GeminiProvider(env=env).discover() lists, or None (list through the models)."""
     from relay_repl.core.target_row import TargetRow
@@ -46,7 +57,7 @@ def listing(env: Mapping[str, str], roster: Any) -> list[Any] | None:
     found = steps.find_sessions(table, env)
     if not found:
         return []
-    facts = sibling(__name__, "relay_repl.agents.plain_facts")
+    facts = plain_facts()
     adapter = facts.adapter(KIND)
     if adapter is None:
         return None  # an adapter the models read (RELAY_ADAPTERS_DIR, other types): their version words

@@ -74,7 +74,8 @@ def cmd_send(args: argparse.Namespace) -> int:
     out = err if args.json else print  # --json: stdout holds the JSON only
     answer = None
 
-    gate = None
+    # frontends/send_plain.py printed the plan already: the id it shows, and a gate that knows its digest
+    gate, pinned = getattr(args, "preshown", None) or (None, None)
     if args.json:  # the plan and the y/N prompt (on the terminal) go to stderr as well
         from prompt_toolkit.output import create_output
 
@@ -98,7 +99,7 @@ def cmd_send(args: argparse.Namespace) -> int:
                                              timeout=args.timeout)
             d = await session.send(args.target, args.message, want=args.want or "none", transport=args.transport,
                                    durable=args.durable, native_reply=args.native_reply, timeout=args.timeout,
-                                   reply_via=args.reply_via if wants_answer else None)
+                                   reply_via=args.reply_via if wants_answer else None, relay_id=pinned)
             if wants_answer and d.outcome not in ("refused", "halted") and d.state.value != "failed":
                 session.echo = err  # progress of the wait: stderr
                 err(f"waiting up to {wait:g}s for {d.target} to answer {d.relay_id} "

@@ -136,8 +136,11 @@ class TerminalGate:
         gate._write = write
         return gate
 
+    typed_before = "this plan was shown"
+    """When the discarded keys were typed, in the line that says so."""
+
     async def __call__(self, plan: Plan) -> bool:
-        self._write(plan.render())
+        self.show(plan)
         if "input" not in self._io and not self._isatty():  # a given input (tests) is the terminal
             self._write("No terminal to ask on: answering No, nothing was done. Run it from a terminal to approve.")
             return False
@@ -146,12 +149,16 @@ class TerminalGate:
                     f"{declined_because(line)}, only y then Enter approves)")
         return answer
 
+    def show(self, plan: Plan) -> None:
+        """Put the plan on screen before the question (session/core/preshown_gate.py: unless it is there)."""
+        self._write(plan.render())
+
     async def _read_answer(self) -> str | None:
         """The line typed after the plan was shown; type-ahead is discarded first."""
         await plan_on_screen()
         session = yes_no_session(PROMPT, **self._io)
         if dropped := discard_typeahead(session.input):
-            self._write(f"({dropped} key{'s' if dropped > 1 else ''} typed before this plan was shown: "
+            self._write(f"({dropped} key{'s' if dropped > 1 else ''} typed before {self.typed_before}: "
                         "discarded, not an answer)")
             await plan_on_screen()  # the note above the prompt, not drawn after it (issue 17: seen at load 8)
         return await session.prompt_async()

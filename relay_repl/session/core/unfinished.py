@@ -19,31 +19,18 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from relay_repl.core.delivery import DELIVERED, NOT_DONE, DeliveryState
+from relay_repl.core.delivery import DeliveryState
 from relay_repl.store.ledger import Event, Ledger
-from relay_repl.system.proc import proc_start, same_process
+from relay_repl.session.core.unfinished_rule import alive, earlier_notes, last_stage
+from relay_repl.system.proc import proc_start
 
-_FINISHED = {s.value for s in (*DELIVERED, *NOT_DONE)} | {"abandoned"}
+_alive, _last_stage = alive, last_stage  # their home: unfinished_rule.py (the plain pre-plan reads them too)
 
 
 def owner() -> dict[str, Any]:
     """Who is sending: recorded with each delivery so a later start can tell dead from running."""
     pid = os.getpid()
     return {"pid": pid, "proc_start": proc_start(pid)}
-
-
-def _alive(data: dict[str, Any]) -> bool:
-    pid, start = data.get("pid"), data.get("proc_start")
-    if not isinstance(pid, int):
-        return False  # written before owners were recorded: nobody can still be running it
-    return same_process(pid, start)[0] if start else False
-
-
-def _last_stage(stages: list[Event]) -> tuple[str, str, str]:
-    if not stages:
-        return "gate", "planned", "approved, no stage recorded yet (nothing may have been sent)"
-    last = stages[-1]
-    return last.kind.removeprefix("stage:"), str(last.data.get("state")), str(last.data.get("detail") or "")
 
 
 def orphaned(ledger: Ledger) -> Iterator[tuple[str, list[Event], Event | None]]:
@@ -79,27 +66,4 @@ def sweep_interrupted(ledger: Ledger) -> list[str]:
 
 def earlier_unfinished(ledger: Ledger, spec: str, body: str) -> list[str]:
     """Plan notes for earlier sends of exactly `body` to `spec` that are interrupted or pending."""
-    notes: list[str] = []
-    for start in ledger.deliveries_of(spec, body):
-        key = start.delivery or ""
-        events = ledger.events(delivery=key)
-        rid = start.data.get("relay_id") or next((e.relay_id for e in events if e.relay_id), "?")
-        outcomes = [e for e in events if e.kind == "outcome"]
-        answered = [e for e in events if e.kind == "answer"]
-        if not answered or not answered[-1].data.get("approved"):
-            if not outcomes or outcomes[-1].data.get("state") == "withheld":
-                continue  # declined or not yet answered: nothing was sent
-        stages = [e for e in events if e.kind.startswith("stage:")]
-        stage, state, detail = _last_stage(stages)
-        if outcomes:
-            now = str(outcomes[-1].data.get("state"))
-            if now in _FINISHED:
-                continue
-        elif _alive(start.data):
-            now = f"still in flight in pid {start.data.get('pid')}"
-        else:
-            now = "interrupted"
-        notes.append(f"an earlier send of this same body to {spec} is {now}: relay id {rid}, last stage {stage} "
-                     f"({state}{': ' + detail[:160] if detail else ''}); look first (`relay why {rid}`): "
-                     "sending again may deliver it twice")
-    return notes
+    return earlier_notes(ledger.deliveries_of(spec, body), lambda key: ledger.events(delivery=key), spec)

@@ -92,6 +92,41 @@ def test_the_plain_listing_lists_a_real_gemini_session_as_its_models_do(three_ki
     assert table(found) == format_targets(targets)
 
 
+def test_a_sends_plain_plan_to_the_real_gemini_is_the_models_plan(three_kinds: Path, monkeypatch):
+    """Issue 40: `relay send gemini:gamma ...`'s plan printed before the models (frontends/send_plain.py
+    with agents/gemini_cli/plain_plan.py: the real client's pane read by preflight's own snapshot and
+    classifier) is the models' plan for the same relay id, field for field, digest and text; and the
+    kind's parts come from two tmux calls when listed through plain_plan.listing (today's path: four).
+    Here, on this module's lab (a lab of its own costs ~30 s of the live half)."""
+    import relay_repl.lab.launcher as launcher
+    from relay_repl.agents.gemini_cli import plain_plan
+    from relay_repl.agents.plain_choice import chooser
+    from relay_repl.agents.plain_facts import adapter
+    from relay_repl.frontends.send_plain import PlainSend
+    from relay_repl.session.app import make_session
+    from relay_repl.session.core.gate import ScriptedGate
+    from relay_repl.system import pane_list
+    from tests.frontends.send_plain_helpers import same_plan
+
+    monkeypatch.setenv("RELAY_HOME", str(three_kinds))
+    for k, v in launcher.env().items():
+        monkeypatch.setenv(k, v)
+    make_session(approve=ScriptedGate([]), echo=None)  # the ledger, as the lab's first send makes it
+    fields = same_plan("gemini:gamma", "hello gamma")  # fields, digest and bytes == the pipeline's plan
+    assert any(n.endswith("composer empty (preflight runs again after your y)") for n in fields["notes"]), fields
+
+    calls: list[list[str]] = []
+    real = pane_list.run_tmux
+    monkeypatch.setattr(pane_list, "run_tmux", lambda sock, args, env: calls.append(args) or real(sock, args, env))
+    env = dict(os.environ)
+    (gamma,) = [r for r in plain_plan.listing(env, pane_list.PlainRoster(env)) or [] if r.name == "gamma"]
+    send = PlainSend(line=fields["payload"], relay_id=fields["relay_id"], sender="x", pid=os.getpid(), inbox_open=True,
+                     interrupt=False, choose=chooser("gemini-cli", adapter("gemini-cli")))
+    parts = plain_plan.plan_parts(gamma, env, send)
+    assert [a[0] for a in calls if a[0] != "list-panes"] == ["display-message"], calls  # one capture (a list-panes per server)
+    assert parts is not None and parts["now"] in fields["notes"] and parts["delivered_when"] == fields["delivered_when"]
+
+
 @pytest.mark.anyio
 async def test_ask_all_gathers_a_verified_reply_from_all_three_kinds(three_kinds: Path, monkeypatch):
     import relay_repl.lab.launcher as launcher

@@ -1,0 +1,75 @@
+"""A Claude Code target's part of a `relay send` plan, with the standard library alone.
+
+The hook of issue 40's plain pre-plan (contract: frontends/send_plain.py; declared in the
+entry-point group `relay_repl.plain_plan`): for one live row of Claude's plain listing, the
+transport, fallback, payload, what counts as delivered, notes and files the models' plan would
+show (`SocketTransport.plan` over `ClaudeSocketWire`), from the very functions they call
+(plan_words.py, core/transport_words.py, the plain ranking). Anything it does not answer exactly
+is None: the send then goes the models' way, unchanged. Only the messaging-socket transport is
+planned here; a send that would go by tmux (no usable socket) is the models'.
+
+Loaded by file (the agents package imports pydantic); its siblings are loaded the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+SOCKET = "claude-code-socket"
+MESSAGE = "claude-code-message"
+TMUX = "tmux"
+
+
+def _sibling(name: str) -> Any:
+    from relay_repl.system.prefetch import load_by_file
+
+    mod = load_by_file(f"claude-code-{name}", f"relay_repl.agents.claude_code.{name}", "relay_repl.plain_listing")
+    if mod is None:
+        raise ImportError(f"relay_repl.agents.claude_code.{name}")
+    return mod
+
+
+def plan_parts(row: Any, env: dict[str, str], send: Any) -> dict[str, Any] | None:
+    """The transport's parts of the plan of `send` to `row`, or None (the models plan it)."""
+    from relay_repl.core import transport_words
+
+    words, records = _sibling("plan_words"), _sibling("records")
+    refusals: dict[str, str | None] = {}
+    for name in row.transports:
+        if name == SOCKET:  # ClaudeSocketWire.refusal: the socket re-checked as ours
+            ours, why = records.socket_is_ours(row.socket)
+            refusals[name] = None if ours else why
+        elif name == MESSAGE:  # a `relay send` never has its inbox listed as a Claude peer
+            refusals[name] = "the operator inbox is not listed as a Claude peer"
+        elif name == TMUX:  # Claude has a screen classifier; a pane is the base refusal (send.choose)
+            refusals[name] = None
+        else:
+            return None
+    choice = send.choose(row, refusals)
+    if choice is None or choice[0] != SOCKET:
+        return None
+    transport, fallback, choice_notes = choice
+    detail = row.detail or {}
+    if not row.socket or send.interrupt:
+        return None
+    reply = None
+    if send.inbox_open:  # SocketTransport._reply_path: this process's `<pid>.sock` in the target's socket dir
+        reply = words.own_listener(os.path.dirname(row.socket), send.pid)
+        if os.path.lexists(reply):
+            return None  # the models pick a fresh name: not this plan's to guess
+    token = bool(words.peer_token_at(words.config_dir(detail.get("record")), row.socket))
+    notes = words.state_notes(row.state, detail.get("waiting_for"), interrupt=False)
+    if not send.inbox_open:
+        notes += (transport_words.NO_INBOX,)
+    notes += (words.frame_note(row.socket, token, reply, interrupt=False),)
+    return {
+        "transport": transport,
+        "fallback": fallback,
+        "choice_notes": choice_notes,
+        "payload": send.line,
+        "delivered_when": words.delivered_when(row.spec, send.pid),
+        "now": None,  # the socket transports look at nothing before asking
+        "notes": notes,
+        "files": (transport_words.listener_file(reply),) if reply else (),
+    }

@@ -1,0 +1,22 @@
+"""Live: `relay send codex:beta MESSAGE`'s plain pre-plan (frontends/send_plain.py with Codex's hook)
+against the models' plan for the same send, on the shared lab's real Codex (its daemon holding the
+thread, "status idle from daemon", the pane its footer names): the same fields, digest and printed
+bytes. Plan mode live: tests/transports/test_codex_plan_mode_live.py; the other cases over fixtures:
+test_plain_plan.py."""
+
+from __future__ import annotations
+
+import pytest
+
+import relay_repl.lab.helpers as helpers
+from tests.frontends.send_plain_helpers import same_plan
+
+pytestmark = pytest.mark.live
+
+
+def test_a_codex_send_plans_plainly_as_the_models_plan_it(lab):
+    helpers.wait_idle("beta", timeout=60)
+    fields = same_plan("codex:beta", "plain plan check")
+    assert fields["transport"] == "codex-queue" and "tmux would also work" in fields["fallback"]
+    assert "lock held by daemon pid" in fields["identified_by"] and "status idle from daemon" in fields["identified_by"]
+    assert "footer names thread 'beta'" in fields["identified_by"] and fields["notes"] == []
