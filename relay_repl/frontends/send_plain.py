@@ -174,7 +174,9 @@ def _preplan(prefix: str, name: str, body: str, env: dict[str, str], out: Any) -
         return Preplan()
     from relay_repl.system.pane_list import PlainRoster
 
-    rows = listing(env, PlainRoster(env))
+    # a kind's hook module may list its rows itself (the very listing, with what it looked at kept for
+    # plan_parts: Gemini's one capture serves both the listing and preflight's look)
+    rows = (getattr(sys.modules.get(getattr(hook, "__module__", "")), "listing", None) or listing)(env, PlainRoster(env))
     if rows is None:
         return Preplan()
     live = [r for r in rows if (r.name == name or r.address == name) and r.live]

@@ -330,3 +330,24 @@ def test_a_pane_that_turned_busy_while_the_plan_was_shown_is_asked_about_as_it_i
     assert written[i + 1] == d.plan.render() and "now: busy, composer empty" in written[i + 1]
     assert "target is busy: Enter queues the line" in written[i + 1]
     assert plan_digest(d.plan) != pre.digest and d.relay_id == pre.relay_id and d.state.value == "withheld"
+
+
+def test_relay_sends_phase_one_takes_one_capture_for_the_listing_and_preflight(gemini, monkeypatch):  # noqa: F811
+    """Through the machinery itself (send_plain.preplan), Gemini's rows come from its hook module's
+    `listing`, so one capture gives both the footer and preflight's snapshot (old code: the machinery
+    called plain_listing.listing and plan_parts took a second capture)."""
+    from tests.frontends.send_plain_helpers import plain_plan as phase_one
+
+    redraw(gemini, "after_turn")
+    models("gemini:proj")
+    calls: list[list[str]] = []
+    real = pane_list.run_tmux
+
+    def counted(socket_path: str, args: list[str], env: Any) -> str | None:
+        calls.append(args)
+        return real(socket_path, args, env)
+
+    monkeypatch.setattr(pane_list, "run_tmux", counted)
+    pre, printed = phase_one("gemini:proj", "hello gamma")
+    assert pre.digest is not None and printed.startswith("Plan: send to gemini:proj")
+    assert len([a for a in calls if a[0] != "list-panes"]) == 1, calls
