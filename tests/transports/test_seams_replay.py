@@ -83,6 +83,30 @@ async def test_codex_queue_send_reads_back_its_row_and_confirms_the_queue_turn(t
     assert d.evidence[-1].data["turn_id"] == turn and d.evidence[-1].data["client_id"] == d.extra.client_id
 
 
+async def test_codex_queue_confirm_reads_its_row_once_for_the_first_poll(tmp_path, monkeypatch):
+    """Issue 33: the confirm read our row in a first look (is anyone taking it?) and read it again a
+    moment later in the first poll, each in its own worker-thread hop; the first look is now the first
+    poll. An item taken before the confirm: one hop, one row read (old code: two of each; it fails this)."""
+    import anyio.to_thread
+
+    t, target, rollout = _codex(tmp_path)
+    d = Delivery(target=target.spec, transport=t.name)
+    log = _log(d, tmp_path)
+    await approved_send(t, d, target, PAYLOAD, log)
+    replay.take_queued_item(Path(str(target.detail.codex_home)), d.extra.item_id, rollout, ROLLOUT)
+    hops: list[object] = []
+    real_hop = anyio.to_thread.run_sync
+
+    async def hop(fn, *a, **kw):
+        hops.append(fn)
+        return await real_hop(fn, *a, **kw)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", hop)
+    await t.confirm(d, target, PAYLOAD, log, timeout=5)
+    assert [e.state for e in d.evidence[-2:]] == [DeliveryState.DEQUEUED, DeliveryState.IN_TURN]
+    assert len(hops) == 1, hops
+
+
 async def test_codex_queue_a_turn_of_another_trigger_is_not_delivery(tmp_path):
     t, target, rollout = _codex(tmp_path)
     d = Delivery(target=target.spec, transport=t.name)
