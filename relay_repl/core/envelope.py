@@ -25,6 +25,7 @@ Why it is shaped like this (seed section 5):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
@@ -199,32 +200,15 @@ class Envelope(BaseModel):
         Returns None for a line that is not a relay line at all (so callers can
         pass arbitrary text through), and raises EnvelopeError naming the fault
         for a line that starts like one but is malformed.
+
+        The same line parses to the same (frozen) envelope, kept for the last PARSED lines: an
+        answer is read by the inbox, by its message's `body` and by the recipe's runner (issue 33:
+        three validations of each answer, ~4% of relay's profiled CPU per target). A malformed line
+        is not kept: it raises again each time.
         """
         if not line.startswith("[relay/"):
             return None
-        if not line.startswith(PREFIX):
-            version = line[len("[relay/") :].split(" ", 1)[0].split("]", 1)[0]
-            raise EnvelopeError(f"unsupported envelope version relay/{version}: only relay/1 is understood")
-        end = line.find("]")
-        if end < 0:
-            raise EnvelopeError("relay header is not closed with ']'")
-        head = line[len(PREFIX) : end]
-        rest = line[end + 1 :]
-        if not rest.startswith(" ") or len(rest) < 2:
-            raise EnvelopeError("relay header must be followed by a space and a non-empty body")
-        body = rest[1:]
-        fields = header_fields(head, known=_HEADER_KEYS)
-        missing = [k for k in _REQUIRED_KEYS if k not in fields]
-        if missing:
-            raise EnvelopeError(f"relay header lacks {', '.join(missing)}")
-        hop = fields["hop"]
-        # ASCII digits only: str.isdigit() holds for `²` (int() then raised ValueError) and `٣` (read as 3)
-        if not (hop.isascii() and hop.isdigit()) or (len(hop) > 1 and hop[0] == "0"):
-            raise EnvelopeError(f"relay header hop={hop!r} is not a whole number")
-        return cls.make(
-            sender=fields["from"], to=fields["to"], id=fields["id"], hop=int(hop), want=fields["want"],
-            re=fields.get("re"), body=body,
-        )
+        return _parsed(cls, line)
 
     # -- hop rules -----------------------------------------------------------
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Envelope:  # type: ignore[override]
@@ -302,3 +286,35 @@ def contains_halt(text: str) -> bool:
 def _one_line_error(exc: ValidationError) -> str:
     loc, msg, more = first_error(exc)
     return f"envelope field {loc or 'envelope'}: {msg}{more}"
+
+
+PARSED = 256
+"""Envelopes kept by the line they were parsed from (frozen values: sharing one is safe)."""
+
+
+@functools.lru_cache(maxsize=PARSED)
+def _parsed(cls: type[Envelope], line: str) -> Envelope:
+    """`Envelope.parse` of a line starting `[relay/`: the envelope, or EnvelopeError (never kept)."""
+    if not line.startswith(PREFIX):
+        version = line[len("[relay/") :].split(" ", 1)[0].split("]", 1)[0]
+        raise EnvelopeError(f"unsupported envelope version relay/{version}: only relay/1 is understood")
+    end = line.find("]")
+    if end < 0:
+        raise EnvelopeError("relay header is not closed with ']'")
+    head = line[len(PREFIX) : end]
+    rest = line[end + 1 :]
+    if not rest.startswith(" ") or len(rest) < 2:
+        raise EnvelopeError("relay header must be followed by a space and a non-empty body")
+    body = rest[1:]
+    fields = header_fields(head, known=_HEADER_KEYS)
+    missing = [k for k in _REQUIRED_KEYS if k not in fields]
+    if missing:
+        raise EnvelopeError(f"relay header lacks {', '.join(missing)}")
+    hop = fields["hop"]
+    # ASCII digits only: str.isdigit() holds for `²` (int() then raised ValueError) and `٣` (read as 3)
+    if not (hop.isascii() and hop.isdigit()) or (len(hop) > 1 and hop[0] == "0"):
+        raise EnvelopeError(f"relay header hop={hop!r} is not a whole number")
+    return cls.make(
+        sender=fields["from"], to=fields["to"], id=fields["id"], hop=int(hop), want=fields["want"],
+        re=fields.get("re"), body=body,
+    )

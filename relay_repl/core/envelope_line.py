@@ -39,6 +39,8 @@ def encode_value(value: str) -> str:
     `to=` is encoded as `to%3D` wherever it occurs, so a name like `x to=ops`
     cannot pose as a header field even to a parser that ignores our spacing.
     """
+    if _PLAIN_VALUE.fullmatch(value):  # nothing to escape (most values): no per-character Unicode lookups
+        return value.replace("to=", "to%3D")  # issue 33: ~0.4 ms profiled per composed line before
     out: list[str] = []
     for ch in value:
         if _needs_escape(ch):

@@ -43,6 +43,51 @@ def complete_lines(path: Path | str, offset: int = 0) -> Iterator[tuple[int, byt
             pos += len(raw)
 
 
+def appended_lines(path: Path | str, offset: int, needle: bytes | None, *,
+                   chunk: int | None = None) -> tuple[list[tuple[int, bytes]], int, bytes]:
+    """The complete lines at or after `offset` that contain `needle` (every line when None), as
+    `complete_lines` yields them; then the offset after the last complete line and that line's
+    last 64 bytes (to see later that the file was not rewritten under us), or (offset, b"") when
+    no complete line follows `offset`.
+
+    Why beside `complete_lines`: a confirm poll asks the receiver's transcript whether our msg_id
+    is there yet, usually of lines that all lack it; `needle in chunk` (C speed) over each MiB
+    read skips them without a Python step per line (issue 33: one per line of the transcript,
+    the first poll of every send, growing with the session's length). Memory: one chunk and the
+    unfinished line it ends in."""
+    from relay_repl.store.loader import open_regular
+
+    hits: list[tuple[int, bytes]] = []
+    end, tail = offset, b""
+    f = open_regular(path)
+    if f is None:
+        return hits, end, tail
+    size = chunk or CHUNK
+    with f:
+        f.seek(offset)
+        carry, base = b"", offset  # the unfinished last line so far, and its file offset
+        while True:
+            block = f.read(size)
+            if not block:
+                return hits, end, tail
+            buf = carry + block if carry else block
+            last = buf.rfind(b"\n")
+            if last < 0:
+                carry = buf
+                continue
+            if needle is None or buf.find(needle, 0, last) >= 0:
+                at = 0
+                while at <= last:
+                    nl = buf.index(b"\n", at)
+                    raw = buf[at:nl + 1]
+                    if needle is None or needle in raw:
+                        hits.append((base + at, raw))
+                    at = nl + 1
+            start = buf.rfind(b"\n", 0, last) + 1
+            end, tail = base + last + 1, buf[max(start, last + 1 - 64):last + 1]
+            carry, base = buf[last + 1:], end
+
+
 def records(path: Path | str, offset: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
     """(byte offset, record) for each complete JSON-object line at or after `offset`."""
     for at, raw in complete_lines(path, offset):

@@ -180,18 +180,6 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
         queue_file = queue.queue_file(target).name
         label = self.label(target)
 
-        def first_look() -> tuple[dict[str, Any] | None, str | None]:
-            row = reader.read(item)
-            return row, (self._taker_gone(queue, target) if row is not None else None)
-
-        row0, gone = await anyio.to_thread.run_sync(first_look)
-        if gone and row0 is not None and row0["state"] != "failed":
-            # the queue accepted it (`codex queue` exits 0 for a thread nobody runs): waiting out the
-            # timeout would prove nothing more; it stays queued, with the reason, never delivered
-            delivery.reason = f"still pending in the queue: {gone}; `relay why {delivery.relay_id}` later, never re-send"
-            log("readback", DeliveryState.QUEUED, f"item {item} is still in {queue_file} and {gone}", row=row0,
-                taker_gone=gone)
-            return
         dequeued = False
         last: dict[str, Any] = {"row": None}  # the latest read-back, for the progress line and the timeout
         scans: dict[str, RecordScan] = {}  # per record file: reads only what it appended since the last poll
@@ -204,10 +192,29 @@ class DurableQueueTransport(KindWayTransport[DurableQueue]):
             scan = scans.setdefault(str(record), queue.scan(record)) if record else None
             return None, record, (scan.find(client_id=client_id, text=payload) if scan else None)
 
+        Looked = tuple[dict[str, Any] | None, Path | None, dict[str, Any] | None]
+
+        def first_look(client_id: str | None) -> tuple[Looked, str | None]:
+            """The first poll and, while the row is there, whether anyone will take it: one hop, one
+            read of the row (issue 33: the first poll read the row again a moment later, in a second hop)."""
+            looked = look_once(client_id)
+            return looked, (self._taker_gone(queue, target) if looked[0] is not None else None)
+
+        looked0, gone = await anyio.to_thread.run_sync(first_look, delivery.extra.client_id)
+        row0 = looked0[0]
+        if gone and row0 is not None and row0["state"] != "failed":
+            # the queue accepted it (`codex queue` exits 0 for a thread nobody runs): waiting out the
+            # timeout would prove nothing more; it stays queued, with the reason, never delivered
+            delivery.reason = f"still pending in the queue: {gone}; `relay why {delivery.relay_id}` later, never re-send"
+            log("readback", DeliveryState.QUEUED, f"item {item} is still in {queue_file} and {gone}", row=row0,
+                taker_gone=gone)
+            return
+        first: list[Looked] = [looked0]  # what the first check reads: the first look, taken just now
+
         async def check() -> bool | None:
             """True once the wait is over (a failed item or a turn carrying it), else None."""
             nonlocal dequeued
-            row, record, hit = await anyio.to_thread.run_sync(look_once, delivery.extra.client_id)
+            row, record, hit = first.pop() if first else await anyio.to_thread.run_sync(look_once, delivery.extra.client_id)
             last["row"] = row
             if row is not None:
                 delivery.extra.client_id = row["client_id"] or delivery.extra.client_id

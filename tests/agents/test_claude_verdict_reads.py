@@ -112,3 +112,37 @@ def test_a_name_that_is_not_utf8_elsewhere_in_the_socket_table_hides_no_session(
     assert listening_socket_inodes(want, 77, fake) == {5151}
     assert listening_socket_inodes(want, 78, fake) == set()
     assert not owns_listening_socket(78, want, Path(fake))
+
+
+def test_a_confirm_poll_steps_through_no_transcript_line_that_lacks_our_msg_id(tmp_path, monkeypatch):
+    """Issue 33: each confirm's first poll walked every line of the receiver's transcript in Python
+    (the msg_id is new, so the scan starts at 0), one step per line, growing with the session.
+    Lines without the needle are now skipped by a search of each chunk read. The old code fails it
+    (401 lines stepped through for one hit)."""
+    import json as _json
+    import uuid as _uuid
+
+    from relay_repl.agents.claude_code import evidence
+    from relay_repl.store import jsonl
+
+    msg_id = str(_uuid.uuid4())
+    t = tmp_path / "transcript.jsonl"
+    filler = [_json.dumps({"type": "assistant", "message": {"content": "x" * 50}}) for _ in range(400)]
+    ours = _json.dumps({"type": "user", "origin": {"kind": "peer", "msg_id": msg_id, "verifiedPeerPid": 7},
+                        "message": {"content": "hi"}})
+    t.write_text("\n".join(filler + [ours]) + "\n")
+    stepped = []
+    real = jsonl.complete_lines
+
+    def counting(path, offset=0):
+        for at, raw in real(path, offset):
+            stepped.append(at)
+            yield at, raw
+
+    monkeypatch.setattr(jsonl, "complete_lines", counting)
+    hits = evidence.find_origin_records(t, msg_id)
+    assert [h["origin"]["msg_id"] for h in hits] == [msg_id]
+    assert len(stepped) <= 1
+    with open(t, "a") as f:  # appended later: read from where the last poll stopped, found once
+        f.write("\n".join(filler[:3]) + "\n")
+    assert len(evidence.find_origin_records(t, msg_id)) == 1

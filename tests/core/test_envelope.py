@@ -224,3 +224,37 @@ def test_re_must_look_like_a_relay_id_and_appear_once():
 def test_a_body_quoting_re_does_not_set_it():
     line = "[relay/1 from=a:b@c to=p id=c-1 hop=0 want=none] re=op-1 [relay/1 re=op-1] x"
     assert Envelope.parse(line).re is None
+
+
+def test_an_answer_read_by_the_inbox_its_body_and_the_runner_is_validated_once(monkeypatch):
+    """Issue 33: the inbox, `InboundMessage.body` and the recipe runner each parsed the same answer,
+    three pydantic validations of it; the same line now gives the same frozen envelope.
+    The old code fails it (three validations, three distinct envelopes)."""
+    import uuid
+
+    from relay_repl.core.inbound import InboundMessage
+    from relay_repl.session.runs.runner import parse_answer
+
+    line = env(id=f"peer{uuid.uuid4().hex[:8]}-3", re="me-1", body="tests pass").compose()
+    made: list[dict] = []
+    real = Envelope.make.__func__
+
+    def counting(cls, **fields):
+        made.append(fields)
+        return real(cls, **fields)
+
+    monkeypatch.setattr(Envelope, "make", classmethod(counting))
+    first = Envelope.parse(line)  # the inbox
+    msg = InboundMessage(seq=1, at=0.0, relay_id=first.id, peer=first.sender, line=line, origin={})
+    assert msg.body == "tests pass"
+    again = parse_answer(line)  # the runner
+    assert again is first and again.re == "me-1"
+    assert len(made) == 1
+
+
+def test_a_malformed_line_is_refused_every_time_it_is_parsed():
+    line = "[relay/1 from=operator:relay@me to=peer id=me-1 hop=07 want=reply] hello"
+    for _ in range(2):
+        with pytest.raises(EnvelopeError, match="not a whole number"):
+            Envelope.parse(line)
+    assert Envelope.parse("not a relay line") is None

@@ -448,3 +448,29 @@ def test_a_run_discovers_the_kinds_its_steps_name_and_every_kind_for_all(tmp_pat
     assert specs({"a": "claude:alpha", "b": ["gemini:g", "h2/claude:far"]}) == ["claude:alpha", "gemini:g", "codex:gamma"]
     assert specs({"a": "claude:alpha", "b": ["all"]}) is None
     assert specs({"a": "claude:alpha"}) is None
+
+
+async def test_an_answer_linked_to_its_delivery_is_taken_without_reading_the_ledger_inbox(tmp_path, monkeypatch):
+    """Issue 33: a wait's look read the ledger's inbox rows for its id even when the answer linked to
+    the delivery (d.reply) was the one taken, one read per answered step. The rows are read only when
+    the linked answer is not taken. The fallback look is pushed out of the picture, so only the
+    wake-up on the linked answer ends each wait. Old code fails it (a read after each of the 4 links)."""
+    import relay_repl.session.runs.runner as runner_mod
+
+    monkeypatch.setattr(runner_mod, "LOOK_EVERY", 30.0)
+    async with anyio.create_task_group() as tg:
+        s, rep, gate, led, lines = mk(tmp_path, [True] * 4, names=("a", "b", "c", "d"), tg=tg, delay=0.3)
+        after_linked: list[str] = []
+        real = led.inbox
+
+        def counted(since=0, *, answers=None):
+            if answers and any(d.relay_id == answers and d.reply is not None for d in s.deliveries):
+                after_linked.append(answers)
+            return real(since, answers=answers)
+
+        led.inbox = counted
+        with anyio.fail_after(10):
+            run = await s.run("ask-all", question="status?")
+    assert run.state == "done" and sorted(run.replies) == ["fake:a", "fake:b", "fake:c", "fake:d"]
+    assert len([d for d in s.deliveries if d.reply is not None]) == 4
+    assert after_linked == []

@@ -91,3 +91,21 @@ def test_latest_first_finds_the_lines_a_whole_split_finds(tmp_path):
         start = max(0, len(data) - tail)
         for needle in (b"op-7", b'"id": "op-7"', b"7", b""):
             assert list(latest_first(p, tail=tail, containing=needle)) == reference(data[start:], start, needle), (tail, needle)
+
+
+def test_appended_lines_are_the_complete_lines_holding_the_needle_whatever_the_chunk(tmp_path):
+    from relay_repl.store.jsonl import appended_lines, complete_lines
+
+    p = tmp_path / "t.jsonl"
+    lines = [b'{"n":%d,"x":"%s"}\n' % (i, b"ab" * (i % 7) + (b"NEEDLE" if i % 5 == 3 else b"")) for i in range(40)]
+    p.write_bytes(b"".join(lines) + b'{"unfinished":')
+    for chunk in (1, 7, 64, 1 << 20):
+        for offset in (0, len(lines[0]), len(b"".join(lines[:11]))):
+            every = list(complete_lines(p, offset))
+            got, end, tail = appended_lines(p, offset, b"NEEDLE", chunk=chunk)
+            assert got == [(at, raw) for at, raw in every if b"NEEDLE" in raw]
+            assert end == every[-1][0] + len(every[-1][1]) and tail == every[-1][1][-64:]
+            assert appended_lines(p, offset, None, chunk=chunk)[0] == every
+    size = len(b"".join(lines))
+    assert appended_lines(p, size, b"NEEDLE") == ([], size, b"")  # only the unfinished line after it
+    assert appended_lines(tmp_path / "absent", 0, b"x") == ([], 0, b"")

@@ -83,6 +83,30 @@ async def test_codex_queue_send_reads_back_its_row_and_confirms_the_queue_turn(t
     assert d.evidence[-1].data["turn_id"] == turn and d.evidence[-1].data["client_id"] == d.extra.client_id
 
 
+async def test_codex_queue_confirm_reads_its_row_once_for_the_first_poll(tmp_path, monkeypatch):
+    """Issue 33: the confirm read our row in a first look (is anyone taking it?) and read it again a
+    moment later in the first poll, each in its own worker-thread hop; the first look is now the first
+    poll. An item taken before the confirm: one hop, one row read (old code: two of each; it fails this)."""
+    import anyio.to_thread
+
+    t, target, rollout = _codex(tmp_path)
+    d = Delivery(target=target.spec, transport=t.name)
+    log = _log(d, tmp_path)
+    await approved_send(t, d, target, PAYLOAD, log)
+    replay.take_queued_item(Path(str(target.detail.codex_home)), d.extra.item_id, rollout, ROLLOUT)
+    hops: list[object] = []
+    real_hop = anyio.to_thread.run_sync
+
+    async def hop(fn, *a, **kw):
+        hops.append(fn)
+        return await real_hop(fn, *a, **kw)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", hop)
+    await t.confirm(d, target, PAYLOAD, log, timeout=5)
+    assert [e.state for e in d.evidence[-2:]] == [DeliveryState.DEQUEUED, DeliveryState.IN_TURN]
+    assert len(hops) == 1, hops
+
+
 async def test_codex_queue_a_turn_of_another_trigger_is_not_delivery(tmp_path):
     t, target, rollout = _codex(tmp_path)
     d = Delivery(target=target.spec, transport=t.name)
@@ -167,10 +191,11 @@ async def test_claude_socket_no_record_is_not_delivery(tmp_path, claude):
         assert d.state == DeliveryState.QUEUED and "do not re-send" in (d.reason or "")
 
 
-async def test_claude_socket_confirm_reads_the_transcript_in_one_thread_hop_a_poll(tmp_path, claude, monkeypatch):
+async def test_claude_socket_confirm_reads_the_transcript_in_one_thread_hop_then_on_the_loop(tmp_path, claude, monkeypatch):
     """Issue 33: each poll handed the msg_id read and the held-payload read to a worker thread apart
-    (two hops a poll while no record carried it); now one hop a poll does both (old code: 2 per
-    poll; mutant/old code fails it)."""
+    (two hops a poll while no record carried it); then one hop a poll did both; now only the first
+    poll hops, the later ones read what was appended since on the event loop (old code: a hop per
+    poll; it fails this)."""
     import anyio.to_thread
 
     async with socket_sent(tmp_path, claude, TRANSCRIPT, record=False) as (_session, t, d, target, log):
@@ -186,7 +211,50 @@ async def test_claude_socket_confirm_reads_the_transcript_in_one_thread_hop_a_po
         monkeypatch.setattr(anyio.to_thread, "run_sync", hop)
         monkeypatch.setattr(type(wire), "records", lambda self, *a: reads.append("r") or real_records(self, *a))
         await t.confirm(d, target, PAYLOAD, log, timeout=0.5)
-        assert d.state == DeliveryState.QUEUED and len(reads) >= 3 and len(hops) == len(reads)
+        assert d.state == DeliveryState.QUEUED and len(reads) >= 3 and len(hops) == 1
+
+
+async def test_claude_socket_confirm_reads_in_a_thread_first_and_after_a_large_append(tmp_path, claude, monkeypatch):
+    """Issue 33: a poll after the first reads only what the receiver appended since (the wire's scans
+    remember where they stopped), so it reads on the event loop: the thread hop cost more than the read.
+    The first poll (a new question: the whole transcript) and a poll after more than INLINE_READ was
+    appended still hop. Old code fails it: one hop per poll."""
+    import anyio.to_thread
+
+    from relay_repl.transports import socket_message
+
+    async with socket_sent(tmp_path, claude, TRANSCRIPT, record=False) as (_session, t, d, target, log):
+        _t, _sock, tp = claude
+        wire = t.way_of(target)
+        polls: list[str] = []
+        real_hop, real_records = anyio.to_thread.run_sync, type(wire).records
+        in_thread = False
+
+        async def hop(fn, *a, **kw):
+            nonlocal in_thread
+            in_thread = True
+            try:
+                return await real_hop(fn, *a, **kw)
+            finally:
+                in_thread = False
+
+        def records(self, *a):
+            polls.append("thread" if in_thread else "loop")
+            return real_records(self, *a)
+
+        async def receiver_writes_a_large_record_after_the_third_poll():
+            while len(polls) < 3:
+                await anyio.sleep(0.005)
+            with open(tp, "a") as f:  # the confirm sleeps >= 0.15 s after its 3rd poll
+                f.write(json.dumps({"type": "assistant", "x": "y" * (socket_message.INLINE_READ + 10)}) + "\n")
+
+        monkeypatch.setattr(anyio.to_thread, "run_sync", hop)
+        monkeypatch.setattr(type(wire), "records", records)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(receiver_writes_a_large_record_after_the_third_poll)
+            await t.confirm(d, target, PAYLOAD, log, timeout=1.0)
+        assert d.state == DeliveryState.QUEUED and len(polls) >= 6, polls
+        assert polls[:5] == ["thread", "loop", "loop", "thread", "loop"] and set(polls[5:]) == {"loop"}
 
 
 async def test_claude_socket_confirm_reads_less_often_the_longer_the_receiver_waits(tmp_path, claude, monkeypatch):

@@ -111,13 +111,14 @@ def _scan(path: Path, question: tuple[str, str], offset: int, needle: bytes | No
     scan = _scans.get(key)
     if scan is None or scan.file != (st.st_dev, st.st_ino) or st.st_size < scan.offset or not _tail_holds(path, scan):
         scan = _Scan(file=(st.st_dev, st.st_ino), offset=offset)
-    for at, raw in jsonl.complete_lines(path, scan.offset):
-        if needle is None or needle in raw:
-            rec = jsonl.parse_object(raw)
-            hit = match(at, rec) if rec is not None else None
-            if hit is not None:
-                scan.hits.append(hit)
-        scan.offset, scan.tail = at + len(raw), raw[-64:]
+    lines, end, tail = jsonl.appended_lines(path, scan.offset, needle)  # lines without the needle: never split
+    for at, raw in lines:
+        rec = jsonl.parse_object(raw)
+        hit = match(at, rec) if rec is not None else None
+        if hit is not None:
+            scan.hits.append(hit)
+    if tail:
+        scan.offset, scan.tail = end, tail
     _scans[key] = scan
     _scans.move_to_end(key)
     while len(_scans) > SCANS:

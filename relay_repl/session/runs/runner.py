@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -547,13 +547,17 @@ class Runner:
         """The answer to `relay_id`: the one the conversation layer linked to the
         delivery (`d.reply`), else an inbox message whose `re=` names it."""
         linked = getattr(d, "reply", None) if d is not None else None
-        candidates: list[tuple[str, Any]] = []
-        if linked is not None:
-            candidates.append((getattr(linked, "line", None) or str(linked), linked))
-        # the inbox keeps each message's `re=` link (its `answers`), written on arrival
-        for msg in self.ledger.inbox(self._inbox_seen.get(relay_id, 0), answers=relay_id):
-            candidates.append((msg.line, msg))
-        for line, msg in candidates:
+
+        def candidates() -> Iterator[tuple[str, Any]]:
+            """The linked answer first; the ledger is read only when that one is not taken (issue 33:
+            one inbox read per answered step for a list whose first entry was the answer)."""
+            if linked is not None:
+                yield getattr(linked, "line", None) or str(linked), linked
+            # the inbox keeps each message's `re=` link (its `answers`), written on arrival
+            for msg in self.ledger.inbox(self._inbox_seen.get(relay_id, 0), answers=relay_id):
+                yield msg.line, msg
+
+        for line, msg in candidates():
             verdict = getattr(msg, "verdict", None)
             kind = verdict if isinstance(verdict, str) or verdict is None else getattr(verdict, "verdict", str(verdict))
             if kind is not None and kind != "verified":  # a claimed answer from the wrong process is not acted on
