@@ -1,7 +1,8 @@
 """`relay`: a ptpython REPL on asyncio with `session` preloaded.
 
 Top-level `await` works (`await session.send(...)`), background tasks keep
-running between inputs (the REPL runs inside an anyio task group), and output
+running between inputs (`tg.start_soon(...)`: an anyio task group beside the
+REPL; one that fails is shown and `tg` is renewed, the prompt stays), and output
 from them is printed above the prompt (`patch_stdout=True`). Ctrl-C cancels the
 running statement; Ctrl-D asks before leaving.
 
@@ -160,28 +161,92 @@ async def _main(fake: bool) -> None:
 
     import anyio
 
-    async def prepare(tg: Any) -> None:
+    async def prepare(group: Any) -> None:
         real = session._get()
-        await real.open_inbox(tg, echo=print)
+        await real.open_inbox(group, echo=print)
         await real.refresh()
         print(repr(real))
 
+    repl_done = asyncio.Event()
+    repl_task.add_done_callback(lambda _t: repl_done.set())
+
+    def opened(tg: Any) -> None:
+        namespace.update(anyio=anyio, tg=tg)
+        ready.set()
+
+    # Two task groups beside the REPL, never around it: ptpython reads each line in a loop that
+    # prints and swallows any exception, so a cancellation redelivered by a task group's scope
+    # (a background task failed) printed a traceback forever and the prompt never came back.
+    # The operator's `tg` and the session's own work (its build, the inbox, the request sweeper)
+    # are apart, so a failing task of the operator's stops no inbox.
+    mine = asyncio.create_task(beside(repl_done, opened, said_tg_failed))
+    own = asyncio.create_task(beside(repl_done, lambda group: group.start_soon(prepare, group),
+                                     said_session_failed))
     try:
-        async with anyio.create_task_group() as tg:
-            namespace.update(anyio=anyio, tg=tg)
-            ready.set()
-            tg.start_soon(prepare, tg)
-            # The REPL runs as the body of the task group, as if started inside it: a failing
-            # background task cancels it (anyio redelivers that cancellation until it ends).
-            await repl_task
-            tg.cancel_scope.cancel()
+        await repl_task
     finally:
+        repl_done.set()
         if not repl_task.done():
             repl_task.cancel()
+        await asyncio.gather(mine, own, return_exceptions=True)
         removed: list[str] = []
         if session.built() is not None:  # remove the inbox socket and registry entry
             removed = await session.close_inbox()
         print("\n".join(leaving(session.built(), removed)), flush=True)
+
+
+async def beside(done: Any, fill: Callable[[Any], None], said: Callable[[BaseException], bool]) -> None:
+    """Run an anyio task group until `done` (an asyncio.Event: the REPL ended), `fill` starting its
+    tasks. A task in it that fails ends only this group: `said(error)` tells the operator and returns
+    whether to open a new group (filled again) for what comes next."""
+    import anyio
+
+    while True:
+        try:
+            async with anyio.create_task_group() as group:
+                fill(group)
+                await done.wait()
+                group.cancel_scope.cancel()
+            return
+        except Exception as exc:  # a task of the group failed: said once, never a loop of tracebacks
+            if done.is_set() or not said(exc):
+                return
+
+
+def said_tg_failed(exc: BaseException) -> bool:
+    """A task the operator started in `tg` failed: relay's own error as its one line, anything else
+    as ptpython shows an input's error (the traceback a bug in one's own code needs), then what
+    happens now. `tg` is a new task group, so the next `tg.start_soon` works."""
+    import traceback
+
+    from relay_repl.core.controls import visible
+    from relay_repl.core.errors import first_relay_error
+
+    err = first_relay_error(exc)
+    if err is not None:
+        lines = [f"relay: {err}"]
+    else:
+        inner = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
+        lines = [x.rstrip("\n") for e in inner for x in traceback.format_exception(e)]
+    lines.append("relay: a task started in `tg` failed (above); the tasks still running in it were stopped, "
+                 "`tg` is a new task group now and the REPL goes on")
+    print("\n".join(visible(x) for x in lines), flush=True)
+    return True
+
+
+def said_session_failed(exc: BaseException) -> bool:
+    """The session's own background work (its build, the inbox, the request sweeper) failed: one
+    sentence and the next step. The REPL goes on (a send still works, its plan and gate too);
+    what is lost is the inbox, so replies and agents' requests no longer arrive here."""
+    from relay_repl.core.controls import visible
+    from relay_repl.core.errors import describe, first_relay_error
+
+    inner = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) and exc.exceptions else exc
+    why = first_relay_error(exc) or describe(inner, "preparing the session or serving its inbox")
+    print(visible(f"relay: the session's background work stopped: {why}. Replies and agents' requests no "
+                  "longer arrive here; what you type still runs: leave (exit()) and start relay again to "
+                  "get them back"), flush=True)
+    return False
 
 
 def leaving(real: Any, removed: list[str]) -> list[str]:

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import relay_repl.agents.claude_code.provider as claude_provider
-import relay_repl.system.proc as proc
 from relay_repl.system.proc import listening_socket_inodes, owns_listening_socket
 from tests.agents.test_claude_registry import cfg, provider, write_record  # noqa: F401
+from tests.agents.fd_reads import fd_link_reads
 
 SESSION = textwrap.dedent("""
     import socket, sys
@@ -74,15 +74,7 @@ def test_a_session_is_found_again_through_the_descriptor_its_socket_was_held_thr
     pid = session(sock)
     write_record(cfg, pid, sock=sock)
     p = provider(cfg, tmp_path)
-    links: list[str] = []
-    real = os.readlink
-
-    def counted(path: Any, *args: Any, **kw: Any) -> str:
-        if str(path).startswith(f"/proc/{pid}/fd/"):
-            links.append(str(path))
-        return real(path, *args, **kw)
-
-    monkeypatch.setattr(proc.os, "readlink", counted)
+    links = fd_link_reads(monkeypatch, pid)
     first = p.identify_process(pid)
     assert first is not None and first.spec == "claude:alpha" and first.pid == pid
     assert len(links) > 30

@@ -31,6 +31,7 @@ from relay_repl.core.target import Target
 from relay_repl.system.proc import file_key, lock_holders, parse_proc_locks, proc_start, read_proc_locks
 
 from tests.agents.test_claude_registry import real_claude
+from tests.agents.fd_reads import fd_link_reads
 
 pytestmark = pytest.mark.anyio
 
@@ -306,7 +307,6 @@ def test_a_verdict_on_the_daemon_stops_reading_its_descriptors_once_every_lock_i
     first, the read starts at the descriptors they were held through last time and stops once each is
     found: the same host and threads, two descriptors read instead of every one. A lock file it does not
     hold and every descriptor is read again, and the answer is still right. (Old code: 40+ each time.)"""
-    import relay_repl.system.proc as proc
 
     a, b, c = lock(home, T1), lock(home, T2), lock(home, T3)
     script = tmp_path / "many.py"
@@ -317,15 +317,7 @@ def test_a_verdict_on_the_daemon_stops_reading_its_descriptors_once_every_lock_i
         assert p.stdout is not None and p.stdout.readline().strip() == b"locked"
         mark_daemon(home, p.pid)
         prov = provider(home, tmp_path)
-        links: list[str] = []
-        real = os.readlink
-
-        def counted(path: Any, *args: Any, **kw: Any) -> str:
-            if str(path).startswith(f"/proc/{p.pid}/fd/"):
-                links.append(str(path))
-            return real(path, *args, **kw)
-
-        monkeypatch.setattr(proc.os, "readlink", counted)
+        links = fd_link_reads(monkeypatch, p.pid)
         c.unlink()  # every lock file in the home is held
         first = prov.identify_process(p.pid)
         assert first is not None and first.host_only and set(first.specs) == {T1, T2}

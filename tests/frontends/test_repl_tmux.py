@@ -66,3 +66,20 @@ def test_a_relay_error_prints_one_line_and_a_bug_keeps_its_traceback(repl):
     repl.type_line("1/0")
     screen = repl.wait_for("ZeroDivisionError")
     assert "Traceback" in screen
+
+
+def test_a_failing_background_task_is_shown_once_and_the_prompt_comes_back(repl):
+    """A task started in `tg` that fails: its error is shown once, `tg` is a new task group and the
+    REPL goes on. Before, the REPL ran as the task group's body and ptpython's read loop swallowed the
+    scope's redelivered cancellation: a traceback printed forever and the prompt never came back
+    (CI saw it as `session.watch()` never drawing)."""
+    repl.wait_for("<Session me=operator:relay@")
+    repl.type_line('tg.start_soon(anyio.sleep, "not a number")')
+    screen = repl.wait_for("`tg` is a new task group now and the REPL goes on", timeout=15)
+    assert "TypeError" in screen  # the operator's own bug keeps its traceback
+    repl.type_line('tg.start_soon(anyio.sleep, 0); print("ALIVE", 6 * 7)')
+    screen = repl.wait_for("ALIVE 42", timeout=15)
+    assert "Cancelled via cancel scope" not in screen
+    assert screen.count("a task started in `tg` failed") == 1
+    repl.type_line("print('INBOX', session.inbox is not None)")  # the session's own work was not stopped
+    repl.wait_for("INBOX True", timeout=15)

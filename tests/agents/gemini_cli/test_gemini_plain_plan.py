@@ -203,12 +203,8 @@ def test_a_footer_showing_another_session_is_left_to_the_models(gemini):  # noqa
     assert any("roster mismatch: the footer of pane" in n for n in plan.notes), plan.notes
 
 
-def test_one_capture_identifies_the_session_and_looks_at_its_pane(gemini, monkeypatch):  # noqa: F811
-    """Before the plan, tmux is asked twice: list-panes, then ONE capture that gives the footer (the
-    session's identity) and preflight's snapshot (today's path: list-panes, the listing's capture,
-    locate's display-message and the snapshot: four). Listed by plain_listing.listing instead, plan_parts
-    takes its own snapshot (three), and answers the same."""
-    redraw(gemini, "after_turn")
+def tmux_calls(monkeypatch: Any) -> list[list[str]]:
+    """The argument lists of every tmux call made from here on (each call still runs)."""
     calls: list[list[str]] = []
     real = pane_list.run_tmux
 
@@ -217,6 +213,16 @@ def test_one_capture_identifies_the_session_and_looks_at_its_pane(gemini, monkey
         return real(socket_path, args, env)
 
     monkeypatch.setattr(pane_list, "run_tmux", counted)
+    return calls
+
+
+def test_one_capture_identifies_the_session_and_looks_at_its_pane(gemini, monkeypatch):  # noqa: F811
+    """Before the plan, tmux is asked twice: list-panes, then ONE capture that gives the footer (the
+    session's identity) and preflight's snapshot (today's path: list-panes, the listing's capture,
+    locate's display-message and the snapshot: four). Listed by plain_listing.listing instead, plan_parts
+    takes its own snapshot (three), and answers the same."""
+    redraw(gemini, "after_turn")
+    calls = tmux_calls(monkeypatch)
     _, once = plain()
     captures = [a for a in calls if a[0] != "list-panes"]  # list-panes: one per server there is
     assert len(captures) == 1 and "-J" in captures[0] and "-e" in captures[0], calls
@@ -340,14 +346,7 @@ def test_relay_sends_phase_one_takes_one_capture_for_the_listing_and_preflight(g
 
     redraw(gemini, "after_turn")
     models("gemini:proj")
-    calls: list[list[str]] = []
-    real = pane_list.run_tmux
-
-    def counted(socket_path: str, args: list[str], env: Any) -> str | None:
-        calls.append(args)
-        return real(socket_path, args, env)
-
-    monkeypatch.setattr(pane_list, "run_tmux", counted)
+    calls = tmux_calls(monkeypatch)
     pre, printed = phase_one("gemini:proj", "hello gamma")
     assert pre.digest is not None and printed.startswith("Plan: send to gemini:proj")
     assert len([a for a in calls if a[0] != "list-panes"]) == 1, calls
