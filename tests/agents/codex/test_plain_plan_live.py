@@ -20,3 +20,15 @@ def test_a_codex_send_plans_plainly_as_the_models_plan_it(lab):
     assert fields["transport"] == "codex-queue" and "tmux would also work" in fields["fallback"]
     assert "lock held by daemon pid" in fields["identified_by"] and "status idle from daemon" in fields["identified_by"]
     assert "footer names thread 'beta'" in fields["identified_by"] and fields["notes"] == []
+
+
+def test_a_runs_first_plan_to_codex_plans_plainly_as_the_models_plan_it(lab):
+    """`relay run ping -p target=codex:beta`'s first plan printed before the models (frontends/run_plain.py) is
+    the models' first plan for the same run id and relay id: fields, digest, bytes, with the reply route the lab
+    Codex's config.toml gives (tests/frontends/run_plain_helpers.same_run_plan; the gate says No)."""
+    from tests.frontends.run_plain_helpers import same_run_plan
+
+    helpers.wait_idle("beta", timeout=60)
+    fields = same_run_plan("ping", "target", "codex:beta")
+    assert fields["transport"] == "codex-queue" and fields["heading"].endswith("step 1: tell codex:beta")
+    assert fields["reply_route"] and fields["reply_route"] != "none", fields["reply_route"]

@@ -127,6 +127,51 @@ async def test_a_plain_run_prints_what_the_models_print_and_answers_no_without_a
     assert len(runs) == 2  # one run each way, each under its own id
 
 
+async def test_a_run_phase_one_hands_over_is_the_models_with_its_ids(codex_world):
+    """A thread whose send would go by tmux: phase 1 prints nothing and hands its run id and relay id over
+    (no gate): the command is the models' either way, and the run is recorded under the id phase 1 drew."""
+    (code, out, err), way = await anyio.to_thread.run_sync(on_off, _env(), "run", "ping", "-p", "target=codex:fresh")
+    assert way == "handed over" and code == 1 and out.count("Plan:") == 1 and "transport   tmux" in out
+
+
+async def test_a_first_plan_that_changed_while_shown_is_printed_and_only_it_is_asked(codex_world):
+    """Between the phases the thread's config.toml changed (another reply route): the models' first plan differs
+    from the one shown, so the pre-shown gate prints the changed-plan line and the new plan, and asks about it."""
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from relay_repl.core.approval import plan_digest
+    from relay_repl.frontends.commands.common import inbox_open
+    from relay_repl.session.app import make_session
+    from relay_repl.session.core.preshown_gate import CHANGED, PreShownGate
+    from relay_repl.session.runs.recipes import run_recipe
+
+    pre, printed = await anyio.to_thread.run_sync(plain_run, "ping", "target", "codex:idle-one")
+    assert pre.digest is not None and "reply via   turn reply" in printed
+    with open(f"{codex_world['CODEX_HOME']}/config.toml", "w") as f:
+        f.write('sandbox_mode = "danger-full-access"\n')
+    written: list[str] = []
+
+    def models() -> Any:
+        async def go() -> Any:
+            with create_pipe_input() as pipe:
+                pipe.send_text("n\r")
+                gate = PreShownGate(pre.digest, input=pipe, output=DummyOutput(), write=written.append)
+                session = make_session(approve=gate, echo=None)
+                async with inbox_open(session, lambda line: None):
+                    return await run_recipe(session, "ping", {"target": "codex:idle-one"}, echo=lambda s: None,
+                                            run_id=pre.run_id, first_relay_id=pre.relay_id), session
+
+        return anyio.run(go)
+
+    run, session = await anyio.to_thread.run_sync(models)
+    (d,) = session.deliveries
+    i = written.index(CHANGED)
+    assert written[i + 1] == d.plan.render() and "codex:idle-one answers by running `relay reply" in written[i + 1]
+    assert plan_digest(d.plan) != pre.digest and d.relay_id == pre.relay_id and run.id == pre.run_id
+    assert run.state == "withheld"
+
+
 async def test_every_refusal_is_the_same_with_the_plain_branch_on_and_off(codex_world, tmp_path):
     """Whatever phase 1 does not plan is the models' in their words: an unknown recipe, parameter, target or
     kind, a recipe that is not the bare shape or not TOML, a notebook of that name, a halt in force."""
