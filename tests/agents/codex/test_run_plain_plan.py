@@ -59,6 +59,21 @@ async def test_the_route_follows_the_threads_config_toml(codex_world):
     assert turn["reply_route"].startswith("turn reply:")
 
 
+async def test_an_ask_recipe_of_several_rounds_plans_plainly_as_the_models_plan_it(codex_world):
+    """Another bare recipe on the operator's shelf: an ask (want=reply), three rounds, two steps, a body naming
+    {round}, {rounds}, {run} and the target: round 1's first step, the same both ways."""
+    shelf = Path(os.environ["RELAY_HOME"]) / "recipes"
+    shelf.mkdir(parents=True)
+    (shelf / "quiz.toml").write_text(
+        'name = "quiz"\nrounds = 3\n\n[params.who]\ntype = "target"\n\n'
+        '[[steps]]\nkind = "ask"\nto = "{who}"\nbody = "round {round}/{rounds} of {run}: {who}, one word please"\n\n'
+        '[[steps]]\nkind = "tell"\nto = "{ who }"\nbody = "thanks"\n')
+    fields = await anyio.to_thread.run_sync(same_run_plan, "quiz", "who", "codex:busy-one")
+    assert fields["heading"].endswith("round 1/3, step 1: ask codex:busy-one")
+    assert "want=reply] round 1/3 of run-" in fields["payload"] and fields["payload"].endswith(
+        ": codex:busy-one, one word please")
+
+
 async def test_what_codex_does_not_plan_plainly_goes_to_the_models(codex_world):
     """A thread whose send would go by tmux (no rollout yet): no plan printed; the ids taken are handed over."""
     pre, printed = await anyio.to_thread.run_sync(plain_run, "ping", "target", "codex:fresh")
