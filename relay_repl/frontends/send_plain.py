@@ -25,7 +25,9 @@ the command as before, so every refusal is today's code and bytes.
 
 The contract a kind plugs in with (`relay_repl/agents/<kind>/plain_plan.py`, entry-point group
 `relay_repl.plain_plan`, `plan_parts(row, env, send) -> dict | None`): see `PARTS` below and
-agents/claude_code/plain_plan.py.
+agents/claude_code/plain_plan.py. A kind whose module also defines `reply_route(row, env, relay_id,
+inbox) -> str | None` (the plan's "reply via" for a send that asks for an answer) has the first plan
+of a bare `relay run` planned plainly too (frontends/run_plain.py, which calls `aim` and `show` here).
 """
 
 from __future__ import annotations
