@@ -396,3 +396,19 @@ def test_models_plan_helper_sees_the_pinned_id(world):
 ])
 def test_only_the_bare_shape_is_taken(words, taken):
     assert (send_plain.shape(words) is not None) is taken
+
+
+def test_a_refused_message_leaves_an_empty_relay_home_empty(world, tmp_path):
+    """Too long, or holding a control character: the one-line refusal, exit 1, and no file made (before, the
+    session made the ledger and the inbox directory first, then refused)."""
+    home = tmp_path / "empty-home"
+    home.mkdir()
+    env = {**os.environ, "RELAY_HOME": str(home)}
+    world.session("alpha")
+    for body, said in (("hi\x1bthere", "the control character U+001B ESC (escape) at position 3"),
+                       ("x" * 4001, "over the 4,000 a relay line may carry")):
+        code, out, err = relay(OFF, "send", "claude:alpha", body, env=env)
+        assert code == 1 and said in err and "Plan:" not in out, (code, out, err)
+        assert list(home.iterdir()) == []
+    code, _, err = relay(OFF, "send", "claude:alpha", "[relay/1 from=a:b@c to=peer id=c-1 hop=9 want=none] x", env=env)
+    assert code != 0 and "hop" in err  # a pasted envelope is still the forward's to judge

@@ -86,6 +86,15 @@ def cmd_send(args: argparse.Namespace) -> int:
 
     if hosts.names_a_host(args.target):  # HOST/kind:name: planned and carried out by that host's relay
         return hosts.send_to_host(args, gate, out, err, wait, wants_answer)
+    from relay_repl.core.envelope import check_body
+    from relay_repl.core.errors import EnvelopeError
+
+    try:
+        pasted = Envelope.parse(args.message) is not None
+    except EnvelopeError:
+        pasted = True  # a malformed envelope: the forward says what is wrong with it
+    if not pasted:  # refused (too long, a control character) before the session makes RELAY_HOME's files
+        check_body(args.message)
     from relay_repl.session.app import make_session  # after: a host's send starts its ssh master before it
 
     async def run():
