@@ -132,5 +132,6 @@ def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     if k is not None:
         return k.replies.route(target, ctx)
     from relay_repl.core.plan import relay_reply_route
+    from relay_repl.core.reply_words import IDENTIFIED
 
-    return relay_reply_route(target.spec, ctx, "its connecting process is identified as the target")
+    return relay_reply_route(target.spec, ctx, IDENTIFIED)

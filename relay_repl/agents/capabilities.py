@@ -428,8 +428,9 @@ class RepliesBase(_Of):
 
     def route(self, target: Target, ctx: ReplyContext) -> ReplyRoute:
         from relay_repl.core.plan import relay_reply_route
+        from relay_repl.core.reply_words import IDENTIFIED
 
-        return relay_reply_route(target.spec, ctx, "its connecting process is identified as the target")
+        return relay_reply_route(target.spec, ctx, IDENTIFIED)
 
     def options(self, target: Target) -> ReplyOptions | None:
         return None

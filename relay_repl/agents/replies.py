@@ -10,12 +10,11 @@ that will actually work, chosen here by the rules all kinds share (`forced_route
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
-
 from relay_repl.agents.registry import kind_for
+from relay_repl.core import reply_words
 from relay_repl.agents.turn_reply import TurnWatch
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.errors import UsageError
@@ -25,31 +24,8 @@ from relay_repl.core.target import Target
 VIAS = ("native", "relay-reply", "mcp", "turn")
 
 
-
-def _is_relay_mcp(command: Any, args: Any) -> bool:
-    """A server entry that runs `relay mcp` (or `python -m relay_repl mcp`)."""
-    if not isinstance(command, str):
-        return False
-    argv = [os.path.basename(command), *(a for a in args or [] if isinstance(a, str))]
-    return "mcp" in argv[1:] and (argv[0] == "relay" or "relay_repl" in argv)
-
-
-def relay_servers(servers: Any) -> list[str]:
-    if not isinstance(servers, dict):
-        return []
-    return [name for name, s in servers.items()
-            if isinstance(s, dict) and s.get("enabled", True) is not False
-            and _is_relay_mcp(s.get("command"), s.get("args"))]
-
-
-def relay_server(servers: Any) -> tuple[str, dict[str, Any]] | None:
-    """The first enabled server of a client's MCP table that runs `relay mcp`: its name and entry
-    (where its trust or approval settings are read), or None."""
-    names = relay_servers(servers)
-    return (names[0], servers[names[0]]) if names else None
-
-
-# -- routes for the plan ------------------------------------------------------------------------
+# -- routes for the plan: the rules are core/reply_words.py's (plain values, so a plan printed before the
+# models names the same route); these wrap them in `ReplyRoute` ---------------------------------------
 
 Default = Callable[[Target, ReplyContext], ReplyRoute]
 
@@ -59,71 +35,36 @@ def check_via(via: str | None) -> None:
         raise UsageError(f"unknown reply route {via!r}: use one of {', '.join(VIAS)} (or leave it out to let relay pick)")
 
 
+def _plain_default(target: Target, ctx: ReplyContext, default: Default) -> Callable[[], dict[str, Any]]:
+    return lambda: default(target, ctx).model_dump()
+
+
 def turn_route(target: Target, ctx: ReplyContext, opts: ReplyOptions) -> ReplyRoute:
-    if not opts.turn:
-        return ReplyRoute(ok=False, how="none", via="turn", missing=(
-            f"{target.spec} has no transcript path in its registry record, so its turn reply cannot be read"))
-    return ReplyRoute(ok=True, via="turn", how=opts.describe("turn", ctx.relay_id))
+    return ReplyRoute(**reply_words.turn(target.spec, ctx.relay_id, opts.model_dump()))
 
 
 def mcp_route(target: Target, ctx: ReplyContext, opts: ReplyOptions) -> ReplyRoute:
-    if not opts.mcp:
-        return ReplyRoute(ok=False, how="none", via="mcp", missing=(
-            f"{target.spec}'s configuration has no relay MCP server (`relay mcp`): see `relay mcp --help` for the "
-            "lines to add, or use the turn reply (reply_via='turn')"))
-    if ctx.inbox is None:
-        return ReplyRoute(ok=False, how="none", via="mcp", missing=(
-            "relay_reply writes into this inbox, and none is listening here: ask from the `relay` REPL"))
-    return ReplyRoute(ok=True, via="mcp", how=opts.describe("mcp", ctx.relay_id))
+    return ReplyRoute(**reply_words.mcp(target.spec, ctx.relay_id, ctx.inbox, opts.model_dump()))
 
 
 def forced_route(target: Target, ctx: ReplyContext, opts: ReplyOptions, default: Default) -> ReplyRoute | None:
-    if ctx.via == "turn":
-        return turn_route(target, ctx, opts)
-    if ctx.via == "mcp":
-        return mcp_route(target, ctx, opts)
-    if ctx.via == "relay-reply" and not opts.relay_reply:
-        return ReplyRoute(ok=False, how="none", via="relay-reply", missing=(
-            f"{target.spec} cannot run `relay reply`: {opts.relay_reply_why}; use reply_via='mcp' or 'turn'"))
-    if ctx.via is not None:
-        route = default(target, ctx)
-        if route.via != ctx.via and route.ok:
-            return ReplyRoute(ok=False, how="none", via=ctx.via, missing=f"{target.spec} has no {ctx.via} reply route")
-        return route
-    return None
+    got = reply_words.forced(target.spec, ctx.relay_id, ctx.inbox, ctx.via, opts.model_dump(),
+                             _plain_default(target, ctx, default))
+    return None if got is None else ReplyRoute(**got)
 
 
 def configured_route(target: Target, ctx: ReplyContext, opts: ReplyOptions, default: Default,
                      mcp_refused: bool = False, mcp_first: bool = False) -> ReplyRoute:
-    """The order of a kind whose configuration may sandbox its commands (Codex, Gemini CLI): the
-    operator's `via`; else `relay reply` (the kind's `default`) where no sandbox is in the way; else
-    relay_reply on the relay MCP server, when configured and not certain to be refused (`mcp_refused`,
-    the kind's reading of its approval settings); else the turn reply.
-
-    `mcp_first` (the kind's own fact: its agent, offered the relay MCP server, answers through it
-    even with a shell that could run `relay reply`): where both routes are open, the plan names
-    relay_reply first and `relay reply` as the alternative, whether the operator asked for neither,
-    `via='mcp'` or `via='relay-reply'` (which one the agent takes is its own choice, and relay accepts
-    and verifies either the same way); an asked route is named first."""
-    both = ctx.via in (None, "mcp", "relay-reply") and opts.relay_reply and mcp_first and not mcp_refused
-    mcp = mcp_route(target, ctx, opts) if both else None
-    if mcp is not None and mcp.ok:
-        shell = default(target, ctx)
-        shell = shell.model_copy(update={"how": f"{shell.how} ({opts.relay_reply_why})"})
-        if shell.ok:
-            return either(mcp, shell) if ctx.via != "relay-reply" else either(shell, mcp)
-    forced = forced_route(target, ctx, opts, default)
-    if forced is not None:
-        return forced
-    if opts.relay_reply:
-        return default(target, ctx)
-    mcp = mcp_route(target, ctx, opts)
-    return mcp if mcp.ok and not mcp_refused else turn_route(target, ctx, opts)
+    """The order of a kind whose configuration may sandbox its commands (Codex, Gemini CLI):
+    `reply_words.configured` (its docstring has the rules), as a `ReplyRoute`."""
+    return ReplyRoute(**reply_words.configured(target.spec, ctx.relay_id, ctx.inbox, ctx.via, opts.model_dump(),
+                                               _plain_default(target, ctx, default), mcp_refused=mcp_refused,
+                                               mcp_first=mcp_first))
 
 
 def either(first: ReplyRoute, other: ReplyRoute) -> ReplyRoute:
     """Two open routes, the likelier first: the plan names both (the route's `via` is the first's)."""
-    return first.model_copy(update={"how": f"{first.how}; or {other.how}"})
+    return ReplyRoute(**reply_words.either(first.model_dump(), other.model_dump()))
 
 
 # -- dispatch --------------------------------------------------------------------------------

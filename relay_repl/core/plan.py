@@ -75,14 +75,11 @@ class ReplyRoute(BaseModel):
 
 
 def relay_reply_route(target_spec: str, ctx: ReplyContext, verified_by: str) -> ReplyRoute:
-    """The route every agent that can run a command has: `relay reply ID TEXT` into this inbox."""
-    if ctx.inbox is None:
-        return ReplyRoute(ok=False, how="none", missing=(
-            "no inbox is listening here, so an answer would have nowhere to go: ask from the `relay` REPL, "
-            "or use `relay send ... --want reply --wait SECONDS`"))
-    return ReplyRoute(ok=True, via="relay-reply", how=(
-        f"{target_spec} answers by running `relay reply {ctx.relay_id} <text>` (into this inbox, {ctx.inbox}); "
-        f"the answer carries re={ctx.relay_id} and counts when {verified_by}"))
+    """The route every agent that can run a command has: `relay reply ID TEXT` into this inbox
+    (core/reply_words.relay_reply: its words have one home, which a plan printed early reads too)."""
+    from relay_repl.core.reply_words import relay_reply
+
+    return ReplyRoute(**relay_reply(target_spec, ctx.relay_id, ctx.inbox, verified_by))
 
 
 RouteName = Literal["relay-reply", "mcp", "turn"]
@@ -101,12 +98,7 @@ class ReplyOptions(BaseModel):
     turn_why: str = ""
 
     def describe(self, route: RouteName, relay_id: str = "<relay id>") -> str:
-        """The plan's words for one route."""
-        if route == "mcp":
-            note = f" ({self.mcp_note})" if self.mcp_note else ""
-            return (f"the agent calls relay_reply (relay_id={relay_id}) on the relay MCP server ({self.mcp}), which "
-                    f"writes into this inbox; started by the agent's client, outside any sandbox{note}")
-        if route == "turn":
-            return (f"turn reply: the agent's own final message in the turn our message starts, read from "
-                    f"{self.turn} ({self.turn_why}); no tool or permission needed, provenance: receiver's own record")
-        return f"`relay reply {relay_id} TEXT` run by the agent ({self.relay_reply_why})"
+        """The plan's words for one route (core/reply_words.describe: one home for both plan paths)."""
+        from relay_repl.core.reply_words import describe
+
+        return describe(self.model_dump(), route, relay_id)

@@ -37,13 +37,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from relay_repl.core import file_shape
+from relay_repl.core import file_shape, recipe_text
 from relay_repl.core.errors import FileProblem, UsageError
 
 ParamType = Literal["text", "target", "targets", "int"]
-BUILTINS = ("round", "rounds", "run", "last")
+BUILTINS = recipe_text.BUILTINS
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
 
 class RecipeError(UsageError):
@@ -58,37 +57,16 @@ FIX = "edit the recipe (`relay recipes schema` prints the format, recipes/README
 
 
 # -- templates -----------------------------------------------------------------
-def template_names(template: str) -> list[str]:
-    """Every `{name}` a template uses, in order; a stray brace is an error."""
-    names: list[str] = []
-    for m in _TOKEN.finditer(template):
-        tok = m.group(0)
-        if tok in ("{{", "}}"):
-            continue
-        if tok in ("{", "}"):
-            raise ValueError(f"stray {tok!r} in {template!r} (write {tok * 2} for a literal brace)")
-        name = (m.group(1) or "").strip()
-        if not name:
-            raise ValueError(f"empty {{}} in {template!r}")
-        names.append(name)
-    return names
+# their one home is core/recipe_text.py (standard library: a plain pre-plan of `relay run` fills them too)
+template_names = recipe_text.template_names
 
 
 def render(template: str, values: dict[str, str]) -> str:
     """Fill a template checked at load time; a name missing now is a bug, not a guess."""
-
-    def sub(m: re.Match[str]) -> str:
-        tok = m.group(0)
-        if tok == "{{":
-            return "{"
-        if tok == "}}":
-            return "}"
-        name = (m.group(1) or "").strip()
-        if name not in values:
-            raise RecipeError(f"template {template!r} names {{{name}}}, which has no value in this run")
-        return values[name]
-
-    return _TOKEN.sub(sub, template)
+    try:
+        return recipe_text.render(template, values)
+    except recipe_text.MissingName as exc:
+        raise RecipeError(str(exc)) from None
 
 
 # -- the model -------------------------------------------------------------------

@@ -24,7 +24,9 @@ words (an option, `--help`, a leading `--fake`) the CLI parses them, so usage an
 
 `relay send TARGET MESSAGE` in its bare shape prints its plan before the models are loaded, then
 runs the CLI's `send` with that plan's id and digest (frontends/send_plain.py, issue 40); any other
-shape, or anything its plain readers do not answer exactly, is the CLI's as before.
+shape, or anything its plain readers do not answer exactly, is the CLI's as before. So does
+`relay run NAME -p KEY=VALUE` (frontends/run_plain.py): the run's first plan, then the CLI's `run`
+with that plan's run id, relay id and digest.
 """
 
 from __future__ import annotations
@@ -69,11 +71,14 @@ def main() -> int:
 
         if plain_ask(words[1:]):
             return _as_cli(lambda: run_ask(words[1:]))
-    if words[0] == "send":  # its plan before the models, in the bare shape only (frontends/send_plain.py)
-        from relay_repl.frontends.send_plain import run as run_send
+    if words[0] in ("send", "run"):  # its first plan before the models, in the bare shape only
+        if words[0] == "send":  # frontends/send_plain.py
+            from relay_repl.frontends.send_plain import run as first_plan_early
+        else:  # frontends/run_plain.py
+            from relay_repl.frontends.run_plain import run as first_plan_early
 
         try:
-            code = run_send(words)
+            code = first_plan_early(words)
         except KeyboardInterrupt as exc:  # Ctrl-C while its plan is read, before the CLI's own handler runs
             from relay_repl.frontends.cli import exit_code
 

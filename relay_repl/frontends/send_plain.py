@@ -25,7 +25,9 @@ the command as before, so every refusal is today's code and bytes.
 
 The contract a kind plugs in with (`relay_repl/agents/<kind>/plain_plan.py`, entry-point group
 `relay_repl.plain_plan`, `plan_parts(row, env, send) -> dict | None`): see `PARTS` below and
-agents/claude_code/plain_plan.py.
+agents/claude_code/plain_plan.py. A kind whose module also defines `reply_route(row, env, relay_id,
+inbox) -> str | None` (the plan's "reply via" for a send that asks for an answer) has the first plan
+of a bare `relay run` planned plainly too (frontends/run_plain.py, which calls `aim` and `show` here).
 """
 
 from __future__ import annotations
@@ -142,89 +144,141 @@ def preplan(prefix: str, name: str, body: str, env: dict[str, str], out: Any = N
         return Preplan()
 
 
+class Aim:
+    """A send's target as phase 1 found it (`aim`): its kind and adapter, its one live row, the kind's
+    hook, the operator's own address, the ledger's path and the plan's notes on earlier sends of the body."""
+
+    __slots__ = ("kind", "adapter", "row", "hook", "me", "ledger", "earlier")
+    kind: str
+    adapter: dict[str, Any]
+    row: Any
+    hook: Any
+    me: Any
+    ledger: str
+    earlier: tuple[str, ...]
+
+    def __init__(self, **kw: Any) -> None:
+        for k in self.__slots__:
+            setattr(self, k, kw[k])
+
+
 def _preplan(prefix: str, name: str, body: str, env: dict[str, str], out: Any) -> Preplan:
+    found = aim(prefix, name, body, env)
+    return Preplan() if found is None else show(found, body, env, out)
+
+
+def aim(prefix: str, name: str, body: str, env: dict[str, str]) -> Aim | None:
+    """What a send of `body` to `prefix:name` is aimed at, read plainly, or None (the models' case): the
+    body plainly valid, no hosts.toml, the ledger there with no halt and no send left open by a dead
+    process, one live row named so in the kind's plain listing, the kind's hook loaded. Takes no id."""
     import sqlite3
 
-    from relay_repl.core.envelope_line import MAX_BODY, plain_line
+    from relay_repl.core.envelope_line import MAX_BODY
 
     if not (1 <= len(body) <= MAX_BODY and body.isprintable()):
-        return Preplan()  # check_body / Envelope.make say what is wrong with it
+        return None  # check_body / Envelope.make say what is wrong with it
     from relay_repl.store import hosts_path, paths
 
     if os.path.lexists(hosts_path.hosts_file()):
-        return Preplan()
+        return None
     ledger = str(paths.ledger_path())
     try:
         st = os.stat(ledger)
     except OSError:
-        return Preplan()  # the Ledger creates it (or says why it cannot)
+        return None  # the Ledger creates it (or says why it cannot)
     import stat
 
     if not stat.S_ISREG(st.st_mode) or st.st_size == 0 or not os.access(ledger, os.R_OK | os.W_OK):
-        return Preplan()
+        return None
     named = kind_named(prefix)
     if named is None:
-        return Preplan()
+        return None
     kind, adapter = named
     from relay_repl.system.entry_points import scan_entry_points
 
     listing = _by_file(kind, {ep.name: ep.value for ep in scan_entry_points(LISTINGS)}.get(kind), LISTINGS)
     hook = _by_file(kind, {ep.name: ep.value for ep in scan_entry_points(GROUP)}.get(kind), GROUP)
     if listing is None or hook is None:
-        return Preplan()
+        return None
     from relay_repl.system.pane_list import PlainRoster
 
     # a kind's hook module may list its rows itself (the very listing, with what it looked at kept for
     # plan_parts: Gemini's one capture serves both the listing and preflight's look)
-    rows = (getattr(sys.modules.get(getattr(hook, "__module__", "")), "listing", None) or listing)(env, PlainRoster(env))
+    rows = (hook_module(hook, "listing") or listing)(env, PlainRoster(env))
     if rows is None:
-        return Preplan()
+        return None
     live = [r for r in rows if (r.name == name or r.address == name) and r.live]
     if len(live) != 1:
-        return Preplan()  # unknown, ambiguous, stale, dormant: the models' words
+        return None  # unknown, ambiguous, stale, dormant: the models' words
     row = live[0]
     from relay_repl.session.core.whoami import by_rules
 
     me = by_rules(env)
     if me is None:
-        return Preplan()
-    from relay_repl.core.peertext import provenance_notes
+        return None
     from relay_repl.session.core.unfinished_rule import open_orphans, plain_earlier_notes
     from relay_repl.store.sqlite_read import connect_read_only
 
     con = connect_read_only(ledger)
     try:
         if con.execute("SELECT 1 FROM halts WHERE cleared IS NULL LIMIT 1").fetchall():
-            return Preplan()  # the models refuse, in their words
+            return None  # the models refuse, in their words
         if open_orphans(con) is not False:
-            return Preplan()  # make_session sweeps and says so before the plan
+            return None  # make_session sweeps and says so before the plan
         earlier = tuple(plain_earlier_notes(con, row.spec, body))
     except (sqlite3.Error, ValueError):
-        return Preplan()
+        return None
     finally:
         con.close()
+    return Aim(kind=kind, adapter=adapter, row=row, hook=hook, me=me, ledger=ledger, earlier=earlier)
+
+
+def hook_module(hook: Any, attr: str) -> Any:
+    """Another function of the module a kind's `plan_parts` hook is in (None when it defines none)."""
+    return getattr(sys.modules.get(getattr(hook, "__module__", "")), attr, None)
+
+
+RouteFn = Any
+"""`(row, relay_id) -> str | None`: the plan's reply route for a send that asks for an answer (None:
+not read plainly, the models plan it)."""
+
+
+def show(at: Aim, body: str, env: dict[str, str], out: Any, *, want: str = "none", heading: str | None = None,
+         route: RouteFn = None) -> Preplan:
+    """Take the send's relay id, ask the kind's hook for its parts and print the plan of sending `body`
+    (with `want`, under `heading`, naming the reply route `route` gives): the Preplan phase 2 needs."""
+    import sqlite3
+
+    from relay_repl.core.envelope_line import plain_line
     from relay_repl.store.ledger_ids import take_id_at
 
+    row, me = at.row, at.me
     try:
-        rid = take_id_at(ledger, me.address)
+        rid = take_id_at(at.ledger, me.address)
     except sqlite3.Error:
         return Preplan()
-    line = plain_line(sender=me.sender, to="peer", id=rid, hop=0, want="none", re=None, body=body)
+    line = plain_line(sender=me.sender, to="peer", id=rid, hop=0, want=want, re=None, body=body)
     if line is None:
         return Preplan(rid)
+    reply_route = None
+    if want != "none":
+        reply_route = route(row, rid) if route is not None else None
+        if not isinstance(reply_route, str) or not reply_route:
+            return Preplan(rid)
     facts = _facts()
     choice = _by_file("plain-choice", "relay_repl.agents.plain_choice:chooser", LISTINGS)
     if facts is None or choice is None:
         return Preplan(rid)
     send = PlainSend(line=line, relay_id=rid, sender=me.sender, pid=os.getpid(), inbox_open=True, interrupt=False,
-                     choose=choice(kind, adapter))
+                     choose=choice(at.kind, at.adapter))
     try:
-        parts = hook(row, dict(env), send)
+        parts = at.hook(row, dict(env), send)
     except Exception:  # noqa: BLE001 - the kind's own surprise: the models plan it
         return Preplan(rid)
     parts = checked(parts)
     if parts is None:
         return Preplan(rid)
+    from relay_repl.core.peertext import provenance_notes
     from relay_repl.core.plan_text import fields_digest, plan_fields, render_plan
     from relay_repl.core.target_row import describe_target
 
@@ -232,8 +286,8 @@ def _preplan(prefix: str, name: str, body: str, env: dict[str, str], out: Any) -
     fields = plan_fields(action=f"send to {row.spec}", target=describe_target(row), identified_by=row.identified_by,
                          transport=parts["transport"], fallback=parts["fallback"], payload=parts["payload"],
                          delivered_when=parts["delivered_when"],
-                         notes=parts["choice_notes"] + earlier + provenance_notes(body) + now + parts["notes"],
-                         files=parts["files"], relay_id=rid)
+                         notes=parts["choice_notes"] + at.earlier + provenance_notes(body) + now + parts["notes"],
+                         files=parts["files"], relay_id=rid, reply_route=reply_route, heading=heading)
     print(render_plan(fields), file=out, flush=True)
     return Preplan(rid, fields_digest(fields), fields)
 

@@ -66,3 +66,16 @@ def data_dir(package: str) -> Path:
     if not locations:
         raise ModuleNotFoundError(f"relay_repl is installed without its data package {package}: reinstall it")
     return Path(locations[0])
+
+
+def inbox_dir(create: bool = True) -> Path:
+    """Where running inboxes keep their socket and record; made only by one that opens."""
+    d = state_dir(create=create) / "inbox"
+    if create:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return d
+
+
+def inbox_socket(pid: int, create: bool = True) -> Path:
+    """The inbox socket process `pid` listens on (a plan printed before the inbox opens names it too)."""
+    return inbox_dir(create=create) / f"{pid}.sock"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from relay_repl.agents.claude_code.detail import ClaudeDetail
 from relay_repl.agents.claude_code.transcript import ClaudeTurnWatch
-from relay_repl.agents.replies import Default, ReplyOptions, delivery_evidence, forced_route, relay_servers
+from relay_repl.agents.replies import Default, ReplyOptions, delivery_evidence, forced_route
+from relay_repl.core.reply_words import relay_servers
 from relay_repl.agents.turn_reply import TurnWatch
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute

@@ -26,8 +26,9 @@ from relay_repl.core.target import Target
 
 
 def codex_home(target: Target) -> Path:
-    home = CodexDetail.of(target).codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex"
-    return Path(home)
+    from relay_repl.agents.codex.plan_words import home_dir
+
+    return Path(home_dir(CodexDetail.of(target).codex_home, os.environ))
 
 
 def databases(target: Target) -> Path:

@@ -58,3 +58,33 @@ def plan_parts(row: Any, env: dict[str, str], send: Any) -> dict[str, Any] | Non
         "notes": words.row_queue_notes(row),
         "files": (),  # `thread/queue/add` (or `codex queue`) writes Codex's own queue row, no file of relay's
     }
+
+
+def reply_route(row: Any, env: dict[str, str], relay_id: str, inbox: str | None) -> str | None:
+    """The plan's reply route for a send to `row` that asks for an answer (`relay run ping`'s first step), as
+    `CodexReplies.route` names it (same rules: core/reply_words.configured over plan_words.reply_options, from
+    the thread's config.toml read by the same parser), or None when it is not an open route (the models plan it)."""
+    from relay_repl.core import reply_words
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.system.prefetch import load_by_file
+
+    words = _words()
+    if row.kind != "codex" or not isinstance(row.detail, dict):
+        return None
+    config = load_by_file("codex-config_file", "relay_repl.agents.codex.config_file", "relay_repl.plain_listing")
+    if config is None:
+        return None
+    from pathlib import Path
+
+    home = Path(words.home_dir(row.detail.get("codex_home"), env))
+    try:
+        cfg = config.codex_config(home, words.CONFIG_FIX)
+    except FileProblem:
+        cfg = None
+    rollout = row.evidence_file
+    opts = words.reply_options(cfg or {}, str(home / "config.toml"), str(rollout) if rollout else None, row.address)
+    verified_by = words.reply_verified_by(row.address, row.pid)
+    route = reply_words.configured(row.spec, relay_id, inbox, None, opts,
+                                   lambda: reply_words.relay_reply(row.spec, relay_id, inbox, verified_by),
+                                   mcp_refused=words.mcp_refused(opts), mcp_first=words.MCP_FIRST)
+    return route["how"] if route["ok"] and not route.get("needs_native_reply") else None

@@ -83,3 +83,62 @@ def row_queue_refusal(row: Any) -> str | None:
 def row_queue_notes(row: Any) -> tuple[str, ...]:
     """`queue_notes` over a plain listing's row."""
     return queue_notes(row.state, row.live, bool(_detail(row).get("plan_mode")))
+
+
+# -- the reply route: what the thread's config.toml allows (replies.codex_options / codex_route call these) --
+
+SANDBOXED = ("workspace-write", "read-only")
+"""Sandbox modes that refuse the AF_UNIX connect `relay reply` makes (EPERM, measured)."""
+
+CONFIG_FIX = "fix it: Codex reads its sandbox and MCP servers there"
+"""The next step a config.toml that is not readable TOML is named with (it then counts as {})."""
+
+MCP_FIRST = True
+"""A Codex offered the relay MCP server answers with its relay_reply tool even where its shell could
+run `relay reply` (the lab's Codex agents, unsandboxed, do: converse.py picks the tool when listed),
+so where both are open the plan names relay_reply first and `relay reply` as the alternative."""
+
+
+def home_dir(detail_home: str | None, env: Mapping[str, str]) -> str:
+    """The thread's CODEX_HOME: what discovery recorded, else `$CODEX_HOME`, else ~/.codex."""
+    import os
+
+    return str(detail_home or env.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex"))
+
+
+def reply_options(cfg: Mapping[str, Any], path: str, rollout: str | None, address: str) -> dict[str, Any]:
+    """`ReplyOptions`' fields from `$CODEX_HOME/config.toml` (parsed: `cfg`, {} when missing or unreadable)."""
+    from relay_repl.core.mcp_names import MCP_TOOL
+    from relay_repl.core.reply_words import relay_server
+
+    sandbox = str(cfg.get("sandbox_mode") or "workspace-write")  # Codex's default when unset
+    unsandboxed = sandbox not in SANDBOXED
+    why = (f"sandbox_mode {sandbox} in {path} lets its commands reach the inbox socket" if unsandboxed else
+           f"sandbox_mode {sandbox} in {path}: the sandbox refuses the unix socket `relay reply` writes to")
+    found = relay_server(cfg.get("mcp_servers"))
+    mcp = note = None
+    if found:
+        name, entry = found
+        mcp = f"[mcp_servers.{name}] in {path}"
+        tools: dict[str, Any] = entry["tools"] if isinstance(entry.get("tools"), dict) else {}
+        tool_mode = (tools.get(MCP_TOOL) or {}).get("approval_mode") if isinstance(tools.get(MCP_TOOL), dict) else None
+        mode = tool_mode or entry.get("default_tools_approval_mode")
+        if cfg.get("approval_policy") == "never" and mode != "approve":
+            note = ('approval_policy is "never" and relay_reply is not pre-approved (default_tools_approval_mode = '
+                    '"approve"), so Codex refuses the call')
+        elif mode != "approve":
+            note = "Codex may ask the operator to approve the relay_reply call in the agent's pane"
+    return {"relay_reply": unsandboxed, "relay_reply_why": why, "mcp": mcp, "mcp_note": note,
+            "turn": rollout if rollout else f"thread {address}'s rollout (written at its first turn)",
+            "turn_why": "the task_complete of the turn whose user message has our queue item's client_id"}
+
+
+def mcp_refused(opts: Mapping[str, Any]) -> bool:
+    """Whether the relay_reply call is certain to be refused (its approval settings say so)."""
+    return bool(opts.get("mcp_note") and "refuses" in opts["mcp_note"])
+
+
+def reply_verified_by(address: str, pid: int | None) -> str:
+    """When a `relay reply` from this thread counts (its route's words)."""
+    return (f"the connecting `relay reply` was started by the Codex host holding thread {address} "
+            f"(pid {pid}) and its CODEX_THREAD_ID is that thread")

@@ -103,11 +103,10 @@ def reply_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
 
 def relay_reply_command_route(target: Target, ctx: ReplyContext) -> ReplyRoute:
     """Codex cannot send natively: its agent runs `relay reply ID TEXT` as a tool command."""
+    from relay_repl.agents.codex.plan_words import reply_verified_by
     from relay_repl.core.plan import relay_reply_route
 
-    return relay_reply_route(target.spec, ctx, (
-        f"the connecting `relay reply` was started by the Codex host holding thread {target.address} "
-        f"(pid {target.pid}) and its CODEX_THREAD_ID is that thread"))
+    return relay_reply_route(target.spec, ctx, reply_verified_by(target.address, target.pid))
 
 
 class CodexProvider:

@@ -138,3 +138,20 @@ def plan_parts(row: Any, env: Mapping[str, str], send: Any) -> dict[str, Any] | 
     return {"transport": transport, "fallback": fallback, "choice_notes": tuple(choice_notes), "payload": send.line,
             "delivered_when": words.DELIVERED_WHEN, "now": tmux_words.now_note(row.pane, reading),
             "notes": tmux_words.plan_notes(words.busy_note(row.state)), "files": ()}
+
+
+def reply_route(row: Any, env: Mapping[str, str], relay_id: str, inbox: str | None) -> str | None:
+    """The plan's reply route for a send to `row` that asks for an answer (`relay run ping`'s first step), as
+    `GeminiReplies.route` names it (same rules: core/reply_words.configured over plan_words.reply_options,
+    from the session's settings.json read by the same loader), or None when it is not an open route."""
+    from relay_repl.core import reply_words
+
+    if row.kind != KIND or not isinstance(row.detail, dict):
+        return None
+    words = sibling(__name__, "relay_repl.agents.gemini_cli.plan_words")
+    cfg, path = words.settings_at(row.detail.get("gemini_dir"))
+    chat = row.evidence_file
+    opts = words.reply_options(cfg, path, str(chat) if chat else None)
+    route = reply_words.configured(row.spec, relay_id, inbox, None, opts,
+                                   lambda: reply_words.relay_reply(row.spec, relay_id, inbox, reply_words.IDENTIFIED))
+    return route["how"] if route["ok"] and not route.get("needs_native_reply") else None

@@ -41,3 +41,47 @@ def roster_mismatch(pid: int | None, session_id: str | None, snap: Any, clients:
         return (f"the footer of pane {snap.pane_id} shows session {shown}, not {sid[:8]}: "
                 "the session changed (/clear or /resume); rediscover")
     return None
+
+
+# -- the reply route: what the session's settings.json allows (replies.GeminiReplies calls these) --
+
+SETTINGS_FIX = "fix it (Gemini CLI reads it too)"
+
+
+def settings_at(gemini_dir: str | None) -> tuple[dict[str, Any], str]:
+    """`<gemini dir>/settings.json` of the session's home (user settings; project settings are not read),
+    parsed, and its path; {} when missing, unreadable or not an object."""
+    import json
+    from pathlib import Path
+
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.store.loader import read_text
+
+    path = Path(gemini_dir or "~/.gemini").expanduser() / "settings.json"
+    try:  # the one loader: a FIFO or a directory there never hangs a plan
+        data = json.loads(read_text(path, SETTINGS_FIX, missing_ok=True) or "{}")
+    except (FileProblem, ValueError, RecursionError):
+        return {}, str(path)
+    return (data if isinstance(data, dict) else {}), str(path)
+
+
+def reply_options(cfg: dict[str, Any], path: str, chat: str | None) -> dict[str, Any]:
+    """`ReplyOptions`' fields from the parsed settings: `relay reply` unless `tools.sandbox` boxes its
+    commands, the relay MCP server when `mcpServers` runs `relay mcp`, and always the turn reply."""
+    from relay_repl.core.reply_words import relay_server
+
+    tools = cfg.get("tools") if isinstance(cfg.get("tools"), dict) else {}
+    sandbox = tools.get("sandbox") if isinstance(tools, dict) else None
+    boxed = bool(sandbox) and sandbox != "false"
+    why = (f"tools.sandbox = {sandbox!r} in {path}: its commands run in a sandbox that cannot reach the inbox socket"
+           if boxed else f"no sandbox in {path}: run_shell_command runs `relay reply` as the operator's user")
+    found = relay_server(cfg.get("mcpServers"))
+    mcp = note = None
+    if found:
+        name, entry = found
+        mcp = f"mcpServers.{name} in {path}"
+        if not entry.get("trust"):
+            note = "the server is not `trust: true`: Gemini CLI asks the operator to allow the call in the agent's pane"
+    return {"relay_reply": not boxed, "relay_reply_why": why, "mcp": mcp, "mcp_note": note,
+            "turn": chat if chat else "the session's chat file",
+            "turn_why": "the last `gemini` record without tool calls after the `user` record carrying our line"}

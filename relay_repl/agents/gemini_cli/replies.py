@@ -9,15 +9,15 @@ operator in the pane first); and always the turn reply from the chat file.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from relay_repl.agents.gemini_cli.chats import model_text, user_text
+from relay_repl.agents.gemini_cli import plan_words
 from relay_repl.agents.gemini_cli.detail import GeminiDetail
 from relay_repl.agents.gemini_cli.provider import KIND
 from relay_repl.agents.capabilities import RepliesBase
-from relay_repl.agents.replies import ReplyOptions, configured_route, delivery_evidence, relay_server
+from relay_repl.agents.replies import ReplyOptions, configured_route, delivery_evidence
 from relay_repl.agents.turn_reply import Tail, TurnReply, TurnStatus, TurnWatch
 from relay_repl.core.delivery import Delivery
 from relay_repl.core.plan import ReplyContext, ReplyRoute
@@ -25,16 +25,9 @@ from relay_repl.core.target import Target
 
 
 def settings(target: Target) -> tuple[dict[str, Any], Path]:
-    """`<gemini dir>/settings.json` of the session's home (user settings; project settings are not read)."""
-    path = Path(GeminiDetail.of(target).gemini_dir or "~/.gemini").expanduser() / "settings.json"
-    from relay_repl.core.errors import FileProblem
-    from relay_repl.store.loader import read_text
-
-    try:  # the one loader: a FIFO or a directory there never hangs a plan
-        data = json.loads(read_text(path, "fix it (Gemini CLI reads it too)", missing_ok=True) or "{}")
-    except (FileProblem, ValueError, RecursionError):
-        return {}, path
-    return (data if isinstance(data, dict) else {}), path
+    """`<gemini dir>/settings.json` of the session's home (plan_words.settings_at: one home for the rule)."""
+    cfg, path = plan_words.settings_at(GeminiDetail.of(target).gemini_dir)
+    return cfg, Path(path)
 
 
 class GeminiTurnWatch:
@@ -84,23 +77,10 @@ class GeminiReplies(RepliesBase):
         return configured_route(target, ctx, self.options(target), super().route)
 
     def options(self, target: Target) -> ReplyOptions:
+        """From its settings.json (plan_words.reply_options: the rules a plan printed early reads too)."""
         cfg, path = settings(target)
-        tools = cfg.get("tools") if isinstance(cfg.get("tools"), dict) else {}
-        sandbox = tools.get("sandbox") if isinstance(tools, dict) else None
-        boxed = bool(sandbox) and sandbox != "false"
-        why = (f"tools.sandbox = {sandbox!r} in {path}: its commands run in a sandbox that cannot reach the inbox socket"
-               if boxed else f"no sandbox in {path}: run_shell_command runs `relay reply` as the operator's user")
-        found = relay_server(cfg.get("mcpServers"))
-        mcp = note = None
-        if found:
-            name, entry = found
-            mcp = f"mcpServers.{name} in {path}"
-            if not entry.get("trust"):
-                note = "the server is not `trust: true`: Gemini CLI asks the operator to allow the call in the agent's pane"
         chat = target.evidence_file
-        return ReplyOptions(relay_reply=not boxed, relay_reply_why=why, mcp=mcp, mcp_note=note,
-                            turn=str(chat) if chat else "the session's chat file",
-                            turn_why="the last `gemini` record without tool calls after the `user` record carrying our line")
+        return ReplyOptions(**plan_words.reply_options(cfg, str(path), str(chat) if chat else None))
 
     def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
         chat = delivery_evidence(delivery, "chat") or target.evidence_file

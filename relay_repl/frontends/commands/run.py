@@ -49,6 +49,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     say = (lambda s: print(s, file=sys.stderr, flush=True)) if args.json else (lambda s: print(s, flush=True))
 
     approve = stderr_gate(say) if args.json else None  # stdout carries only the run's JSON
+    # a plain pre-plan printed the run's first plan already (issue 40): a gate that knows its digest, and the
+    # run id and first relay id it showed, pinned. Only a new, real run is pre-planned.
+    gate, pins = getattr(args, "preshown", None) or (None, None)
+    pins = pins if args.recipe and not args.dry_run and not args.resume else None
+    if pins is not None and gate is not None and not args.json:
+        approve = gate
+    pinned = dict(pins or {})
 
     if args.recipe:
         from relay_repl.session.runs.recipes import find_recipe
@@ -77,7 +84,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 return await session.resume(args.resume)
             from relay_repl.session.runs.recipes import run_recipe
 
-            return await run_recipe(session, args.recipe, params, dry_run=args.dry_run, echo=say)
+            return await run_recipe(session, args.recipe, params, dry_run=args.dry_run, echo=say,
+                                    run_id=pinned.get("run_id"), first_relay_id=pinned.get("relay_id"))
 
     run = anyio.run(go)
     if args.report and not args.dry_run:

@@ -63,7 +63,7 @@ from relay_repl.core.plan import Plan
 from relay_repl.core.request import ANSWER_TYPE as REQUEST_ANSWER, FRAME_TYPE as REQUEST_FRAME
 from relay_repl.core.inbound import InboundMessage, Receipt, ToolCall, Verdict
 from relay_repl.store.ledger import InboxMessage, Ledger
-from relay_repl.store.paths import state_dir
+from relay_repl.store import paths
 from relay_repl.session.core.inbox_find import choose
 from relay_repl.session.core.inbox_find import user_frame as user_frame  # re-exported: its home is inbox_find
 from relay_repl.system.wire import LineTooLong, peer_cred, read_lines
@@ -142,11 +142,8 @@ class InboxRecord(BaseModel):
 
 
 def inbox_dir(create: bool = True) -> Path:
-    """Where running inboxes keep their socket and record; made only by one that opens."""
-    d = state_dir(create=create) / "inbox"
-    if create:
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return d
+    """Where running inboxes keep their socket and record; made only by one that opens (store/paths.py)."""
+    return paths.inbox_dir(create=create)
 
 
 def read_records() -> list[InboxRecord]:
@@ -306,7 +303,7 @@ class Inbox:
         self.address = address
         self.sender = sender
         self.echo = safe_echo(echo) if echo else (lambda s: None)  # a peer's line never reaches a terminal raw
-        self.path = inbox_dir() / f"{os.getpid()}.sock"
+        self.path = paths.inbox_socket(os.getpid())
         self.extra_paths: list[Path] = []
         self.owned_files: list[str] = []
         self.stamps: dict[str, FileStamp] = {}

@@ -16,27 +16,16 @@ from relay_repl.core.envelope import Envelope
 from relay_repl.core.errors import UsageError
 from relay_repl.core.recipe import Recipe, RecipeError, parse_recipe
 from relay_repl.session.runs.runner import Run, Runner, load_prior, read_source
-from relay_repl.store.paths import data_dir, state_dir
+from relay_repl.store import recipe_places
+from relay_repl.store.paths import state_dir
 
 if TYPE_CHECKING:  # annotations only: a recipe run's first plan needs no notebook cells (issue 40)
     from relay_repl.core.notebook_cells import Notebook
 
 
 
-def shipped_dir() -> Path:
-    """The recipes shipped with relay: the package `relay_repl.recipes_data` (in a checkout, the
-    top-level `recipes/` folder mapped onto it), found through the import system (paths.data_dir)."""
-    return data_dir("relay_repl.recipes_data")
-
-
-def recipe_dirs() -> list[Path]:
-    dirs = [Path.cwd() / "recipes", shipped_dir(), state_dir(create=False) / "recipes"]
-    out: list[Path] = []
-    for d in dirs:
-        r = d.resolve()
-        if r not in out:
-            out.append(r)
-    return out
+shipped_dir = recipe_places.shipped_dir  # their one home: store/recipe_places.py (a plain pre-plan finds
+recipe_dirs = recipe_places.recipe_dirs  # the recipe file before this module loads)
 
 
 def find_recipe(ref: str) -> Path:
@@ -107,12 +96,15 @@ def list_recipes() -> list[tuple[Path, Recipe | RecipeError]]:
 
 
 async def run_recipe(session: Any, ref: str, params: dict[str, Any] | None = None, *, dry_run: bool = False,
-                     echo: Any = None) -> Run:
+                     echo: Any = None, run_id: str | None = None, first_relay_id: str | None = None) -> Run:
+    """Run the recipe `ref` names. `run_id` and `first_relay_id`: what a plain pre-plan of `relay run` already
+    showed on the run's first plan (frontends/commands/run.py), pinned so that the run is the one shown."""
     path = find_recipe(ref)
     source = read_source(path)
     recipe = parse_recipe(source, str(path))
     resolved = recipe.resolve_params(params or {})
-    runner = Runner(session, recipe, resolved, source=source, path=str(path), dry_run=dry_run, echo=echo)
+    runner = Runner(session, recipe, resolved, source=source, path=str(path), dry_run=dry_run, echo=echo,
+                    run_id=run_id, first_relay_id=first_relay_id)
     await runner.discover()  # the kinds its targets name (issue 40), as a full refresh would for them
     return await runner.execute()
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 
+from relay_repl.core import run_words
 from relay_repl.core.controls import safe_echo, visible
 from relay_repl.core.delivery import DELIVERED, Delivery, DeliveryState
 from relay_repl.core.envelope import HOP_CAP, Envelope, contains_halt
@@ -168,8 +168,7 @@ class Run(BaseModel):
     __str__ = __repr__
 
 
-def new_run_id() -> str:
-    return "run-" + uuid.uuid4().hex[:8]
+new_run_id = run_words.new_run_id  # its one home is core/run_words.py (a plain pre-plan draws it too)
 
 
 def parse_answer(line: str) -> Envelope | None:
@@ -203,7 +202,7 @@ class Runner:
 
     def __init__(self, session: Any, recipe: Recipe, params: dict[str, Any], *, source: str, path: str | None = None,
                  run_id: str | None = None, dry_run: bool = False, echo: Callable[[str], None] | None = None,
-                 resume: bool = False) -> None:
+                 resume: bool = False, first_relay_id: str | None = None) -> None:
         self.session = session
         self.ledger = session.ledger
         self.recipe = recipe
@@ -224,6 +223,9 @@ class Runner:
         self._stopping = False
         self._dupes_logged: set[tuple[Any, str]] = set()
         self._inbox_seen: dict[str, int] = {}
+        # the id a plain pre-plan (phase 1 of `relay run`) already took from the ledger's counter and showed
+        # on the first plan: the first send uses it instead of taking the next one (the id shown is the id sent)
+        self._first_relay_id = first_relay_id
 
     # -- ledger records --------------------------------------------------------
     def _journal(self, sent: JournalSend) -> None:
@@ -320,8 +322,8 @@ class Runner:
         return vals
 
     def _heading(self, round_: int, index: int, step: Step, target: str) -> str:
-        return (f"recipe {self.recipe.name}, run {self.run.id}, round {round_}/{self.recipe.rounds}, "
-                f"step {index}: {step.kind} {target}")
+        return run_words.step_heading(self.recipe.name, self.run.id, round_, self.recipe.rounds, index, step.kind,
+                                      target)
 
     # -- the run -----------------------------------------------------------------
     async def execute(self) -> Run:
@@ -443,7 +445,7 @@ class Runner:
         # recorded before the gate is asked: a kill -9 from here on leaves the id for resume to inspect. The id
         # and its journal row are one commit (issue 33: a commit each before): a crash keeps both or neither
         with self.ledger.one_commit():
-            rec.relay_id = self.ledger.next_id(self.session.me.address)
+            rec.relay_id, self._first_relay_id = self._first_relay_id or self.ledger.next_id(self.session.me.address), None
             self._journal(JournalSend(runner="recipe", at=(round_, index), kind=step.kind, target=target,
                                       relay_id=rec.relay_id, hop=hop, want=step.wants))
         d = await self.session.send(target, body, want=step.wants, transport=step.transport, timeout=step.timeout,

@@ -141,3 +141,20 @@ async def test_ask_all_gathers_a_verified_reply_from_all_three_kinds(three_kinds
         assert sorted(st.target for st in run.steps) == SPECS
         assert all(st.answer is not None and st.answer.hop == 1 and st.answer.verdict == "verified"
                    for st in run.steps), run.steps
+
+
+def test_a_runs_first_plan_to_the_real_gemini_is_the_models_plan(three_kinds: Path, monkeypatch):
+    """Issue 40: `relay run ping -p target=gemini:gamma`'s first plan printed before the models
+    (frontends/run_plain.py: the reply route from the lab session's settings.json) is the models' first plan
+    for the same run id and relay id, field for field, digest and text (the gate says No)."""
+    import relay_repl.lab.launcher as launcher
+    from relay_repl.session.app import make_session
+    from relay_repl.session.core.gate import ScriptedGate
+    from tests.frontends.run_plain_helpers import same_run_plan
+
+    monkeypatch.setenv("RELAY_HOME", str(three_kinds))
+    for k, v in launcher.env().items():
+        monkeypatch.setenv(k, v)
+    make_session(approve=ScriptedGate([]), echo=None)  # the ledger, as the lab's first send makes it
+    fields = same_run_plan("ping", "target", "gemini:gamma")
+    assert fields["heading"].endswith("step 1: tell gemini:gamma") and fields["reply_route"], fields

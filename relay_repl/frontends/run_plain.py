@@ -1,0 +1,146 @@
+"""`relay run NAME -p KEY=VALUE`: the run's first plan on screen before pydantic, the models after it (issue 40).
+
+Why: a run's first plan is waited for from the command's start like a send's (goal <= 200 ms,
+bench/oneliners.py), and a bare run of a recipe whose only parameter is its target (`relay run ping
+-p target=codex:beta`) plans exactly one send first: the first step's, to that target. Every part of
+that plan is read plainly by what `relay send`'s pre-plan already reads (frontends/send_plain.py: the
+target, the ledger's checks, the kind's plan parts, the printing), plus the recipe (its file found as
+`find_recipe` finds it: store/recipe_places.py; its bare shape read by core/recipe_plain.py), the run
+id and the step's heading (core/run_words.py, which the runner calls), and the reply route the step's
+`want` asks for (the kind's `reply_route` in its `plain_plan` module, over core/reply_words.py, which the
+models' routes call).
+
+Phase 1 (standard library only; tests/frontends/test_run_plain.py pins the modules) draws the run id,
+takes the first relay id and prints the plan. Phase 2 is today's `cmd_run` with the run id, the first
+relay id and a `PreShownGate` holding phase 1's digest (frontends/commands/run.py): the runner records
+the run under that id, sends the first step with that relay id, and the gate prints nothing again when
+the models' first plan has that digest (else it says the plan changed and shows the new one: nothing
+is approved that was not on screen).
+
+Taken only for exactly `run NAME -p KEY=VALUE` (NAME a bare recipe name, no option), the recipe file a
+regular TOML recipe in the bare shape, the target `prefix:name` on this host, a kind whose `plain_plan`
+module names the reply route plainly (Codex, Gemini CLI; not Claude Code, whose run first lists the
+operator's inbox as a peer: that plan is register_inbox's), and everything `relay send`'s pre-plan
+requires. Anything else (None anywhere) runs the command as before, so every refusal is today's code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from relay_repl.frontends import send_plain
+
+
+class RunPlan:
+    """What phase 1 left for phase 2: the run id and relay id it took (None: none), the digest and
+    fields of the plan it printed (None: it printed nothing)."""
+
+    __slots__ = ("run_id", "relay_id", "digest", "fields")
+
+    def __init__(self, run_id: str | None = None, pre: send_plain.Preplan | None = None) -> None:
+        self.run_id = run_id
+        self.relay_id = pre.relay_id if pre is not None else None
+        self.digest = pre.digest if pre is not None else None
+        self.fields = pre.fields if pre is not None else None
+
+
+def shape(words: list[str]) -> tuple[str, str, str] | None:
+    """(recipe name, key, value) of `run NAME -p KEY=VALUE` in its bare shape, else None."""
+    from relay_repl.core.recipe_plain import NAME
+
+    if len(words) != 4 or words[0] != "run" or words[2] != "-p":
+        return None
+    name, item = words[1], words[3]
+    if not NAME.fullmatch(name) or item.startswith("-"):
+        return None
+    key, eq, value = item.partition("=")  # as parse_params splits it
+    if not eq or not key.strip():
+        return None
+    return name, key.strip(), value
+
+
+def run(words: list[str]) -> int | None:
+    """`relay run` of `words` through the plain pre-plan, or None when its shape is not the bare one or
+    nothing was taken (the caller then runs the CLI as always)."""
+    got = shape(words)
+    if got is None:
+        return None
+    pre = preplan(*got, dict(os.environ))
+    if pre.relay_id is None or pre.run_id is None:
+        return None
+    from relay_repl.frontends.cli import main as cli_main
+
+    gate = None
+    if pre.digest is not None:
+        from relay_repl.session.core.preshown_gate import PreShownGate
+
+        gate = PreShownGate(pre.digest)
+    return cli_main(extra={"preshown": (gate, {"run_id": pre.run_id, "relay_id": pre.relay_id})})
+
+
+def preplan(name: str, key: str, value: str, env: dict[str, str], out: Any = None) -> RunPlan:
+    """Phase 1: print the first plan of `relay run name -p key=value` and return its ids and digest, or
+    return what the models need to plan it themselves (ids already taken are theirs to use)."""
+    try:
+        return _preplan(name, key, value, env, out or sys.stdout)
+    except Exception:  # noqa: BLE001 - a plain reader's surprise is the models' case: they name it
+        return RunPlan()
+
+
+def first_run(name: str, key: str, value: str) -> Any:
+    """The recipe `name` in its bare shape with `key=value` given (core/recipe_plain.PlainRun), or None."""
+    import tomllib
+
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.core.recipe_plain import bare_run
+    from relay_repl.store.loader import read_text
+    from relay_repl.store.recipe_places import plain_toml
+
+    path = plain_toml(name)
+    if path is None:
+        return None
+    try:  # the one loader, as read_source reads it (its refusal is the models' to word)
+        text = read_text(path, "the models word it")
+    except FileProblem:
+        return None
+    if not text:
+        return None
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):
+        return None
+    return bare_run(data, {key: value})
+
+
+def _preplan(name: str, key: str, value: str, env: dict[str, str], out: Any) -> RunPlan:
+    plain = first_run(name, key, value)
+    if plain is None:
+        return RunPlan()
+    target = send_plain.shape(["send", plain.target, "x"])  # `prefix:name`, not a host's, not a pane
+    if target is None:
+        return RunPlan()
+    _, prefix, tname = target
+    from relay_repl.core import run_words
+
+    run_id = run_words.new_run_id()
+    body = plain.first_body(run_id)
+    at = send_plain.aim(prefix, tname, body, env)
+    if at is None:
+        return RunPlan()
+    route = None
+    if plain.want != "none":
+        kind_route = send_plain.hook_module(at.hook, "reply_route")
+        if kind_route is None:
+            return RunPlan()  # the kind names its route only through the models (Claude: the inbox is listed first)
+        from relay_repl.store.paths import inbox_socket
+
+        inbox = str(inbox_socket(os.getpid(), create=False))  # the inbox `relay run` opens before its first plan
+
+        def route(row: Any, relay_id: str) -> str | None:
+            return kind_route(row, dict(env), relay_id, inbox)
+
+    heading = run_words.step_heading(plain.name, run_id, 1, plain.rounds, 1, plain.kind, at.row.spec)
+    pre = send_plain.show(at, body, env, out, want=plain.want, heading=heading, route=route)
+    return RunPlan(run_id if pre.relay_id is not None else None, pre)
