@@ -38,6 +38,20 @@ to hello 360 vs 346 ms median (n=20 interleaved pairs, load ~1.7; 448 vs 419 ms 
 the route's host-key read (ssh -G, ssh-keygen) beside the open costs it nothing measurable (356 vs
 348 ms, n=16). Of the master, ~70 ms is the ssh client's own CPU for OpenSSH's default post-quantum
 key exchange (sntrup761x25519): the operator's ssh configuration, not relay's to weaken.
+
+Fifth session (issue 33, load 1-5, the host relay's CPU from its process CPU clock): after `ssh -N -f`
+returns, sshd is still busy ~40-50 ms with the new connection (strace of the master: the server's first
+post-auth packet ~40 ms after the fork), so the first session on a fresh master starts its command 53-71
+ms after the call vs 8-23 ms on an established one, or on a fresh one 0.3 s later (n=3 each): sshd's,
+not the channel's order. The host relay's CPU to its hello is ~20 ms interpreter start (6-7 ms of it
+this venv's editable-install finder, `site`), ~12 ms serve imports (anyio ~10), ~8 ms the
+outside-every-session check, ~40 ms anyio.run's first call (asyncio ~23, anyio's asyncio backend ~19;
+the send needs them); to the send's plan ~130 ms more: session.app ~100 ms (pydantic and pydantic.main
+alone ~42 ms: its dataclasses and TypedDicts, ForwardRef compiles), make_session ~10, open_inbox ~10,
+the side step (listing its inbox: `claude --version`, ~10 ms of wall) and the send's plan ~30. The serve
+path loads no module a local `relay send` does not, but its requests machinery (~5 ms). Kept: the
+collector paused to the first plan as for a one-liner (~90 collections, 220 -> 213 ms of CPU at the
+plan, n=6). What remains is the issue-40 move: a plain plan before pydantic on the host.
 """
 
 from __future__ import annotations
@@ -97,11 +111,23 @@ async def local_runs(kind: str, runs: int) -> tuple[float, list[float], float, i
 
 
 def cpu_of(pid: object) -> float | None:
-    """The CPU seconds (user + system, every thread) process `pid` has used, from its /proc/PID/stat
-    (10 ms ticks): the lab's second host is a network namespace, not a pid namespace, so its relay is
-    a process of this machine. None when it cannot be read."""
+    """The CPU seconds (user + system, every thread, ended ones too) process `pid` has used: the lab's
+    second host is a network namespace, not a pid namespace, so its relay is a process of this machine.
+    Read from the kernel's CPU clock of that process (Linux's clock id for a pid, as
+    clock_getcpuclockid(3) makes it: nanoseconds), else from its /proc/PID/stat (10 ms ticks, which
+    hid a 5-10 ms change between two runs). None when it cannot be read."""
     try:
-        with open(f"/proc/{int(str(pid))}/stat") as fh:
+        n = int(str(pid))
+    except ValueError:
+        return None
+    if n <= 0:
+        return None
+    try:
+        return time.clock_gettime(((~n) << 3) | 2)  # CPUCLOCK_SCHED of process n (MAKE_PROCESS_CPUCLOCK)
+    except (OSError, OverflowError):
+        pass
+    try:
+        with open(f"/proc/{n}/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
@@ -232,7 +258,7 @@ def main() -> None:
     ms = {k: f"{v * 1000:.0f}" for k, v in rat.items()}
     print(f"    cold via h2, from the call: master {ms.get('master', '?')} ms, the host relay's hello {ms.get('hello', '?')} ms, "
           f"its plan asked {ms['plan']} ms, reply {ms['reply']} ms; local: plan asked {lplan * 1000:.0f} ms")
-    print(f"    the host relay's own CPU (its /proc, 10 ms ticks): {ms.get('host cpu at hello', '?')} ms at its hello, "
+    print(f"    the host relay's own CPU (its process CPU clock): {ms.get('host cpu at hello', '?')} ms at its hello, "
           f"{ms.get('host cpu at plan', '?')} ms at the send's plan; plans it asked before that one: "
           f"{int(rat.get('asked before', 0))} (listing its inbox as a peer; local: {lbefore})")
     if ol and orr:

@@ -36,8 +36,9 @@ import sys
 from collections.abc import Callable
 
 
-PAUSE_GC = ("send", "run")
-"""Commands whose first plan is waited for (goal <= 200 ms, bench/oneliners.py): cyclic garbage
+PAUSE_GC = ("send", "run", "serve")
+"""Commands whose first plan is waited for (goal <= 200 ms, bench/oneliners.py; `relay serve --stdio`:
+a host's first send, awaited by the operator's relay on a cold channel, bench/hosts.py): cyclic garbage
 collection is paused from here until that plan is shown (system/startup_gc.py)."""
 
 

@@ -14,7 +14,10 @@ freezing what survived the start (`gc.freeze`: moved to the permanent generation
 collections do not rescan it, the pattern the gc documentation gives for a process that has
 finished starting). A command that shows no plan soon (a recipe waiting before its first send)
 gets the collector back after `LIMIT` seconds all the same, from a timer: it is never off longer.
-Any other process (the REPL, `relay serve`, the MCP server) never turns it off.
+`relay serve --stdio` (a host's relay, started per ssh channel) pauses it too: its first send's plan
+is waited for by the operator's relay on a cold channel, after its session's imports (issue 33: ~90
+collections, ~10 ms of its CPU, before that plan); a channel that only lists or checks gets it back
+from the timer. Any other process (the REPL, the MCP server) never turns it off.
 """
 
 from __future__ import annotations

@@ -67,11 +67,12 @@ NOT_BEFORE_A_CLAUDE_PLAN = {
 }
 
 
-def probe_in_a_claude_world(tmp_path, *argv: str, path: str = "/usr/bin:/bin",
-                            plan: str = "claude:alpha (pid") -> tuple[dict[str, str], dict[str, Path]]:
+def probe_in_a_claude_world(tmp_path, *argv: str, path: str = "/usr/bin:/bin", plan: str = "claude:alpha (pid",
+                            stdin: str | None = None) -> tuple[dict[str, str], dict[str, Path]]:
     """`relay ARGV...` run by PROBE, stopped at its first plan, among one live Claude session (alpha,
     its registry record and socket), one Codex thread (beta) and an empty Gemini home: the probe's
-    lines by their first word, and the kinds' homes. The first plan's target starts with `plan`."""
+    lines by their first word, and the kinds' homes. The first plan's target starts with `plan`.
+    `stdin`: what the command reads (`relay serve --stdio`'s request lines); nothing when None."""
     cfg = tmp_path / "claude"
     (cfg / "sessions").mkdir(parents=True)
     sock_path = tmp_path / "alpha.sock"
@@ -94,7 +95,7 @@ def probe_in_a_claude_world(tmp_path, *argv: str, path: str = "/usr/bin:/bin",
                "CLAUDE_CONFIG_DIR": str(cfg), "CODEX_HOME": str(codex), "GEMINI_CLI_HOME": str(gemini),
                "RELAY_TMUX_SOCKET": f"relay-test-none-{uuid.uuid4().hex[:8]}"}
         cp = subprocess.run([sys.executable, "-c", PROBE, *argv], env=env, cwd=tmp_path, capture_output=True,
-                            text=True, timeout=60, stdin=subprocess.DEVNULL)
+                            text=True, timeout=60, **({"stdin": subprocess.DEVNULL} if stdin is None else {"input": stdin}))
     finally:
         sleeper.kill()
         sleeper.wait()
