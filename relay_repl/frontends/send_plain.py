@@ -197,7 +197,7 @@ def aim(prefix: str, name: str, body: str, env: dict[str, str]) -> Aim | None:
     from relay_repl.system.entry_points import scan_entry_points
 
     listing = _by_file(kind, {ep.name: ep.value for ep in scan_entry_points(LISTINGS)}.get(kind), LISTINGS)
-    hook = _by_file(kind, {ep.name: ep.value for ep in scan_entry_points(GROUP)}.get(kind), GROUP)
+    hook = kind_hook(kind)
     if listing is None or hook is None:
         return None
     from relay_repl.system.pane_list import PlainRoster
@@ -231,6 +231,13 @@ def aim(prefix: str, name: str, body: str, env: dict[str, str]) -> Aim | None:
     finally:
         con.close()
     return Aim(kind=kind, adapter=adapter, row=row, hook=hook, me=me, ledger=ledger, earlier=earlier)
+
+
+def kind_hook(kind: str) -> Any:
+    """The `plan_parts` hook the kind `kind` declares (loaded by file, once), or None."""
+    from relay_repl.system.entry_points import scan_entry_points
+
+    return _by_file(kind, {ep.name: ep.value for ep in scan_entry_points(GROUP)}.get(kind), GROUP)
 
 
 def hook_module(hook: Any, attr: str) -> Any:
