@@ -69,12 +69,17 @@ def test_a_cold_ping_to_claude_loads_only_the_listing_kind_before_its_first_plan
     assert lines["GC"] == "0 True"  # the registry plan is a plan too: the collector is back once it is shown
 
 
-def test_a_cold_ping_to_claude_asks_the_version_before_the_models_load_and_reads_nothing_twice(tmp_path):
+def test_a_cold_ping_to_claude_asks_the_version_before_the_models_load_and_reads_nothing_twice(tmp_path, monkeypatch):
     """issue 40: the listing's `claude --version` (the verified-client check) ran after ~0.15 s of the
     models' imports, in series with them; the run's plain phase 1 starts it (the kind's
     `reply_route_soon`) and the models take its answer: one `--version`, spawned before pydantic loads.
     And phase 1, which cannot plan a Claude run's first plan (the inbox listing's), reads no session
     record, ledger or pane list on its way to the models: it asks the kind first."""
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.store.paths import ledger_path
+
+    monkeypatch.setenv("RELAY_HOME", str(tmp_path / "relay"))  # the probe's: a ledger there, as an operator has one
+    Ledger(ledger_path()).close()  # (the plain pre-plan reads only a ledger that exists)
     claude, (lines, homes) = ping_a_claude(tmp_path)
     spawned, models = ast.literal_eval(lines["SPAWNED"]), ast.literal_eval(lines["MODELS_AT_SPAWN"])
     versions = [i for i, a in enumerate(spawned) if a == [str(claude), "--version"]]
