@@ -28,6 +28,8 @@ The contract a kind plugs in with (`relay_repl/agents/<kind>/plain_plan.py`, ent
 agents/claude_code/plain_plan.py. A kind whose module also defines `reply_route(row, env, relay_id,
 inbox) -> str | None` (the plan's "reply via" for a send that asks for an answer) has the first plan
 of a bare `relay run` planned plainly too (frontends/run_plain.py, which calls `aim` and `show` here).
+A kind that names no such route may define `reply_route_soon(env) -> None`: what the models' route
+asks first, started before the run is handed to them (Claude Code: its `--version`, for the listing).
 """
 
 from __future__ import annotations
