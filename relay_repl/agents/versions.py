@@ -68,10 +68,24 @@ def binary_version(binary: str | Path, timeout: float = 20.0, kind: str | None =
     key = (os.path.realpath(path), mtime)
     if key in _version_cache:
         return _version_cache[key]
-    env = dict(os.environ)
-    env.setdefault("DISABLE_AUTOUPDATER", "1")
+    from relay_repl.system.prefetch import take_version, version_env
+
+    extra: dict[str, str] = {}
     for k in ([check_kind(kind)] if kind is not None else kinds()):
-        env.update(k.facts.version_env)
+        extra.update(k.facts.version_env)
+    env = version_env(dict(os.environ), extra)
+
+    early = take_version(path, env)  # the same question, asked early (a Claude run's plain phase 1)
+    if early is not None:
+        try:
+            code, out, _ = early.result(timeout)
+        except TimeoutError:
+            return None
+        import locale
+
+        version = parse_version(out.decode(locale.getpreferredencoding(False))) if code == 0 else None  # as text=True
+        _version_cache[key] = version
+        return version
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, env=env, check=False)

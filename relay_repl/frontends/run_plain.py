@@ -122,6 +122,16 @@ def _preplan(name: str, key: str, value: str, env: dict[str, str], out: Any) -> 
     if target is None:
         return RunPlan()
     _, prefix, tname = target
+    kind_route = None
+    if plain.want != "none":  # asked before anything is read: a kind that names no route plainly is the models'
+        named = send_plain.kind_named(prefix)
+        hook = send_plain.kind_hook(named[0]) if named else None
+        kind_route = send_plain.hook_module(hook, "reply_route")
+        if kind_route is None:  # the kind names its route only through the models (Claude: the inbox is listed first)
+            soon = send_plain.hook_module(hook, "reply_route_soon")
+            if soon is not None:  # what that route asks first, started to run beside the models' imports
+                soon(dict(env))
+            return RunPlan()
     from relay_repl.core import run_words
 
     run_id = run_words.new_run_id()
@@ -130,10 +140,7 @@ def _preplan(name: str, key: str, value: str, env: dict[str, str], out: Any) -> 
     if at is None:
         return RunPlan()
     route = None
-    if plain.want != "none":
-        kind_route = send_plain.hook_module(at.hook, "reply_route")
-        if kind_route is None:
-            return RunPlan()  # the kind names its route only through the models (Claude: the inbox is listed first)
+    if kind_route is not None:
         from relay_repl.store.paths import inbox_socket
 
         inbox = str(inbox_socket(os.getpid(), create=False))  # the inbox `relay run` opens before its first plan

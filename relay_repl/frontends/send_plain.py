@@ -28,6 +28,8 @@ The contract a kind plugs in with (`relay_repl/agents/<kind>/plain_plan.py`, ent
 agents/claude_code/plain_plan.py. A kind whose module also defines `reply_route(row, env, relay_id,
 inbox) -> str | None` (the plan's "reply via" for a send that asks for an answer) has the first plan
 of a bare `relay run` planned plainly too (frontends/run_plain.py, which calls `aim` and `show` here).
+A kind that names no such route may define `reply_route_soon(env) -> None`: what the models' route
+asks first, started before the run is handed to them (Claude Code: its `--version`, for the listing).
 """
 
 from __future__ import annotations
@@ -197,7 +199,7 @@ def aim(prefix: str, name: str, body: str, env: dict[str, str]) -> Aim | None:
     from relay_repl.system.entry_points import scan_entry_points
 
     listing = _by_file(kind, {ep.name: ep.value for ep in scan_entry_points(LISTINGS)}.get(kind), LISTINGS)
-    hook = _by_file(kind, {ep.name: ep.value for ep in scan_entry_points(GROUP)}.get(kind), GROUP)
+    hook = kind_hook(kind)
     if listing is None or hook is None:
         return None
     from relay_repl.system.pane_list import PlainRoster
@@ -231,6 +233,13 @@ def aim(prefix: str, name: str, body: str, env: dict[str, str]) -> Aim | None:
     finally:
         con.close()
     return Aim(kind=kind, adapter=adapter, row=row, hook=hook, me=me, ledger=ledger, earlier=earlier)
+
+
+def kind_hook(kind: str) -> Any:
+    """The `plan_parts` hook the kind `kind` declares (loaded by file, once), or None."""
+    from relay_repl.system.entry_points import scan_entry_points
+
+    return _by_file(kind, {ep.name: ep.value for ep in scan_entry_points(GROUP)}.get(kind), GROUP)
 
 
 def hook_module(hook: Any, attr: str) -> Any:

@@ -127,6 +127,53 @@ def take(name: str, key: tuple[str, ...]) -> Listing | None:
     return _pending.pop((name, tuple(key)), None)
 
 
+def version_env(environ: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    """What `<client> --version` runs with: `environ`, the auto-updater off unless it says otherwise, and
+    the kind's own `extra` (its `version_env`: agents/capabilities.py)."""
+    env = dict(environ)
+    env.setdefault("DISABLE_AUTOUPDATER", "1")
+    env.update(extra)
+    return env
+
+
+_versions: dict[tuple[str, str, int], tuple[dict[str, str], Listing]] = {}
+
+
+def _version_key(exe: str) -> tuple[str, str, int] | None:
+    try:
+        return exe, os.path.realpath(exe), os.stat(exe).st_mtime_ns
+    except OSError:
+        return None
+
+
+def start_version(exe: str, env: dict[str, str]) -> None:
+    """Start `exe --version` now, under `env`, for agents/versions.binary_version to take later.
+
+    Why: a Claude run's first plan lists the operator's inbox as a Claude peer, for the verified client
+    only, and asking the client's version (a process of its own, ~10-30 ms) came after ~0.15 s of
+    imports, in series; started from the run's plain phase 1 (frontends/run_plain.py, through the kind's
+    `reply_route_soon`), it runs while they do. It decides nothing: `take_version` hands it over only for
+    the very file (path, real path, mtime) and environment binary_version would run, else it runs its own."""
+    key = _version_key(exe)
+    if key is None or key in _versions:
+        return
+    try:
+        _versions[key] = (dict(env), Listing([exe, "--version"], dict(env)))
+    except OSError:
+        pass
+
+
+def take_version(exe: str, env: dict[str, str]) -> Listing | None:
+    """The `exe --version` started early for this same file and environment, if one is pending (one that
+    does not match is left alone: its answer is not this question's)."""
+    key = _version_key(exe)
+    got = _versions.get(key) if key is not None else None
+    if got is None or got[0] != env:
+        return None
+    del _versions[key]  # type: ignore[arg-type]  # key is not None when got is
+    return got[1]
+
+
 class Listing:
     """A listing process started early, `os.posix_spawn`ed; its provider reads `result(timeout)`.
 

@@ -44,20 +44,49 @@ def test_a_cold_run_discovers_only_the_kinds_its_targets_name_before_its_first_p
     assert lines["GC"] == "0 True"  # issue 40: no collection before the first plan, the collector back once it is shown
 
 
-def test_a_cold_ping_to_claude_loads_only_the_listing_kind_before_its_first_plan(tmp_path):
-    """`ping` waits for an ack, which a Claude session sends only to a listed peer: the run's first
-    plan lists the inbox in Claude's registry (for the verified client: a stand-in `claude` answers
-    `--version`). The kind that lists peers is found kind by kind, not by loading every kind."""
+def ping_a_claude(tmp_path):
+    """A stand-in `claude` for the verified client (it answers `--version`), and the probe's lines and
+    homes of `relay run ping -p target=claude:alpha` stopped at its first plan (the inbox listing's)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     claude = bin_dir / "claude"
     claude.write_text("#!/bin/sh\necho '2.1.332 (Claude Code)'\n")
     claude.chmod(0o755)
-    lines, homes = probe_in_a_claude_world(tmp_path, "run", "ping", "-p", "target=claude:alpha",
+    return claude, probe_in_a_claude_world(tmp_path, "run", "ping", "-p", "target=claude:alpha",
                                            path=f"{bin_dir}:/usr/bin:/bin", plan="Claude registry ")
+
+
+def test_a_cold_ping_to_claude_loads_only_the_listing_kind_before_its_first_plan(tmp_path):
+    """`ping` waits for an ack, which a Claude session sends only to a listed peer: the run's first
+    plan lists the inbox in Claude's registry (for the verified client: a stand-in `claude` answers
+    `--version`). The kind that lists peers is found kind by kind, not by loading every kind."""
+    claude, (lines, homes) = ping_a_claude(tmp_path)
     loaded = set(ast.literal_eval(lines["MODULES"]))
     assert "relay_repl.agents.claude_code.peer" in loaded  # the probe saw the listing's own imports
     assert {m for m in loaded if m.split(".")[0] in {"websockets", "prompt_toolkit"} or m in NOT_BEFORE_A_CLAUDE_PLAN} == set()
     opened = ast.literal_eval(lines["OPENED"])
     assert [p for p in opened if p.startswith((str(homes["codex"]), str(homes["gemini"])))] == []
     assert lines["GC"] == "0 True"  # the registry plan is a plan too: the collector is back once it is shown
+
+
+def test_a_cold_ping_to_claude_asks_the_version_before_the_models_load_and_reads_nothing_twice(tmp_path, monkeypatch):
+    """issue 40: the listing's `claude --version` (the verified-client check) ran after ~0.15 s of the
+    models' imports, in series with them; the run's plain phase 1 starts it (the kind's
+    `reply_route_soon`) and the models take its answer: one `--version`, spawned before pydantic loads.
+    And phase 1, which cannot plan a Claude run's first plan (the inbox listing's), reads no session
+    record, ledger or pane list on its way to the models: it asks the kind first."""
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.store.paths import ledger_path
+
+    monkeypatch.setenv("RELAY_HOME", str(tmp_path / "relay"))  # the probe's: a ledger there, as an operator has one
+    Ledger(ledger_path()).close()  # (the plain pre-plan reads only a ledger that exists)
+    claude, (lines, homes) = ping_a_claude(tmp_path)
+    spawned, models = ast.literal_eval(lines["SPAWNED"]), ast.literal_eval(lines["MODELS_AT_SPAWN"])
+    versions = [i for i, a in enumerate(spawned) if a == [str(claude), "--version"]]
+    assert len(versions) == 1, spawned  # the models took the early answer: not asked twice
+    assert models[versions[0]] is False  # started before the models' imports, to run beside them
+    assert [a for a in spawned if "list-panes" in a] == [a for a in spawned[versions[0]:] if "list-panes" in a]
+    opened = ast.literal_eval(lines["OPENED"])
+    cli = next(i for i, p in enumerate(opened) if "frontends/__pycache__/cli." in p or p.endswith("frontends/cli.py"))
+    assert [p for p in opened[:cli] if p.startswith(str(homes["claude"]))] == []  # phase 1 read no record
+    assert any(p.startswith(str(homes["claude"] / "sessions")) for p in opened[cli:])  # the models did

@@ -19,12 +19,13 @@ from relay_repl.system.proc import proc_start
 
 PROBE = """
 import gc, importlib.machinery, os, sys
-opened, spawned, collections = [], [], [0]
+opened, spawned, collections, models = [], [], [0], []
 def hook(event, args):
     if event == "open" and isinstance(args[0], str):
         opened.append(args[0])
     elif event in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
         spawned.append([str(a) for a in list(args[1])[:3]])
+        models.append("pydantic" in sys.modules)  # spawned before the models were loaded, or after
 sys.addaudithook(hook)
 gc.callbacks.append(lambda phase, info: phase == "start" and collections.__setitem__(0, collections[0] + 1))
 async def at_the_plan(approve, plan, scope):
@@ -32,6 +33,7 @@ async def at_the_plan(approve, plan, scope):
     print("MODULES", sorted(sys.modules), file=sys.stderr, flush=True)
     print("OPENED", opened, file=sys.stderr, flush=True)
     print("SPAWNED", spawned, file=sys.stderr, flush=True)
+    print("MODELS_AT_SPAWN", models, file=sys.stderr, flush=True)
     print("GC", collections[0], gc.isenabled(), file=sys.stderr, flush=True)
     os._exit(0)
 class AtThePlan:  # no importlib.abc/util: they pull importlib.resources, tempfile, shutil
