@@ -19,9 +19,18 @@ is approved that was not on screen).
 
 Taken only for exactly `run NAME -p KEY=VALUE` (NAME a bare recipe name, no option), the recipe file a
 regular TOML recipe in the bare shape, the target `prefix:name` on this host, a kind whose `plain_plan`
-module names the reply route plainly (Codex, Gemini CLI; not Claude Code, whose run first lists the
-operator's inbox as a peer: that plan is register_inbox's), and everything `relay send`'s pre-plan
+module names the reply route plainly (Codex, Gemini CLI), and everything `relay send`'s pre-plan
 requires. Anything else (None anywhere) runs the command as before, so every refusal is today's code.
+
+Claude Code names no plain reply route: a run whose steps wait for a Claude session's answer lists the
+operator's inbox as a Claude peer first (Runner._reply_route → register_inbox), so that listing's plan
+is the run's first. Its module's `inbox_listing_plan` gives it plainly (agents/claude_code/peer_record.py,
+the home `ClaudePeerRegistration` builds it from), after `aim` has checked the target as for a send: phase 1
+prints the runner's line and that plan, and hands the models the run id, the digest and what it drew for
+the record (sessionId, the time, a socket name's suffix): `listing = {"said": True, "pins": ...}`, pinned
+through cmd_run → run_recipe → Runner → register_inbox → inbox_listing. The runner then says nothing
+again, the gate does not reprint a plan with that digest, and the step's own plan is shown and asked as
+always (PreShownGate compares the first plan only).
 """
 
 from __future__ import annotations

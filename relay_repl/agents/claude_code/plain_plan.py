@@ -77,12 +77,13 @@ def plan_parts(row: Any, env: dict[str, str], send: Any) -> dict[str, Any] | Non
 
 def reply_route_soon(env: dict[str, str]) -> None:
     """What the models' reply route asks first, started now (frontends/run_plain.py calls it when a bare
-    run's first step waits for an answer from a Claude session, before handing the run to the models).
+    run's steps wait for an answer from a Claude session, before it reads anything else).
 
     That route lists the operator's inbox as a Claude peer, for the verified client only
     (`ClaudeKind.inbox_listing` → agents/versions.require_verified → `claude --version`): the version
-    process is started here, to run beside the models' imports, and binary_version takes it only when
-    it asks the very same question (the file, and the environment: no `version_env` for Claude)."""
+    process is started here, to run beside phase 1's reads (`inbox_listing_plan` reads its answer) or the
+    models' imports, and binary_version takes it only when it asks the very same question (the file, and
+    the environment: no `version_env` for Claude)."""
     from relay_repl.system.prefetch import start_version, version_env
 
     exe = _sibling("listing").which("claude", env.get("PATH"))  # shutil.which, as client_version finds it
