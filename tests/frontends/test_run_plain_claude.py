@@ -30,6 +30,8 @@ import pytest
 
 from relay_repl.core import run_words
 from relay_repl.frontends import run_plain
+from relay_repl.store.ledger import Ledger
+from relay_repl.store.paths import ledger_path
 from relay_repl.system.proc import proc_start
 from tests.frontends.run_plain_helpers import phase_one_modules
 from tests.frontends.send_plain_helpers import normalised
@@ -243,6 +245,11 @@ def test_every_refusal_is_the_same_with_the_plain_branch_on_and_off(claude, monk
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no client: its words
     (code, out, err), way = on_off("run", "ping", "-p", "target=claude:beta")
     assert code != 0 and "not found or not answering" in out + err and way == "handed over", (out, err)
+    claude.exe.write_text("#!/bin/sh\necho '2.1.332 (Claude Code)'\n")
+    monkeypatch.setenv("PATH", f"{claude.exe.parent}:/usr/bin:/bin")
+    Ledger(ledger_path()).halt("a test halt", by="test")  # phase 1 leaves a halt to the models: the same output
+    (code, out, err), way = on_off("run", "ping", "-p", "target=claude:beta", rewrapped=True)
+    assert code == 1 and way == "handed over" and "withheld" in out, (out, err)
 
 
 def test_a_plain_run_prints_what_the_models_print_once_and_answers_no_without_a_terminal(claude):
