@@ -255,9 +255,10 @@ class KindReplies(Protocol):
         """A reader of the turn `delivery` started in `target` (its turn reply), or None."""
         ...
 
-    def inbox_listing(self, name: str) -> InboxListing | None:
+    def inbox_listing(self, name: str, pins: dict[str, Any] | None = None) -> InboxListing | None:
         """The operator's inbox listed as a peer under `name` (not yet written), or None when the kind
-        has no peer registry (blocking; raises a RelayError when listing is impossible now)."""
+        has no peer registry (blocking; raises a RelayError when listing is impossible now). `pins`: the
+        random and clock values a plain phase drew for the plan it showed (None: drawn now)."""
         ...
 
     def listed_peer_name(self, address: str) -> str | None:
@@ -438,7 +439,7 @@ class RepliesBase(_Of):
     def turn_watch(self, target: Target, delivery: Delivery) -> TurnWatch | None:
         return None
 
-    def inbox_listing(self, name: str) -> InboxListing | None:
+    def inbox_listing(self, name: str, pins: dict[str, Any] | None = None) -> InboxListing | None:
         return None
 
     def listed_peer_name(self, address: str) -> str | None:

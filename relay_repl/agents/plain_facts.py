@@ -33,6 +33,16 @@ def parse_version(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+def early_version(listing: Any, timeout: float) -> str | None:
+    """The version an early `<client> --version` process (system/prefetch.Listing) answered, read as
+    binary_version reads `subprocess.run(..., text=True)`'s: None when it failed; TimeoutError after
+    `timeout` seconds (the process killed)."""
+    import locale
+
+    code, out, _ = listing.result(timeout)
+    return parse_version(out.decode(locale.getpreferredencoding(False))) if code == 0 else None
+
+
 def _strs(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 

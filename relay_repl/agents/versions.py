@@ -21,6 +21,8 @@ from pathlib import Path
 
 from relay_repl.agents.kind import AgentKind, ClientPin
 from relay_repl.agents.plain_facts import parse_version as parse_version  # one home: the plain listing reads it too
+from relay_repl.agents.plain_facts import early_version
+from relay_repl.agents.plain_facts import version_status as plain_version_status
 from relay_repl.agents.registry import kind_for, kind_names, kinds
 from relay_repl.core.errors import PolicyRefusal
 from relay_repl.store import paths
@@ -78,12 +80,9 @@ def binary_version(binary: str | Path, timeout: float = 20.0, kind: str | None =
     early = take_version(path, env)  # the same question, asked early (a Claude run's plain phase 1)
     if early is not None:
         try:
-            code, out, _ = early.result(timeout)
+            version = early_version(early, timeout)  # decoded as text=True would (plain_facts, its one home)
         except TimeoutError:
             return None
-        import locale
-
-        version = parse_version(out.decode(locale.getpreferredencoding(False))) if code == 0 else None  # as text=True
         _version_cache[key] = version
         return version
     try:
@@ -159,19 +158,16 @@ def record_verified(kind: str, version: str, facts: int) -> Path:
 
 
 def version_status(kind: str, version: str | None) -> str:
-    """pinned (shipped verified list) | verified (on this machine) | unverified | unknown (no version)."""
+    """pinned (shipped verified list) | verified (on this machine) | unverified | unknown (no version).
+
+    The rule's one home is plain_facts.version_status (standard library: the plain listings and a Claude
+    run's plain first plan apply it before pydantic is loaded); this gives it the kind's own list."""
     if version is None:
         return "unknown"
     known = kind_for(kind)
     if known is None:
         return "unverified"
-    if version in known.facts.verified_versions():
-        return "pinned"
-    if version in verified_here(kind):
-        return "verified"
-    if f"{kind}={version}" in os.environ.get("RELAY_FIDELITY_CANDIDATE", "").split(","):
-        return "verified"  # only inside `relay fidelity`'s own check run (lab.fidelity sets it for its children)
-    return "unverified"
+    return plain_version_status(kind, version, list(known.facts.verified_versions()))
 
 
 def is_verified(kind: str, version: str | None) -> bool:

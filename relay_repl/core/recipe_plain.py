@@ -29,9 +29,10 @@ _PLAIN_NAMES = {"round", "rounds", "run"}
 
 class PlainRun:
     """What the first plan of a bare run needs: the recipe's name and rounds, the target given, and the
-    first step (its kind, want, body template and timeout)."""
+    first step (its kind, want, body template and timeout), and whether any step waits for an answer
+    (`Step.waits_for_answer`: the runner lists the inbox first for a kind that answers only a listed peer)."""
 
-    __slots__ = ("name", "rounds", "param", "target", "kind", "want", "body", "timeout", "steps")
+    __slots__ = ("name", "rounds", "param", "target", "kind", "want", "body", "timeout", "steps", "waits")
     name: str
     rounds: int
     param: str
@@ -41,6 +42,7 @@ class PlainRun:
     body: str
     timeout: float
     steps: int
+    waits: bool
 
     def __init__(self, **kw: Any) -> None:
         for k in self.__slots__:
@@ -81,13 +83,15 @@ def bare_run(data: Any, given: dict[str, str]) -> PlainRun | None:
     if not isinstance(steps, list) or not steps:
         return None
     first: dict[str, Any] | None = None
+    waits = False
     for step in steps:
         read = _step(step, param)
         if read is None:
             return None
         first = first or read
+        waits = waits or read["want"] != "none"  # ask: reply; tell: ack (forward is not a bare step)
     assert first is not None
-    return PlainRun(name=name, rounds=rounds, param=param, target=target, steps=len(steps), **first)
+    return PlainRun(name=name, rounds=rounds, param=param, target=target, steps=len(steps), waits=waits, **first)
 
 
 def _step(step: Any, param: str) -> dict[str, Any] | None:

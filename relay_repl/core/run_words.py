@@ -17,6 +17,11 @@ def new_run_id() -> str:
     return "run-" + uuid.uuid4().hex[:8]
 
 
+def listing_first(label: str) -> str:
+    """The runner's line before a run lists the operator's inbox as a `label` peer (its own plan and y/N)."""
+    return f"{label} targets answer natively to a listed peer: listing this inbox first (asks y/N)"
+
+
 def step_heading(recipe: str, run_id: str, round_: int, rounds: int, index: int, step_kind: str, target: str) -> str:
     """The line above a run step's plan: where the run stands."""
     return f"recipe {recipe}, run {run_id}, round {round_}/{rounds}, step {index}: {step_kind} {target}"

@@ -19,9 +19,18 @@ is approved that was not on screen).
 
 Taken only for exactly `run NAME -p KEY=VALUE` (NAME a bare recipe name, no option), the recipe file a
 regular TOML recipe in the bare shape, the target `prefix:name` on this host, a kind whose `plain_plan`
-module names the reply route plainly (Codex, Gemini CLI; not Claude Code, whose run first lists the
-operator's inbox as a peer: that plan is register_inbox's), and everything `relay send`'s pre-plan
+module names the reply route plainly (Codex, Gemini CLI), and everything `relay send`'s pre-plan
 requires. Anything else (None anywhere) runs the command as before, so every refusal is today's code.
+
+Claude Code names no plain reply route: a run whose steps wait for a Claude session's answer lists the
+operator's inbox as a Claude peer first (Runner._reply_route → register_inbox), so that listing's plan
+is the run's first. Its module's `inbox_listing_plan` gives it plainly (agents/claude_code/peer_record.py,
+the home `ClaudePeerRegistration` builds it from), after `aim` has checked the target as for a send: phase 1
+prints the runner's line and that plan, and hands the models the run id, the digest and what it drew for
+the record (sessionId, the time, a socket name's suffix): `listing = {"said": True, "pins": ...}`, pinned
+through cmd_run → run_recipe → Runner → register_inbox → inbox_listing. The runner then says nothing
+again, the gate does not reprint a plan with that digest, and the step's own plan is shown and asked as
+always (PreShownGate compares the first plan only).
 """
 
 from __future__ import annotations
@@ -35,15 +44,18 @@ from relay_repl.frontends import send_plain
 
 class RunPlan:
     """What phase 1 left for phase 2: the run id and relay id it took (None: none), the digest and
-    fields of the plan it printed (None: it printed nothing)."""
+    fields of the plan it printed (None: it printed nothing), and for a run whose first plan is the inbox
+    listing's (Claude), what it showed of it: {"said": True, "pins": the record's values drawn}."""
 
-    __slots__ = ("run_id", "relay_id", "digest", "fields")
+    __slots__ = ("run_id", "relay_id", "digest", "fields", "listing")
 
-    def __init__(self, run_id: str | None = None, pre: send_plain.Preplan | None = None) -> None:
+    def __init__(self, run_id: str | None = None, pre: send_plain.Preplan | None = None,
+                 listing: dict[str, Any] | None = None) -> None:
         self.run_id = run_id
         self.relay_id = pre.relay_id if pre is not None else None
         self.digest = pre.digest if pre is not None else None
         self.fields = pre.fields if pre is not None else None
+        self.listing = listing
 
 
 def shape(words: list[str]) -> tuple[str, str, str] | None:
@@ -68,7 +80,7 @@ def run(words: list[str]) -> int | None:
     if got is None:
         return None
     pre = preplan(*got, dict(os.environ))
-    if pre.relay_id is None or pre.run_id is None:
+    if pre.run_id is None:  # nothing taken, nothing printed: the CLI as always
         return None
     from relay_repl.frontends.cli import main as cli_main
 
@@ -77,7 +89,10 @@ def run(words: list[str]) -> int | None:
         from relay_repl.session.core.preshown_gate import PreShownGate
 
         gate = PreShownGate(pre.digest)
-    return cli_main(extra={"preshown": (gate, {"run_id": pre.run_id, "relay_id": pre.relay_id})})
+    pins: dict[str, Any] = {"run_id": pre.run_id, "relay_id": pre.relay_id}
+    if pre.listing is not None:
+        pins["listing"] = pre.listing
+    return cli_main(extra={"preshown": (gate, pins)})
 
 
 def preplan(name: str, key: str, value: str, env: dict[str, str], out: Any = None) -> RunPlan:
@@ -114,6 +129,31 @@ def first_run(name: str, key: str, value: str) -> Any:
     return bare_run(data, {key: value})
 
 
+def _first_kind() -> str | None:
+    """The first registered kind in name order (agents/registry.kind_names), or None."""
+    from relay_repl.system.entry_points import scan_entry_points
+
+    return min((ep.name for ep in scan_entry_points(send_plain.KINDS)), default=None)
+
+
+def _listing_first(plan: Any, run_id: str, env: dict[str, str], out: Any) -> RunPlan:
+    """A run whose first plan is the inbox listing's (Runner._reply_route → register_inbox): the runner's line
+    and that plan printed, as the runner says it and the gate shows it, with the values drawn for it pinned
+    for the models; or nothing printed (None from the kind: the models list it, or say why not)."""
+    got = plan(dict(env))
+    if got is None:
+        return RunPlan()
+    label, parts, pins = got
+    from relay_repl.core import run_words
+    from relay_repl.core.controls import visible
+    from relay_repl.core.plan_text import fields_digest, plan_fields, render_plan
+
+    fields = plan_fields(**parts)
+    print(visible(run_words.listing_first(label), keep_newlines=True), file=out, flush=True)  # the runner's safe_echo
+    print(render_plan(fields), file=out, flush=True)  # the gate's show: Plan.render
+    return RunPlan(run_id, send_plain.Preplan(None, fields_digest(fields), fields), {"said": True, "pins": pins})
+
+
 def _preplan(name: str, key: str, value: str, env: dict[str, str], out: Any) -> RunPlan:
     plain = first_run(name, key, value)
     if plain is None:
@@ -122,16 +162,18 @@ def _preplan(name: str, key: str, value: str, env: dict[str, str], out: Any) -> 
     if target is None:
         return RunPlan()
     _, prefix, tname = target
-    kind_route = None
-    if plain.want != "none":  # asked before anything is read: a kind that names no route plainly is the models'
+    kind_route = listing_first = None
+    if plain.waits:  # asked before anything is read: a kind that names no route plainly is the models'
         named = send_plain.kind_named(prefix)
         hook = send_plain.kind_hook(named[0]) if named else None
         kind_route = send_plain.hook_module(hook, "reply_route")
         if kind_route is None:  # the kind names its route only through the models (Claude: the inbox is listed first)
             soon = send_plain.hook_module(hook, "reply_route_soon")
-            if soon is not None:  # what that route asks first, started to run beside the models' imports
+            if soon is not None:  # what that route asks first, started to run beside the imports below
                 soon(dict(env))
-            return RunPlan()
+            listing_first = send_plain.hook_module(hook, "inbox_listing_plan")
+            if listing_first is None or named is None or named[0] != _first_kind():
+                return RunPlan()  # register_inbox lists the inbox for the first kind in name order that lists peers
     from relay_repl.core import run_words
 
     run_id = run_words.new_run_id()
@@ -139,6 +181,8 @@ def _preplan(name: str, key: str, value: str, env: dict[str, str], out: Any) -> 
     at = send_plain.aim(prefix, tname, body, env)
     if at is None:
         return RunPlan()
+    if listing_first is not None:
+        return _listing_first(listing_first, run_id, env, out)
     route = None
     if kind_route is not None:
         from relay_repl.store.paths import inbox_socket

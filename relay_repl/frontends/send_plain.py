@@ -29,7 +29,9 @@ agents/claude_code/plain_plan.py. A kind whose module also defines `reply_route(
 inbox) -> str | None` (the plan's "reply via" for a send that asks for an answer) has the first plan
 of a bare `relay run` planned plainly too (frontends/run_plain.py, which calls `aim` and `show` here).
 A kind that names no such route may define `reply_route_soon(env) -> None`: what the models' route
-asks first, started before the run is handed to them (Claude Code: its `--version`, for the listing).
+asks first, started before anything else is read (Claude Code: its `--version`, for the listing), and
+`inbox_listing_plan(env) -> (label, plan fields, pins) | None`: the run's first plan when the runner lists
+the operator's inbox as the kind's peer first (Claude Code; run_plain prints it and pins what it drew).
 """
 
 from __future__ import annotations

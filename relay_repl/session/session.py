@@ -383,10 +383,11 @@ class Session:
         naming each one is shown and approved. Returns the inbox records cleaned."""
         return await self.answers.clean(echo)
 
-    async def register_inbox(self, name: str = "relay-operator") -> bool:
+    async def register_inbox(self, name: str = "relay-operator", *, pins: dict[str, object] | None = None) -> bool:
         """List the inbox as a peer (gated) of the agent kind whose sessions answer only to a listed
-        peer (`AgentKind.replies.answers_listed_inbox`): its own listing names it, its native send reaches it."""
-        return await self.answers.register_inbox(name)
+        peer (`AgentKind.replies.answers_listed_inbox`): its own listing names it, its native send reaches it.
+        `pins`: the listing's random and clock values a plain phase already drew and showed (None: drawn now)."""
+        return await self.answers.register_inbox(name, pins=pins)
 
     async def expect(self, delivery: Delivery | str, timeout: float = 60.0) -> InboundMessage | None:
         """Wait for the verified answer to a delivery (or relay id); see Delivery.wait_reply."""

@@ -174,6 +174,15 @@ def take_version(exe: str, env: dict[str, str]) -> Listing | None:
     return got[1]
 
 
+def peek_version(exe: str, env: dict[str, str]) -> Listing | None:
+    """The `exe --version` started early for this same file and environment, left pending: a Claude run's
+    plain phase 1 reads its answer (the listing's plan needs the version), and binary_version then takes
+    the same process, whose `result` gives the same answer again (one process, one answer)."""
+    key = _version_key(exe)
+    got = _versions.get(key) if key is not None else None
+    return got[1] if got is not None and got[0] == env else None
+
+
 class Listing:
     """A listing process started early, `os.posix_spawn`ed; its provider reads `result(timeout)`.
 
@@ -205,10 +214,22 @@ class Listing:
             os.close(out_w)
             os.close(err_w)
         self._out, self._err = out_r, err_r
+        self._done: tuple[int, bytes, bytes] | TimeoutError | None = None
 
     def result(self, timeout: float | None = None) -> tuple[int, bytes, bytes]:
         """(exit code, stdout, stderr) once the process has exited, as `subprocess.run` gives
-        them; TimeoutError (the process killed) after `timeout` seconds."""
+        them; TimeoutError (the process killed) after `timeout` seconds. Asked again, the same answer
+        (or the same TimeoutError): the process ran once."""
+        if self._done is None:
+            try:
+                self._done = self._wait(timeout)
+            except TimeoutError as exc:
+                self._done = exc
+        if isinstance(self._done, TimeoutError):
+            raise self._done
+        return self._done
+
+    def _wait(self, timeout: float | None) -> tuple[int, bytes, bytes]:
         import select
         import time
 

@@ -1,9 +1,11 @@
 """Live: `relay run ping -p target=claude:alpha` from a shell, through the console script (issue 40).
 
-A Claude run's first plan is the operator inbox's listing as a Claude peer, which only the models plan;
-its verified-client check (`claude --version`) is started by the run's plain phase 1 and taken by the
-models (agents/versions.binary_version). End to end on the real client: the listing line and its plan
-shown once, y lists the inbox, y sends the step, alpha acks the relay id shown over its native reply."""
+A Claude run's first plan is the operator inbox's listing as a Claude peer: the run's plain phase 1 prints
+it (frontends/run_plain.py, agents/claude_code/plain_plan.inbox_listing_plan over peer_record.py) after
+the verified-client check (`claude --version`, one process, which the models take too), and the models
+build the same plan from the same pinned values. On the real client: phase 1's plan is the models'
+(fields, digest, bytes); end to end, the listing line and its plan shown once, y lists the inbox, y sends
+the step, alpha acks the relay id shown over its native reply."""
 
 from __future__ import annotations
 
@@ -20,6 +22,17 @@ from tests.support.tmuxdrive import Screen
 pytestmark = pytest.mark.live
 
 PROMPT = "Proceed? [y/N]"
+
+
+def test_a_claude_runs_first_plan_is_printed_plainly_as_the_models_plan_it(lab):
+    from relay_repl.store.ledger import Ledger
+    from relay_repl.store.paths import ledger_path
+    from tests.frontends.test_run_plain_claude import same_listing_plan
+
+    Ledger(ledger_path()).close()  # (the plain pre-plan reads only a ledger that exists)
+    helpers.wait_idle("alpha", timeout=60)
+    fields = same_listing_plan("claude:alpha")  # phase 1 printed it; the models' plan, pinned, is the same
+    assert '"version":"' in fields["payload"] and "live session" in fields["identified_by"]
 
 
 def test_relay_run_ping_to_claude_lists_the_inbox_once_and_is_acked_on_y_twice(lab):

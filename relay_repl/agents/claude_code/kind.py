@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from relay_repl.agents.capabilities import InboxListing, KindFacts, ProviderDiscovery, RepliesBase, TransportsBase, capability
 from relay_repl.agents.claude_code.agent import BINARY, KIND
 from relay_repl.agents.claude_code.detail import ClaudeDetail
+from relay_repl.agents.claude_code.plan_words import LABEL
 from relay_repl.agents.kind import AgentKindBase, LabDriver
 
 if TYPE_CHECKING:  # annotations only: each loads on first use
@@ -50,12 +51,12 @@ class ClaudeReplies(RepliesBase):
 
         return claude_watch(target, delivery)
 
-    def inbox_listing(self, name: str) -> InboxListing:
+    def inbox_listing(self, name: str, pins: dict[str, Any] | None = None) -> InboxListing:
         """Listed in Claude's registry (sessions/<pid>.json + key file), for the verified version only."""
         from relay_repl.agents.claude_code.peer import ClaudePeerRegistration
         from relay_repl.agents.versions import require_verified
 
-        return ClaudePeerRegistration(name=name, claude_version=require_verified(self.facts.kind))
+        return ClaudePeerRegistration(name=name, claude_version=require_verified(self.facts.kind), pins=pins)
 
     def listed_peer_name(self, address: str) -> str | None:
         """Read from Claude's registry (`$CLAUDE_CONFIG_DIR/sessions`, live records only), as ListAgents
@@ -80,7 +81,7 @@ class ClaudeCodeKind(AgentKindBase):
     kernel-supplied provenance (verifiedPeerPid), so `relay verify` can prove who sent a message."""
 
     facts = KindFacts(
-        kind=KIND, prefix="claude", label="Claude Code", detail_model=ClaudeDetail, binary=BINARY,
+        kind=KIND, prefix="claude", label=LABEL, detail_model=ClaudeDetail, binary=BINARY,
         npm_package="@anthropic-ai/claude-code", package=_HERE,
         address_rule="claude:NAME (the session's name as `claude agents --json` lists it)",
         mcp_setup=("Claude Code:            claude mcp add relay -- relay mcp",))

@@ -77,14 +77,57 @@ def plan_parts(row: Any, env: dict[str, str], send: Any) -> dict[str, Any] | Non
 
 def reply_route_soon(env: dict[str, str]) -> None:
     """What the models' reply route asks first, started now (frontends/run_plain.py calls it when a bare
-    run's first step waits for an answer from a Claude session, before handing the run to the models).
+    run's steps wait for an answer from a Claude session, before it reads anything else).
 
     That route lists the operator's inbox as a Claude peer, for the verified client only
     (`ClaudeKind.inbox_listing` → agents/versions.require_verified → `claude --version`): the version
-    process is started here, to run beside the models' imports, and binary_version takes it only when
-    it asks the very same question (the file, and the environment: no `version_env` for Claude)."""
+    process is started here, to run beside phase 1's reads (`inbox_listing_plan` reads its answer) or the
+    models' imports, and binary_version takes it only when it asks the very same question (the file, and
+    the environment: no `version_env` for Claude)."""
     from relay_repl.system.prefetch import start_version, version_env
 
     exe = _sibling("listing").which("claude", env.get("PATH"))  # shutil.which, as client_version finds it
     if exe is not None:
         start_version(exe, version_env(env, {}))
+
+
+LISTED_AS = "relay-operator"
+"""The name the inbox is listed under (Answers.register_inbox's default, which the runner uses)."""
+
+
+def inbox_listing_plan(env: dict[str, str]) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+    """A Claude run's first plan, plainly: (the kind's label, the plan's fields as `ClaudePeerRegistration.plan`
+    gives them, the values drawn for it: peer_record.PINS), or None (the models list the inbox, and say why not).
+
+    frontends/run_plain.py calls it for a bare run whose steps wait for a Claude session's answer: the runner
+    then lists the operator's inbox first (`ClaudeKind.inbox_listing`). The same record, from the same home
+    (peer_record.py), for the same version: the `--version` process `reply_route_soon` started (the one
+    `require_verified` then takes), read as it reads it, under the same policy (plain_facts.version_status).
+    Anything not answered exactly (no such process, a version not pinned nor verified here, the adapter not
+    read plainly, no live session with a socket) is None, before anything is printed."""
+    from pathlib import Path
+
+    from relay_repl.system.prefetch import load_by_file, peek_version, version_env
+
+    facts: Any = load_by_file("plain-facts", "relay_repl.agents.plain_facts", "relay_repl.plain_listing")
+    listing = _sibling("listing")
+    kind = _sibling("plain_listing").KIND
+    adapter = facts.adapter(kind) if facts is not None else None
+    if adapter is None:
+        return None
+    exe = listing.which("claude", env.get("PATH"))  # as client_version finds it (shutil.which)
+    early = peek_version(exe, version_env(env, {})) if exe is not None else None
+    if early is None:
+        return None
+    try:
+        version = facts.early_version(early, 20.0)  # binary_version's timeout
+    except TimeoutError:
+        return None
+    if facts.version_status(kind, version, adapter["verified_versions"]) not in ("pinned", "verified"):
+        return None  # require_verified refuses it, in its words
+    record = _sibling("peer_record")
+    cfg = Path(facts.registry_base(adapter["registry"], env))  # claude_config_dir: the adapter's registry base
+    d = record.draft(name=LISTED_AS, claude_version=version, cfg=cfg)
+    if d is None:
+        return None
+    return _sibling("plan_words").LABEL, record.plan_parts(d), d.pins

@@ -15,6 +15,9 @@ import json
 import os
 import secrets
 
+LABEL = "Claude Code"
+"""The kind's label (KindFacts.label): the runner's line before the inbox listing names it."""
+
 
 def state_notes(state: str, waiting_for: str | None, *, interrupt: bool) -> tuple[str, ...]:
     """What the receiver's state means for a socket message (and what `priority: now` does)."""

@@ -85,7 +85,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             from relay_repl.session.runs.recipes import run_recipe
 
             return await run_recipe(session, args.recipe, params, dry_run=args.dry_run, echo=say,
-                                    run_id=pinned.get("run_id"), first_relay_id=pinned.get("relay_id"))
+                                    run_id=pinned.get("run_id"), first_relay_id=pinned.get("relay_id"),
+                                    listing=pinned.get("listing"))
 
     run = anyio.run(go)
     if args.report and not args.dry_run:

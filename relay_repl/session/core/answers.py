@@ -92,7 +92,7 @@ class Answers:
                             listed_name=reg.name if reg is not None else None,
                             listed_socket=str(reg.socket_path) if reg is not None else None, via=via)
 
-    async def register_inbox(self, name: str = "relay-operator") -> bool:
+    async def register_inbox(self, name: str = "relay-operator", *, pins: dict[str, object] | None = None) -> bool:
         """List the inbox as a peer (gated) of the agent kind whose sessions answer only to a listed
         peer (`AgentKind.replies.answers_listed_inbox`): its own listing names it, its native send reaches it."""
         from relay_repl.agents.registry import kind_for, kind_names
@@ -106,7 +106,8 @@ class Answers:
                       None)
         if lister is None:
             raise UsageError("no registered agent kind lists peers: answers come by `relay reply`, MCP or turn reply")
-        reg = await anyio.to_thread.run_sync(lister.replies.inbox_listing, name)  # refuses unverified versions
+        # refuses unverified versions; `pins`: the values a plain phase drew for the plan it showed
+        reg = await anyio.to_thread.run_sync(lambda: lister.replies.inbox_listing(name, pins=pins))
         if reg is None:
             raise UsageError(f"{lister.facts.label} offers no peer listing for the inbox")
         approval = await self.gate.gated(reg.plan())

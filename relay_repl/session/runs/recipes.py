@@ -96,15 +96,17 @@ def list_recipes() -> list[tuple[Path, Recipe | RecipeError]]:
 
 
 async def run_recipe(session: Any, ref: str, params: dict[str, Any] | None = None, *, dry_run: bool = False,
-                     echo: Any = None, run_id: str | None = None, first_relay_id: str | None = None) -> Run:
-    """Run the recipe `ref` names. `run_id` and `first_relay_id`: what a plain pre-plan of `relay run` already
-    showed on the run's first plan (frontends/commands/run.py), pinned so that the run is the one shown."""
+                     echo: Any = None, run_id: str | None = None, first_relay_id: str | None = None,
+                     listing: dict[str, Any] | None = None) -> Run:
+    """Run the recipe `ref` names. `run_id`, `first_relay_id` and `listing`: what a plain pre-plan of `relay run`
+    already showed on the run's first plan (frontends/commands/run.py), pinned so that the run is the one shown
+    (`listing`: the inbox listing's line said and its record's values drawn, a Claude run's first plan)."""
     path = find_recipe(ref)
     source = read_source(path)
     recipe = parse_recipe(source, str(path))
     resolved = recipe.resolve_params(params or {})
     runner = Runner(session, recipe, resolved, source=source, path=str(path), dry_run=dry_run, echo=echo,
-                    run_id=run_id, first_relay_id=first_relay_id)
+                    run_id=run_id, first_relay_id=first_relay_id, listing=listing)
     await runner.discover()  # the kinds its targets name (issue 40), as a full refresh would for them
     return await runner.execute()
 

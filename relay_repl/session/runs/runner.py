@@ -202,7 +202,8 @@ class Runner:
 
     def __init__(self, session: Any, recipe: Recipe, params: dict[str, Any], *, source: str, path: str | None = None,
                  run_id: str | None = None, dry_run: bool = False, echo: Callable[[str], None] | None = None,
-                 resume: bool = False, first_relay_id: str | None = None) -> None:
+                 resume: bool = False, first_relay_id: str | None = None,
+                 listing: dict[str, Any] | None = None) -> None:
         self.session = session
         self.ledger = session.ledger
         self.recipe = recipe
@@ -226,6 +227,9 @@ class Runner:
         # the id a plain pre-plan (phase 1 of `relay run`) already took from the ledger's counter and showed
         # on the first plan: the first send uses it instead of taking the next one (the id shown is the id sent)
         self._first_relay_id = first_relay_id
+        # what a plain pre-plan of a Claude run already showed of the inbox listing: {"said": the runner's line
+        # printed, "pins": the record's random and clock values drawn (agents/claude_code/peer_record.PINS)}
+        self._listing = listing
 
     # -- ledger records --------------------------------------------------------
     def _journal(self, sent: JournalSend) -> None:
@@ -272,8 +276,10 @@ class Runner:
                     waits_on = waits_on or kind.facts.label
         if waits_on is None or self.session.inbox_server is None or self.session.registration is not None:
             return
-        self.say(f"{waits_on} targets answer natively to a listed peer: listing this inbox first (asks y/N)")
-        if not await self.session.register_inbox():
+        listing = self._listing or {}
+        if not listing.get("said"):  # a plain phase 1 printed it before this listing's plan (frontends/run_plain.py)
+            self.say(run_words.listing_first(waits_on))
+        if not await self.session.register_inbox(pins=listing.get("pins")):
             raise Stop("withheld", f"the operator declined to list the inbox as a {waits_on} peer, so no {waits_on} "
                        "reply could come back; nothing was sent")
 
