@@ -198,15 +198,19 @@ def masked(text: str) -> str:
     text = re.sub(r"run-[0-9a-f]{8}", "run-ID", text)
     text = re.sub(r'"sessionId":"[0-9a-f-]{36}"', '"sessionId":"S"', text)
     text = re.sub(r'":\d{13}', '":T', text)
-    text = re.sub(r'("pid":|pid )\d+', r"\1PID", text)  # the command's pid (and the anchor's: the same both ways)
+    text = re.sub(r'("pid":|pid ?)\d+', r"\1PID", text)  # the command's pid (and the anchor's: the same both ways)
     text = re.sub(r'"procStart":"\d+"', '"procStart":"P"', text)
-    text = re.sub(r"\b\d+\.[0-9a-f\n ]+\.[\n ]*key\b", "PID.KEY.key", text)  # the key file's name (wrapped in the plan)
-    text = re.sub(r"\b\d+\.json", "PID.json", text)
+    text = re.sub(r"\d+\.[0-9a-f\n ]+\.[\n ]*key\b", "PID.KEY.key", text)  # the key file's name (wrapped in the plan)
+    text = re.sub(r"\d+\.json", "PID.json", text)  # no \b: flat, `write 4208.json` is `write4208.json`
     return re.sub(r"/\d+(-[0-9a-f]{8})?\.sock", "/PID.sock", text)
 
 
-def relay(code: str, *words: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+def relay(code: str, *words: str, env: dict[str, str] | None = None, flat: bool = False) -> tuple[int, str, str]:
+    """The command's exit code and masked output; `flat`: its whitespace taken out before the masks, so a pid or
+    a key file's name the plan's wrapping broke anywhere (between a pid and its dot, say) is masked whole."""
     code_, out, err = send_plain_tests.relay(code, *words, env=env)
+    if flat:
+        out, err = (re.sub(r"\s+", "", x) for x in (out, err))
     return code_, masked(out), masked(err)
 
 
@@ -214,10 +218,8 @@ def on_off(*words: str, rewrapped: bool = False) -> tuple[tuple[int, str, str], 
     """The command's (exit code, stdout, stderr), the same with the plain branch on and off (`rewrapped`: up to
     where the plan's lines wrap, which moves with the two processes' pids), and which way phase 1 went."""
     trace = Path(tempfile.mkdtemp(prefix="rrpc")) / "trace"
-    on = relay(ON, *words, env={**os.environ, "PLAIN_TRACE": str(trace)})
-    off = relay(OFF, *words)
-    if rewrapped:
-        on, off = ((c, re.sub(r"\s+", "", o), e) for c, o, e in (on, off))  # textwrap breaks paths anywhere
+    on = relay(ON, *words, env={**os.environ, "PLAIN_TRACE": str(trace)}, flat=rewrapped)
+    off = relay(OFF, *words, flat=rewrapped)  # textwrap breaks paths anywhere
     assert on == off, "\n".join(difflib.unified_diff(on[1].splitlines(), off[1].splitlines(), lineterm=""))
     way = trace.read_text() if trace.exists() else ""
     shutil.rmtree(trace.parent)
