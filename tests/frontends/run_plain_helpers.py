@@ -23,9 +23,11 @@ def plain_run(recipe: str, key: str, value: str) -> tuple[run_plain.RunPlan, str
     return pre, out.getvalue()
 
 
-def models_run(recipe: str, params: dict[str, str], run_id: str | None, relay_id: str | None) -> tuple[Any, list[str]]:
-    """(the first `Plan` the models ask about for `relay run recipe` with the ids pinned, what the run said
-    before it). The gate says No, so nothing is sent."""
+def models_run(recipe: str, params: dict[str, str], run_id: str | None, relay_id: str | None, *,
+               listing: dict[str, Any] | None = None, gate: Any = None) -> tuple[Any, list[str], Any]:
+    """(the first `Plan` the models ask about for `relay run recipe` with the ids (and a Claude run's `listing`)
+    pinned, what the run said before it, the session). The gate says No, so nothing is sent, unless `gate` is
+    given: then the run goes on as that gate answers and the plan is None (what was said, the session)."""
     from relay_repl.frontends.commands.common import inbox_open
     from relay_repl.session.app import make_session
     from relay_repl.session.runs.recipes import run_recipe
@@ -33,18 +35,22 @@ def models_run(recipe: str, params: dict[str, str], run_id: str | None, relay_id
     said: list[str] = []
     shown: list[tuple[Any, list[str]]] = []
 
-    async def gate(plan: Any) -> bool:
+    async def no(plan: Any) -> bool:
         shown.append((plan, list(said)))
         return False
 
-    async def go() -> None:
-        session = make_session(approve=gate, echo=said.append)
+    async def go() -> Any:
+        session = make_session(approve=gate or no, echo=said.append)
         async with inbox_open(session, said.append):
-            await run_recipe(session, recipe, params, echo=said.append, run_id=run_id, first_relay_id=relay_id)
+            await run_recipe(session, recipe, params, echo=said.append, run_id=run_id, first_relay_id=relay_id,
+                             listing=listing)
+        return session
 
-    anyio.run(go)
+    session = anyio.run(go)
+    if gate is not None:
+        return None, said, session
     assert len(shown) == 1, shown
-    return shown[0]
+    return shown[0][0], shown[0][1], session
 
 
 def same_run_plan(recipe: str, key: str, value: str) -> dict[str, Any]:
@@ -55,7 +61,7 @@ def same_run_plan(recipe: str, key: str, value: str) -> dict[str, Any]:
     pre, printed = plain_run(recipe, key, value)
     assert pre.fields is not None, "the plain path handed this run to the models"
     assert pre.run_id is not None and pre.relay_id is not None
-    plan, before = models_run(recipe, {key: value}, pre.run_id, pre.relay_id)
+    plan, before, _ = models_run(recipe, {key: value}, pre.run_id, pre.relay_id)
     assert before == []
     assert pre.fields == plan.model_dump(mode="json")
     assert pre.digest == plan_digest(plan)

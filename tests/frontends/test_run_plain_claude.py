@@ -25,7 +25,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from relay_repl.core import run_words
@@ -33,7 +32,7 @@ from relay_repl.frontends import run_plain
 from relay_repl.store.ledger import Ledger
 from relay_repl.store.paths import ledger_path
 from relay_repl.system.proc import proc_start
-from tests.frontends.run_plain_helpers import phase_one_modules
+from tests.frontends.run_plain_helpers import models_run, phase_one_modules
 from tests.frontends.send_plain_helpers import normalised
 from tests.frontends import test_send_plain as send_plain_tests
 from tests.frontends.test_send_plain import world  # noqa: F401 - the fixture
@@ -64,29 +63,8 @@ def plain(target: str = "claude:alpha") -> tuple[run_plain.RunPlan, str]:
 def models(target: str, pre: run_plain.RunPlan | None, gate: Any = None) -> tuple[Any, list[str], Any]:
     """(the first plan the models ask about for `relay run ping -p target=TARGET` with phase 1's pins, what the
     run said before it, the session). The gate says No unless `gate` is given."""
-    from relay_repl.frontends.commands.common import inbox_open
-    from relay_repl.session.app import make_session
-    from relay_repl.session.runs.recipes import run_recipe
-
-    said: list[str] = []
-    shown: list[tuple[Any, list[str]]] = []
-
-    async def no(plan: Any) -> bool:
-        shown.append((plan, list(said)))
-        return False
-
-    async def go() -> Any:
-        session = make_session(approve=gate or no, echo=said.append)
-        async with inbox_open(session, said.append):
-            await run_recipe(session, "ping", {"target": target}, echo=said.append,
-                             run_id=pre.run_id if pre else None, listing=pre.listing if pre else None)
-        return session
-
-    session = anyio.run(go)
-    if gate is not None:
-        return None, said, session
-    assert len(shown) == 1, shown
-    return shown[0][0], shown[0][1], session
+    return models_run("ping", {"target": target}, pre.run_id if pre else None, None,
+                      listing=pre.listing if pre else None, gate=gate)
 
 
 def same_listing_plan(target: str = "claude:alpha") -> dict[str, Any]:
