@@ -88,8 +88,9 @@ def main() -> int:
             return code
     if words == ["serve", "--stdio"]:  # a host's relay, started per ssh channel: its first answer is awaited
         from relay_repl.frontends.commands.serve import run_plain
+        from relay_repl.frontends.send_plain import reply_route_soon
 
-        return _as_cli(run_plain)
+        return _as_cli(lambda: run_plain(soon=reply_route_soon))
     from relay_repl.frontends.cli import main as cli_main
 
     return cli_main()

@@ -249,6 +249,20 @@ def hook_module(hook: Any, attr: str) -> Any:
     return getattr(sys.modules.get(getattr(hook, "__module__", "")), attr, None)
 
 
+def reply_route_soon(target: str, env: dict[str, str]) -> None:
+    """Start what the reply route of a send to `target` asks first: the kind's `reply_route_soon` hook (Claude
+    Code: its `--version`, which listing the operator's inbox as a peer asks). `relay serve --stdio` calls it
+    when a channel's first send that waits for an answer arrives, before its session is made (issue 33), so
+    the process runs beside session.app's imports. It decides nothing: the models take the process only for
+    the very question they ask. A target these readers do not name (a pane, a host's, an unknown prefix)
+    starts nothing."""
+    got = shape(["send", target, "x"])
+    named = kind_named(got[1]) if got is not None else None
+    soon = hook_module(kind_hook(named[0]), "reply_route_soon") if named is not None else None
+    if soon is not None:
+        soon(dict(env))
+
+
 RouteFn = Any
 """`(row, relay_id) -> str | None`: the plan's reply route for a send that asks for an answer (None:
 not read plainly, the models plan it)."""

@@ -26,11 +26,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return run_stdio(make_session, fake=bool(getattr(args, "fake", False)))
 
 
-def run_plain() -> int:
-    """`relay serve --stdio`, no other word."""
+def run_plain(soon: Any = None) -> int:
+    """`relay serve --stdio`, no other word (what a channel runs); `soon(target, env)`: entry.py's head
+    start for a send's reply route (frontends/send_plain.py `reply_route_soon`)."""
     from relay_repl.session.remote.serve import run_stdio
 
-    return run_stdio(make_session, fake=False)
+    return run_stdio(make_session, fake=False, soon=soon)
 
 
 def make_session(**kwargs: Any) -> Any:

@@ -72,7 +72,7 @@ class Server:
     RelayError, whose one line goes back as the answer's error."""
 
     def __init__(self, make_session: Callable[..., Any], write: Callable[[Answer], Awaitable[None]] | None = None,
-                 extra_targets: tuple[Any, ...] = ()) -> None:
+                 extra_targets: tuple[Any, ...] = (), soon: Callable[[str, dict[str, str]], None] | None = None) -> None:
         self.ops: dict[str, Handler] = {"hello": self.hello, "targets": self.targets, "send": self.send,
                                         "wait_reply": self.wait_reply, "halt": self.halt, "evidence": self.evidence,
                                         "requests": self.requests, "request_state": self.request_state}
@@ -85,6 +85,7 @@ class Server:
         self._make = make_session  # the session factory, handed down by the front end (session.app.make_session):
         # this module sits in remote/, below the facade and app (pyproject contract "session-parts")
         self.extra_targets = extra_targets  # `relay --fake serve`: the in-memory fake:inbox its session holds
+        self._soon = soon  # the front end's: what a send's reply route asks first, started before the session exists
 
     async def hello(self, args: dict[str, Any]) -> dict[str, Any]:
         theirs = args.get("protocol")
@@ -113,6 +114,11 @@ class Server:
         return self.session
 
     async def send(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self.session is None and self._soon is not None and (args.get("want") or "none") != "none":
+            try:  # the first send on this channel: its reply route's first question runs beside the session's imports
+                self._soon(str(args.get("target") or ""), dict(os.environ))
+            except Exception:  # noqa: BLE001 - only a head start: the models ask it themselves
+                pass
         session = await self._session()
         if args.get("re"):  # the answer to an agent's request here, taken back to it (its `re=`)
             from relay_repl.session.core.sendoptions import SendOptions
@@ -345,11 +351,12 @@ async def serve(stdin: BinaryIO | None, stdout: BinaryIO | None, server: Server)
         tg.cancel_scope.cancel()
 
 
-def run_stdio(make_session: Callable[..., Any], fake: bool = False) -> int:
+def run_stdio(make_session: Callable[..., Any], fake: bool = False,
+              soon: Callable[[str, dict[str, str]], None] | None = None) -> int:
     """`relay serve --stdio`; with `relay --fake serve --stdio` its session holds the in-memory
     fake:inbox target too, as `relay --fake send` does. `make_session` builds this host's session on
     the first op that needs one (the front end hands down session.app's, imported then: a hello
-    loads no session)."""
+    loads no session). `soon(target, env)`: the front end's head start for a send's reply route."""
     if sys.stdin.isatty():
         raise UsageError("relay serve --stdio answers another relay over ssh; it is not for a terminal")
     from relay_repl.session.core.asking import refuse_inside_agent
@@ -365,5 +372,5 @@ def run_stdio(make_session: Callable[..., Any], fake: bool = False) -> int:
         from relay_repl.transports.fake import fake_target
 
         make, extra = partial(make_session, fake=True), (fake_target(),)
-    anyio.run(lambda: serve(None, None, server=Server(make, extra_targets=extra)))
+    anyio.run(lambda: serve(None, None, server=Server(make, extra_targets=extra, soon=soon)))
     return 0
