@@ -52,6 +52,24 @@ the side step (listing its inbox: `claude --version`, ~10 ms of wall) and the se
 path loads no module a local `relay send` does not, but its requests machinery (~5 ms). Kept: the
 collector paused to the first plan as for a one-liner (~90 collections, 220 -> 213 ms of CPU at the
 plan, n=6). What remains is the issue-40 move: a plain plan before pydantic on the host.
+
+Sixth session (issue 33, load 0.5-2): the cold figure is now the median of `--cold` pairs (one sample
+swung +346..+431 ms between runs at load ~1). The channel's first send that waits for an answer starts
+the kind's `reply_route_soon` (Claude: `claude --version`, which listing the host's inbox asks) before the
+host's session is made: the listing's plan came ~10 ms sooner in wall (wall minus CPU at it 12-14 ms ->
+2-3 ms), CPU unchanged. Where the rest goes, measured: (1) the ~40 ms between the master and the session's
+command is TCP, not sshd's work: after auth sshd writes three small packets (the hostkeys-00 notice and
+two "key options" debug messages, ~412 bytes in two writes), and the session's open confirmation waits
+behind them (Nagle) until the client's delayed ACK (~40 ms on Linux); strace of sshd shows it idle in
+ppoll for those 41 ms, and `ssh -vvv` shows the confirmation arrive 43 ms after the open. A direct `ssh
+HOST cmd` (no master) starts its command 195-200 ms after the call, the same as the master (155) plus the
+session (50): any OpenSSH client and server do this, so it is not the lab's. (2) The host relay's
+libraries alone (every non-relay module it has loaded at the send's plan, and one anyio.run) take ~138 ms
+of CPU in a fresh interpreter; relay's own share of the ~205-212 ms at the plan is ~70 ms (its modules and
+their models ~50, make_session, the inbox, the listing and the two plans ~20). With ~210 ms of ssh before
+the host's interpreter starts and ~140 ms of its libraries, against the local first call's plan at ~35 ms,
+the +400 ms goal leaves relay's own host work and every wait about 80 ms; they take 70-90 (medians of
+five pairs this session: +399 to +438 ms at load 0.7-2, the bench's own labs included).
 """
 
 from __future__ import annotations
