@@ -61,7 +61,9 @@ host's session is made: the listing's plan came ~10 ms sooner in wall (wall minu
 command is TCP, not sshd's work: after auth sshd writes three small packets (the hostkeys-00 notice and
 two "key options" debug messages, ~412 bytes in two writes), and the session's open confirmation waits
 behind them (Nagle) until the client's delayed ACK (~40 ms on Linux); strace of sshd shows it idle in
-ppoll for those 41 ms, and `ssh -vvv` shows the confirmation arrive 43 ms after the open. A direct `ssh
+ppoll for those 41 ms, and `ssh -vvv` shows the confirmation arrive 43 ms after the open; with delayed
+ACKs off on the operator's route to the host (`ip route change ... quickack 1`: an experiment, undone) the
+command started 9-11 ms after the master instead of 50-53 (n=4 each). A direct `ssh
 HOST cmd` (no master) starts its command 195-200 ms after the call, the same as the master (155) plus the
 session (50): any OpenSSH client and server do this, so it is not the lab's. (2) The host relay's
 libraries alone (every non-relay module it has loaded at the send's plan, and one anyio.run) take ~138 ms
