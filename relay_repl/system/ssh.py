@@ -209,11 +209,6 @@ class SshChannel:
                 pass
         return False
 
-    async def ensure_master(self) -> None:
-        """A live master for this host: the one there, or a new one (`ssh -N -f`) that answers `ssh -O check`."""
-        if await self._start_master():
-            await self._started_master_answers()
-
     async def _start_master(self) -> bool:
         """The master there (checked), or a new one started: True then, and not yet checked (`open`
         checks it while its serve session starts). With no socket at relay's own ControlPath there is
