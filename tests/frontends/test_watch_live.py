@@ -89,6 +89,8 @@ def test_watch_shows_five_rounds_as_it_happens_and_the_run_is_drawn(lab, tmp_pat
             led = Ledger.read_only_at(led.path)
             events = led.events(since=start_seq)
             inbox = led.inbox(since=start_inbox)
+            # the run's last event is Codex's own `reply` row, committed just after run-end: seen here, it is
+            # seen by the log too (its closing capture), whichever of the two threads looked last
             watch.wait_for(f"#{events[-1].seq} ", timeout=10)
         assert "RC=0" in text and answered == 11, text
         assert re.search(r"<Run run-[0-9a-f]{8} five-rounds: done, round 5/5", text), text
@@ -102,8 +104,10 @@ def test_watch_shows_five_rounds_as_it_happens_and_the_run_is_drawn(lab, tmp_pat
         assert len(answers) == 10 and any(EVIL in m.body for m in answers)
         late = log.late(events, inbox, BOUND)
         delays = sorted(log.delays(events, inbox))
-        print(f"watch: {len(events)} events, {len(inbox)} inbox rows, {log.captures} captures; "
-              f"delay median {delays[len(delays) // 2]:.3f}s, max {delays[-1]:.3f}s; load {os.getloadavg()}")
+        gaps = [b.at - a.at for a, b in zip(log.frames, log.frames[1:])]
+        print(f"watch: {len(events)} events, {len(inbox)} inbox rows, {log.captures} captures (widest gap "
+              f"{max(gaps):.3f}s); delay median {delays[len(delays) // 2]:.3f}s, max {delays[-1]:.3f}s; "
+              f"load {os.getloadavg()}")
         assert not late, late
         shown = watch.text()
         table = shown.split("DELIVERIES", 1)[1].split("HELD AGENT REQUESTS", 1)[0].splitlines()

@@ -62,6 +62,30 @@ async def test_the_view_opens_with_sends_still_open_however_old(tmp_path, relay_
     assert follower.since_event == led.last_event_seq()  # what comes next is new
 
 
+def test_an_open_sends_event_written_as_the_view_opens_is_shown_once(tmp_path, monkeypatch):
+    """The view's first rows add every event of each send still open, read after the tail: one written
+    in between is also the follower's first new row, and was shown (and applied) twice."""
+    import relay_repl.session.core.watch_view as watch_view
+    from relay_repl.session.core.follow import LedgerFollower
+
+    path = tmp_path / "ledger.sqlite"
+    led = Ledger(path)
+    led.event("delivery", delivery="k1", data={"relay_id": "op-1", "spec": "fake:a", "transport": "memory"})
+    led.event("stage:typed", delivery="k1", relay_id="op-1", data={"state": "typed"})
+    real = LedgerFollower.from_tail
+
+    def from_tail(p, events=0):
+        got = real(p, events)
+        led.event("stage:submitted", delivery="k1", relay_id="op-1", data={"state": "submitted"})
+        return got
+
+    monkeypatch.setattr(watch_view.LedgerFollower, "from_tail", staticmethod(from_tail))
+    follower, events, inbox = initial(path)
+    later = follower.read_new().events
+    kinds = [e.kind for e in events + later]
+    assert kinds == ["delivery", "stage:typed", "stage:submitted"], kinds
+
+
 def test_targets_show_state_pane_and_host():
     from relay_repl.core.target import Target
 

@@ -50,15 +50,19 @@ class LedgerFollower:
     @classmethod
     def from_tail(cls, path: Path | str, events: int = 0) -> tuple[LedgerFollower, Batch]:
         """A follower positioned after the newest rows, with the last `events` events (and the
-        inbox messages since the first of them) as its first batch."""
+        inbox messages since the first of them) as its first batch.
+
+        Each position is the newest row of the read that gave the first batch, never a second
+        look at the newest seq: a row committed between two such reads (another process writes
+        meanwhile) had a seq past the batch and at or below the position, and was never shown."""
         led = Ledger.read_only_at(path)
         try:
             tail = list(reversed(led.events_before(None, events))) if events else []
-            last_event = led.last_event_seq()
+            last_event = tail[-1].seq if tail else 0 if events else led.last_event_seq()
             first_at = tail[0].at if tail else None
-            inbox = [m for m in led.inbox(since=max(0, led.last_inbox_seq() - 200))
-                     if first_at is not None and m.at >= first_at]
             last_inbox = led.last_inbox_seq()
+            inbox = [m for m in led.inbox(since=max(0, last_inbox - 200))
+                     if m.seq <= last_inbox and first_at is not None and m.at >= first_at]
         finally:
             led.close()
         return cls(path, since_event=last_event, since_inbox=last_inbox), Batch(events=tail, inbox=inbox)

@@ -66,16 +66,16 @@ def initial(path: Path) -> tuple[LedgerFollower, list[Any], list[Any]]:
     if path.exists():
         led = Ledger.read_only_at(path)
         try:
-            for key in led.unfinished_deliveries():
-                for e in led.events(delivery=key):
-                    events.setdefault(e.seq, e)
+            older = [e for key in led.unfinished_deliveries() for e in led.events(delivery=key)]
             from relay_repl.store.requests import held_requests
 
             for req in held_requests(led):  # every request still held, however old
-                for e in led.events(relay_id=req.id, kind="request"):
-                    events.setdefault(e.seq, e)
+                older += led.events(relay_id=req.id, kind="request")
         finally:
             led.close()
+        for e in older:  # one written since the tail was read is the follower's first new row, not shown twice
+            if e.seq <= follower.since_event:
+                events.setdefault(e.seq, e)
     return follower, [events[k] for k in sorted(events)], list(first.inbox)
 
 
