@@ -53,12 +53,22 @@ def models_run(recipe: str, params: dict[str, str], run_id: str | None, relay_id
     return shown[0][0], shown[0][1], session
 
 
-def same_run_plan(recipe: str, key: str, value: str) -> dict[str, Any]:
+def same_run_plan(recipe: str, key: str, value: str, attempts: int = 1) -> dict[str, Any]:
     """Phase 1's first plan of the run, asserted equal (fields, digest, printed bytes) to the models' first
-    plan for the same ids, with nothing said before it; its fields."""
+    plan for the same ids, with nothing said before it; its fields. `attempts`: phase 1 asked up to that
+    many times, 0.5 s apart, while it hands the run to the models (a live screen captured mid-redraw on a
+    loaded machine is refused plainly, by design: the models look again); the plan it then shows is
+    compared all the same."""
+    import time
+
     from relay_repl.core.approval import plan_digest
 
     pre, printed = plain_run(recipe, key, value)
+    for _ in range(attempts - 1):
+        if pre.fields is not None:
+            break
+        time.sleep(0.5)
+        pre, printed = plain_run(recipe, key, value)
     assert pre.fields is not None, "the plain path handed this run to the models"
     assert pre.run_id is not None and pre.relay_id is not None
     plan, before, _ = models_run(recipe, {key: value}, pre.run_id, pre.relay_id)
