@@ -14,9 +14,12 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relay_repl.store.adapter_files import TOML_BLOCK as TOML_BLOCK  # its one home (agents/adapter.py reads it too)
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 STATES = ("idle", "busy", "waiting", "unknown", "never-idle")
 ADAPTER_KEYS = {"kind", "prefix", "verified_versions", "facts", "registry", "listing", "transports", "status", "screen",
@@ -95,23 +98,35 @@ def version_status(kind: str, version: str | None, verified_versions: list[str])
         return "unknown"
     if version in verified_versions:
         return "pinned"
-    if version in _verified_here(kind):
+    if version in verified_here(kind):
         return "verified"
     if f"{kind}={version}" in os.environ.get("RELAY_FIDELITY_CANDIDATE", "").split(","):
         return "verified"
     return "unverified"
 
 
-def _verified_here(kind: str) -> dict[str, Any]:
-    """versions.verified_here: what `relay fidelity` recorded on this machine (unreadable: nothing)."""
-    from relay_repl.core.errors import FileProblem
-    from relay_repl.store.loader import read_text
+def verified_file() -> Path:
+    """Where `relay fidelity` records the versions it verified on this machine."""
     from relay_repl.store.paths import state_dir
 
-    try:
-        text = read_text(state_dir(create=False) / "verified-clients.json", "run `relay fidelity` again", missing_ok=True)
+    return state_dir(create=False) / "verified-clients.json"
+
+
+def verified_all() -> dict[str, Any]:
+    """{kind: {version: {when, facts}}} as `relay fidelity` recorded them here; unreadable is nothing (a send
+    stays gated). The one reader of that file: agents/versions.py re-exports it for the models."""
+    from relay_repl.core.errors import FileProblem
+    from relay_repl.store.loader import read_text
+
+    try:  # the one loader (a FIFO there never hangs)
+        text = read_text(verified_file(), "run `relay fidelity` again", missing_ok=True)
         data = json.loads(text) if text else {}
     except (FileProblem, ValueError, RecursionError):
         return {}
-    got = data.get(kind) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def verified_here(kind: str) -> dict[str, Any]:
+    """{version: {when, facts}} of `kind` versions a passing `relay fidelity` recorded here."""
+    got = verified_all().get(kind)
     return got if isinstance(got, dict) else {}

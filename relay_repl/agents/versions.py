@@ -22,10 +22,12 @@ from pathlib import Path
 from relay_repl.agents.kind import AgentKind, ClientPin
 from relay_repl.agents.plain_facts import parse_version as parse_version  # one home: the plain listing reads it too
 from relay_repl.agents.plain_facts import early_version
+from relay_repl.agents.plain_facts import verified_all as _verified_here_all  # the one reader of verified-clients.json
+from relay_repl.agents.plain_facts import verified_file as verified_file
+from relay_repl.agents.plain_facts import verified_here as verified_here
 from relay_repl.agents.plain_facts import version_status as plain_version_status
 from relay_repl.agents.registry import kind_for, kind_names, kinds
 from relay_repl.core.errors import PolicyRefusal
-from relay_repl.store import paths
 
 def check_kind(kind: str) -> AgentKind:
     """The registered kind named `kind`; ValueError naming the registered ones otherwise."""
@@ -118,29 +120,6 @@ def client_version(kind: str, binary: str | Path | None = None) -> str | None:
 # ---- the version policy: pinned (shipped) or verified on this machine (`relay fidelity`) ----
 
 FIDELITY_HINT = "relay fidelity --clients system"
-
-
-def verified_file() -> Path:
-    """Where `relay fidelity` records the versions it verified on this machine."""
-    return paths.state_dir(create=False) / "verified-clients.json"
-
-
-def _verified_here_all() -> dict[str, dict[str, dict[str, object]]]:
-    from relay_repl.core.errors import FileProblem
-    from relay_repl.store.loader import read_text
-
-    try:  # the one loader (a FIFO there never hangs); unreadable = nothing verified here: sends stay gated
-        text = read_text(verified_file(), "run `relay fidelity` again", missing_ok=True)
-        data = json.loads(text) if text else {}
-    except (FileProblem, ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def verified_here(kind: str) -> dict[str, dict[str, object]]:
-    """{version: {when, facts}} of `kind` versions a passing `relay fidelity` recorded here."""
-    got = _verified_here_all().get(kind)
-    return got if isinstance(got, dict) else {}
 
 
 def record_verified(kind: str, version: str, facts: int) -> Path:
