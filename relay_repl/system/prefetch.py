@@ -163,24 +163,30 @@ def start_version(exe: str, env: dict[str, str]) -> None:
         pass
 
 
-def take_version(exe: str, env: dict[str, str]) -> Listing | None:
-    """The `exe --version` started early for this same file and environment, if one is pending (one that
-    does not match is left alone: its answer is not this question's)."""
+def _pending_version(exe: str, env: dict[str, str]) -> tuple[tuple[str, str, int], Listing] | None:
+    """(its key, the process) of the `exe --version` started early for this same file and environment, or None
+    (one that does not match is left alone: its answer is not this question's)."""
     key = _version_key(exe)
     got = _versions.get(key) if key is not None else None
-    if got is None or got[0] != env:
+    return (key, got[1]) if key is not None and got is not None and got[0] == env else None
+
+
+def take_version(exe: str, env: dict[str, str]) -> Listing | None:
+    """The `exe --version` started early for this same file and environment, if one is pending, handed over
+    (no longer pending)."""
+    found = _pending_version(exe, env)
+    if found is None:
         return None
-    del _versions[key]  # type: ignore[arg-type]  # key is not None when got is
-    return got[1]
+    del _versions[found[0]]
+    return found[1]
 
 
 def peek_version(exe: str, env: dict[str, str]) -> Listing | None:
     """The `exe --version` started early for this same file and environment, left pending: a Claude run's
     plain phase 1 reads its answer (the listing's plan needs the version), and binary_version then takes
     the same process, whose `result` gives the same answer again (one process, one answer)."""
-    key = _version_key(exe)
-    got = _versions.get(key) if key is not None else None
-    return got[1] if got is not None and got[0] == env else None
+    found = _pending_version(exe, env)
+    return found[1] if found is not None else None
 
 
 class Listing:
