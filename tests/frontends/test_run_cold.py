@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from tests.frontends.test_send_cold import NOT_BEFORE_A_CLAUDE_PLAN, probe_in_a_claude_world
+from tests.frontends.test_send_cold import NOT_BEFORE_A_CLAUDE_PLAN, probe_in_a_claude_world, stand_in_claude
 
 # one plain send (no answer awaited: a Claude peer listing would first ask `claude --version`)
 TELL = """name = "tell"
@@ -47,13 +47,9 @@ def test_a_cold_run_discovers_only_the_kinds_its_targets_name_before_its_first_p
 def ping_a_claude(tmp_path):
     """A stand-in `claude` for the verified client (it answers `--version`), and the probe's lines and
     homes of `relay run ping -p target=claude:alpha` stopped at its first plan (the inbox listing's)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    claude = bin_dir / "claude"
-    claude.write_text("#!/bin/sh\necho '2.1.332 (Claude Code)'\n")
-    claude.chmod(0o755)
+    claude = stand_in_claude(tmp_path)
     return claude, probe_in_a_claude_world(tmp_path, "run", "ping", "-p", "target=claude:alpha",
-                                           path=f"{bin_dir}:/usr/bin:/bin", plan="Claude registry ")
+                                           path=f"{claude.parent}:/usr/bin:/bin", plan="Claude registry ")
 
 
 def test_a_cold_ping_to_claude_loads_only_the_listing_kind_before_its_first_plan(tmp_path):

@@ -35,6 +35,7 @@ from relay_repl.system.proc import proc_start
 from tests.frontends.run_plain_helpers import models_run, phase_one_modules
 from tests.frontends.send_plain_helpers import normalised
 from tests.frontends import test_send_plain as send_plain_tests
+from tests.frontends.test_send_cold import stand_in_claude
 from tests.frontends.test_send_plain import world  # noqa: F401 - the fixture
 
 REPO = Path(__file__).parents[2]
@@ -44,12 +45,8 @@ LINE = run_words.listing_first("Claude Code")
 @pytest.fixture
 def claude(world, tmp_path, monkeypatch):  # noqa: F811 - the fixture imported above
     """The world with a stand-in `claude` on PATH answering `--version` as the pinned client does."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "claude"
-    exe.write_text("#!/bin/sh\necho '2.1.332 (Claude Code)'\n")
-    exe.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    exe = stand_in_claude(tmp_path)
+    monkeypatch.setenv("PATH", f"{exe.parent}:/usr/bin:/bin")
     world.exe = exe
     return world
 
@@ -206,11 +203,7 @@ def on_off(*words: str, rewrapped: bool = False) -> tuple[tuple[int, str, str], 
 
 def test_every_refusal_is_the_same_with_the_plain_branch_on_and_off(claude, monkeypatch):
     alpha = claude.session("alpha", messagingSocketPath=None)  # a live session, but none with a socket
-    gone = subprocess.Popen(["sleep", "600"])
-    gone_rec = {**claude.record(alpha), "pid": gone.pid, "name": "gone", "procStart": proc_start(gone.pid)}
-    gone.kill()
-    gone.wait()
-    claude.write(gone.pid, gone_rec)
+    claude.dead(alpha)
     claude.session("twin", messagingSocketPath=None)
     claude.session("twin", messagingSocketPath=None)
     for target in ("claude:nobody", "claude:twin", "claude:gone", "nokind:alpha", "claude:"):

@@ -69,6 +69,17 @@ NOT_BEFORE_A_CLAUDE_PLAN = {
 }
 
 
+def stand_in_claude(tmp_path: Path, version: str = "2.1.332") -> Path:
+    """TMP/bin/claude: a stand-in for the client that answers `--version` as Claude Code `version` does (the
+    verified-client check of listing the inbox as a Claude peer). Its directory goes first on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / "claude"
+    exe.write_text(f"#!/bin/sh\necho '{version} (Claude Code)'\n")
+    exe.chmod(0o755)
+    return exe
+
+
 def probe_in_a_claude_world(tmp_path, *argv: str, path: str = "/usr/bin:/bin", plan: str = "claude:alpha (pid",
                             stdin: str | None = None) -> tuple[dict[str, str], dict[str, Path]]:
     """`relay ARGV...` run by PROBE, stopped at its first plan, among one live Claude session (alpha,

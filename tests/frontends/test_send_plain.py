@@ -86,6 +86,16 @@ class ClaudeWorld:
     def record(self, pid: int) -> dict:
         return json.loads((self.cfg / "sessions" / f"{pid}.json").read_text())
 
+    def dead(self, like: int, name: str = "gone") -> int:
+        """A record like session `like`'s, named `name`, for a process that has exited (its procStart taken
+        while it lived): the registry's leftover of a dead session. Its pid."""
+        gone = subprocess.Popen(["sleep", "600"])
+        rec = {**self.record(like), "pid": gone.pid, "name": name, "procStart": proc_start(gone.pid)}
+        gone.kill()
+        gone.wait()
+        self.write(gone.pid, rec)
+        return gone.pid
+
     def close(self) -> None:
         for s in self.listeners:
             s.close()
@@ -262,11 +272,7 @@ def test_every_refusal_is_the_same_with_the_plain_branch_on_and_off(world):
     pid = world.session("alpha")
     world.session("twin")
     world.session("twin")
-    gone = subprocess.Popen(["sleep", "600"])
-    gone_rec = {**world.record(pid), "pid": gone.pid, "name": "gone", "procStart": proc_start(gone.pid)}
-    gone.kill()
-    gone.wait()
-    world.write(gone.pid, gone_rec)
+    world.dead(pid)
     world.session("nosock", socket_up=False)
     world.session("future", version="9.9.999")
     cases = [("claude:nobody", "hi"), ("claude:twin", "hi"), ("claude:gone", "hi"), ("nokind:alpha", "hi"),

@@ -7,7 +7,7 @@ import ast
 import json
 
 from relay_repl.core.serve_wire import PROTOCOL_VERSION
-from tests.frontends.test_send_cold import probe_in_a_claude_world
+from tests.frontends.test_send_cold import probe_in_a_claude_world, stand_in_claude
 
 
 def lines(*requests: tuple[int, str, dict]) -> str:
@@ -33,14 +33,10 @@ def test_a_cold_serves_first_send_wanting_an_answer_starts_the_claude_version_be
     peer, which asks `claude --version` (the verified client only). The serve starts that process from the
     kind's `reply_route_soon` hook when the send arrives, before session.app is imported, so it runs beside
     those imports (~10 ms of the cold channel's wall) instead of after them; the listing's plan is the same."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    claude = bin_dir / "claude"
-    claude.write_text("#!/bin/sh\necho '2.1.332 (Claude Code)'\n")
-    claude.chmod(0o755)
+    claude = stand_in_claude(tmp_path)
     wanting = lines((1, "hello", {"protocol": PROTOCOL_VERSION}),
                     (2, "send", {"target": "claude:alpha", "body": "an answer, please", "want": "reply"}))
-    got, homes = probe_in_a_claude_world(tmp_path, "serve", "--stdio", stdin=wanting, path=f"{bin_dir}:/usr/bin:/bin",
+    got, homes = probe_in_a_claude_world(tmp_path, "serve", "--stdio", stdin=wanting, path=f"{claude.parent}:/usr/bin:/bin",
                                          plan="Claude registry")
     assert str(homes["claude"] / "sessions") in got["PLAN"]  # the first plan: listing the inbox as a peer
     spawned, models = ast.literal_eval(got["SPAWNED"]), ast.literal_eval(got["MODELS_AT_SPAWN"])
@@ -49,13 +45,9 @@ def test_a_cold_serves_first_send_wanting_an_answer_starts_the_claude_version_be
     assert models[versions[0]] is False  # started before pydantic (so before session.app)
 
 
-def test_a_send_wanting_no_answer_or_to_no_plain_kind_starts_nothing_early(tmp_path):
+def test_a_send_wanting_no_answer_starts_nothing_early(tmp_path):
     """The head start is only for the route's first question: a send that waits for no answer starts no
     `--version` before its models (its plan lists nothing)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    claude = bin_dir / "claude"
-    claude.write_text("#!/bin/sh\necho '2.1.332 (Claude Code)'\n")
-    claude.chmod(0o755)
-    got, _ = probe_in_a_claude_world(tmp_path, "serve", "--stdio", stdin=HELLO_THEN_SEND, path=f"{bin_dir}:/usr/bin:/bin")
+    claude = stand_in_claude(tmp_path)
+    got, _ = probe_in_a_claude_world(tmp_path, "serve", "--stdio", stdin=HELLO_THEN_SEND, path=f"{claude.parent}:/usr/bin:/bin")
     assert [argv for argv in ast.literal_eval(got["SPAWNED"]) if argv[1:2] == ["--version"]] == []
